@@ -1,0 +1,251 @@
+"""The jupyter-server extension: its configuration surface is the ``GpuCost`` traits.
+
+Admins set them like any Jupyter option, ``c.GpuCost.<name> = ...`` in a config file or
+``--GpuCost.<name>=...`` on the command line. An invalid value stops the server at start-up
+with a message that names the setting and what it accepts: a cost meter running on a
+setting the admin did not mean would show wrong numbers, which is worse than none.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from anyio import to_thread
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Dict, Float, Int, TraitError, Unicode, validate
+
+from .handlers import handlers
+from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
+from .service import TELEMETRY_MODES, CostConfig, CostService
+
+
+class ConfigError(ValueError):
+    """A setting has a value it cannot take; the message names it."""
+
+
+class GpuCost(ExtensionApp):
+    name = "jupyter_gpucost"
+    description = "What the notebook session costs on rented GPUs, live."
+
+    telemetry = Unicode(
+        "auto",
+        config=True,
+        help=(
+            "Where GPU readings come from: 'auto' (NVML if it initialises, else none), "
+            "'nvml' (NVIDIA's management library; an error is shown if it is missing), "
+            "'simulated' (replays a recorded trace; labelled simulated in the UI) or "
+            "'none' (no GPUs: only the base price is counted)."
+        ),
+    )
+    sample_interval_s = Float(
+        1.0,
+        config=True,
+        help="Seconds between two GPU readings (0.1 to 3600).",
+    )
+    price_provider = Unicode(
+        "aws",
+        config=True,
+        help="The cloud whose list prices apply (a provider of the price catalog, e.g. aws, "
+        "gcp, azure, lambda, runpod).",
+    )
+    price_market = Unicode("on-demand", config=True, help="'on-demand' or 'spot' prices.")
+    price_instance = Unicode(
+        "",
+        config=True,
+        help="When the catalog has several rows for a GPU model at this provider, the "
+        "instance name of the row to use (e.g. 'secure' or 'community' on runpod). Empty: "
+        "the first row.",
+    )
+    price_overrides = Dict(
+        config=True,
+        help="Hourly price per GPU that beats the catalog, keyed by catalog model "
+        "(e.g. 'A100-80GB') or by the exact NVML device name: "
+        "{'A100-80GB': 2.10, 'NVIDIA L40S': '1.05'}.",
+    )
+    price_catalog_path = Unicode(
+        "",
+        config=True,
+        help="A TOML price catalog to use instead of the shipped one (same format as "
+        "jupyter_gpucost/data/prices.toml). Empty: the shipped catalog.",
+    )
+    billing_granularity_s = Int(
+        1, config=True, help="Billed time is rounded up to a multiple of this many seconds."
+    )
+    minimum_charge_s = Int(
+        60,
+        config=True,
+        help="Minimum billed time per session, in seconds (AWS and GCP: 60). 0 for none.",
+    )
+    base_price_usd_per_hour = Float(
+        0.0,
+        config=True,
+        help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
+        "the cost. 0 to count GPUs only.",
+    )
+    currency = Unicode(
+        "USD",
+        config=True,
+        help="The currency of the prices (label only: no conversion is done; overrides "
+        "and the catalog must be in this currency).",
+    )
+    currency_symbol = Unicode("$", config=True, help="The symbol shown before amounts.")
+    simulated_trace = Unicode(
+        "",
+        config=True,
+        help="The trace replayed when telemetry is 'simulated'. Empty: the shipped "
+        "2x A100-80GB demo trace.",
+    )
+
+    @validate("telemetry")
+    def _check_telemetry(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"]).strip().lower()
+        if value not in TELEMETRY_MODES:
+            raise TraitError(
+                f"c.GpuCost.telemetry = {proposal['value']!r} is not valid: "
+                f"use one of {', '.join(TELEMETRY_MODES)}."
+            )
+        return value
+
+    @validate("sample_interval_s")
+    def _check_interval(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        if not 0.1 <= value <= 3600:
+            raise TraitError(
+                f"c.GpuCost.sample_interval_s = {value!r} is not valid: "
+                "use a number of seconds from 0.1 to 3600."
+            )
+        return value
+
+    @validate("price_market")
+    def _check_market(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"]).strip().lower()
+        if value not in MARKETS:
+            raise TraitError(
+                f"c.GpuCost.price_market = {proposal['value']!r} is not valid: "
+                f"use one of {', '.join(MARKETS)}."
+            )
+        return value
+
+    @validate("billing_granularity_s")
+    def _check_granularity(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        if not 1 <= value <= 86_400:
+            raise TraitError(
+                f"c.GpuCost.billing_granularity_s = {value!r} is not valid: "
+                "use a whole number of seconds from 1 (per-second billing) to 86400."
+            )
+        return value
+
+    @validate("minimum_charge_s")
+    def _check_minimum(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        if not 0 <= value <= 86_400:
+            raise TraitError(
+                f"c.GpuCost.minimum_charge_s = {value!r} is not valid: "
+                "use a whole number of seconds from 0 (no minimum) to 86400."
+            )
+        return value
+
+    @validate("base_price_usd_per_hour")
+    def _check_base(self, proposal: dict[str, Any]) -> float:
+        try:
+            parse_price(proposal["value"], what="c.GpuCost.base_price_usd_per_hour")
+        except ValueError as e:
+            raise TraitError(f"{e}.") from None
+        return float(proposal["value"])
+
+    @validate("price_overrides")
+    def _check_overrides(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        value = proposal["value"]
+        for key, price in value.items():
+            try:
+                parse_price(price, what=f"c.GpuCost.price_overrides[{key!r}]")
+            except ValueError as e:
+                raise TraitError(f"{e}.") from None
+        return dict(value)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def _link_jupyter_server_extension(self, serverapp: Any) -> None:
+        try:
+            super()._link_jupyter_server_extension(serverapp)
+        except TraitError as e:
+            self._refuse_to_start(str(e))
+
+    def _refuse_to_start(self, message: str) -> None:
+        self.log.critical("jupyter-gpucost: invalid configuration: %s", message)
+        print(f"jupyter-gpucost: invalid configuration: {message}", file=sys.stderr)
+        # SystemExit passes through jupyter_server's extension loader, which would
+        # otherwise log the error and run on without the extension.
+        raise SystemExit(1)
+
+    def cost_config(self) -> CostConfig:
+        """Turn the traits into the service's validated configuration."""
+        try:
+            catalog = load_catalog(self.price_catalog_path or None)
+        except CatalogError as e:
+            raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
+        self._check_provider(catalog)
+        return CostConfig(
+            telemetry=self.telemetry,
+            sample_interval_s=self.sample_interval_s,
+            catalog=catalog,
+            provider=self.price_provider,
+            market=self.price_market,
+            instance=self.price_instance,
+            overrides={
+                str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
+                for k, v in self.price_overrides.items()
+            },
+            granularity_s=self.billing_granularity_s,
+            minimum_charge_s=self.minimum_charge_s,
+            base_usd_per_hour=parse_price(
+                self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
+            ),
+            currency=self.currency,
+            currency_symbol=self.currency_symbol,
+            simulated_trace=self.simulated_trace,
+        )
+
+    def _check_provider(self, catalog: Catalog) -> None:
+        if self.price_provider not in catalog.providers:
+            raise ConfigError(
+                f"c.GpuCost.price_provider = {self.price_provider!r} is not valid: "
+                f"use one of {', '.join(catalog.providers)}."
+            )
+        if self.price_instance and self.price_instance not in catalog.instances(
+            self.price_provider
+        ):
+            raise ConfigError(
+                f"c.GpuCost.price_instance = {self.price_instance!r} is not valid for "
+                f"{self.price_provider}: use one of "
+                f"{', '.join(i for i in catalog.instances(self.price_provider) if i)}."
+            )
+
+    def initialize_settings(self) -> None:
+        try:
+            config = self.cost_config()
+        except ConfigError as e:
+            self._refuse_to_start(str(e))
+        service = CostService(config, log=self.log)
+        service.start()
+        self.settings["gpucost_service"] = service
+        self.log.info(
+            "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
+            config.provider,
+            config.market,
+            service.source.name,
+            config.sample_interval_s,
+        )
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers())
+
+    async def stop_extension(self) -> None:
+        service: CostService | None = self.settings.get("gpucost_service")
+        if service is not None:
+            await to_thread.run_sync(service.stop)
+
+
+__all__ = ["ConfigError", "GpuCost"]

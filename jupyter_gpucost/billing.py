@@ -1,0 +1,61 @@
+"""Exact money arithmetic and the provider's billing rule.
+
+Time is counted in integer microseconds and prices are Decimals with at most six
+decimals, so a cost is an exact rational number of micro-dollars; it is rounded (half
+up) only when it is shown. Nothing here uses floating point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+US_PER_S = 1_000_000
+US_PER_HOUR = 3_600 * US_PER_S
+MICRO = Decimal("0.000001")
+
+
+def cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> Fraction:
+    """The exact cost, in micro-dollars, of ``duration_us`` at ``usd_per_hour``."""
+    return Fraction(usd_per_hour) * 1_000_000 * duration_us / US_PER_HOUR
+
+
+def round_micro(value: Fraction) -> int:
+    """Round an exact amount of micro-dollars to a whole micro-dollar, half up."""
+    quotient, remainder = divmod(value.numerator, value.denominator)
+    return quotient + (1 if 2 * remainder >= value.denominator else 0)
+
+
+def to_usd(micro_usd: int) -> Decimal:
+    """Whole micro-dollars as dollars, exactly: 1234567 -> Decimal('1.234567')."""
+    return (Decimal(micro_usd) * MICRO).quantize(MICRO)
+
+
+@dataclass(frozen=True)
+class BillingRule:
+    """How a provider turns elapsed time into billed time.
+
+    AWS EC2 and GCP bill per second with a 60 s minimum per start; that is the default.
+    """
+
+    granularity_s: int = 1
+    minimum_charge_s: int = 0
+
+    def __post_init__(self) -> None:
+        if self.granularity_s < 1:
+            raise ValueError("billing granularity must be at least 1 second")
+        if self.minimum_charge_s < 0:
+            raise ValueError("minimum charge must be 0 seconds or more")
+
+    def billed_us(self, elapsed_us: int) -> int:
+        """Billed time for a rental that has lasted ``elapsed_us`` so far.
+
+        Elapsed time is rounded up to the granularity, and never less than the minimum
+        charge (which applies as soon as the rental has started).
+        """
+        if elapsed_us < 0:
+            raise ValueError("elapsed time cannot be negative")
+        step = self.granularity_s * US_PER_S
+        rounded = -(-elapsed_us // step) * step
+        return max(rounded, self.minimum_charge_s * US_PER_S)

@@ -1,0 +1,146 @@
+"""The status document (``GET /gpucost/api/status``) built from a meter snapshot.
+
+Money leaves the server as JSON numbers with at most six decimals: a Decimal quantized to
+micro-dollars converts to the float whose shortest representation is that same decimal,
+so the text on the wire is exact.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ._version import __version__
+from .billing import US_PER_S, BillingRule, to_usd
+from .meter import GpuCost, MeterSnapshot
+from .prices import DOUBTFUL_CONFIDENCE, PricePolicy
+from .telemetry.base import TelemetryStatus
+
+
+def usd(micro_usd: int) -> float:
+    return float(to_usd(micro_usd))
+
+
+def _price(value: Decimal) -> float:
+    return float(value)
+
+
+def _gpu(g: GpuCost) -> dict[str, Any]:
+    r = g.reading
+    unavailable = dict(r.unavailable) if r is not None else {}
+    if r is None:
+        unavailable.setdefault("reading", "no reading in the last sample")
+    return {
+        "index": g.index,
+        "uuid": g.uuid,
+        "name": g.name,
+        "model": g.model,
+        "priced": g.priced,
+        "price_usd_per_hour": _price(g.price.usd_per_gpu_hour) if g.price else None,
+        "price_source": g.price.source if g.price else None,
+        "price_as_of": g.price.as_of if g.price else None,
+        "price_confidence": g.price.confidence if g.price else None,
+        "utilization_pct": r.utilization_pct if r else None,
+        "memory_used_bytes": r.memory_used_bytes if r else None,
+        "memory_total_bytes": r.memory_total_bytes if r else None,
+        "power_w": r.power_w if r else None,
+        "energy_j": None if g.energy_j is None else round(g.energy_j, 3),
+        "cost_usd": usd(g.cost_micro_usd),
+        "used_cost_usd": usd(g.used_micro_usd),
+        "idle_cost_usd": usd(g.idle_micro_usd),
+        "unobserved_cost_usd": usd(g.unobserved_micro_usd),
+        "used_s": g.used_us / US_PER_S,
+        "idle_s": g.idle_us / US_PER_S,
+        "unobserved_s": g.unobserved_us / US_PER_S,
+        "lost": bool(r.lost) if r else False,
+        "unavailable": unavailable,
+    }
+
+
+def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, str]]:
+    warnings = []
+    for g in snapshot.unpriced:
+        warnings.append(
+            {
+                "code": "unpriced-gpu",
+                "message": (
+                    f"No {policy.provider} {policy.market} price for GPU {g.index} ({g.name}): "
+                    "it is not counted in the cost. An admin can set "
+                    f"c.GpuCost.price_overrides = {{{(g.model or g.name)!r}: <USD per hour>}}."
+                ),
+            }
+        )
+    for g in snapshot.gpus:
+        if g.price is not None and g.price.confidence in DOUBTFUL_CONFIDENCE:
+            warnings.append(
+                {
+                    "code": "price-unverified",
+                    "message": (
+                        f"The price of GPU {g.index} ({g.model}, {g.price.usd_per_gpu_hour} "
+                        f"USD/h) is {g.price.confidence}: check it against your bill."
+                    ),
+                }
+            )
+        if g.reading is not None and g.reading.lost:
+            warnings.append(
+                {
+                    "code": "gpu-lost",
+                    "message": f"GPU {g.index} ({g.name}) stopped answering; it is still billed.",
+                }
+            )
+    return warnings
+
+
+def status_payload(
+    snapshot: MeterSnapshot,
+    telemetry: TelemetryStatus,
+    *,
+    policy: PricePolicy,
+    rule: BillingRule,
+    currency: str,
+    currency_symbol: str,
+) -> dict[str, Any]:
+    in_force = [g.price for g in snapshot.gpus if g.price is not None]
+    dates = sorted(p.as_of for p in in_force if p.as_of)
+    return {
+        "version": __version__,
+        "currency": currency,
+        "currency_symbol": currency_symbol,
+        "session_started": snapshot.started.isoformat(),
+        "as_of": snapshot.as_of.isoformat(),
+        "elapsed_s": snapshot.elapsed_us / US_PER_S,
+        "billed_s": snapshot.billed_us / US_PER_S,
+        "cost_usd": usd(snapshot.cost_micro_usd),
+        "gpu_cost_usd": usd(snapshot.gpu_cost_micro_usd),
+        "rate_usd_per_hour": _price(snapshot.rate_usd_per_hour),
+        "used_cost_usd": usd(snapshot.used_micro_usd),
+        "idle_cost_usd": usd(snapshot.idle_micro_usd),
+        "unobserved_cost_usd": usd(snapshot.unobserved_micro_usd),
+        "billing_adjustment_usd": usd(snapshot.adjustment_micro_usd),
+        "base_price_usd_per_hour": _price(snapshot.base_usd_per_hour),
+        "base_cost_usd": usd(snapshot.base_cost_micro_usd),
+        "energy_j": None if snapshot.energy_j is None else round(snapshot.energy_j, 3),
+        "samples": snapshot.samples,
+        "billing": {
+            "granularity_s": rule.granularity_s,
+            "minimum_charge_s": rule.minimum_charge_s,
+        },
+        "gpus": [_gpu(g) for g in snapshot.gpus],
+        "telemetry": {
+            "source": telemetry.source,
+            "simulated": telemetry.simulated,
+            "available": telemetry.available,
+            "reason": telemetry.reason,
+            "detail": dict(telemetry.detail),
+        },
+        "prices": {
+            "provider": policy.provider,
+            "market": policy.market,
+            "instance": policy.instance or None,
+            # the oldest date among the prices in force: the one to be wary of
+            "as_of": dates[0] if dates else None,
+            "catalog_date": policy.catalog.catalog_date,
+            "overridden_models": sorted({p.model for p in in_force if p.overridden}),
+        },
+        "warnings": _warnings(snapshot, policy),
+    }
