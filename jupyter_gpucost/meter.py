@@ -168,20 +168,19 @@ class _Account:
             self._energy_counter_j = None
             self.energy_j = (self.energy_j or 0.0) + reading.power_w * observed_us / US_PER_S
 
-    def cost(self, rule: BillingRule, elapsed_us: int) -> GpuCost:
-        billed_us = rule.billed_us(elapsed_us)
+    def exact_parts(self, billed_us: int, elapsed_us: int) -> list[Fraction]:
+        """Exact micro-dollars: used, idle, unobserved, billing adjustment."""
         if self.price is None:
-            amounts = [0, 0, 0, 0]
-        else:
-            per_hour = self.price.usd_per_gpu_hour
-            amounts = apportion(
-                [
-                    cost_micro_usd(per_hour, self.used_us),
-                    cost_micro_usd(per_hour, self.idle_us),
-                    cost_micro_usd(per_hour, self.unobserved_us),
-                    cost_micro_usd(per_hour, billed_us - elapsed_us),
-                ]
-            )
+            return [Fraction(0)] * 4
+        per_hour = self.price.usd_per_gpu_hour
+        return [
+            cost_micro_usd(per_hour, self.used_us),
+            cost_micro_usd(per_hour, self.idle_us),
+            cost_micro_usd(per_hour, self.unobserved_us),
+            cost_micro_usd(per_hour, billed_us - elapsed_us),
+        ]
+
+    def cost(self, billed_us: int, amounts: Sequence[int]) -> GpuCost:
         used, idle, unobserved, adjustment = amounts
         return GpuCost(
             index=self.index,
@@ -275,12 +274,13 @@ class Meter:
     def snapshot(self) -> MeterSnapshot:
         elapsed_us = self._last_us - self._start_us
         billed_us = self._rule.billed_us(elapsed_us)
-        gpus = tuple(
-            sorted(
-                (a.cost(self._rule, elapsed_us) for a in self._accounts.values()),
-                key=lambda g: g.index,
-            )
-        )
+        accounts = sorted(self._accounts.values(), key=lambda a: a.index)
+        # every part of the session, exact; rounded together so that the total is the
+        # exact total rounded once and the parts add up to it
+        parts = [p for a in accounts for p in a.exact_parts(billed_us, elapsed_us)]
+        parts.append(cost_micro_usd(self._base_usd_per_hour, billed_us))
+        amounts = apportion(parts)
+        gpus = tuple(a.cost(billed_us, amounts[4 * i : 4 * i + 4]) for i, a in enumerate(accounts))
         return MeterSnapshot(
             started=self._started,
             as_of=self._as_of,
@@ -288,6 +288,6 @@ class Meter:
             billed_us=billed_us,
             gpus=gpus,
             base_usd_per_hour=self._base_usd_per_hour,
-            base_cost_micro_usd=round_micro(cost_micro_usd(self._base_usd_per_hour, billed_us)),
+            base_cost_micro_usd=amounts[-1],
             samples=self._samples,
         )

@@ -1,0 +1,214 @@
+"""The status API on a real Jupyter server (pytest-jupyter), as the status bar and curl see it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_gpucost.handlers import GpuCostHandler
+
+pytestmark = pytest.mark.usefixtures("jp_serverapp")
+
+
+async def get_status(jp_fetch: Any) -> dict[str, Any]:
+    response = await jp_fetch("gpucost", "api", "status")
+    assert response.code == 200
+    assert response.headers["Content-Type"].startswith("application/json")
+    return json.loads(response.body)
+
+
+async def test_status_reports_a_rising_simulated_session_cost(jp_fetch: Any) -> None:
+    first = await get_status(jp_fetch)
+    assert first["telemetry"]["source"] == "simulated"
+    assert first["telemetry"]["simulated"] is True
+    assert first["telemetry"]["available"] is True
+    assert [g["model"] for g in first["gpus"]] == ["A100-80GB", "A100-80GB"]
+    assert [g["price_usd_per_hour"] for g in first["gpus"]] == [3.431, 3.431]
+    assert first["rate_usd_per_hour"] == 6.862
+    assert first["prices"] == {
+        "provider": "aws",
+        "market": "on-demand",
+        "instance": None,
+        "as_of": "2026-01-21",
+        "catalog_date": "2026-11-09",
+        "overridden_models": [],
+    }
+    assert first["billing"] == {"granularity_s": 1, "minimum_charge_s": 60}
+    # the 60 s minimum charge is billed from the start: 2 x 3.431 $/h x 60 s
+    assert first["cost_usd"] == pytest.approx(0.114367, abs=1e-6)
+    await asyncio.sleep(1.5)
+    later = await get_status(jp_fetch)
+    assert later["elapsed_s"] > first["elapsed_s"] + 1
+    assert later["cost_usd"] >= first["cost_usd"]
+    assert later["session_started"] == first["session_started"]
+    assert later["samples"] > first["samples"]
+    for status in (first, later):
+        parts = (
+            status["used_cost_usd"]
+            + status["idle_cost_usd"]
+            + status["unobserved_cost_usd"]
+            + status["billing_adjustment_usd"]
+        )
+        assert parts == pytest.approx(status["gpu_cost_usd"], abs=1e-9)
+        assert status["cost_usd"] == pytest.approx(
+            status["gpu_cost_usd"] + status["base_cost_usd"], abs=1e-9
+        )
+
+
+async def test_status_has_every_documented_field(jp_fetch: Any) -> None:
+    status = await get_status(jp_fetch)
+    for key in (
+        "cost_usd",
+        "rate_usd_per_hour",
+        "session_started",
+        "elapsed_s",
+        "idle_cost_usd",
+        "base_price_usd_per_hour",
+        "gpus",
+        "telemetry",
+        "prices",
+        "warnings",
+        "currency",
+        "currency_symbol",
+    ):
+        assert key in status, key
+    gpu = status["gpus"][0]
+    for key in (
+        "index",
+        "name",
+        "model",
+        "price_usd_per_hour",
+        "utilization_pct",
+        "memory_used_bytes",
+        "memory_total_bytes",
+        "power_w",
+    ):
+        assert key in gpu, key
+    assert gpu["name"] == "NVIDIA A100-SXM4-80GB"
+    assert gpu["memory_total_bytes"] == 85_899_345_920
+    assert 0 <= gpu["utilization_pct"] <= 100
+    assert gpu["power_w"] > 0
+    assert status["session_started"].endswith("+00:00")
+
+
+def extension_routes(app: Any) -> list[tuple[str, type]]:
+    """Every route on the server whose handler belongs to this extension."""
+    found = []
+
+    def walk(rules: Any) -> None:
+        for rule in rules:
+            target = rule.target
+            if hasattr(target, "rules"):
+                walk(target.rules)
+            elif isinstance(target, type) and issubclass(target, GpuCostHandler):
+                found.append((rule.matcher.regex.pattern, target))
+
+    walk(app.default_router.rules)
+    walk(app.wildcard_router.rules)
+    return found
+
+
+async def test_every_route_refuses_requests_without_credentials(
+    jp_serverapp: Any, http_server_client: Any, jp_base_url: str
+) -> None:
+    routes = extension_routes(jp_serverapp.web_app)
+    assert routes, "the extension registered no route"
+    for pattern, handler in routes:
+        path = pattern.rstrip("$")
+        assert "(" not in path, f"route {pattern} needs a sample path in this test"
+        methods = [
+            m for m in ("GET", "POST", "PUT", "PATCH", "DELETE") if m.lower() in vars(handler)
+        ]
+        assert methods, handler
+        for method in methods:
+            with pytest.raises(HTTPClientError) as e:
+                await http_server_client.fetch(
+                    path, method=method, body=b"{}" if method in ("POST", "PUT", "PATCH") else None
+                )
+            assert e.value.code == 403, (method, path)
+
+
+async def test_a_wrong_token_is_refused(http_server_client: Any, jp_base_url: str) -> None:
+    with pytest.raises(HTTPClientError) as e:
+        await http_server_client.fetch(
+            jp_base_url + "gpucost/api/status", headers={"Authorization": "token not-the-token"}
+        )
+    assert e.value.code == 403
+
+
+class TestNoTelemetry:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {"telemetry": "none", "base_price_usd_per_hour": 0.5}
+
+    async def test_base_price_only_and_a_reason(self, jp_fetch: Any) -> None:
+        status = await get_status(jp_fetch)
+        assert status["gpus"] == []
+        assert status["telemetry"]["available"] is False
+        assert "turned off" in status["telemetry"]["reason"]
+        assert status["rate_usd_per_hour"] == 0.5
+        assert status["base_cost_usd"] == pytest.approx(0.008333, abs=1e-6)  # 60 s minimum
+        assert status["cost_usd"] == status["base_cost_usd"]
+
+
+class TestAutoWithoutNvidiaDriver:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {"telemetry": "auto"}
+
+    async def test_falls_back_to_no_telemetry_and_says_why(self, jp_fetch: Any) -> None:
+        status = await get_status(jp_fetch)
+        assert status["telemetry"]["source"] == "none"
+        assert status["telemetry"]["available"] is False
+        assert status["telemetry"]["reason"].startswith("no NVIDIA GPU telemetry: ")
+        assert status["gpus"] == []
+
+
+class TestExplicitNvmlWithoutDriver:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {"telemetry": "nvml"}
+
+    async def test_is_shown_as_unavailable_with_the_reason(self, jp_fetch: Any) -> None:
+        status = await get_status(jp_fetch)
+        assert status["telemetry"]["available"] is False
+        assert status["telemetry"]["reason"]
+
+
+class TestPriceOverride:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "price_overrides": {"A100-80GB": "2.10"},
+            "minimum_charge_s": 0,
+        }
+
+    async def test_override_is_in_force_and_shown(self, jp_fetch: Any) -> None:
+        status = await get_status(jp_fetch)
+        assert [g["price_usd_per_hour"] for g in status["gpus"]] == [2.1, 2.1]
+        assert status["rate_usd_per_hour"] == 4.2
+        assert status["prices"]["overridden_models"] == ["A100-80GB"]
+        assert "admin override" in status["gpus"][0]["price_source"]
+        assert status["billing"]["minimum_charge_s"] == 0
+
+
+class TestUnpricedGpu:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        # the catalog has no GCP price for an A100-80GB
+        return {"telemetry": "simulated", "price_provider": "gcp"}
+
+    async def test_unpriced_is_a_warning_never_zero(self, jp_fetch: Any) -> None:
+        status = await get_status(jp_fetch)
+        assert [g["priced"] for g in status["gpus"]] == [False, False]
+        assert [g["price_usd_per_hour"] for g in status["gpus"]] == [None, None]
+        codes = [w["code"] for w in status["warnings"]]
+        assert codes == ["unpriced-gpu", "unpriced-gpu"]
+        assert "not counted" in status["warnings"][0]["message"]
+        assert "price_overrides" in status["warnings"][0]["message"]
+        assert status["rate_usd_per_hour"] == 0
