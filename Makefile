@@ -1,0 +1,89 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+# Everything is installed into .venv (Python) and node_modules (front end).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+PY := $(BIN)/python
+export PATH := $(BIN):$(PATH)
+
+# jupyter refuses to run as root without --allow-root
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+DEMO_PORT ?= 8888
+CHROMIUM ?= /usr/bin/chromium
+FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
+
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium bench clean
+
+help:
+	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
+	@echo "make test   install everything and run lint, Python, front-end unit and browser tests"
+	@echo "make bench  run the benchmarks (results go in docs/benchmarks.md)"
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Python package (editable) with the test extras; the labextension is built by jlpm and
+# linked into the environment, so a rebuild is picked up without reinstalling.
+$(VENV)/.installed: $(VENV)/bin/python pyproject.toml
+	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7" "hatchling>=1.21" "hatch-jupyter-builder>=0.9"
+	$(MAKE) build
+	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test,bench]"
+	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
+	touch $@
+
+node_modules/.installed: $(VENV)/bin/python package.json yarn.lock .yarnrc.yml
+	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7"
+	$(BIN)/jlpm install
+	touch $@
+
+# the built labextension; removed first so that a stale one is never shipped
+jupyter_gpucost/labextension/package.json: node_modules/.installed $(FRONTEND_SOURCES)
+	rm -rf jupyter_gpucost/labextension
+	$(BIN)/jlpm build:prod
+
+build: jupyter_gpucost/labextension/package.json
+
+install: $(VENV)/.installed build
+
+demo: install
+	@TELEMETRY=$$($(PY) -c 'import pynvml; pynvml.nvmlInit(); print("auto")' 2>/dev/null || echo simulated); \
+	echo "jupyter-gpucost demo: telemetry=$$TELEMETRY (simulated when no NVIDIA driver is found)"; \
+	echo "Open the URL with its token printed below; stop with Ctrl-C."; \
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(DEMO_PORT) --no-browser $(ROOT_FLAG) \
+		--GpuCost.telemetry=$$TELEMETRY
+
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		echo "Installing Chromium from Debian (needed by the browser tests)"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; \
+	fi
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/jlpm lint:check
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	$(BIN)/jlpm lint
+
+test-python: install
+	$(PY) -m pytest tests --ignore=tests/ui
+
+test-js: install
+	$(BIN)/jlpm test
+
+test-ui: install chromium
+	GPUCOST_CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests/ui
+
+test: lint test-python test-js test-ui
+
+bench: install
+	$(PY) benchmarks/bench_status.py
+
+clean:
+	rm -rf $(VENV) node_modules jupyter_gpucost/labextension labextension/lib tsconfig.tsbuildinfo .pytest_cache .ruff_cache .hypothesis
