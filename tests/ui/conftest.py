@@ -1,0 +1,156 @@
+"""Browser tests: a real JupyterLab server in a subprocess and headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("GPUCOST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def api(self, path: str, *, method: str = "GET", body: object = None) -> object:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}/{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+
+def start_lab(tmp: Path, *args: str) -> Lab:
+    port, token = free_port(), secrets.token_hex(16)
+    log = tmp / "lab.log"
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+    }
+    (tmp / "root").mkdir(exist_ok=True)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={tmp / 'root'}",
+                *args,
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, process=process, log=log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
+        try:
+            lab.api("api/status")
+            return lab
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.25)
+    stop_lab(lab)
+    raise RuntimeError(f"JupyterLab did not start in 60 s:\n{log.read_text()[-3000:]}")
+
+
+def stop_lab(lab: Lab) -> None:
+    if lab.process.poll() is None:
+        os.killpg(lab.process.pid, signal.SIGTERM)
+        try:
+            lab.process.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(lab.process.pid, signal.SIGKILL)
+            lab.process.wait(5)
+
+
+@pytest.fixture
+def lab_factory(tmp_path: Path) -> Iterator[Callable[..., Lab]]:
+    started: list[Lab] = []
+
+    def factory(*args: str) -> Lab:
+        folder = tmp_path / f"lab{len(started)}"
+        folder.mkdir()
+        lab = start_lab(folder, *args)
+        started.append(lab)
+        return lab
+
+    yield factory
+    for lab in started:
+        stop_lab(lab)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make test-ui`, which installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[object]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def screenshot(page: object, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path))  # type: ignore[attr-defined]
+    return path

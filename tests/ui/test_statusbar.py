@@ -1,0 +1,109 @@
+"""What a person sees in JupyterLab's status bar, in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+ITEM = "#jp-gpucost-status"
+AMOUNT = re.compile(r"^\$(\d+\.\d+) · \$(\d+\.\d+)/h")
+
+
+def open_lab(page: Any, lab: Any) -> Any:
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    item = page.locator(ITEM)
+    item.wait_for(state="visible", timeout=60_000)
+    return item
+
+
+def wait_for_state(item: Any, state: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while item.get_attribute("data-state") != state:
+        assert time.monotonic() < deadline, (
+            f"state {item.get_attribute('data-state')!r}, text {item.inner_text()!r}"
+        )
+        time.sleep(0.2)
+
+
+def amount(item: Any) -> float:
+    match = AMOUNT.match(item.inner_text().strip())
+    assert match, item.inner_text()
+    return float(match.group(1))
+
+
+def test_status_bar_shows_a_rising_simulated_cost(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    item = open_lab(page, lab)
+    wait_for_state(item, "simulated")
+    first = amount(item)
+    text = item.inner_text()
+    assert "$6.86/h" in text  # 2x A100-80GB at 3.431 $/h
+    assert "simulated" in text
+    title = item.get_attribute("title") or ""
+    assert "This session has cost $" in title
+    assert "2× A100-80GB" in title
+    assert "aws on-demand" in title
+    assert "2026-01-21" in title
+    time.sleep(4)
+    second = amount(item)
+    assert second > first, (first, second)
+    # the figure agrees with the server's own
+    status = lab.api("gpucost/api/status")
+    assert status["cost_usd"] >= second  # type: ignore[index]
+    screenshot(page, "statusbar-simulated.png")
+    page.locator(".jp-StatusBar-Widget").screenshot(path=str(screenshot(page, "statusbar.png")))
+
+
+def test_no_gpu_telemetry_is_said_plainly(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=none", "--GpuCost.base_price_usd_per_hour=0.5")
+    item = open_lab(page, lab)
+    wait_for_state(item, "no-telemetry")
+    text = item.inner_text()
+    assert "no GPU telemetry" in text
+    assert "$0.50/h" in text
+    assert "turned off" in (item.get_attribute("title") or "")
+    screenshot(page, "statusbar-no-telemetry.png")
+
+
+def test_unpriced_gpu_is_a_visible_warning(lab_factory: Any, page: Any) -> None:
+    # the catalog has no GCP price for an A100-80GB
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.price_provider=gcp")
+    item = open_lab(page, lab)
+    wait_for_state(item, "unpriced")
+    assert "⚠" in item.inner_text()
+    assert "not counted" in (item.get_attribute("title") or "")
+
+
+def test_missing_server_extension_is_said_plainly(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--ServerApp.jpserver_extensions={'jupyter_gpucost': False}")
+    item = open_lab(page, lab)
+    wait_for_state(item, "missing")
+    assert "server extension not enabled" in item.inner_text()
+
+
+def count_status_requests(page: Any, seconds: float) -> int:
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url) if "gpucost/api/status" in r.url else None)
+    time.sleep(seconds)
+    return len(seen)
+
+
+def test_poll_interval_comes_from_the_settings(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated")
+    plugin = "lab/api/settings/jupyter-gpucost:plugin"
+    lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 1}'})
+    open_lab(page, lab)
+    fast = count_status_requests(page, 6)
+    lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 30}'})
+    page.reload()
+    page.locator(ITEM).wait_for(state="visible", timeout=60_000)
+    slow = count_status_requests(page, 6)
+    assert fast >= 4, fast
+    assert slow <= 2, slow
