@@ -27,7 +27,7 @@ $(VENV)/bin/python:
 # Python package (editable) with the test extras; the labextension is built by jlpm and
 # linked into the environment, so a rebuild is picked up without reinstalling.
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
-	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7" "hatchling>=1.21" "hatch-jupyter-builder>=0.9"
+	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7" "hatchling>=1.21" "hatch-jupyter-builder>=0.9" editables
 	$(MAKE) build
 	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test,bench]"
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -111,6 +112,20 @@ def stop_lab(lab: Lab) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(lab.process.pid, signal.SIGKILL)
             lab.process.wait(5)
+
+
+# These tests run JupyterLab in a subprocess, not in-process: pytest-jupyter's autouse loop
+# fixtures would otherwise take Playwright's running event loop as theirs and close it.
+@pytest.fixture
+def jp_asyncio_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def jp_server_cleanup() -> None:
+    return None
 
 
 @pytest.fixture

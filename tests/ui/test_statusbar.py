@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
-from .conftest import screenshot
+from .conftest import ARTIFACTS, screenshot
 
 pytestmark = pytest.mark.browser
 
 ITEM = "#jp-gpucost-status"
-AMOUNT = re.compile(r"^\$(\d+\.\d+) · \$(\d+\.\d+)/h")
+AMOUNT = re.compile(r"\$(\d+\.\d+)\s*·\s*\$(\d+\.\d+)/h")
 
 
 def open_lab(page: Any, lab: Any) -> Any:
@@ -23,13 +23,10 @@ def open_lab(page: Any, lab: Any) -> Any:
     return item
 
 
-def wait_for_state(item: Any, state: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while item.get_attribute("data-state") != state:
-        assert time.monotonic() < deadline, (
-            f"state {item.get_attribute('data-state')!r}, text {item.inner_text()!r}"
-        )
-        time.sleep(0.2)
+def wait_for_state(item: Any, state: str, text: str | re.Pattern[str]) -> None:
+    """Wait until the item is in ``state`` and shows ``text``, as a person would see it."""
+    expect(item).to_have_attribute("data-state", state, timeout=30_000)
+    expect(item).to_contain_text(text, timeout=30_000)
 
 
 def amount(item: Any) -> float:
@@ -41,7 +38,7 @@ def amount(item: Any) -> float:
 def test_status_bar_shows_a_rising_simulated_cost(lab_factory: Any, page: Any) -> None:
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
     item = open_lab(page, lab)
-    wait_for_state(item, "simulated")
+    wait_for_state(item, "simulated", AMOUNT)
     first = amount(item)
     text = item.inner_text()
     assert "$6.86/h" in text  # 2x A100-80GB at 3.431 $/h
@@ -51,32 +48,36 @@ def test_status_bar_shows_a_rising_simulated_cost(lab_factory: Any, page: Any) -
     assert "2× A100-80GB" in title
     assert "aws on-demand" in title
     assert "2026-01-21" in title
-    time.sleep(4)
+    page.wait_for_timeout(4_000)
     second = amount(item)
     assert second > first, (first, second)
     # the figure agrees with the server's own
     status = lab.api("gpucost/api/status")
     assert status["cost_usd"] >= second  # type: ignore[index]
     screenshot(page, "statusbar-simulated.png")
-    page.locator(".jp-StatusBar-Widget").screenshot(path=str(screenshot(page, "statusbar.png")))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-StatusBar-Widget").screenshot(path=str(ARTIFACTS / "statusbar.png"))
 
 
 def test_no_gpu_telemetry_is_said_plainly(lab_factory: Any, page: Any) -> None:
     lab = lab_factory("--GpuCost.telemetry=none", "--GpuCost.base_price_usd_per_hour=0.5")
     item = open_lab(page, lab)
-    wait_for_state(item, "no-telemetry")
+    wait_for_state(item, "no-telemetry", "no GPU telemetry")
     text = item.inner_text()
     assert "no GPU telemetry" in text
     assert "$0.50/h" in text
     assert "turned off" in (item.get_attribute("title") or "")
-    screenshot(page, "statusbar-no-telemetry.png")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(".jp-StatusBar-Widget").screenshot(
+        path=str(ARTIFACTS / "statusbar-no-telemetry.png")
+    )
 
 
 def test_unpriced_gpu_is_a_visible_warning(lab_factory: Any, page: Any) -> None:
     # the catalog has no GCP price for an A100-80GB
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.price_provider=gcp")
     item = open_lab(page, lab)
-    wait_for_state(item, "unpriced")
+    wait_for_state(item, "unpriced", "⚠")
     assert "⚠" in item.inner_text()
     assert "not counted" in (item.get_attribute("title") or "")
 
@@ -84,14 +85,14 @@ def test_unpriced_gpu_is_a_visible_warning(lab_factory: Any, page: Any) -> None:
 def test_missing_server_extension_is_said_plainly(lab_factory: Any, page: Any) -> None:
     lab = lab_factory("--ServerApp.jpserver_extensions={'jupyter_gpucost': False}")
     item = open_lab(page, lab)
-    wait_for_state(item, "missing")
+    wait_for_state(item, "missing", "server extension not enabled")
     assert "server extension not enabled" in item.inner_text()
 
 
 def count_status_requests(page: Any, seconds: float) -> int:
     seen: list[str] = []
     page.on("request", lambda r: seen.append(r.url) if "gpucost/api/status" in r.url else None)
-    time.sleep(seconds)
+    page.wait_for_timeout(seconds * 1000)  # lets Playwright dispatch the request events
     return len(seen)
 
 

@@ -1,0 +1,164 @@
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { IGpuCostStatus } from './tokens';
+
+/**
+ * The route of the status endpoint, relative to the server's base URL.
+ */
+export const STATUS_ROUTE = 'gpucost/api/status';
+
+/**
+ * A failed status request.
+ */
+export class GpuCostRequestError extends Error {
+  constructor(
+    readonly kind: GpuCostRequestError.Kind,
+    message: string,
+    readonly status: number | null = null
+  ) {
+    super(message);
+    this.name = 'GpuCostRequestError';
+  }
+}
+
+/**
+ * A namespace for `GpuCostRequestError` statics.
+ */
+export namespace GpuCostRequestError {
+  /**
+   * - `missing`: 404, the server extension is not enabled;
+   * - `http`: any other error status;
+   * - `network`: no answer at all;
+   * - `invalid`: an answer that is not a status.
+   */
+  export type Kind = 'missing' | 'http' | 'network' | 'invalid';
+}
+
+/**
+ * Fetch the session's live cost.
+ *
+ * @param settings - the server connection settings (the app's `serverSettings`).
+ *
+ * @returns the status, or rejects with a `GpuCostRequestError`.
+ */
+export async function requestStatus(
+  settings: ServerConnection.ISettings
+): Promise<IGpuCostStatus> {
+  const url = URLExt.join(settings.baseUrl, STATUS_ROUTE);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(
+      url,
+      { method: 'GET' },
+      settings
+    );
+  } catch (reason) {
+    throw new GpuCostRequestError('network', Private.messageOf(reason));
+  }
+  if (response.status === 404) {
+    throw new GpuCostRequestError(
+      'missing',
+      `${STATUS_ROUTE} returned 404`,
+      404
+    );
+  }
+  let body: unknown = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const detail = Private.serverMessage(body) ?? response.statusText;
+    throw new GpuCostRequestError(
+      'http',
+      `HTTP ${response.status}${detail ? `: ${detail}` : ''}`,
+      response.status
+    );
+  }
+  if (!Private.isStatus(body)) {
+    throw new GpuCostRequestError(
+      'invalid',
+      `unexpected answer from ${STATUS_ROUTE}`,
+      response.status
+    );
+  }
+  return Private.normalize(body);
+}
+
+/**
+ * Module-private helpers.
+ */
+namespace Private {
+  /**
+   * The message of anything thrown.
+   */
+  export function messageOf(reason: unknown): string {
+    if (reason instanceof Error) {
+      return reason.message || reason.name;
+    }
+    return String(reason);
+  }
+
+  /**
+   * The `message` of a Jupyter Server JSON error body, if any.
+   */
+  export function serverMessage(body: unknown): string | null {
+    if (body && typeof body === 'object' && 'message' in body) {
+      const message = (body as { message: unknown }).message;
+      if (typeof message === 'string' && message) {
+        return message;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Whether a body has the fields the status bar cannot do without.
+   */
+  export function isStatus(body: unknown): body is IGpuCostStatus {
+    if (!body || typeof body !== 'object') {
+      return false;
+    }
+    const candidate = body as { [key: string]: unknown };
+    return (
+      typeof candidate.cost_usd === 'number' &&
+      typeof candidate.rate_usd_per_hour === 'number'
+    );
+  }
+
+  /**
+   * Fill in what an older or newer server may leave out.
+   */
+  export function normalize(body: IGpuCostStatus): IGpuCostStatus {
+    const telemetry: Partial<IGpuCostStatus['telemetry']> =
+      body.telemetry ?? {};
+    const prices: Partial<IGpuCostStatus['prices']> = body.prices ?? {};
+    return {
+      ...body,
+      currency: body.currency ?? 'USD',
+      currency_symbol: body.currency_symbol ?? '',
+      idle_cost_usd: body.idle_cost_usd ?? 0,
+      base_price_usd_per_hour: body.base_price_usd_per_hour ?? 0,
+      base_cost_usd: body.base_cost_usd ?? 0,
+      gpus: Array.isArray(body.gpus) ? body.gpus : [],
+      warnings: Array.isArray(body.warnings) ? body.warnings : [],
+      telemetry: {
+        source: telemetry.source ?? 'unknown',
+        simulated: telemetry.simulated === true,
+        available: telemetry.available !== false,
+        reason: telemetry.reason ?? null,
+        detail: telemetry.detail ?? null
+      },
+      prices: {
+        provider: prices.provider ?? null,
+        market: prices.market ?? null,
+        as_of: prices.as_of ?? null,
+        overridden_models: Array.isArray(prices.overridden_models)
+          ? prices.overridden_models
+          : []
+      }
+    };
+  }
+}

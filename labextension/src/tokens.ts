@@ -1,0 +1,133 @@
+/**
+ * Types of the JSON served by `GET /gpucost/api/status` (see docs/api.md).
+ *
+ * Field names follow the wire format; amounts are in the catalog's currency
+ * (US dollars unless an admin overrides every price).
+ */
+
+/**
+ * The provider's billing rule.
+ */
+export interface IBillingRule {
+  /** Billed time is rounded up to a multiple of this many seconds. */
+  granularity_s: number;
+  /** Never less than this many seconds are billed. */
+  minimum_charge_s: number;
+}
+
+/**
+ * One GPU of the session.
+ */
+export interface IGpuCostDevice {
+  index: number;
+  uuid: string | null;
+  /** The driver's name, e.g. `NVIDIA A100-SXM4-80GB`. */
+  name: string;
+  /** The catalog's model, e.g. `A100-80GB`; `null` when it is not known. */
+  model: string | null;
+  /** `false` when the catalog has no price: the GPU is left out of the cost. */
+  priced: boolean;
+  price_usd_per_hour: number | null;
+  price_source: string | null;
+  price_as_of: string | null;
+  price_confidence: string | null;
+  utilization_pct: number | null;
+  memory_used_bytes: number | null;
+  memory_total_bytes: number | null;
+  power_w: number | null;
+  energy_j: number | null;
+  cost_usd: number;
+  idle_cost_usd: number;
+  /** The device stopped answering (it is still billed). */
+  lost: boolean;
+  /** Reading field => why it is `null`. */
+  unavailable: { [field: string]: string };
+}
+
+/**
+ * Where the GPU readings come from.
+ */
+export interface ITelemetry {
+  /** e.g. `nvml`, `simulated`, `none`. */
+  source: string;
+  simulated: boolean;
+  /** `false` when the source could not start, or telemetry is turned off. */
+  available: boolean;
+  reason: string | null;
+  detail: { [key: string]: unknown } | null;
+}
+
+/**
+ * The price catalog in use.
+ */
+export interface IPriceCatalog {
+  provider: string | null;
+  market: string | null;
+  as_of: string | null;
+  overridden_models: string[];
+}
+
+/**
+ * A condition the user should know about, e.g. `unpriced-gpu`.
+ */
+export interface IGpuCostWarning {
+  code: string;
+  message: string;
+}
+
+/**
+ * The live cost of this session: the body of `GET /gpucost/api/status`.
+ */
+export interface IGpuCostStatus {
+  version: string;
+  currency: string;
+  currency_symbol: string;
+  session_started: string;
+  as_of: string;
+  elapsed_s: number;
+  /** The billed cost: `gpu_cost_usd + base_cost_usd`. */
+  cost_usd: number;
+  gpu_cost_usd: number;
+  /** Priced GPUs' hourly prices plus the base price. */
+  rate_usd_per_hour: number;
+  used_cost_usd: number;
+  idle_cost_usd: number;
+  unobserved_cost_usd: number;
+  billing_adjustment_usd: number;
+  base_price_usd_per_hour: number;
+  base_cost_usd: number;
+  energy_j: number | null;
+  billing: IBillingRule;
+  gpus: IGpuCostDevice[];
+  telemetry: ITelemetry;
+  prices: IPriceCatalog;
+  warnings: IGpuCostWarning[];
+}
+
+/**
+ * What the status bar item shows, one value per visibly distinct state.
+ *
+ * It is the `data-state` attribute of the item's node.
+ */
+export type GpuCostState =
+  | 'loading'
+  | 'ok'
+  | 'simulated'
+  | 'unpriced'
+  | 'no-telemetry'
+  | 'missing'
+  | 'error';
+
+/**
+ * What the front end knows: the last good status and how the last request went.
+ */
+export interface IGpuCostSnapshot {
+  /** The last status received, kept through errors (then it is stale). */
+  readonly status: IGpuCostStatus | null;
+  /** When `status` was received (ms since the epoch), or `null`. */
+  readonly receivedAt: number | null;
+  /** The server answered 404: the server extension is not enabled. */
+  readonly missing: boolean;
+  /** Why the last request failed, or `null` when it succeeded. */
+  readonly error: string | null;
+}

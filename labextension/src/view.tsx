@@ -1,0 +1,100 @@
+import { VDomRenderer } from '@jupyterlab/apputils';
+import {
+  ITranslator,
+  nullTranslator,
+  TranslationBundle
+} from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { describe, IStatusDisplay } from './format';
+import { GpuCostModel } from './model';
+
+/**
+ * The DOM id of the status bar item.
+ */
+export const STATUS_ITEM_ID = 'jp-gpucost-status';
+
+/**
+ * The status bar item: `$1.23 · $6.86/h`, with the state in `data-state`
+ * and the breakdown in the tooltip.
+ */
+export class GpuCostStatus extends VDomRenderer<GpuCostModel> {
+  constructor(model: GpuCostModel, translator?: ITranslator) {
+    super(model);
+    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
+    this.id = STATUS_ITEM_ID;
+    this.addClass('jp-gpucost-StatusItem');
+    this.node.dataset.state = model.state;
+  }
+
+  /**
+   * What the item shows now.
+   */
+  get display(): IStatusDisplay {
+    return describe(this.model, this._trans);
+  }
+
+  /**
+   * Render the item; the state and tooltip go on the item's own node.
+   */
+  protected render(): React.ReactElement {
+    const display = this.display;
+    this.node.dataset.state = display.state;
+    this.node.title = display.title;
+    return <Private.StatusText display={display} trans={this._trans} />;
+  }
+
+  private _trans: TranslationBundle;
+}
+
+/**
+ * Module-private helpers.
+ */
+namespace Private {
+  /**
+   * The item's text: `⚠ $1.23 · $6.86/h · simulated`.
+   */
+  export function StatusText(props: {
+    display: IStatusDisplay;
+    trans: TranslationBundle;
+  }): React.ReactElement {
+    const { display, trans } = props;
+    const separator = ' · ';
+    return (
+      <span className="jp-StatusBar-TextItem jp-gpucost-text">
+        {display.warning && (
+          <span className="jp-gpucost-warning" aria-label={trans.__('warning')}>
+            {'⚠ '}
+          </span>
+        )}
+        {display.message !== null ? (
+          <span className="jp-gpucost-message">{display.message}</span>
+        ) : (
+          <>
+            <span className="jp-gpucost-cost">{display.cost}</span>
+            {separator}
+            <span className="jp-gpucost-rate">{display.rate}</span>
+          </>
+        )}
+        {display.noTelemetry && (
+          <span className="jp-gpucost-no-telemetry">
+            {separator}
+            {trans.__('no GPU telemetry')}
+          </span>
+        )}
+        {display.simulated && (
+          <span className="jp-gpucost-simulated">
+            {separator}
+            {trans.__('simulated')}
+          </span>
+        )}
+        {display.stale && (
+          <span className="jp-gpucost-stale">
+            {separator}
+            {trans.__('stale')}
+          </span>
+        )}
+      </span>
+    );
+  }
+}
