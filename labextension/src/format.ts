@@ -204,6 +204,10 @@ export function describe(
   }
   const symbol = currencySymbol(status);
   const lines = [Private.summary(status, symbol, trans)];
+  const minimum = Private.minimumCharge(status, trans);
+  if (minimum !== null) {
+    lines.push(minimum);
+  }
   const unpriced = groupGpus(status.gpus).filter(group => !group.priced);
   if (unpriced.length > 0) {
     lines.push(
@@ -273,6 +277,23 @@ namespace Private {
       return trans.__('prices as of %1', asOf);
     }
     return name;
+  }
+
+  /**
+   * While the minimum charge is in force, why the amount does not move yet.
+   */
+  export function minimumCharge(
+    status: IGpuCostStatus,
+    trans: TranslationBundle
+  ): string | null {
+    const minimumS = status.billing?.minimum_charge_s ?? 0;
+    if (minimumS <= 0 || status.elapsed_s >= minimumS) {
+      return null;
+    }
+    return trans.__(
+      'The provider bills at least %1 s per session: that is what the first %1 s cost, however short the session.',
+      minimumS
+    );
   }
 
   /**

@@ -209,6 +209,22 @@ describe('describe: the tooltip', () => {
     );
   });
 
+  it('explains the minimum charge while it is in force, and only then', () => {
+    const fresh = makeSimulatedStatus({ elapsed_s: 12.5, cost_usd: 0.114367 });
+    expect(describeStatus(good(fresh), trans).title.split('\n')[1]).toBe(
+      'The provider bills at least 60 s per session: that is what the first 60 s cost, however short the session.'
+    );
+    const later = makeSimulatedStatus({ elapsed_s: 61 });
+    expect(describeStatus(good(later), trans).title).not.toContain('at least');
+    const noMinimum = makeSimulatedStatus({
+      elapsed_s: 12.5,
+      billing: { granularity_s: 1, minimum_charge_s: 0 }
+    });
+    expect(describeStatus(good(noMinimum), trans).title).not.toContain(
+      'at least'
+    );
+  });
+
   it('lists several models', () => {
     const status = makeStatus({
       gpus: [
