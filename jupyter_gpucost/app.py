@@ -24,6 +24,20 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
+def _one_of(setting: str, raw: object, choices: tuple[str, ...]) -> str:
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise TraitError(
+            f"c.GpuCost.{setting} = {raw!r} is not valid: use one of {', '.join(choices)}."
+        )
+    return value
+
+
+def _within(setting: str, value: float, low: float, high: float, accepted: str) -> None:
+    if not low <= value <= high:
+        raise TraitError(f"c.GpuCost.{setting} = {value!r} is not valid: use {accepted}.")
+
+
 class GpuCost(ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
@@ -99,52 +113,40 @@ class GpuCost(ExtensionApp):
 
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
-        value = str(proposal["value"]).strip().lower()
-        if value not in TELEMETRY_MODES:
-            raise TraitError(
-                f"c.GpuCost.telemetry = {proposal['value']!r} is not valid: "
-                f"use one of {', '.join(TELEMETRY_MODES)}."
-            )
-        return value
+        return _one_of("telemetry", proposal["value"], TELEMETRY_MODES)
+
+    @validate("price_market")
+    def _check_market(self, proposal: dict[str, Any]) -> str:
+        return _one_of("price_market", proposal["value"], MARKETS)
 
     @validate("sample_interval_s")
     def _check_interval(self, proposal: dict[str, Any]) -> float:
         value = float(proposal["value"])
-        if not 0.1 <= value <= 3600:
-            raise TraitError(
-                f"c.GpuCost.sample_interval_s = {value!r} is not valid: "
-                "use a number of seconds from 0.1 to 3600."
-            )
-        return value
-
-    @validate("price_market")
-    def _check_market(self, proposal: dict[str, Any]) -> str:
-        value = str(proposal["value"]).strip().lower()
-        if value not in MARKETS:
-            raise TraitError(
-                f"c.GpuCost.price_market = {proposal['value']!r} is not valid: "
-                f"use one of {', '.join(MARKETS)}."
-            )
+        _within("sample_interval_s", value, 0.1, 3600, "a number of seconds from 0.1 to 3600")
         return value
 
     @validate("billing_granularity_s")
     def _check_granularity(self, proposal: dict[str, Any]) -> int:
         value = int(proposal["value"])
-        if not 1 <= value <= 86_400:
-            raise TraitError(
-                f"c.GpuCost.billing_granularity_s = {value!r} is not valid: "
-                "use a whole number of seconds from 1 (per-second billing) to 86400."
-            )
+        _within(
+            "billing_granularity_s",
+            value,
+            1,
+            86_400,
+            "a whole number of seconds from 1 (per-second billing) to 86400",
+        )
         return value
 
     @validate("minimum_charge_s")
     def _check_minimum(self, proposal: dict[str, Any]) -> int:
         value = int(proposal["value"])
-        if not 0 <= value <= 86_400:
-            raise TraitError(
-                f"c.GpuCost.minimum_charge_s = {value!r} is not valid: "
-                "use a whole number of seconds from 0 (no minimum) to 86400."
-            )
+        _within(
+            "minimum_charge_s",
+            value,
+            0,
+            86_400,
+            "a whole number of seconds from 0 (no minimum) to 86400",
+        )
         return value
 
     @validate("base_price_usd_per_hour")
