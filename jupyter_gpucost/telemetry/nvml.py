@@ -116,6 +116,18 @@ def _text(value: object) -> str:
     return str(value)
 
 
+def _reading(pos: int, dev: _Device, **fields: Any) -> GpuReading:
+    """A reading of ``dev`` at position ``pos``: its identity plus ``fields``."""
+    return GpuReading(
+        index=pos,
+        uuid=dev.uuid,
+        name=dev.name,
+        nvml_index=dev.nvml_index,
+        memory_total_bytes=dev.memory_total_bytes,
+        **fields,
+    )
+
+
 class NvmlSource:
     """GPU readings from the NVIDIA driver (NVML).
 
@@ -318,14 +330,7 @@ class NvmlSource:
                 err,
                 exc_info=True,
             )
-            return GpuReading(
-                index=pos,
-                uuid=dev.uuid,
-                name=dev.name,
-                nvml_index=dev.nvml_index,
-                memory_total_bytes=dev.memory_total_bytes,
-                unavailable=dict.fromkeys(_DYNAMIC_FIELDS, f"error: {err}"),
-            )
+            return _reading(pos, dev, unavailable=dict.fromkeys(_DYNAMIC_FIELDS, f"error: {err}"))
 
         memory_used = None
         if memory is not None:
@@ -335,12 +340,9 @@ class NvmlSource:
         processes = None
         if procs is not None:
             processes = tuple(self._process(p) for p in procs)
-        return GpuReading(
-            index=pos,
-            uuid=dev.uuid,
-            name=dev.name,
-            nvml_index=dev.nvml_index,
-            memory_total_bytes=dev.memory_total_bytes,
+        return _reading(
+            pos,
+            dev,
             memory_used_bytes=memory_used,
             utilization_pct=None if util is None else float(util.gpu),
             power_w=None if power_mw is None else power_mw / 1000.0,
@@ -360,12 +362,9 @@ class NvmlSource:
 
     @staticmethod
     def _lost_reading(pos: int, dev: _Device) -> GpuReading:
-        return GpuReading(
-            index=pos,
-            uuid=dev.uuid,
-            name=dev.name,
-            nvml_index=dev.nvml_index,
-            memory_total_bytes=dev.memory_total_bytes,
+        return _reading(
+            pos,
+            dev,
             lost=True,
             unavailable=dict.fromkeys(_DYNAMIC_FIELDS, dev.lost_reason),
         )
