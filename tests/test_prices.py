@@ -148,3 +148,41 @@ def test_a_broken_catalog_says_which_row(tmp_path: Path) -> None:
         load_catalog(bad)
     with pytest.raises(CatalogError, match="cannot read"):
         load_catalog(tmp_path / "missing.toml")
+
+
+def test_a_price_from_an_unverified_row_is_flagged_in_the_status() -> None:
+    from datetime import UTC, datetime
+
+    from jupyter_gpucost.billing import BillingRule
+    from jupyter_gpucost.meter import Meter
+    from jupyter_gpucost.status import status_payload
+    from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
+
+    # the catalog's GCP L4 price is remembered, not checked ("unverified")
+    policy = PricePolicy(catalog=load_catalog(), provider="gcp")
+    meter = Meter(
+        policy=policy,
+        rule=BillingRule(1, 60),
+        sample_interval_s=1.0,
+        start_us=0,
+        started=datetime(2026, 11, 22, tzinfo=UTC),
+    )
+    snapshot = meter.update(
+        [GpuReading(index=0, uuid="GPU-l4", name="NVIDIA L4", utilization_pct=50.0)],
+        1_000_000,
+        datetime(2026, 11, 22, tzinfo=UTC),
+    )
+    status = status_payload(
+        snapshot,
+        TelemetryStatus(source="nvml", simulated=False, available=True),
+        policy=policy,
+        rule=BillingRule(1, 60),
+        currency="USD",
+        currency_symbol="$",
+    )
+    assert status["gpus"][0]["price_usd_per_hour"] == 0.71
+    assert status["gpus"][0]["price_confidence"] == "unverified"
+    assert status["prices"]["as_of"] is None  # the row is undated
+    (warning,) = status["warnings"]
+    assert warning["code"] == "price-unverified"
+    assert "unverified: check it against your bill" in warning["message"]
