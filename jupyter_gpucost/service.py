@@ -88,7 +88,6 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
-        self._warned_unpriced: set[str] = set()
 
     def start(self) -> None:
         # one reading now, so the first request already knows the GPUs
@@ -97,18 +96,17 @@ class CostService:
         self.sampler.start()
 
     def _log_unpriced(self) -> None:
+        # called once, after the first reading: the set of GPUs is fixed when the source opens
         for gpu in self.sampler.latest.snapshot.unpriced:
-            if gpu.uuid not in self._warned_unpriced:
-                self._warned_unpriced.add(gpu.uuid)
-                self.log.warning(
-                    "jupyter-gpucost: no %s %s price for GPU %d (%s): it is NOT counted in "
-                    "the cost. Set c.GpuCost.price_overrides = {%r: <USD per hour>}.",
-                    self.policy.provider,
-                    self.policy.market,
-                    gpu.index,
-                    gpu.name,
-                    gpu.model or gpu.name,
-                )
+            self.log.warning(
+                "jupyter-gpucost: no %s %s price for GPU %d (%s): it is NOT counted in "
+                "the cost. Set c.GpuCost.price_overrides = {%r: <USD per hour>}.",
+                self.policy.provider,
+                self.policy.market,
+                gpu.index,
+                gpu.name,
+                gpu.model or gpu.name,
+            )
 
     def status(self) -> dict[str, Any]:
         published = self.sampler.latest
