@@ -28,6 +28,8 @@ $(VENV)/bin/python:
 # linked into the environment, so a rebuild is picked up without reinstalling.
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7" "hatchling>=1.21" "hatch-jupyter-builder>=0.9" editables
+	# the CPU build of torch, for the kernel-side tests (the server extension does not need it)
+	$(PY) -m pip install --quiet "torch==2.13.0" numpy
 	$(MAKE) build
 	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test,bench]"
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null

@@ -28,7 +28,7 @@ export namespace CommandIDs {
 /**
  * The status bar item showing what the session has cost so far.
  */
-const plugin: JupyterFrontEndPlugin<void> = {
+export const statusPlugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-gpucost:plugin',
   description:
     'Shows in the status bar what the notebook session has cost so far on rented GPUs.',
@@ -54,7 +54,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void app.commands.execute(CommandIDs.openPanel);
       }
     });
-    statusBar.registerStatusItem(plugin.id, {
+    statusBar.registerStatusItem(statusPlugin.id, {
       item: view,
       align: 'left',
       rank: 100
@@ -63,7 +63,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     if (settingRegistry) {
       settingRegistry
-        .load(plugin.id)
+        .load(statusPlugin.id)
         .then(settings => {
           const apply = (): void => {
             const value = settings.get('pollIntervalSeconds').composite;
@@ -85,4 +85,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/**
+ * Every plugin of the extension. Each feature lives in its own module and adds its
+ * plugin here.
+ */
+const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin];
+
+export default plugins;

@@ -5,7 +5,7 @@ import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import plugin, { CommandIDs } from '../index';
+import { statusPlugin as plugin, CommandIDs } from '../index';
 import { GpuCostStatus } from '../view';
 import { fakeServer, makeStatus } from './fixtures';
 
