@@ -107,8 +107,8 @@ class GpuCost(ExtensionApp):
     simulated_trace = Unicode(
         "",
         config=True,
-        help="The trace replayed when telemetry is 'simulated'. Empty: the shipped "
-        "2x A100-80GB demo trace.",
+        help="The trace replayed when telemetry is 'simulated': the name of a shipped "
+        "trace ('a100x2-training', 'h100-live') or a path. Empty: the 2x A100-80GB demo trace.",
     )
 
     @validate("telemetry")

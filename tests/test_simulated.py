@@ -17,7 +17,12 @@ from jupyter_gpucost.prices import PricePolicy, load_catalog
 from jupyter_gpucost.sampler import Sampler
 from jupyter_gpucost.telemetry import demo_trace
 from jupyter_gpucost.telemetry.base import GpuReading, SourceUnavailable
-from jupyter_gpucost.telemetry.simulated import SimulatedSource, demo_trace_path
+from jupyter_gpucost.telemetry.simulated import (
+    SimulatedSource,
+    demo_trace_path,
+    resolve_trace,
+    shipped_traces,
+)
 from jupyter_gpucost.telemetry.trace import TraceError, read_trace
 
 
@@ -156,3 +161,18 @@ def test_the_sampler_thread_publishes_and_stops() -> None:
     stats = sampler.stats()
     assert stats.samples >= 5
     assert stats.cpu_s_total > 0
+
+
+def test_shipped_traces_are_selectable_by_name() -> None:
+    # the recorded H100 session replays by name, labelled as recorded (not synthetic)
+    assert {"a100x2-training", "h100-live"} <= set(shipped_traces())
+    source = SimulatedSource("h100-live")
+    source.open()
+    status = source.status()
+    assert status.detail["trace_file"] == "h100-live.jsonl.gz"
+    assert status.detail["synthetic"] == "no"
+    (reading,) = source.read()
+    assert reading.name == "NVIDIA H100 80GB HBM3"
+    assert reading.memory_total_bytes == 85520809984
+    assert resolve_trace("") == demo_trace_path()
+    assert resolve_trace("some/where.jsonl") == Path("some/where.jsonl")

@@ -16,10 +16,32 @@ from .base import GpuReading, SourceUnavailable, TelemetryStatus
 from .trace import Trace, TraceError, read_trace
 
 DEMO_TRACE = "a100x2-training.jsonl.gz"
+TRACE_SUFFIX = ".jsonl.gz"
+
+
+def _traces_dir() -> Path:
+    return Path(str(resources.files("jupyter_gpucost").joinpath("data", "traces")))
 
 
 def demo_trace_path() -> Path:
-    return Path(str(resources.files("jupyter_gpucost").joinpath("data", "traces", DEMO_TRACE)))
+    return _traces_dir() / DEMO_TRACE
+
+
+def shipped_traces() -> tuple[str, ...]:
+    """Names of the traces shipped with the package (usable as ``simulated_trace``)."""
+    return tuple(
+        sorted(p.name.removesuffix(TRACE_SUFFIX) for p in _traces_dir().glob(f"*{TRACE_SUFFIX}"))
+    )
+
+
+def resolve_trace(value: str | Path | None) -> Path:
+    """A shipped trace's name (``"h100-live"``), a path, or empty for the demo trace."""
+    if not value:
+        return demo_trace_path()
+    text = str(value)
+    if text in shipped_traces():
+        return _traces_dir() / f"{text}{TRACE_SUFFIX}"
+    return Path(text).expanduser()
 
 
 class SimulatedSource:
@@ -34,7 +56,7 @@ class SimulatedSource:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._path = Path(trace_path) if trace_path else demo_trace_path()
+        self._path = resolve_trace(trace_path)
         self._clock = clock
         self._trace: Trace | None = None
         self._t0 = 0.0
