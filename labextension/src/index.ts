@@ -7,6 +7,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
+import { panelPlugin } from './panel/plugin';
 import { GpuCostStatus } from './view';
 
 export * from './format';
@@ -89,6 +90,6 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
  * Every plugin of the extension. Each feature lives in its own module and adds its
  * plugin here.
  */
-const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin, panelPlugin];
 
 export default plugins;

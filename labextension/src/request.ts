@@ -45,7 +45,35 @@ export namespace GpuCostRequestError {
 export async function requestStatus(
   settings: ServerConnection.ISettings
 ): Promise<IGpuCostStatus> {
-  const url = URLExt.join(settings.baseUrl, STATUS_ROUTE);
+  const body = await requestJson(settings, STATUS_ROUTE);
+  if (!Private.isStatus(body)) {
+    throw new GpuCostRequestError(
+      'invalid',
+      `unexpected answer from ${STATUS_ROUTE}`,
+      200
+    );
+  }
+  return Private.normalize(body);
+}
+
+/**
+ * Fetch one of the extension's JSON routes.
+ *
+ * @param settings - the server connection settings (the app's `serverSettings`).
+ * @param route - the route relative to the base URL, e.g. `gpucost/api/kernels`.
+ * @param query - query parameters, if any.
+ *
+ * @returns the parsed body, or rejects with a `GpuCostRequestError` (`missing`
+ * on 404, with the server's `message` on other errors).
+ */
+export async function requestJson(
+  settings: ServerConnection.ISettings,
+  route: string,
+  query: { [key: string]: string } = {}
+): Promise<unknown> {
+  const search = new URLSearchParams(query).toString();
+  const url =
+    URLExt.join(settings.baseUrl, route) + (search ? `?${search}` : '');
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(
@@ -57,11 +85,7 @@ export async function requestStatus(
     throw new GpuCostRequestError('network', Private.messageOf(reason));
   }
   if (response.status === 404) {
-    throw new GpuCostRequestError(
-      'missing',
-      `${STATUS_ROUTE} returned 404`,
-      404
-    );
+    throw new GpuCostRequestError('missing', `${route} returned 404`, 404);
   }
   let body: unknown = null;
   try {
@@ -77,14 +101,14 @@ export async function requestStatus(
       response.status
     );
   }
-  if (!Private.isStatus(body)) {
+  if (body === null) {
     throw new GpuCostRequestError(
       'invalid',
-      `unexpected answer from ${STATUS_ROUTE}`,
+      `unexpected answer from ${route}`,
       response.status
     );
   }
-  return Private.normalize(body);
+  return body;
 }
 
 /**
@@ -155,6 +179,7 @@ namespace Private {
         provider: prices.provider ?? null,
         market: prices.market ?? null,
         as_of: prices.as_of ?? null,
+        catalog_date: prices.catalog_date ?? null,
         overridden_models: Array.isArray(prices.overridden_models)
           ? prices.overridden_models
           : []

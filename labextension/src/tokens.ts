@@ -64,6 +64,8 @@ export interface IPriceCatalog {
   provider: string | null;
   market: string | null;
   as_of: string | null;
+  /** When the catalog itself was compiled. */
+  catalog_date?: string | null;
   overridden_models: string[];
 }
 

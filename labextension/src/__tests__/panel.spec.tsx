@@ -1,0 +1,346 @@
+import { nullTranslator } from '@jupyterlab/translation';
+import { ServerConnection } from '@jupyterlab/services';
+import { MessageLoop } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import {
+  chartGeometry,
+  CHART_MARGIN,
+  CHART_WIDTH,
+  niceCeiling
+} from '../panel/chart';
+import {
+  formatCo2,
+  formatDuration,
+  formatShare,
+  kernelRows,
+  rightsizingText
+} from '../panel/format';
+import { CostPanelModel } from '../panel/model';
+import { IHistoryAnswer, IKernelsAnswer, IPanelStatus } from '../panel/types';
+import { CostPanel } from '../panel/view';
+import { FakeAnswer, makeStatus } from './fixtures';
+
+const trans = nullTranslator.load('jupyter_gpucost');
+
+function makePanelStatus(overrides: Partial<IPanelStatus> = {}): IPanelStatus {
+  return {
+    ...makeStatus(),
+    session_id: '2026-11-22T09:00:00Z-3f2a',
+    today_usd: 4.5,
+    month_usd: 61.25,
+    all_time_usd: 130.0,
+    co2_g: 57.0,
+    carbon_intensity_g_per_kwh: 400,
+    rightsizing: {
+      model: 'L4',
+      cost_usd: 0.31,
+      instead_of_usd: 2.1,
+      price_usd_per_hour: 0.805,
+      peak_memory_bytes: 12 * 2 ** 30,
+      reason: 'peak memory 12 GiB fits in 24 GB'
+    },
+    attribution: { pids_visible: true, note: null },
+    ...overrides
+  };
+}
+
+function makeKernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
+  return {
+    as_of: '2026-11-22T09:20:34Z',
+    pids_visible: true,
+    note: null,
+    total_usd: 2.830123,
+    idle_usd: 1.102,
+    unattributed_usd: 0.2,
+    kernels: [
+      {
+        id: 'k-small',
+        name: 'python3',
+        notebook_path: 'eda.ipynb',
+        execution_state: 'idle',
+        started: '2026-11-22T09:10:00Z',
+        uptime_s: 634,
+        pids: [5000],
+        remote: false,
+        gpu_share: { '0': 0.1 },
+        memory_bytes: 2 ** 30,
+        cost_usd: 0.128123
+      },
+      {
+        id: 'k-train',
+        name: 'python3',
+        notebook_path: 'work/train.ipynb',
+        execution_state: 'busy',
+        started: '2026-11-22T09:00:00Z',
+        uptime_s: 1234.5,
+        pids: [4242, 4301, 4302],
+        remote: false,
+        gpu_share: { '0': 0.75, '1': 0.9 },
+        memory_bytes: 60 * 2 ** 30,
+        cost_usd: 1.4
+      }
+    ],
+    ...overrides
+  };
+}
+
+function makeHistory(): IHistoryAnswer {
+  const start = Date.parse('2026-11-22T08:20:34Z');
+  return {
+    window_s: 3600,
+    step_s: 5,
+    start: new Date(start).toISOString(),
+    end: new Date(start + 3600_000).toISOString(),
+    gpus: [
+      { index: 0, name: 'NVIDIA A100-SXM4-80GB' },
+      { index: 1, name: 'NVIDIA A100-SXM4-80GB' }
+    ],
+    points: [0, 1, 2, 3].map(i => ({
+      t: new Date(start + 2400_000 + i * 400_000).toISOString(),
+      cost_usd: i * 0.7,
+      rate_usd_per_hour: 6.862,
+      gpus: [
+        {
+          index: 0,
+          utilization_pct: i === 2 ? null : 25 * i,
+          memory_used_bytes: 1,
+          power_w: 100
+        },
+        { index: 1, utilization_pct: 100, memory_used_bytes: 1, power_w: 300 }
+      ]
+    })),
+    totals: { sessions: [], days: [] }
+  };
+}
+
+/** Server settings whose fetch answers per route. */
+function routeServer(routes: { [route: string]: FakeAnswer }): {
+  settings: ServerConnection.ISettings;
+  urls: string[];
+} {
+  const urls: string[] = [];
+  const fetch = async (input: RequestInfo): Promise<Response> => {
+    const url = typeof input === 'string' ? input : input.url;
+    urls.push(url);
+    const route = Object.keys(routes).find(r =>
+      url.includes(`/gpucost/api/${r}`)
+    );
+    const answer: FakeAnswer = route ? routes[route] : { status: 404 };
+    if ('throws' in answer) {
+      throw answer.throws;
+    }
+    const body =
+      answer.body === undefined
+        ? answer.status === 404
+          ? '<html>404</html>'
+          : JSON.stringify({ message: 'database is locked' })
+        : JSON.stringify(answer.body);
+    return new Response(body, { status: answer.status });
+  };
+  return {
+    settings: ServerConnection.makeSettings({
+      baseUrl: 'http://localhost:8888/',
+      fetch
+    }),
+    urls
+  };
+}
+
+async function renderPanel(routes: { [route: string]: FakeAnswer }): Promise<{
+  node: HTMLElement;
+  model: CostPanelModel;
+  urls: string[];
+}> {
+  const server = routeServer(routes);
+  const model = new CostPanelModel({
+    serverSettings: server.settings,
+    autoStart: false
+  });
+  const panel = new CostPanel(model);
+  Widget.attach(panel, document.body);
+  await model.fetch().catch(() => undefined);
+  MessageLoop.sendMessage(panel, Widget.Msg.UpdateRequest);
+  await panel.renderPromise;
+  return { node: panel.node, model, urls: server.urls };
+}
+
+describe('panel formatting', () => {
+  it('formats durations, shares and CO2', () => {
+    expect(formatDuration(42.9)).toBe('42s');
+    expect(formatDuration(303)).toBe('5m 03s');
+    expect(formatDuration(2 * 3600 + 7 * 60)).toBe('2h 07m');
+    expect(formatDuration(3 * 86400 + 4 * 3600)).toBe('3d 4h');
+    expect(formatDuration(null)).toBe('—');
+    expect(formatShare({ '1': 0.9, '0': 0.754 })).toBe('GPU 0 75%, GPU 1 90%');
+    expect(formatShare({})).toBe('—');
+    expect(formatCo2(57)).toBe('57 g');
+    expect(formatCo2(2500)).toBe('2.50 kg');
+  });
+
+  it('lists kernels by cost, then the unattributed and idle rows', () => {
+    const rows = kernelRows(makeKernels(), '$', trans);
+    expect(rows.map(r => r.key)).toEqual([
+      'k-train',
+      'k-small',
+      'unattributed',
+      'idle'
+    ]);
+    expect(rows[0].label).toBe('work/train.ipynb');
+    expect(rows[0].cost).toBe('$1.40');
+    expect(rows[1].uptime).toBe('10m 34s');
+    expect(rows[2].cost).toBe('$0.20');
+    expect(rows[3].cost).toBe('$1.10');
+  });
+
+  it('marks remote kernels as unattributable', () => {
+    const answer = makeKernels();
+    answer.kernels[0] = { ...answer.kernels[0], remote: true, pids: [] };
+    const row = kernelRows(answer, '$', trans).find(r => r.key === 'k-small')!;
+    expect(row.state).toBe('idle (remote)');
+    expect(row.share).toBe('n/a');
+  });
+
+  it('phrases right-sizing advice with the right article', () => {
+    const advice = makePanelStatus().rightsizing!;
+    expect(rightsizingText(advice, '$', trans)).toBe(
+      'An L4 would have cost $0.31 instead of $2.10.'
+    );
+    expect(rightsizingText({ ...advice, model: 'T4' }, '$', trans)).toBe(
+      'A T4 would have cost $0.31 instead of $2.10.'
+    );
+    expect(rightsizingText(null, '$', trans)).toBeNull();
+  });
+});
+
+describe('chart geometry', () => {
+  it('rounds the rate axis up to a nice number', () => {
+    expect(niceCeiling(6.862)).toBe(10);
+    expect(niceCeiling(3.2)).toBe(5);
+    expect(niceCeiling(0.18)).toBe(0.2);
+    expect(niceCeiling(0)).toBe(1);
+  });
+
+  it('places points on the window and breaks lines at missing readings', () => {
+    const g = chartGeometry(makeHistory(), trans);
+    expect(g.rateMax).toBe(10);
+    expect(g.series.map(s => s.key)).toEqual(['rate', 'gpu-0', 'gpu-1']);
+    const coords = (d: string): number[][] =>
+      (d.match(/[ML][^ML]+/g) ?? []).map(p =>
+        p.slice(1).split(',').map(Number)
+      );
+    // the history starts 40 minutes into the window: 2/3 of the way along
+    const plotW = CHART_WIDTH - CHART_MARGIN.left - CHART_MARGIN.right;
+    const rate = coords(g.series[0].path);
+    expect(rate).toHaveLength(4);
+    expect(rate[0][0]).toBeCloseTo(CHART_MARGIN.left + (2 / 3) * plotW, 0);
+    // GPU 1 at 100 % is drawn at the top of the plot
+    expect(coords(g.series[2].path)[0][1]).toBeCloseTo(CHART_MARGIN.top, 5);
+    // GPU 0 has no reading at the third point: the line restarts after it
+    expect(g.series[1].path.match(/M/g)).toHaveLength(2);
+    expect(g.series[1].last).toBe(75);
+  });
+});
+
+describe('CostPanel', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+  });
+
+  it('shows totals, the chart, the kernels and advice', async () => {
+    const { node, urls } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 200, body: makeKernels() },
+      history: { status: 200, body: makeHistory() },
+      cells: { status: 404 }
+    });
+    expect(urls.some(u => u.includes('history?window=1h'))).toBe(true);
+    const total = (key: string): string =>
+      node.querySelector(`[data-total="${key}"] .jp-gpucost-total-value`)!
+        .textContent!;
+    expect(total('session')).toBe('$2.83');
+    expect(total('today')).toBe('$4.50');
+    expect(total('month')).toBe('$61.25');
+    expect(node.querySelectorAll('path[data-series]')).toHaveLength(3);
+    const row = node.querySelector('tr[data-kernel-id="k-train"]')!;
+    expect(row.textContent).toContain('work/train.ipynb');
+    expect(row.textContent).toContain('$1.40');
+    expect(node.querySelector('tfoot')!.textContent).toContain('$2.83');
+    expect(
+      node.querySelector('[data-field="rightsizing"]')!.textContent
+    ).toContain('An L4 would have cost $0.31 instead of $2.10.');
+    expect(node.querySelector('[data-field="co2"]')!.textContent).toBe('57 g');
+    expect(node.textContent).toContain('CO₂ at 400 g/kWh');
+    // no cells route: no cells section
+    expect(node.querySelector('.jp-gpucost-panel-cells')).toBeNull();
+  });
+
+  it('explains what an older server cannot tell', async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makeStatus() },
+      kernels: { status: 404 },
+      history: { status: 404 }
+    });
+    expect(
+      node.querySelector('[data-total="today"] .jp-gpucost-total-value')!
+        .textContent
+    ).toBe('—');
+    expect(
+      node.querySelector('[data-total="today"]')!.getAttribute('title')
+    ).toContain('no ledger');
+    expect(node.textContent).toContain('does not attribute cost to kernels');
+    expect(node.textContent).toContain('keeps no history');
+  });
+
+  it('says when GPU processes cannot be matched to kernels', async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: {
+        status: 200,
+        body: makeKernels({
+          pids_visible: false,
+          note: 'NVML reports host pids: this server runs in a container.'
+        })
+      },
+      history: { status: 200, body: makeHistory() }
+    });
+    expect(node.querySelector('[data-state="pids-hidden"]')!.textContent).toBe(
+      'NVML reports host pids: this server runs in a container.'
+    );
+  });
+
+  it('says the server extension is missing, or why a part failed', async () => {
+    const missing = await renderPanel({});
+    expect(
+      missing.node.querySelector('[data-state="missing"]')!.textContent
+    ).toContain('not enabled');
+    document.body.innerHTML = '';
+    const failing = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 500 },
+      history: { throws: new TypeError('Failed to fetch') }
+    });
+    expect(failing.node.textContent).toContain(
+      'Could not read the kernels: HTTP 500: database is locked'
+    );
+    expect(failing.node.textContent).toContain(
+      'Could not read the history: Failed to fetch'
+    );
+  });
+
+  it('asks for another window when one is picked', async () => {
+    const { node, model, urls } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 200, body: makeKernels() },
+      history: { status: 200, body: makeHistory() }
+    });
+    const button = [...node.querySelectorAll('button')].find(
+      b => b.textContent === '24h'
+    )!;
+    button.click();
+    expect(model.window).toBe('24h');
+    await model.fetch();
+    expect(urls.some(u => u.includes('history?window=24h'))).toBe(true);
+    model.dispose();
+  });
+});

@@ -1,0 +1,231 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { IHistoryAnswer } from './types';
+
+/**
+ * The drawing area of the chart, in SVG user units.
+ */
+export const CHART_WIDTH = 640;
+export const CHART_HEIGHT = 180;
+export const CHART_MARGIN = { top: 10, right: 44, bottom: 22, left: 52 };
+
+/**
+ * A line of the chart: its points in SVG coordinates.
+ */
+export interface IChartSeries {
+  /** `rate`, or `gpu-<index>` for a GPU's utilisation. */
+  key: string;
+  label: string;
+  /** The `d` attribute of the SVG path ('' when there is nothing to draw). */
+  path: string;
+  /** The latest value, as shown in the legend. */
+  last: number | null;
+}
+
+/**
+ * Everything the chart draws, computed from a history answer.
+ */
+export interface IChartGeometry {
+  series: IChartSeries[];
+  /** The top of the rate axis ($/h), a "nice" number. */
+  rateMax: number;
+  /** Ticks of the rate axis (values and y positions). */
+  rateTicks: { value: number; y: number }[];
+  /** Start and end of the time axis (ms since the epoch). */
+  start: number;
+  end: number;
+  /** Number of points in the history. */
+  points: number;
+}
+
+/**
+ * The smallest of 1, 2, 2.5, 5 × 10^n that is ≥ `value` (and > 0).
+ */
+export function niceCeiling(value: number): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    return 1;
+  }
+  const power = Math.pow(10, Math.floor(Math.log10(value)));
+  for (const step of [1, 2, 2.5, 5, 10]) {
+    if (step * power >= value - 1e-12) {
+      return step * power;
+    }
+  }
+  return 10 * power;
+}
+
+/**
+ * Scale a history to the chart: the spend rate on the left axis ($/h), each
+ * GPU's utilisation on the right axis (0–100 %), time along the bottom.
+ */
+export function chartGeometry(
+  history: IHistoryAnswer,
+  trans: TranslationBundle
+): IChartGeometry {
+  const { top, right, bottom, left } = CHART_MARGIN;
+  const plotW = CHART_WIDTH - left - right;
+  const plotH = CHART_HEIGHT - top - bottom;
+  const times = history.points.map(p => Date.parse(p.t));
+  const start = Number.isFinite(Date.parse(history.start))
+    ? Date.parse(history.start)
+    : (times[0] ?? 0);
+  const end = Number.isFinite(Date.parse(history.end))
+    ? Date.parse(history.end)
+    : (times[times.length - 1] ?? 0);
+  const span = Math.max(end - start, 1);
+  const x = (t: number): number =>
+    left + (Math.min(Math.max(t - start, 0), span) / span) * plotW;
+  const rates = history.points.map(p => p.rate_usd_per_hour);
+  const rateMax = niceCeiling(Math.max(0, ...rates.filter(Number.isFinite)));
+  const yRate = (v: number): number =>
+    top + plotH - (Math.min(Math.max(v, 0), rateMax) / rateMax) * plotH;
+  const yPct = (v: number): number =>
+    top + plotH - (Math.min(Math.max(v, 0), 100) / 100) * plotH;
+
+  const path = (values: (number | null)[]): string => {
+    let d = '';
+    let pen = false;
+    values.forEach((v, i) => {
+      if (v === null || !Number.isFinite(v) || !Number.isFinite(times[i])) {
+        pen = false; // a gap: no reading at this point
+        return;
+      }
+      d += `${pen ? 'L' : 'M'}${x(times[i]).toFixed(1)},${(v as number).toFixed(1)}`;
+      pen = true;
+    });
+    return d;
+  };
+
+  const series: IChartSeries[] = [
+    {
+      key: 'rate',
+      label: trans.__('spend rate ($/h)'),
+      path: path(rates.map(r => (Number.isFinite(r) ? yRate(r) : null))),
+      last: rates.length ? rates[rates.length - 1] : null
+    }
+  ];
+  for (const gpu of history.gpus) {
+    const values = history.points.map(p => {
+      const reading = p.gpus.find(g => g.index === gpu.index);
+      return reading && reading.utilization_pct !== null
+        ? reading.utilization_pct
+        : null;
+    });
+    const known = values.filter((v): v is number => v !== null);
+    series.push({
+      key: `gpu-${gpu.index}`,
+      label: trans.__('GPU %1 utilisation (%)', gpu.index),
+      path: path(values.map(v => (v === null ? null : yPct(v)))),
+      last: known.length ? known[known.length - 1] : null
+    });
+  }
+  const rateTicks = [0, 0.5, 1].map(f => ({
+    value: rateMax * f,
+    y: yRate(rateMax * f)
+  }));
+  return {
+    series,
+    rateMax,
+    rateTicks,
+    start,
+    end,
+    points: history.points.length
+  };
+}
+
+/**
+ * A clock time for the time axis.
+ */
+function clock(ms: number, withDate: boolean): string {
+  const date = new Date(ms);
+  const time = date.toLocaleTimeString([], {
+    hour: '2-digit',
+    minute: '2-digit'
+  });
+  return withDate
+    ? `${date.toLocaleDateString([], { month: 'short', day: 'numeric' })} ${time}`
+    : time;
+}
+
+/**
+ * The chart: an SVG that takes its colours from the JupyterLab theme.
+ */
+export function CostChart(props: {
+  history: IHistoryAnswer;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement {
+  const { history, symbol, trans } = props;
+  const geometry = chartGeometry(history, trans);
+  const { top, right, bottom, left } = CHART_MARGIN;
+  const plotBottom = CHART_HEIGHT - bottom;
+  const withDate = geometry.end - geometry.start > 20 * 3600 * 1000;
+  if (geometry.points < 2) {
+    return (
+      <div className="jp-gpucost-chart-empty">
+        {trans.__('Collecting readings: the chart appears after two samples.')}
+      </div>
+    );
+  }
+  return (
+    <figure className="jp-gpucost-chart">
+      <svg
+        viewBox={`0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`}
+        role="img"
+        aria-label={trans.__(
+          'Spend rate and GPU utilisation over the last %1',
+          history.window_s >= 86400
+            ? trans.__('%1 days', Math.round(history.window_s / 86400))
+            : trans.__('%1 minutes', Math.round(history.window_s / 60))
+        )}
+        preserveAspectRatio="none"
+      >
+        {geometry.rateTicks.map(tick => (
+          <g key={tick.value} className="jp-gpucost-chart-grid">
+            <line x1={left} x2={CHART_WIDTH - right} y1={tick.y} y2={tick.y} />
+            <text x={left - 4} y={tick.y + 4} textAnchor="end">
+              {`${symbol}${tick.value.toFixed(tick.value < 10 ? 2 : 0)}`}
+            </text>
+          </g>
+        ))}
+        <g className="jp-gpucost-chart-axis">
+          <text x={CHART_WIDTH - right + 4} y={top + 8}>
+            100%
+          </text>
+          <text x={CHART_WIDTH - right + 4} y={plotBottom}>
+            0%
+          </text>
+          <text x={left} y={CHART_HEIGHT - 6}>
+            {clock(geometry.start, withDate)}
+          </text>
+          <text x={CHART_WIDTH - right} y={CHART_HEIGHT - 6} textAnchor="end">
+            {clock(geometry.end, withDate)}
+          </text>
+        </g>
+        {geometry.series.map((s, i) => (
+          <path
+            key={s.key}
+            d={s.path}
+            className={`jp-gpucost-chart-line jp-gpucost-chart-series-${i % 6}`}
+            data-series={s.key}
+            fill="none"
+            vectorEffect="non-scaling-stroke"
+          />
+        ))}
+      </svg>
+      <figcaption className="jp-gpucost-chart-legend">
+        {geometry.series.map((s, i) => (
+          <span key={s.key} className="jp-gpucost-chart-legend-item">
+            <span
+              className={`jp-gpucost-chart-swatch jp-gpucost-chart-series-${i % 6}`}
+            />
+            {s.label}
+            {s.last !== null &&
+              `: ${s.key === 'rate' ? `${symbol}${s.last.toFixed(2)}` : `${Math.round(s.last)}`}`}
+          </span>
+        ))}
+      </figcaption>
+    </figure>
+  );
+}

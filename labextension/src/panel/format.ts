@@ -1,0 +1,167 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { formatMoney } from '../format';
+import { IKernelCost, IKernelsAnswer, IRightsizing } from './types';
+
+/**
+ * A duration such as `42s`, `5m 03s`, `2h 07m` or `3d 4h`.
+ */
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) {
+    return '—';
+  }
+  const s = Math.floor(seconds);
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  if (s < 60) {
+    return `${s}s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
+  }
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+/**
+ * Bytes as GiB (or MiB under 1 GiB).
+ */
+export function formatBytes(bytes: number | null): string {
+  if (bytes === null || !Number.isFinite(bytes)) {
+    return '—';
+  }
+  const gib = bytes / 2 ** 30;
+  if (gib >= 1) {
+    return `${gib.toFixed(1)} GiB`;
+  }
+  return `${Math.round(bytes / 2 ** 20)} MiB`;
+}
+
+/**
+ * Energy in kWh (three significant decimals), from joules.
+ */
+export function formatEnergy(joules: number | null): string {
+  if (joules === null || !Number.isFinite(joules)) {
+    return '—';
+  }
+  return `${(joules / 3.6e6).toFixed(3)} kWh`;
+}
+
+/**
+ * A mass of CO2: grams under a kilogram, else kilograms.
+ */
+export function formatCo2(grams: number | null | undefined): string {
+  if (grams === null || grams === undefined || !Number.isFinite(grams)) {
+    return '—';
+  }
+  return grams < 1000
+    ? `${grams.toFixed(grams < 10 ? 1 : 0)} g`
+    : `${(grams / 1000).toFixed(2)} kg`;
+}
+
+/**
+ * A kernel's share of the GPUs: `GPU 0 75%, GPU 1 10%`, or `—`.
+ */
+export function formatShare(share: IKernelCost['gpu_share']): string {
+  const parts = Object.entries(share)
+    .filter(([, value]) => Number.isFinite(value) && value > 0)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([index, value]) => `GPU ${index} ${Math.round(value * 100)}%`);
+  return parts.length ? parts.join(', ') : '—';
+}
+
+/**
+ * One row of the kernel table.
+ */
+export interface IKernelRow {
+  key: string;
+  /** The notebook's path, or the kernel's name when no notebook is known. */
+  label: string;
+  state: string;
+  uptime: string;
+  share: string;
+  cost: string;
+  /** `kernel`, or one of the two rows that complete the total. */
+  kind: 'kernel' | 'unattributed' | 'idle';
+  title: string;
+}
+
+/**
+ * The kernel table: one row per kernel (most expensive first), then the
+ * unattributed and idle rows, which together with the kernels make the total.
+ */
+export function kernelRows(
+  answer: IKernelsAnswer,
+  symbol: string,
+  trans: TranslationBundle
+): IKernelRow[] {
+  const rows: IKernelRow[] = [...answer.kernels]
+    .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
+    .map(kernel => ({
+      key: kernel.id,
+      label: kernel.notebook_path ?? kernel.name,
+      state: kernel.remote
+        ? trans.__('%1 (remote)', kernel.execution_state)
+        : kernel.execution_state,
+      uptime: formatDuration(kernel.uptime_s),
+      share: kernel.remote ? trans.__('n/a') : formatShare(kernel.gpu_share),
+      cost: formatMoney(kernel.cost_usd, symbol),
+      kind: 'kernel' as const,
+      title: kernel.remote
+        ? trans.__(
+            'Kernel %1 runs elsewhere: its GPU use cannot be attributed.',
+            kernel.id
+          )
+        : trans.__(
+            'Kernel %1 (%2), processes %3',
+            kernel.id,
+            kernel.name,
+            kernel.pids.join(', ') || '—'
+          )
+    }));
+  rows.push({
+    key: 'unattributed',
+    label: trans.__('Not attributed to a kernel'),
+    state: '',
+    uptime: '',
+    share: '',
+    cost: formatMoney(answer.unattributed_usd, symbol),
+    kind: 'unattributed',
+    title: trans.__(
+      'GPU time used by processes that belong to no kernel of this server (or that could not be matched).'
+    )
+  });
+  rows.push({
+    key: 'idle',
+    label: trans.__('Idle GPUs'),
+    state: '',
+    uptime: '',
+    share: '',
+    cost: formatMoney(answer.idle_usd, symbol),
+    kind: 'idle',
+    title: trans.__('Paid while the GPUs did nothing.')
+  });
+  return rows;
+}
+
+/**
+ * The right-sizing advice as a sentence, or `null` when there is none.
+ */
+export function rightsizingText(
+  advice: IRightsizing | null | undefined,
+  symbol: string,
+  trans: TranslationBundle
+): string | null {
+  if (!advice) {
+    return null;
+  }
+  const article = /^[AEFHILMNORSX8]/i.test(advice.model) ? 'an' : 'a';
+  return trans.__(
+    '%1 %2 would have cost %3 instead of %4.',
+    article === 'an' ? trans.__('An') : trans.__('A'),
+    advice.model,
+    formatMoney(advice.cost_usd, symbol),
+    formatMoney(advice.instead_of_usd, symbol)
+  );
+}

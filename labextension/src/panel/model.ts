@@ -1,0 +1,236 @@
+import { VDomModel } from '@jupyterlab/apputils';
+import { ServerConnection } from '@jupyterlab/services';
+import { Poll } from '@lumino/polling';
+
+import { DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S } from '../model';
+import { GpuCostRequestError, requestJson, requestStatus } from '../request';
+import {
+  HistoryWindow,
+  ICellsAnswer,
+  IHistoryAnswer,
+  IKernelsAnswer,
+  IPanelStatus
+} from './types';
+
+/**
+ * Routes the panel reads, relative to the server's base URL.
+ */
+export const KERNELS_ROUTE = 'gpucost/api/kernels';
+export const HISTORY_ROUTE = 'gpucost/api/history';
+export const CELLS_ROUTE = 'gpucost/api/cells';
+
+/**
+ * How one part of the panel stands: its last answer and how the last request
+ * went. A part whose route answers 404 is `missing` (an older server, or a
+ * feature that is not enabled) and the panel hides or explains it.
+ */
+export interface IPart<T> {
+  readonly value: T | null;
+  readonly missing: boolean;
+  readonly error: string | null;
+}
+
+/**
+ * Everything the cost panel shows, refreshed by one poll while the panel is
+ * visible.
+ */
+export class CostPanelModel extends VDomModel {
+  constructor(options: CostPanelModel.IOptions = {}) {
+    super();
+    this._serverSettings =
+      options.serverSettings ?? ServerConnection.makeSettings();
+    this._intervalS = clamp(options.intervalSeconds ?? DEFAULT_INTERVAL_S);
+    this._poll = new Poll({
+      auto: options.autoStart ?? true,
+      factory: () => this.fetch(),
+      frequency: {
+        backoff: true,
+        interval: this._intervalS * 1000,
+        max: Math.max(10 * this._intervalS * 1000, 60 * 1000)
+      },
+      name: 'jupyter-gpucost:panel',
+      standby: () => (this._active ? 'when-hidden' : true)
+    });
+  }
+
+  get status(): IPart<IPanelStatus> {
+    return this._status;
+  }
+  get kernels(): IPart<IKernelsAnswer> {
+    return this._kernels;
+  }
+  get history(): IPart<IHistoryAnswer> {
+    return this._history;
+  }
+  get cells(): IPart<ICellsAnswer> {
+    return this._cells;
+  }
+
+  /**
+   * The history window shown; a change fetches at once.
+   */
+  get window(): HistoryWindow {
+    return this._window;
+  }
+  set window(value: HistoryWindow) {
+    if (value === this._window) {
+      return;
+    }
+    this._window = value;
+    this._history = { value: null, missing: false, error: null };
+    this.stateChanged.emit();
+    void this._poll.refresh();
+  }
+
+  /**
+   * Whether the panel is on screen: the poll stands by while it is not.
+   */
+  get active(): boolean {
+    return this._active;
+  }
+  set active(value: boolean) {
+    if (value === this._active) {
+      return;
+    }
+    this._active = value;
+    if (value) {
+      void this._poll.refresh();
+    }
+  }
+
+  /**
+   * The poll interval in seconds.
+   */
+  get intervalSeconds(): number {
+    return this._intervalS;
+  }
+  set intervalSeconds(value: number) {
+    const interval = clamp(value);
+    if (interval === this._intervalS || this.isDisposed) {
+      return;
+    }
+    this._intervalS = interval;
+    this._poll.frequency = {
+      backoff: true,
+      interval: interval * 1000,
+      max: Math.max(10 * interval * 1000, 60 * 1000)
+    };
+    void this._poll.refresh();
+  }
+
+  /**
+   * Fetch every part once. Rejects (so the poll backs off) only when the
+   * status itself cannot be read.
+   */
+  async fetch(): Promise<void> {
+    const settings = this._serverSettings;
+    const [status, kernels, history, cells] = await Promise.all([
+      settle(requestStatus(settings) as Promise<IPanelStatus>),
+      settle(requestJson(settings, KERNELS_ROUTE) as Promise<IKernelsAnswer>),
+      settle(
+        requestJson(settings, HISTORY_ROUTE, {
+          window: this._window
+        }) as Promise<IHistoryAnswer>
+      ),
+      settle(
+        requestJson(settings, CELLS_ROUTE, {
+          limit: '20'
+        }) as Promise<ICellsAnswer>
+      )
+    ]);
+    if (this.isDisposed) {
+      return;
+    }
+    this._status = merge(this._status, status);
+    this._kernels = merge(this._kernels, kernels);
+    this._history = merge(this._history, history);
+    this._cells = merge(this._cells, cells);
+    this.stateChanged.emit();
+    if (status.error !== null) {
+      throw new Error(status.error);
+    }
+  }
+
+  /**
+   * Refresh now, and resolve once the poll has ticked.
+   */
+  async refresh(): Promise<void> {
+    await this._poll.refresh();
+    await this._poll.tick;
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._poll.dispose();
+    super.dispose();
+  }
+
+  private _serverSettings: ServerConnection.ISettings;
+  private _poll: Poll;
+  private _intervalS: number;
+  private _active = true;
+  private _window: HistoryWindow = '1h';
+  private _status: IPart<IPanelStatus> = empty();
+  private _kernels: IPart<IKernelsAnswer> = empty();
+  private _history: IPart<IHistoryAnswer> = empty();
+  private _cells: IPart<ICellsAnswer> = empty();
+}
+
+/**
+ * A namespace for `CostPanelModel` statics.
+ */
+export namespace CostPanelModel {
+  export interface IOptions {
+    serverSettings?: ServerConnection.ISettings;
+    intervalSeconds?: number;
+    autoStart?: boolean;
+  }
+}
+
+/**
+ * The outcome of one request.
+ */
+interface IOutcome<T> {
+  value: T | null;
+  missing: boolean;
+  error: string | null;
+}
+
+function empty<T>(): IPart<T> {
+  return { value: null, missing: false, error: null };
+}
+
+function clamp(seconds: number): number {
+  if (!Number.isFinite(seconds)) {
+    return DEFAULT_INTERVAL_S;
+  }
+  return Math.min(MAX_INTERVAL_S, Math.max(MIN_INTERVAL_S, seconds));
+}
+
+async function settle<T>(request: Promise<T>): Promise<IOutcome<T>> {
+  try {
+    return { value: await request, missing: false, error: null };
+  } catch (reason) {
+    if (reason instanceof GpuCostRequestError && reason.kind === 'missing') {
+      return { value: null, missing: true, error: null };
+    }
+    return {
+      value: null,
+      missing: false,
+      error: reason instanceof Error ? reason.message : String(reason)
+    };
+  }
+}
+
+/**
+ * The new state of a part: a failed request keeps the last good value (it is
+ * then shown with the error); a 404 clears it.
+ */
+function merge<T>(previous: IPart<T>, outcome: IOutcome<T>): IPart<T> {
+  if (outcome.error !== null) {
+    return { value: previous.value, missing: false, error: outcome.error };
+  }
+  return outcome;
+}

@@ -1,0 +1,104 @@
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+
+import { DEFAULT_INTERVAL_S } from '../model';
+import { CostPanelModel } from './model';
+import { CostPanel } from './view';
+
+/**
+ * The command that opens the panel (the status bar item runs it on click).
+ */
+export const OPEN_PANEL_COMMAND = 'gpucost:open-panel';
+
+/**
+ * The cost panel: totals, a chart over time, the kernels and what they cost.
+ */
+export const panelPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-gpucost:panel',
+  description:
+    'A panel showing where the money went: per kernel, per GPU, over time.',
+  autoStart: true,
+  optional: [ICommandPalette, ILayoutRestorer, ISettingRegistry, ITranslator],
+  activate: (
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null,
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
+  ): void => {
+    const trans = (translator ?? nullTranslator).load('jupyter_gpucost');
+    const tracker = new WidgetTracker<MainAreaWidget<CostPanel>>({
+      namespace: 'jupyter-gpucost'
+    });
+    let intervalS = DEFAULT_INTERVAL_S;
+    let current: MainAreaWidget<CostPanel> | null = null;
+
+    app.commands.addCommand(OPEN_PANEL_COMMAND, {
+      label: trans.__('GPU Cost'),
+      caption: trans.__('Where the money went: per kernel, per GPU, over time'),
+      execute: () => {
+        if (!current || current.isDisposed) {
+          const model = new CostPanelModel({
+            serverSettings: app.serviceManager.serverSettings,
+            intervalSeconds: intervalS
+          });
+          const content = new CostPanel(model, translator ?? undefined);
+          current = new MainAreaWidget({ content });
+          current.id = 'jp-gpucost-panel-widget';
+          current.title.label = trans.__('GPU Cost');
+          current.title.closable = true;
+          current.disposed.connect(() => model.dispose());
+          void tracker.add(current);
+        }
+        if (!current.isAttached) {
+          app.shell.add(current, 'main');
+        }
+        app.shell.activateById(current.id);
+        return current;
+      }
+    });
+    palette?.addItem({
+      command: OPEN_PANEL_COMMAND,
+      category: trans.__('GPU Cost')
+    });
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: OPEN_PANEL_COMMAND,
+        name: () => 'gpucost-panel'
+      });
+    }
+    if (settingRegistry) {
+      settingRegistry
+        .load(panelPlugin.id)
+        .then(settings => {
+          const apply = (): void => {
+            const value = settings.get('pollIntervalSeconds').composite;
+            if (typeof value === 'number') {
+              intervalS = value;
+              if (current && !current.isDisposed) {
+                current.content.model.intervalSeconds = value;
+              }
+            }
+          };
+          apply();
+          settings.changed.connect(apply);
+        })
+        .catch(reason => {
+          console.error(
+            'jupyter-gpucost: could not load the panel settings.',
+            reason
+          );
+        });
+    }
+  }
+};

@@ -1,0 +1,155 @@
+/**
+ * Types of the JSON the cost panel reads (see docs/api.md).
+ *
+ * Field names follow the wire format. Everything the ledger adds to the
+ * status is optional: an older server, or one whose ledger could not open,
+ * leaves it out and the panel says so.
+ */
+import { IGpuCostStatus } from '../tokens';
+
+/**
+ * The cheapest GPU of the catalog that would have fit the session.
+ */
+export interface IRightsizing {
+  /** The catalog model, e.g. `L4`. */
+  model: string;
+  /** What the session would have cost on it. */
+  cost_usd: number;
+  /** What the session cost on the GPUs it had. */
+  instead_of_usd: number;
+  price_usd_per_hour: number | null;
+  peak_memory_bytes: number | null;
+  reason: string | null;
+}
+
+/**
+ * Whether GPU processes could be matched to kernels.
+ */
+export interface IAttribution {
+  pids_visible: boolean;
+  note: string | null;
+}
+
+/**
+ * The status, with what the ledger and attribution add.
+ */
+export interface IPanelStatus extends IGpuCostStatus {
+  session_id?: string;
+  today_usd?: number | null;
+  month_usd?: number | null;
+  all_time_usd?: number | null;
+  co2_g?: number | null;
+  carbon_intensity_g_per_kwh?: number | null;
+  rightsizing?: IRightsizing | null;
+  attribution?: IAttribution | null;
+}
+
+/**
+ * One kernel and what it cost: `GET /gpucost/api/kernels`.
+ */
+export interface IKernelCost {
+  id: string;
+  /** The kernel spec's name, e.g. `python3`. */
+  name: string;
+  notebook_path: string | null;
+  execution_state: string;
+  started: string | null;
+  uptime_s: number | null;
+  pids: number[];
+  /** No local process: its GPU use cannot be attributed. */
+  remote: boolean;
+  /** GPU index => share of that GPU (0–1) in the last sample. */
+  gpu_share: { [index: string]: number };
+  memory_bytes: number | null;
+  cost_usd: number;
+}
+
+/**
+ * The body of `GET /gpucost/api/kernels`.
+ */
+export interface IKernelsAnswer {
+  as_of: string;
+  pids_visible: boolean;
+  note: string | null;
+  total_usd: number;
+  idle_usd: number;
+  unattributed_usd: number;
+  kernels: IKernelCost[];
+}
+
+/**
+ * One GPU's readings at one point of the history.
+ */
+export interface IHistoryGpu {
+  index: number;
+  utilization_pct: number | null;
+  memory_used_bytes: number | null;
+  power_w: number | null;
+}
+
+/**
+ * One point of the history.
+ */
+export interface IHistoryPoint {
+  t: string;
+  /** Cumulative cost of this session at `t`. */
+  cost_usd: number;
+  rate_usd_per_hour: number;
+  gpus: IHistoryGpu[];
+}
+
+/**
+ * The body of `GET /gpucost/api/history`.
+ */
+export interface IHistoryAnswer {
+  window_s: number;
+  step_s: number;
+  start: string;
+  end: string;
+  gpus: { index: number; name: string }[];
+  points: IHistoryPoint[];
+  totals: {
+    sessions: {
+      id: string;
+      started: string;
+      ended: string | null;
+      cost_usd: number;
+    }[];
+    days: { date: string; cost_usd: number }[];
+  };
+}
+
+/**
+ * One cell's cost: `GET /gpucost/api/cells`.
+ */
+export interface ICellCost {
+  cell_id: string;
+  notebook_path: string | null;
+  kernel_id: string | null;
+  started: string;
+  ended: string;
+  wall_s: number;
+  gpu_busy_s: { [index: string]: number } | null;
+  peak_memory_bytes: number | null;
+  energy_j: number | null;
+  cost_usd: number;
+  status: string;
+  mode: string;
+}
+
+/**
+ * The body of `GET /gpucost/api/cells`.
+ */
+export interface ICellsAnswer {
+  cells: ICellCost[];
+}
+
+/**
+ * The history windows the panel offers, as the API spells them.
+ */
+export const HISTORY_WINDOWS = ['15m', '1h', '24h', '7d'] as const;
+
+/**
+ * One of `HISTORY_WINDOWS`.
+ */
+export type HistoryWindow = (typeof HISTORY_WINDOWS)[number];
