@@ -261,6 +261,10 @@ describe('CostPanel', () => {
     expect(total('session')).toBe('$2.83');
     expect(total('today')).toBe('$4.50');
     expect(total('month')).toBe('$61.25');
+    expect(total('rate')).toBe('$6.86/h');
+    expect(node.querySelector('[data-field="energy"]')!.textContent).toBe(
+      '142.3 Wh'
+    );
     expect(node.querySelectorAll('path[data-series]')).toHaveLength(3);
     const row = node.querySelector('tr[data-kernel-id="k-train"]')!;
     expect(row.textContent).toContain('work/train.ipynb');

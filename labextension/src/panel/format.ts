@@ -39,13 +39,14 @@ export function formatBytes(bytes: number | null): string {
 }
 
 /**
- * Energy in kWh (three significant decimals), from joules.
+ * Energy from joules: Wh under a kilowatt-hour, else kWh.
  */
 export function formatEnergy(joules: number | null): string {
   if (joules === null || !Number.isFinite(joules)) {
     return '—';
   }
-  return `${(joules / 3.6e6).toFixed(3)} kWh`;
+  const wh = joules / 3600;
+  return wh < 1000 ? `${wh.toFixed(1)} Wh` : `${(wh / 1000).toFixed(2)} kWh`;
 }
 
 /**

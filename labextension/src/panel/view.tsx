@@ -168,7 +168,9 @@ namespace Private {
         <div className="jp-gpucost-total-value">
           {value === null || value === undefined
             ? '—'
-            : formatMoney(value, symbol)}
+            : key === 'rate'
+              ? formatRate(value, symbol, trans)
+              : formatMoney(value, symbol)}
         </div>
       </div>
     );

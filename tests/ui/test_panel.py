@@ -1,0 +1,127 @@
+"""The cost panel, as a person uses it: open it, run a cell, see where the money went."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+PANEL = "#jp-gpucost-panel"
+MONEY = re.compile(r"^\$\d+\.\d+$")
+
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "id": "sum-cell",
+            "source": "total = sum(range(10))\ntotal",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+    ],
+    "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+    },
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def run_first_cell(page: Any, lab: Any, path: str) -> None:
+    page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60_000)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.wait_for(state="visible", timeout=60_000)
+    # wait until the kernel is up before running
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+        1, timeout=60_000
+    )
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-OutputArea-output")).to_contain_text("45", timeout=60_000)
+
+
+def open_panel(page: Any) -> Any:
+    page.locator("#jp-gpucost-status").click()
+    panel = page.locator(PANEL)
+    expect(panel).to_be_visible(timeout=30_000)
+    return panel
+
+
+def test_panel_shows_totals_chart_and_the_kernel_that_ran(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.minimum_charge_s=0",
+        "--LabApp.expose_app_in_browser=True",
+    )
+    lab.api(
+        "api/contents/train.ipynb", method="PUT", body={"type": "notebook", "content": NOTEBOOK}
+    )
+    run_first_cell(page, lab, "train.ipynb")
+
+    panel = open_panel(page)
+    total = panel.locator("[data-total='session'] .jp-gpucost-total-value")
+    expect(total).to_have_text(MONEY, timeout=30_000)
+    # the ledger's totals are known on a fresh server (today includes this session)
+    expect(panel.locator("[data-total='today'] .jp-gpucost-total-value")).to_have_text(
+        MONEY, timeout=30_000
+    )
+    expect(panel.locator("[data-total='rate'] .jp-gpucost-total-value")).to_have_text("$6.86/h")
+    expect(panel).to_contain_text("Simulated")
+
+    # the chart draws the spend rate and both GPUs' utilisation once there are two samples
+    rate = panel.locator("path[data-series='rate']")
+    expect(rate).to_have_attribute("d", re.compile(r"^M[\d.]+,[\d.]+L"), timeout=30_000)
+    expect(panel.locator("path[data-series^='gpu-']")).to_have_count(2)
+
+    # the notebook's kernel is in the table, with its state, uptime and a cost
+    sessions = lab.api("api/sessions")
+    (session,) = [s for s in sessions if s["path"] == "train.ipynb"]  # type: ignore[union-attr]
+    kernel_id = session["kernel"]["id"]
+    row = panel.locator(f"tr[data-kernel-id='{kernel_id}']")
+    expect(row).to_contain_text("train.ipynb", timeout=30_000)
+    expect(row.locator("td").nth(1)).to_have_text(re.compile(r"^(idle|busy)$"))
+    expect(row.locator("td").nth(2)).to_have_text(re.compile(r"^\d+(s|m \d\ds)$"))
+    expect(row.locator("td").nth(4)).to_have_text(MONEY)
+    # the table adds up to the server's total
+    kernels = lab.api("gpucost/api/kernels")
+    assert any(k["id"] == kernel_id for k in kernels["kernels"])  # type: ignore[index]
+    expect(panel.locator("tr[data-kind='idle'] td").nth(4)).to_have_text(MONEY)
+    expect(panel.locator("[data-field='rightsizing']")).not_to_be_empty()
+    expect(panel).to_contain_text("catalog of 2026-11-09")
+    screenshot(page, "panel-light.png")
+
+    light = panel.evaluate("node => getComputedStyle(node).backgroundColor")
+    page.evaluate(
+        "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+    )
+    expect(page.locator("body")).to_have_attribute(
+        "data-jp-theme-name", "JupyterLab Dark", timeout=30_000
+    )
+    page.wait_for_timeout(1_000)
+    dark = panel.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert dark != light, (light, dark)
+    expect(row).to_be_visible()
+    screenshot(page, "panel-dark.png")
+
+
+def test_palette_command_opens_the_panel(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=none")
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    page.locator("#jp-gpucost-status").wait_for(state="visible", timeout=60_000)
+    page.keyboard.press("Control+Shift+c")
+    palette = page.locator(".lm-CommandPalette-input")
+    expect(palette).to_be_visible(timeout=10_000)
+    palette.fill("GPU Cost")
+    page.locator(".lm-CommandPalette-item", has_text="GPU Cost").first.click()
+    panel = page.locator(PANEL)
+    expect(panel).to_be_visible(timeout=30_000)
+    # no GPU telemetry: said so, and the totals are still there
+    expect(panel).to_contain_text("No GPU telemetry")
+    expect(panel.locator("[data-total='session'] .jp-gpucost-total-value")).to_have_text(MONEY)
