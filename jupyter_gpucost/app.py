@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from anyio import to_thread
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import PeriodicCallback
 from traitlets import Dict, Float, Int, TraitError, Unicode, validate
 
 from .handlers import handlers
@@ -111,6 +114,58 @@ class GpuCost(ExtensionApp):
         "trace ('a100x2-training', 'h100-live') or a path. Empty: the 2x A100-80GB demo trace.",
     )
 
+    ledger_url = Unicode(
+        "",
+        config=True,
+        help="SQLAlchemy URL of the ledger that keeps every session's cost (e.g. "
+        "'postgresql+psycopg://user@host/gpucost' for one ledger per hub). Empty: SQLite at "
+        "<Jupyter data dir>/gpucost/ledger.sqlite. 'none': no ledger (session totals only).",
+    )
+    ledger_flush_interval_s = Float(
+        5.0,
+        config=True,
+        help="Seconds between two writes to the ledger (0.5 to 300). A server killed hard "
+        "loses at most this much of its cost from the ledger.",
+    )
+    ledger_timezone = Unicode(
+        "",
+        config=True,
+        help="IANA time zone in which 'today' and 'this month' start (e.g. 'Europe/Paris'). "
+        "Empty: the server's local time.",
+    )
+    carbon_intensity_g_per_kwh = Float(
+        475.0,
+        config=True,
+        help="Grams of CO2 per kWh used to turn the GPUs' energy into emissions (0 to 2000). "
+        "Default: 475, the world-average figure codecarbon falls back on; use your grid's "
+        "or your cloud region's figure.",
+    )
+
+    @validate("ledger_flush_interval_s")
+    def _check_flush(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        _within("ledger_flush_interval_s", value, 0.5, 300, "a number of seconds from 0.5 to 300")
+        return value
+
+    @validate("carbon_intensity_g_per_kwh")
+    def _check_carbon(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        _within("carbon_intensity_g_per_kwh", value, 0, 2000, "grams per kWh from 0 to 2000")
+        return value
+
+    @validate("ledger_timezone")
+    def _check_timezone(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"]).strip()
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise TraitError(
+                    f"c.GpuCost.ledger_timezone = {value!r} is not valid: use an IANA time "
+                    "zone such as 'UTC' or 'Europe/Paris', or leave it empty."
+                ) from None
+        return value
+
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
         return _one_of("telemetry", proposal["value"], TELEMETRY_MODES)
@@ -208,6 +263,11 @@ class GpuCost(ExtensionApp):
             currency=self.currency,
             currency_symbol=self.currency_symbol,
             simulated_trace=self.simulated_trace,
+            ledger_url=self.ledger_url,
+            data_dir=jupyter_data_dir(),
+            ledger_flush_interval_s=self.ledger_flush_interval_s,
+            ledger_timezone=self.ledger_timezone,
+            carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
 
     def _check_provider(self, catalog: Catalog) -> None:
@@ -233,6 +293,7 @@ class GpuCost(ExtensionApp):
         service = CostService(config, log=self.log)
         service.start()
         self.settings["gpucost_service"] = service
+        self._watch_kernels(service, config.sample_interval_s)
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -241,10 +302,25 @@ class GpuCost(ExtensionApp):
             config.sample_interval_s,
         )
 
+    def _watch_kernels(self, service: CostService, interval_s: float) -> None:
+        """Refresh the kernel list on the loop (in-memory lookups only)."""
+        serverapp = self.serverapp
+
+        async def refresh() -> None:
+            await service.tracker.refresh(
+                serverapp.kernel_manager, getattr(serverapp, "session_manager", None)
+            )
+
+        self._kernel_watch = PeriodicCallback(refresh, max(interval_s, 0.5) * 1000)
+        self._kernel_watch.start()
+
     def initialize_handlers(self) -> None:
         self.handlers.extend(handlers())
 
     async def stop_extension(self) -> None:
+        watch = getattr(self, "_kernel_watch", None)
+        if watch is not None:
+            watch.stop()
         service: CostService | None = self.settings.get("gpucost_service")
         if service is not None:
             await to_thread.run_sync(service.stop)

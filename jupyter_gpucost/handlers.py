@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
+from .history import HistoryError
 from .service import CostService
 
 API_PREFIX = "/gpucost/api"
@@ -37,8 +39,32 @@ class StatusHandler(GpuCostHandler):
         self.write_json(self.service.status())
 
 
+class KernelsHandler(GpuCostHandler):
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        # the attribution the sampler thread computed last: no I/O here
+        self.write_json(self.service.kernels())
+
+
+class HistoryHandler(GpuCostHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        window = self.get_query_argument("window", None)
+        step = self.get_query_argument("step", None)
+        try:
+            # windows over an hour read the ledger: off the event loop
+            payload = await to_thread.run_sync(self.service.history, window, step)
+        except HistoryError as e:
+            raise web.HTTPError(400, str(e)) from None
+        self.write_json(payload)
+
+
 def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     """The extension's route table (base_url is prepended by jupyter_server)."""
     return [
         (f"{API_PREFIX}/status", StatusHandler),
+        (f"{API_PREFIX}/kernels", KernelsHandler),
+        (f"{API_PREFIX}/history", HistoryHandler),
     ]

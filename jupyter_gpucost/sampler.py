@@ -69,6 +69,8 @@ class Sampler:
         self._cpu_max = 0.0
         self._last_duration = 0.0
         self._logged_errors: set[str] = set()
+        #: called in the sampler thread with every new sample, after it is published
+        self.listeners: list[Callable[[Published], None]] = []
 
     @property
     def latest(self) -> Published:
@@ -107,6 +109,11 @@ class Sampler:
             self._cpu_total += cpu
             self._cpu_max = max(self._cpu_max, cpu)
             self._last_duration = time.perf_counter() - wall0
+        for listener in self.listeners:
+            try:
+                listener(published)
+            except Exception:
+                self._log.exception("jupyter-gpucost: a sample listener failed")
         return published
 
     def start(self) -> None:

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from . import history as hist
+from .attribution import Attributor
 from .billing import BillingRule
+from .history import HistoryRing
+from .kernels import KernelTracker, uptime_s
+from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
 from .meter import Meter
 from .prices import Catalog, PricePolicy
+from .recorder import Recorder
+from .rightsizing import advise
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import status_payload
+from .status import status_payload, usd
 from .telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from .telemetry.simulated import SimulatedSource
 
@@ -36,6 +47,13 @@ class CostConfig:
     currency: str = "USD"
     currency_symbol: str = "$"
     simulated_trace: str = ""
+    #: SQLAlchemy URL of the ledger; empty: SQLite in ``data_dir``; "none": no ledger
+    ledger_url: str = ""
+    data_dir: str = ""
+    ledger_flush_interval_s: float = 5.0
+    #: IANA zone for "today" and "this month"; empty: the server's local time
+    ledger_timezone: str = ""
+    carbon_intensity_g_per_kwh: float = 475.0
 
 
 def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) -> TelemetrySource:
@@ -88,11 +106,54 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
+        started = self.meter.snapshot().started
+        self.session_id = new_session_id(started)
+        self.ledger_error: str | None = None
+        self.ledger = self._open_ledger()
+        self.tracker = KernelTracker(log=self.log)
+        self.attributor = Attributor(simulated=self.source.simulated)
+        self.ring = HistoryRing()
+        self.recorder = Recorder(
+            ledger=self.ledger,
+            session_id=self.session_id,
+            flush_interval_s=config.ledger_flush_interval_s,
+            tracker=self.tracker,
+            attributor=self.attributor,
+            ring=self.ring,
+            log=self.log,
+        )
+        self.sampler.listeners.append(self.recorder.on_sample)
+
+    def _open_ledger(self) -> Ledger | None:
+        config = self.config
+        if config.ledger_url.strip().lower() == "none":
+            return None
+        url = config.ledger_url or default_url(config.data_dir or ".")
+        tz = ZoneInfo(config.ledger_timezone) if config.ledger_timezone else None
+        try:
+            ledger = Ledger(url, tz=tz, log=self.log)
+            ledger.start_session(
+                self.session_id, self.meter.snapshot().started, os.environ.get("JUPYTERHUB_USER")
+            )
+        except LedgerUnavailable as e:
+            self.ledger_error = str(e)
+            self.log.warning(
+                "jupyter-gpucost: no ledger (%s): session totals only; today, this month "
+                "and history older than an hour are not kept.",
+                e,
+            )
+            return None
+        except Exception as e:  # a database server down, a bad URL: never stop the server
+            self.ledger_error = f"{type(e).__name__}: {e}"
+            self.log.warning("jupyter-gpucost: cannot open the ledger: %s", e)
+            return None
+        return ledger
 
     def start(self) -> None:
         # one reading now, so the first request already knows the GPUs
         self.sampler.sample_once()
         self._log_unpriced()
+        self.recorder.start()
         self.sampler.start()
 
     def _log_unpriced(self) -> None:
@@ -110,14 +171,181 @@ class CostService:
 
     def status(self) -> dict[str, Any]:
         published = self.sampler.latest
-        return status_payload(
-            published.snapshot,
+        snapshot = published.snapshot
+        payload = status_payload(
+            snapshot,
             published.telemetry,
             policy=self.policy,
             rule=self.rule,
             currency=self.config.currency,
             currency_symbol=self.config.currency_symbol,
         )
+        payload["session_id"] = self.session_id
+        totals = self.recorder.totals(snapshot)
+        payload["today_usd"] = usd(totals.today_micro_usd) if totals else None
+        payload["month_usd"] = usd(totals.month_micro_usd) if totals else None
+        payload["all_time_usd"] = usd(totals.all_time_micro_usd) if totals else None
+        payload["ledger"] = self.ledger_state()
+        energy = snapshot.energy_j
+        intensity = self.config.carbon_intensity_g_per_kwh
+        payload["carbon_intensity_g_per_kwh"] = intensity
+        payload["co2_g"] = None if energy is None else round(energy / 3.6e6 * intensity, 3)
+        advice = advise(
+            snapshot,
+            self.policy.catalog,
+            provider=self.policy.provider,
+            market=self.policy.market,
+            peak_bytes=self.recorder.peak_memory_bytes,
+        )
+        payload["rightsizing"] = (
+            None
+            if advice is None
+            else {
+                "model": advice.model,
+                "gpus": advice.gpus,
+                "cost_usd": usd(advice.cost_micro_usd),
+                "instead_of_usd": usd(advice.instead_of_micro_usd),
+                "price_usd_per_hour": float(advice.usd_per_gpu_hour),
+                "peak_memory_bytes": advice.peak_memory_bytes,
+                "reason": advice.reason,
+            }
+        )
+        attribution = self.attributor.latest
+        payload["attribution"] = {
+            "pids_visible": attribution.pids_visible if attribution else True,
+            "note": attribution.note if attribution else None,
+        }
+        if self.ledger is None and self.ledger_error is not None:
+            payload["warnings"].append(
+                {
+                    "code": "ledger-unavailable",
+                    "message": f"No ledger ({self.ledger_error}): today's and this month's "
+                    "totals are not kept.",
+                }
+            )
+        elif self.ledger is not None and self.ledger.reset_from:
+            payload["warnings"].append(
+                {
+                    "code": "ledger-reset",
+                    "message": "The ledger could not be read and was moved to "
+                    f"{os.path.basename(self.ledger.reset_from)}; a fresh one was started, "
+                    "so earlier sessions are not in today's and this month's totals.",
+                }
+            )
+        return payload
+
+    def ledger_state(self) -> dict[str, Any]:
+        if self.ledger is None:
+            return {"enabled": False, "reason": self.ledger_error}
+        url = self.ledger.engine.url.render_as_string(hide_password=True)
+        return {
+            "enabled": True,
+            "url": url,
+            "flush_interval_s": self.config.ledger_flush_interval_s,
+            "timezone": self.config.ledger_timezone or "server local time",
+            "reset_from": self.ledger.reset_from,
+        }
+
+    def kernels(self) -> dict[str, Any]:
+        """Per-kernel cost; kernels + unattributed + idle == total, exactly."""
+        attribution = self.attributor.latest
+        now = time.time()
+        if attribution is None:
+            return {
+                "as_of": utc_now().isoformat(),
+                "pids_visible": True,
+                "note": None,
+                "total_usd": 0.0,
+                "idle_usd": 0.0,
+                "unattributed_usd": 0.0,
+                "kernels": [],
+            }
+        kernels = []
+        for k in attribution.kernels:
+            info = k.info
+            kernels.append(
+                {
+                    "id": info.id,
+                    "name": info.name,
+                    "notebook_path": info.notebook_path,
+                    "execution_state": "ended" if k.ended else info.execution_state,
+                    "started": info.started.isoformat() if info.started else None,
+                    "uptime_s": None if k.ended else uptime_s(info, now),
+                    "pids": sorted(self.tracker.trees().get(info.id, ())),
+                    "remote": info.pid is None,
+                    "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
+                    "memory_bytes": k.memory_bytes,
+                    "cost_usd": usd(k.cost_micro_usd),
+                    "cost_micro_usd": k.cost_micro_usd,
+                }
+            )
+        return {
+            "as_of": attribution.snapshot.as_of.isoformat(),
+            "pids_visible": attribution.pids_visible,
+            "note": attribution.note,
+            "total_usd": usd(attribution.total_micro_usd),
+            "idle_usd": usd(attribution.idle_micro_usd),
+            "unattributed_usd": usd(attribution.unattributed_micro_usd),
+            "micro_usd": {
+                "total": attribution.total_micro_usd,
+                "idle": attribution.idle_micro_usd,
+                "unattributed": attribution.unattributed_micro_usd,
+            },
+            "kernels": kernels,
+        }
+
+    def history(self, window: str | None, step: str | None) -> dict[str, Any]:
+        """Spend rate and readings over a window (raises ``HistoryError`` on bad input)."""
+        window_s = hist.parse_window(window)
+        step_s = hist.parse_step(step, window_s)
+        snapshot = self.sampler.latest.snapshot
+        end_s = snapshot.as_of.timestamp()
+        start_s = end_s - window_s
+        gpu_indexes = [g.index for g in snapshot.gpus]
+        oldest = self.ring.oldest()
+        if window_s <= hist.RING_S or self.ledger is None:
+            if self.ledger is None and window_s > hist.RING_S:
+                step_s = max(step_s, 60)
+            points = hist.from_ring(self.ring.since(start_s), start_s, end_s, step_s, gpu_indexes)
+            source = "memory"
+        else:
+            self.recorder.flush_if_stale()
+            points = hist.from_ledger(self.ledger, start_s, end_s, step_s, gpu_indexes)
+            source = "ledger"
+        totals: dict[str, Any] = {"sessions": [], "days": []}
+        if self.ledger is not None:
+            for row in self.ledger.sessions():
+                live = row["id"] == self.session_id
+                totals["sessions"].append(
+                    {
+                        "id": row["id"],
+                        "started": datetime.fromtimestamp(row["started_unix_s"], UTC).isoformat(),
+                        "ended": None
+                        if row["ended_unix_s"] is None
+                        else datetime.fromtimestamp(row["ended_unix_s"], UTC).isoformat(),
+                        "cost_usd": usd(snapshot.cost_micro_usd if live else row["cost_micro_usd"]),
+                    }
+                )
+            totals["days"] = [
+                {"date": day.isoformat(), "cost_usd": usd(cost)}
+                for day, cost in self.ledger.days(snapshot.as_of)
+            ]
+        return {
+            "window_s": window_s,
+            "step_s": step_s,
+            "start": datetime.fromtimestamp(start_s, UTC).isoformat(),
+            "end": datetime.fromtimestamp(end_s, UTC).isoformat(),
+            "source": source,
+            "oldest_in_memory": None
+            if oldest is None
+            else datetime.fromtimestamp(oldest, UTC).isoformat(),
+            "gpus": [{"index": g.index, "name": g.name} for g in snapshot.gpus],
+            "points": points,
+            "totals": totals,
+        }
 
     def stop(self) -> None:
         self.sampler.stop()
+        self.recorder.stop()
+        if self.ledger is not None:
+            self.ledger.close()

@@ -67,6 +67,7 @@ def start_lab(tmp: Path, *args: str) -> Lab:
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
         "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
     }

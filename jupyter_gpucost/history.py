@@ -1,0 +1,198 @@
+"""Spend and readings over time: a one-second ring for the last hour, the ledger before.
+
+``GET /gpucost/api/history?window=1h&step=5s`` is answered from the ring when the window
+fits in it, else from the ledger's per-minute rollups (then the step is at least a
+minute). Points are at the end of each step; a step with no reading has ``null`` GPU
+values (the chart draws a gap) and the spend rate in force.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .ledger import Ledger
+from .status import usd
+
+WINDOWS_S = {"15m": 900, "1h": 3600, "6h": 21600, "24h": 86400, "7d": 604800, "30d": 2592000}
+STEPS_S = {"1s": 1, "5s": 5, "10s": 10, "1m": 60, "5m": 300, "1h": 3600}
+MAX_POINTS = 2000
+DEFAULT_POINTS = 720
+RING_S = 3600
+
+
+class HistoryError(ValueError):
+    """A bad parameter; the message is shown to the user (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class GpuPoint:
+    index: int
+    utilization_pct: float | None
+    memory_used_bytes: int | None
+    power_w: float | None
+
+
+@dataclass(frozen=True)
+class Point:
+    unix_s: float
+    cost_micro_usd: int
+    rate_micro_usd_per_hour: int
+    gpus: tuple[GpuPoint, ...]
+
+
+_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+
+
+def parse_window(value: str | None) -> int:
+    if value is None or value == "":
+        return WINDOWS_S["1h"]
+    if value in WINDOWS_S:
+        return WINDOWS_S[value]
+    raise HistoryError(f"window={value!r} is not one of {', '.join(WINDOWS_S)}")
+
+
+def parse_step(value: str | None, window_s: int) -> int:
+    if value is None or value == "":
+        step = window_s / DEFAULT_POINTS
+        if window_s > RING_S:
+            step = max(step, 60)
+        for candidate in sorted(STEPS_S.values()):
+            if candidate >= step:
+                return candidate
+        return max(STEPS_S.values())
+    if value not in STEPS_S:
+        raise HistoryError(f"step={value!r} is not one of {', '.join(STEPS_S)}")
+    step_s = STEPS_S[value]
+    if step_s > window_s:
+        raise HistoryError(f"step={value} is longer than the window")
+    if window_s > RING_S and step_s < 60:
+        raise HistoryError(
+            f"step={value} is too fine for a window over 1h: readings older than an hour "
+            "are kept per minute; use step=1m or more"
+        )
+    if window_s // step_s > MAX_POINTS:
+        raise HistoryError(
+            f"window/step gives {window_s // step_s} points, more than {MAX_POINTS}: "
+            "use a coarser step"
+        )
+    return step_s
+
+
+class HistoryRing:
+    """The last hour of samples (thread-safe: the sampler appends, handlers read)."""
+
+    def __init__(self, seconds: int = RING_S) -> None:
+        self._points: deque[Point] = deque(maxlen=seconds + 60)
+        self._lock = threading.Lock()
+
+    def append(self, point: Point) -> None:
+        with self._lock:
+            self._points.append(point)
+
+    def since(self, unix_s: float) -> list[Point]:
+        with self._lock:
+            return [p for p in self._points if p.unix_s >= unix_s]
+
+    def oldest(self) -> float | None:
+        with self._lock:
+            return self._points[0].unix_s if self._points else None
+
+
+def _iso(unix_s: float) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).isoformat()
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def from_ring(
+    points: list[Point], start_s: float, end_s: float, step_s: int, gpu_indexes: list[int]
+) -> list[dict[str, Any]]:
+    """Fold one-second points into steps: mean utilisation and power, max memory."""
+    out: list[dict[str, Any]] = []
+    buckets: dict[int, list[Point]] = {}
+    for p in points:
+        if start_s <= p.unix_s <= end_s:
+            buckets.setdefault(int((p.unix_s - start_s) // step_s), []).append(p)
+    base_cost = points[0].cost_micro_usd if points else 0
+    for n in sorted(buckets):
+        group = buckets[n]
+        last = group[-1]
+        gpus = []
+        for index in gpu_indexes:
+            readings = [g for p in group for g in p.gpus if g.index == index]
+            util = [g.utilization_pct for g in readings if g.utilization_pct is not None]
+            power = [g.power_w for g in readings if g.power_w is not None]
+            memory = [g.memory_used_bytes for g in readings if g.memory_used_bytes is not None]
+            gpus.append(
+                {
+                    "index": index,
+                    "utilization_pct": _mean(util),
+                    "memory_used_bytes": max(memory) if memory else None,
+                    "power_w": _mean(power),
+                }
+            )
+        out.append(
+            {
+                "t": _iso(last.unix_s),
+                "cost_usd": usd(last.cost_micro_usd - base_cost),
+                "rate_usd_per_hour": usd(last.rate_micro_usd_per_hour),
+                "gpus": gpus,
+            }
+        )
+    return out
+
+
+def from_ledger(
+    ledger: Ledger, start_s: float, end_s: float, step_s: int, gpu_indexes: list[int]
+) -> list[dict[str, Any]]:
+    """Fold per-minute rollups of every session into steps."""
+    spend = ledger.spend_between(start_s, end_s)
+    gpu_rows = ledger.gpu_minutes_between(start_s, end_s)
+    buckets: dict[int, dict[str, Any]] = {}
+    for minute, cost, rate in spend:
+        b = buckets.setdefault(int((minute - start_s) // step_s), {"cost": 0, "rate": 0, "g": {}})
+        b["cost"] += cost
+        b["rate"] = rate
+    indexes = set(gpu_indexes)
+    for minute, index, util_sum, power_sum, samples, memory in gpu_rows:
+        indexes.add(index)
+        b = buckets.setdefault(int((minute - start_s) // step_s), {"cost": 0, "rate": 0, "g": {}})
+        g = b["g"].setdefault(index, [0.0, 0.0, 0, None])
+        g[0] += util_sum
+        g[1] += power_sum
+        g[2] += samples
+        if memory is not None:
+            g[3] = memory if g[3] is None else max(g[3], memory)
+    out: list[dict[str, Any]] = []
+    cumulative = 0
+    for n in sorted(buckets):
+        b = buckets[n]
+        cumulative += b["cost"]
+        t = min(start_s + (n + 1) * step_s, end_s)
+        gpus = []
+        for index in sorted(indexes):
+            util_sum, power_sum, samples, memory = b["g"].get(index, (0.0, 0.0, 0, None))
+            gpus.append(
+                {
+                    "index": index,
+                    "utilization_pct": util_sum / samples if samples else None,
+                    "memory_used_bytes": memory,
+                    "power_w": power_sum / samples if samples else None,
+                }
+            )
+        out.append(
+            {
+                "t": _iso(t),
+                "cost_usd": usd(cumulative),
+                "rate_usd_per_hour": usd(b["rate"]),
+                "gpus": gpus,
+            }
+        )
+    return out

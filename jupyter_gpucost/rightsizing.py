@@ -1,0 +1,103 @@
+"""Right-sizing: the cheapest GPU of the catalog that would have held this session.
+
+From the session's peak GPU memory (the most any one GPU held) and the GPUs it had, the
+cheapest model of the same provider and market whose memory is at least that peak, and
+what the session's billed time would have cost on as many of them. A model whose memory
+is below the observed peak is never recommended. Memory sizes are the vendors' board
+specifications (decimal GB as sold; compared with the peak in bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .billing import cost_micro_usd, round_micro
+from .meter import MeterSnapshot
+from .prices import Catalog
+
+GB = 10**9
+
+#: board memory of each catalog model, in bytes (vendor specifications)
+MODEL_MEMORY_BYTES: dict[str, int] = {
+    "T4": 16 * GB,
+    "L4": 24 * GB,
+    "A10": 24 * GB,
+    "A10G": 24 * GB,
+    "L40S": 48 * GB,
+    "V100": 16 * GB,
+    "A100-40GB": 40 * GB,
+    "A100-80GB": 80 * GB,
+    "H100-80GB": 80 * GB,
+    "H100-NVL": 94 * GB,
+    "H200": 141 * GB,
+    "B200": 180 * GB,
+}
+
+
+@dataclass(frozen=True)
+class Advice:
+    model: str
+    usd_per_gpu_hour: Decimal
+    gpus: int
+    cost_micro_usd: int
+    instead_of_micro_usd: int
+    peak_memory_bytes: int
+    reason: str
+
+
+def peak_memory_bytes(snapshot: MeterSnapshot, previous: int | None) -> int | None:
+    """The largest memory any GPU held, folding in the last reading."""
+    values = [
+        g.reading.memory_used_bytes
+        for g in snapshot.gpus
+        if g.reading is not None and g.reading.memory_used_bytes is not None
+    ]
+    if previous is not None:
+        values.append(previous)
+    return max(values) if values else None
+
+
+def advise(
+    snapshot: MeterSnapshot,
+    catalog: Catalog,
+    *,
+    provider: str,
+    market: str,
+    peak_bytes: int | None,
+) -> Advice | None:
+    """The cheapest model that fits, if it is cheaper than what the session had."""
+    priced = [g for g in snapshot.gpus if g.price is not None]
+    if not priced or peak_bytes is None:
+        return None
+    count = len(priced)
+    current = sum(g.cost_micro_usd for g in priced)
+    candidates: dict[str, Decimal] = {}
+    for row in catalog.rows:
+        if row.provider != provider or row.market != market:
+            continue
+        memory = MODEL_MEMORY_BYTES.get(row.model)
+        if memory is None or memory < peak_bytes:
+            continue
+        price = candidates.get(row.model)
+        if price is None or row.usd_per_gpu_hour < price:
+            candidates[row.model] = row.usd_per_gpu_hour
+    if not candidates:
+        return None
+    model, price = min(candidates.items(), key=lambda item: (item[1], item[0]))
+    cost = round_micro(cost_micro_usd(price, snapshot.billed_us) * count)
+    if cost >= current or model in {g.model for g in priced}:
+        return None
+    return Advice(
+        model=model,
+        usd_per_gpu_hour=price,
+        gpus=count,
+        cost_micro_usd=cost,
+        instead_of_micro_usd=current,
+        peak_memory_bytes=peak_bytes,
+        reason=(
+            f"peak memory {peak_bytes / 2**30:.1f} GiB fits in a {model} "
+            f"({MODEL_MEMORY_BYTES[model] // GB} GB); {count}× {model} at "
+            f"{price} USD/h for the same billed time"
+        ),
+    )

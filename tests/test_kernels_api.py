@@ -1,0 +1,214 @@
+"""Kernels, history and ledger totals through the real server, with real kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nvml_stub import DRIVER_550, FakeNvml, FakeProcess, a100_80gb
+from tornado.httpclient import HTTPClientError
+
+GIB = 2**30
+
+
+async def get(jp_fetch: Any, route: str, **params: str) -> dict[str, Any]:
+    return json.loads((await jp_fetch("gpucost", "api", route, params=params)).body)
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
+    nvml = FakeNvml([a100_80gb(processes=[], utilization=100)], DRIVER_550)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("NVIDIA_VISIBLE_DEVICES", raising=False)
+    return nvml
+
+
+@pytest.fixture
+def gpucost_config(fake_nvml: FakeNvml, tmp_path: Path) -> dict[str, object]:
+    return {
+        "telemetry": "nvml",
+        "sample_interval_s": 0.2,
+        "minimum_charge_s": 0,
+        "ledger_url": f"sqlite:///{tmp_path / 'ledger.sqlite'}",
+        "ledger_flush_interval_s": 0.5,
+    }
+
+
+async def start_notebook(jp_fetch: Any, jp_serverapp: Any, path: str) -> tuple[str, int]:
+    answer = await jp_fetch(
+        "api",
+        "sessions",
+        method="POST",
+        body=json.dumps({"path": path, "type": "notebook", "kernel": {"name": "python3"}}),
+    )
+    kernel_id = json.loads(answer.body)["kernel"]["id"]
+    km = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+    return kernel_id, km.provisioner.pid
+
+
+async def run_in_kernel(jp_serverapp: Any, kernel_id: str, code: str) -> str:
+    km = jp_serverapp.kernel_manager.get_kernel(kernel_id)
+    client = km.client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        out: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+
+        await client.execute_interactive(code, output_hook=hook, timeout=60)
+        return "".join(out)
+    finally:
+        client.stop_channels()
+
+
+async def wait_for(predicate: Any, timeout_s: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not await predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.2)
+
+
+async def test_a_kernel_and_its_child_process_are_charged_for_their_gpu_share(
+    jp_fetch: Any, jp_serverapp: Any, fake_nvml: FakeNvml
+) -> None:
+    kernel_id, kernel_pid = await start_notebook(jp_fetch, jp_serverapp, "work/train.ipynb")
+    # a DataLoader-like worker started by the kernel
+    worker = int(
+        await run_in_kernel(
+            jp_serverapp,
+            kernel_id,
+            "import subprocess, sys\n"
+            "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "print(w.pid)",
+        )
+    )
+    # the kernel holds 30 GiB, its worker 10 GiB, and a process of no kernel 20 GiB
+    import os
+
+    fake_nvml.gpus[0].processes = [
+        FakeProcess(kernel_pid, 30 * GIB),
+        FakeProcess(worker, 10 * GIB),
+        FakeProcess(os.getpid(), 20 * GIB),
+    ]
+
+    async def charged() -> bool:
+        answer = await get(jp_fetch, "kernels")
+        return any(k["id"] == kernel_id and k["cost_usd"] > 0 for k in answer["kernels"])
+
+    await wait_for(charged)
+    await asyncio.sleep(1.0)
+    answer = await get(jp_fetch, "kernels")
+    (k,) = [k for k in answer["kernels"] if k["id"] == kernel_id]
+    assert k["notebook_path"] == "work/train.ipynb"
+    assert k["name"] == "python3"
+    assert k["remote"] is False
+    assert kernel_pid in k["pids"]
+    assert worker in k["pids"]
+    assert k["gpu_share"] == {"0": pytest.approx(40 / 60, abs=1e-6)}
+    assert k["memory_bytes"] == 40 * GIB
+    assert k["uptime_s"] > 0
+    assert answer["pids_visible"] is True
+    # two thirds of the used time is the kernel's, a third is not attributed
+    micro = answer["micro_usd"]
+    kernels = sum(x["cost_micro_usd"] for x in answer["kernels"])
+    assert kernels + micro["unattributed"] + micro["idle"] == micro["total"]
+    assert answer["unattributed_usd"] > 0
+    status = await get(jp_fetch, "status")
+    assert status["attribution"] == {"pids_visible": True, "note": None}
+    await run_in_kernel(jp_serverapp, kernel_id, "w.kill()")
+
+
+async def test_host_pids_are_reported_not_attributed(
+    jp_fetch: Any, jp_serverapp: Any, fake_nvml: FakeNvml
+) -> None:
+    kernel_id, _ = await start_notebook(jp_fetch, jp_serverapp, "a.ipynb")
+    fake_nvml.gpus[0].processes = [FakeProcess(4_000_123, 30 * GIB)]
+
+    async def listed() -> bool:
+        answer = await get(jp_fetch, "kernels")
+        return not answer["pids_visible"] and any(k["id"] == kernel_id for k in answer["kernels"])
+
+    await wait_for(listed)
+    answer = await get(jp_fetch, "kernels")
+    assert "container" in answer["note"]
+    assert all(k["cost_usd"] == 0 for k in answer["kernels"])
+    status = await get(jp_fetch, "status")
+    assert status["attribution"]["pids_visible"] is False
+
+
+async def test_history_and_ledger_totals(jp_fetch: Any, fake_nvml: FakeNvml) -> None:
+    await asyncio.sleep(2.5)
+    history = await get(jp_fetch, "history", window="15m", step="1s")
+    assert history["step_s"] == 1
+    assert history["window_s"] == 900
+    assert len(history["points"]) >= 2
+    point = history["points"][-1]
+    assert point["rate_usd_per_hour"] == pytest.approx(3.431)
+    assert point["gpus"][0]["utilization_pct"] == 100.0
+    assert point["gpus"][0]["power_w"] == pytest.approx(391.2)
+    # longer windows are read from the ledger's per-minute rollups
+    day = await get(jp_fetch, "history", window="24h")
+    assert day["source"] == "ledger"
+    assert day["step_s"] >= 60
+    assert day["points"]
+    assert day["points"][-1]["cost_usd"] > 0
+    assert day["totals"]["days"][-1]["cost_usd"] > 0
+    (session,) = day["totals"]["sessions"]
+    status = await get(jp_fetch, "status")
+    assert session["id"] == status["session_id"]
+    assert status["ledger"]["enabled"] is True
+    # today, this month and all time include this session, live
+    assert status["all_time_usd"] >= status["cost_usd"] > 0
+    assert status["today_usd"] == pytest.approx(status["cost_usd"], abs=2e-6)
+    assert status["co2_g"] == pytest.approx(
+        status["energy_j"] / 3.6e6 * status["carbon_intensity_g_per_kwh"], rel=1e-3
+    )
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"window": "2h"}, "window='2h' is not one of"),
+        ({"window": "1h", "step": "2s"}, "step='2s' is not one of"),
+        ({"window": "24h", "step": "5s"}, "too fine for a window over 1h"),
+        ({"window": "30d", "step": "1m"}, "more than 2000"),
+        ({"window": "15m", "step": "1h"}, "longer than the window"),
+    ],
+)
+async def test_bad_history_parameters_get_a_400_with_a_message(
+    jp_fetch: Any, params: dict[str, str], message: str
+) -> None:
+    with pytest.raises(HTTPClientError) as e:
+        await jp_fetch("gpucost", "api", "history", params=params)
+    assert e.value.code == 400
+    assert message in json.loads(e.value.response.body)["message"]
+
+
+class TestNoLedger:
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path) -> dict[str, object]:
+        blocker = tmp_path / "blocked"
+        blocker.write_text("a file where the ledger's folder should be")
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "ledger_url": f"sqlite:///{blocker / 'ledger.sqlite'}",
+        }
+
+    async def test_the_server_runs_on_and_says_why(self, jp_fetch: Any) -> None:
+        status = await get(jp_fetch, "status")
+        assert status["cost_usd"] >= 0
+        assert status["today_usd"] is None
+        assert status["month_usd"] is None
+        assert status["ledger"]["enabled"] is False
+        assert "ledger-unavailable" in [w["code"] for w in status["warnings"]]
+        history = await get(jp_fetch, "history", window="15m")
+        assert history["source"] == "memory"
