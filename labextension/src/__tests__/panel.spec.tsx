@@ -229,11 +229,14 @@ describe('chart geometry', () => {
       (d.match(/[ML][^ML]+/g) ?? []).map(p =>
         p.slice(1).split(',').map(Number)
       );
-    // the history starts 40 minutes into the window: 2/3 of the way along
+    // the history starts 40 minutes into the window: the axis starts there, and the
+    // second point (400 s of the remaining 1200 s) is a third of the way along
     const plotW = CHART_WIDTH - CHART_MARGIN.left - CHART_MARGIN.right;
     const rate = coords(g.series[0].path);
     expect(rate).toHaveLength(4);
-    expect(rate[0][0]).toBeCloseTo(CHART_MARGIN.left + (2 / 3) * plotW, 0);
+    expect(rate[0][0]).toBeCloseTo(CHART_MARGIN.left, 0);
+    expect(rate[1][0]).toBeCloseTo(CHART_MARGIN.left + plotW / 3, 0);
+    expect(g.start).toBe(Date.parse(makeHistory().points[0].t));
     // GPU 1 at 100 % is drawn at the top of the plot
     expect(coords(g.series[2].path)[0][1]).toBeCloseTo(CHART_MARGIN.top, 5);
     // GPU 0 has no reading at the third point: the line restarts after it

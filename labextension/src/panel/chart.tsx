@@ -67,9 +67,11 @@ export function chartGeometry(
   const plotW = CHART_WIDTH - left - right;
   const plotH = CHART_HEIGHT - top - bottom;
   const times = history.points.map(p => Date.parse(p.t));
-  const start = Number.isFinite(Date.parse(history.start))
+  // a young session fills the chart: the axis starts at the first point
+  const windowStart = Number.isFinite(Date.parse(history.start))
     ? Date.parse(history.start)
     : (times[0] ?? 0);
+  const start = Math.max(windowStart, times[0] ?? windowStart);
   const end = Number.isFinite(Date.parse(history.end))
     ? Date.parse(history.end)
     : (times[times.length - 1] ?? 0);
