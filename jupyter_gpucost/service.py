@@ -19,6 +19,7 @@ from .history import HistoryRing
 from .kernels import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
 from .meter import Meter
+from .metrics import Metrics
 from .prices import Catalog, PricePolicy
 from .recorder import Recorder
 from .rightsizing import advise
@@ -123,6 +124,8 @@ class CostService:
             log=self.log,
         )
         self.sampler.listeners.append(self.recorder.on_sample)
+        self.metrics = Metrics(self.session_id)
+        self.recorder.listeners.append(self.metrics.on_sample)
 
     def _open_ledger(self) -> Ledger | None:
         config = self.config

@@ -212,3 +212,46 @@ class TestNoLedger:
         assert "ledger-unavailable" in [w["code"] for w in status["warnings"]]
         history = await get(jp_fetch, "history", window="15m")
         assert history["source"] == "memory"
+
+
+async def test_prometheus_metrics_are_scraped_from_the_server(
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    fake_nvml: FakeNvml,
+    http_server_client: Any,
+    jp_base_url: str,
+) -> None:
+    kernel_id, kernel_pid = await start_notebook(jp_fetch, jp_serverapp, "m.ipynb")
+    fake_nvml.gpus[0].processes = [FakeProcess(kernel_pid, 30 * GIB)]
+    fake_nvml.gpus[0].energy_mj += 5_000  # the driver's counter moves on by 5 J
+
+    async def scraped() -> str:
+        return (await jp_fetch("metrics")).body.decode()
+
+    async def kernel_series() -> bool:
+        return f'kernel_id="{kernel_id}"' in await scraped()
+
+    await wait_for(kernel_series)
+    text = await scraped()
+    labels = 'gpu="0",modelName="A100-80GB"'
+    lines = {line.split(" ")[0]: line.split(" ")[-1] for line in text.splitlines() if line}
+
+    def value(prefix: str) -> float:
+        uuid = fake_nvml.gpus[0].uuid
+        (found,) = [v for k, v in lines.items() if k.startswith(prefix) and uuid in k]
+        return float(found)
+
+    assert value("jupyter_gpucost_gpu_utilization_percent{") == 100.0
+    assert value("jupyter_gpucost_gpu_power_watts{") == pytest.approx(391.2)
+    assert value("jupyter_gpucost_gpu_hourly_cost_usd{") == pytest.approx(3.431)
+    assert value("jupyter_gpucost_gpu_energy_joules_total{") >= 5.0
+    assert labels.split(",")[1] in text
+    assert 'notebook="m.ipynb"' in text
+    assert "jupyter_gpucost_cost_rate_usd_per_hour" in text
+    status = await get(jp_fetch, "status")
+    session = [k for k in lines if k.startswith("jupyter_gpucost_session_cost_usd{")]
+    assert any(status["session_id"] in k for k in session)
+    # the metrics need the same credentials as the rest of the server
+    with pytest.raises(HTTPClientError) as e:
+        await http_server_client.fetch(jp_base_url + "metrics")
+    assert e.value.code in (401, 403)

@@ -107,9 +107,7 @@ def test_a_hard_kill_loses_at_most_one_flush_and_counts_nothing_twice(tmp_path: 
         assert 0 <= lost <= RATE_USD_PER_S * (FLUSH_S + 2 * SAMPLE_S) + 2e-6, lost
         # the new session starts from what the ledger kept; nothing counted twice
         assert after["session_id"] != before["session_id"]
-        assert after["all_time_usd"] == pytest.approx(
-            old["cost_usd"] + after["cost_usd"], abs=2e-6
-        )
+        assert after["all_time_usd"] == pytest.approx(old["cost_usd"] + after["cost_usd"], abs=2e-6)
         assert after["today_usd"] == pytest.approx(after["all_time_usd"], abs=2e-6)
         time.sleep(1.5)
         later = second.get("status")

@@ -46,9 +46,7 @@ def run_first_cell(page: Any, lab: Any, path: str) -> None:
         dialog.locator(".jp-mod-accept").click()
     except PlaywrightTimeout:
         pass
-    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text(
-        "Python 3", timeout=60_000
-    )
+    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text("Python 3", timeout=60_000)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-OutputArea-output")).to_contain_text("45", timeout=60_000)

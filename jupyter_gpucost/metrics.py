@@ -1,0 +1,144 @@
+"""Prometheus metrics, updated by the sampler after every sample (never on a scrape).
+
+They are registered in prometheus_client's default registry, which jupyter_server serves
+at ``/metrics`` (authenticated unless ``c.ServerApp.authenticate_prometheus = False``).
+Names follow dcgm-exporter's and OpenCost's vocabulary where they overlap; every series
+carries ``user`` (``JUPYTERHUB_USER``, empty outside JupyterHub) so that one Prometheus
+can sum a whole hub. See docs/prometheus.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import Any
+
+from prometheus_client import Counter, Gauge
+
+from .attribution import Attribution
+from .sampler import Published
+
+_GPU = ("user", "gpu", "UUID", "modelName")
+_lock = threading.Lock()
+_metrics: dict[str, Any] | None = None
+
+
+def _create() -> dict[str, Any]:
+    """Create the metrics once per process (the default registry refuses duplicates)."""
+    global _metrics
+    with _lock:
+        if _metrics is None:
+            _metrics = {
+                "cost": Counter(
+                    "jupyter_gpucost_cost_usd",
+                    "Billed cost of the server's sessions (GPUs and base price), in USD.",
+                    ["user"],
+                ),
+                "idle": Counter(
+                    "jupyter_gpucost_idle_cost_usd",
+                    "Cost of GPU time paid while the GPUs were idle, in USD.",
+                    ["user"],
+                ),
+                "rate": Gauge(
+                    "jupyter_gpucost_cost_rate_usd_per_hour",
+                    "What the server's GPUs and base price cost per hour now, in USD.",
+                    ["user"],
+                ),
+                "session": Gauge(
+                    "jupyter_gpucost_session_cost_usd",
+                    "Billed cost of the running session so far, in USD.",
+                    ["user", "session_id"],
+                ),
+                "gpu_hourly": Gauge(
+                    "jupyter_gpucost_gpu_hourly_cost_usd",
+                    "Price in force for one GPU per hour (OpenCost: node_gpu_hourly_cost).",
+                    list(_GPU),
+                ),
+                "util": Gauge(
+                    "jupyter_gpucost_gpu_utilization_percent",
+                    "GPU utilisation in percent (dcgm-exporter: DCGM_FI_DEV_GPU_UTIL).",
+                    list(_GPU),
+                ),
+                "memory": Gauge(
+                    "jupyter_gpucost_gpu_memory_used_bytes",
+                    "GPU memory used, in bytes (dcgm-exporter: DCGM_FI_DEV_FB_USED, in MiB).",
+                    list(_GPU),
+                ),
+                "power": Gauge(
+                    "jupyter_gpucost_gpu_power_watts",
+                    "GPU power draw in watts (dcgm-exporter: DCGM_FI_DEV_POWER_USAGE).",
+                    list(_GPU),
+                ),
+                "energy": Counter(
+                    "jupyter_gpucost_gpu_energy_joules",
+                    "GPU energy drawn while this server ran, in joules "
+                    "(dcgm-exporter: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, in mJ).",
+                    list(_GPU),
+                ),
+                "kernel": Gauge(
+                    "jupyter_gpucost_kernel_cost_usd",
+                    "GPU cost attributed to each kernel of the running session, in USD.",
+                    ["user", "kernel_id", "notebook"],
+                ),
+                "unattributed": Gauge(
+                    "jupyter_gpucost_unattributed_cost_usd",
+                    "GPU cost of the running session attributed to no kernel, in USD.",
+                    ["user"],
+                ),
+            }
+        return _metrics
+
+
+class Metrics:
+    """Feeds the metrics from one service's samples."""
+
+    def __init__(self, session_id: str, user: str | None = None) -> None:
+        self.m = _create()
+        self.user = user if user is not None else os.environ.get("JUPYTERHUB_USER", "")
+        self.session_id = session_id
+        self._last_cost = 0
+        self._last_idle = 0
+        self._last_energy: dict[int, float] = {}
+        self._kernel_labels: set[tuple[str, str]] = set()
+
+    def on_sample(self, published: Published, attribution: Attribution | None) -> None:
+        snap = published.snapshot
+        user = self.user
+        m = self.m
+        m["cost"].labels(user).inc(max(snap.cost_micro_usd - self._last_cost, 0) / 1e6)
+        m["idle"].labels(user).inc(max(snap.idle_micro_usd - self._last_idle, 0) / 1e6)
+        self._last_cost, self._last_idle = snap.cost_micro_usd, snap.idle_micro_usd
+        m["rate"].labels(user).set(float(snap.rate_usd_per_hour))
+        m["session"].labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
+        for g in snap.gpus:
+            labels = (user, str(g.index), g.uuid, g.model or g.name)
+            if g.price is not None:
+                m["gpu_hourly"].labels(*labels).set(float(g.price.usd_per_gpu_hour))
+            r = g.reading
+            if r is None:
+                continue
+            if r.utilization_pct is not None:
+                m["util"].labels(*labels).set(r.utilization_pct)
+            if r.memory_used_bytes is not None:
+                m["memory"].labels(*labels).set(r.memory_used_bytes)
+            if r.power_w is not None:
+                m["power"].labels(*labels).set(r.power_w)
+            if g.energy_j is not None:
+                previous = self._last_energy.get(g.index, 0.0)
+                m["energy"].labels(*labels).inc(max(g.energy_j - previous, 0.0))
+                self._last_energy[g.index] = g.energy_j
+        if attribution is not None:
+            live: set[tuple[str, str]] = set()
+            for k in attribution.kernels:
+                key = (k.info.id, k.info.notebook_path or "")
+                if k.ended:
+                    continue
+                live.add(key)
+                m["kernel"].labels(user, *key).set(k.cost_micro_usd / 1e6)
+            # a kernel that is gone leaves no series behind (bounded cardinality)
+            for key in self._kernel_labels - live:
+                with contextlib.suppress(KeyError):
+                    m["kernel"].remove(user, *key)
+            self._kernel_labels = live
+            m["unattributed"].labels(user).set(attribution.unattributed_micro_usd / 1e6)
