@@ -73,6 +73,17 @@ spend_table = sa.Table(
     sa.Index("ix_spend_minute", "minute_unix_s"),
 )
 
+#: spend per session and quarter hour: every time zone's midnight falls on a quarter hour,
+#: so today / this month are read from at most 96 rows per session and day
+quarters_table = sa.Table(
+    "spend_quarters",
+    metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("quarter_unix_s", sa.BigInteger, primary_key=True),
+    sa.Column("cost_micro_usd", sa.BigInteger, nullable=False),
+    sa.Index("ix_spend_quarters_quarter", "quarter_unix_s"),
+)
+
 gpu_minutes_table = sa.Table(
     "gpu_minutes",
     metadata,
@@ -146,6 +157,10 @@ def default_url(data_dir: str | os.PathLike[str]) -> str:
 
 def minute_of(unix_s: float) -> int:
     return int(unix_s // 60) * 60
+
+
+def quarter_of(unix_s: float) -> int:
+    return int(unix_s // 900) * 900
 
 
 def new_session_id(started: datetime) -> str:
@@ -322,6 +337,22 @@ class Ledger:
                             rate_micro_usd_per_hour=rate,
                         )
                     )
+            quarters: dict[int, int] = {}
+            for minute, (cost, _idle, _rate) in pending.spend.items():
+                quarters[quarter_of(minute)] = quarters.get(quarter_of(minute), 0) + cost
+            for quarter, cost in sorted(quarters.items()):
+                q = quarters_table.c
+                updated = conn.execute(
+                    quarters_table.update()
+                    .where((q.session_id == session_id) & (q.quarter_unix_s == quarter))
+                    .values(cost_micro_usd=q.cost_micro_usd + cost)
+                ).rowcount
+                if not updated:
+                    conn.execute(
+                        quarters_table.insert().values(
+                            session_id=session_id, quarter_unix_s=quarter, cost_micro_usd=cost
+                        )
+                    )
             for (gpu, minute), (util, power, n, memory) in sorted(pending.gpus.items()):
                 c = gpu_minutes_table.c
                 updated = conn.execute(
@@ -382,21 +413,23 @@ class Ledger:
 
     def totals(self, now: datetime, *, exclude_session: str | None = None) -> Totals:
         """Spend of every session (but ``exclude_session``) today, this month, all time."""
-        day = minute_of(self.day_start(now).timestamp())
-        month = minute_of(self.month_start(now).timestamp())
-        s = spend_table.c
-        where = s.session_id != exclude_session if exclude_session else sa.true()
-        query = sa.select(
+        day = quarter_of(self.day_start(now).timestamp())
+        month = quarter_of(self.month_start(now).timestamp())
+        q = quarters_table.c
+        where = q.session_id != exclude_session if exclude_session else sa.true()
+        recent = sa.select(
             sa.func.coalesce(
-                sa.func.sum(sa.case((s.minute_unix_s >= day, s.cost_micro_usd), else_=0)), 0
+                sa.func.sum(sa.case((q.quarter_unix_s >= day, q.cost_micro_usd), else_=0)), 0
             ),
-            sa.func.coalesce(
-                sa.func.sum(sa.case((s.minute_unix_s >= month, s.cost_micro_usd), else_=0)), 0
-            ),
-            sa.func.coalesce(sa.func.sum(s.cost_micro_usd), 0),
-        ).where(where)
+            sa.func.coalesce(sa.func.sum(q.cost_micro_usd), 0),
+        ).where(where & (q.quarter_unix_s >= month))
+        c = sessions_table.c
+        everything = sa.select(sa.func.coalesce(sa.func.sum(c.cost_micro_usd), 0)).where(
+            c.id != exclude_session if exclude_session else sa.true()
+        )
         with self.engine.connect() as conn:
-            today, month_total, all_time = conn.execute(query).one()
+            today, month_total = conn.execute(recent).one()
+            all_time = conn.execute(everything).scalar()
         return Totals(int(today), int(month_total), int(all_time))
 
     def session_spend_before(self, session_id: str, unix_s: float) -> int:
@@ -504,7 +537,23 @@ class Ledger:
 
     def bulk_spend(self, session_id: str, rows: Iterable[Sequence[int]]) -> None:
         """Insert (minute, cost, idle, rate) rows directly (benchmarks and imports)."""
+        rows = list(rows)
+        quarters: dict[int, int] = {}
+        for m, c, _i, _r in rows:
+            quarters[quarter_of(m)] = quarters.get(quarter_of(m), 0) + c
         with self._lock, self.engine.begin() as conn:
+            conn.execute(
+                quarters_table.insert(),
+                [
+                    {"session_id": session_id, "quarter_unix_s": q, "cost_micro_usd": c}
+                    for q, c in quarters.items()
+                ],
+            )
+            conn.execute(
+                sessions_table.update()
+                .where(sessions_table.c.id == session_id)
+                .values(cost_micro_usd=sessions_table.c.cost_micro_usd + sum(quarters.values()))
+            )
             conn.execute(
                 spend_table.insert(),
                 [
