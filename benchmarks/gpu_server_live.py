@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument(
         "--routes",
-        default="status,kernels,history,cells",
+        default="status,kernels,history",
         help="extension routes to read (those that answer 404 are reported as such)",
     )
     args = parser.parse_args()
@@ -123,6 +123,15 @@ def main() -> int:
         time.sleep(args.seconds / 2)
         for route in args.routes.split(","):
             report[f"busy_{route}"] = call(f"/gpucost/api/{route}")
+        request = urllib.request.Request(
+            base + "/metrics", headers={"Authorization": f"token {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            report["busy_metrics"] = [
+                line
+                for line in response.read().decode().splitlines()
+                if line.startswith("jupyter_gpucost_")
+            ]
         client.get_shell_msg(timeout=args.seconds * 2 + 60)
         time.sleep(5)
         for route in args.routes.split(","):
