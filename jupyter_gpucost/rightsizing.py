@@ -5,6 +5,12 @@ cheapest model of the same provider and market whose memory is at least that pea
 what the session's billed time would have cost on as many of them. A model whose memory
 is below the observed peak is never recommended. Memory sizes are the vendors' board
 specifications (decimal GB as sold; compared with the peak in bytes).
+
+Memory is not the only limit: a smaller GPU computes more slowly, so a session that kept
+its GPUs busy would run longer on it, and its cost there cannot be read off the price.
+Advice is therefore only given when the GPUs were busy at most ``MAX_BUSY_SHARE`` of the
+observed time (the session was not compute-bound); otherwise :func:`advise` says why
+there is none.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from .meter import MeterSnapshot
 from .prices import Catalog
 
 GB = 10**9
+#: above this share of busy GPU time, no cheaper GPU is recommended
+MAX_BUSY_SHARE = 0.3
 
 #: board memory of each catalog model, in bytes (vendor specifications)
 MODEL_MEMORY_BYTES: dict[str, int] = {
@@ -58,6 +66,23 @@ def peak_memory_bytes(snapshot: MeterSnapshot, previous: int | None) -> int | No
     return max(values) if values else None
 
 
+def busy_share(snapshot: MeterSnapshot) -> float | None:
+    used = sum(g.used_us for g in snapshot.gpus)
+    observed = used + sum(g.idle_us for g in snapshot.gpus)
+    return used / observed if observed else None
+
+
+def why_not(snapshot: MeterSnapshot) -> str | None:
+    """Why no advice is given although the GPUs are priced, or ``None``."""
+    share = busy_share(snapshot)
+    if share is not None and share > MAX_BUSY_SHARE:
+        return (
+            f"The GPUs were busy {share:.0%} of the time: a smaller GPU would compute more "
+            "slowly, so what the session would have cost on it cannot be told from its price."
+        )
+    return None
+
+
 def advise(
     snapshot: MeterSnapshot,
     catalog: Catalog,
@@ -66,9 +91,9 @@ def advise(
     market: str,
     peak_bytes: int | None,
 ) -> Advice | None:
-    """The cheapest model that fits, if it is cheaper than what the session had."""
+    """The cheapest model that fits, if it is cheaper and the session was not busy."""
     priced = [g for g in snapshot.gpus if g.price is not None]
-    if not priced or peak_bytes is None:
+    if not priced or peak_bytes is None or why_not(snapshot) is not None:
         return None
     count = len(priced)
     current = sum(g.cost_micro_usd for g in priced)
@@ -96,6 +121,7 @@ def advise(
         instead_of_micro_usd=current,
         peak_memory_bytes=peak_bytes,
         reason=(
+            f"GPUs busy {busy_share(snapshot) or 0:.0%} of the time; "
             f"peak memory {peak_bytes / 2**30:.1f} GiB fits in a {model} "
             f"({MODEL_MEMORY_BYTES[model] // GB} GB); {count}× {model} at "
             f"{price} USD/h for the same billed time"

@@ -22,7 +22,7 @@ from .meter import Meter
 from .metrics import Metrics
 from .prices import Catalog, PricePolicy
 from .recorder import Recorder
-from .rightsizing import advise
+from .rightsizing import advise, why_not
 from .sampler import Sampler, monotonic_us, utc_now
 from .status import status_payload, usd
 from .telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
@@ -213,6 +213,7 @@ class CostService:
                 "reason": advice.reason,
             }
         )
+        payload["rightsizing_note"] = why_not(snapshot) if advice is None else None
         attribution = self.attributor.latest
         payload["attribution"] = {
             "pids_visible": attribution.pids_visible if attribution else True,

@@ -15,7 +15,7 @@ from jupyter_gpucost.billing import US_PER_S, BillingRule
 from jupyter_gpucost.kernels import KernelInfo
 from jupyter_gpucost.meter import Meter
 from jupyter_gpucost.prices import PricePolicy, load_catalog
-from jupyter_gpucost.rightsizing import MODEL_MEMORY_BYTES, advise
+from jupyter_gpucost.rightsizing import MODEL_MEMORY_BYTES, advise, why_not
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
 
 CATALOG = load_catalog()
@@ -180,3 +180,14 @@ def test_right_sizing_names_the_cheapest_fit() -> None:
     big = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=70 * GIB)
     assert big is not None
     assert big.model == "A100-80GB"
+
+
+def test_a_busy_session_gets_no_advice_and_is_told_why() -> None:
+    m = meter()
+    readings = [replace(gpu(0, 99.0, []), name="NVIDIA H100 80GB HBM3")]
+    m.update(readings, 0, T0)
+    snap = m.update(readings, 3600 * US_PER_S, T0 + timedelta(hours=1))
+    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    note = why_not(snap)
+    assert note is not None
+    assert "busy 99% of the time" in note

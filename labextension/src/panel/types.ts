@@ -41,6 +41,8 @@ export interface IPanelStatus extends IGpuCostStatus {
   co2_g?: number | null;
   carbon_intensity_g_per_kwh?: number | null;
   rightsizing?: IRightsizing | null;
+  /** Why there is no right-sizing advice, when there is a reason to tell. */
+  rightsizing_note?: string | null;
   attribution?: IAttribution | null;
 }
 

@@ -381,6 +381,7 @@ namespace Private {
         </p>
         <p data-field="rightsizing">
           {advice ??
+            status.rightsizing_note ??
             (status.rightsizing === undefined
               ? trans.__('No right-sizing advice from this server.')
               : trans.__(
