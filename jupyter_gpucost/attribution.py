@@ -1,9 +1,10 @@
 """Who used the GPUs: each interval's used GPU time, split among kernels.
 
 For every sample and GPU, the *used* time the meter counted since the last sample is split
-among the processes NVML lists on that GPU — by their share of the GPU's memory when
-every process reports it, else evenly — and each process's part goes to the kernel whose
-process tree holds it; a process of no kernel is ``unattributed``. Time is integer
+among the processes NVML lists on that GPU — by their SM utilisation when the driver has a
+per-process sample for each of them (``nvmlDeviceGetProcessUtilization``), else by their
+share of the GPU's memory when every process reports it, else evenly — and each process's
+part goes to the kernel whose process tree holds it; a process of no kernel is ``unattributed``. Time is integer
 microseconds, split by largest remainder, so the parts add up exactly.
 
 Money follows the meter: a GPU's used micro-dollars are split in proportion to those
@@ -30,6 +31,7 @@ import psutil
 
 from .kernels import KernelInfo
 from .meter import MeterSnapshot, apportion
+from .telemetry.base import ProcessReading
 
 NOTE_CONTAINER = (
     "The GPU driver lists processes that do not exist in this server's process namespace "
@@ -139,11 +141,7 @@ class Attributor:
             if not processes or not visible:
                 self._unattributed_us[gpu.index] = self._unattributed_us.get(gpu.index, 0) + delta
                 continue
-            memory = [p.used_memory_bytes for p in processes]
-            if all(m is not None and m > 0 for m in memory):
-                weights = [int(m or 0) for m in memory]
-            else:
-                weights = [1] * len(processes)
+            weights = self._weights(processes)
             parts = split(delta, weights)
             weight_sum = sum(weights)
             for process, part, weight in zip(processes, parts, weights, strict=True):
@@ -166,6 +164,17 @@ class Attributor:
         with self._lock:
             self._latest = result
         return result
+
+    @staticmethod
+    def _weights(processes: Sequence[ProcessReading]) -> list[int]:
+        """Per-process utilisation where NVML has it, else memory share, else even."""
+        sm = [p.sm_utilization_pct for p in processes]
+        if all(v is not None for v in sm) and sum(v or 0.0 for v in sm) > 0:
+            return [round((v or 0.0) * 1000) for v in sm]
+        memory = [p.used_memory_bytes for p in processes]
+        if all(m is not None and m > 0 for m in memory):
+            return [int(m or 0) for m in memory]
+        return [1] * len(processes)
 
     def _owners(
         self, kernels: Mapping[str, KernelInfo], trees: Mapping[str, frozenset[int]]

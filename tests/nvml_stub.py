@@ -68,6 +68,8 @@ class FakeProcess:
     pid: int
     #: bytes; ``None`` or :data:`NOT_AVAILABLE_U64` when the driver cannot tell
     usedGpuMemory: int | None  # pynvml's name
+    #: SM utilisation in the driver's per-process samples; ``None``: no sample for it
+    smUtil: int | None = None
 
 
 @dataclass
@@ -359,6 +361,21 @@ class FakeNvml:
             SimpleNamespace(pid=p.pid, usedGpuMemory=p.usedGpuMemory, gpuInstanceId=0xFFFFFFFF)
             for p in gpu.processes
         ]
+
+    def nvmlDeviceGetProcessUtilization(
+        self, handle: FakeHandle, last_seen_timestamp: int
+    ) -> list[SimpleNamespace]:
+        """One sample per process that computed; NOT_FOUND when none did (as NVML does)."""
+        gpu = self._device(handle, "nvmlDeviceGetProcessUtilization")
+        stamp = last_seen_timestamp + 1_000_000
+        samples = [
+            SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.smUtil, memUtil=0)
+            for p in gpu.processes
+            if p.smUtil is not None
+        ]
+        if not samples:
+            raise _real.NVMLError_NotFound()
+        return samples
 
     def _compute_processes_v3(self, handle: FakeHandle) -> list[SimpleNamespace]:
         return self._processes("v3", handle)

@@ -191,3 +191,26 @@ def test_a_busy_session_gets_no_advice_and_is_told_why() -> None:
     note = why_not(snap)
     assert note is not None
     assert "busy 99% of the time" in note
+
+
+def test_per_process_utilisation_beats_memory_share() -> None:
+    m, attributor = meter(), Attributor()
+    # kernel a holds most memory but kernel b does 90 % of the computing
+    readings = [
+        GpuReading(
+            index=0,
+            uuid="GPU-0",
+            name="NVIDIA A100-SXM4-80GB",
+            memory_total_bytes=85_899_345_920,
+            utilization_pct=100.0,
+            processes=(ProcessReading(ME, 30 * GIB, 9.0), ProcessReading(202, 2 * GIB, 81.0)),
+        )
+    ]
+    m.update(readings, 0, T0)
+    snap = m.update(readings, US_PER_S, T0 + timedelta(seconds=1))
+    result = attributor.update(snap, KERNELS, TREES)
+    shares = {k.info.id: dict(k.share) for k in result.kernels}
+    assert shares["a"] == {0: 0.1}
+    assert shares["b"] == {0: 0.9}
+    costs = {k.info.id: k.cost_micro_usd for k in result.kernels}
+    assert abs(costs["b"] - 9 * costs["a"]) <= 9

@@ -666,3 +666,37 @@ def test_open_twice_initialises_once_and_reopen_after_close_works(a100_box: Fake
     assert a100_box.refcount == 1
     assert len(source.read()) == 2
     assert source.status().available is True
+
+
+def test_per_process_utilisation_is_read_and_kept_per_pid() -> None:
+    gpu = a100_80gb(processes=[FakeProcess(101, 30 * 2**30, 70), FakeProcess(202, 2**30, 10)])
+    nvml = FakeNvml([gpu], DRIVER_550)
+    source = NvmlSource(nvml=nvml, environ={})
+    source.open()
+    (reading,) = source.read()
+    assert [(p.pid, p.sm_utilization_pct) for p in reading.processes or ()] == [
+        (101, 70.0),
+        (202, 10.0),
+    ]
+    # no process computed since the last call: NVML says NOT_FOUND, which is no sample,
+    # not an error
+    for p in gpu.processes:
+        p.smUtil = None
+    (reading,) = source.read()
+    assert [p.sm_utilization_pct for p in reading.processes or ()] == [None, None]
+    assert "process_utilization" not in reading.unavailable
+
+
+def test_per_process_utilisation_not_supported_is_said_once() -> None:
+    gpu = a100_80gb(
+        processes=[FakeProcess(101, 2**30, 50)],
+        errors={"nvmlDeviceGetProcessUtilization": not_supported()},
+    )
+    nvml = FakeNvml([gpu], DRIVER_550)
+    source = NvmlSource(nvml=nvml, environ={})
+    source.open()
+    (reading,) = source.read()
+    assert reading.unavailable["process_utilization"] == "not supported"
+    assert reading.processes is not None
+    assert reading.processes[0].used_memory_bytes == 2**30
+    assert reading.processes[0].sm_utilization_pct is None

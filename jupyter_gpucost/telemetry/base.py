@@ -27,6 +27,9 @@ class ProcessReading:
     pid: int
     #: ``None`` when the driver does not expose per-process memory (Windows WDDM, some vGPUs).
     used_memory_bytes: int | None = None
+    #: share of the GPU's SMs the process kept busy since the last reading (0-100), from
+    #: ``nvmlDeviceGetProcessUtilization``; ``None`` when the driver has no such sample
+    sm_utilization_pct: float | None = None
 
 
 @dataclass(frozen=True)

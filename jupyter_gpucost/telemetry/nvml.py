@@ -37,6 +37,7 @@ __all__ = ["NvmlSource"]
 # are preferred when it has them (see ``_code``).
 _ERR_NO_PERMISSION = 4
 _ERR_NOT_SUPPORTED = 3
+_ERR_NOT_FOUND = 6
 _ERR_DRIVER_NOT_LOADED = 9
 _ERR_LIBRARY_NOT_FOUND = 12
 _ERR_FUNCTION_NOT_FOUND = 13
@@ -107,6 +108,8 @@ class _Device:
     inaccessible: bool = False
     #: field -> reason, for calls that will not work on this device (not asked again)
     unsupported: dict[str, str] = field(default_factory=dict)
+    #: NVML timestamp (µs) of the newest per-process utilisation sample seen
+    last_process_sample_us: int = 0
 
 
 def _text(value: object) -> str:
@@ -304,6 +307,14 @@ class NvmlSource:
                 dev, "energy_j", nvml.nvmlDeviceGetTotalEnergyConsumption, unavailable
             )
             procs = self._field(dev, "processes", self._running_processes, unavailable)
+            sm_util: dict[int, float] | None = None
+            if procs:
+                sm_util = self._field(
+                    dev,
+                    "process_utilization",
+                    lambda handle: self._process_utilization(dev, handle),
+                    unavailable,
+                )
         except _GpuLost:
             dev.lost = True
             self._log_once(
@@ -339,7 +350,7 @@ class NvmlSource:
                 dev.memory_total_bytes = int(memory.total)
         processes = None
         if procs is not None:
-            processes = tuple(self._process(p) for p in procs)
+            processes = tuple(self._process(p, sm_util) for p in procs)
         return _reading(
             pos,
             dev,
@@ -352,13 +363,39 @@ class NvmlSource:
         )
 
     @staticmethod
-    def _process(info: Any) -> ProcessReading:
+    def _process(info: Any, sm_util: dict[int, float] | None = None) -> ProcessReading:
         used = getattr(info, "usedGpuMemory", None)
         if used is not None:
             used = int(used)
             if used == _VALUE_NOT_AVAILABLE_U64 or used < 0:
                 used = None
-        return ProcessReading(pid=int(info.pid), used_memory_bytes=used)
+        pid = int(info.pid)
+        return ProcessReading(
+            pid=pid,
+            used_memory_bytes=used,
+            sm_utilization_pct=None if sm_util is None else sm_util.get(pid),
+        )
+
+    def _process_utilization(self, dev: _Device, handle: Any) -> dict[int, float]:
+        """Each process's SM utilisation since the last call (``nvmlDeviceGetProcessUtilization``).
+
+        NVML answers NOT_FOUND when it has no sample newer than the timestamp given: then
+        no process computed, which is an answer (an empty one), not a failure.
+        """
+        nvml = self._nvml
+        assert nvml is not None
+        try:
+            samples = nvml.nvmlDeviceGetProcessUtilization(handle, dev.last_process_sample_us)
+        except nvml.NVMLError as err:
+            if self._code(err) == _ERR_NOT_FOUND:
+                return {}
+            raise
+        per_pid: dict[int, list[float]] = {}
+        for sample in samples:
+            stamp = int(getattr(sample, "timeStamp", 0))
+            dev.last_process_sample_us = max(dev.last_process_sample_us, stamp)
+            per_pid.setdefault(int(sample.pid), []).append(float(sample.smUtil))
+        return {pid: sum(values) / len(values) for pid, values in per_pid.items()}
 
     @staticmethod
     def _lost_reading(pos: int, dev: _Device) -> GpuReading:
