@@ -17,4 +17,17 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "jupyter_gpucost", "app": GpuCost}]
 
 
-__all__ = ["__version__"]
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext jupyter_gpucost``: the ``%%gpucost`` cell magic."""
+    from .kernel import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    from .kernel import unload_ipython_extension as unload
+
+    unload(shell)
+
+
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]

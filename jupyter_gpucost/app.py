@@ -8,6 +8,7 @@ setting the admin did not mean would show wrong numbers, which is worse than non
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -293,6 +294,8 @@ class GpuCost(ExtensionApp):
         service = CostService(config, log=self.log)
         service.start()
         self.settings["gpucost_service"] = service
+        # kernels inherit the server's environment: %%gpucost prices cells as the server does
+        service.publish_prices(os.environ)
         self._watch_kernels(service, config.sample_interval_s)
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",

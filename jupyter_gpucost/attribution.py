@@ -4,8 +4,9 @@ For every sample and GPU, the *used* time the meter counted since the last sampl
 among the processes NVML lists on that GPU — by their SM utilisation when the driver has a
 per-process sample for each of them (``nvmlDeviceGetProcessUtilization``), else by their
 share of the GPU's memory when every process reports it, else evenly — and each process's
-part goes to the kernel whose process tree holds it; a process of no kernel is ``unattributed``. Time is integer
-microseconds, split by largest remainder, so the parts add up exactly.
+part goes to the kernel whose process tree holds it; a process of no kernel is
+``unattributed``. Time is integer microseconds, split by largest remainder, so the parts
+add up exactly.
 
 Money follows the meter: a GPU's used micro-dollars are split in proportion to those
 microseconds (largest remainder again), its idle micro-dollars are ``idle``, and its

@@ -159,6 +159,21 @@ class CostService:
         self.recorder.start()
         self.sampler.start()
 
+    def publish_prices(self, environ: dict[str, str] | os._Environ[str]) -> None:
+        """Put the prices in force where kernels started from now on will find them."""
+        from .kernel.prices import ENV_PRICES, server_payload
+
+        snapshot = self.sampler.latest.snapshot
+        environ[ENV_PRICES] = server_payload(
+            [
+                (g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
+                for g in snapshot.gpus
+            ],
+            self.config.base_usd_per_hour,
+            self.config.currency_symbol,
+            f"the server's {self.policy.provider} {self.policy.market} prices",
+        )
+
     def _log_unpriced(self) -> None:
         # called once, after the first reading: the set of GPUs is fixed when the source opens
         for gpu in self.sampler.latest.snapshot.unpriced:

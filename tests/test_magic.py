@@ -1,0 +1,141 @@
+"""%%gpucost in real kernels (nbclient, CPU torch), and prices handed down by the server."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
+
+
+def run_notebook(cells: list[str], env: dict[str, str] | None = None) -> Any:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    for cell in nb.cells:
+        if "# raises" in cell.source:
+            cell.metadata["tags"] = ["raises-exception"]
+    saved = dict(os.environ)
+    os.environ.pop(ENV_PRICES, None)
+    os.environ.update(env or {})
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+def text(cell: Any) -> str:
+    out = []
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif "data" in o:
+            out.append(o.data.get("text/plain", ""))
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+    return "\n".join(out)
+
+
+def html(cell: Any) -> str:
+    return "\n".join(o.data.get("text/html", "") for o in cell.outputs if "data" in o)
+
+
+def test_magic_reports_a_torch_cell_with_operators_errors_and_await() -> None:
+    nb = run_notebook(
+        [
+            "%load_ext jupyter_gpucost",
+            "%%gpucost -o light\nimport torch\nx = torch.randn(400, 400)\n"
+            "for _ in range(30):\n    x = (x @ x).tanh()",
+            "print(light.status, light.wall_s > 0, light.cpu_s > 0, light.cost_usd >= 0)",
+            "%%gpucost --ops --top 3 -o heavy\ny = torch.randn(500, 500)\n"
+            "for _ in range(10):\n    y = (y @ y).relu() / 500",
+            "print([op.name for op in heavy.ops], heavy.ops_by, len(heavy.ops))",
+            "%%gpucost -o waited\nimport asyncio\nawait asyncio.sleep(0.3)\nafter_await = 1",
+            "print(after_await, round(waited.wall_s, 1) >= 0.3)",
+            "%%gpucost -o failed\n1 / 0  # raises",
+            "print(failed.status)",
+            "%%gpucost -o stopped\nraise KeyboardInterrupt  # raises",
+            "print(stopped.status)",
+            "%%gpucost --top 0\nnever = 1  # raises",
+            "print('never' in dir())",
+        ]
+    )
+    c = nb.cells
+    assert "<strong>%%gpucost</strong>" in html(c[1])
+    assert "wall time" in text(c[1])
+    assert text(c[2]).strip() == "ok True True True"
+    ops_line = text(c[4]).strip()
+    assert ops_line.startswith("['aten::mm'")
+    assert ops_line.endswith("self CPU time 3")
+    assert "top operators by self CPU time" in text(c[3])
+    assert text(c[6]).strip() == "1 True"
+    assert "ZeroDivisionError" in text(c[7])
+    assert "%%gpucost (error)" in text(c[7])
+    assert text(c[8]).strip() == "error"
+    assert text(c[10]).strip() == "interrupted"
+    # bad arguments: usage, and the body does not run
+    assert "--top must be at least 1" in text(c[11])
+    assert "usage: %%gpucost" in text(c[11])
+    assert text(c[12]).strip() == "False"
+
+
+def test_ops_is_skipped_when_the_users_profiler_runs() -> None:
+    nb = run_notebook(
+        [
+            "%load_ext jupyter_gpucost",
+            "import torch\nfrom torch.profiler import profile\nmine = profile()\nmine.__enter__()",
+            "%%gpucost --ops -o r\nz = torch.ones(10) * 2",
+            "mine.__exit__(None, None, None)\nprint(len(r.ops))\nprint(r.notes[0])",
+        ]
+    )
+    assert "a profiler is already running" in text(nb.cells[2])
+    count, note = text(nb.cells[3]).strip().splitlines()
+    assert count == "0"
+    assert note.startswith("--ops skipped: a profiler is already running in this kernel")
+
+
+def test_cells_are_priced_with_the_servers_prices() -> None:
+    prices = server_payload(
+        [("GPU-1", "NVIDIA H100 80GB HBM3", __import__("decimal").Decimal("6.88"))],
+        __import__("decimal").Decimal("0.5"),
+        "$",
+        "the server's aws on-demand prices",
+    )
+    nb = run_notebook(
+        [
+            "%load_ext jupyter_gpucost",
+            "%%gpucost -o r\nimport time\ntime.sleep(0.5)",
+            "print(r.rate_usd_per_hour, r.price_source)\n"
+            "print(r.cost_micro_usd == round(float(r.rate_usd_per_hour) * r.wall_s / 3600 * 1e6))",
+            "%gpucost",
+        ],
+        env={ENV_PRICES: prices},
+    )
+    lines = text(nb.cells[2]).strip().splitlines()
+    assert lines[0] == "7.38 the server's aws on-demand prices"
+    assert lines[1] == "True"
+    assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/h" in text(nb.cells[3])
+
+
+def test_without_a_server_the_catalog_is_used_and_said() -> None:
+    nb = run_notebook(
+        ["%load_ext jupyter_gpucost", "%%gpucost -o r\nx = 1", "print(r.price_source)"]
+    )
+    assert "no jupyter-gpucost server for this kernel" in text(nb.cells[2])
+
+
+async def test_the_server_hands_its_prices_to_its_kernels(jp_serverapp: Any) -> None:
+    published = json.loads(os.environ[ENV_PRICES])
+    assert published["source"] == "the server's aws on-demand prices"
+    assert [g["usd_per_hour"] for g in published["gpus"]] == ["3.431", "3.431"]
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_PRICES, raising=False)
