@@ -1,0 +1,116 @@
+"""What %%gpucost costs the cell it measures, on the same workload, in one run.
+
+    python benchmarks/bench_magic.py [--cuda] [--repeat 7] [--out results.json]
+
+Runs one torch workload (matrix products; bf16 8192² on CUDA with ``--cuda``, float32
+512² on the CPU otherwise) through a real IPython shell: plain, under ``%%time``, under
+``%%gpucost`` (light) and under ``%%gpucost --ops``, alternating, ``--repeat`` times each,
+and reports the median wall time of each as a ratio to the plain cell. Also runs 1,000
+light and 200 ``--ops`` cells in a row and reports how much the process grew. With
+``--cuda`` it also prints one light and one ``--ops`` report in full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_gpucost")
+    if args.cuda:
+        setup = (
+            "import torch\n"
+            "a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)\n"
+            "b = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)\n"
+            "c = a @ b; torch.cuda.synchronize()"
+        )
+        body = "for _ in range(100):\n    c = a @ b\ntorch.cuda.synchronize()"
+    else:
+        setup = "import torch\na = torch.randn(512, 512)\nb = torch.randn(512, 512)"
+        body = "for _ in range(50):\n    c = a @ b"
+    result = shell.run_cell(setup)
+    assert result.success, result.error_in_exec
+    variants = {
+        "plain": body,
+        "time": "%%time\n" + body,
+        "gpucost": "%%gpucost -o last_light\n" + body,
+        "gpucost_ops": "%%gpucost --ops --top 5 -o last_ops\n" + body,
+    }
+    shell.display_pub.publish = lambda *a, **k: None  # type: ignore[method-assign]
+
+    def run(source: str) -> None:
+        # not silent: a silent cell fires no run hooks, so %%gpucost would not report
+        with contextlib.redirect_stdout(io.StringIO()):
+            shell.run_cell(source)
+
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(2):  # warm up every path once
+        for source in variants.values():
+            run(source)
+    for _ in range(args.repeat):
+        for name, source in variants.items():
+            t0 = time.perf_counter()
+            run(source)
+            times[name].append(time.perf_counter() - t0)
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    out: dict[str, Any] = {
+        "device": "cuda" if args.cuda else "cpu",
+        "repeat": args.repeat,
+        "median_s": medians,
+        "ratio_to_plain": {k: v / medians["plain"] for k, v in medians.items()},
+    }
+    light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
+    out["light_report"] = repr(light)
+    out["ops_report"] = repr(ops)
+    out["light"] = {
+        "wall_s": light.wall_s,
+        "gpu_time_s": light.gpu_time_s,
+        "peak_memory_bytes": light.peak_memory_bytes,
+        "energy_j": light.energy_j,
+        "cost_usd": str(light.cost_usd),
+        "rate_usd_per_hour": str(light.rate_usd_per_hour),
+    }
+    out["ops_top"] = [(o.name, o.self_time_s, o.share) for o in ops.ops]
+
+    def rss_mb() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    tiny = "x = 1"
+    for n, source in (
+        ("light_1000", "%%gpucost\n" + tiny),
+        ("ops_200", "%%gpucost --ops\n" + tiny),
+    ):
+        count = 1000 if n.startswith("light") else 200
+        for _ in range(20):
+            run(source)
+        before = rss_mb()
+        for _ in range(count):
+            run(source)
+        out[f"max_rss_growth_mb_{n}"] = rss_mb() - before
+    print(out["light_report"])
+    print(out["ops_report"])
+    print(json.dumps({k: v for k, v in out.items() if not k.endswith("_report")}, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
