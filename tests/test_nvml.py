@@ -700,3 +700,16 @@ def test_per_process_utilisation_not_supported_is_said_once() -> None:
     assert reading.processes is not None
     assert reading.processes[0].used_memory_bytes == 2**30
     assert reading.processes[0].sm_utilization_pct is None
+
+
+def test_energy_alone_is_read_for_a_cell() -> None:
+    nvml = FakeNvml([a100_80gb(), tesla_k80()], DRIVER_550)
+    source = NvmlSource(nvml=nvml, environ={})
+    source.open()
+    source.read()  # the K80 has no energy counter: learnt once, not asked again
+    before = dict(nvml.calls)
+    nvml.gpus[0].energy_mj += 1500
+    assert source.read_energy_j() == {0: pytest.approx(256174.0)}
+    # one call per GPU that has the counter, and nothing else
+    new = {k: v - before.get(k, 0) for k, v in nvml.calls.items() if v != before.get(k, 0)}
+    assert new == {"nvmlDeviceGetTotalEnergyConsumption": 1}

@@ -147,6 +147,9 @@ class _Nvml:
     def read(self) -> tuple[Any, ...]:
         return self.source.read() if self.source is not None else ()
 
+    def energy_j(self) -> dict[int, float]:
+        return self.source.read_energy_j() if self.source is not None else {}
+
 
 _nvml: _Nvml | None = None
 _prices: KernelPrices | None = None
@@ -203,7 +206,7 @@ class Measurement:
         self._events: dict[int, Any] = {}
 
     def start(self) -> None:
-        self._energy0 = {g.index: g.energy_j for g in nvml().read() if not g.lost}
+        self._energy0 = nvml().energy_j()
         torch = _torch_cuda()
         if torch is not None:
             for i in range(torch.cuda.device_count()):
@@ -259,11 +262,10 @@ class Measurement:
                     if start is not None:
                         r.gpu_time_s[i] = start.elapsed_time(end) / 1e3
                     r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
-        after = nvml().read()
-        for g in after:
-            before = self._energy0.get(g.index)
-            if before is not None and g.energy_j is not None and g.energy_j >= before:
-                r.energy_j[g.index] = g.energy_j - before
+        for index, after in nvml().energy_j().items():
+            before = self._energy0.get(index)
+            if before is not None and after >= before:
+                r.energy_j[index] = after - before
         if nvml().source is None:
             r.notes.append(f"no GPU energy: {nvml().reason}")
         p = prices()
@@ -307,6 +309,9 @@ class Measurement:
                 cuda = False
         key = device_time if cuda else (lambda e: float(e.self_cpu_time_total))
         r.ops_by = "self device time" if cuda else "self CPU time"
+        # rank operators, not the GPU kernels and runtime activities they launched (those
+        # carry the same device time and would count it twice)
+        events = [e for e in events if "CUDA" not in str(getattr(e, "device_type", "CPU"))]
         ranked = sorted(events, key=key, reverse=True)
         total = sum(key(e) for e in events) or 1.0
         for e in ranked[: self.top]:

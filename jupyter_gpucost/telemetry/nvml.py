@@ -362,6 +362,21 @@ class NvmlSource:
             unavailable=unavailable,
         )
 
+    def read_energy_j(self) -> dict[int, float]:
+        """Only the energy counters (microseconds per GPU), for measuring one cell."""
+        nvml = self._nvml
+        if not self._initialized or nvml is None:
+            return {}
+        out: dict[int, float] = {}
+        for pos, dev in enumerate(self._visible):
+            if dev.lost or "energy_j" in dev.unsupported:
+                continue
+            try:
+                out[pos] = nvml.nvmlDeviceGetTotalEnergyConsumption(dev.handle) / 1000.0
+            except nvml.NVMLError:
+                continue
+        return out
+
     @staticmethod
     def _process(info: Any, sm_util: dict[int, float] | None = None) -> ProcessReading:
         used = getattr(info, "usedGpuMemory", None)
