@@ -39,6 +39,9 @@ class StatusHandler(GpuCostHandler):
 
 def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     """The extension's route table (base_url is prepended by jupyter_server)."""
+    from .budget.handlers import budget_handlers
+
     return [
         (f"{API_PREFIX}/status", StatusHandler),
+        *budget_handlers(),
     ]

@@ -88,6 +88,8 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
+        #: the budget controller (jupyter_gpucost.budget), set by the extension app
+        self.budget: Any = None
 
     def start(self) -> None:
         # one reading now, so the first request already knows the GPUs
@@ -110,7 +112,7 @@ class CostService:
 
     def status(self) -> dict[str, Any]:
         published = self.sampler.latest
-        return status_payload(
+        payload = status_payload(
             published.snapshot,
             published.telemetry,
             policy=self.policy,
@@ -118,6 +120,8 @@ class CostService:
             currency=self.config.currency,
             currency_symbol=self.config.currency_symbol,
         )
+        payload["budget"] = self.budget.payload() if self.budget is not None else None
+        return payload
 
     def stop(self) -> None:
         self.sampler.stop()
