@@ -6,6 +6,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { budgetPlugin } from './budget';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { GpuCostStatus } from './view';
 
@@ -89,6 +90,6 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
  * Every plugin of the extension. Each feature lives in its own module and adds its
  * plugin here.
  */
-const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin, budgetPlugin];
 
 export default plugins;
