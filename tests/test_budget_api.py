@@ -18,6 +18,10 @@ from jupyter_gpucost.budget import EVENT_SCHEMA_ID
 pytestmark = pytest.mark.usefixtures("jp_serverapp")
 
 
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
 async def budget(jp_fetch: Any, **params: str) -> dict[str, Any]:
     response = await jp_fetch("gpucost", "api", "budget", params=params)
     return json.loads(response.body)
@@ -36,9 +40,7 @@ async def refused(call: Awaitable[Any], code: int) -> str:
     return str(json.loads(e.value.response.body)["message"])
 
 
-async def wait_for(
-    what: Callable[[], Awaitable[bool]], timeout_s: float, message: str
-) -> None:
+async def wait_for(what: Callable[[], Awaitable[bool]], timeout_s: float, message: str) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if await what():
@@ -64,7 +66,8 @@ class TestSoftBudget:
     async def test_no_budget_at_first(self, jp_fetch: Any) -> None:
         body = await budget(jp_fetch)
         assert body["state"] == "none"
-        assert body["hard"] is None and body["soft"] is None
+        assert body["hard"] is None
+        assert body["soft"] is None
         assert body["thresholds_pct"] == [50, 80, 95]
         assert body["action"] == "shutdown"
         assert body["scopes"] == ["session"]
@@ -74,20 +77,23 @@ class TestSoftBudget:
     async def test_set_show_persist_and_remove(self, jp_fetch: Any, state_path: Path) -> None:
         body = await put(jp_fetch, {"amount_usd": 25, "scope": "session"})
         soft = body["soft"]
-        assert soft["amount_usd"] == 25 and soft["scope"] == "session"
-        assert soft["locked"] is False and soft["kind"] == "soft"
+        assert soft["amount_usd"] == 25
+        assert soft["scope"] == "session"
+        assert soft["locked"] is False
+        assert soft["kind"] == "soft"
         assert 0 < soft["share"] < 0.1  # the 60 s minimum charge of 2 A100s: $0.11
         # $24.89 left at $6.862/h: about 3 h 38 min from now
         left_s = (datetime.fromisoformat(soft["runs_out_at"]) - datetime.now(UTC)).total_seconds()
         assert 3.5 * 3600 < left_s < 3.7 * 3600, left_s
         assert body["state"] == "ok"
-        stored = json.loads(state_path.read_text())
+        stored = read_json(state_path)
         assert stored["soft"] == {"amount_micro_usd": 25_000_000, "scope": "session"}
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert status["budget"]["soft"]["amount_usd"] == 25
         body = await put(jp_fetch, {"amount_usd": None})
-        assert body["soft"] is None and body["state"] == "none"
-        assert json.loads(state_path.read_text())["soft"] is None
+        assert body["soft"] is None
+        assert body["state"] == "none"
+        assert read_json(state_path)["soft"] is None
 
     @pytest.mark.parametrize(
         ("body", "message"),
@@ -156,7 +162,8 @@ class TestHardBudget:
 
     async def test_is_locked_and_cannot_be_raised_or_removed(self, jp_fetch: Any) -> None:
         body = await budget(jp_fetch)
-        assert body["hard"]["amount_usd"] == 100 and body["hard"]["locked"] is True
+        assert body["hard"]["amount_usd"] == 100
+        assert body["hard"]["locked"] is True
         for attempt in (
             {"kind": "hard", "amount_usd": 1000},
             {"hard_usd": 1000},
@@ -166,10 +173,12 @@ class TestHardBudget:
             assert "set by the administrator" in message
         # a soft budget above it does not lift it; removing the soft one leaves it
         body = await put(jp_fetch, {"amount_usd": 1000})
-        assert body["hard"]["amount_usd"] == 100 and body["soft"]["amount_usd"] == 1000
+        assert body["hard"]["amount_usd"] == 100
+        assert body["soft"]["amount_usd"] == 1000
         assert body["binding"] == "hard"
         body = await put(jp_fetch, {"amount_usd": None})
-        assert body["hard"]["amount_usd"] == 100 and body["hard"]["locked"] is True
+        assert body["hard"]["amount_usd"] == 100
+        assert body["hard"]["locked"] is True
 
 
 class TestAtTheBudget:
@@ -222,21 +231,26 @@ class TestAtTheBudget:
         await wait_for(acted, 60, "the budget action")
         kinds = [e["kind"] for e in events]
         thresholds = [e["threshold_pct"] for e in events if e["kind"] == "threshold"]
-        assert thresholds and thresholds[-1] == 95 and len(thresholds) == len(set(thresholds))
+        assert thresholds
+        assert thresholds[-1] == 95
+        assert len(thresholds) == len(set(thresholds))
         assert kinds.index("grace") < kinds.index("save-request") < kinds.index("action")
         grace = next(e for e in events if e["kind"] == "grace")
-        assert grace["budget_kind"] == "hard" and grace["grace_s"] == 2
+        assert grace["budget_kind"] == "hard"
+        assert grace["grace_s"] == 2
         assert "budget is spent" in grace["message"]
         kernels = json.loads((await jp_fetch("api", "kernels")).body)
         assert kernel["id"] not in [k["id"] for k in kernels]
         body = await budget(jp_fetch)
         last = body["last_action"]
-        assert last["action"] == "shutdown" and last["result"] == "done"
-        assert last["notebooks_saved"] == 2 and last["kernels"] == 1
+        assert last["action"] == "shutdown"
+        assert last["result"] == "done"
+        assert last["notebooks_saved"] == 2
+        assert last["kernels"] == 1
         assert last["message"].startswith("stopped at $0.01 budget at ")
         assert "2 notebooks saved; 1 kernel(s) shut down" in last["message"]
         # recorded on disk, and nothing fires again on later polls
-        assert json.loads(state_path.read_text())["actions"][-1]["message"] == last["message"]
+        assert read_json(state_path)["actions"][-1]["message"] == last["message"]
         before = len(events)
         await asyncio.sleep(2)
         assert len(events) == before
@@ -281,6 +295,7 @@ class TestIdle:
 
             await wait_for(stopped, 30, "the idle kernel to be shut down")
             last = (await budget(jp_fetch))["last_action"]
-            assert last["reason"] == "idle" and last["result"] == "done"
+            assert last["reason"] == "idle"
+            assert last["result"] == "done"
         finally:
             client.stop_channels()

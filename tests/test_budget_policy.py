@@ -72,12 +72,14 @@ def test_grace_then_enforce_once() -> None:
     step(policy, 0, 9.99)
     events = step(policy, 1, 10)
     grace = [e for e in events if isinstance(e, GraceStarted)]
-    assert len(grace) == 1 and grace[0].ends == at(121)
+    assert len(grace) == 1
+    assert grace[0].ends == at(121)
     assert policy.state == "grace"
     assert not any(isinstance(e, Enforce) for e in step(policy, 60, 10.2))
     events = step(policy, 121, 10.4)
     (enforce,) = [e for e in events if isinstance(e, Enforce)]
-    assert enforce.standing is not None and enforce.standing.budget.kind == "hard"
+    assert enforce.standing is not None
+    assert enforce.standing.budget.kind == "hard"
     assert policy.state == "enforcing"
     assert step(policy, 122, 10.5) == []
     policy.acted()
@@ -203,7 +205,8 @@ def test_a_corrupt_state_file_is_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / "budget.json"
     path.write_text("{not json")
     state = BudgetStore(path).load()
-    assert state.soft is None and state.fired == {}
+    assert state.soft is None
+    assert state.fired == {}
     assert (tmp_path / "budget.json.corrupt").exists()
     store = BudgetStore(path)
     store.save(StoredState(soft=Budget("soft", 7 * USD, "session"), fired={"k": [50]}))

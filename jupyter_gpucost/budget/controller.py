@@ -16,11 +16,12 @@ and records what it did (``<data dir>/gpucost/budget.json``; shown by the status
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -138,6 +139,8 @@ class SaveRequest:
     started: float
     expected: set[str]
     acks: dict[str, dict[str, Any]]
+    #: set when every expected browser has answered
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class BudgetController:
@@ -250,20 +253,20 @@ class BudgetController:
         now = self.clock()
         idle_for = self._idle_for_s()
         limit = self.config.idle_minutes * 60 if self.config.idle_minutes > 0 else None
-        if idle_for is not None and limit is not None and idle_for >= limit:
-            if not self._idle_warned:
-                self._idle_warned = True
-                self.emit(
-                    "idle",
-                    f"The GPUs have been idle for {self.config.idle_minutes:g} minutes while "
-                    "costing money"
-                    + (
-                        ": the kernels will be stopped unless you use them."
-                        if self.config.idle_action == "act"
-                        else "."
-                    ),
-                    reason="idle",
-                )
+        over = idle_for is not None and limit is not None and idle_for >= limit
+        if over and not self._idle_warned:
+            self._idle_warned = True
+            self.emit(
+                "idle",
+                f"The GPUs have been idle for {self.config.idle_minutes:g} minutes while "
+                "costing money"
+                + (
+                    ": the kernels will be stopped unless you use them."
+                    if self.config.idle_action == "act"
+                    else "."
+                ),
+                reason="idle",
+            )
         act_on_idle = self.config.idle_action == "act"
         events = self.policy.evaluate(
             now,
@@ -397,9 +400,8 @@ class BudgetController:
                 "cannot be saved; files on disk are kept"
             )
             return {}
-        deadline = now + self.config.save_timeout_s
-        while time.monotonic() < deadline and not live <= set(request.acks):
-            await asyncio.sleep(0.2)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(request.done.wait(), self.config.save_timeout_s)
         missing = live - set(request.acks)
         if missing:
             self.log.warning(
@@ -409,16 +411,22 @@ class BudgetController:
             )
         return dict(request.acks)
 
-    def acknowledge(self, request_id: str, client: str, saved: list[str], failed: list[str]) -> bool:
+    def acknowledge(
+        self, request_id: str, client: str, saved: list[str], failed: list[str]
+    ) -> bool:
         request = self.save_request
         if request is None or request.id != request_id:
             return False
         request.acks[client] = {"saved": saved, "failed": failed}
+        if request.expected <= set(request.acks):
+            request.done.set()
         return True
 
     async def _export(self) -> str | None:
         if self.export_hook is None:
-            self.log.info("jupyter-gpucost: no checkpoint export configured before the budget action")
+            self.log.info(
+                "jupyter-gpucost: no checkpoint export configured before the budget action"
+            )
             return None
         try:
             return await self.export_hook()
@@ -430,14 +438,21 @@ class BudgetController:
         action = self.config.action
         km = self.kernel_manager
         log = self.log
-        saved = record["notebooks_saved"]
         summary = _summary(record, self.config.currency_symbol)
         if action == "interrupt":
             n = await interrupt_kernels(km, log) if km is not None else 0
-            result = {"result": "done", "kernels": n, "message": f"{summary}; {n} kernel(s) interrupted"}
+            result = {
+                "result": "done",
+                "kernels": n,
+                "message": f"{summary}; {n} kernel(s) interrupted",
+            }
         elif action == "shutdown":
             n = await shutdown_kernels(km, log) if km is not None else 0
-            result = {"result": "done", "kernels": n, "message": f"{summary}; {n} kernel(s) shut down"}
+            result = {
+                "result": "done",
+                "kernels": n,
+                "message": f"{summary}; {n} kernel(s) shut down",
+            }
         else:
             result = await self._stop_server(record, summary)
         record.update(result)
@@ -450,7 +465,9 @@ class BudgetController:
         hub = self.config.hub
         if hub is not None:
             # recorded first: the hub SIGTERMs this process while it handles the request
-            await self._record({**record, "result": "requested", "via": "jupyterhub", "message": message})
+            await self._record(
+                {**record, "result": "requested", "via": "jupyterhub", "message": message}
+            )
             answer = await ask_hub_to_stop(hub)
             if answer.ok:
                 self.log.warning("jupyter-gpucost: %s (budget)", answer.message)

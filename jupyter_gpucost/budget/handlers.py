@@ -77,7 +77,7 @@ class StopNowHandler(BudgetHandler):
     @web.authenticated
     @authorized
     def post(self) -> None:
-        """"Save and stop now": end the grace period at once."""
+        """ "Save and stop now": end the grace period at once."""
         if not self.budget.stop_now():
             raise web.HTTPError(409, "there is no budget countdown to end now")
         self.write_json({"stopping": True})

@@ -56,7 +56,8 @@ def validate_budget_trait(name: str, value: Any) -> Any:
         action = str(value).strip().lower()
         if action not in ACTIONS:
             raise TraitError(
-                f"c.GpuCost.budget_action = {value!r} is not valid: use one of {', '.join(ACTIONS)}."
+                f"c.GpuCost.budget_action = {value!r} is not valid: use one of "
+                f"{', '.join(ACTIONS)}."
             )
         return action
     if name == "idle_gpu_action":

@@ -7,6 +7,7 @@ warning and a fresh one started: a broken file must never stop the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -48,7 +49,9 @@ class BudgetStore:
         except FileNotFoundError:
             return StoredState()
         except OSError as e:
-            self.log.warning("jupyter-gpucost: cannot read %s (%s); budgets start afresh", self.path, e)
+            self.log.warning(
+                "jupyter-gpucost: cannot read %s (%s); budgets start afresh", self.path, e
+            )
             return StoredState()
         try:
             raw = json.loads(text)
@@ -69,10 +72,8 @@ class BudgetStore:
                 e,
                 aside,
             )
-            try:
+            with contextlib.suppress(OSError):
                 os.replace(self.path, aside)
-            except OSError:
-                pass
             return StoredState()
 
     def save(self, state: StoredState) -> None:
