@@ -21,13 +21,13 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from anyio import to_thread
 from tornado.ioloop import IOLoop
 
 from ..billing import to_usd
@@ -179,6 +179,9 @@ class BudgetController:
         self._task: asyncio.Task[None] | None = None
         self._enforcing: asyncio.Task[None] | None = None
         self._dirty = False
+        # one writer thread; not anyio's worker threads, which are not daemons and keep
+        # the process alive when the loop ends without cleanup (SIGINT from JupyterHub)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-budget")
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class BudgetController:
             if task is not None:
                 task.cancel()
         await self._persist()
+        self._writer.shutdown(wait=False)
 
     async def _run(self) -> None:
         while True:
@@ -462,6 +466,9 @@ class BudgetController:
 
     async def _stop_server(self, record: dict[str, Any], summary: str) -> dict[str, Any]:
         message = f"{summary}; server stopped"
+        # kernels first: they hold the GPUs, and a server stopped by a signal from the
+        # hub may not get to shut them down itself
+        n = await shutdown_kernels(self.kernel_manager, self.log) if self.kernel_manager else 0
         hub = self.config.hub
         if hub is not None:
             # recorded first: the hub SIGTERMs this process while it handles the request
@@ -481,7 +488,6 @@ class BudgetController:
             hub_detail = answer.message
         else:
             via, hub_detail = "self", None
-        n = await shutdown_kernels(self.kernel_manager, self.log) if self.kernel_manager else 0
         if self.stop_server is not None:
             asyncio.get_event_loop().call_later(0.5, self.stop_server)
         return {"result": "done", "via": via, "kernels": n, "hub": hub_detail, "message": message}
@@ -502,7 +508,7 @@ class BudgetController:
         )
         self._dirty = False
         try:
-            await to_thread.run_sync(self.store.save, state)
+            await asyncio.get_running_loop().run_in_executor(self._writer, self.store.save, state)
         except OSError as e:
             self.log.warning("jupyter-gpucost: could not write %s: %s", self.store.path, e)
 
