@@ -99,7 +99,7 @@ def test_raising_a_soft_budget_clears_grace_and_rearms_the_thresholds_above() ->
     policy = BudgetPolicy(soft=Budget("soft", 5 * USD))
     assert thresholds(step(policy, 0, 4.9)) == [95]
     assert any(isinstance(e, GraceStarted) for e in step(policy, 1, 5))
-    policy.set_soft(Budget("soft", 20 * USD))
+    policy.set_soft(Budget("soft", 20 * USD), spent_micro_usd=5 * USD, period="s1")
     events = step(policy, 2, 5.1)
     assert any(isinstance(e, GraceCleared) for e in events)
     # 5.1 of 20 is 25 %: nothing fires; 50 % fires again for the raised budget
@@ -111,9 +111,17 @@ def test_raising_a_soft_budget_clears_grace_and_rearms_the_thresholds_above() ->
 def test_raising_a_soft_budget_counts_passed_thresholds_as_fired() -> None:
     policy = BudgetPolicy(soft=Budget("soft", 5 * USD))
     step(policy, 0, 4.5)
-    policy.set_soft(Budget("soft", 6 * USD))  # 75 %: 50 already passed
+    policy.set_soft(Budget("soft", 6 * USD), spent_micro_usd=4_500_000, period="s1")  # 75 %
     assert thresholds(step(policy, 1, 4.6)) == []
     assert thresholds(step(policy, 2, 4.8)) == [80]
+
+
+def test_a_budget_set_past_a_threshold_does_not_announce_it() -> None:
+    policy = BudgetPolicy(hard=HARD)
+    step(policy, 0, 3)
+    policy.set_soft(Budget("soft", 5 * USD), spent_micro_usd=3 * USD, period="s1")  # 60 %
+    assert thresholds(step(policy, 1, 3.1)) == []
+    assert thresholds(step(policy, 2, 4)) == [80]
 
 
 def test_a_hard_budget_cannot_be_raised_or_removed_through_the_soft_path() -> None:

@@ -72,7 +72,9 @@ class Hub:
             if predicate():
                 return
             time.sleep(0.5)
-        raise AssertionError(f"timed out after {timeout_s} s: {what}\n{self.log.read_text()[-4000:]}")
+        raise AssertionError(
+            f"timed out after {timeout_s} s: {what}\n{self.log.read_text()[-4000:]}"
+        )
 
 
 HUB_CONFIG = """

@@ -520,7 +520,11 @@ class BudgetController:
                 f"a {budget.scope} budget needs the ledger (today/month totals), which "
                 "this server does not have: use the session scope"
             )
-        self.policy.set_soft(budget)
+        if budget is None:
+            self.policy.set_soft(None)
+        else:
+            spent, period = self.spend.spent(budget.scope)
+            self.policy.set_soft(budget, spent_micro_usd=spent, period=period)
         self._dirty = True
         await self.tick()
         await self._persist()

@@ -192,35 +192,31 @@ class BudgetPolicy:
     grace_reason: str = "budget"
     #: the arming key the last enforcement was for: it is not enforced twice
     acted_key: str | None = None
-    _last: tuple[Standing, ...] = ()
 
     def budgets(self) -> tuple[Budget, ...]:
         return tuple(b for b in (self.hard, self.soft) if b is not None)
 
     # -- changes from the user ----------------------------------------------------
 
-    def set_soft(self, budget: Budget | None) -> None:
+    def set_soft(
+        self, budget: Budget | None, *, spent_micro_usd: int | None = None, period: str = ""
+    ) -> None:
         """Set, change or remove the soft budget (never the hard one).
 
-        Thresholds the new budget's share has already passed count as fired: the user
-        chose it knowing the spend; the ones above are armed.
+        Thresholds the new budget's share has already passed (``spent_micro_usd`` in its
+        scope now) count as fired: the user chose it knowing the spend; the ones above
+        are armed.
         """
         if budget is not None and budget.kind != "soft":
             raise BudgetError("only the soft budget can be changed")
         self.soft = budget
-        if budget is None:
+        if budget is None or spent_micro_usd is None:
             return
-        for standing in self._last:
-            if standing.budget.kind == "soft":
-                period, spent = standing.period, standing.spent_micro_usd
-                if spent is None:
-                    return
-                new = Standing(budget, spent, period)
-                share_pct = 100 * spent / budget.amount_micro_usd
-                self.fired.setdefault(new.key, set()).update(
-                    t for t in self.thresholds_pct if t <= share_pct
-                )
-                return
+        new = Standing(budget, spent_micro_usd, period)
+        share_pct = 100 * spent_micro_usd / budget.amount_micro_usd
+        self.fired.setdefault(new.key, set()).update(
+            t for t in self.thresholds_pct if t <= share_pct
+        )
 
     def stop_now(self, now: datetime) -> bool:
         """The user's "Save and stop now": end the grace period at once."""
@@ -244,7 +240,6 @@ class BudgetPolicy:
     ) -> list[PolicyEvent]:
         """Advance the machine with what was spent now; return what happened."""
         standings = tuple(standings)
-        self._last = standings
         events: list[PolicyEvent] = []
         for standing in standings:
             events.extend(self._thresholds(standing))
