@@ -299,3 +299,60 @@ class TestIdle:
             assert last["result"] == "done"
         finally:
             client.stop_channels()
+
+
+class TestRaiseDuringCountdown:
+    @pytest.fixture
+    def gpucost_config(self, state_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "minimum_charge_s": 0,
+            "budget_grace_s": 60,
+            "budget_state_path": str(state_path),
+        }
+
+    async def test_raising_my_budget_ends_the_countdown_and_nothing_is_stopped(
+        self, jp_fetch: Any, jp_serverapp: Any
+    ) -> None:
+        events: list[dict[str, Any]] = []
+
+        async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+            events.append(dict(data))
+
+        jp_serverapp.event_logger.add_listener(schema_id=EVENT_SCHEMA_ID, listener=listener)
+        kernel = json.loads((await jp_fetch("api", "kernels", method="POST", body="{}")).body)
+        await put(jp_fetch, {"amount_usd": 0.002})
+
+        async def counting_down() -> bool:
+            return (await budget(jp_fetch))["state"] == "grace"
+
+        await wait_for(counting_down, 30, "the countdown")
+        grace = (await budget(jp_fetch))["grace"]
+        assert grace["can_raise"] is True
+        assert 0 < grace["remaining_s"] <= 60
+        body = await put(jp_fetch, {"amount_usd": 50})
+        assert body["state"] in ("ok", "warning")
+        assert body["grace"] is None
+        assert any(e["kind"] == "cleared" for e in events)
+        await asyncio.sleep(1.5)
+        kernels = json.loads((await jp_fetch("api", "kernels")).body)
+        assert kernel["id"] in [k["id"] for k in kernels]
+        assert (await budget(jp_fetch))["last_action"] is None
+
+    async def test_save_and_stop_now_acts_at_once(self, jp_fetch: Any) -> None:
+        await jp_fetch("api", "kernels", method="POST", body="{}")
+        await put(jp_fetch, {"amount_usd": 0.002})
+
+        async def counting_down() -> bool:
+            return (await budget(jp_fetch))["state"] == "grace"
+
+        await wait_for(counting_down, 30, "the countdown")
+        await jp_fetch("gpucost", "api", "budget", "stop-now", method="POST", body="")
+
+        async def acted() -> bool:
+            return (await budget(jp_fetch))["state"] == "acted"
+
+        # well before the 60 s grace period would have ended
+        await wait_for(acted, 15, "the action after 'Save and stop now'")
+        assert json.loads((await jp_fetch("api", "kernels")).body) == []
