@@ -15,7 +15,12 @@ from anyio import to_thread
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Dict, Float, Int, List, TraitError, Unicode, default, validate
 
-from .budget.setup import budget_env_default, start_budget, validate_budget_trait
+from .budget.setup import (
+    budget_env_default,
+    budget_env_number,
+    start_budget,
+    validate_budget_trait,
+)
 from .handlers import handlers
 from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from .service import TELEMETRY_MODES, CostConfig, CostService
@@ -169,7 +174,7 @@ class GpuCost(ExtensionApp):
 
     @default("hard_budget_usd")
     def _default_hard_budget(self) -> float:
-        return float(budget_env_default("GPUCOST_BUDGET_USD", "0"))
+        return budget_env_number("GPUCOST_BUDGET_USD", "0")
 
     @default("hard_budget_scope")
     def _default_hard_scope(self) -> str:
@@ -177,7 +182,7 @@ class GpuCost(ExtensionApp):
 
     @default("budget_grace_s")
     def _default_grace(self) -> float:
-        return float(budget_env_default("GPUCOST_BUDGET_GRACE_S", "120"))
+        return budget_env_number("GPUCOST_BUDGET_GRACE_S", "120")
 
     @default("budget_action")
     def _default_action(self) -> str:

@@ -22,6 +22,37 @@ def budget_env_default(name: str, fallback: str) -> str:
     return value or fallback
 
 
+def budget_env_number(name: str, fallback: str) -> float:
+    """A number from the environment; NaN when it is not one (reported at start-up by
+    ``check_environment``: a trait default must not raise)."""
+    try:
+        return float(budget_env_default(name, fallback))
+    except ValueError:
+        return float("nan")
+
+
+#: environment variable → the trait it gives a default to
+ENVIRONMENT = {
+    "GPUCOST_BUDGET_USD": "hard_budget_usd",
+    "GPUCOST_BUDGET_SCOPE": "hard_budget_scope",
+    "GPUCOST_BUDGET_GRACE_S": "budget_grace_s",
+    "GPUCOST_BUDGET_ACTION": "budget_action",
+}
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Refuse a budget setting from the environment that is not valid (names it)."""
+    environ = dict(os.environ if environ is None else environ)
+    for variable, trait in ENVIRONMENT.items():
+        raw = environ.get(variable, "").strip()
+        if not raw:
+            continue
+        try:
+            validate_budget_trait(trait, raw)
+        except TraitError as e:
+            raise TraitError(f"{variable}={raw!r} is not valid ({e})") from None
+
+
 def _number(setting: str, value: object, low: float, high: float) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]
@@ -38,7 +69,7 @@ def validate_budget_trait(name: str, value: Any) -> Any:
     """Check one budget trait; the message names the setting and what it accepts."""
     try:
         if name == "hard_budget_usd":
-            if float(value) == 0:
+            if float(str(value)) == 0:
                 return 0.0
             parse_amount(value, what=f"c.GpuCost.hard_budget_usd = {value!r}")
             return float(value)
@@ -81,10 +112,16 @@ def validate_budget_trait(name: str, value: Any) -> Any:
 
 def budget_config(app: Any, spend: ServiceSpend) -> BudgetConfig:
     """The validated budget configuration of the extension app (raises TraitError)."""
-    amount = float(app.hard_budget_usd)
+    check_environment()
+
+    def get(name: str) -> Any:
+        # trait defaults (from the environment) are not validated by traitlets
+        return validate_budget_trait(name, getattr(app, name))
+
+    amount = float(get("hard_budget_usd"))
     hard = None
     if amount > 0:
-        scope = app.hard_budget_scope
+        scope = get("hard_budget_scope")
         if not spend.supports(scope):
             raise TraitError(
                 f"c.GpuCost.hard_budget_scope = {scope!r} needs the ledger (today/month "
@@ -94,13 +131,13 @@ def budget_config(app: Any, spend: ServiceSpend) -> BudgetConfig:
     path = app.budget_state_path or str(Path(jupyter_data_dir()) / "gpucost" / "budget.json")
     return BudgetConfig(
         hard=hard,
-        thresholds_pct=tuple(app.budget_thresholds_pct),
-        grace_s=float(app.budget_grace_s),
-        action=app.budget_action,
-        save_timeout_s=float(app.budget_save_timeout_s),
-        idle_minutes=float(app.idle_gpu_minutes),
-        idle_action=app.idle_gpu_action,
-        idle_utilization_pct=float(app.idle_gpu_utilization_pct),
+        thresholds_pct=tuple(get("budget_thresholds_pct")),
+        grace_s=float(get("budget_grace_s")),
+        action=get("budget_action"),
+        save_timeout_s=float(get("budget_save_timeout_s")),
+        idle_minutes=float(get("idle_gpu_minutes")),
+        idle_action=get("idle_gpu_action"),
+        idle_utilization_pct=float(get("idle_gpu_utilization_pct")),
         state_path=Path(path),
         hub=HubTarget.from_environ(os.environ),
         currency_symbol=app.currency_symbol,
@@ -111,7 +148,7 @@ def start_budget(app: Any, service: Any) -> BudgetController:
     spend = ServiceSpend(service)
     try:
         config = budget_config(app, spend)
-    except TraitError as e:
+    except (TraitError, BudgetError) as e:
         app._refuse_to_start(str(e))
         raise
     serverapp = app.serverapp
