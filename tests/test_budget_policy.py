@@ -87,6 +87,29 @@ def test_grace_then_enforce_once() -> None:
     assert policy.state == "acted"
 
 
+def test_a_spent_hard_budget_stops_kernels_started_after_the_action() -> None:
+    policy = BudgetPolicy(hard=HARD, grace_s=60)
+    step(policy, 0, 10)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 10.1))
+    policy.acted()
+    assert policy.evaluate(at(61), [Standing(HARD, 10_200_000, "s1")]) == []
+    # the user starts a kernel again: a new countdown, then the action again
+    events = policy.evaluate(at(70), [Standing(HARD, 10_300_000, "s1")], kernels_running=True)
+    assert any(isinstance(e, GraceStarted) for e in events)
+    events = policy.evaluate(at(130), [Standing(HARD, 10_400_000, "s1")], kernels_running=True)
+    assert any(isinstance(e, Enforce) for e in events)
+
+
+def test_a_spent_soft_budget_lets_the_user_go_on_after_the_action() -> None:
+    soft = Budget("soft", 5 * USD)
+    policy = BudgetPolicy(soft=soft, grace_s=60)
+    step(policy, 0, 5)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5.1))
+    policy.acted()
+    assert policy.evaluate(at(70), [Standing(soft, 5_300_000, "s1")], kernels_running=True) == []
+    assert policy.state == "acted"
+
+
 def test_save_and_stop_now_ends_the_grace_period() -> None:
     policy = BudgetPolicy(hard=HARD, grace_s=120)
     step(policy, 0, 10)

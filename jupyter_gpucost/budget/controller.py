@@ -277,6 +277,9 @@ class BudgetController:
             self.standings(),
             idle_for_s=idle_for if act_on_idle else None,
             idle_limit_s=limit if act_on_idle else None,
+            kernels_running=bool(
+                self.kernel_manager is not None and list(self.kernel_manager.list_kernel_ids())
+            ),
         )
         for event in events:
             self._announce(event, now)

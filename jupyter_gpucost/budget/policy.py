@@ -237,8 +237,14 @@ class BudgetPolicy:
         *,
         idle_for_s: float | None = None,
         idle_limit_s: float | None = None,
+        kernels_running: bool = False,
     ) -> list[PolicyEvent]:
-        """Advance the machine with what was spent now; return what happened."""
+        """Advance the machine with what was spent now; return what happened.
+
+        After an action, a spent *hard* budget is enforced again when kernels run (the
+        user started new ones): a new countdown, save and action. A spent soft budget is
+        not: the user chose to go on.
+        """
         standings = tuple(standings)
         events: list[PolicyEvent] = []
         for standing in standings:
@@ -255,6 +261,8 @@ class BudgetPolicy:
                 self.acted_key = None
             elif binding is not None and binding.key != self.acted_key:
                 # a new period or budget that is spent again: start over
+                self.state = "ok"
+            elif kernels_running and any(s.exceeded and s.budget.kind == "hard" for s in standings):
                 self.state = "ok"
             else:
                 return events
