@@ -117,5 +117,9 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     expect(
         page.get_by_text(re.compile(r"stopped at \$0\.\d\d budget at .*1 notebook saved"))
     ).to_be_visible(timeout=15_000)
+    # the notebook shows its kernel is gone
+    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text(
+        "No Kernel", timeout=30_000
+    )
     page.wait_for_timeout(1_000)  # let the toasts settle
     screenshot(page, "budget-stopped.png")

@@ -53,9 +53,17 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
     statusBar: IStatusBar | null,
     settingRegistry: ISettingRegistry | null
   ): void => {
+    const services = app.serviceManager;
     const controller = new BudgetController(
-      app.serviceManager.serverSettings,
-      tracker
+      services.serverSettings,
+      tracker,
+      async () => {
+        // kernels stopped by the server: let the notebooks show it now
+        await Promise.all([
+          services.sessions.refreshRunning(),
+          services.kernels.refreshRunning()
+        ]);
+      }
     );
     app.serviceManager.events.stream.connect((_, event) => {
       controller.onEvent(event);
@@ -98,10 +106,12 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
 export class BudgetController {
   constructor(
     serverSettings: ServerConnection.ISettings,
-    tracker: INotebookTracker | null
+    tracker: INotebookTracker | null,
+    refreshRunning: () => Promise<void> = async () => undefined
   ) {
     this._settings = serverSettings;
     this._tracker = tracker;
+    this._refreshRunning = refreshRunning;
     this.item.id = BUDGET_ITEM_ID;
     this.item.addClass('jp-gpucost-BudgetItem');
     this.item.node.dataset.budget = 'none';
@@ -178,6 +188,9 @@ export class BudgetController {
       case 'action':
         this.closeCountdown();
         Notification.error(event.message, { autoClose: false });
+        void this._refreshRunning().catch(reason =>
+          console.error('jupyter-gpucost: could not refresh kernels', reason)
+        );
         break;
     }
     void this._poll.refresh();
@@ -386,6 +399,7 @@ export class BudgetController {
 
   private _settings: ServerConnection.ISettings;
   private _tracker: INotebookTracker | null;
+  private _refreshRunning: () => Promise<void>;
   private _poll: Poll;
   private _status: IBudgetStatus | null = null;
   private _acked = new Set<string>();
