@@ -324,7 +324,7 @@ class BudgetController:
                 **fields,
             )
         elif isinstance(event, GraceCleared):
-            self.emit("cleared", f"Budget back in hand: {event.why}.")
+            self.emit("cleared", f"Countdown stopped: {event.why}.")
         elif isinstance(event, Enforce):
             self._enforcing = asyncio.get_event_loop().create_task(self.enforce(event))
 

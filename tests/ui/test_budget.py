@@ -123,3 +123,40 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     )
     page.wait_for_timeout(1_000)  # let the toasts settle
     screenshot(page, "budget-stopped.png")
+
+
+def test_raise_budget_from_the_countdown(lab_factory: Any, page: Any, tmp_path: Path) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.minimum_charge_s=0",
+        "--GpuCost.budget_grace_s=30",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+    )
+    kernel = lab.api("api/kernels", method="POST", body={})
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    page.locator("#jp-gpucost-status").wait_for(state="visible", timeout=60_000)
+    spent = lab.api("gpucost/api/status")["cost_usd"]  # type: ignore[index]
+    lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": round(spent + 0.004, 6)})
+
+    raise_button = page.get_by_role("button", name="Raise budget")
+    expect(raise_button).to_be_visible(timeout=30_000)
+    raise_button.click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Raise your budget", timeout=10_000)
+    dialog.locator("input").fill("50")
+    dialog.get_by_role("button", name=re.compile("^OK$", re.IGNORECASE)).click()
+
+    item = page.locator("#jp-gpucost-budget")
+    expect(item).to_contain_text("of $50.00", timeout=15_000)
+    expect(page.locator("#jp-gpucost-status")).not_to_have_attribute(
+        "data-budget", "exceeded", timeout=15_000
+    )
+    expect(page.get_by_text(re.compile(r"Your budget is spent\."))).to_have_count(0, timeout=15_000)
+    body = lab.api("gpucost/api/budget")
+    assert body["soft"]["amount_usd"] == 50  # type: ignore[index]
+    assert body["grace"] is None  # type: ignore[index]
+    # written back to the settings, so a reload does not set the old budget again
+    settings = lab.api("lab/api/settings/jupyter-gpucost:budget")
+    assert settings["settings"]["softBudgetUsd"] == 50  # type: ignore[index]
+    assert kernel["id"] in [k["id"] for k in lab.api("api/kernels")]  # type: ignore[index,union-attr]
+    screenshot(page, "budget-raised.png")

@@ -80,6 +80,7 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
       void settingRegistry
         .load(budgetPlugin.id)
         .then(settings => {
+          controller.settings = settings;
           const apply = (): void => {
             const amount = settings.get('softBudgetUsd').composite;
             const scope = settings.get('scope').composite;
@@ -133,6 +134,12 @@ export class BudgetController {
    * The status bar item.
    */
   readonly item = new Widget();
+
+  /**
+   * The budget settings: a budget raised from the countdown is written back, so
+   * that the next page load does not set the old one again.
+   */
+  settings: ISettingRegistry.ISettings | null = null;
 
   /**
    * The last budget received.
@@ -390,6 +397,9 @@ export class BudgetController {
         soft?.scope ?? 'session'
       );
       this.render();
+      if (this.settings) {
+        await this.settings.set('softBudgetUsd', result.value);
+      }
     } catch (reason) {
       Notification.error(`Budget not raised: ${(reason as Error).message}`, {
         autoClose: 8000
