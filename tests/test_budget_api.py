@@ -356,3 +356,39 @@ class TestRaiseDuringCountdown:
         # well before the 60 s grace period would have ended
         await wait_for(acted, 15, "the action after 'Save and stop now'")
         assert json.loads((await jp_fetch("api", "kernels")).body) == []
+
+
+class TestIdleWarnOnly:
+    @pytest.fixture
+    def gpucost_config(self, state_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "idle_gpu_minutes": 0.01,  # 0.6 s
+            "idle_gpu_utilization_pct": 100,  # the simulated GPUs count as idle
+            "budget_grace_s": 0,
+            "budget_state_path": str(state_path),
+        }
+
+    async def test_warns_once_and_stops_nothing(self, jp_fetch: Any, jp_serverapp: Any) -> None:
+        events: list[dict[str, Any]] = []
+
+        async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+            events.append(dict(data))
+
+        jp_serverapp.event_logger.add_listener(schema_id=EVENT_SCHEMA_ID, listener=listener)
+        kernel = json.loads((await jp_fetch("api", "kernels", method="POST", body="{}")).body)
+
+        async def warned() -> bool:
+            return any(e["kind"] == "idle" for e in events)
+
+        await wait_for(warned, 20, "the idle warning")
+        await asyncio.sleep(3)
+        assert [e["kind"] for e in events] == ["idle"]
+        assert "idle for 0.01 minutes while costing money." in events[0]["message"]
+        body = await budget(jp_fetch)
+        assert body["idle"]["action"] == "warn"
+        assert body["idle"]["idle_s"] >= 0.6
+        assert body["last_action"] is None
+        kernels = json.loads((await jp_fetch("api", "kernels")).body)
+        assert kernel["id"] in [k["id"] for k in kernels]
