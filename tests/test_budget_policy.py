@@ -244,3 +244,40 @@ def test_a_corrupt_state_file_is_moved_aside(tmp_path: Path) -> None:
     again = store.load()
     assert again.soft == Budget("soft", 7 * USD, "session")
     assert again.fired == {"k": [50]}
+
+
+class _Snapshot:
+    cost_micro_usd = 1_500_000
+    rate_usd_per_hour = Decimal("6.862")
+    started = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    as_of = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
+
+
+class _Published:
+    snapshot = _Snapshot()
+
+
+class _Sampler:
+    latest = _Published()
+
+
+class _Service:
+    sampler = _Sampler()
+
+
+def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
+    from jupyter_gpucost.budget.controller import ServiceSpend
+
+    service = _Service()
+    spend = ServiceSpend(service)
+    assert spend.spent("session") == (1_500_000, "2026-11-22T09:00:00+00:00")
+    assert not spend.supports("day")
+    assert spend.spent("day") == (None, "2026-11-22")
+
+    totals = {"day": 7_000_000, "month": 45_000_000}
+    service.ledger = object()  # type: ignore[attr-defined]
+    service.spent_micro_usd = totals.get  # type: ignore[attr-defined]
+    assert spend.supports("day")
+    assert spend.supports("month")
+    assert spend.spent("day") == (7_000_000, "2026-11-22")
+    assert spend.spent("month") == (45_000_000, "2026-11")
