@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
@@ -281,3 +281,37 @@ def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
     assert spend.supports("month")
     assert spend.spent("day") == (7_000_000, "2026-11-22")
     assert spend.spent("month") == (45_000_000, "2026-11")
+
+
+class _Live:
+    today_micro_usd = 2_000_000
+    month_micro_usd = 9_000_000
+
+
+class _Recorder:
+    def totals(self, snapshot: object) -> _Live:
+        return _Live()
+
+
+class _Ledger:
+    """A ledger whose day starts at midnight in UTC+10."""
+
+    def day_start(self, now: datetime) -> datetime:
+        local = now.astimezone(timezone(timedelta(hours=10)))
+        return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def month_start(self, now: datetime) -> datetime:
+        return self.day_start(now).replace(day=1)
+
+
+def test_day_and_month_come_from_the_recorder_in_the_ledger_time_zone() -> None:
+    from jupyter_gpucost.budget.controller import ServiceSpend
+
+    service = _Service()
+    service.ledger = _Ledger()  # type: ignore[attr-defined]
+    service.recorder = _Recorder()  # type: ignore[attr-defined]
+    spend = ServiceSpend(service)
+    assert spend.supports("month")
+    # 14:00 UTC on the 22nd is already the 23rd in UTC+10
+    assert spend.spent("day") == (2_000_000, "2026-11-23")
+    assert spend.spent("month") == (9_000_000, "2026-11")

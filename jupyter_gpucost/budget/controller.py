@@ -82,7 +82,13 @@ class SpendSource(Protocol):
 
 
 class ServiceSpend:
-    """Session spend from the meter; day/month from the ledger when the service has one."""
+    """Session spend from the meter; day/month from the ledger when the service has one.
+
+    Day and month come, in this order, from ``service.spent_micro_usd(scope)`` or from
+    ``service.recorder.totals(snapshot)`` (``today_micro_usd``/``month_micro_usd``, kept in
+    memory by the ledger's recorder: no database query per tick). The period key follows
+    the ledger's own day (its time zone) when it has ``day_start``/``month_start``.
+    """
 
     def __init__(self, service: Any) -> None:
         self.service = service
@@ -90,8 +96,25 @@ class ServiceSpend:
     def _ledger(self) -> Any:
         return getattr(self.service, "ledger", None)
 
+    def _method(self) -> Any:
+        method = getattr(self.service, "spent_micro_usd", None)
+        if callable(method):
+            return method
+        recorder = getattr(self.service, "recorder", None)
+        totals = getattr(recorder, "totals", None)
+        if callable(totals):
+
+            def from_recorder(scope: str) -> int | None:
+                live = totals(self.service.sampler.latest.snapshot)
+                if live is None:
+                    return None
+                return int(live.today_micro_usd if scope == "day" else live.month_micro_usd)
+
+            return from_recorder
+        return None
+
     def supports(self, scope: Scope) -> bool:
-        return scope == "session" or self._ledger() is not None
+        return scope == "session" or (self._ledger() is not None and self._method() is not None)
 
     def session_id(self) -> str:
         sid = getattr(self.service, "session_id", None)
@@ -99,20 +122,22 @@ class ServiceSpend:
             return sid
         return self.service.sampler.latest.snapshot.started.isoformat()
 
+    def _period(self, scope: Scope, now: datetime) -> str:
+        ledger = self._ledger()
+        start = getattr(ledger, "day_start" if scope == "day" else "month_start", None)
+        now = start(now) if callable(start) else now.astimezone(UTC)
+        return now.strftime("%Y-%m-%d") if scope == "day" else now.strftime("%Y-%m")
+
     def spent(self, scope: Scope) -> tuple[int | None, str]:
         snapshot = self.service.sampler.latest.snapshot
-        now = snapshot.as_of.astimezone(UTC)
         if scope == "session":
             return snapshot.cost_micro_usd, self.session_id()
-        period = now.strftime("%Y-%m-%d") if scope == "day" else now.strftime("%Y-%m")
-        ledger = self._ledger()
-        if ledger is None:
+        period = self._period(scope, snapshot.as_of)
+        method = self._method() if self._ledger() is not None else None
+        if method is None:
             return None, period
-        totals = getattr(self.service, "spent_micro_usd", None)
-        if callable(totals):
-            value = totals(scope)
-            return (None if value is None else int(value)), period
-        return None, period
+        value = method(scope)
+        return (None if value is None else int(value)), period
 
     def rate_usd_per_hour(self) -> Decimal:
         return Decimal(self.service.sampler.latest.snapshot.rate_usd_per_hour)
