@@ -17,8 +17,14 @@ from anyio import to_thread
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import PeriodicCallback
-from traitlets import Dict, Float, Int, TraitError, Unicode, validate
+from traitlets import Dict, Float, Int, List, TraitError, Unicode, default, validate
 
+from .budget.setup import (
+    budget_env_default,
+    budget_env_number,
+    start_budget,
+    validate_budget_trait,
+)
 from .handlers import handlers
 from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from .service import TELEMETRY_MODES, CostConfig, CostService
@@ -167,6 +173,91 @@ class GpuCost(ExtensionApp):
                 ) from None
         return value
 
+    # -- budgets (docs/budgets.md, docs/jupyterhub.md) ------------------------------
+    hard_budget_usd = Float(
+        config=True,
+        help="The admin's (hard, locked) budget in dollars; 0 for none. Default: the "
+        "GPUCOST_BUDGET_USD environment variable (a JupyterHub spawner can set it per user).",
+    )
+    hard_budget_scope = Unicode(
+        config=True,
+        help="What the hard budget counts: 'session' (this server run), 'day' or 'month' "
+        "(the last two need the ledger). Default: GPUCOST_BUDGET_SCOPE, else 'session'.",
+    )
+    budget_thresholds_pct = List(
+        Int(),
+        default_value=[50, 80, 95],
+        config=True,
+        help="Percentages of a budget at which a warning is shown, once each.",
+    )
+    budget_grace_s = Float(
+        config=True,
+        help="Seconds between a budget running out and the action (a countdown the user "
+        "sees), 0 to 86400. Default: GPUCOST_BUDGET_GRACE_S, else 120.",
+    )
+    budget_action = Unicode(
+        config=True,
+        help="What is done when a budget runs out, after saving notebooks: 'interrupt' or "
+        "'shutdown' the kernels, or 'stop-server' (asks JupyterHub, else stops itself). "
+        "Default: GPUCOST_BUDGET_ACTION, else 'shutdown'.",
+    )
+    budget_save_timeout_s = Float(
+        30.0,
+        config=True,
+        help="How long to wait for the open JupyterLab pages to save their notebooks.",
+    )
+    idle_gpu_minutes = Float(
+        0.0,
+        config=True,
+        help="Warn when the GPUs have been idle this many minutes while costing money "
+        "(no kernel busy, utilisation at most idle_gpu_utilization_pct). 0: off.",
+    )
+    idle_gpu_action = Unicode(
+        "warn",
+        config=True,
+        help="'warn' only, or 'act': after a grace period, save and take budget_action "
+        "(never while a kernel is busy).",
+    )
+    idle_gpu_utilization_pct = Float(
+        5.0, config=True, help="Utilisation at or below which a GPU counts as idle."
+    )
+    budget_state_path = Unicode(
+        "",
+        config=True,
+        help="The JSON file keeping the soft budget, fired warnings and actions taken. "
+        "Empty: <Jupyter data dir>/gpucost/budget.json.",
+    )
+
+    @default("hard_budget_usd")
+    def _default_hard_budget(self) -> float:
+        return budget_env_number("GPUCOST_BUDGET_USD", "0")
+
+    @default("hard_budget_scope")
+    def _default_hard_scope(self) -> str:
+        return budget_env_default("GPUCOST_BUDGET_SCOPE", "session")
+
+    @default("budget_grace_s")
+    def _default_grace(self) -> float:
+        return budget_env_number("GPUCOST_BUDGET_GRACE_S", "120")
+
+    @default("budget_action")
+    def _default_action(self) -> str:
+        return budget_env_default("GPUCOST_BUDGET_ACTION", "shutdown")
+
+    @validate(
+        "hard_budget_usd",
+        "hard_budget_scope",
+        "budget_thresholds_pct",
+        "budget_grace_s",
+        "budget_action",
+        "budget_save_timeout_s",
+        "idle_gpu_minutes",
+        "idle_gpu_action",
+        "idle_gpu_utilization_pct",
+    )
+    def _check_budget(self, proposal: dict[str, Any]) -> Any:
+        return validate_budget_trait(proposal["trait"].name, proposal["value"])
+
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
         return _one_of("telemetry", proposal["value"], TELEMETRY_MODES)
@@ -297,6 +388,7 @@ class GpuCost(ExtensionApp):
         # kernels inherit the server's environment: %%gpucost prices cells as the server does
         service.publish_prices(os.environ)
         self._watch_kernels(service, config.sample_interval_s)
+        self.settings["gpucost_budget"] = start_budget(self, service)
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -324,6 +416,9 @@ class GpuCost(ExtensionApp):
         watch = getattr(self, "_kernel_watch", None)
         if watch is not None:
             watch.stop()
+        budget = self.settings.get("gpucost_budget")
+        if budget is not None:
+            await budget.stop()
         service: CostService | None = self.settings.get("gpucost_service")
         if service is not None:
             await to_thread.run_sync(service.stop)

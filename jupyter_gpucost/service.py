@@ -107,6 +107,8 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
+        #: the budget controller (jupyter_gpucost.budget), set by the extension app
+        self.budget: Any = None
         started = self.meter.snapshot().started
         self.session_id = new_session_id(started)
         self.ledger_error: str | None = None
@@ -251,6 +253,7 @@ class CostService:
                     "so earlier sessions are not in today's and this month's totals.",
                 }
             )
+        payload["budget"] = self.budget.payload() if self.budget is not None else None
         return payload
 
     def ledger_state(self) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { budgetPlugin } from './budget';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { GpuCostStatus } from './view';
@@ -90,6 +91,10 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
  * Every plugin of the extension. Each feature lives in its own module and adds its
  * plugin here.
  */
-const plugins: JupyterFrontEndPlugin<unknown>[] = [statusPlugin, panelPlugin];
+const plugins: JupyterFrontEndPlugin<unknown>[] = [
+  statusPlugin,
+  panelPlugin,
+  budgetPlugin
+];
 
 export default plugins;

@@ -1,0 +1,329 @@
+"""The budget policy: a pure state machine, no clocks, threads, I/O or tornado of its own.
+
+Budgets:
+
+* **hard**: the admin's (``c.GpuCost.hard_budget_usd`` or ``GPUCOST_BUDGET_USD`` from the
+  spawner); locked: nothing the user sends can change it.
+* **soft**: the user's (settings, ``PUT /gpucost/api/budget``); it can be raised,
+  lowered or removed.
+
+Each budget counts what was spent in its scope (this session, today, this month). The
+**binding** budget is the one with the least money left. States, in order:
+
+``none`` (no budget) → ``ok`` → ``warning`` (a threshold crossed) → ``grace`` (a budget
+is spent: countdown) → ``enforcing`` (the controller saves, exports, acts) → ``acted``.
+
+Thresholds fire once each per budget and period (the *arming key*): the fired set is
+persisted by the controller, so a restart neither fires a threshold again nor skips one
+crossed while the server was down (all newly crossed thresholds fire together, as one
+event naming the highest). Raising a soft budget gives it a new key: thresholds above the
+new share are armed again, those already below it are counted as fired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Literal
+
+Kind = Literal["hard", "soft"]
+Scope = Literal["session", "day", "month"]
+SCOPES: tuple[Scope, ...] = ("session", "day", "month")
+ACTIONS = ("interrupt", "shutdown", "stop-server")
+DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 95)
+#: the most a budget may be, so a typo of many zeros is refused rather than ignored
+MAX_BUDGET_MICRO_USD = 10**6 * 10**6
+
+
+class BudgetError(ValueError):
+    """A budget value that cannot be accepted; the message says what is accepted."""
+
+
+def parse_amount(raw: object, *, what: str) -> int:
+    """Dollars (number or string) → integer micro-dollars, > 0, at most 6 decimals."""
+    if isinstance(raw, bool) or raw is None:
+        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50")
+    try:
+        value = Decimal(str(raw).strip())
+    except Exception:
+        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50") from None
+    if not value.is_finite():
+        raise BudgetError(f"{what} must be a finite number of dollars")
+    if value <= 0:
+        raise BudgetError(f"{what} must be more than 0 (remove the budget instead)")
+    micro = value * 1_000_000
+    if micro != micro.to_integral_value():
+        raise BudgetError(f"{what} has more than 6 decimals")
+    if micro > MAX_BUDGET_MICRO_USD:
+        raise BudgetError(f"{what} must be at most 1000000 dollars")
+    return int(micro)
+
+
+def parse_scope(raw: object, *, what: str) -> Scope:
+    value = str(raw).strip().lower()
+    for scope in SCOPES:
+        if value == scope:
+            return scope
+    raise BudgetError(f"{what} must be one of {', '.join(SCOPES)}, not {raw!r}")
+
+
+def parse_thresholds(raw: Iterable[object], *, what: str) -> tuple[int, ...]:
+    values = []
+    for item in raw:
+        try:
+            pct = int(str(item).strip())
+        except ValueError:
+            raise BudgetError(f"{what}: {item!r} is not a whole percentage") from None
+        if not 1 <= pct <= 99:
+            raise BudgetError(f"{what}: {pct} must be a percentage from 1 to 99")
+        values.append(pct)
+    return tuple(sorted(set(values)))
+
+
+@dataclass(frozen=True)
+class Budget:
+    kind: Kind
+    amount_micro_usd: int
+    scope: Scope = "session"
+
+    @property
+    def locked(self) -> bool:
+        return self.kind == "hard"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One budget against what was spent in its scope."""
+
+    budget: Budget
+    #: ``None``: the spend in this scope is not known (e.g. day/month without the ledger)
+    spent_micro_usd: int | None
+    period: str
+
+    @property
+    def key(self) -> str:
+        b = self.budget
+        return f"{b.kind}:{b.scope}:{self.period}:{b.amount_micro_usd}"
+
+    @property
+    def remaining_micro_usd(self) -> int | None:
+        if self.spent_micro_usd is None:
+            return None
+        return self.budget.amount_micro_usd - self.spent_micro_usd
+
+    @property
+    def share(self) -> float | None:
+        if self.spent_micro_usd is None:
+            return None
+        return self.spent_micro_usd / self.budget.amount_micro_usd
+
+    @property
+    def exceeded(self) -> bool:
+        return self.spent_micro_usd is not None and self.spent_micro_usd >= (
+            self.budget.amount_micro_usd
+        )
+
+    def runs_out_at(self, now: datetime, rate_usd_per_hour: Decimal) -> datetime | None:
+        """When it is spent at ``rate``; ``now`` if it already is; ``None`` if never."""
+        remaining = self.remaining_micro_usd
+        if remaining is None:
+            return None
+        if remaining <= 0:
+            return now
+        if rate_usd_per_hour <= 0:
+            return None
+        hours = Decimal(remaining) / Decimal(1_000_000) / rate_usd_per_hour
+        return now + timedelta(seconds=float(hours * 3600))
+
+
+# -- what the policy tells the controller ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThresholdCrossed:
+    standing: Standing
+    #: the highest threshold just crossed (the one to show)
+    threshold_pct: int
+    #: every threshold crossed at this step (several after a restart or a jump)
+    crossed_pct: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GraceStarted:
+    standing: Standing
+    ends: datetime
+    reason: str = "budget"
+
+
+@dataclass(frozen=True)
+class GraceCleared:
+    """The budget is no longer spent (a soft budget was raised or removed)."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Enforce:
+    """Grace is over: save, export, act. The controller calls ``acted()`` when done."""
+
+    standing: Standing | None
+    reason: str
+
+
+PolicyEvent = ThresholdCrossed | GraceStarted | GraceCleared | Enforce
+
+State = Literal["none", "ok", "warning", "grace", "enforcing", "acted"]
+
+
+@dataclass
+class BudgetPolicy:
+    hard: Budget | None = None
+    soft: Budget | None = None
+    thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
+    grace_s: float = 120.0
+    #: arming key → thresholds already fired (persisted by the controller)
+    fired: dict[str, set[int]] = field(default_factory=dict)
+    state: State = "none"
+    grace_started: datetime | None = None
+    grace_ends: datetime | None = None
+    grace_standing: Standing | None = None
+    grace_reason: str = "budget"
+    #: the arming key the last enforcement was for: it is not enforced twice
+    acted_key: str | None = None
+
+    def budgets(self) -> tuple[Budget, ...]:
+        return tuple(b for b in (self.hard, self.soft) if b is not None)
+
+    # -- changes from the user ----------------------------------------------------
+
+    def set_soft(
+        self, budget: Budget | None, *, spent_micro_usd: int | None = None, period: str = ""
+    ) -> None:
+        """Set, change or remove the soft budget (never the hard one).
+
+        Thresholds the new budget's share has already passed (``spent_micro_usd`` in its
+        scope now) count as fired: the user chose it knowing the spend; the ones above
+        are armed.
+        """
+        if budget is not None and budget.kind != "soft":
+            raise BudgetError("only the soft budget can be changed")
+        self.soft = budget
+        if budget is None or spent_micro_usd is None:
+            return
+        new = Standing(budget, spent_micro_usd, period)
+        share_pct = 100 * spent_micro_usd / budget.amount_micro_usd
+        self.fired.setdefault(new.key, set()).update(
+            t for t in self.thresholds_pct if t <= share_pct
+        )
+
+    def stop_now(self, now: datetime) -> bool:
+        """The user's "Save and stop now": end the grace period at once."""
+        if self.state != "grace":
+            return False
+        self.grace_ends = now
+        return True
+
+    def acted(self) -> None:
+        self.state = "acted"
+
+    # -- one step ---------------------------------------------------------------------
+
+    def evaluate(
+        self,
+        now: datetime,
+        standings: Iterable[Standing],
+        *,
+        idle_for_s: float | None = None,
+        idle_limit_s: float | None = None,
+        kernels_running: bool = False,
+    ) -> list[PolicyEvent]:
+        """Advance the machine with what was spent now; return what happened.
+
+        After an action, a spent *hard* budget is enforced again when kernels run (the
+        user started new ones): a new countdown, save and action. A spent soft budget is
+        not: the user chose to go on.
+        """
+        standings = tuple(standings)
+        events: list[PolicyEvent] = []
+        for standing in standings:
+            events.extend(self._thresholds(standing))
+        exceeded = [s for s in standings if s.exceeded]
+        binding = min(exceeded, key=_hard_first) if exceeded else None
+        idle = idle_limit_s is not None and idle_for_s is not None and idle_for_s >= idle_limit_s
+
+        if self.state in ("enforcing",):
+            return events
+        if self.state == "acted":
+            if binding is None and not idle:
+                self.state = "ok"
+                self.acted_key = None
+            elif binding is not None and binding.key != self.acted_key:
+                # a new period or budget that is spent again: start over
+                self.state = "ok"
+            elif kernels_running and any(s.exceeded and s.budget.kind == "hard" for s in standings):
+                self.state = "ok"
+            else:
+                return events
+        if self.state == "grace":
+            still = binding is not None or (self.grace_reason == "idle" and idle)
+            if not still:
+                self._clear_grace()
+                events.append(GraceCleared("the budget is no longer spent"))
+            elif self.grace_ends is not None and now >= self.grace_ends:
+                self.state = "enforcing"
+                self.acted_key = self.grace_standing.key if self.grace_standing else None
+                events.append(Enforce(self.grace_standing, self.grace_reason))
+                return events
+            else:
+                if binding is not None:
+                    self.grace_standing = binding
+                return events
+        if binding is not None:
+            events.append(self._start_grace(now, binding, "budget"))
+        elif idle:
+            events.append(self._start_grace(now, None, "idle"))
+        elif not standings:
+            self.state = "none"
+        elif any(self.fired.get(s.key) for s in standings):
+            self.state = "warning"
+        else:
+            self.state = "ok"
+        return events
+
+    def _start_grace(self, now: datetime, standing: Standing | None, reason: str) -> GraceStarted:
+        self.state = "grace"
+        self.grace_started = now
+        self.grace_ends = now + timedelta(seconds=self.grace_s)
+        self.grace_standing = standing
+        self.grace_reason = reason
+        return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
+
+    def _clear_grace(self) -> None:
+        self.state = "ok"
+        self.grace_started = self.grace_ends = None
+        self.grace_standing = None
+        self.grace_reason = "budget"
+
+    def _thresholds(self, standing: Standing) -> list[PolicyEvent]:
+        share = standing.share
+        if share is None:
+            return []
+        fired = self.fired.setdefault(standing.key, set())
+        crossed = tuple(t for t in self.thresholds_pct if t not in fired and 100 * share >= t)
+        if not crossed:
+            return []
+        fired.update(crossed)
+        return [ThresholdCrossed(standing, max(crossed), crossed)]
+
+    def snapshot_fired(self) -> dict[str, list[int]]:
+        return {k: sorted(v) for k, v in self.fired.items() if v}
+
+    def restore_fired(self, fired: Mapping[str, Iterable[int]]) -> None:
+        self.fired = {str(k): {int(t) for t in v} for k, v in fired.items()}
+
+
+def _hard_first(standing: Standing) -> tuple[int, int]:
+    remaining = standing.remaining_micro_usd or 0
+    return (remaining, 0 if standing.budget.kind == "hard" else 1)

@@ -1,0 +1,180 @@
+"""Turn the ``GpuCost`` budget traits into a running ``BudgetController``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import TraitError
+
+from .actions import HubTarget
+from .controller import BudgetConfig, BudgetController, ServiceSpend
+from .policy import ACTIONS, Budget, BudgetError, parse_amount, parse_scope, parse_thresholds
+
+IDLE_ACTIONS = ("warn", "act")
+
+
+def budget_env_default(name: str, fallback: str) -> str:
+    """The environment's value for a budget setting (a JupyterHub spawner sets these)."""
+    value = os.environ.get(name, "").strip()
+    return value or fallback
+
+
+def budget_env_number(name: str, fallback: str) -> float:
+    """A number from the environment; NaN when it is not one (reported at start-up by
+    ``check_environment``: a trait default must not raise)."""
+    try:
+        return float(budget_env_default(name, fallback))
+    except ValueError:
+        return float("nan")
+
+
+#: environment variable → the trait it gives a default to
+ENVIRONMENT = {
+    "GPUCOST_BUDGET_USD": "hard_budget_usd",
+    "GPUCOST_BUDGET_SCOPE": "hard_budget_scope",
+    "GPUCOST_BUDGET_GRACE_S": "budget_grace_s",
+    "GPUCOST_BUDGET_ACTION": "budget_action",
+}
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Refuse a budget setting from the environment that is not valid (names it)."""
+    environ = dict(os.environ if environ is None else environ)
+    for variable, trait in ENVIRONMENT.items():
+        raw = environ.get(variable, "").strip()
+        if not raw:
+            continue
+        try:
+            validate_budget_trait(trait, raw)
+        except TraitError as e:
+            raise TraitError(f"{variable}={raw!r} is not valid ({e})") from None
+
+
+def _number(setting: str, value: object, low: float, high: float) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not low <= number <= high:
+        raise TraitError(
+            f"c.GpuCost.{setting} = {value!r} is not valid: use a number from {low:g} to {high:g}."
+        )
+    return number
+
+
+def validate_budget_trait(name: str, value: Any) -> Any:
+    """Check one budget trait; the message names the setting and what it accepts."""
+    try:
+        if name == "hard_budget_usd":
+            if float(str(value)) == 0:
+                return 0.0
+            parse_amount(value, what=f"c.GpuCost.hard_budget_usd = {value!r}")
+            return float(value)
+        if name == "hard_budget_scope":
+            return parse_scope(value, what=f"c.GpuCost.hard_budget_scope = {value!r}")
+        if name == "budget_thresholds_pct":
+            return list(parse_thresholds(value, what="c.GpuCost.budget_thresholds_pct"))
+    except BudgetError as e:
+        raise TraitError(f"{e}.") from None
+    except (TypeError, ValueError):
+        raise TraitError(
+            f"c.GpuCost.{name} = {value!r} is not valid: use a number of dollars (0 for none)."
+        ) from None
+    if name == "budget_action":
+        action = str(value).strip().lower()
+        if action not in ACTIONS:
+            raise TraitError(
+                f"c.GpuCost.budget_action = {value!r} is not valid: use one of "
+                f"{', '.join(ACTIONS)}."
+            )
+        return action
+    if name == "idle_gpu_action":
+        action = str(value).strip().lower()
+        if action not in IDLE_ACTIONS:
+            raise TraitError(
+                f"c.GpuCost.idle_gpu_action = {value!r} is not valid: use one of "
+                f"{', '.join(IDLE_ACTIONS)}."
+            )
+        return action
+    if name == "budget_grace_s":
+        return _number(name, value, 0, 86_400)
+    if name == "budget_save_timeout_s":
+        return _number(name, value, 0, 600)
+    if name == "idle_gpu_minutes":
+        return _number(name, value, 0, 10_080)
+    if name == "idle_gpu_utilization_pct":
+        return _number(name, value, 0, 100)
+    return value
+
+
+def budget_config(app: Any, spend: ServiceSpend) -> BudgetConfig:
+    """The validated budget configuration of the extension app (raises TraitError)."""
+    check_environment()
+
+    def get(name: str) -> Any:
+        # trait defaults (from the environment) are not validated by traitlets
+        return validate_budget_trait(name, getattr(app, name))
+
+    amount = float(get("hard_budget_usd"))
+    hard = None
+    if amount > 0:
+        scope = get("hard_budget_scope")
+        if not spend.supports(scope):
+            raise TraitError(
+                f"c.GpuCost.hard_budget_scope = {scope!r} needs the ledger (today/month "
+                "totals), which this server does not have: use 'session'."
+            )
+        hard = Budget("hard", parse_amount(repr(amount), what="hard_budget_usd"), scope)
+    path = app.budget_state_path or str(Path(jupyter_data_dir()) / "gpucost" / "budget.json")
+    return BudgetConfig(
+        hard=hard,
+        thresholds_pct=tuple(get("budget_thresholds_pct")),
+        grace_s=float(get("budget_grace_s")),
+        action=get("budget_action"),
+        save_timeout_s=float(get("budget_save_timeout_s")),
+        idle_minutes=float(get("idle_gpu_minutes")),
+        idle_action=get("idle_gpu_action"),
+        idle_utilization_pct=float(get("idle_gpu_utilization_pct")),
+        state_path=Path(path),
+        hub=HubTarget.from_environ(os.environ),
+        currency_symbol=app.currency_symbol,
+    )
+
+
+def start_budget(app: Any, service: Any) -> BudgetController:
+    spend = ServiceSpend(service)
+    try:
+        config = budget_config(app, spend)
+    except (TraitError, BudgetError) as e:
+        app._refuse_to_start(str(e))
+        raise
+    serverapp = app.serverapp
+
+    def utilization() -> list[float | None]:
+        gpus = service.sampler.latest.snapshot.gpus
+        return [g.reading.utilization_pct if g.reading else None for g in gpus]
+
+    controller = BudgetController(
+        config,
+        spend,
+        kernel_manager=getattr(serverapp, "kernel_manager", None),
+        event_logger=getattr(serverapp, "event_logger", None),
+        stop_server=serverapp.stop if serverapp is not None else None,
+        gpu_utilization=utilization,
+        log=app.log,
+    )
+    controller.start()
+    service.budget = controller
+    if config.hard is not None:
+        app.log.info(
+            "jupyter-gpucost: hard %s budget $%s, action %s after %gs%s",
+            config.hard.scope,
+            config.hard.amount_micro_usd / 1_000_000,
+            config.action,
+            config.grace_s,
+            " (JupyterHub)" if config.hub else "",
+        )
+    return controller

@@ -1,0 +1,88 @@
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { IBudgetStatus } from './tokens';
+
+/**
+ * The budget route, relative to the server's base URL.
+ */
+export const BUDGET_ROUTE = 'gpucost/api/budget';
+
+/**
+ * Call a budget route; resolves with the JSON body, rejects with the server's
+ * message.
+ */
+export async function budgetRequest<T>(
+  settings: ServerConnection.ISettings,
+  path: string,
+  init: RequestInit = {}
+): Promise<T> {
+  const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE, path);
+  const response = await ServerConnection.makeRequest(url, init, settings);
+  let body: unknown = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const message =
+      body && typeof body === 'object' && 'message' in body
+        ? String((body as { message: unknown }).message)
+        : response.statusText;
+    throw new Error(message || `HTTP ${response.status}`);
+  }
+  return body as T;
+}
+
+/**
+ * The budget now; `client` identifies this page (it is then asked to save).
+ */
+export function getBudget(
+  settings: ServerConnection.ISettings,
+  client: string
+): Promise<IBudgetStatus> {
+  return budgetRequest<IBudgetStatus>(
+    settings,
+    `?client=${encodeURIComponent(client)}`
+  );
+}
+
+/**
+ * Set (or with `null` remove) the user's soft budget.
+ */
+export function setSoftBudget(
+  settings: ServerConnection.ISettings,
+  amountUsd: number | null,
+  scope: string
+): Promise<IBudgetStatus> {
+  return budgetRequest<IBudgetStatus>(settings, '', {
+    method: 'PUT',
+    body: JSON.stringify({ amount_usd: amountUsd, scope })
+  });
+}
+
+/**
+ * "Save and stop now": end the countdown.
+ */
+export function stopNow(settings: ServerConnection.ISettings): Promise<void> {
+  return budgetRequest<void>(settings, 'stop-now', { method: 'POST' });
+}
+
+/**
+ * Tell the server which notebooks this page saved for a save request.
+ */
+export function acknowledgeSave(
+  settings: ServerConnection.ISettings,
+  body: {
+    request_id: string;
+    client: string;
+    saved: string[];
+    failed: string[];
+  }
+): Promise<void> {
+  return budgetRequest<void>(settings, 'saved', {
+    method: 'POST',
+    body: JSON.stringify(body)
+  });
+}

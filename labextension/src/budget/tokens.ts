@@ -1,0 +1,91 @@
+/**
+ * Types of the budget API (`/gpucost/api/budget`, see docs/api.md) and of the
+ * budget events pushed on the server's event bus.
+ */
+
+/**
+ * The `$id` of the budget events' schema.
+ */
+export const BUDGET_EVENT_SCHEMA =
+  'https://events.jupyter-gpucost.org/budget/v1';
+
+/**
+ * The budget policy's state.
+ */
+export type BudgetState =
+  'none' | 'ok' | 'warning' | 'grace' | 'enforcing' | 'acted';
+
+/**
+ * One budget against what was spent in its scope.
+ */
+export interface IBudgetStanding {
+  kind: 'hard' | 'soft';
+  /** The admin's budget is locked. */
+  locked: boolean;
+  scope: 'session' | 'day' | 'month';
+  amount_usd: number;
+  spent_usd: number | null;
+  remaining_usd: number | null;
+  /** Spent / amount (1 = all spent), `null` when not known. */
+  share: number | null;
+  /** When it runs out at the current rate (ISO-8601 UTC), `null` if never. */
+  runs_out_at: string | null;
+  fired_pct: number[];
+}
+
+/**
+ * The countdown between a budget running out and the action.
+ */
+export interface IBudgetGrace {
+  started: string;
+  ends: string;
+  remaining_s: number;
+  reason: 'budget' | 'idle' | 'user';
+  /** Whether the binding budget is the user's, so it can be raised. */
+  can_raise: boolean;
+}
+
+/**
+ * What was done at a budget.
+ */
+export interface IBudgetAction {
+  at: string;
+  action: string;
+  reason: string;
+  result?: string;
+  message?: string;
+  notebooks_saved: number;
+  [key: string]: unknown;
+}
+
+/**
+ * The body of `GET /gpucost/api/budget` (and `budget` in the status).
+ */
+export interface IBudgetStatus {
+  state: BudgetState;
+  hard: IBudgetStanding | null;
+  soft: IBudgetStanding | null;
+  binding: 'hard' | 'soft' | null;
+  runs_out_at: string | null;
+  thresholds_pct: number[];
+  grace_s: number;
+  grace: IBudgetGrace | null;
+  action: string;
+  save_request: { id: string } | null;
+  scopes: string[];
+  last_action: IBudgetAction | null;
+}
+
+/**
+ * A budget event (its `kind` says which).
+ */
+export interface IBudgetEvent {
+  kind: 'threshold' | 'grace' | 'cleared' | 'save-request' | 'action' | 'idle';
+  message: string;
+  threshold_pct?: number;
+  budget_kind?: 'hard' | 'soft';
+  grace_ends?: string;
+  request_id?: string;
+  runs_out_at?: string;
+  reason?: string;
+}
