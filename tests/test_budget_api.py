@@ -54,6 +54,45 @@ def state_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "budget.json"
 
 
+class TestWithoutLedger:
+    @pytest.fixture
+    def gpucost_config(self, state_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "budget_state_path": str(state_path),
+            "ledger_url": "none",
+        }
+
+    async def test_day_and_month_budgets_need_the_ledger(self, jp_fetch: Any) -> None:
+        assert (await budget(jp_fetch))["scopes"] == ["session"]
+        for scope in ("day", "month"):
+            body = {"amount_usd": 5, "scope": scope}
+            assert "needs the ledger" in await refused(put(jp_fetch, body), 400)
+        assert (await budget(jp_fetch))["soft"] is None
+
+
+class TestDayBudgetWithTheLedger:
+    @pytest.fixture
+    def gpucost_config(self, state_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "minimum_charge_s": 0,
+            "budget_state_path": str(state_path),
+        }
+
+    async def test_a_day_budget_counts_todays_spend(self, jp_fetch: Any) -> None:
+        await asyncio.sleep(1.5)
+        body = await put(jp_fetch, {"amount_usd": 10, "scope": "day"})
+        soft = body["soft"]
+        assert soft["scope"] == "day"
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        # a fresh ledger: today's spend is this session's
+        assert soft["spent_usd"] == pytest.approx(status["today_usd"], abs=0.001)
+        assert soft["spent_usd"] > 0
+
+
 class TestSoftBudget:
     @pytest.fixture
     def gpucost_config(self, state_path: Path) -> dict[str, object]:
@@ -70,7 +109,8 @@ class TestSoftBudget:
         assert body["soft"] is None
         assert body["thresholds_pct"] == [50, 80, 95]
         assert body["action"] == "shutdown"
-        assert body["scopes"] == ["session"]
+        # the ledger is there (in the test data dir): day and month budgets can be set too
+        assert body["scopes"] == ["session", "day", "month"]
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert status["budget"]["state"] == "none"
 
@@ -103,7 +143,6 @@ class TestSoftBudget:
             ({"amount_usd": 0}, "must be more than 0"),
             ({"amount_usd": 1.0000001}, "more than 6 decimals"),
             ({"amount_usd": 5, "scope": "week"}, "scope must be one of session, day, month"),
-            ({"amount_usd": 5, "scope": "day"}, "needs the ledger"),
             ({"amount_usd": 5, "colour": "red"}, "unknown field(s) colour"),
             ({"scope": "session"}, "amount_usd is required"),
             ([5], "must be a JSON object"),

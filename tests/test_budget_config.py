@@ -37,7 +37,11 @@ from test_config import start_server
             "c.GpuCost.budget_grace_s = -1.0 is not valid: use a number from 0 to 86400",
         ),
         (
-            ["--GpuCost.hard_budget_usd=5", "--GpuCost.hard_budget_scope=day"],
+            [
+                "--GpuCost.hard_budget_usd=5",
+                "--GpuCost.hard_budget_scope=day",
+                "--GpuCost.ledger_url=none",
+            ],
             {},
             "c.GpuCost.hard_budget_scope = 'day' needs the ledger",
         ),
@@ -54,7 +58,7 @@ from test_config import start_server
             "not valid: use one of interrupt, shutdown, stop-server",
         ),
         (
-            [],
+            ["--GpuCost.ledger_url=none"],
             {"GPUCOST_BUDGET_USD": "5", "GPUCOST_BUDGET_SCOPE": "Month"},
             "c.GpuCost.hard_budget_scope = 'month' needs the ledger",
         ),
