@@ -26,13 +26,13 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
     super();
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
-    this._intervalS = Private.clampInterval(
+    this._intervalS = clampInterval(
       options.intervalSeconds ?? DEFAULT_INTERVAL_S
     );
     this._poll = new Poll<IGpuCostStatus>({
       auto: options.autoStart ?? true,
       factory: () => this.fetch(),
-      frequency: Private.frequency(this._intervalS),
+      frequency: pollFrequency(this._intervalS),
       name: 'jupyter-gpucost:status',
       standby: options.standby ?? 'when-hidden'
     });
@@ -87,12 +87,12 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
     return this._intervalS;
   }
   set intervalSeconds(value: number) {
-    const interval = Private.clampInterval(value);
+    const interval = clampInterval(value);
     if (interval === this._intervalS || this.isDisposed) {
       return;
     }
     this._intervalS = interval;
-    this._poll.frequency = Private.frequency(interval);
+    this._poll.frequency = pollFrequency(interval);
     // Reschedule now: the pending tick still runs on the old interval.
     void this._poll.refresh();
   }
@@ -184,29 +184,24 @@ export namespace GpuCostModel {
 }
 
 /**
- * Module-private helpers.
+ * A valid poll interval in seconds (non-finite: the default).
  */
-namespace Private {
-  /**
-   * A valid interval in seconds.
-   */
-  export function clampInterval(seconds: number): number {
-    if (!Number.isFinite(seconds)) {
-      return DEFAULT_INTERVAL_S;
-    }
-    return Math.min(MAX_INTERVAL_S, Math.max(MIN_INTERVAL_S, seconds));
+export function clampInterval(seconds: number): number {
+  if (!Number.isFinite(seconds)) {
+    return DEFAULT_INTERVAL_S;
   }
+  return Math.min(MAX_INTERVAL_S, Math.max(MIN_INTERVAL_S, seconds));
+}
 
-  /**
-   * Poll every `seconds`; after failures, back off up to ten intervals (at
-   * least a minute).
-   */
-  export function frequency(seconds: number): IPoll.Frequency {
-    const interval = Math.round(seconds * 1000);
-    return {
-      backoff: true,
-      interval,
-      max: Math.max(10 * interval, 60 * 1000)
-    };
-  }
+/**
+ * Poll every `seconds`; after failures, back off up to ten intervals (at
+ * least a minute).
+ */
+export function pollFrequency(seconds: number): IPoll.Frequency {
+  const interval = Math.round(seconds * 1000);
+  return {
+    backoff: true,
+    interval,
+    max: Math.max(10 * interval, 60 * 1000)
+  };
 }

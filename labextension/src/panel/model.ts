@@ -2,7 +2,7 @@ import { VDomModel } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 import { Poll } from '@lumino/polling';
 
-import { DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S } from '../model';
+import { clampInterval, DEFAULT_INTERVAL_S, pollFrequency } from '../model';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
 import {
   HistoryWindow,
@@ -39,15 +39,13 @@ export class CostPanelModel extends VDomModel {
     super();
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
-    this._intervalS = clamp(options.intervalSeconds ?? DEFAULT_INTERVAL_S);
+    this._intervalS = clampInterval(
+      options.intervalSeconds ?? DEFAULT_INTERVAL_S
+    );
     this._poll = new Poll({
       auto: options.autoStart ?? true,
       factory: () => this.fetch(),
-      frequency: {
-        backoff: true,
-        interval: this._intervalS * 1000,
-        max: Math.max(10 * this._intervalS * 1000, 60 * 1000)
-      },
+      frequency: pollFrequency(this._intervalS),
       name: 'jupyter-gpucost:panel',
       standby: () => (this._active ? 'when-hidden' : true)
     });
@@ -105,16 +103,12 @@ export class CostPanelModel extends VDomModel {
     return this._intervalS;
   }
   set intervalSeconds(value: number) {
-    const interval = clamp(value);
+    const interval = clampInterval(value);
     if (interval === this._intervalS || this.isDisposed) {
       return;
     }
     this._intervalS = interval;
-    this._poll.frequency = {
-      backoff: true,
-      interval: interval * 1000,
-      max: Math.max(10 * interval * 1000, 60 * 1000)
-    };
+    this._poll.frequency = pollFrequency(interval);
     void this._poll.refresh();
   }
 
@@ -200,13 +194,6 @@ interface IOutcome<T> {
 
 function empty<T>(): IPart<T> {
   return { value: null, missing: false, error: null };
-}
-
-function clamp(seconds: number): number {
-  if (!Number.isFinite(seconds)) {
-    return DEFAULT_INTERVAL_S;
-  }
-  return Math.min(MAX_INTERVAL_S, Math.max(MIN_INTERVAL_S, seconds));
 }
 
 async function settle<T>(request: Promise<T>): Promise<IOutcome<T>> {
