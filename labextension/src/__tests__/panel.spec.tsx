@@ -115,13 +115,25 @@ function makeHistory(): IHistoryAnswer {
 }
 
 /** Server settings whose fetch answers per route. */
+const requests: { url: string; method: string; body: string | null }[] = [];
+
 function routeServer(routes: { [route: string]: FakeAnswer }): {
   settings: ServerConnection.ISettings;
   urls: string[];
 } {
   const urls: string[] = [];
-  const fetch = async (input: RequestInfo): Promise<Response> => {
+  const fetch = async (
+    input: RequestInfo,
+    init?: RequestInit
+  ): Promise<Response> => {
     const url = typeof input === 'string' ? input : input.url;
+    const method =
+      init?.method ?? (typeof input === 'string' ? 'GET' : input.method);
+    const sent =
+      typeof input === 'string'
+        ? ((init?.body as string | undefined) ?? null)
+        : await input.clone().text();
+    requests.push({ url, method, body: sent });
     urls.push(url);
     const route = Object.keys(routes).find(r =>
       url.includes(`/gpucost/api/${r}`)
@@ -162,6 +174,8 @@ async function renderPanel(routes: { [route: string]: FakeAnswer }): Promise<{
   await model.fetch().catch(() => undefined);
   MessageLoop.sendMessage(panel, Widget.Msg.UpdateRequest);
   await panel.renderPromise;
+  // let React commit what it rendered (the budget section keeps state)
+  await new Promise(resolve => setTimeout(resolve, 0));
   return { node: panel.node, model, urls: server.urls };
 }
 
@@ -349,5 +363,75 @@ describe('CostPanel', () => {
     await model.fetch();
     expect(urls.some(u => u.includes('history?window=24h'))).toBe(true);
     model.dispose();
+  });
+});
+
+describe('CostPanel budget', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    requests.length = 0;
+  });
+
+  it("shows the locked and the user's budgets and sets one", async () => {
+    const line = {
+      locked: false,
+      scope: 'session',
+      amount_usd: 5,
+      spent_usd: 2.830123,
+      remaining_usd: 2.169877,
+      share: 0.566,
+      runs_out_at: '2026-11-22T10:00:00Z'
+    };
+    const status = makePanelStatus({
+      budget: {
+        state: 'warning',
+        hard: {
+          ...line,
+          kind: 'hard',
+          locked: true,
+          amount_usd: 20,
+          share: 0.1415
+        },
+        soft: { ...line, kind: 'soft' },
+        scopes: ['session', 'day', 'month'],
+        last_action: {
+          message: 'stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved'
+        }
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      budget: { status: 200, body: {} },
+      kernels: { status: 404 },
+      history: { status: 404 }
+    });
+    const hard = node.querySelector('[data-budget="hard"]')!.textContent!;
+    expect(hard).toContain('Admin’s budget (locked)');
+    expect(hard).toContain('$2.83 of $20.00 per session spent (14%)');
+    expect(node.querySelector('[data-budget="soft"]')!.textContent).toContain(
+      '$2.83 of $5.00 per session spent (57%)'
+    );
+    expect(
+      node.querySelector('[data-field="last-action"]')!.textContent
+    ).toContain('2 notebooks saved');
+    const input = node.querySelector(
+      '.jp-gpucost-budget-form input'
+    ) as HTMLInputElement;
+    const setter = Object.getOwnPropertyDescriptor(
+      HTMLInputElement.prototype,
+      'value'
+    )!.set!;
+    setter.call(input, '7.5');
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    (
+      node.querySelector('.jp-gpucost-budget-form') as HTMLFormElement
+    ).requestSubmit();
+    await new Promise(resolve => setTimeout(resolve, 50));
+    const put = requests.find(r => r.method === 'PUT');
+    expect(put?.url).toContain('/gpucost/api/budget');
+    expect(JSON.parse(put!.body!)).toEqual({
+      amount_usd: 7.5,
+      scope: 'session'
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { VDomModel } from '@jupyterlab/apputils';
+import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { Poll } from '@lumino/polling';
 
@@ -18,6 +19,7 @@ import {
 export const KERNELS_ROUTE = 'gpucost/api/kernels';
 export const HISTORY_ROUTE = 'gpucost/api/history';
 export const CELLS_ROUTE = 'gpucost/api/cells';
+export const BUDGET_ROUTE = 'gpucost/api/budget';
 
 /**
  * How one part of the panel stands: its last answer and how the last request
@@ -143,6 +145,43 @@ export class CostPanelModel extends VDomModel {
     if (status.error !== null) {
       throw new Error(status.error);
     }
+  }
+
+  /**
+   * Set (a number) or remove (`null`) the user's soft budget; resolves to the
+   * server's message when it refuses, else `null`.
+   */
+  async setSoftBudget(
+    amountUsd: number | null,
+    scope: string
+  ): Promise<string | null> {
+    const settings = this._serverSettings;
+    const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE);
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(
+        url,
+        {
+          method: 'PUT',
+          body: JSON.stringify({ amount_usd: amountUsd, scope })
+        },
+        settings
+      );
+    } catch (reason) {
+      return reason instanceof Error ? reason.message : String(reason);
+    }
+    if (!response.ok) {
+      let message = `HTTP ${response.status}`;
+      try {
+        const body = (await response.json()) as { message?: string };
+        message = body.message ?? message;
+      } catch {
+        // keep the status line
+      }
+      return message;
+    }
+    await this.refresh();
+    return null;
   }
 
   /**

@@ -31,6 +31,31 @@ export interface IAttribution {
 }
 
 /**
+ * One budget against what was spent in its scope (see docs/api.md).
+ */
+export interface IBudgetLine {
+  kind: 'hard' | 'soft';
+  locked: boolean;
+  scope: string;
+  amount_usd: number;
+  spent_usd: number | null;
+  remaining_usd: number | null;
+  share: number | null;
+  runs_out_at: string | null;
+}
+
+/**
+ * The budget object of the status.
+ */
+export interface IPanelBudget {
+  state: string;
+  hard: IBudgetLine | null;
+  soft: IBudgetLine | null;
+  scopes: string[];
+  last_action: { message?: string } | null;
+}
+
+/**
  * The status, with what the ledger and attribution add.
  */
 export interface IPanelStatus extends IGpuCostStatus {
@@ -44,6 +69,7 @@ export interface IPanelStatus extends IGpuCostStatus {
   /** Why there is no right-sizing advice, when there is a reason to tell. */
   rightsizing_note?: string | null;
   attribution?: IAttribution | null;
+  budget?: IPanelBudget | null;
 }
 
 /**

@@ -18,7 +18,12 @@ import {
   rightsizingText
 } from './format';
 import { CostPanelModel } from './model';
-import { HISTORY_WINDOWS, HistoryWindow, IPanelStatus } from './types';
+import {
+  HISTORY_WINDOWS,
+  HistoryWindow,
+  IBudgetLine,
+  IPanelStatus
+} from './types';
 
 /**
  * The DOM id of the panel.
@@ -109,6 +114,7 @@ namespace Private {
         )}
         <Source status={s} trans={trans} />
         <Totals status={s} symbol={symbol} trans={trans} />
+        <Budget model={model} status={s} symbol={symbol} trans={trans} />
         <History {...props} symbol={symbol} />
         <Kernels model={model} symbol={symbol} trans={trans} />
         <Waste status={s} symbol={symbol} trans={trans} />
@@ -210,6 +216,127 @@ namespace Private {
           trans.__('Rate now'),
           status.rate_usd_per_hour,
           trans.__('Per hour, for the GPUs this server holds')
+        )}
+      </section>
+    );
+  }
+
+  function BudgetLine(props: {
+    line: IBudgetLine;
+    symbol: string;
+    trans: TranslationBundle;
+  }): React.ReactElement {
+    const { line, symbol, trans } = props;
+    const who =
+      line.kind === 'hard'
+        ? trans.__('Admin’s budget (locked)')
+        : trans.__('Your budget');
+    return (
+      <li data-budget={line.kind}>
+        <strong>{who}</strong>
+        {': '}
+        {trans.__(
+          '%1 of %2 per %3 spent (%4%)',
+          line.spent_usd === null ? '—' : formatMoney(line.spent_usd, symbol),
+          formatMoney(line.amount_usd, symbol),
+          line.scope,
+          line.share === null ? '—' : Math.round(line.share * 100)
+        )}
+        {line.runs_out_at &&
+          ' · ' +
+            trans.__(
+              'runs out at %1 at the current rate',
+              new Date(line.runs_out_at).toLocaleString()
+            )}
+      </li>
+    );
+  }
+
+  function Budget(props: {
+    model: CostPanelModel;
+    status: IPanelStatus;
+    symbol: string;
+    trans: TranslationBundle;
+  }): React.ReactElement | null {
+    const { model, status, symbol, trans } = props;
+    const budget = status.budget;
+    const [amount, setAmount] = React.useState('');
+    const [scope, setScope] = React.useState('session');
+    const [error, setError] = React.useState<string | null>(null);
+    if (!budget) {
+      return null;
+    }
+    const submit = (value: number | null): void => {
+      void model.setSoftBudget(value, scope).then(setError);
+    };
+    return (
+      <section className="jp-gpucost-panel-budget" data-state={budget.state}>
+        <h3>{trans.__('Budget')}</h3>
+        <ul>
+          {budget.hard && (
+            <BudgetLine line={budget.hard} symbol={symbol} trans={trans} />
+          )}
+          {budget.soft && (
+            <BudgetLine line={budget.soft} symbol={symbol} trans={trans} />
+          )}
+          {!budget.hard && !budget.soft && (
+            <li>{trans.__('No budget set.')}</li>
+          )}
+        </ul>
+        {budget.last_action?.message && (
+          <p data-field="last-action">
+            {trans.__('Last action: %1', budget.last_action.message)}
+          </p>
+        )}
+        <form
+          className="jp-gpucost-budget-form"
+          onSubmit={event => {
+            event.preventDefault();
+            const value = Number(amount);
+            if (!amount.trim() || !Number.isFinite(value)) {
+              setError(trans.__('Enter an amount in dollars, e.g. 5'));
+              return;
+            }
+            submit(value);
+          }}
+        >
+          <label>
+            {trans.__('Your budget ($)')}{' '}
+            <input
+              className="jp-mod-styled"
+              inputMode="decimal"
+              value={amount}
+              onChange={event => setAmount(event.target.value)}
+            />
+          </label>{' '}
+          <select
+            className="jp-mod-styled"
+            value={scope}
+            onChange={event => setScope(event.target.value)}
+          >
+            {budget.scopes.map(s => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>{' '}
+          <button className="jp-mod-styled jp-mod-accept" type="submit">
+            {trans.__('Set')}
+          </button>
+          {budget.soft && (
+            <button
+              className="jp-mod-styled"
+              type="button"
+              onClick={() => submit(null)}
+            >
+              {trans.__('Remove')}
+            </button>
+          )}
+        </form>
+        {error && (
+          <p className="jp-gpucost-panel-note" data-state="error">
+            {error}
+          </p>
         )}
       </section>
     );
