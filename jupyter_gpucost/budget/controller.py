@@ -196,7 +196,7 @@ class BudgetController:
         self.actions: list[dict[str, Any]] = []
         self.clients: dict[str, float] = {}
         self.save_request: SaveRequest | None = None
-        #: checkpoint export before the action (issue 6): ``async () -> str | None``
+        #: checkpoint export before the action: ``async () -> str | None``
         self.export_hook: Callable[[], Awaitable[str | None]] | None = None
         self.recent_events: list[dict[str, Any]] = []
         self._idle_since: float | None = None
