@@ -17,7 +17,7 @@ from anyio import to_thread
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import PeriodicCallback
-from traitlets import Dict, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
 from .budget.setup import (
     budget_env_default,
@@ -25,6 +25,8 @@ from .budget.setup import (
     start_budget,
     validate_budget_trait,
 )
+from .export.setup import budget_export_hook, start_exports
+from .export.targets import TargetError, normalise_url
 from .handlers import handlers
 from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from .service import TELEMETRY_MODES, CostConfig, CostService
@@ -258,6 +260,94 @@ class GpuCost(ExtensionApp):
     def _check_budget(self, proposal: dict[str, Any]) -> Any:
         return validate_budget_trait(proposal["trait"].name, proposal["value"])
 
+    # -- checkpoint export (docs/export.md) ---------------------------------------------
+    export_targets = Dict(
+        config=True,
+        help="Where checkpoints can be exported: name -> URL, or name -> {'url': ..., "
+        "'options': {...}, 'label': ...} with fsspec/s3fs-style storage options (e.g. "
+        "{'s3': {'url': 's3://bucket/checkpoints', 'options': {'endpoint_url': "
+        "'https://minio.example:9000'}}}). Credentials in options stay on the server. A "
+        "'local' target (export_folder) is always there unless a target of that name is set.",
+    )
+    export_default_target = Unicode(
+        "",
+        config=True,
+        help="The target used when none is chosen. Empty: the one configured target, else 'local'.",
+    )
+    export_folder = Unicode(
+        "",
+        config=True,
+        help="The folder of the 'local' target. Empty: <Jupyter data dir>/gpucost/exports.",
+    )
+    export_allow_urls = Bool(
+        False,
+        config=True,
+        help="Let users export to any s3://, gs:// or file:// URL, not only configured targets.",
+    )
+    export_allow_hidden = Bool(
+        False, config=True, help="Let users export hidden files and folders (names with '.')."
+    )
+    export_part_size_mb = Int(
+        32,
+        config=True,
+        help="Size of the parts of a multipart upload, in MiB (5 to 512). Memory used by an "
+        "upload is about (export_concurrency + 1) x this.",
+    )
+    export_concurrency = Int(
+        4, config=True, help="Parts of one file uploaded at the same time (1 to 16)."
+    )
+    export_retries = Int(
+        4,
+        config=True,
+        help="Tries after the first for an upload step that fails with a transient error "
+        "(connection lost, 5xx, throttling), with exponential backoff from 0.5 s (0 to 10).",
+    )
+    export_on_budget_paths = List(
+        Unicode(),
+        config=True,
+        help="Paths (relative to the root dir) exported to the default target when a budget "
+        "runs out, after the notebooks are saved and before the budget action.",
+    )
+    export_on_budget_timeout_s = Float(
+        600.0,
+        config=True,
+        help="How long the budget action waits for that export before cancelling it.",
+    )
+
+    @validate("export_part_size_mb")
+    def _check_part(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        _within("export_part_size_mb", value, 5, 512, "a whole number of MiB from 5 to 512")
+        return value
+
+    @validate("export_concurrency")
+    def _check_concurrency(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        _within("export_concurrency", value, 1, 16, "a whole number from 1 to 16")
+        return value
+
+    @validate("export_retries")
+    def _check_retries(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
+        _within("export_retries", value, 0, 10, "a whole number from 0 to 10")
+        return value
+
+    @validate("export_on_budget_timeout_s")
+    def _check_export_timeout(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        _within("export_on_budget_timeout_s", value, 1, 86_400, "seconds from 1 to 86400")
+        return value
+
+    @validate("export_folder")
+    def _check_export_folder(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"]).strip()
+        if value:
+            try:
+                normalise_url(value, what="c.GpuCost.export_folder")
+            except TargetError as e:
+                raise TraitError(f"{e}.") from None
+        return value
+
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
         return _one_of("telemetry", proposal["value"], TELEMETRY_MODES)
@@ -388,7 +478,11 @@ class GpuCost(ExtensionApp):
         # kernels inherit the server's environment: %%gpucost prices cells as the server does
         service.publish_prices(os.environ)
         self._watch_kernels(service, config.sample_interval_s)
-        self.settings["gpucost_budget"] = start_budget(self, service)
+        budget = start_budget(self, service)
+        self.settings["gpucost_budget"] = budget
+        exports = start_exports(self, service)
+        self.settings["gpucost_exports"] = exports
+        budget.export_hook = budget_export_hook(self, exports)
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -419,6 +513,10 @@ class GpuCost(ExtensionApp):
         budget = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()
+        exports = self.settings.get("gpucost_exports")
+        if exports is not None:
+            # running exports are cancelled and cleaned up
+            await to_thread.run_sync(exports.close)
         service: CostService | None = self.settings.get("gpucost_service")
         if service is not None:
             await to_thread.run_sync(service.stop)

@@ -64,10 +64,12 @@ class HistoryHandler(GpuCostHandler):
 def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     """The extension's route table (base_url is prepended by jupyter_server)."""
     from .budget.handlers import budget_handlers
+    from .export.handlers import export_handlers
 
     return [
         (f"{API_PREFIX}/status", StatusHandler),
         (f"{API_PREFIX}/kernels", KernelsHandler),
         (f"{API_PREFIX}/history", HistoryHandler),
         *budget_handlers(),
+        *export_handlers(),
     ]

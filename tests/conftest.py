@@ -6,6 +6,8 @@ import pytest
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
+from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
+
 
 @pytest.fixture
 def gpucost_config() -> dict[str, object]:

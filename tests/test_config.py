@@ -71,6 +71,18 @@ def start_server(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]
             "--GpuCost.price_catalog_path=/nonexistent/prices.toml",
             "c.GpuCost.price_catalog_path: cannot read price catalog",
         ),
+        (
+            "--GpuCost.export_part_size_mb=1",
+            "c.GpuCost.export_part_size_mb = 1 is not valid: use a whole number of MiB from 5",
+        ),
+        (
+            "--GpuCost.export_default_target=nope",
+            "c.GpuCost.export_default_target = 'nope' is not a configured target: use one of local",
+        ),
+        (
+            "--GpuCost.export_folder=relative/folder",
+            "use an absolute folder or a URL",
+        ),
     ],
 )
 def test_invalid_setting_stops_the_server_with_a_clear_message(
@@ -89,3 +101,23 @@ def test_invalid_override_in_a_config_file(tmp_path: Path) -> None:
     result = start_server(tmp_path, f"--config={config}", "--GpuCost.telemetry=none")
     assert result.returncode != 0
     assert "c.GpuCost.price_overrides['A100-80GB']: 'free' is not a number" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("targets", "expected"),
+    [
+        ("{'team': 'ftp://host/x'}", "the scheme 'ftp' is not supported; use one of file://"),
+        ("{'team': 's3://'}", "the URL names no bucket"),
+        ("{'team': {'path': 's3://b'}}", "give a URL, or {'url': ..., 'options'"),
+        ("{'team': {'url': 's3://b', 'secret': 'x'}}", "unknown key(s) secret"),
+    ],
+)
+def test_invalid_export_target_in_a_config_file(
+    tmp_path: Path, targets: str, expected: str
+) -> None:
+    config = tmp_path / "jupyter_server_config.py"
+    config.write_text(f"c.GpuCost.export_targets = {targets}\n")
+    result = start_server(tmp_path, f"--config={config}", "--GpuCost.telemetry=none")
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,139 @@
+"""Which files may leave the box: only paths inside the server's root dir.
+
+A request names paths as the file browser does (relative to the root dir, '/'-separated).
+A path is refused when it has a ``..`` part, is absolute, is hidden (a part starting with
+'.', unless the admin allows hidden files), or resolves — through a symlink anywhere on
+the way — outside the root dir. A folder is exported with the files under it, each one
+checked the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+#: file extensions the file browser offers the export on (folders always)
+CHECKPOINT_EXTENSIONS = (".pt", ".pth", ".ckpt", ".safetensors", ".bin")
+
+
+class SourceError(ValueError):
+    """A path may not be exported; ``status`` is the HTTP answer (403 or 404)."""
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    #: the file on disk (resolved)
+    path: Path
+    #: where it goes, relative to the export's name ('' for a single file)
+    relative: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """One requested path: a file, or a folder and the files under it."""
+
+    #: as the user named it, relative to the root dir
+    requested: str
+    name: str
+    is_dir: bool
+    files: tuple[SourceFile, ...]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size_bytes for f in self.files)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def resolve_source(root_dir: str, requested: object, *, allow_hidden: bool) -> Source:
+    if not isinstance(requested, str) or not requested.strip():
+        raise SourceError("each path must be a non-empty string", 400)
+    text = requested.strip().replace("\\", "/")
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
+        raise SourceError(f"{requested!r}: give a path relative to the Jupyter root folder")
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if not parts:
+        raise SourceError(
+            "the Jupyter root folder itself cannot be exported; choose a file or folder"
+        )
+    if ".." in parts:
+        raise SourceError(f"{requested!r}: '..' is not allowed in an export path")
+    if not allow_hidden and any(p.startswith(".") for p in parts):
+        raise SourceError(
+            f"{requested!r} is hidden; the administrator can allow hidden files with "
+            "c.GpuCost.export_allow_hidden"
+        )
+    root = Path(root_dir).resolve()
+    candidate = root.joinpath(*parts)
+    if not os.path.lexists(candidate):
+        raise SourceError(f"{requested!r} does not exist", 404)
+    real = candidate.resolve()
+    if not _inside(real, root):
+        raise SourceError(f"{requested!r} leads outside the Jupyter root folder (a symlink)")
+    name = parts[-1]
+    if real.is_file():
+        return Source(text, name, False, (SourceFile(real, "", real.stat().st_size),))
+    if not real.is_dir():
+        raise SourceError(f"{requested!r} is not a regular file or folder")
+    files = _walk(real, root, allow_hidden=allow_hidden, requested=text, seen={real})
+    if not files:
+        raise SourceError(f"{requested!r} is an empty folder: nothing to export", 400)
+    return Source(text, name, True, tuple(files))
+
+
+def _walk(
+    folder: Path, root: Path, *, allow_hidden: bool, requested: str, seen: set[Path]
+) -> list[SourceFile]:
+    found: list[SourceFile] = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        if not allow_hidden:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        # a symlinked folder inside: follow it only if it stays under the root
+        for d in list(dirnames):
+            link = here / d
+            if link.is_symlink():
+                dirnames.remove(d)
+                target = link.resolve()
+                if not _inside(target, root):
+                    raise SourceError(
+                        f"{requested!r} contains {link.relative_to(folder)!s}, a symlink "
+                        "leading outside the Jupyter root folder"
+                    )
+                if target in seen or any(s in target.parents for s in seen):
+                    continue  # a link back into what is already exported: a loop
+                seen.add(target)
+                # its files are exported through the link's name
+                for sub in _walk(
+                    target, root, allow_hidden=allow_hidden, requested=requested, seen=seen
+                ):
+                    rel = (link.relative_to(folder) / sub.relative).as_posix()
+                    found.append(SourceFile(sub.path, rel, sub.size_bytes))
+        for f in sorted(filenames):
+            if not allow_hidden and f.startswith("."):
+                continue
+            entry = here / f
+            real = entry.resolve()
+            if not _inside(real, root):
+                raise SourceError(
+                    f"{requested!r} contains {entry.relative_to(folder)!s}, a symlink "
+                    "leading outside the Jupyter root folder"
+                )
+            try:
+                info = real.stat()
+            except OSError:
+                continue  # a dangling link: nothing to copy
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            found.append(SourceFile(real, entry.relative_to(folder).as_posix(), info.st_size))
+    return found

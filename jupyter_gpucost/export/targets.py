@@ -1,0 +1,179 @@
+"""Export targets: a configured name → an fsspec-style URL and its storage options.
+
+The admin configures targets (``c.GpuCost.export_targets``); the browser only ever sees
+their names, kinds and credential-free URLs. Storage options (endpoints, keys, profiles)
+stay in the server and are never logged.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+#: the URL schemes an export can go to, and the Python extra each needs
+SCHEMES = {
+    "file": None,
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+}
+DEFAULT_NAME = "local"
+
+
+class TargetError(ValueError):
+    """A target is not configured or not valid; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    url: str
+    #: storage options for the store (endpoint, credentials, ...): never sent or logged
+    options: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    label: str = ""
+
+    @property
+    def scheme(self) -> str:
+        return urlsplit(self.url).scheme
+
+    @property
+    def kind(self) -> str:
+        return {"file": "local", "s3a": "s3", "gcs": "gs"}.get(self.scheme, self.scheme)
+
+    @property
+    def public_url(self) -> str:
+        """The URL without any user:password part (safe to show)."""
+        return public_url(self.url)
+
+    def public(self, default: str) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label or self.name,
+            "kind": self.kind,
+            "url": self.public_url,
+            "default": self.name == default,
+        }
+
+
+def public_url(url: str) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def normalise_url(url: str, *, what: str) -> str:
+    """Check a target URL; local paths become ``file://`` URLs."""
+    url = str(url).strip()
+    if not url:
+        raise TargetError(f"{what}: the URL is empty")
+    if "://" not in url:
+        if not os.path.isabs(os.path.expanduser(url)):
+            raise TargetError(
+                f"{what} = {url!r}: use an absolute folder or a URL "
+                "(file:///..., s3://bucket/prefix, gs://bucket/prefix)"
+            )
+        return Path(os.path.expanduser(url)).resolve().as_uri()
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise TargetError(
+            f"{what} = {public_url(url)!r}: the scheme {parts.scheme!r} is not supported; "
+            f"use one of {', '.join(s + '://' for s in SCHEMES)}"
+        )
+    if parts.query or parts.fragment:
+        raise TargetError(f"{what} = {public_url(url)!r}: a target URL takes no ?query or #part")
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise TargetError(f"{what} = {url!r}: a file:// URL names a local folder")
+        return Path(parts.path).resolve().as_uri()
+    if not parts.netloc:
+        raise TargetError(f"{what} = {public_url(url)!r}: the URL names no bucket")
+    return url.rstrip("/")
+
+
+def parse_targets(raw: dict[str, Any], *, local_default: Path) -> dict[str, Target]:
+    """The configured targets, with the local default added when not overridden.
+
+    ``raw`` maps a name to a URL string or to ``{"url": ..., "options": {...},
+    "label": ...}`` (``storage_options`` is accepted for ``options``).
+    """
+    targets: dict[str, Target] = {}
+    for name, spec in raw.items():
+        what = f"c.GpuCost.export_targets[{name!r}]"
+        if not isinstance(name, str) or not name.strip() or "/" in name:
+            raise TargetError(f"{what}: a target name is a non-empty word without '/'")
+        if isinstance(spec, str):
+            spec = {"url": spec}
+        if not isinstance(spec, dict) or "url" not in spec:
+            raise TargetError(
+                f"{what}: give a URL, or {{'url': ..., 'options': {{...}}}} (storage options)"
+            )
+        unknown = set(spec) - {"url", "options", "storage_options", "label"}
+        if unknown:
+            raise TargetError(
+                f"{what}: unknown key(s) {', '.join(sorted(unknown))}; use url, options and label"
+            )
+        options = spec.get("options", spec.get("storage_options", {})) or {}
+        if not isinstance(options, dict):
+            raise TargetError(f"{what}['options']: storage options are a dict")
+        url = normalise_url(spec["url"], what=what)
+        targets[name] = Target(name, url, dict(options), str(spec.get("label", "")))
+    if DEFAULT_NAME not in targets:
+        targets[DEFAULT_NAME] = Target(
+            DEFAULT_NAME, local_default.resolve().as_uri(), {}, "Local folder"
+        )
+    return targets
+
+
+def choose_default(targets: dict[str, Target], configured: str) -> str:
+    if not configured:
+        # the one configured target, else the local folder
+        others = [n for n in targets if n != DEFAULT_NAME]
+        return others[0] if len(others) == 1 else DEFAULT_NAME
+    if configured not in targets:
+        raise TargetError(
+            f"c.GpuCost.export_default_target = {configured!r} is not a configured target: "
+            f"use one of {', '.join(sorted(targets))}"
+        )
+    return configured
+
+
+def resolve(
+    targets: dict[str, Target], default: str, requested: str | None, *, allow_urls: bool
+) -> Target:
+    """The target a request names (its default when none); free URLs only if allowed."""
+    if requested is None or requested == "":
+        return targets[default]
+    if not isinstance(requested, str):
+        raise TargetError("target must be the name of a configured target")
+    if requested in targets:
+        return targets[requested]
+    if "://" in requested:
+        if not allow_urls:
+            raise TargetError(
+                f"exports go to configured targets only ({', '.join(sorted(targets))}); "
+                "the administrator can allow free URLs with c.GpuCost.export_allow_urls"
+            )
+        return Target(public_url(requested), normalise_url(requested, what="target"), {})
+    raise TargetError(
+        f"there is no export target {requested!r}: use one of {', '.join(sorted(targets))}"
+    )
+
+
+def missing_extra(target: Target) -> str | None:
+    """A message when the Python packages a target needs are not installed."""
+    extra = SCHEMES.get(target.scheme)
+    if extra == "s3":
+        try:
+            import boto3  # noqa: F401
+        except ImportError:
+            return f"the target {target.name!r} needs boto3: pip install 'jupyter-gpucost[s3]'"
+    if extra == "gcs":
+        try:
+            import gcsfs  # noqa: F401
+        except ImportError:
+            return f"the target {target.name!r} needs gcsfs: pip install 'jupyter-gpucost[gcs]'"
+    return None
