@@ -7,6 +7,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { budgetPlugin } from './budget';
+import { exportPlugin } from './export';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { GpuCostStatus } from './view';
@@ -94,7 +95,8 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
 const plugins: JupyterFrontEndPlugin<unknown>[] = [
   statusPlugin,
   panelPlugin,
-  budgetPlugin
+  budgetPlugin,
+  exportPlugin
 ];
 
 export default plugins;

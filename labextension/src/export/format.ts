@@ -1,0 +1,128 @@
+import { IExportJob, IExportTarget } from './request';
+
+/**
+ * File extensions the export is offered on (folders always).
+ */
+export const CHECKPOINT_EXTENSIONS = [
+  '.pt',
+  '.pth',
+  '.ckpt',
+  '.safetensors',
+  '.bin'
+];
+
+/**
+ * Whether the file browser offers the export on an item.
+ */
+export function isExportable(item: { type: string; name: string }): boolean {
+  if (item.type === 'directory') {
+    return true;
+  }
+  const name = item.name.toLowerCase();
+  return CHECKPOINT_EXTENSIONS.some(ext => name.endsWith(ext));
+}
+
+/**
+ * Bytes in binary units: `512 B`, `1.5 MiB`, `2.00 GiB`.
+ */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) {
+    return `${Math.round(value)} B`;
+  }
+  return `${value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0)} ${units[unit]}`;
+}
+
+/**
+ * A duration in seconds, short: `45 s`, `3 min 20 s`, `1 h 05 min`.
+ */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  }
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+/**
+ * What is being exported, in a few words: `model.pt` or `model.pt and 2 more`.
+ */
+export function describePaths(paths: string[]): string {
+  const names = paths.map(p => p.split('/').pop() || p);
+  if (names.length <= 1) {
+    return names[0] ?? '';
+  }
+  return `${names[0]} and ${names.length - 1} more`;
+}
+
+/**
+ * The target's name as the user sees it.
+ */
+export function targetLabel(targets: IExportTarget[], name: string): string {
+  const target = targets.find(t => t.name === name);
+  return target ? target.label || target.name : name;
+}
+
+/**
+ * The progress line of a running job.
+ */
+export function progressText(job: IExportJob): string {
+  const what = describePaths(job.paths);
+  if (job.state === 'queued') {
+    return `Export of ${what} is waiting for another export to finish`;
+  }
+  const parts = [
+    `${Math.floor(job.progress * 100)}%`,
+    `${formatBytes(job.bytes_done)} of ${formatBytes(job.bytes_total)}`
+  ];
+  if (job.rate_bytes_per_s) {
+    parts.push(`${formatBytes(job.rate_bytes_per_s)}/s`);
+  }
+  if (job.eta_s !== null && job.eta_s !== undefined) {
+    parts.push(`${formatDuration(job.eta_s)} left`);
+  }
+  return `Exporting ${what} to ${job.target}: ${parts.join(' · ')}`;
+}
+
+/**
+ * The line shown when a job has ended.
+ */
+export function endText(job: IExportJob): string {
+  const what = describePaths(job.paths);
+  switch (job.state) {
+    case 'done':
+      return `Exported ${what} to ${job.results.map(r => r.url).join(', ')}`;
+    case 'cancelled':
+      return `Export of ${what} cancelled: nothing was left at ${job.target_url}`;
+    case 'failed':
+      return `Export of ${what} failed: ${job.error ?? 'unknown error'}`;
+    default:
+      return progressText(job);
+  }
+}
+
+/**
+ * The target to use without asking: the user's setting if it is a
+ * configured target, else the only one; `null` when the user must pick.
+ */
+export function targetWithoutAsking(
+  targets: IExportTarget[],
+  preferred: string
+): string | null {
+  if (preferred && targets.some(t => t.name === preferred)) {
+    return preferred;
+  }
+  if (targets.length === 1) {
+    return targets[0].name;
+  }
+  return null;
+}
