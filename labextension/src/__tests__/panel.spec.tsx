@@ -292,8 +292,84 @@ describe('CostPanel', () => {
     ).toContain('An L4 would have cost $0.31 instead of $2.10.');
     expect(node.querySelector('[data-field="co2"]')!.textContent).toBe('57 g');
     expect(node.textContent).toContain('CO₂ at 400 g/kWh');
-    // no cells route: no cells section
+    // no cells route: no cells section; no exports: no exports section
     expect(node.querySelector('.jp-gpucost-panel-cells')).toBeNull();
+    expect(node.querySelector('.jp-gpucost-panel-exports')).toBeNull();
+  });
+
+  it('lists the checkpoint exports with their outcome', async () => {
+    const job = {
+      target: 's3',
+      target_url: 's3://checkpoints/runs',
+      bytes_total: 100,
+      rate_bytes_per_s: null,
+      eta_s: null,
+      created: null,
+      started: null,
+      finished: null,
+      user: 'me'
+    };
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      exports: {
+        status: 200,
+        body: {
+          default_target: 's3',
+          targets: [],
+          jobs: [
+            {
+              ...job,
+              id: 'aaaaaaaaaaaa',
+              state: 'running',
+              paths: ['big.ckpt'],
+              bytes_done: 42,
+              progress: 0.42,
+              error: null,
+              results: []
+            },
+            {
+              ...job,
+              id: 'bbbbbbbbbbbb',
+              state: 'done',
+              paths: ['run/model.pt'],
+              bytes_done: 100,
+              progress: 1,
+              error: null,
+              results: [{ url: 's3://checkpoints/runs/model.pt' }]
+            },
+            {
+              ...job,
+              id: 'cccccccccccc',
+              state: 'failed',
+              paths: ['a.pt', 'b.pt'],
+              bytes_done: 0,
+              progress: 0,
+              error: "the bucket 'checkpoints' does not exist",
+              results: []
+            }
+          ]
+        }
+      }
+    });
+    const row = (id: string): string[] =>
+      Array.from(node.querySelectorAll(`tr[data-export-id="${id}"] td`)).map(
+        td => td.textContent!
+      );
+    expect(row('aaaaaaaaaaaa')).toEqual([
+      'big.ckpt',
+      '42%',
+      's3://checkpoints/runs'
+    ]);
+    expect(row('bbbbbbbbbbbb')).toEqual([
+      'model.pt',
+      'done',
+      's3://checkpoints/runs/model.pt'
+    ]);
+    expect(row('cccccccccccc')).toEqual([
+      'a.pt and 1 more',
+      'failed',
+      "the bucket 'checkpoints' does not exist"
+    ]);
   });
 
   it('explains what an older server cannot tell', async () => {

@@ -4,6 +4,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { Poll } from '@lumino/polling';
 
 import { clampInterval, DEFAULT_INTERVAL_S, pollFrequency } from '../model';
+import { IExportsPayload } from '../export/request';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
 import {
   HistoryWindow,
@@ -20,6 +21,7 @@ export const KERNELS_ROUTE = 'gpucost/api/kernels';
 export const HISTORY_ROUTE = 'gpucost/api/history';
 export const CELLS_ROUTE = 'gpucost/api/cells';
 export const BUDGET_ROUTE = 'gpucost/api/budget';
+export const EXPORTS_ROUTE = 'gpucost/api/exports';
 
 /**
  * How one part of the panel stands: its last answer and how the last request
@@ -64,6 +66,9 @@ export class CostPanelModel extends VDomModel {
   }
   get cells(): IPart<ICellsAnswer> {
     return this._cells;
+  }
+  get exports(): IPart<IExportsPayload> {
+    return this._exports;
   }
 
   /**
@@ -120,7 +125,7 @@ export class CostPanelModel extends VDomModel {
    */
   async fetch(): Promise<void> {
     const settings = this._serverSettings;
-    const [status, kernels, history, cells] = await Promise.all([
+    const [status, kernels, history, cells, exportJobs] = await Promise.all([
       settle(requestStatus(settings) as Promise<IPanelStatus>),
       settle(requestJson(settings, KERNELS_ROUTE) as Promise<IKernelsAnswer>),
       settle(
@@ -132,7 +137,8 @@ export class CostPanelModel extends VDomModel {
         requestJson(settings, CELLS_ROUTE, {
           limit: '20'
         }) as Promise<ICellsAnswer>
-      )
+      ),
+      settle(requestJson(settings, EXPORTS_ROUTE) as Promise<IExportsPayload>)
     ]);
     if (this.isDisposed) {
       return;
@@ -141,6 +147,7 @@ export class CostPanelModel extends VDomModel {
     this._kernels = merge(this._kernels, kernels);
     this._history = merge(this._history, history);
     this._cells = merge(this._cells, cells);
+    this._exports = merge(this._exports, exportJobs);
     this.stateChanged.emit();
     if (status.error !== null) {
       throw new Error(status.error);
@@ -209,6 +216,7 @@ export class CostPanelModel extends VDomModel {
   private _kernels: IPart<IKernelsAnswer> = empty();
   private _history: IPart<IHistoryAnswer> = empty();
   private _cells: IPart<ICellsAnswer> = empty();
+  private _exports: IPart<IExportsPayload> = empty();
 }
 
 /**

@@ -7,6 +7,7 @@ import {
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { describePaths } from '../export/format';
 import { currencySymbol, formatMoney, formatRate } from '../format';
 import { CostChart } from './chart';
 import {
@@ -120,6 +121,7 @@ namespace Private {
         <Waste status={s} symbol={symbol} trans={trans} />
         <Energy status={s} trans={trans} />
         <Cells model={model} symbol={symbol} trans={trans} />
+        <Exports model={model} trans={trans} />
         <Prices status={s} trans={trans} />
       </div>
     );
@@ -584,6 +586,50 @@ namespace Private {
                 <td>{formatBytes(cell.peak_memory_bytes)}</td>
                 <td className="jp-gpucost-num">
                   {formatMoney(cell.cost_usd, symbol)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    );
+  }
+
+  function Exports(props: {
+    model: CostPanelModel;
+    trans: TranslationBundle;
+  }): React.ReactElement | null {
+    const { model, trans } = props;
+    const part = model.exports;
+    if (part.missing || !part.value || part.value.jobs.length === 0) {
+      return null;
+    }
+    return (
+      <section className="jp-gpucost-panel-exports">
+        <h3>{trans.__('Checkpoint exports')}</h3>
+        <table className="jp-gpucost-exports">
+          <thead>
+            <tr>
+              <th>{trans.__('What')}</th>
+              <th>{trans.__('State')}</th>
+              <th>{trans.__('Where')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {part.value.jobs.slice(0, 10).map(job => (
+              <tr key={job.id} data-export-id={job.id} data-state={job.state}>
+                <td>{describePaths(job.paths)}</td>
+                <td title={job.error ?? undefined}>
+                  {job.state === 'running'
+                    ? `${Math.floor(job.progress * 100)}%`
+                    : job.state}
+                </td>
+                <td className="jp-gpucost-export-where">
+                  {job.state === 'done'
+                    ? job.results.map(r => r.url).join(', ')
+                    : job.state === 'failed'
+                      ? (job.error ?? '')
+                      : job.target_url}
                 </td>
               </tr>
             ))}
