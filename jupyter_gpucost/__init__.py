@@ -37,6 +37,7 @@ _LAZY = {
     "guard": ("guard", None),
     "BudgetExceeded": ("guard", "BudgetExceeded"),
     "BudgetWarning": ("guard", "BudgetWarning"),
+    "CostTicker": ("widgets", "CostTicker"),
 }
 
 
@@ -52,6 +53,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BudgetExceeded",
     "BudgetWarning",
+    "CostTicker",
     "__version__",
     "guard",
     "load_ipython_extension",
