@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from ._version import __version__
@@ -30,4 +31,31 @@ def unload_ipython_extension(shell: Any) -> None:
     unload(shell)
 
 
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
+#: kernel-side tools, imported on first use: the server imports this package and must not
+#: pay for (or need) IPython, ipywidgets or torch
+_LAZY = {
+    "guard": ("guard", None),
+    "BudgetExceeded": ("guard", "BudgetExceeded"),
+    "BudgetWarning": ("guard", "BudgetWarning"),
+    "CostTicker": ("widgets", "CostTicker"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    # `jupyter_gpucost.guard` is the guard module, which can be called: guard(...)
+    return module if attr is None else getattr(module, attr)
+
+
+__all__ = [
+    "BudgetExceeded",
+    "BudgetWarning",
+    "CostTicker",
+    "__version__",
+    "guard",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]

@@ -105,17 +105,108 @@ class GpuCostMagics(Magics):
 
     @line_magic("gpucost")
     def gpucost_line(self, line: str) -> None:
-        """Show the prices this kernel uses for its cells."""
-        p = prices()
-        print(
-            f"jupyter-gpucost: cells are priced at {p.currency_symbol}"
-            f"{p.rate_usd_per_hour():.4f}/h ({p.source})"
+        """%gpucost: the prices this kernel uses; %gpucost check; %gpucost fit SIZE ..."""
+        words = shlex_split(line)
+        if not words:
+            show_prices()
+        elif words[0] == "check":
+            if len(words) > 1:
+                raise UsageError(f"%gpucost check takes no options\nusage: {LINE_USAGE}")
+            from .check import run
+
+            print(run())
+        elif words[0] == "fit":
+            fit(words[1:])
+        else:
+            raise UsageError(
+                f"unknown subcommand {words[0]!r} (use %%gpucost on a cell to price it)\n"
+                f"usage: {LINE_USAGE}"
+            )
+
+
+LINE_USAGE = (
+    "%gpucost | %gpucost check | "
+    "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
+)
+FIT_USAGE = "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
+
+
+def shlex_split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as e:
+        raise UsageError(f"{e}\nusage: {LINE_USAGE}") from None
+
+
+def show_prices() -> None:
+    p = prices()
+    print(
+        f"jupyter-gpucost: cells are priced at {p.currency_symbol}"
+        f"{p.rate_usd_per_hour():.4f}/h ({p.source})"
+    )
+    for uuid, (name, price) in p.gpus.items():
+        shown = "no price" if price is None else f"{p.currency_symbol}{price}/h"
+        print(f"  {name} ({uuid}): {shown}")
+
+
+class _FitParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message}\nusage: {FIT_USAGE}")
+
+
+def fit(words: list[str]) -> None:
+    from . import fit as estimator
+
+    parser = _FitParser(prog="%gpucost fit", add_help=False)
+    parser.add_argument("size")
+    parser.add_argument("--dtype", default="bf16")
+    parser.add_argument("--finetune", action="store_true")
+    parser.add_argument("--lora", action="store_true")
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--seq", type=int, default=None)
+    args = parser.parse_args(words)
+    try:
+        params = estimator.parse_size(args.size)
+        est = estimator.estimate(
+            params,
+            args.dtype,
+            finetune=args.finetune,
+            lora=args.lora,
+            batch=args.batch,
+            seq=args.seq,
         )
-        for uuid, (name, price) in p.gpus.items():
-            shown = "no price" if price is None else f"{p.currency_symbol}{price}/h"
-            print(f"  {name} ({uuid}): {shown}")
-        if line.strip():
-            raise UsageError(f"unknown option {line.strip()!r}: use %%gpucost on a cell")
+    except ValueError as e:
+        raise UsageError(f"{e}\nusage: {FIT_USAGE}") from None
+    gpus, how = gpu_memory()
+    print(estimator.report(est, gpus, how, estimator.catalog_options(est.total_bytes)))
+
+
+def gpu_memory() -> tuple[list[Any], str]:
+    """The GPUs here and their memory: torch's view once CUDA is up, else NVML's.
+
+    ``torch.cuda.mem_get_info`` is only asked when the notebook already initialised CUDA:
+    asking it first would create a CUDA context (hundreds of MB) on every GPU.
+    """
+    from .fit import GpuMemory
+    from .measure import _torch_cuda, nvml
+
+    torch = _torch_cuda()
+    if torch is not None:
+        gpus = []
+        for i in range(torch.cuda.device_count()):
+            free, total = torch.cuda.mem_get_info(i)
+            gpus.append(GpuMemory(torch.cuda.get_device_name(i), int(total), int(free)))
+        return gpus, "torch.cuda.mem_get_info"
+    source = nvml().source
+    if source is None:
+        return [], nvml().reason or "NVML is not available"
+    gpus = []
+    for r in source.read():
+        if r.memory_total_bytes is None:
+            continue
+        free = None if r.memory_used_bytes is None else r.memory_total_bytes - r.memory_used_bytes
+        gpus.append(GpuMemory(r.name, r.memory_total_bytes, free))
+    return gpus, "NVML"
 
 
 def load(shell: Any) -> None:

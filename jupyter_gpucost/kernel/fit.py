@@ -1,0 +1,313 @@
+"""``%gpucost fit``: will a model of this size fit in GPU memory?
+
+An estimate from the parameter count, with every assumption written next to its number:
+
+- **weights**: parameters × bytes per parameter of the dtype;
+- **full fine-tuning** (AdamW): gradients in the weights' dtype, two fp32 Adam moments,
+  and, for 16-bit weights, an fp32 master copy (mixed precision): 16 bytes per parameter
+  in all, for bf16/fp16 as for fp32;
+- **LoRA**: the base weights frozen in their dtype (8- or 4-bit for QLoRA), and adapters
+  of ``LORA_FRACTION`` of the parameters trained as above (16 bytes each);
+- **activations**: the model's shape is not known, so it is taken to be a decoder
+  transformer with ``hidden / layers ≈ 128`` (like Llama) and ``params ≈ 12 · layers ·
+  hidden²``. Inference keeps a KV cache (16-bit, full multi-head attention: models with
+  grouped-query attention need several times less); training keeps ``34 · seq · batch ·
+  hidden`` bytes per layer (16-bit activations, flash attention, no activation
+  checkpointing: Korthikanti et al., 2022);
+- **CUDA context and workspace**: ``CONTEXT_BYTES``.
+
+Sizes are in decimal gigabytes (10⁹ bytes), as GPU boards are sold.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+GB = 10**9
+#: the CUDA context, cuBLAS/cuDNN workspaces and allocator slack
+CONTEXT_BYTES = 1 * GB
+#: trained share of the parameters in LoRA (rank-16 adapters on every projection of a
+#: 7B Llama are about 0.6 %)
+LORA_FRACTION = Fraction(1, 100)
+#: bytes per trained parameter with AdamW: weights, gradients, fp32 master, two moments
+TRAINED_BYTES_MIXED = 2 + 2 + 4 + 4 + 4
+TRAINED_BYTES_FP32 = 4 + 4 + 4 + 4
+DEFAULT_BATCH = 1
+DEFAULT_SEQ = 2048
+#: hidden size / layers of the assumed shape
+ASPECT = 128
+
+DTYPES: dict[str, tuple[str, Fraction]] = {
+    "fp32": ("fp32", Fraction(4)),
+    "float32": ("fp32", Fraction(4)),
+    "f32": ("fp32", Fraction(4)),
+    "bf16": ("bf16", Fraction(2)),
+    "bfloat16": ("bf16", Fraction(2)),
+    "fp16": ("fp16", Fraction(2)),
+    "float16": ("fp16", Fraction(2)),
+    "half": ("fp16", Fraction(2)),
+    "fp8": ("fp8", Fraction(1)),
+    "int8": ("int8", Fraction(1)),
+    "int4": ("int4", Fraction(1, 2)),
+    "nf4": ("nf4", Fraction(1, 2)),
+    "fp4": ("fp4", Fraction(1, 2)),
+}
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+def parse_size(text: str) -> int:
+    """A parameter count: ``7B``, ``1.5b``, ``350M``, ``70e9``, ``125k``, ``1T``."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a model size: write it like 7B, 1.5b, 350M or 70e9")
+    try:
+        value = Decimal(match.group(1)) * _SUFFIX[match.group(2).lower()]
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not a model size") from None
+    if value != value.to_integral_value() or value < 1:
+        raise ValueError(f"{text!r} is not a whole number of parameters")
+    return int(value)
+
+
+def parse_dtype(text: str) -> tuple[str, Fraction]:
+    try:
+        return DTYPES[text.lower()]
+    except KeyError:
+        known = ", ".join(sorted({name for name, _ in DTYPES.values()}))
+        raise ValueError(f"unknown dtype {text!r}: one of {known}") from None
+
+
+def shape(params: int) -> tuple[int, int]:
+    """(hidden size, layers) of the assumed decoder for this many parameters."""
+    hidden = (params * ASPECT / 12) ** (1 / 3)
+    hidden_rounded = max(64, round(hidden / 64) * 64)
+    layers = max(1, round(params / (12 * hidden_rounded**2)))
+    return hidden_rounded, layers
+
+
+@dataclass(frozen=True)
+class Part:
+    what: str
+    bytes: int
+    how: str
+
+
+@dataclass(frozen=True)
+class Estimate:
+    params: int
+    dtype: str
+    mode: str  # inference | full fine-tuning | LoRA fine-tuning
+    parts: tuple[Part, ...]
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    def part(self, what: str) -> int:
+        return sum(p.bytes for p in self.parts if p.what == what)
+
+
+def _bytes(count: int | Fraction) -> int:
+    return math.ceil(count)
+
+
+def estimate(
+    params: int,
+    dtype: str = "bf16",
+    *,
+    finetune: bool = False,
+    lora: bool = False,
+    batch: int | None = None,
+    seq: int | None = None,
+) -> Estimate:
+    """The memory a model of ``params`` parameters needs; see the module's assumptions."""
+    if params < 1:
+        raise ValueError("the model needs at least one parameter")
+    name, per = parse_dtype(dtype)
+    for value, what in ((batch, "--batch"), (seq, "--seq")):
+        if value is not None and value < 1:
+            raise ValueError(f"{what} must be at least 1")
+    mode = "LoRA fine-tuning" if lora else "full fine-tuning" if finetune else "inference"
+    if mode == "full fine-tuning" and name not in ("fp32", "bf16", "fp16"):
+        raise ValueError(
+            f"full fine-tuning needs fp32, bf16 or fp16 weights, not {name}: "
+            "for 8- or 4-bit weights add --lora (QLoRA)"
+        )
+    b = DEFAULT_BATCH if batch is None else batch
+    s = DEFAULT_SEQ if seq is None else seq
+    hidden, layers = shape(params)
+    assumptions = [
+        f"a decoder transformer of about {layers} layers × hidden size {hidden} "
+        f"(hidden/layers ≈ {ASPECT}, params ≈ 12·layers·hidden²)",
+    ]
+    if batch is None or seq is None:
+        assumptions.append(f"batch {b} × {s} tokens (give --batch and --seq for yours)")
+    parts = [Part("weights", _bytes(params * per), f"{params:,} params × {_per(per)} ({name})")]
+    if mode == "full fine-tuning":
+        grad_per = per
+        parts.append(Part("gradients", _bytes(params * grad_per), f"{_per(grad_per)} ({name})"))
+        if name == "fp32":
+            parts.append(Part("AdamW moments", params * 8, "2 × fp32 per parameter"))
+            assumptions.append("AdamW, fp32 training: 16 B per parameter before activations")
+        else:
+            parts.append(Part("fp32 master weights", params * 4, "mixed precision"))
+            parts.append(Part("AdamW moments", params * 8, "2 × fp32 per parameter"))
+            assumptions.append(
+                f"AdamW, mixed precision ({name} weights and gradients, fp32 master weights "
+                "and moments): 16 B per parameter before activations"
+            )
+    elif mode == "LoRA fine-tuning":
+        adapters = _bytes(params * LORA_FRACTION)
+        parts.append(
+            Part(
+                "LoRA adapters",
+                adapters * TRAINED_BYTES_MIXED,
+                f"{adapters:,} params ({float(LORA_FRACTION):.0%}) × {TRAINED_BYTES_MIXED} B",
+            )
+        )
+        assumptions.append(
+            f"LoRA adapters of {float(LORA_FRACTION):.0%} of the parameters, trained with "
+            "AdamW in mixed precision (16 B each); the base weights frozen"
+        )
+    if mode == "inference":
+        kv = 2 * layers * hidden * s * b * 2
+        parts.append(Part("KV cache", kv, f"batch {b} × {s} tokens, 16-bit"))
+        assumptions.append(
+            "KV cache for full multi-head attention (grouped-query attention needs less)"
+        )
+    else:
+        act = 34 * s * b * hidden * layers
+        parts.append(Part("activations", act, f"batch {b} × {s} tokens, 34·s·b·h per layer"))
+        assumptions.append(
+            "activations kept for the backward pass: 16-bit, flash attention, no activation "
+            "checkpointing (with checkpointing about 2·s·b·h per layer)"
+        )
+    parts.append(Part("CUDA context, workspace", CONTEXT_BYTES, "allowance"))
+    return Estimate(
+        params=params, dtype=name, mode=mode, parts=tuple(parts), assumptions=tuple(assumptions)
+    )
+
+
+def _per(per: Fraction) -> str:
+    return f"{float(per):g} B"
+
+
+def gb(n: int) -> str:
+    return f"{n / GB:,.1f} GB"
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    name: str
+    total_bytes: int
+    free_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """A catalog GPU model the estimate fits on, with ``count`` of them."""
+
+    model: str
+    memory_bytes: int
+    count: int
+    usd_per_gpu_hour: Decimal | None
+    where: str
+
+
+def catalog_options(total_bytes: int, max_gpus: int = 8) -> list[Option]:
+    """Catalog GPU models that hold ``total_bytes``: on one GPU, else split over up to 8."""
+    from ..prices import load_catalog
+    from ..rightsizing import MODEL_MEMORY_BYTES
+
+    catalog = load_catalog()
+    cheapest: dict[str, tuple[Decimal, str]] = {}
+    for row in catalog.rows:
+        if row.market != "on-demand":
+            continue
+        known = cheapest.get(row.model)
+        if known is None or row.usd_per_gpu_hour < known[0]:
+            cheapest[row.model] = (row.usd_per_gpu_hour, f"{row.provider} on-demand")
+    options = []
+    for model, memory in MODEL_MEMORY_BYTES.items():
+        count = math.ceil(total_bytes / memory)
+        if count > max_gpus:
+            continue
+        price, where = cheapest.get(model, (None, "no on-demand price in the catalog"))
+        options.append(Option(model, memory, count, price, where))
+
+    def key(o: Option) -> tuple[int, Decimal, str]:
+        hourly = o.usd_per_gpu_hour * o.count if o.usd_per_gpu_hour is not None else None
+        return (o.count, hourly if hourly is not None else Decimal("1e9"), o.model)
+
+    return sorted(options, key=key)
+
+
+def report(
+    est: Estimate,
+    gpus: Sequence[GpuMemory],
+    gpus_how: str,
+    options: Sequence[Option] | None = None,
+) -> str:
+    """The text ``%gpucost fit`` prints."""
+    out = [f"%gpucost fit: {est.params:,} parameters, {est.dtype}, {est.mode}"]
+    width = max(len(p.what) for p in est.parts)
+    for p in est.parts:
+        out.append(f"  {p.what:<{width}}  {gb(p.bytes):>10}  {p.how}")
+    out.append(f"  {'total':<{width}}  {gb(est.total_bytes):>10}")
+    out.append("assumptions:")
+    out += [f"  - {a}" for a in est.assumptions]
+    need = est.total_bytes
+    fits_here = False
+    if gpus:
+        out.append(f"GPUs here ({gpus_how}):")
+        for i, g in enumerate(gpus):
+            free = "" if g.free_bytes is None else f", {gb(g.free_bytes)} free"
+            out.append(f"  GPU {i}: {g.name}, {gb(g.total_bytes)}{free}")
+        fits_one = [g for g in gpus if g.total_bytes >= need]
+        if fits_one:
+            free_ok = [g for g in fits_one if g.free_bytes is None or g.free_bytes >= need]
+            fits_here = True
+            if free_ok:
+                out.append(f"fits on one GPU here ({gb(need)} of {gb(fits_one[0].total_bytes)})")
+            else:
+                out.append(
+                    f"fits on one GPU here by its size, but not in the memory free now: "
+                    f"free {gb(need)} first (del tensors, torch.cuda.empty_cache())"
+                )
+        elif sum(g.total_bytes for g in gpus) >= need and len(gpus) > 1:
+            out.append(
+                f"does not fit on one GPU here; fits only split across the {len(gpus)} GPUs "
+                f"({gb(sum(g.total_bytes for g in gpus))} in all: FSDP, tensor parallelism "
+                "or device_map='auto')"
+            )
+        else:
+            out.append(
+                f"does not fit on the GPUs here: {gb(need)} needed, "
+                f"{gb(max(g.total_bytes for g in gpus))} on the largest"
+            )
+    else:
+        out.append(f"no GPU here ({gpus_how}).")
+    if options is not None and not fits_here:
+        if not options:
+            out.append("no catalog GPU holds it, even 8 of them")
+        else:
+            out.append("it would fit on these catalog GPUs (cheapest on-demand price):")
+            for o in options:
+                price = (
+                    o.where
+                    if o.usd_per_gpu_hour is None
+                    else f"from ${o.usd_per_gpu_hour * o.count}/h ({o.where})"
+                )
+                split = "" if o.count == 1 else ", split across GPUs"
+                out.append(
+                    f"  {o.count}× {o.model} ({o.memory_bytes * o.count // GB} GB{split}): {price}"
+                )
+    return "\n".join(out)

@@ -1,0 +1,53 @@
+"""Running cells in a real kernel (nbclient) and reading what they showed."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from jupyter_gpucost.kernel.prices import ENV_PRICES
+
+#: variables the server hands to its kernels; a test sets the ones it needs
+SERVER_ENV = (ENV_PRICES, "JUPYTER_GPUCOST_URL", "JUPYTER_GPUCOST_TOKEN")
+
+
+def run_notebook(cells: list[str], env: dict[str, str] | None = None) -> Any:
+    """Execute ``cells`` in a fresh python3 kernel; cells with ``# raises`` may fail."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    for cell in nb.cells:
+        if "# raises" in cell.source:
+            cell.metadata["tags"] = ["raises-exception"]
+    saved = dict(os.environ)
+    for name in SERVER_ENV:
+        os.environ.pop(name, None)
+    os.environ.update(env or {})
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+def text(cell: Any, *, stream: str | None = None) -> str:
+    """What a cell showed as text: streams (or one stream), displays, errors."""
+    out = []
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            if stream is None or o.name == stream:
+                out.append(o.text)
+        elif stream is not None:
+            continue
+        elif "data" in o:
+            out.append(o.data.get("text/plain", ""))
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+    return "\n".join(out)
+
+
+def displays(cell: Any, mime: str = "text/plain") -> list[str]:
+    return [o.data[mime] for o in cell.outputs if "data" in o and mime in o.data]
