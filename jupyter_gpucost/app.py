@@ -16,9 +16,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from anyio import to_thread
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from tornado.ioloop import PeriodicCallback
+from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
+from . import kernel_link
 from .budget.setup import (
     budget_env_default,
     budget_env_number,
@@ -477,6 +478,7 @@ class GpuCost(ExtensionApp):
         self.settings["gpucost_service"] = service
         # kernels inherit the server's environment: %%gpucost prices cells as the server does
         service.publish_prices(os.environ)
+        self._link_kernels()
         self._watch_kernels(service, config.sample_interval_s)
         budget = start_budget(self, service)
         self.settings["gpucost_budget"] = budget
@@ -490,6 +492,19 @@ class GpuCost(ExtensionApp):
             service.source.name,
             config.sample_interval_s,
         )
+
+    def _link_kernels(self) -> None:
+        """Give kernels the server's loopback URL and their own token (kernel_link)."""
+        token = kernel_link.new_token()
+        self.settings[kernel_link.SETTINGS_KEY] = token
+        kernel_link.publish(os.environ, None, token)
+        serverapp = self.serverapp
+
+        def publish_url() -> None:
+            # the port is known once the server listens (it may differ from the one asked)
+            kernel_link.publish(os.environ, kernel_link.loopback_url(serverapp), token)
+
+        IOLoop.current().add_callback(publish_url)
 
     def _watch_kernels(self, service: CostService, interval_s: float) -> None:
         """Refresh the kernel list on the loop (in-memory lookups only)."""

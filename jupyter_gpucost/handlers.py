@@ -11,7 +11,9 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
+from .cells import CellRecordError, clean
 from .history import HistoryError
+from .kernel_link import KernelUser, is_kernel_request, user_or_kernel
 from .service import CostService
 
 API_PREFIX = "/gpucost/api"
@@ -20,6 +22,19 @@ API_PREFIX = "/gpucost/api"
 class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
     #: the resource name JupyterHub's and jupyter_server's authorizers see
     auth_resource = "gpucost"
+    #: the methods a kernel may call with its own token (see kernel_link)
+    kernel_methods: frozenset[str] = frozenset()
+    kernel_authenticated = False
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        if self.request.method in self.kernel_methods and is_kernel_request(self):
+            if not self.check_host():
+                raise web.HTTPError(403)
+            # the kernels' token: no login, no XSRF cookie (a kernel has no browser)
+            self.kernel_authenticated = True
+            self.current_user = KernelUser()
+            return
+        await super().prepare()
 
     @property
     def service(self) -> CostService:
@@ -32,8 +47,9 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
 
 
 class StatusHandler(GpuCostHandler):
-    @web.authenticated
-    @authorized
+    kernel_methods = frozenset({"GET"})
+
+    @user_or_kernel
     def get(self) -> None:
         # reads the sampler's latest snapshot: no GPU call, no I/O on the event loop
         self.write_json(self.service.status())
@@ -61,6 +77,53 @@ class HistoryHandler(GpuCostHandler):
         self.write_json(payload)
 
 
+class CellsHandler(GpuCostHandler):
+    """What each cell cost: kernels post, the notebook and the panel read."""
+
+    kernel_methods = frozenset({"GET", "POST"})
+
+    @property
+    def cells(self) -> Any:
+        return self.service.cells
+
+    @user_or_kernel
+    async def get(self) -> None:
+        raw_limit = self.get_query_argument("limit", "50")
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = -1
+        if not 1 <= limit <= 500:
+            raise web.HTTPError(
+                400, f"limit must be a whole number from 1 to 500, not {raw_limit!r}"
+            )
+        cell_id = self.get_query_argument("cell_id", None)
+        notebook = self.get_query_argument("notebook", None)
+        found = await to_thread.run_sync(
+            lambda: self.cells.recent(limit, cell_id=cell_id, notebook_path=notebook)
+        )
+        self.write_json({"cells": found})
+
+    @user_or_kernel
+    async def post(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            raise web.HTTPError(400, "the body must be JSON") from None
+        try:
+            record = clean(body)
+        except CellRecordError as e:
+            raise web.HTTPError(400, str(e)) from None
+        if record["notebook_path"] is None and record["kernel_id"]:
+            # the kernel may not know its notebook: the server's sessions do
+            known = self.service.tracker.kernels().get(record["kernel_id"])
+            record["notebook_path"] = known.notebook_path if known else None
+        # the ledger write is blocking I/O: off the event loop
+        await to_thread.run_sync(self.cells.add, record)
+        self.set_status(201)
+        self.write_json(record)
+
+
 def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     """The extension's route table (base_url is prepended by jupyter_server)."""
     from .budget.handlers import budget_handlers
@@ -70,6 +133,7 @@ def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
         (f"{API_PREFIX}/status", StatusHandler),
         (f"{API_PREFIX}/kernels", KernelsHandler),
         (f"{API_PREFIX}/history", HistoryHandler),
+        (f"{API_PREFIX}/cells", CellsHandler),
         *budget_handlers(),
         *export_handlers(),
     ]

@@ -529,9 +529,9 @@ class Ledger:
         c = cells_table.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(c.record).order_by(c.ended.desc(), c.id.desc()).limit(limit)
+                sa.select(c.record, c.session_id).order_by(c.ended.desc(), c.id.desc()).limit(limit)
             ).all()
-        return [dict(r.record) for r in rows]
+        return [{**dict(r.record), "session_id": r.session_id} for r in rows]
 
     # -- bulk (benchmarks) -----------------------------------------------------
 

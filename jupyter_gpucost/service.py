@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from . import history as hist
 from .attribution import Attributor
 from .billing import BillingRule
+from .cells import CellLog
 from .history import HistoryRing
 from .kernels import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
@@ -113,6 +114,7 @@ class CostService:
         self.session_id = new_session_id(started)
         self.ledger_error: str | None = None
         self.ledger = self._open_ledger()
+        self.cells = CellLog(self.ledger, self.session_id)
         self.tracker = KernelTracker(log=self.log)
         self.attributor = Attributor(simulated=self.source.simulated)
         self.ring = HistoryRing()

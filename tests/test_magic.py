@@ -20,7 +20,8 @@ def run_notebook(cells: list[str], env: dict[str, str] | None = None) -> Any:
         if "# raises" in cell.source:
             cell.metadata["tags"] = ["raises-exception"]
     saved = dict(os.environ)
-    os.environ.pop(ENV_PRICES, None)
+    for name in (ENV_PRICES, "JUPYTER_GPUCOST_URL", "JUPYTER_GPUCOST_TOKEN"):
+        os.environ.pop(name, None)
     os.environ.update(env or {})
     try:
         NotebookClient(nb, timeout=120, kernel_name="python3").execute()

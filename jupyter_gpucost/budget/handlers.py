@@ -9,6 +9,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..handlers import API_PREFIX, GpuCostHandler
+from ..kernel_link import user_or_kernel
 from .controller import BudgetController
 from .policy import Budget, BudgetError, parse_amount, parse_scope
 
@@ -38,14 +39,16 @@ class BudgetHandler(GpuCostHandler):
 
 
 class BudgetStateHandler(BudgetHandler):
+    #: ``%gpucost budget 5`` in a notebook sets the user's own budget
+    kernel_methods = frozenset({"PUT"})
+
     @web.authenticated
     @authorized
     def get(self) -> None:
         self.budget.seen(self.get_query_argument("client", None))
         self.write_json(self.budget.payload())
 
-    @web.authenticated
-    @authorized
+    @user_or_kernel
     async def put(self) -> None:
         """Set the soft budget: ``{"amount_usd": 5, "scope": "session"}``; null removes it."""
         body = self.body()

@@ -18,6 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from .link import LinkError, link
 from .measure import Measurement, prices
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
@@ -75,6 +76,9 @@ class CellTimer:
         if args.output:
             self.shell.user_ns[args.output] = report
         display(report)
+        server = link()
+        if server is not None:
+            server.send_cell(magic_record(report, result))
 
     def transform(self, lines: list[str]) -> list[str]:
         """``%%gpucost ARGS`` on the first line becomes a call that starts measuring."""
@@ -86,6 +90,34 @@ class CellTimer:
         args = first[len("%%gpucost") :].strip()
         call = f"get_ipython().gpucost_timer.begin({args!r})\n"
         return [call, *lines[1:]]
+
+
+def magic_record(report: Any, result: Any) -> dict[str, Any]:
+    """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
+    import time
+
+    from .auto import cell_id_of, iso
+    from .link import kernel_id, notebook_path
+
+    ended = time.time()
+    peaks = {str(i): float(b) for i, b in report.peak_memory_bytes.items()}
+    return {
+        "cell_id": cell_id_of(result) or "gpucost-cell",
+        "notebook_path": notebook_path(),
+        "kernel_id": kernel_id(),
+        "started": iso(ended - report.wall_s),
+        "ended": iso(ended),
+        "wall_s": round(report.wall_s, 6),
+        "cpu_s": round(report.cpu_s, 6),
+        "gpu_busy_s": {str(i): round(s, 6) for i, s in report.gpu_time_s.items()} or None,
+        "peak_memory_bytes": int(max(peaks.values())) if peaks else None,
+        "peak_memory_bytes_by_gpu": peaks or None,
+        "energy_j": round(sum(report.energy_j.values()), 3) if report.energy_j else None,
+        "cost_usd": report.cost_micro_usd / 1_000_000,
+        "rate_usd_per_hour": float(report.rate_usd_per_hour),
+        "status": report.status,
+        "mode": "magic",
+    }
 
 
 @magics_class
@@ -108,7 +140,7 @@ class GpuCostMagics(Magics):
         """%gpucost: the prices this kernel uses; %gpucost check; %gpucost fit SIZE ..."""
         words = shlex_split(line)
         if not words:
-            show_prices()
+            show_summary(self.shell)
         elif words[0] == "check":
             if len(words) > 1:
                 raise UsageError(f"%gpucost check takes no options\nusage: {LINE_USAGE}")
@@ -117,6 +149,10 @@ class GpuCostMagics(Magics):
             print(run())
         elif words[0] == "fit":
             fit(words[1:])
+        elif words[0] == "auto":
+            auto(self.shell, words[1:])
+        elif words[0] == "budget":
+            budget(words[1:])
         else:
             raise UsageError(
                 f"unknown subcommand {words[0]!r} (use %%gpucost on a cell to price it)\n"
@@ -125,9 +161,116 @@ class GpuCostMagics(Magics):
 
 
 LINE_USAGE = (
-    "%gpucost | %gpucost check | "
+    "%gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off [--scope session|day|month] "
+    "| %gpucost check | "
     "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 )
+AUTO_USAGE = "%gpucost auto on|off"
+BUDGET_USAGE = "%gpucost budget AMOUNT|off [--scope session|day|month]"
+
+
+def auto(shell: Any, words: list[str]) -> None:
+    from .auto import AutoPricer
+
+    if len(words) != 1 or words[0] not in ("on", "off"):
+        raise UsageError(f"usage: {AUTO_USAGE}")
+    pricer = getattr(shell, "gpucost_auto", None)
+    if pricer is None:
+        pricer = shell.gpucost_auto = AutoPricer(shell)
+    if words[0] == "on":
+        pricer.enable()
+        server = link()
+        where = (
+            "shown next to each cell"
+            if server is not None
+            else "printed under each cell (no jupyter-gpucost server for this kernel)"
+        )
+        print(f"gpucost: every cell is priced from now on, {where}. %gpucost auto off stops.")
+    else:
+        pricer.disable()
+        print("gpucost: cells are no longer priced.")
+
+
+class _BudgetParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message}\nusage: {BUDGET_USAGE}")
+
+
+def budget(words: list[str]) -> None:
+    parser = _BudgetParser(prog="%gpucost budget", add_help=False)
+    parser.add_argument("amount")
+    parser.add_argument("--scope", default="session", choices=["session", "day", "month"])
+    args = parser.parse_args(words)
+    amount: float | None
+    if args.amount.lower() in ("off", "none", "remove"):
+        amount = None
+    else:
+        try:
+            amount = float(args.amount.lstrip("$"))
+        except ValueError:
+            raise UsageError(
+                f"{args.amount!r} is not an amount of dollars\nusage: {BUDGET_USAGE}"
+            ) from None
+    server = link()
+    if server is None:
+        raise UsageError(
+            "budgets are kept by the jupyter-gpucost server extension, and this kernel was "
+            "not started by a Jupyter server that has it"
+        )
+    try:
+        state = server.set_budget(amount, args.scope)
+    except LinkError as e:
+        raise UsageError(str(e)) from None
+    soft = state.get("soft")
+    if soft:
+        print(
+            f"gpucost: your budget is now ${soft['amount_usd']:g} per {soft['scope']}; "
+            f"${soft['spent_usd']:.2f} spent so far."
+        )
+    else:
+        print("gpucost: your budget is removed.")
+    hard = state.get("hard")
+    if hard:
+        print(
+            f"gpucost: the administrator's budget of ${hard['amount_usd']:g} per "
+            f"{hard['scope']} still applies."
+        )
+
+
+def show_summary(shell: Any) -> None:
+    """The session's cost from the server, this kernel's cells, and the prices."""
+    server = link()
+    if server is not None:
+        try:
+            status = server.status()
+        except LinkError as e:
+            print(f"gpucost: {e}")
+        else:
+            symbol = status.get("currency_symbol", "$")
+            elapsed = float(status.get("elapsed_s") or 0)
+            print(
+                f"gpucost: this session has cost {symbol}{float(status['cost_usd']):.2f} "
+                f"in {int(elapsed // 3600)} h {int(elapsed % 3600 // 60):02d} min, now "
+                f"{symbol}{float(status['rate_usd_per_hour']):.2f}/h"
+            )
+            state = status.get("budget") or {}
+            binding = state.get(state.get("binding") or "") if state else None
+            if binding:
+                print(
+                    f"  budget: {symbol}{binding['spent_usd']:.2f} of "
+                    f"{symbol}{binding['amount_usd']:g} per {binding['scope']} "
+                    f"({binding['kind']})"
+                )
+    pricer = getattr(shell, "gpucost_auto", None)
+    if pricer is not None and pricer.cells:
+        print(
+            f"  cells priced in this kernel: {pricer.cells}, "
+            f"${pricer.total_micro_usd / 1_000_000:.4f} in all"
+            + ("" if pricer.enabled else " (auto is off)")
+        )
+    show_prices()
+
+
 FIT_USAGE = "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 
 
@@ -227,3 +370,6 @@ def unload(shell: Any) -> None:
         shell.input_transformers_cleanup.remove(timer.transform)
     shell.events.unregister("post_run_cell", timer.post_run_cell)
     shell.gpucost_timer = None
+    pricer = getattr(shell, "gpucost_auto", None)
+    if pricer is not None:
+        pricer.disable()

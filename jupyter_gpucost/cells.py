@@ -1,0 +1,158 @@
+"""What each cell cost, as kernels report it: checked, kept in memory and in the ledger.
+
+A kernel with ``%gpucost auto on`` (or a ``%%gpucost`` cell) posts one record per cell;
+the notebook shows it as a badge next to the cell and the panel lists recent cells. The
+record is the kernel's own measurement at the prices the server gave it; the server checks
+its shape and bounds, and never lets it change the session's cost (that is metered from
+the GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from datetime import datetime
+from typing import Any
+
+STATUSES = ("ok", "error", "interrupted")
+MODES = ("auto", "magic")
+MAX_CELLS_IN_MEMORY = 2000
+
+
+class CellRecordError(ValueError):
+    """A posted record is not valid; the message says which field and why."""
+
+
+def _text(record: dict[str, Any], key: str, *, required: bool, limit: int = 1024) -> str | None:
+    value = record.get(key)
+    if value is None or value == "":
+        if required:
+            raise CellRecordError(f"{key} is required")
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise CellRecordError(f"{key} must be a string of at most {limit} characters")
+    return value
+
+
+def _number(record: dict[str, Any], key: str, *, required: bool) -> float | None:
+    value = record.get(key)
+    if value is None:
+        if required:
+            raise CellRecordError(f"{key} is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CellRecordError(f"{key} must be a finite number")
+    if value < 0:
+        raise CellRecordError(f"{key} cannot be negative")
+    return float(value)
+
+
+def _time(record: dict[str, Any], key: str) -> str:
+    value = _text(record, key, required=True, limit=64)
+    assert value is not None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise CellRecordError(f"{key} must be an ISO 8601 time, not {value!r}") from None
+    if moment.tzinfo is None:
+        raise CellRecordError(f"{key} must say its time zone (e.g. +00:00)")
+    return value
+
+
+def _per_gpu(record: dict[str, Any], key: str) -> dict[str, float] | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > 64:
+        raise CellRecordError(f"{key} must be an object: GPU index -> number")
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        if not str(k).isdigit():
+            raise CellRecordError(f"{key} keys are GPU indices")
+        number = _number({key: v}, key, required=True)
+        assert number is not None
+        out[str(k)] = number
+    return out
+
+
+def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
+    """The record as stored, or ``CellRecordError``."""
+    if not isinstance(record, dict):
+        raise CellRecordError("the body must be a JSON object")
+    status = record.get("status", "ok")
+    if status not in STATUSES:
+        raise CellRecordError(f"status must be one of {', '.join(STATUSES)}")
+    mode = record.get("mode", "auto")
+    if mode not in MODES:
+        raise CellRecordError(f"mode must be one of {', '.join(MODES)}")
+    peak = _per_gpu(record, "peak_memory_bytes_by_gpu")
+    peak_total = record.get("peak_memory_bytes")
+    if peak_total is not None:
+        peak_total = int(_number(record, "peak_memory_bytes", required=True) or 0)
+    cleaned = {
+        "cell_id": _text(record, "cell_id", required=True, limit=200),
+        "notebook_path": _text(record, "notebook_path", required=False),
+        "kernel_id": _text(record, "kernel_id", required=False, limit=64) or kernel_id,
+        "started": _time(record, "started"),
+        "ended": _time(record, "ended"),
+        "wall_s": _number(record, "wall_s", required=True),
+        "cpu_s": _number(record, "cpu_s", required=False),
+        "gpu_busy_s": _per_gpu(record, "gpu_busy_s"),
+        "peak_memory_bytes": peak_total,
+        "peak_memory_bytes_by_gpu": peak,
+        "energy_j": _number(record, "energy_j", required=False),
+        "cost_usd": _number(record, "cost_usd", required=True),
+        "rate_usd_per_hour": _number(record, "rate_usd_per_hour", required=False),
+        "status": status,
+        "mode": mode,
+    }
+    if datetime.fromisoformat(cleaned["ended"]) < datetime.fromisoformat(cleaned["started"]):
+        raise CellRecordError("ended is before started")
+    return cleaned
+
+
+class CellLog:
+    """Recent cells in memory (for the badges), every cell in the ledger (for history)."""
+
+    def __init__(self, ledger: Any, session_id: str) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+        self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_CELLS_IN_MEMORY)
+        self._lock = threading.Lock()
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Keep a cleaned record (blocking: the ledger write; call it off the loop)."""
+        with self._lock:
+            self._recent.append(record)
+        if self.ledger is not None:
+            self.ledger.add_cell(self.session_id, record)
+
+    def recent(
+        self, limit: int, *, cell_id: str | None = None, notebook_path: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Newest first; this server's cells from memory, earlier ones from the ledger."""
+        with self._lock:
+            kept = list(self._recent)
+        chosen = [
+            r
+            for r in reversed(kept)
+            if (cell_id is None or r["cell_id"] == cell_id)
+            and (notebook_path is None or r["notebook_path"] == notebook_path)
+        ][:limit]
+        if (
+            len(chosen) < limit
+            and cell_id is None
+            and notebook_path is None
+            and self.ledger is not None
+            and len(kept) < MAX_CELLS_IN_MEMORY
+        ):
+            # earlier sessions' cells (this session's are already in memory)
+            older = [
+                r for r in self.ledger.recent_cells(limit) if r.get("session_id") != self.session_id
+            ]
+            seen = {(r["cell_id"], r["ended"]) for r in chosen}
+            for r in older:
+                if (r.get("cell_id"), r.get("ended")) not in seen and len(chosen) < limit:
+                    chosen.append(r)
+        return chosen

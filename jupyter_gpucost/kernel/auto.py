@@ -1,0 +1,135 @@
+"""``%gpucost auto on``: every cell priced with the light method, shown as a badge.
+
+The light method reads two clocks before and after the cell and, once the notebook has
+started CUDA itself, records a CUDA event on each GPU's current stream and resets the
+peak-memory counter; it never starts a profiler, never imports torch and never waits for
+the GPU on the cell's thread (the end events are waited for in the thread that sends the
+record). Nothing is printed into the notebook: the record goes to the server, and
+JupyterLab shows it next to the cell. Without a server, a one-line summary is printed
+instead (there is nowhere else to show it).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from ..meter import cost_micro_usd, round_micro
+from .link import kernel_id, link, notebook_path
+from .measure import _torch_cuda, prices
+
+
+def iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()
+
+
+def status_of(result: Any) -> str:
+    error = getattr(result, "error_in_exec", None)
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    return "error" if error is not None else "ok"
+
+
+def cell_id_of(result_or_info: Any) -> str | None:
+    info = getattr(result_or_info, "info", result_or_info)
+    value = getattr(info, "cell_id", None)
+    return str(value) if value else None
+
+
+class AutoPricer:
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.enabled = False
+        self.cells = 0
+        self.total_micro_usd = 0
+        self.last: dict[str, Any] | None = None
+        self._started: tuple[float, float, float, dict[int, Any]] | None = None
+        self._kernel_id = kernel_id()
+
+    def enable(self) -> None:
+        if not self.enabled:
+            self.shell.events.register("pre_run_cell", self.pre_run_cell)
+            self.shell.events.register("post_run_cell", self.post_run_cell)
+            self.enabled = True
+
+    def disable(self) -> None:
+        if self.enabled:
+            self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
+            self.shell.events.unregister("post_run_cell", self.post_run_cell)
+            self.enabled = False
+            self._started = None
+
+    def pre_run_cell(self, info: Any) -> None:
+        raw = getattr(info, "raw_cell", "") or ""
+        if raw.lstrip().startswith("%%gpucost"):
+            self._started = None  # the cell magic reports this cell itself
+            return
+        events: dict[int, Any] = {}
+        torch = _torch_cuda()
+        if torch is not None:
+            for i in range(torch.cuda.device_count()):
+                with torch.cuda.device(i):
+                    torch.cuda.reset_peak_memory_stats(i)
+                    event = torch.cuda.Event(enable_timing=True)
+                    event.record()
+                    events[i] = event
+        self._started = (time.time(), time.perf_counter(), time.process_time(), events)
+
+    def post_run_cell(self, result: Any) -> None:
+        if self._started is None:
+            return
+        epoch0, wall0, cpu0, starts = self._started
+        wall_s = time.perf_counter() - wall0
+        cpu_s = time.process_time() - cpu0
+        self._started = None
+        p = prices()
+        rate = p.rate_usd_per_hour()
+        micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
+        record: dict[str, Any] = {
+            "cell_id": cell_id_of(result) or f"cell-{self.cells + 1}",
+            "notebook_path": notebook_path(),
+            "kernel_id": self._kernel_id,
+            "started": iso(epoch0),
+            "ended": iso(epoch0 + wall_s),
+            "wall_s": round(wall_s, 6),
+            "cpu_s": round(cpu_s, 6),
+            "cost_usd": micro / 1_000_000,
+            "rate_usd_per_hour": float(rate),
+            "status": status_of(result),
+            "mode": "auto",
+        }
+        finish = None
+        torch = _torch_cuda()
+        if torch is not None and starts:
+            ends: dict[int, Any] = {}
+            peaks: dict[str, float] = {}
+            for i, start in starts.items():
+                with torch.cuda.device(i):
+                    end = torch.cuda.Event(enable_timing=True)
+                    end.record()
+                    ends[i] = (start, end)
+                    peaks[str(i)] = float(torch.cuda.max_memory_allocated(i))
+            record["peak_memory_bytes_by_gpu"] = peaks
+            record["peak_memory_bytes"] = int(max(peaks.values(), default=0))
+
+            def finish(r: dict[str, Any]) -> None:
+                # in the sending thread: the cell's thread never waits for the GPU
+                busy = {}
+                for i, (start, end) in ends.items():
+                    end.synchronize()
+                    busy[str(i)] = round(start.elapsed_time(end) / 1e3, 6)
+                r["gpu_busy_s"] = busy
+
+        self.cells += 1
+        self.total_micro_usd += micro
+        self.last = record
+        server = link()
+        if server is not None:
+            server.send_cell(record, finish)
+        else:
+            symbol = p.currency_symbol
+            print(
+                f"gpucost: {symbol}{micro / 1_000_000:.4f} · {wall_s:.2f} s "
+                f"at {symbol}{rate:.2f}/h (no jupyter-gpucost server: catalog prices)"
+            )

@@ -1,0 +1,247 @@
+"""Kernel ↔ server: a real server, real kernels that reach it with their own token."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import nbformat
+import pytest
+from kernel_notebook import run_notebook, text
+from nbclient import NotebookClient
+from tornado.httpclient import HTTPClientError
+
+from jupyter_gpucost.kernel_link import ENV_TOKEN, ENV_URL
+
+
+def kernel_headers() -> dict[str, str]:
+    return {"Authorization": f"token {os.environ[ENV_TOKEN]}"}
+
+
+async def run_async(cells: list[str]) -> Any:
+    """Run cells in a kernel that inherits this (in-process) server's environment,
+    without blocking the server's event loop."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    for cell in nb.cells:
+        if "# raises" in cell.source:
+            cell.metadata["tags"] = ["raises-exception"]
+    await NotebookClient(nb, timeout=120, kernel_name="python3").async_execute()
+    return nb
+
+
+async def cells(jp_fetch: Any, **query: str) -> list[dict[str, Any]]:
+    response = await jp_fetch("gpucost", "api", "cells", params=query)
+    return list(json.loads(response.body)["cells"])
+
+
+async def test_the_server_tells_kernels_where_it_is(jp_serverapp: Any, jp_base_url: str) -> None:
+    for _ in range(50):
+        if ENV_URL in os.environ:
+            break
+        await asyncio.sleep(0.05)
+    assert os.environ[ENV_URL] == f"http://127.0.0.1:{jp_serverapp.port}{jp_base_url}"
+    assert len(os.environ[ENV_TOKEN]) >= 40
+
+
+async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget(
+    jp_fetch: Any, jp_serverapp: Any
+) -> None:
+    await asyncio.sleep(0.2)  # the URL is published once the server listens
+    nb = await run_async(
+        [
+            "%load_ext jupyter_gpucost",
+            "%gpucost auto on",
+            "import torch, time\na = torch.randn(400, 400)\nfor _ in range(20):\n"
+            "    b = a @ a\ntime.sleep(0.3)",
+            "raise ValueError('boom')  # raises",
+            "%gpucost budget 5",
+            "%gpucost",
+            "%gpucost auto off",
+            "x = 1",
+            "get_ipython().gpucost_auto.cells",
+        ]
+    )
+    assert "every cell is priced from now on, shown next to each cell" in text(nb.cells[1])
+    # auto mode puts nothing into the notebook
+    assert nb.cells[2].outputs == []
+    assert "your budget is now $5 per session" in text(nb.cells[4])
+    summary = text(nb.cells[5])
+    assert "this session has cost $" in summary
+    assert "budget: $" in summary
+    # the three cells before this one
+    assert "cells priced in this kernel: 3" in summary
+    # auto off: the summary's cell was the last one priced
+    assert text(nb.cells[8]) == "4"
+
+    for _ in range(100):
+        found = await cells(jp_fetch, limit="50")
+        if len(found) >= 4:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    found = await cells(jp_fetch, limit="50")
+    by_time = sorted(found, key=lambda r: r["started"])
+    assert [r["mode"] for r in by_time] == ["auto"] * 4
+    torch_cell, failed = by_time[0], by_time[1]
+    assert torch_cell["status"] == "ok"
+    assert torch_cell["wall_s"] >= 0.3
+    assert torch_cell["cpu_s"] > 0
+    # the server's prices: the simulated 2x A100-80GB at $6.862/h
+    assert torch_cell["rate_usd_per_hour"] == pytest.approx(6.862)
+    assert torch_cell["cost_usd"] == pytest.approx(torch_cell["wall_s"] * 6.862 / 3600, abs=2e-6)
+    # (nbclient's kernels are not the server's: no kernel id; the browser test checks it)
+    assert failed["status"] == "error"
+    budget = json.loads((await jp_fetch("gpucost", "api", "budget")).body)
+    assert budget["soft"]["amount_usd"] == 5
+
+
+class TestPricedSession:
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "ledger_url": "none",
+        }
+
+    async def test_a_gpucost_cell_is_recorded_at_the_servers_prices(self, jp_fetch: Any) -> None:
+        await asyncio.sleep(0.2)
+        await run_async(
+            [
+                "%load_ext jupyter_gpucost",
+                "%%gpucost\nimport time\ntime.sleep(0.5)",
+            ]
+        )
+        for _ in range(100):
+            found = await cells(jp_fetch, limit="5")
+            if found:
+                break
+            await asyncio.sleep(0.1)
+        [record] = found
+        assert record["mode"] == "magic"
+        # the simulated 2x A100-80GB at the server's AWS prices: $6.862/h
+        assert record["rate_usd_per_hour"] == pytest.approx(6.862)
+        assert record["cost_usd"] == pytest.approx(record["wall_s"] * 6.862 / 3600, abs=2e-6)
+        assert record["wall_s"] >= 0.5
+
+
+async def test_the_kernel_token_opens_only_the_kernel_routes(
+    jp_fetch: Any, http_server_client: Any, jp_base_url: str
+) -> None:
+    await asyncio.sleep(0.2)
+    headers = kernel_headers()
+    status = await http_server_client.fetch(f"{jp_base_url}gpucost/api/status", headers=headers)
+    assert json.loads(status.body)["cost_usd"] >= 0
+    record = {
+        "cell_id": "c1",
+        "started": "2026-11-23T10:00:00+00:00",
+        "ended": "2026-11-23T10:00:02+00:00",
+        "wall_s": 2.0,
+        "cost_usd": 0.0038,
+    }
+    posted = await http_server_client.fetch(
+        f"{jp_base_url}gpucost/api/cells", method="POST", body=json.dumps(record), headers=headers
+    )
+    assert posted.code == 201
+    for method, path, body in [
+        ("GET", "gpucost/api/kernels", None),
+        ("GET", "gpucost/api/budget", None),
+        ("POST", "gpucost/api/exports", json.dumps({"paths": ["x.pt"]})),
+        ("POST", "gpucost/api/budget/stop-now", "{}"),
+        ("GET", "api/contents", None),
+        ("GET", "api/kernels", None),
+    ]:
+        with pytest.raises(HTTPClientError) as e:
+            await http_server_client.fetch(
+                f"{jp_base_url}{path}", method=method, body=body, headers=headers
+            )
+        assert e.value.code == 403, (method, path)
+    # the admin's budget stays out of reach
+    with pytest.raises(HTTPClientError) as e:
+        await http_server_client.fetch(
+            f"{jp_base_url}gpucost/api/budget",
+            method="PUT",
+            body=json.dumps({"kind": "hard", "amount_usd": 1000}),
+            headers=headers,
+        )
+    assert e.value.code == 403
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"started": "2026-11-23T10:00:00+00:00"}, "cell_id is required"),
+        (
+            {"cell_id": "c", "started": "yesterday", "ended": "2026-11-23T10:00:00+00:00"},
+            "started must be an ISO 8601 time",
+        ),
+        (
+            {
+                "cell_id": "c",
+                "started": "2026-11-23T10:00:00",
+                "ended": "2026-11-23T10:00:00+00:00",
+            },
+            "started must say its time zone",
+        ),
+        (
+            {
+                "cell_id": "c",
+                "started": "2026-11-23T10:00:01+00:00",
+                "ended": "2026-11-23T10:00:00+00:00",
+                "wall_s": 1,
+                "cost_usd": 0,
+            },
+            "ended is before started",
+        ),
+        (
+            {
+                "cell_id": "c",
+                "started": "2026-11-23T10:00:00+00:00",
+                "ended": "2026-11-23T10:00:00+00:00",
+                "wall_s": 1,
+                "cost_usd": -1,
+            },
+            "cost_usd cannot be negative",
+        ),
+        (
+            {
+                "cell_id": "c",
+                "started": "2026-11-23T10:00:00+00:00",
+                "ended": "2026-11-23T10:00:00+00:00",
+                "wall_s": 1,
+                "cost_usd": 0,
+                "status": "maybe",
+            },
+            "status must be one of ok, error, interrupted",
+        ),
+    ],
+)
+async def test_a_bad_cell_record_is_refused_with_its_reason(
+    jp_fetch: Any, record: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(HTTPClientError) as e:
+        await jp_fetch("gpucost", "api", "cells", method="POST", body=json.dumps(record))
+    assert e.value.code == 400
+    assert message in json.loads(e.value.response.body)["message"]
+    assert await cells(jp_fetch) == []
+
+
+def test_without_a_server_auto_mode_prints_and_budgets_say_why_not() -> None:
+    nb = run_notebook(
+        [
+            "%load_ext jupyter_gpucost",
+            "%gpucost auto on",
+            "import time\ntime.sleep(0.2)",
+            "# raises\n%gpucost budget 5",
+            "# raises\n%gpucost auto maybe",
+        ]
+    )
+    assert "printed under each cell (no jupyter-gpucost server" in text(nb.cells[1])
+    line = text(nb.cells[2])
+    assert line.startswith("gpucost: $0.0000 · 0.2")
+    assert "no jupyter-gpucost server: catalog prices" in line
+    assert "budgets are kept by the jupyter-gpucost server extension" in text(nb.cells[3])
+    assert "usage: %gpucost auto on|off" in text(nb.cells[4])
