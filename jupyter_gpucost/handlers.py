@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from anyio import to_thread
@@ -102,7 +103,9 @@ class CellsHandler(GpuCostHandler):
         found = await to_thread.run_sync(
             lambda: self.cells.recent(limit, cell_id=cell_id, notebook_path=notebook)
         )
-        self.write_json({"cells": found})
+        self.write_json(
+            {"cells": found, "currency_symbol": self.service.config.currency_symbol}
+        )
 
     @user_or_kernel
     async def post(self) -> None:
@@ -114,14 +117,29 @@ class CellsHandler(GpuCostHandler):
             record = clean(body)
         except CellRecordError as e:
             raise web.HTTPError(400, str(e)) from None
-        if record["notebook_path"] is None and record["kernel_id"]:
-            # the kernel may not know its notebook: the server's sessions do
-            known = self.service.tracker.kernels().get(record["kernel_id"])
-            record["notebook_path"] = known.notebook_path if known else None
+        # the server's sessions know the notebook of their kernels, relative to the root
+        # dir (a kernel only sees an absolute path, or nothing)
+        known = self.service.tracker.kernels().get(record["kernel_id"] or "")
+        if known is not None and known.notebook_path:
+            record["notebook_path"] = known.notebook_path
+        elif record["notebook_path"]:
+            record["notebook_path"] = relative_to_root(
+                record["notebook_path"], self.settings.get("server_root_dir", "")
+            )
         # the ledger write is blocking I/O: off the event loop
         await to_thread.run_sync(self.cells.add, record)
         self.set_status(201)
         self.write_json(record)
+
+
+def relative_to_root(path: str, root_dir: str) -> str:
+    """A notebook path as the file browser shows it, when it is under the root dir."""
+    if root_dir and os.path.isabs(path):
+        root = os.path.realpath(os.path.expanduser(root_dir))
+        real = os.path.realpath(path)
+        if real.startswith(root + os.sep):
+            return os.path.relpath(real, root).replace(os.sep, "/")
+    return path
 
 
 def handlers() -> list[tuple[str, type[GpuCostHandler]]]:

@@ -7,6 +7,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { budgetPlugin } from './budget';
+import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
@@ -96,7 +97,8 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   statusPlugin,
   panelPlugin,
   budgetPlugin,
-  exportPlugin
+  exportPlugin,
+  cellCostPlugin
 ];
 
 export default plugins;

@@ -1,0 +1,122 @@
+/**
+ * A cell's cost as the server keeps it (`GET /gpucost/api/cells`).
+ */
+export interface ICellRecord {
+  cell_id: string;
+  notebook_path: string | null;
+  kernel_id: string | null;
+  started: string;
+  ended: string;
+  wall_s: number;
+  cpu_s?: number | null;
+  gpu_busy_s?: { [index: string]: number } | null;
+  peak_memory_bytes?: number | null;
+  energy_j?: number | null;
+  cost_usd: number;
+  rate_usd_per_hour?: number | null;
+  status: string;
+  mode: string;
+}
+
+/**
+ * Money as the badge shows it: four decimals under 10 cents, else two.
+ */
+export function badgeMoney(usd: number, symbol: string): string {
+  return `${symbol}${usd < 0.1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+}
+
+/**
+ * Seconds as the badge shows them.
+ */
+export function badgeSeconds(seconds: number): string {
+  if (seconds < 10) {
+    return `${seconds.toFixed(2)} s`;
+  }
+  if (seconds < 120) {
+    return `${seconds.toFixed(1)} s`;
+  }
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 120) {
+    return `${minutes} min ${String(Math.round(seconds % 60)).padStart(2, '0')} s`;
+  }
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/**
+ * Bytes in binary units.
+ */
+function gib(bytes: number): string {
+  return bytes >= 1024 ** 3
+    ? `${(bytes / 1024 ** 3).toFixed(2)} GiB`
+    : `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
+}
+
+/**
+ * The badge's text: `$0.0012 · 3.20 s · GPU 2.95 s · peak 1.20 GiB`.
+ */
+export function badgeText(record: ICellRecord, symbol: string): string {
+  const parts = [
+    badgeMoney(record.cost_usd, symbol),
+    badgeSeconds(record.wall_s)
+  ];
+  const busy = Object.values(record.gpu_busy_s ?? {});
+  if (busy.length) {
+    parts.push(`GPU ${badgeSeconds(Math.max(...busy))}`);
+  }
+  if (record.peak_memory_bytes) {
+    parts.push(`peak ${gib(record.peak_memory_bytes)}`);
+  }
+  if (record.status !== 'ok') {
+    parts.push(record.status);
+  }
+  return parts.join(' · ');
+}
+
+/**
+ * The badge's tooltip: how the figure was made.
+ */
+export function badgeTitle(record: ICellRecord, symbol: string): string {
+  const lines = [
+    `This cell cost ${badgeMoney(record.cost_usd, symbol)}: ${badgeSeconds(
+      record.wall_s
+    )} of wall time` +
+      (record.rate_usd_per_hour !== null &&
+      record.rate_usd_per_hour !== undefined
+        ? ` at ${symbol}${record.rate_usd_per_hour.toFixed(2)}/h (the kernel's GPUs and the instance)`
+        : ''),
+    `Ended ${new Date(record.ended).toLocaleTimeString()}` +
+      (record.mode === 'magic' ? ' (%%gpucost)' : ' (%gpucost auto)')
+  ];
+  for (const [index, seconds] of Object.entries(record.gpu_busy_s ?? {})) {
+    lines.push(
+      `GPU ${index}: ${badgeSeconds(seconds)} between the cell's CUDA events`
+    );
+  }
+  if (record.energy_j) {
+    lines.push(`Energy: ${record.energy_j.toFixed(1)} J`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * What a cell's source says about auto mode: `on`, `off` or nothing.
+ */
+export function autoSwitch(source: string): 'on' | 'off' | null {
+  const matches = Array.from(
+    source.matchAll(/^\s*%gpucost\s+auto\s+(on|off)\b/gm)
+  );
+  if (!matches.length) {
+    return null;
+  }
+  return matches[matches.length - 1][1] as 'on' | 'off';
+}
+
+/**
+ * The code the notebook runs (silently) to switch auto mode.
+ */
+export function autoCode(on: boolean): string {
+  return [
+    'get_ipython().run_line_magic("load_ext", "jupyter_gpucost")',
+    `get_ipython().run_line_magic("gpucost", "auto ${on ? 'on' : 'off'}")`
+  ].join('\n');
+}

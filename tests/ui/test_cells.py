@@ -1,0 +1,108 @@
+"""Per-cell cost in the browser: switch it on from the toolbar, run cells, read the badges."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "id": "matmul-cell",
+            "source": "import time, torch\na = torch.randn(300, 300)\nb = (a @ a).sum()\n"
+            "time.sleep(0.6)\nprint('done')",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        },
+        {
+            "cell_type": "code",
+            "id": "failing-cell",
+            "source": "raise RuntimeError('boom')",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        },
+    ],
+    "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+    },
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook(
+    lab_factory: Any, page: Any
+) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    lab.api(
+        "api/contents/train.ipynb", method="PUT", body={"type": "notebook", "content": NOTEBOOK}
+    )
+    page.goto(f"{lab.url}/lab/tree/train.ipynb?token={lab.token}", timeout=60_000)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.first.wait_for(state="visible", timeout=60_000)
+    dialog = page.locator(".jp-Dialog")
+    try:
+        dialog.wait_for(state="visible", timeout=5_000)
+        dialog.locator(".jp-mod-accept").click()
+    except PlaywrightTimeout:
+        pass
+    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text("Python 3", timeout=60_000)
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+        1, timeout=60_000
+    )
+
+    toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
+    expect(toggle).to_be_visible()
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true", timeout=30_000)
+
+    first, second = cells.nth(0), cells.nth(1)
+    first.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(first.locator(".jp-OutputArea-output")).to_contain_text("done", timeout=60_000)
+    badge = first.locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_text(re.compile(r"^\$0\.\d{4} · \d+\.\d+ s$"), timeout=30_000)
+    # the simulated 2x A100-80GB at $6.862/h for the cell's wall time (import torch + 0.6 s)
+    cost, seconds = (float(x) for x in re.findall(r"[\d.]+", badge.inner_text()))
+    assert seconds >= 0.6
+    assert cost == pytest.approx(seconds * 6.862 / 3600, abs=0.0001)
+    assert "(%gpucost auto)" in (badge.get_attribute("title") or "")
+
+    page.keyboard.press("Shift+Enter")  # the failing cell (now selected)
+    expect(second.locator(".jp-OutputArea-output")).to_contain_text("boom", timeout=60_000)
+    expect(second.locator(".jp-gpucost-cell-badge")).to_contain_text("error", timeout=30_000)
+    screenshot(page, "cell-badges.png")
+
+    # the records are the server's, for these cells of this notebook's kernel
+    records = lab.api("gpucost/api/cells?limit=10")["cells"]  # type: ignore[index]
+    sessions = lab.api("api/sessions")
+    (session,) = [s for s in sessions if s["path"] == "train.ipynb"]  # type: ignore[union-attr]
+    by_cell = {r["cell_id"]: r for r in records}
+    assert by_cell["matmul-cell"]["kernel_id"] == session["kernel"]["id"]
+    assert by_cell["matmul-cell"]["notebook_path"] == "train.ipynb"
+    assert by_cell["matmul-cell"]["status"] == "ok"
+    assert by_cell["failing-cell"]["status"] == "error"
+
+    # nothing of it is in the saved notebook
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=30_000)
+    saved = lab.api("api/contents/train.ipynb")["content"]  # type: ignore[index]
+    text = json.dumps(saved)
+    assert "gpucost" not in text
+    assert "done" in text
+
+    # switched off: the next run shows no new badge
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "false", timeout=30_000)
