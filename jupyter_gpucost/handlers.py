@@ -103,9 +103,7 @@ class CellsHandler(GpuCostHandler):
         found = await to_thread.run_sync(
             lambda: self.cells.recent(limit, cell_id=cell_id, notebook_path=notebook)
         )
-        self.write_json(
-            {"cells": found, "currency_symbol": self.service.config.currency_symbol}
-        )
+        self.write_json({"cells": found, "currency_symbol": self.service.config.currency_symbol})
 
     @user_or_kernel
     async def post(self) -> None:
