@@ -97,6 +97,18 @@ gpu_minutes_table = sa.Table(
     sa.Index("ix_gpu_minutes_minute", "minute_unix_s"),
 )
 
+#: what the budget did (warnings are not kept here: actions only), newest last
+actions_table = sa.Table(
+    "budget_actions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("session_id", sa.String(64), nullable=False),
+    sa.Column("at", sa.String(40), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("record", sa.JSON, nullable=False),
+    sa.Index("ix_budget_actions_at", "at"),
+)
+
 cells_table = sa.Table(
     "cells",
     metadata,
@@ -524,6 +536,27 @@ class Ledger:
                     record=record,
                 )
             )
+
+    def add_action(self, session_id: str, record: dict[str, Any]) -> None:
+        """Keep what a budget did (an audit trail across sessions)."""
+        with self._lock, self.engine.begin() as conn:
+            conn.execute(
+                actions_table.insert().values(
+                    session_id=session_id,
+                    at=str(record.get("at", ""))[:40],
+                    action=str(record.get("action", ""))[:32],
+                    record=record,
+                )
+            )
+
+    def actions(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Budget actions, newest first, each with its session id."""
+        c = actions_table.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(c.record, c.session_id).order_by(c.at.desc(), c.id.desc()).limit(limit)
+            ).all()
+        return [{**dict(r.record), "session_id": r.session_id} for r in rows]
 
     def recent_cells(self, limit: int = 50) -> list[dict[str, Any]]:
         c = cells_table.c

@@ -288,8 +288,14 @@ class TestAtTheBudget:
         assert last["kernels"] == 1
         assert last["message"].startswith("stopped at $0.01 budget at ")
         assert "2 notebooks saved; 1 kernel(s) shut down" in last["message"]
-        # recorded on disk, and nothing fires again on later polls
+        # recorded on disk and in the ledger, and nothing fires again on later polls
         assert read_json(state_path)["actions"][-1]["message"] == last["message"]
+        audit = json.loads((await jp_fetch("gpucost", "api", "budget", "actions")).body)
+        assert audit["ledger"] is True
+        [kept] = audit["actions"]
+        assert kept["message"] == last["message"]
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        assert kept["session_id"] == status["session_id"]
         before = len(events)
         await asyncio.sleep(2)
         assert len(events) == before

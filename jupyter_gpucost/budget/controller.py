@@ -198,6 +198,8 @@ class BudgetController:
         self.save_request: SaveRequest | None = None
         #: checkpoint export before the action: ``async () -> str | None``
         self.export_hook: Callable[[], Awaitable[str | None]] | None = None
+        #: where each action is kept besides the state file (the ledger): ``(record) -> None``
+        self.action_sink: Callable[[dict[str, Any]], None] | None = None
         self.recent_events: list[dict[str, Any]] = []
         self._idle_since: float | None = None
         self._idle_warned = False
@@ -524,6 +526,13 @@ class BudgetController:
         self.actions = [*self.actions, record]
         self._dirty = True
         await self._persist()
+        if self.action_sink is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, self.action_sink, record
+                )
+            except Exception as e:
+                self.log.warning("jupyter-gpucost: the budget action is not in the ledger: %s", e)
 
     async def _persist(self) -> None:
         if self.store is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
@@ -106,9 +107,24 @@ class SavedHandler(BudgetHandler):
         self.write_json({"acknowledged": True})
 
 
+class ActionsHandler(BudgetHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """What budgets did, in this session and earlier ones (from the ledger)."""
+        ledger = self.service.ledger
+        if ledger is None:
+            # no ledger: this session's actions only
+            self.write_json({"actions": list(reversed(self.budget.actions)), "ledger": False})
+            return
+        actions = await to_thread.run_sync(ledger.actions, 100)
+        self.write_json({"actions": actions, "ledger": True})
+
+
 def budget_handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     return [
         (f"{API_PREFIX}/budget", BudgetStateHandler),
         (f"{API_PREFIX}/budget/stop-now", StopNowHandler),
         (f"{API_PREFIX}/budget/saved", SavedHandler),
+        (f"{API_PREFIX}/budget/actions", ActionsHandler),
     ]

@@ -166,6 +166,10 @@ def start_budget(app: Any, service: Any) -> BudgetController:
         gpu_utilization=utilization,
         log=app.log,
     )
+    ledger = getattr(service, "ledger", None)
+    if ledger is not None:
+        session_id = service.session_id
+        controller.action_sink = lambda record: ledger.add_action(session_id, record)
     controller.start()
     service.budget = controller
     if config.hard is not None:
