@@ -212,7 +212,11 @@ class _Html:
         from html import escape
 
         style = "color:var(--jp-warn-color0,#b45309);" if self.warning else ""
-        return f"<div class='jp-gpucost-guard' style='{style}'>{escape(self.text)}</div>"
+        # tex2jax_ignore: the dollar amounts must not be typeset as LaTeX by JupyterLab
+        return (
+            f"<div class='jp-gpucost-guard tex2jax_ignore mathjax_ignore' style='{style}'>"
+            f"{escape(self.text)}</div>"
+        )
 
 
 class Guard:

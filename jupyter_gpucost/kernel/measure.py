@@ -120,7 +120,9 @@ class CellCost:
         notes = "".join(f"<div><em>{escape(n)}</em></div>" for n in self.notes)
         status = "" if self.status == "ok" else f" ({escape(self.status)})"
         return (
-            f"<div class='jp-gpucost-cell-report'><strong>%%gpucost{status}</strong>"
+            # the amounts' dollar signs must not be typeset as LaTeX by JupyterLab
+            f"<div class='jp-gpucost-cell-report tex2jax_ignore mathjax_ignore'>"
+            f"<strong>%%gpucost{status}</strong>"
             f"<table>{rows}</table>{ops}{notes}</div>"
         )
 

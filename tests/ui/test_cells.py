@@ -106,3 +106,47 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     # switched off: the next run shows no new badge
     toggle.click()
     expect(toggle).to_have_attribute("aria-pressed", "false", timeout=30_000)
+
+
+def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
+    lab_factory: Any, page: Any
+) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    notebook = {
+        **NOTEBOOK,
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "magic-cell",
+                "source": "%%gpucost\nimport time\ntime.sleep(0.3)",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+        ],
+    }
+    lab.api("api/contents/m.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
+    page.goto(f"{lab.url}/lab/tree/m.ipynb?token={lab.token}", timeout=60_000)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.wait_for(state="visible", timeout=60_000)
+    dialog = page.locator(".jp-Dialog")
+    try:
+        dialog.wait_for(state="visible", timeout=5_000)
+        dialog.locator(".jp-mod-accept").click()
+    except PlaywrightTimeout:
+        pass
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+        1, timeout=60_000
+    )
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    # the report of the magic (the extension was loaded when the kernel started)
+    output = cell.locator(".jp-OutputArea-output")
+    expect(output).to_contain_text("wall time", timeout=60_000)
+    expect(output).not_to_contain_text("UsageError")
+    # the amounts read as money, not as LaTeX between two dollar signs
+    expect(output).to_contain_text(re.compile(r"\$0\.\d{4} at \$6\.86/h"))
+    expect(output.locator("mjx-container")).to_have_count(0)
+    badge = cell.locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_attribute("data-mode", "magic", timeout=30_000)
+    assert "(%%gpucost)" in (badge.get_attribute("title") or "")

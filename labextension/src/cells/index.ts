@@ -107,6 +107,12 @@ export class CellCostController {
   alwaysOn = false;
 
   /**
+   * Load the IPython extension into every Python kernel that starts, so that
+   * `%%gpucost` works without `%load_ext` (the setting).
+   */
+  loadExtension = true;
+
+  /**
    * Whether cells of this notebook are priced.
    */
   isOn(panel: NotebookPanel): boolean {
@@ -125,6 +131,8 @@ export class CellCostController {
       const want = this.alwaysOn || (this._on.get(panel) ?? false);
       if (want) {
         void this.set(panel, true);
+      } else if (this.loadExtension) {
+        void this.load(panel);
       }
     };
     panel.sessionContext.ready.then(apply).catch(() => undefined);
@@ -138,6 +146,31 @@ export class CellCostController {
       this._on.delete(panel);
       this._buttons.delete(panel);
     });
+  }
+
+  /**
+   * Load the IPython extension, silently, into a Python kernel; a kernel
+   * without jupyter-gpucost installed is left as it is.
+   */
+  async load(panel: NotebookPanel): Promise<boolean> {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel) {
+      return false;
+    }
+    try {
+      const info = await kernel.info;
+      if (info.language_info.name !== 'python') {
+        return false;
+      }
+      const reply = await kernel.requestExecute({
+        code: 'get_ipython().run_line_magic("load_ext", "jupyter_gpucost")',
+        silent: true,
+        store_history: false
+      }).done;
+      return reply.content.status === 'ok';
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -297,6 +330,8 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
         .load(cellCostPlugin.id)
         .then(settings => {
           const apply = (): void => {
+            controller.loadExtension =
+              settings.get('loadInEveryKernel').composite !== false;
             const before = controller.alwaysOn;
             controller.alwaysOn =
               settings.get('priceEveryCell').composite === true;
