@@ -4,8 +4,10 @@
 
 Runs one torch workload (matrix products; bf16 8192² on CUDA with ``--cuda``, float32
 512² on the CPU otherwise) through a real IPython shell: plain, under ``%%time``, under
-``%%gpucost`` (light) and under ``%%gpucost --ops``, alternating, ``--repeat`` times each,
-and reports the median wall time of each as a ratio to the plain cell. Also runs 1,000
+``%%gpucost`` (light), under ``%%gpucost --ops`` and with ``%gpucost auto on`` (each cell's
+record sent to a stand-in server on loopback, as in JupyterLab), alternating, ``--repeat``
+times each, and reports the median wall time of each as a ratio to the plain cell. The
+same variants on an empty cell give each one's fixed cost per cell, in microseconds. Also runs 1,000
 light and 200 ``--ops`` cells in a row and reports how much the process grew. With
 ``--cuda`` it also prints one light and one ``--ops`` report in full.
 """
@@ -23,6 +25,29 @@ from pathlib import Path
 from typing import Any
 
 
+def stand_in_server() -> tuple[Any, list[bytes]]:
+    """A loopback HTTP server that takes cell records as the Jupyter server does (201)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(201)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, received
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cuda", action="store_true")
@@ -30,8 +55,13 @@ def main() -> int:
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
+    import os
+
     from IPython.core.interactiveshell import InteractiveShell
 
+    server, received = stand_in_server()
+    os.environ["JUPYTER_GPUCOST_URL"] = f"http://127.0.0.1:{server.server_address[1]}/"
+    os.environ["JUPYTER_GPUCOST_TOKEN"] = "bench"
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "jupyter_gpucost")
     if args.cuda:
@@ -52,7 +82,10 @@ def main() -> int:
         "time": "%%time\n" + body,
         "gpucost": "%%gpucost -o last_light\n" + body,
         "gpucost_ops": "%%gpucost --ops --top 5 -o last_ops\n" + body,
+        "auto": body,
     }
+    shell.run_line_magic("gpucost", "auto off")  # creates the pricer, switched off
+    pricer = shell.gpucost_auto
     shell.display_pub.publish = lambda *a, **k: None  # type: ignore[method-assign]
 
     def run(source: str) -> None:
@@ -60,21 +93,39 @@ def main() -> int:
         with contextlib.redirect_stdout(io.StringIO()):
             shell.run_cell(source)
 
+    def timed(name: str, source: str) -> float:
+        if name == "auto":
+            pricer.enable()
+        t0 = time.perf_counter()
+        run(source)
+        elapsed = time.perf_counter() - t0
+        if name == "auto":
+            pricer.disable()
+        return elapsed
+
     times: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(2):  # warm up every path once
-        for source in variants.values():
-            run(source)
+        for name, source in variants.items():
+            timed(name, source)
     for _ in range(args.repeat):
         for name, source in variants.items():
-            t0 = time.perf_counter()
-            run(source)
-            times[name].append(time.perf_counter() - t0)
+            times[name].append(timed(name, source))
     medians = {k: statistics.median(v) for k, v in times.items()}
+    # the fixed cost per cell: the same variants on an empty cell
+    empty: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(200):
+        for name, source in variants.items():
+            empty[name].append(timed(name, source.replace(body, "pass")))
+    empty_median = {k: statistics.median(v) for k, v in empty.items()}
     out: dict[str, Any] = {
         "device": "cuda" if args.cuda else "cpu",
         "repeat": args.repeat,
         "median_s": medians,
         "ratio_to_plain": {k: v / medians["plain"] for k, v in medians.items()},
+        "overhead_per_cell_us": {
+            k: (v - empty_median["plain"]) * 1e6 for k, v in empty_median.items()
+        },
+        "auto_records_received": len(received),
     }
     light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
     out["light_report"] = repr(light)
