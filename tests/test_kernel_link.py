@@ -129,7 +129,7 @@ class TestPricedSession:
 
 
 async def test_the_kernel_token_opens_only_the_kernel_routes(
-    jp_fetch: Any, http_server_client: Any, jp_base_url: str
+    jp_fetch: Any, http_server_client: Any, jp_base_url: str, jp_serverapp: Any
 ) -> None:
     await asyncio.sleep(0.2)
     headers = kernel_headers()
@@ -146,6 +146,12 @@ async def test_the_kernel_token_opens_only_the_kernel_routes(
         f"{jp_base_url}gpucost/api/cells", method="POST", body=json.dumps(record), headers=headers
     )
     assert posted.code == 201
+    # kept in the ledger, with this server's session
+    service = jp_serverapp.web_app.settings["gpucost_service"]
+    [kept] = service.ledger.recent_cells(5)
+    assert kept["cell_id"] == "c1"
+    assert kept["cost_usd"] == 0.0038
+    assert kept["session_id"] == service.session_id
     for method, path, body in [
         ("GET", "gpucost/api/kernels", None),
         ("GET", "gpucost/api/budget", None),

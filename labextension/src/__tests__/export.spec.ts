@@ -8,7 +8,10 @@ import {
   targetLabel,
   targetWithoutAsking
 } from '../export/format';
-import { TargetPicker } from '../export';
+import { Notification } from '@jupyterlab/apputils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { followExport, TargetPicker } from '../export';
 import { IExportJob, IExportTarget } from '../export/request';
 
 const TARGETS: IExportTarget[] = [
@@ -130,5 +133,103 @@ describe('export format', () => {
     expect(picker.getValue()).toBe('local');
     picker.node.querySelector('select')!.value = 's3';
     expect(picker.getValue()).toBe('s3');
+  });
+});
+
+describe('followExport', () => {
+  function server(answers: Partial<IExportJob>[]): {
+    settings: ServerConnection.ISettings;
+    calls: { method: string; url: string }[];
+  } {
+    const calls: { method: string; url: string }[] = [];
+    let next = 0;
+    const fetch = async (
+      input: RequestInfo,
+      init?: RequestInit
+    ): Promise<Response> => {
+      const url = typeof input === 'string' ? input : input.url;
+      const method =
+        init?.method ?? (typeof input === 'string' ? 'GET' : input.method);
+      calls.push({ method, url });
+      const body = job(answers[Math.min(next, answers.length - 1)]);
+      if (method === 'GET') {
+        next += 1;
+      }
+      return new Response(JSON.stringify(body), { status: 200 });
+    };
+    return {
+      settings: ServerConnection.makeSettings({
+        baseUrl: 'http://localhost/',
+        fetch: fetch as typeof window.fetch
+      }),
+      calls
+    };
+  }
+
+  afterEach(() => {
+    Notification.dismiss();
+  });
+
+  it('shows progress, then the address with a copy button', async () => {
+    const done = {
+      state: 'done' as const,
+      progress: 1,
+      bytes_done: 2 * 1024 ** 3,
+      eta_s: null,
+      results: [
+        {
+          path: 'runs/model.pt',
+          url: 's3://checkpoints/runs/model.pt',
+          manifest_url: 's3://checkpoints/runs/model.pt.manifest.json',
+          size_bytes: 2 * 1024 ** 3,
+          sha256: 'ab',
+          verified: 'size'
+        }
+      ]
+    };
+    const { settings, calls } = server([{ progress: 0.5 }, done]);
+    const seen: string[] = [];
+    const watch = (
+      _: unknown,
+      change: { notification: { type: string; message: string } }
+    ): void => {
+      seen.push(`${change.notification.type}: ${change.notification.message}`);
+    };
+    Notification.manager.changed.connect(watch);
+    const ended = await followExport(settings, job({ progress: 0.1 }), 1);
+    Notification.manager.changed.disconnect(watch);
+    expect(ended.state).toBe('done');
+    expect(calls.map(c => c.method)).toEqual(['GET', 'GET']);
+    expect(calls[0].url).toMatch(
+      /^http:\/\/localhost\/gpucost\/api\/exports\/0123456789ab(\?|$)/
+    );
+    expect(seen[0]).toMatch(/^in-progress: Exporting model\.pt to s3: 10%/);
+    expect(seen).toContain(
+      'success: Exported model.pt to s3://checkpoints/runs/model.pt'
+    );
+    const last = Notification.manager.notifications[0];
+    expect(last.type).toBe('success');
+    expect(last.options.actions?.map(a => a.label)).toEqual(['Copy address']);
+  });
+
+  it('cancels from the notification and says nothing was left', async () => {
+    const { settings, calls } = server([
+      { progress: 0.3 },
+      { progress: 0.4 },
+      { state: 'cancelled', eta_s: null }
+    ]);
+    const pending = followExport(settings, job({ progress: 0.2 }), 5);
+    const running = Notification.manager.notifications[0];
+    expect(running.type).toBe('in-progress');
+    const cancel = running.options.actions!.find(a => a.label === 'Cancel')!;
+    cancel.callback(new MouseEvent('click'));
+    const ended = await pending;
+    expect(calls.some(c => c.method === 'DELETE')).toBe(true);
+    expect(ended.state).toBe('cancelled');
+    const last = Notification.manager.notifications[0];
+    expect(last.type).toBe('info');
+    expect(last.message).toBe(
+      'Export of model.pt cancelled: nothing was left at s3://checkpoints/runs'
+    );
   });
 });
