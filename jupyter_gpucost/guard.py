@@ -177,15 +177,9 @@ def _count(value: object, what: str, minimum: int) -> int:
 
 def _torch_cuda() -> Any:
     """torch, when the loop imported it and CUDA is initialised; never imports it."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            return torch
-    except Exception:
-        return None
-    return None
+    from .kernel.measure import _torch_cuda as torch_cuda
+
+    return torch_cuda()
 
 
 def _in_ipython() -> bool:

@@ -41,6 +41,16 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
     def service(self) -> CostService:
         return self.settings["gpucost_service"]  # type: ignore[no-any-return]
 
+    def body(self) -> dict[str, Any]:
+        """The request's JSON object, or 400 with what is wrong."""
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            raise web.HTTPError(400, "the body must be JSON") from None
+        if not isinstance(body, dict):
+            raise web.HTTPError(400, "the body must be a JSON object")
+        return body
+
     def write_json(self, payload: Any) -> None:
         self.set_header("Content-Type", "application/json")
         self.set_header("Cache-Control", "no-store")

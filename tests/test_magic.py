@@ -6,41 +6,10 @@ import json
 import os
 from typing import Any
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernel_notebook import run_notebook, text
 
 from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
-
-
-def run_notebook(cells: list[str], env: dict[str, str] | None = None) -> Any:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    for cell in nb.cells:
-        if "# raises" in cell.source:
-            cell.metadata["tags"] = ["raises-exception"]
-    saved = dict(os.environ)
-    for name in (ENV_PRICES, "JUPYTER_GPUCOST_URL", "JUPYTER_GPUCOST_TOKEN"):
-        os.environ.pop(name, None)
-    os.environ.update(env or {})
-    try:
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb
-
-
-def text(cell: Any) -> str:
-    out = []
-    for o in cell.outputs:
-        if o.output_type == "stream":
-            out.append(o.text)
-        elif "data" in o:
-            out.append(o.data.get("text/plain", ""))
-        elif o.output_type == "error":
-            out.append(f"{o.ename}: {o.evalue}")
-    return "\n".join(out)
 
 
 def html(cell: Any) -> str:

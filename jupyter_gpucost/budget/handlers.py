@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -28,15 +25,6 @@ class BudgetHandler(GpuCostHandler):
         if controller is None:
             raise web.HTTPError(503, "the budget is not running on this server")
         return controller  # type: ignore[no-any-return]
-
-    def body(self) -> dict[str, Any]:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise web.HTTPError(400, "the body must be JSON") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, "the body must be a JSON object")
-        return body
 
 
 class BudgetStateHandler(BudgetHandler):

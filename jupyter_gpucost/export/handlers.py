@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -20,15 +17,6 @@ class ExportHandler(GpuCostHandler):
         if manager is None:
             raise web.HTTPError(503, "checkpoint export is not running on this server")
         return manager  # type: ignore[no-any-return]
-
-    def body(self) -> dict[str, Any]:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise web.HTTPError(400, "the body must be JSON") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, "the body must be a JSON object")
-        return body
 
     def user_name(self) -> str:
         user = self.current_user

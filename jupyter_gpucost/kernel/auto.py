@@ -17,7 +17,7 @@ from typing import Any
 
 from ..meter import cost_micro_usd, round_micro
 from .link import kernel_id, link, notebook_path
-from .measure import _torch_cuda, prices
+from .measure import _torch_cuda, prices, start_events
 
 
 def iso(epoch_s: float) -> str:
@@ -65,15 +65,8 @@ class AutoPricer:
         if raw.lstrip().startswith("%%gpucost"):
             self._started = None  # the cell magic reports this cell itself
             return
-        events: dict[int, Any] = {}
         torch = _torch_cuda()
-        if torch is not None:
-            for i in range(torch.cuda.device_count()):
-                with torch.cuda.device(i):
-                    torch.cuda.reset_peak_memory_stats(i)
-                    event = torch.cuda.Event(enable_timing=True)
-                    event.record()
-                    events[i] = event
+        events = start_events(torch) if torch is not None else {}
         self._started = (time.time(), time.perf_counter(), time.process_time(), events)
 
     def post_run_cell(self, result: Any) -> None:

@@ -187,6 +187,18 @@ def _torch_cuda() -> Any:
     return None
 
 
+def start_events(torch: Any) -> dict[int, Any]:
+    """Reset each GPU's peak memory and record a timing event on its current stream."""
+    events: dict[int, Any] = {}
+    for i in range(torch.cuda.device_count()):
+        with torch.cuda.device(i):
+            torch.cuda.reset_peak_memory_stats(i)
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            events[i] = event
+    return events
+
+
 def profiler_running() -> bool:
     torch = sys.modules.get("torch")
     if torch is None:
@@ -211,12 +223,7 @@ class Measurement:
         self._energy0 = nvml().energy_j()
         torch = _torch_cuda()
         if torch is not None:
-            for i in range(torch.cuda.device_count()):
-                with torch.cuda.device(i):
-                    torch.cuda.reset_peak_memory_stats(i)
-                    event = torch.cuda.Event(enable_timing=True)
-                    event.record()
-                    self._events[i] = event
+            self._events = start_events(torch)
         if self.want_ops:
             self._start_profiler()
         self._wall0 = time.perf_counter()

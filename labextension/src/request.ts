@@ -112,6 +112,35 @@ export async function requestJson(
 }
 
 /**
+ * Send a request to one of the extension's routes and read its JSON answer.
+ *
+ * @returns the body; rejects with a `GpuCostRequestError` carrying the
+ * server's `message` (or the HTTP status) when the answer is not a success.
+ */
+export async function sendJson<T>(
+  settings: ServerConnection.ISettings,
+  url: string,
+  init: RequestInit = {}
+): Promise<T> {
+  const response = await ServerConnection.makeRequest(url, init, settings);
+  let body: unknown = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const message = Private.serverMessage(body) ?? response.statusText;
+    throw new GpuCostRequestError(
+      response.status === 404 ? 'missing' : 'http',
+      message || `HTTP ${response.status}`,
+      response.status
+    );
+  }
+  return body as T;
+}
+
+/**
  * Module-private helpers.
  */
 namespace Private {

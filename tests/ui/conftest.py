@@ -170,3 +170,27 @@ def screenshot(page: object, name: str) -> Path:
     path = ARTIFACTS / name
     page.screenshot(path=str(path))  # type: ignore[attr-defined]
     return path
+
+
+def open_notebook(page: object, lab: Lab, path: str) -> object:
+    """Open a notebook in JupyterLab and wait until its kernel is idle; the cells."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60_000)  # type: ignore[attr-defined]
+    cells = page.locator(".jp-Notebook .jp-Cell")  # type: ignore[attr-defined]
+    cells.first.wait_for(state="visible", timeout=60_000)
+    # JupyterLab may ask which kernel to use: take the one the notebook names
+    dialog = page.locator(".jp-Dialog")  # type: ignore[attr-defined]
+    try:
+        dialog.wait_for(state="visible", timeout=5_000)
+        dialog.locator(".jp-mod-accept").click()
+    except PlaywrightTimeout:
+        pass
+    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text(  # type: ignore[attr-defined]
+        "Python 3", timeout=60_000
+    )
+    expect(
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")  # type: ignore[attr-defined]
+    ).to_have_count(1, timeout=60_000)
+    return cells

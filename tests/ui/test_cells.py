@@ -7,10 +7,9 @@ import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from .conftest import screenshot
+from .conftest import open_notebook, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -49,19 +48,7 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     lab.api(
         "api/contents/train.ipynb", method="PUT", body={"type": "notebook", "content": NOTEBOOK}
     )
-    page.goto(f"{lab.url}/lab/tree/train.ipynb?token={lab.token}", timeout=60_000)
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    cells.first.wait_for(state="visible", timeout=60_000)
-    dialog = page.locator(".jp-Dialog")
-    try:
-        dialog.wait_for(state="visible", timeout=5_000)
-        dialog.locator(".jp-mod-accept").click()
-    except PlaywrightTimeout:
-        pass
-    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text("Python 3", timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
-        1, timeout=60_000
-    )
+    cells: Any = open_notebook(page, lab, "train.ipynb")
 
     toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
     expect(toggle).to_be_visible()
@@ -126,18 +113,7 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
         ],
     }
     lab.api("api/contents/m.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
-    page.goto(f"{lab.url}/lab/tree/m.ipynb?token={lab.token}", timeout=60_000)
-    cell = page.locator(".jp-Notebook .jp-Cell").first
-    cell.wait_for(state="visible", timeout=60_000)
-    dialog = page.locator(".jp-Dialog")
-    try:
-        dialog.wait_for(state="visible", timeout=5_000)
-        dialog.locator(".jp-mod-accept").click()
-    except PlaywrightTimeout:
-        pass
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
-        1, timeout=60_000
-    )
+    cell: Any = open_notebook(page, lab, "m.ipynb").first  # type: ignore[attr-defined]
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     # the report of the magic (the extension was loaded when the kernel started)

@@ -6,10 +6,9 @@ import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from .conftest import screenshot
+from .conftest import open_notebook, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -36,17 +35,7 @@ NOTEBOOK = {
 
 
 def run_first_cell(page: Any, lab: Any, path: str) -> None:
-    page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60_000)
-    cell = page.locator(".jp-Notebook .jp-Cell").first
-    cell.wait_for(state="visible", timeout=60_000)
-    # JupyterLab may ask which kernel to use: take the one the notebook names
-    dialog = page.locator(".jp-Dialog")
-    try:
-        dialog.wait_for(state="visible", timeout=5_000)
-        dialog.locator(".jp-mod-accept").click()
-    except PlaywrightTimeout:
-        pass
-    expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text("Python 3", timeout=60_000)
+    cell = open_notebook(page, lab, path).first  # type: ignore[attr-defined]
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-OutputArea-output")).to_contain_text("45", timeout=60_000)

@@ -1,6 +1,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { sendJson } from '../request';
 import { IBudgetStatus } from './tokens';
 
 /**
@@ -12,27 +13,16 @@ export const BUDGET_ROUTE = 'gpucost/api/budget';
  * Call a budget route; resolves with the JSON body, rejects with the server's
  * message.
  */
-export async function budgetRequest<T>(
+export function budgetRequest<T>(
   settings: ServerConnection.ISettings,
   path: string,
   init: RequestInit = {}
 ): Promise<T> {
-  const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE, path);
-  const response = await ServerConnection.makeRequest(url, init, settings);
-  let body: unknown = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  if (!response.ok) {
-    const message =
-      body && typeof body === 'object' && 'message' in body
-        ? String((body as { message: unknown }).message)
-        : response.statusText;
-    throw new Error(message || `HTTP ${response.status}`);
-  }
-  return body as T;
+  return sendJson<T>(
+    settings,
+    URLExt.join(settings.baseUrl, BUDGET_ROUTE, path),
+    init
+  );
 }
 
 /**

@@ -1,6 +1,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { GpuCostRequestError, sendJson } from '../request';
+
 /**
  * The exports route, relative to the server's base URL.
  */
@@ -76,33 +78,23 @@ export async function exportRequest<T>(
   init: RequestInit = {}
 ): Promise<T> {
   const url = URLExt.join(settings.baseUrl, EXPORTS_ROUTE, path);
-  let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, init, settings);
+    return await sendJson<T>(settings, url, init);
   } catch (reason) {
-    throw new Error(
-      `the server could not be reached (${reason instanceof Error ? reason.message : String(reason)})`
-    );
+    if (reason instanceof ServerConnection.NetworkError) {
+      throw new Error(`the server could not be reached (${reason.message})`);
+    }
+    if (
+      reason instanceof GpuCostRequestError &&
+      reason.status === 404 &&
+      !path
+    ) {
+      throw new Error(
+        'the jupyter-gpucost server extension is not enabled on this server'
+      );
+    }
+    throw reason;
   }
-  let body: unknown = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  if (response.status === 404 && path === '') {
-    throw new Error(
-      'the jupyter-gpucost server extension is not enabled on this server'
-    );
-  }
-  if (!response.ok) {
-    const message =
-      body && typeof body === 'object' && 'message' in body
-        ? String((body as { message: unknown }).message)
-        : response.statusText;
-    throw new Error(message || `HTTP ${response.status}`);
-  }
-  return body as T;
 }
 
 /**
