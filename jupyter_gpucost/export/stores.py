@@ -36,7 +36,9 @@ from .targets import Target
 MIB = 1024 * 1024
 #: S3's smallest part (all parts but the last)
 S3_MIN_PART_BYTES = 5 * MIB
-LOCAL_BLOCK_BYTES = 8 * MIB
+#: small enough that a block read is still in the CPU's cache when it is written and
+#: hashed: with 8 MiB blocks every byte made extra trips through main memory
+LOCAL_BLOCK_BYTES = 256 * 1024
 
 Progress = Callable[[int], None]
 
