@@ -165,7 +165,8 @@ def worker(args: argparse.Namespace) -> int:
 
         def run() -> dict[str, Any]:
             public = _run_job(manager, args.timeout)
-            return {"sha256": public["results"][0]["sha256"], "url": public["results"][0]["url"]}
+            name = public["results"][0]["url"].rsplit("/", 1)[-1]
+            return {"sha256": public["results"][0]["sha256"], "file": name}
 
     else:
         raise SystemExit(f"unknown worker {args.worker}")
