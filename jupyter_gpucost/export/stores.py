@@ -36,7 +36,9 @@ from .targets import Target
 MIB = 1024 * 1024
 #: S3's smallest part (all parts but the last)
 S3_MIN_PART_BYTES = 5 * MIB
-LOCAL_BLOCK_BYTES = 8 * MIB
+#: small enough that a block read is still in the CPU's cache when it is written and
+#: hashed: with 8 MiB blocks every byte made extra trips through main memory
+LOCAL_BLOCK_BYTES = 256 * 1024
 
 Progress = Callable[[int], None]
 
@@ -395,8 +397,17 @@ class S3Store:
         self, path: Path, key: str, size: int, progress: Progress, cancel: threading.Event
     ) -> Landed:
         part_size = max(self.tuning.part_size_bytes, S3_MIN_PART_BYTES)
+        # with the parts' CRC32s named at the start and listed at the end (as boto3's
+        # upload_file does), the store checks them again when it assembles the object and
+        # keeps a checksum of the whole; without, it may compute a full-object checksum
+        # over all the bytes again (moto holds a second copy of the object to do it)
+        checksum = {"ChecksumAlgorithm": "CRC32"} if self.checksums else {}
         started = self._call(
-            cancel, self.client.create_multipart_upload, Bucket=self.bucket, Key=self._key(key)
+            cancel,
+            self.client.create_multipart_upload,
+            Bucket=self.bucket,
+            Key=self._key(key),
+            **checksum,
         )
         upload_id = started["UploadId"]
         sha = hashlib.sha256()
@@ -417,7 +428,10 @@ class S3Store:
                     Body=data,
                 )
                 progress(len(data))
-                return {"PartNumber": number, "ETag": answer["ETag"]}
+                part = {"PartNumber": number, "ETag": answer["ETag"]}
+                if checksum and answer.get("ChecksumCRC32"):
+                    part["ChecksumCRC32"] = answer["ChecksumCRC32"]
+                return part
             except BaseException:
                 failed.set()
                 raise
