@@ -289,13 +289,14 @@ class GpuCost(ExtensionApp):
         False, config=True, help="Let users export hidden files and folders (names with '.')."
     )
     export_part_size_mb = Int(
-        32,
+        8,
         config=True,
-        help="Size of the parts of a multipart upload, in MiB (5 to 512). Memory used by an "
-        "upload is about (export_concurrency + 1) x this.",
+        help="Size of the parts of a multipart upload, in MiB (5 to 512; larger when a file "
+        "would need more than 10,000 parts). Memory used by an upload is about "
+        "(export_concurrency + 1) x this.",
     )
     export_concurrency = Int(
-        4, config=True, help="Parts of one file uploaded at the same time (1 to 16)."
+        10, config=True, help="Parts of one file uploaded at the same time (1 to 16)."
     )
     export_retries = Int(
         4,

@@ -90,3 +90,15 @@ async def test_the_budget_action_exports_the_configured_checkpoints(tmp_path: Pa
 def test_no_paths_configured_means_no_export_step() -> None:
     app = SimpleNamespace(export_on_budget_paths=[], export_on_budget_timeout_s=1.0)
     assert budget_export_hook(app, None) is None  # type: ignore[arg-type]
+
+
+def test_the_part_size_keeps_a_file_within_s3s_10000_parts() -> None:
+    from jupyter_gpucost.export.stores import part_size_for
+
+    assert part_size_for(2 * 1024 * MIB, 8 * MIB) == 8 * MIB
+    assert part_size_for(10 * MIB, 1 * MIB) == 5 * MIB  # S3's smallest part
+    # 200 GiB in 8 MiB parts would be 25,600 parts: 21 MiB parts make 9,753
+    size = 200 * 1024 * MIB
+    part = part_size_for(size, 8 * MIB)
+    assert part == 21 * MIB
+    assert -(-size // part) <= 10_000

@@ -36,6 +36,8 @@ from .targets import Target
 MIB = 1024 * 1024
 #: S3's smallest part (all parts but the last)
 S3_MIN_PART_BYTES = 5 * MIB
+#: S3's largest number of parts in one upload
+S3_MAX_PARTS = 10_000
 #: small enough that a block read is still in the CPU's cache when it is written and
 #: hashed: with 8 MiB blocks every byte made extra trips through main memory
 LOCAL_BLOCK_BYTES = 256 * 1024
@@ -62,10 +64,20 @@ class Landed:
 
 @dataclass(frozen=True)
 class Tuning:
-    part_size_bytes: int = 32 * MIB
-    concurrency: int = 4
+    # boto3's own defaults: on loopback the fastest of the settings measured
+    # (benchmarks/bench_export.py), in about 135 MB for a 2 GiB file
+    part_size_bytes: int = 8 * MIB
+    concurrency: int = 10
     retries: int = 4
     backoff_s: float = 0.5
+
+
+def part_size_for(size_bytes: int, configured_bytes: int) -> int:
+    """The part size for a file: the configured one, at least S3's minimum, and large
+    enough (whole MiB) that the file fits in S3's 10,000 parts."""
+    needed = -(-size_bytes // S3_MAX_PARTS)
+    needed_mib = -(-needed // MIB) * MIB
+    return max(configured_bytes, S3_MIN_PART_BYTES, needed_mib)
 
 
 class Store(Protocol):
@@ -396,7 +408,7 @@ class S3Store:
     def _upload_multipart(
         self, path: Path, key: str, size: int, progress: Progress, cancel: threading.Event
     ) -> Landed:
-        part_size = max(self.tuning.part_size_bytes, S3_MIN_PART_BYTES)
+        part_size = part_size_for(size, self.tuning.part_size_bytes)
         # with the parts' CRC32s named at the start and listed at the end (as boto3's
         # upload_file does), the store checks them again when it assembles the object and
         # keeps a checksum of the whole; without, it may compute a full-object checksum
