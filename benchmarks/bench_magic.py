@@ -52,6 +52,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cuda", action="store_true")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--matmuls", type=int, default=50, help="matrix products per cell (CPU: 512², float32)"
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -74,7 +77,7 @@ def main() -> int:
         body = "for _ in range(100):\n    c = a @ b\ntorch.cuda.synchronize()"
     else:
         setup = "import torch\na = torch.randn(512, 512)\nb = torch.randn(512, 512)"
-        body = "for _ in range(50):\n    c = a @ b"
+        body = f"for _ in range({args.matmuls}):\n    c = a @ b"
     result = shell.run_cell(setup)
     assert result.success, result.error_in_exec
     variants = {
@@ -93,6 +96,11 @@ def main() -> int:
         with contextlib.redirect_stdout(io.StringIO()):
             shell.run_cell(source)
 
+    from jupyter_gpucost.kernel.link import link
+
+    server_link = link()
+    assert server_link is not None
+
     def timed(name: str, source: str) -> float:
         if name == "auto":
             pricer.enable()
@@ -101,6 +109,10 @@ def main() -> int:
         elapsed = time.perf_counter() - t0
         if name == "auto":
             pricer.disable()
+        # records are sent in the background after a cell: let that finish before the next
+        # variant, so that no variant is charged for the one before it (the sending cost
+        # itself is measured apart, below)
+        server_link.flush()
         return elapsed
 
     times: dict[str, list[float]] = {k: [] for k in variants}
@@ -117,15 +129,24 @@ def main() -> int:
         for name, source in variants.items():
             empty[name].append(timed(name, source.replace(body, "pass")))
     empty_median = {k: statistics.median(v) for k, v in empty.items()}
+    # what sending one record costs the kernel process (CPU, all threads)
+    record = {"cell_id": "c", "started": "2026-11-23T10:00:00+00:00", "wall_s": 1.0}
+    cpu0 = time.process_time()
+    for _ in range(200):
+        server_link.send_cell(dict(record, ended="2026-11-23T10:00:01+00:00", cost_usd=0.0))
+        server_link.flush()
+    send_cpu_us = (time.process_time() - cpu0) / 200 * 1e6
     out: dict[str, Any] = {
         "device": "cuda" if args.cuda else "cpu",
         "repeat": args.repeat,
+        "matmuls": None if args.cuda else args.matmuls,
         "median_s": medians,
         "ratio_to_plain": {k: v / medians["plain"] for k, v in medians.items()},
         "overhead_per_cell_us": {
             k: (v - empty_median["plain"]) * 1e6 for k, v in empty_median.items()
         },
         "auto_records_received": len(received),
+        "send_record_cpu_us": send_cpu_us,
     }
     light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
     out["light_report"] = repr(light)
