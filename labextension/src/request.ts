@@ -87,12 +87,7 @@ export async function requestJson(
   if (response.status === 404) {
     throw new GpuCostRequestError('missing', `${route} returned 404`, 404);
   }
-  let body: unknown = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
+  const body = await Private.readJson(response);
   if (!response.ok) {
     const detail = Private.serverMessage(body) ?? response.statusText;
     throw new GpuCostRequestError(
@@ -123,12 +118,7 @@ export async function sendJson<T>(
   init: RequestInit = {}
 ): Promise<T> {
   const response = await ServerConnection.makeRequest(url, init, settings);
-  let body: unknown = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
+  const body = await Private.readJson(response);
   if (!response.ok) {
     const message = Private.serverMessage(body) ?? response.statusText;
     throw new GpuCostRequestError(
@@ -152,6 +142,17 @@ namespace Private {
       return reason.message || reason.name;
     }
     return String(reason);
+  }
+
+  /**
+   * The JSON body of a response; `null` when it has none or it is not JSON.
+   */
+  export async function readJson(response: Response): Promise<unknown> {
+    try {
+      return await response.json();
+    } catch {
+      return null;
+    }
   }
 
   /**
