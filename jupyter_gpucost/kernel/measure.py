@@ -14,6 +14,7 @@ is measured without it.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -187,6 +188,33 @@ def _torch_cuda() -> Any:
     return None
 
 
+class EnergyRead:
+    """One read of the GPUs' energy counters, in a thread of its own.
+
+    NVML's calls release the GIL and can take milliseconds each on a busy driver; the
+    counters themselves only move every 20-100 ms, so reading them beside the cell rather
+    than before it changes nothing a reader can see, and keeps the read off the cell's time.
+    """
+
+    def __init__(self) -> None:
+        self.value: dict[int, float] = {}
+        self._thread: threading.Thread | None = None
+        if nvml().source is not None:
+            self._thread = threading.Thread(target=self._read, name="gpucost-energy", daemon=True)
+            self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            self.value = nvml().energy_j()
+        except Exception:
+            self.value = {}
+
+    def result(self, timeout_s: float = 2.0) -> dict[int, float]:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        return dict(self.value)
+
+
 def start_events(torch: Any) -> dict[int, Any]:
     """Reset each GPU's peak memory and record a timing event on its current stream."""
     events: dict[int, Any] = {}
@@ -220,7 +248,7 @@ class Measurement:
         self._events: dict[int, Any] = {}
 
     def start(self) -> None:
-        self._energy0 = nvml().energy_j()
+        self._energy0 = EnergyRead()
         torch = _torch_cuda()
         if torch is not None:
             self._events = start_events(torch)
@@ -271,10 +299,8 @@ class Measurement:
                     if start is not None:
                         r.gpu_time_s[i] = start.elapsed_time(end) / 1e3
                     r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
-        for index, after in nvml().energy_j().items():
-            before = self._energy0.get(index)
-            if before is not None and after >= before:
-                r.energy_j[index] = after - before
+        # after the GPU work is done (synchronised above), beside the report's other steps
+        energy1 = EnergyRead()
         if nvml().source is None:
             r.notes.append(f"no GPU energy: {nvml().reason}")
         p = prices()
@@ -290,6 +316,11 @@ class Measurement:
         unpriced = [name for name, price in p.gpus.values() if price is None]
         if unpriced:
             r.notes.append(f"no price for {', '.join(unpriced)}: not counted")
+        before_j = self._energy0.result()
+        for index, after in energy1.result().items():
+            before = before_j.get(index)
+            if before is not None and after >= before:
+                r.energy_j[index] = after - before
         # the GPUs are held for the whole cell: wall time at the rate in force
         exact = cost_micro_usd(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
         r.cost_micro_usd = round_micro(exact)
