@@ -82,7 +82,16 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     assert by_cell["matmul-cell"]["status"] == "ok"
     assert by_cell["failing-cell"]["status"] == "error"
 
+    # the cost panel lists them among the recent cells
+    page.locator("#jp-gpucost-status").click()
+    recent = page.locator("#jp-gpucost-panel .jp-gpucost-panel-cells")
+    expect(recent).to_contain_text("train.ipynb", timeout=30_000)
+    expect(recent.locator("tr[data-status='error']")).to_have_count(1)
+    screenshot(page, "cells-in-panel.png")
+
     # nothing of it is in the saved notebook
+    page.locator(".lm-TabBar-tab", has_text="train.ipynb").click()
+    first.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=30_000)
     saved = lab.api("api/contents/train.ipynb")["content"]  # type: ignore[index]
