@@ -118,11 +118,7 @@ class CellsHandler(GpuCostHandler):
     @user_or_kernel
     async def post(self) -> None:
         try:
-            body = json.loads(self.request.body or b"null")
-        except ValueError:
-            raise web.HTTPError(400, "the body must be JSON") from None
-        try:
-            record = clean(body)
+            record = clean(self.body())
         except CellRecordError as e:
             raise web.HTTPError(400, str(e)) from None
         # the server's sessions know the notebook of their kernels, relative to the root

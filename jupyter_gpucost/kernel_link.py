@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import os
 import secrets
 from collections.abc import Callable, MutableMapping
 from typing import Any, TypeVar
@@ -85,7 +84,3 @@ def user_or_kernel(method: F) -> F:
         return checked(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
-
-
-def current_environ() -> MutableMapping[str, str]:
-    return os.environ

@@ -19,14 +19,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from .sources import Source, resolve_source
 from .stores import Cancelled, Landed, Store, StoreError, Tuning, open_store
 from .targets import Target, missing_extra, resolve
 
-STATES = ("queued", "running", "done", "failed", "cancelled")
 FINISHED = ("done", "failed", "cancelled")
 MANIFEST_FORMAT = "jupyter-gpucost export manifest 1"
 
@@ -384,7 +382,3 @@ def software_versions() -> dict[str, str | None]:
         digits = torch.split("+cu", 1)[1]
         cuda = f"{digits[:-1]}.{digits[-1]}" if digits.isdigit() and len(digits) > 1 else None
     return {"jupyter_gpucost": __version__, "torch": torch, "cuda": cuda}
-
-
-def ensure_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)

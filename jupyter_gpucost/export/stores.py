@@ -374,11 +374,10 @@ class S3Store:
             return self._upload_single(path, key, size, progress, cancel)
         return self._upload_multipart(path, key, size, progress, cancel)
 
-    def _verify(self, key: str, size: int, digest: str, cancel: threading.Event) -> str:
+    def _verify(self, key: str, size: int, cancel: threading.Event) -> str:
         head = self._call(cancel, self.client.head_object, Bucket=self.bucket, Key=self._key(key))
         if head["ContentLength"] != size:
             raise StoreError(f"{self.url(key)} has {head['ContentLength']} bytes instead of {size}")
-        del digest  # S3 keeps no whole-object sha256 of a multipart upload
         if self.checksums:
             return "size, and the CRC32 of every part checked by the store"
         return "size"
@@ -399,7 +398,7 @@ class S3Store:
         )
         progress(len(data))
         try:
-            verified = self._verify(key, len(data), digest, cancel)
+            verified = self._verify(key, len(data), cancel)
         except BaseException:
             self.delete(key)
             raise
@@ -498,7 +497,7 @@ class S3Store:
         pool.shutdown(wait=True)
         digest = sha.hexdigest()
         try:
-            verified = self._verify(key, size, digest, cancel)
+            verified = self._verify(key, size, cancel)
         except BaseException:
             self.delete(key)
             raise

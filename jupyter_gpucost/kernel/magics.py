@@ -18,6 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from .auto import cell_id_of, iso, status_of
 from .link import LinkError, link
 from .measure import Measurement, prices
 
@@ -64,14 +65,7 @@ class CellTimer:
             return
         measurement, args = self.current
         self.current = None
-        error = getattr(result, "error_in_exec", None)
-        if isinstance(error, KeyboardInterrupt):
-            status = "interrupted"
-        elif error is not None:
-            status = "error"
-        else:
-            status = "ok"
-        report = measurement.finish(status)
+        report = measurement.finish(status_of(result))
         self.last = report
         if args.output:
             self.shell.user_ns[args.output] = report
@@ -96,7 +90,6 @@ def magic_record(report: Any, result: Any) -> dict[str, Any]:
     """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
     import time
 
-    from .auto import cell_id_of, iso
     from .link import kernel_id, notebook_path
 
     ended = time.time()
