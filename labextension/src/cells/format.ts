@@ -1,21 +1,17 @@
+import { ICellCost } from '../panel/types';
+
 /**
- * A cell's cost as the server keeps it (`GET /gpucost/api/cells`).
+ * The cells route, relative to the server's base URL.
  */
-export interface ICellRecord {
-  cell_id: string;
-  notebook_path: string | null;
-  kernel_id: string | null;
-  started: string;
-  ended: string;
-  wall_s: number;
+export const CELLS_ROUTE = 'gpucost/api/cells';
+
+/**
+ * A cell's cost as the server keeps it (`GET /gpucost/api/cells`): what the
+ * panel lists, and how it was priced.
+ */
+export interface ICellRecord extends ICellCost {
   cpu_s?: number | null;
-  gpu_busy_s?: { [index: string]: number } | null;
-  peak_memory_bytes?: number | null;
-  energy_j?: number | null;
-  cost_usd: number;
   rate_usd_per_hour?: number | null;
-  status: string;
-  mode: string;
 }
 
 /**

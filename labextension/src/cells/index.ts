@@ -4,7 +4,6 @@ import {
 } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
 import { Cell } from '@jupyterlab/cells';
-import { URLExt } from '@jupyterlab/coreutils';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import {
   INotebookModel,
@@ -18,20 +17,17 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
+import { requestJson } from '../request';
 import {
   autoCode,
   autoSwitch,
   badgeText,
   badgeTitle,
+  CELLS_ROUTE,
   ICellRecord
 } from './format';
 
 export * from './format';
-
-/**
- * The cells route, relative to the server's base URL.
- */
-export const CELLS_ROUTE = 'gpucost/api/cells';
 
 /**
  * The class of the badge shown next to a priced cell.
@@ -56,17 +52,10 @@ export async function fetchCellRecord(
   settings: ServerConnection.ISettings,
   cellId: string
 ): Promise<{ record: ICellRecord | null; symbol: string }> {
-  const url =
-    URLExt.join(settings.baseUrl, CELLS_ROUTE) +
-    `?limit=1&cell_id=${encodeURIComponent(cellId)}`;
-  const response = await ServerConnection.makeRequest(url, {}, settings);
-  if (!response.ok) {
-    throw new Error(`HTTP ${response.status}`);
-  }
-  const body = (await response.json()) as {
-    cells: ICellRecord[];
-    currency_symbol?: string;
-  };
+  const body = (await requestJson(settings, CELLS_ROUTE, {
+    limit: '1',
+    cell_id: cellId
+  })) as { cells: ICellRecord[]; currency_symbol?: string };
   return { record: body.cells[0] ?? null, symbol: body.currency_symbol ?? '$' };
 }
 

@@ -4,7 +4,8 @@ import { ServerConnection } from '@jupyterlab/services';
 import { Poll } from '@lumino/polling';
 
 import { clampInterval, DEFAULT_INTERVAL_S, pollFrequency } from '../model';
-import { IExportsPayload } from '../export/request';
+import { CELLS_ROUTE } from '../cells/format';
+import { EXPORTS_ROUTE, IExportsPayload } from '../export/request';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
 import {
   HistoryWindow,
@@ -19,9 +20,7 @@ import {
  */
 export const KERNELS_ROUTE = 'gpucost/api/kernels';
 export const HISTORY_ROUTE = 'gpucost/api/history';
-export const CELLS_ROUTE = 'gpucost/api/cells';
 export const BUDGET_ROUTE = 'gpucost/api/budget';
-export const EXPORTS_ROUTE = 'gpucost/api/exports';
 
 /**
  * How one part of the panel stands: its last answer and how the last request
