@@ -84,6 +84,16 @@ async def job(jp_fetch: Any, job_id: str) -> dict[str, Any]:
     return json.loads(response.body)
 
 
+async def first_bytes(jp_fetch: Any, job_id: str) -> dict[str, Any]:
+    """The job as soon as its first bytes have landed (or after 12 s)."""
+    for _ in range(600):
+        state = await job(jp_fetch, job_id)
+        if state["bytes_done"] > 0:
+            break
+        await asyncio.sleep(0.02)
+    return state
+
+
 async def finished(jp_fetch: Any, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
     for _ in range(int(timeout_s / 0.1)):
         state = await job(jp_fetch, job_id)
@@ -214,11 +224,7 @@ async def test_cancel_mid_upload_leaves_nothing_at_the_final_key(
 ) -> None:
     sparse(jp_root_dir / "big.ckpt", 400 * 1024 * 1024)
     started = await start(jp_fetch, ["big.ckpt"], "s3")
-    for _ in range(600):
-        state = await job(jp_fetch, started["id"])
-        if state["bytes_done"] > 0:
-            break
-        await asyncio.sleep(0.02)
+    state = await first_bytes(jp_fetch, started["id"])
     assert state["state"] == "running"
     assert state["bytes_done"] < state["bytes_total"]
     response = await jp_fetch("gpucost", "api", "exports", started["id"], method="DELETE")
@@ -257,11 +263,7 @@ class TestStoreGoingAway:
         sparse(jp_root_dir / "big.ckpt", 400 * 1024 * 1024)
         try:
             started = await start(jp_fetch, ["big.ckpt"], "flaky")
-            for _ in range(600):
-                state = await job(jp_fetch, started["id"])
-                if state["bytes_done"] > 0:
-                    break
-                await asyncio.sleep(0.02)
+            state = await first_bytes(jp_fetch, started["id"])
             assert state["state"] == "running"
         finally:
             server.stop()

@@ -53,6 +53,8 @@ class ExportJob:
     error: str | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
     cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: set once the job has ended, whatever the outcome
+    ended: threading.Event = field(default_factory=threading.Event, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _started_mono: float = 0.0
     _finished_mono: float = 0.0
@@ -220,16 +222,14 @@ class ExportManager:
             if job.state == "queued":
                 job.state = "cancelled"
                 job.finished = _now()
+                job.ended.set()
         return job
 
     def wait(self, job_id: str, timeout_s: float) -> ExportJob | None:
         """Block until the job ends (for the budget action); None if it did not in time."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            job = self.get(job_id)
-            if job is None or job.state in FINISHED:
-                return job
-            time.sleep(0.1)
+        job = self.get(job_id)
+        if job is None or job.ended.wait(timeout_s):
+            return job
         return None
 
     def close(self) -> None:
@@ -271,6 +271,7 @@ class ExportManager:
             job.error = None if job.state == "cancelled" else error
             job.finished = _now()
             job._finished_mono = time.monotonic()
+            job.ended.set()
         self.log.info(
             "jupyter-gpucost: export %s %s%s", job.id, job.state, f": {error}" if error else ""
         )

@@ -37,6 +37,35 @@ def cell_id_of(result_or_info: Any) -> str | None:
     return str(value) if value else None
 
 
+def cell_record(
+    *,
+    cell_id: str,
+    started_epoch_s: float,
+    wall_s: float,
+    cpu_s: float,
+    cost_micro_usd: int,
+    rate_usd_per_hour: Any,
+    status: str,
+    mode: str,
+    kernel: str | None,
+) -> dict[str, Any]:
+    """A cell's record as the server takes it (``POST /gpucost/api/cells``), without the
+    GPU fields, which the caller adds when it measured them."""
+    return {
+        "cell_id": cell_id,
+        "notebook_path": notebook_path(),
+        "kernel_id": kernel,
+        "started": iso(started_epoch_s),
+        "ended": iso(started_epoch_s + wall_s),
+        "wall_s": round(wall_s, 6),
+        "cpu_s": round(cpu_s, 6),
+        "cost_usd": cost_micro_usd / 1_000_000,
+        "rate_usd_per_hour": float(rate_usd_per_hour),
+        "status": status,
+        "mode": mode,
+    }
+
+
 class AutoPricer:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
@@ -79,19 +108,17 @@ class AutoPricer:
         p = prices()
         rate = p.rate_usd_per_hour()
         micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
-        record: dict[str, Any] = {
-            "cell_id": cell_id_of(result) or f"cell-{self.cells + 1}",
-            "notebook_path": notebook_path(),
-            "kernel_id": self._kernel_id,
-            "started": iso(epoch0),
-            "ended": iso(epoch0 + wall_s),
-            "wall_s": round(wall_s, 6),
-            "cpu_s": round(cpu_s, 6),
-            "cost_usd": micro / 1_000_000,
-            "rate_usd_per_hour": float(rate),
-            "status": status_of(result),
-            "mode": "auto",
-        }
+        record = cell_record(
+            cell_id=cell_id_of(result) or f"cell-{self.cells + 1}",
+            started_epoch_s=epoch0,
+            wall_s=wall_s,
+            cpu_s=cpu_s,
+            cost_micro_usd=micro,
+            rate_usd_per_hour=rate,
+            status=status_of(result),
+            mode="auto",
+            kernel=self._kernel_id,
+        )
         finish = None
         torch = _torch_cuda()
         if torch is not None and starts:

@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from .auto import cell_id_of, iso, status_of
+from .auto import cell_id_of, cell_record, status_of
 from .link import LinkError, link
 from .measure import Measurement, prices
 
@@ -90,27 +90,27 @@ def magic_record(report: Any, result: Any) -> dict[str, Any]:
     """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
     import time
 
-    from .link import kernel_id, notebook_path
+    from .link import kernel_id
 
-    ended = time.time()
     peaks = {str(i): float(b) for i, b in report.peak_memory_bytes.items()}
-    return {
-        "cell_id": cell_id_of(result) or "gpucost-cell",
-        "notebook_path": notebook_path(),
-        "kernel_id": kernel_id(),
-        "started": iso(ended - report.wall_s),
-        "ended": iso(ended),
-        "wall_s": round(report.wall_s, 6),
-        "cpu_s": round(report.cpu_s, 6),
-        "gpu_busy_s": {str(i): round(s, 6) for i, s in report.gpu_time_s.items()} or None,
-        "peak_memory_bytes": int(max(peaks.values())) if peaks else None,
-        "peak_memory_bytes_by_gpu": peaks or None,
-        "energy_j": round(sum(report.energy_j.values()), 3) if report.energy_j else None,
-        "cost_usd": report.cost_micro_usd / 1_000_000,
-        "rate_usd_per_hour": float(report.rate_usd_per_hour),
-        "status": report.status,
-        "mode": "magic",
-    }
+    record = cell_record(
+        cell_id=cell_id_of(result) or "gpucost-cell",
+        started_epoch_s=time.time() - report.wall_s,
+        wall_s=report.wall_s,
+        cpu_s=report.cpu_s,
+        cost_micro_usd=report.cost_micro_usd,
+        rate_usd_per_hour=report.rate_usd_per_hour,
+        status=report.status,
+        mode="magic",
+        kernel=kernel_id(),
+    )
+    record.update(
+        gpu_busy_s={str(i): round(s, 6) for i, s in report.gpu_time_s.items()} or None,
+        peak_memory_bytes=int(max(peaks.values())) if peaks else None,
+        peak_memory_bytes_by_gpu=peaks or None,
+        energy_j=round(sum(report.energy_j.values()), 3) if report.energy_j else None,
+    )
+    return record
 
 
 @magics_class
