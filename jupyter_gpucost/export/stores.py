@@ -24,7 +24,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,55 +152,54 @@ class LocalStore:
                 "that it exists and is writable, or configure another target"
             ) from None
 
-    def upload(self, path: Path, key: str, progress: Progress, cancel: threading.Event) -> Landed:
-        dest = self._path(key)
+    @contextlib.contextmanager
+    def _replacing(self, dest: Path) -> Iterator[Path]:
+        """A hidden temporary name beside ``dest``, renamed to it when the block ends
+        without an error and removed otherwise."""
         self._prepare(dest)
         tmp = dest.with_name(f".{dest.name}.part-{uuid.uuid4().hex[:8]}")
+        try:
+            yield tmp
+            os.replace(tmp, dest)
+        except OSError as e:
+            raise StoreError(f"writing {dest} failed: {e.strerror or e}") from None
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    def upload(self, path: Path, key: str, progress: Progress, cancel: threading.Event) -> Landed:
+        dest = self._path(key)
         hasher = _Hasher()
         size = 0
         try:
-            with open(path, "rb", buffering=0) as src, open(tmp, "wb", buffering=0) as out:
-                while block := src.read(LOCAL_BLOCK_BYTES):
-                    _check(cancel)
-                    hasher.update(block)
-                    view = memoryview(block)
-                    while view:
-                        view = view[out.write(view) :]
-                    size += len(block)
-                    progress(len(block))
-                os.fsync(out.fileno())
-                landed_size = os.fstat(out.fileno()).st_size
-            digest = hasher.hexdigest()
-            if landed_size != size:
-                raise StoreError(
-                    f"the copy at {dest} has {landed_size} bytes instead of {size}: the disk "
-                    "may be full"
-                )
-            _check(cancel)
-            os.replace(tmp, dest)
-        except OSError as e:
-            raise StoreError(f"writing {dest} failed: {e.strerror or e}") from None
+            with self._replacing(dest) as tmp:
+                with open(path, "rb", buffering=0) as src, open(tmp, "wb", buffering=0) as out:
+                    while block := src.read(LOCAL_BLOCK_BYTES):
+                        _check(cancel)
+                        hasher.update(block)
+                        view = memoryview(block)
+                        while view:
+                            view = view[out.write(view) :]
+                        size += len(block)
+                        progress(len(block))
+                    os.fsync(out.fileno())
+                    landed_size = os.fstat(out.fileno()).st_size
+                digest = hasher.hexdigest()
+                if landed_size != size:
+                    raise StoreError(
+                        f"the copy at {dest} has {landed_size} bytes instead of {size}: the "
+                        "disk may be full"
+                    )
+                _check(cancel)
         finally:
             hasher.close()
-            if tmp.exists():
-                tmp.unlink()
         return Landed(dest.as_uri(), size, digest, "size")
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        dest = self._path(key)
-        self._prepare(dest)
-        tmp = dest.with_name(f".{dest.name}.part-{uuid.uuid4().hex[:8]}")
-        try:
-            with open(tmp, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, dest)
-        except OSError as e:
-            raise StoreError(f"writing {dest} failed: {e.strerror or e}") from None
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        with self._replacing(self._path(key)) as tmp, open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
 
     def delete(self, key: str) -> None:
         dest = self._path(key)
