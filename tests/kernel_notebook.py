@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
 
-from jupyter_gpucost.kernel.prices import ENV_PRICES
+from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
 
 #: variables the server hands to its kernels; a test sets the ones it needs
 SERVER_ENV = (ENV_PRICES, "JUPYTER_GPUCOST_URL", "JUPYTER_GPUCOST_TOKEN")
+
+#: what a server on one H100 ($6.88/h) with a $0.50/h instance gives its kernels
+H100_SERVER_PRICES = server_payload(
+    [("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88"))],
+    Decimal("0.5"),
+    "$",
+    "the server's aws on-demand prices",
+)
 
 
 def run_notebook(cells: list[str], env: dict[str, str] | None = None) -> Any:

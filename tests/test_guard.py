@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from kernel_notebook import displays, run_notebook, text
+from kernel_notebook import H100_SERVER_PRICES, displays, run_notebook, text
 
 from jupyter_gpucost.guard import BudgetExceeded, BudgetWarning, Guard
-from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
+from jupyter_gpucost.kernel.prices import ENV_PRICES
 
 SETUP = """\
 import time
@@ -66,12 +66,7 @@ def test_a_loop_projected_over_budget_warns_then_stops_before_the_money_is_spent
 
 
 def test_a_loop_within_budget_runs_every_step_without_warning() -> None:
-    prices = server_payload(
-        [("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88"))],
-        Decimal("0.5"),
-        "$",
-        "the server's aws on-demand prices",
-    )
+    prices = H100_SERVER_PRICES
     nb = run_notebook(
         [
             SETUP,

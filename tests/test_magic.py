@@ -7,9 +7,9 @@ import os
 from typing import Any
 
 import pytest
-from kernel_notebook import run_notebook, text
+from kernel_notebook import H100_SERVER_PRICES, run_notebook, text
 
-from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
+from jupyter_gpucost.kernel.prices import ENV_PRICES
 
 
 def html(cell: Any) -> str:
@@ -71,12 +71,7 @@ def test_ops_is_skipped_when_the_users_profiler_runs() -> None:
 
 
 def test_cells_are_priced_with_the_servers_prices() -> None:
-    prices = server_payload(
-        [("GPU-1", "NVIDIA H100 80GB HBM3", __import__("decimal").Decimal("6.88"))],
-        __import__("decimal").Decimal("0.5"),
-        "$",
-        "the server's aws on-demand prices",
-    )
+    prices = H100_SERVER_PRICES
     nb = run_notebook(
         [
             "%load_ext jupyter_gpucost",

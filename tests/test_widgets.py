@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from kernel_notebook import displays, run_notebook, text
+from kernel_notebook import H100_SERVER_PRICES, displays, run_notebook, text
 
-from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
+from jupyter_gpucost.kernel.prices import ENV_PRICES
 
 TOKEN = "k3rnel-t0ken"
 
@@ -108,12 +108,7 @@ def status_server() -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
 
 
 def test_the_ticker_ticks_while_another_cell_runs() -> None:
-    prices = server_payload(
-        [("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88"))],
-        Decimal("0.5"),
-        "$",
-        "the server's aws on-demand prices",
-    )
+    prices = H100_SERVER_PRICES
     nb = run_notebook(
         [
             "from jupyter_gpucost import CostTicker\nt = CostTicker(interval_s=0.5)\nt",
