@@ -109,6 +109,8 @@ def test_palette_command_opens_the_panel(lab_factory: Any, page: Any) -> None:
     lab = lab_factory("--GpuCost.telemetry=none")
     page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
     page.locator("#jp-gpucost-status").wait_for(state="visible", timeout=60_000)
+    # keyboard shortcuts work once JupyterLab has started (its splash screen is gone)
+    page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=60_000)
     page.keyboard.press("Control+Shift+c")
     palette = page.locator(".lm-CommandPalette-input")
     expect(palette).to_be_visible(timeout=10_000)
