@@ -86,3 +86,67 @@ def test_a_counter_that_went_backwards_is_not_reported(prices: None, counters: A
     m = measure.Measurement()
     m.start()
     assert m.finish("ok").energy_j == {}
+
+
+class StartedCounters(SlowCounters):
+    """Counters that say when a read has begun."""
+
+    def __init__(self, readings: list[dict[int, float]]) -> None:
+        super().__init__(readings)
+        self.began = [threading.Event(), threading.Event()]
+        self._entered = 0
+        self._lock = threading.Lock()
+
+    def energy_j(self) -> dict[int, float]:
+        with self._lock:
+            self.began[min(self._entered, 1)].set()
+            self._entered += 1
+        return super().energy_j()
+
+
+class TeardownProfiler:
+    """Stands for torch.profiler's context: its teardown is where --ops spends its time."""
+
+    def __init__(self, counters: StartedCounters) -> None:
+        self.counters = counters
+        self.end_read_running_at_exit = False
+
+    def __exit__(self, *exc: Any) -> None:
+        # the end-of-cell energy read is already under way while the profiler shuts down
+        self.end_read_running_at_exit = self.counters.began[1].wait(2.0)
+
+    def key_averages(self) -> list[Any]:
+        return []
+
+
+def test_with_ops_the_end_energy_read_runs_during_the_profiler_teardown(
+    prices: None, counters: Any
+) -> None:
+    fake = counters(StartedCounters([{0: 100.0}, {0: 160.0}]))
+    m = measure.Measurement()
+    m.start()
+    profiler = TeardownProfiler(fake)
+    m._profiler = profiler
+    report = m.finish("ok")
+    assert profiler.end_read_running_at_exit
+    assert report.energy_j == {0: 60.0}
+
+
+def test_the_energy_of_a_short_cell_is_marked_approximate(prices: None, counters: Any) -> None:
+    counters(SlowCounters([{0: 1000.0}, {0: 1075.9}]))
+    m = measure.Measurement()
+    m.start()
+    report = m.finish("ok")
+    assert report.energy_j == {0: pytest.approx(75.9)}
+    assert any("approximate" in note and "20-100 ms" in note for note in report.notes)
+    assert "approximate" in repr(report)
+
+
+def test_the_energy_of_a_long_cell_is_not_marked_approximate(prices: None, counters: Any) -> None:
+    counters(SlowCounters([{0: 1000.0}, {0: 1650.0}]))
+    m = measure.Measurement()
+    m.start()
+    m._wall0 -= 1.5  # the cell ran for 1.5 s
+    report = m.finish("ok")
+    assert report.energy_j == {0: 650.0}
+    assert not any("approximate" in note for note in report.notes)

@@ -188,6 +188,10 @@ def _torch_cuda() -> Any:
     return None
 
 
+#: below this wall time the energy counter's 20-100 ms steps are a large part of the delta
+ROUGH_ENERGY_BELOW_S = 1.0
+
+
 class EnergyRead:
     """One read of the GPUs' energy counters, in a thread of its own.
 
@@ -285,9 +289,6 @@ class Measurement:
         r.wall_s = time.perf_counter() - self._wall0
         r.cpu_s = time.process_time() - self._cpu0
         r.status = status
-        profiler, self._profiler = self._profiler, None
-        if profiler is not None:
-            profiler.__exit__(None, None, None)
         torch = _torch_cuda()
         if torch is not None:
             for i in range(torch.cuda.device_count()):
@@ -299,8 +300,12 @@ class Measurement:
                     if start is not None:
                         r.gpu_time_s[i] = start.elapsed_time(end) / 1e3
                     r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
-        # after the GPU work is done (synchronised above), beside the report's other steps
+        # the GPUs are done (synchronised above): the second read starts now and runs
+        # beside the rest of the report, the profiler's teardown included
         energy1 = EnergyRead()
+        profiler, self._profiler = self._profiler, None
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
         if nvml().source is None:
             r.notes.append(f"no GPU energy: {nvml().reason}")
         p = prices()
@@ -316,16 +321,21 @@ class Measurement:
         unpriced = [name for name, price in p.gpus.values() if price is None]
         if unpriced:
             r.notes.append(f"no price for {', '.join(unpriced)}: not counted")
-        before_j = self._energy0.result()
-        for index, after in energy1.result().items():
-            before = before_j.get(index)
-            if before is not None and after >= before:
-                r.energy_j[index] = after - before
         # the GPUs are held for the whole cell: wall time at the rate in force
         exact = cost_micro_usd(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
         r.cost_micro_usd = round_micro(exact)
         if profiler is not None:
             self._ops(profiler, r)
+        before_j = self._energy0.result()
+        for index, after in energy1.result().items():
+            before = before_j.get(index)
+            if before is not None and after >= before:
+                r.energy_j[index] = after - before
+        if r.energy_j and r.wall_s < ROUGH_ENERGY_BELOW_S:
+            r.notes.append(
+                f"the energy is approximate for a cell under {ROUGH_ENERGY_BELOW_S:.0f} s: "
+                "NVML's energy counter moves only every 20-100 ms"
+            )
         return r
 
     def _ops(self, profiler: Any, r: CellCost) -> None:
