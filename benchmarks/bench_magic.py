@@ -9,13 +9,16 @@ record sent to a stand-in server on loopback, as in JupyterLab), alternating, ``
 times each, and reports the median wall time of each as a ratio to the plain cell. The
 same variants on an empty cell give each one's fixed cost per cell, in microseconds. Also runs 1,000
 light and 200 ``--ops`` cells in a row and reports how much the process grew. With
-``--cuda`` it also prints one light and one ``--ops`` report in full.
+``--cuda`` it also prints one light and one ``--ops`` report in full. Last, each step of the
+light method is timed on its own, on an idle GPU (``light_steps_us``: median microseconds
+over 200 runs), so that a fixed cost per cell can be traced to the step that pays it.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import resource
@@ -25,16 +28,19 @@ from pathlib import Path
 from typing import Any
 
 
-def stand_in_server() -> tuple[Any, list[bytes]]:
-    """A loopback HTTP server that takes cell records as the Jupyter server does (201)."""
+def stand_in_server() -> tuple[Any, dict[str, int]]:
+    """A loopback HTTP server that takes cell records as the Jupyter server does (201).
+
+    It counts them and keeps nothing, so that it adds nothing to the memory measured."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    received: list[bytes] = []
+    received = {"records": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            received.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            received["records"] += 1
             self.send_response(201)
             self.send_header("Content-Length", "2")
             self.end_headers()
@@ -46,6 +52,53 @@ def stand_in_server() -> tuple[Any, list[bytes]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, received
+
+
+def light_steps(repeat: int = 200) -> dict[str, float]:
+    """Median microseconds of each step of the light method, each timed on its own."""
+    from jupyter_gpucost.kernel import measure
+
+    torch = measure._torch_cuda()
+    steps: dict[str, Any] = {
+        "energy counters, one read (NVML)": lambda: measure.nvml().energy_j(),
+        "energy read started in its thread": lambda: measure.EnergyRead(),
+        "prices (cached)": measure.prices,
+        "whole light measurement, empty cell": lambda: _measured(measure),
+    }
+    if torch is not None:
+        steps["start events + reset peak memory (all GPUs)"] = lambda: measure.start_events(torch)
+        events = measure.start_events(torch)
+
+        def end_events() -> None:
+            for i in range(torch.cuda.device_count()):
+                with torch.cuda.device(i):
+                    end = torch.cuda.Event(enable_timing=True)
+                    end.record()
+                    end.synchronize()
+                    events[i].elapsed_time(end)
+                    torch.cuda.max_memory_allocated(i)
+
+        steps["end events + synchronise + peak memory (all GPUs)"] = end_events
+    report = _measured(measure)
+    steps["report as HTML"] = report._repr_html_
+    steps["report as text"] = report.__repr__
+    out: dict[str, float] = {}
+    for name, step in steps.items():
+        for _ in range(5):
+            step()
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            step()
+            samples.append(time.perf_counter() - t0)
+        out[name] = statistics.median(samples) * 1e6
+    return out
+
+
+def _measured(measure: Any) -> Any:
+    m = measure.Measurement()
+    m.start()
+    return m.finish("ok")
 
 
 def main() -> int:
@@ -123,6 +176,8 @@ def main() -> int:
         for name, source in variants.items():
             times[name].append(timed(name, source))
     medians = {k: statistics.median(v) for k, v in times.items()}
+    # the reports of the workload itself (the empty cells below would replace them)
+    light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
     # the fixed cost per cell: the same variants on an empty cell
     empty: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(200):
@@ -145,10 +200,9 @@ def main() -> int:
         "overhead_per_cell_us": {
             k: (v - empty_median["plain"]) * 1e6 for k, v in empty_median.items()
         },
-        "auto_records_received": len(received),
+        "auto_records_received": received["records"],
         "send_record_cpu_us": send_cpu_us,
     }
-    light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
     out["light_report"] = repr(light)
     out["ops_report"] = repr(ops)
     out["light"] = {
@@ -162,20 +216,33 @@ def main() -> int:
     out["ops_top"] = [(o.name, o.self_time_s, o.share) for o in ops.ops]
 
     def rss_mb() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        """The process's resident memory now (not its high-water mark), after a collection."""
+        gc.collect()
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * resource.getpagesize() / 2**20
 
     tiny = "x = 1"
+    # Each kind of cell twice in a row, growth measured over each round: the first round
+    # includes memory that settles once (the sending thread's allocator arena, caches), the
+    # second shows whether it keeps growing. Plain cells are the baseline: IPython itself
+    # keeps a little per cell.
     for n, source in (
+        ("plain_1000", tiny),
         ("light_1000", "%%gpucost\n" + tiny),
+        ("plain_200", tiny),
         ("ops_200", "%%gpucost --ops\n" + tiny),
     ):
-        count = 1000 if n.startswith("light") else 200
-        for _ in range(20):
-            run(source)
-        before = rss_mb()
-        for _ in range(count):
-            run(source)
-        out[f"max_rss_growth_mb_{n}"] = rss_mb() - before
+        count = 1000 if n.endswith("1000") else 200
+        growth = []
+        for _ in range(2):
+            before = rss_mb()
+            for _ in range(count):
+                run(source)
+            # the records still waiting to be sent are not growth: wait for them
+            assert server_link.flush(120), "the stand-in server did not take the records"
+            growth.append(round(rss_mb() - before, 3))
+        out[f"rss_growth_mb_{n}"] = {"first": growth[0], "second": growth[1]}
+    out["light_steps_us"] = light_steps()
     print(out["light_report"])
     print(out["ops_report"])
     print(json.dumps({k: v for k, v in out.items() if not k.endswith("_report")}, indent=2))
