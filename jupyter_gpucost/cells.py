@@ -15,9 +15,19 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
+from .inputs import is_unicode, shown, type_name
+
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
 MAX_CELLS_IN_MEMORY = 2000
+#: the most a number in a record may be, by what it counts: beyond these a record is a
+#: mistake (a cell over a million dollars, a century long), and bytes stay exact in a
+#: browser's numbers (2**53)
+MAX_USD = 1_000_000
+MAX_SECONDS = 100 * 365 * 86400
+MAX_JOULES = 1e15
+MAX_BYTES = 2**53
+MAX_GPUS = 64
 
 
 class CellRecordError(ValueError):
@@ -30,22 +40,38 @@ def _text(record: dict[str, Any], key: str, *, required: bool, limit: int = 1024
         if required:
             raise CellRecordError(f"{key} is required")
         return None
-    if not isinstance(value, str) or len(value) > limit:
-        raise CellRecordError(f"{key} must be a string of at most {limit} characters")
+    if not isinstance(value, str):
+        raise CellRecordError(f"{key} must be a string, not {type_name(value)}")
+    if len(value) > limit:
+        raise CellRecordError(
+            f"{key} must be a string of at most {limit} characters, not {len(value)}"
+        )
+    if not is_unicode(value) or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise CellRecordError(f"{key} must be text without control characters")
     return value
 
 
-def _number(record: dict[str, Any], key: str, *, required: bool) -> float | None:
+def _number(
+    record: dict[str, Any], key: str, *, required: bool, most: float = MAX_SECONDS
+) -> float | None:
     value = record.get(key)
     if value is None:
         if required:
             raise CellRecordError(f"{key} is required")
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CellRecordError(f"{key} must be a finite number, not {type_name(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too long for a float
+        number = math.inf
+    if not math.isfinite(number):
         raise CellRecordError(f"{key} must be a finite number")
-    if value < 0:
+    if number < 0:
         raise CellRecordError(f"{key} cannot be negative")
-    return float(value)
+    if number > most:
+        raise CellRecordError(f"{key} must be at most {most:g}, not {number:g}")
+    return number
 
 
 def _time(record: dict[str, Any], key: str) -> str:
@@ -60,19 +86,23 @@ def _time(record: dict[str, Any], key: str) -> str:
     return value
 
 
-def _per_gpu(record: dict[str, Any], key: str) -> dict[str, float] | None:
+def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, float] | None:
     value = record.get(key)
     if value is None:
         return None
-    if not isinstance(value, dict) or len(value) > 64:
-        raise CellRecordError(f"{key} must be an object: GPU index -> number")
+    if not isinstance(value, dict) or len(value) > MAX_GPUS:
+        raise CellRecordError(
+            f"{key} must be an object of at most {MAX_GPUS} GPUs: GPU index -> number"
+        )
     out: dict[str, float] = {}
     for k, v in value.items():
-        if not str(k).isdigit():
-            raise CellRecordError(f"{key} keys are GPU indices")
-        number = _number({key: v}, key, required=True)
+        # ASCII digits: str.isdigit() also takes '²' and other scripts' digits
+        if not (isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 3):
+            raise CellRecordError(f"{key} keys are GPU indices (0, 1, ...), not {shown(k)}")
+        name = f"{key}[{k}]"
+        number = _number({name: v}, name, required=True, most=most)
         assert number is not None
-        out[str(k)] = number
+        out[str(int(k))] = number
     return out
 
 
@@ -81,15 +111,15 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise CellRecordError("the body must be a JSON object")
     status = record.get("status", "ok")
-    if status not in STATUSES:
-        raise CellRecordError(f"status must be one of {', '.join(STATUSES)}")
+    if not isinstance(status, str) or status not in STATUSES:
+        raise CellRecordError(f"status must be one of {', '.join(STATUSES)}, not {shown(status)}")
     mode = record.get("mode", "auto")
-    if mode not in MODES:
-        raise CellRecordError(f"mode must be one of {', '.join(MODES)}")
-    peak = _per_gpu(record, "peak_memory_bytes_by_gpu")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise CellRecordError(f"mode must be one of {', '.join(MODES)}, not {shown(mode)}")
+    peak = _per_gpu(record, "peak_memory_bytes_by_gpu", most=MAX_BYTES)
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:
-        peak_total = int(_number(record, "peak_memory_bytes", required=True) or 0)
+        peak_total = int(_number(record, "peak_memory_bytes", required=True, most=MAX_BYTES) or 0)
     cleaned = {
         "cell_id": _text(record, "cell_id", required=True, limit=200),
         "notebook_path": _text(record, "notebook_path", required=False),
@@ -98,12 +128,12 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
         "ended": _time(record, "ended"),
         "wall_s": _number(record, "wall_s", required=True),
         "cpu_s": _number(record, "cpu_s", required=False),
-        "gpu_busy_s": _per_gpu(record, "gpu_busy_s"),
+        "gpu_busy_s": _per_gpu(record, "gpu_busy_s", most=MAX_SECONDS),
         "peak_memory_bytes": peak_total,
         "peak_memory_bytes_by_gpu": peak,
-        "energy_j": _number(record, "energy_j", required=False),
-        "cost_usd": _number(record, "cost_usd", required=True),
-        "rate_usd_per_hour": _number(record, "rate_usd_per_hour", required=False),
+        "energy_j": _number(record, "energy_j", required=False, most=MAX_JOULES),
+        "cost_usd": _number(record, "cost_usd", required=True, most=MAX_USD),
+        "rate_usd_per_hour": _number(record, "rate_usd_per_hour", required=False, most=MAX_USD),
         "status": status,
         "mode": mode,
     }

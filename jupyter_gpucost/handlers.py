@@ -14,6 +14,7 @@ from tornado import web
 
 from .cells import CellRecordError, clean
 from .history import HistoryError
+from .inputs import InputError, json_object, whole_number
 from .kernel_link import KernelUser, is_kernel_request, user_or_kernel
 from .service import CostService
 
@@ -44,12 +45,9 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
     def body(self) -> dict[str, Any]:
         """The request's JSON object, or 400 with what is wrong."""
         try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            raise web.HTTPError(400, "the body must be JSON") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, "the body must be a JSON object")
-        return body
+            return json_object(self.request.body)
+        except InputError as e:
+            raise web.HTTPError(e.status, str(e)) from None
 
     def write_json(self, payload: Any) -> None:
         self.set_header("Content-Type", "application/json")
@@ -99,15 +97,12 @@ class CellsHandler(GpuCostHandler):
 
     @user_or_kernel
     async def get(self) -> None:
-        raw_limit = self.get_query_argument("limit", "50")
         try:
-            limit = int(raw_limit)
-        except ValueError:
-            limit = -1
-        if not 1 <= limit <= 500:
-            raise web.HTTPError(
-                400, f"limit must be a whole number from 1 to 500, not {raw_limit!r}"
+            limit = whole_number(
+                self.get_query_argument("limit", None), what="limit", default=50, low=1, high=500
             )
+        except InputError as e:
+            raise web.HTTPError(e.status, str(e)) from None
         cell_id = self.get_query_argument("cell_id", None)
         notebook = self.get_query_argument("notebook", None)
         found = await to_thread.run_sync(

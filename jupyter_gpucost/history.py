@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .inputs import shown
 from .ledger import Ledger
 from .status import usd
 
@@ -53,7 +54,7 @@ def parse_window(value: str | None) -> int:
         return WINDOWS_S["1h"]
     if value in WINDOWS_S:
         return WINDOWS_S[value]
-    raise HistoryError(f"window={value!r} is not one of {', '.join(WINDOWS_S)}")
+    raise HistoryError(f"window={shown(value)} is not one of {', '.join(WINDOWS_S)}")
 
 
 def parse_step(value: str | None, window_s: int) -> int:
@@ -66,7 +67,7 @@ def parse_step(value: str | None, window_s: int) -> int:
                 return candidate
         return max(STEPS_S.values())
     if value not in STEPS_S:
-        raise HistoryError(f"step={value!r} is not one of {', '.join(STEPS_S)}")
+        raise HistoryError(f"step={shown(value)} is not one of {', '.join(STEPS_S)}")
     step_s = STEPS_S[value]
     if step_s > window_s:
         raise HistoryError(f"step={value} is longer than the window")

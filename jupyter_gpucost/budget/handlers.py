@@ -9,13 +9,7 @@ from tornado import web
 from ..handlers import API_PREFIX, GpuCostHandler
 from ..kernel_link import user_or_kernel
 from .controller import BudgetController
-from .policy import Budget, BudgetError, parse_amount, parse_scope
-
-SOFT_KEYS = {"amount_usd", "scope"}
-HARD_REFUSAL = (
-    "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
-    "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"
-)
+from .policy import BudgetError, HardBudgetRefused, parse_save_answer, parse_soft_request
 
 
 class BudgetHandler(GpuCostHandler):
@@ -40,26 +34,10 @@ class BudgetStateHandler(BudgetHandler):
     @user_or_kernel
     async def put(self) -> None:
         """Set the soft budget: ``{"amount_usd": 5, "scope": "session"}``; null removes it."""
-        body = self.body()
-        if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
-            raise web.HTTPError(403, HARD_REFUSAL)
-        unknown = set(body) - SOFT_KEYS - {"kind"}
-        if unknown:
-            raise web.HTTPError(
-                400, f"unknown field(s) {', '.join(sorted(unknown))}: send amount_usd and scope"
-            )
-        if body.get("kind", "soft") != "soft":
-            raise web.HTTPError(400, "kind must be 'soft'")
-        if "amount_usd" not in body:
-            raise web.HTTPError(400, "amount_usd is required (a number of dollars, or null)")
         try:
-            if body["amount_usd"] is None:
-                budget = None
-            else:
-                amount = parse_amount(body["amount_usd"], what="amount_usd")
-                scope = parse_scope(body.get("scope", "session"), what="scope")
-                budget = Budget("soft", amount, scope)
-            await self.budget.set_soft(budget)
+            await self.budget.set_soft(parse_soft_request(self.body()))
+        except HardBudgetRefused as e:
+            raise web.HTTPError(403, str(e)) from None
         except BudgetError as e:
             raise web.HTTPError(400, str(e)) from None
         self.write_json(self.budget.payload())
@@ -80,18 +58,15 @@ class SavedHandler(BudgetHandler):
     @authorized
     def post(self) -> None:
         """A browser's answer to a save request."""
-        body = self.body()
-        request_id, client = body.get("request_id"), body.get("client")
-        saved, failed = body.get("saved", []), body.get("failed", [])
-        if not isinstance(request_id, str) or not isinstance(client, str) or not client:
-            raise web.HTTPError(400, "request_id and client must be strings")
-        if not (isinstance(saved, list) and isinstance(failed, list)):
-            raise web.HTTPError(400, "saved and failed must be lists of paths")
-        self.budget.seen(client)
+        try:
+            answer = parse_save_answer(self.body())
+        except BudgetError as e:
+            raise web.HTTPError(400, str(e)) from None
+        self.budget.seen(answer.client)
         if not self.budget.acknowledge(
-            request_id, client, [str(p) for p in saved][:1000], [str(p) for p in failed][:1000]
+            answer.request_id, answer.client, answer.saved, answer.failed
         ):
-            raise web.HTTPError(409, f"no save request {request_id!r} is pending")
+            raise web.HTTPError(409, f"no save request {answer.request_id!r} is pending")
         self.write_json({"acknowledged": True})
 
 

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Literal
+
+from ..inputs import shown
 
 Kind = Literal["hard", "soft"]
 Scope = Literal["session", "day", "month"]
@@ -43,30 +45,111 @@ class BudgetError(ValueError):
 
 def parse_amount(raw: object, *, what: str) -> int:
     """Dollars (number or string) → integer micro-dollars, > 0, at most 6 decimals."""
-    if isinstance(raw, bool) or raw is None:
+    if isinstance(raw, bool) or raw is None or not isinstance(raw, int | float | str):
+        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50")
+    text = str(raw).strip()
+    if not text.isascii() or len(text) > 64:
         raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50")
     try:
-        value = Decimal(str(raw).strip())
-    except Exception:
+        # exact: a Decimal made from text is never rounded
+        value = Decimal(text)
+    except InvalidOperation:
         raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50") from None
     if not value.is_finite():
         raise BudgetError(f"{what} must be a finite number of dollars")
     if value <= 0:
         raise BudgetError(f"{what} must be more than 0 (remove the budget instead)")
-    micro = value * 1_000_000
-    if micro != micro.to_integral_value():
-        raise BudgetError(f"{what} has more than 6 decimals")
-    if micro > MAX_BUDGET_MICRO_USD:
+    # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
+    if value > MAX_BUDGET_MICRO_USD // 1_000_000:
         raise BudgetError(f"{what} must be at most 1000000 dollars")
-    return int(micro)
+    if value != value.quantize(Decimal("0.000001")):
+        raise BudgetError(f"{what} has more than 6 decimals")
+    return int(value.scaleb(6))
 
 
 def parse_scope(raw: object, *, what: str) -> Scope:
-    value = str(raw).strip().lower()
-    for scope in SCOPES:
-        if value == scope:
-            return scope
-    raise BudgetError(f"{what} must be one of {', '.join(SCOPES)}, not {raw!r}")
+    if isinstance(raw, str):
+        value = raw.strip().lower()
+        for scope in SCOPES:
+            if value == scope:
+                return scope
+    raise BudgetError(f"{what} must be one of {', '.join(SCOPES)}, not {shown(raw)}")
+
+
+class HardBudgetRefused(BudgetError):
+    """A request that tries to set the hard budget (HTTP 403)."""
+
+
+HARD_REFUSAL = (
+    "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
+    "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"
+)
+SOFT_FIELDS = ("amount_usd", "scope", "kind")
+#: a page's answer to a save request: how many paths, and how long each, are kept
+MAX_SAVED_PATHS = 1000
+MAX_PATH_CHARS = 4096
+
+
+def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
+    """``{"amount_usd": 5, "scope": "session"}`` → the user's budget; ``null`` removes it."""
+    if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
+        raise HardBudgetRefused(HARD_REFUSAL)
+    unknown = sorted(set(body) - set(SOFT_FIELDS))
+    if unknown:
+        names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
+        raise BudgetError(f"unknown field(s) {names}: send amount_usd and scope")
+    if body.get("kind", "soft") != "soft":
+        raise BudgetError(f"kind must be 'soft', not {shown(body.get('kind'))}")
+    if "amount_usd" not in body:
+        raise BudgetError("amount_usd is required (a number of dollars, or null)")
+    if body["amount_usd"] is None:
+        if body.get("scope") is not None:
+            parse_scope(body["scope"], what="scope")
+        return None
+    amount = parse_amount(body["amount_usd"], what="amount_usd")
+    scope = parse_scope(body.get("scope", "session"), what="scope")
+    return Budget("soft", amount, scope)
+
+
+@dataclass(frozen=True)
+class SaveAnswer:
+    """A page's answer to a save request: which notebooks it saved, which it could not."""
+
+    request_id: str
+    client: str
+    saved: list[str]
+    failed: list[str]
+
+
+def parse_save_answer(body: Mapping[str, object]) -> SaveAnswer:
+    unknown = sorted(set(body) - {"request_id", "client", "saved", "failed"})
+    if unknown:
+        names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
+        raise BudgetError(f"unknown field(s) {names}: send request_id, client, saved and failed")
+    texts: dict[str, str] = {}
+    for key in ("request_id", "client"):
+        value = body.get(key)
+        if not isinstance(value, str) or not value.strip() or len(value) > 64:
+            raise BudgetError(
+                f"{key} must be a non-empty string of at most 64 characters, not {shown(value)}"
+            )
+        texts[key] = value
+    lists: dict[str, list[str]] = {}
+    for key in ("saved", "failed"):
+        value = body.get(key, [])
+        if not isinstance(value, list) or len(value) > MAX_SAVED_PATHS:
+            raise BudgetError(
+                f"{key} must be a list of at most {MAX_SAVED_PATHS} notebook paths, "
+                f"not {shown(value)}"
+            )
+        for n, path in enumerate(value):
+            if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS:
+                raise BudgetError(
+                    f"{key}[{n}] must be a notebook path (a string of 1 to {MAX_PATH_CHARS} "
+                    f"characters), not {shown(path)}"
+                )
+        lists[key] = list(value)
+    return SaveAnswer(texts["request_id"], texts["client"], lists["saved"], lists["failed"])
 
 
 def parse_thresholds(raw: Iterable[object], *, what: str) -> tuple[int, ...]:

@@ -56,9 +56,10 @@ class ExportJobHandler(ExportHandler):
     @web.authenticated
     @authorized
     def get(self, job_id: str) -> None:
-        job = self.exports.get(job_id)
-        if job is None:
-            raise web.HTTPError(404, f"there is no export {job_id!r}")
+        try:
+            job = self.exports.job(job_id)
+        except RequestError as e:
+            raise web.HTTPError(e.status, str(e)) from None
         self.write_json(job.public())
 
     @web.authenticated
@@ -75,5 +76,6 @@ class ExportJobHandler(ExportHandler):
 def export_handlers() -> list[tuple[str, type[GpuCostHandler]]]:
     return [
         (f"{API_PREFIX}/exports", ExportsHandler),
-        (f"{API_PREFIX}/exports/([0-9a-f]{{12}})", ExportJobHandler),
+        # any segment: an id that is not one is answered (404, JSON) by the handler
+        (f"{API_PREFIX}/exports/([^/]+)", ExportJobHandler),
     ]

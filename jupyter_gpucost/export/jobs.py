@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..inputs import shown
 from .sources import Source, resolve_source
 from .stores import Cancelled, Landed, Store, StoreError, Tuning, open_store
 from .targets import Target, missing_extra, resolve
 
 FINISHED = ("done", "failed", "cancelled")
 MANIFEST_FORMAT = "jupyter-gpucost export manifest 1"
+MAX_PATH_CHARS = 4096
 
 
 def _now() -> datetime:
@@ -159,9 +161,17 @@ class ExportManager:
         if self._closed:
             raise RequestError("the server is stopping", 503)
         if not isinstance(paths, list) or not paths:
-            raise RequestError("paths must be a non-empty list of paths")
+            raise RequestError(f"paths must be a non-empty list of paths, not {shown(paths)}")
         if len(paths) > 1000:
             raise RequestError("at most 1000 paths per export")
+        for n, raw in enumerate(paths):
+            if not isinstance(raw, str) or not raw.strip():
+                raise RequestError(f"paths[{n}] must be a non-empty string, not {shown(raw)}")
+            if len(raw) > MAX_PATH_CHARS or "\x00" in raw:
+                raise RequestError(
+                    f"paths[{n}] is not a path (at most {MAX_PATH_CHARS} characters, no NUL): "
+                    f"{shown(raw)}"
+                )
         try:
             chosen = resolve(
                 self.settings.targets,
@@ -211,10 +221,19 @@ class ExportManager:
         with self._lock:
             return self.jobs.get(job_id)
 
-    def cancel(self, job_id: str) -> ExportJob:
+    def job(self, job_id: str) -> ExportJob:
+        """The job a request names, or ``RequestError`` 404 (any text may be asked for)."""
         job = self.get(job_id)
         if job is None:
-            raise RequestError(f"there is no export {job_id!r}", 404)
+            raise RequestError(
+                f"there is no export {shown(job_id)}: export ids are 12 hexadecimal "
+                "characters, as POST /gpucost/api/exports answers",
+                404,
+            )
+        return job
+
+    def cancel(self, job_id: str) -> ExportJob:
+        job = self.job(job_id)
         with job.lock:
             if job.state in FINISHED:
                 raise RequestError(f"the export {job_id} has already ended ({job.state})", 409)

@@ -14,6 +14,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..inputs import is_unicode, shown
+
 #: file extensions the file browser offers the export on (folders always)
 CHECKPOINT_EXTENSIONS = (".pt", ".pth", ".ckpt", ".safetensors", ".bin")
 
@@ -56,38 +58,44 @@ def _inside(path: Path, root: Path) -> bool:
 
 def resolve_source(root_dir: str, requested: object, *, allow_hidden: bool) -> Source:
     if not isinstance(requested, str) or not requested.strip():
-        raise SourceError("each path must be a non-empty string", 400)
+        raise SourceError(f"each path must be a non-empty string, not {shown(requested)}", 400)
+    if len(requested) > 4096:
+        raise SourceError(
+            f"{shown(requested)} is not a path: at most 4096 characters, not {len(requested)}", 400
+        )
+    if not is_unicode(requested) or "\x00" in requested:
+        raise SourceError(f"{shown(requested)} is not a path: it has a NUL or invalid text", 400)
     text = requested.strip().replace("\\", "/")
     pure = PurePosixPath(text)
     if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
-        raise SourceError(f"{requested!r}: give a path relative to the Jupyter root folder")
+        raise SourceError(f"{shown(requested)}: give a path relative to the Jupyter root folder")
     parts = [p for p in pure.parts if p not in ("", ".")]
     if not parts:
         raise SourceError(
             "the Jupyter root folder itself cannot be exported; choose a file or folder"
         )
     if ".." in parts:
-        raise SourceError(f"{requested!r}: '..' is not allowed in an export path")
+        raise SourceError(f"{shown(requested)}: '..' is not allowed in an export path")
     if not allow_hidden and any(p.startswith(".") for p in parts):
         raise SourceError(
-            f"{requested!r} is hidden; the administrator can allow hidden files with "
+            f"{shown(requested)} is hidden; the administrator can allow hidden files with "
             "c.GpuCost.export_allow_hidden"
         )
     root = Path(root_dir).resolve()
     candidate = root.joinpath(*parts)
     if not os.path.lexists(candidate):
-        raise SourceError(f"{requested!r} does not exist", 404)
+        raise SourceError(f"{shown(requested)} does not exist", 404)
     real = candidate.resolve()
     if not _inside(real, root):
-        raise SourceError(f"{requested!r} leads outside the Jupyter root folder (a symlink)")
+        raise SourceError(f"{shown(requested)} leads outside the Jupyter root folder (a symlink)")
     name = parts[-1]
     if real.is_file():
         return Source(text, name, False, (SourceFile(real, "", real.stat().st_size),))
     if not real.is_dir():
-        raise SourceError(f"{requested!r} is not a regular file or folder")
+        raise SourceError(f"{shown(requested)} is not a regular file or folder")
     files = _walk(real, root, allow_hidden=allow_hidden, requested=text, seen={real})
     if not files:
-        raise SourceError(f"{requested!r} is an empty folder: nothing to export", 400)
+        raise SourceError(f"{shown(requested)} is an empty folder: nothing to export", 400)
     return Source(text, name, True, tuple(files))
 
 
@@ -107,7 +115,7 @@ def _walk(
                 target = link.resolve()
                 if not _inside(target, root):
                     raise SourceError(
-                        f"{requested!r} contains {link.relative_to(folder)!s}, a symlink "
+                        f"{shown(requested)} contains {link.relative_to(folder)!s}, a symlink "
                         "leading outside the Jupyter root folder"
                     )
                 if target in seen or any(s in target.parents for s in seen):
@@ -126,7 +134,7 @@ def _walk(
             real = entry.resolve()
             if not _inside(real, root):
                 raise SourceError(
-                    f"{requested!r} contains {entry.relative_to(folder)!s}, a symlink "
+                    f"{shown(requested)} contains {entry.relative_to(folder)!s}, a symlink "
                     "leading outside the Jupyter root folder"
                 )
             try:

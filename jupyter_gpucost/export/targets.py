@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..inputs import shown, type_name
+
 #: the URL schemes an export can go to, and the Python extra each needs
 SCHEMES = {
     "file": None,
@@ -148,7 +150,9 @@ def resolve(
     if requested is None or requested == "":
         return targets[default]
     if not isinstance(requested, str):
-        raise TargetError("target must be the name of a configured target")
+        raise TargetError(
+            f"target must be the name of a configured target, not {type_name(requested)}"
+        )
     if requested in targets:
         return targets[requested]
     if "://" in requested:
@@ -159,7 +163,7 @@ def resolve(
             )
         return Target(public_url(requested), normalise_url(requested, what="target"), {})
     raise TargetError(
-        f"there is no export target {requested!r}: use one of {', '.join(sorted(targets))}"
+        f"there is no export target {shown(requested)}: use one of {', '.join(sorted(targets))}"
     )
 
 

@@ -1,0 +1,104 @@
+"""What a request may carry, checked without tornado: bodies, query numbers, quoted values.
+
+Every route reads its body and its numeric query parameters through these functions, so a
+malformed request gets the same kind of answer everywhere: ``InputError`` with a message
+that names the offending field (the handler turns it into a ``400``), never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: how much of a refused value a message quotes
+SHOWN_CHARS = 60
+#: how deep a body's arrays and objects may nest (no route needs more than 3)
+MAX_DEPTH = 32
+
+
+class InputError(ValueError):
+    """A request that cannot be accepted; ``status`` is the HTTP answer."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """A refused value as a message quotes it: its repr (JSON's words for null, true and
+    false), cut short when long."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(value) if isinstance(value, str) else len(text)} characters)"
+
+
+def is_unicode(text: str) -> bool:
+    """False for a string with a lone surrogate (``"\\ud800"`` in JSON), which no file,
+    database or page can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check(value: object, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise InputError(f"the body nests more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        if not is_unicode(value):
+            raise InputError(f"{where or 'the body'} is not valid Unicode text (a lone surrogate)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{where}.{key}" if where else str(key)
+            if not is_unicode(key):
+                raise InputError(f"a field name in {where or 'the body'} is not valid Unicode text")
+            _check(item, name, depth + 1)
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _check(item, f"{where}[{n}]", depth + 1)
+
+
+def json_object(raw: bytes | None) -> dict[str, Any]:
+    """A request body as a JSON object (an empty body is ``{}``), or ``InputError``."""
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise InputError(f"the body nests more than {MAX_DEPTH} levels deep") from None
+    except ValueError:
+        raise InputError("the body must be JSON") from None
+    if not isinstance(body, dict):
+        raise InputError(f"the body must be a JSON object, not {type_name(body)}")
+    _check(body, "", 1)
+    return body
+
+
+def type_name(value: object) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def whole_number(raw: str | None, *, what: str, default: int, low: int, high: int) -> int:
+    """A query parameter that is a whole number from ``low`` to ``high``."""
+    if raw is None:
+        return default
+    text = raw.strip()
+    # ASCII digits only: int() also reads other scripts' digits and '1_000'
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or not (low <= int(text) <= high):
+        raise InputError(f"{what} must be a whole number from {low} to {high}, not {shown(raw)}")
+    return int(text)
