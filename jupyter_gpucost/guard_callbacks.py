@@ -24,6 +24,9 @@ importing it without its library raises an ImportError that says what to install
 from __future__ import annotations
 
 import importlib
+import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 from .guard import BudgetExceeded, Guard
@@ -58,23 +61,32 @@ class _Adapter:
         on_stop: Any,
         display: bool,
         usd_per_hour: Any,
+        clock: Callable[[], float],
     ) -> None:
         # checked now, with the real total given when training starts
-        Guard(budget_usd, total_steps or 1, warmup_steps=warmup_steps, usd_per_hour=usd_per_hour)
+        Guard(
+            budget_usd,
+            total_steps or 1,
+            warmup_steps=warmup_steps,
+            usd_per_hour=usd_per_hour,
+            clock=clock,
+        )
         self.options = {
             "budget_usd": budget_usd,
             "warmup_steps": warmup_steps,
             "on_stop": on_stop,
             "display": display,
             "usd_per_hour": usd_per_hour,
+            "clock": clock,
         }
         self.total_steps = total_steps
         self.tokens_per_step = tokens_per_step
         self.guard: Guard | None = None
         self.stopped: BudgetExceeded | None = None
 
-    def _begin(self, total_steps: int | None) -> None:
-        total = self.total_steps or total_steps
+    def _begin(self, trainer_steps: object) -> None:
+        """Start the guard; ``trainer_steps``: how many steps the trainer says it will run."""
+        total = self.total_steps or _finite_count(trainer_steps)
         if not total or total < 1:
             raise ValueError(
                 "the trainer does not say how many steps it will run: give total_steps="
@@ -100,6 +112,15 @@ class _Adapter:
             self.guard.__exit__(None, None, None)
 
 
+def _finite_count(value: object) -> int | None:
+    """A step count the trainer gave, or None when it has none (Lightning's is inf then)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 1:
+        return None
+    return int(value)
+
+
 def _lightning() -> type:
     base = _base(
         "LightningBudgetGuard",
@@ -109,6 +130,9 @@ def _lightning() -> type:
 
     class LightningBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
         """A Lightning ``Callback`` that stops ``trainer.fit`` before the budget is spent."""
+
+        # the name the module gives it, so that it pickles (ddp_spawn pickles callbacks)
+        __qualname__ = "LightningBudgetGuard"
 
         def __init__(
             self,
@@ -120,6 +144,7 @@ def _lightning() -> type:
             on_stop: Any = None,
             display: bool = True,
             usd_per_hour: Any = None,
+            clock: Callable[[], float] = time.monotonic,
         ) -> None:
             super().__init__()
             self._setup(
@@ -130,12 +155,13 @@ def _lightning() -> type:
                 on_stop,
                 display,
                 usd_per_hour,
+                clock,
             )
             self._global_step = 0
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            total = getattr(trainer, "estimated_stepping_batches", None)
-            self._begin(int(total) if isinstance(total, int | float) and total > 0 else None)
+            # float("inf") when the fit has no end (max_steps=-1, max_epochs=-1)
+            self._begin(None if self.total_steps else trainer.estimated_stepping_batches)
             self._global_step = int(trainer.global_step)
 
         def on_train_batch_end(
@@ -167,6 +193,8 @@ def _transformers() -> type:
     class TrainerBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
         """A Transformers ``TrainerCallback`` that saves and stops before the budget is spent."""
 
+        __qualname__ = "TrainerBudgetGuard"
+
         def __init__(
             self,
             budget_usd: Any,
@@ -177,6 +205,7 @@ def _transformers() -> type:
             on_stop: Any = None,
             display: bool = True,
             usd_per_hour: Any = None,
+            clock: Callable[[], float] = time.monotonic,
         ) -> None:
             super().__init__()
             self._setup(
@@ -187,6 +216,7 @@ def _transformers() -> type:
                 on_stop,
                 display,
                 usd_per_hour,
+                clock,
             )
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
