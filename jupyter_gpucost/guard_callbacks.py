@@ -27,6 +27,7 @@ import importlib
 import math
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from .guard import BudgetExceeded, Guard
@@ -50,19 +51,25 @@ def _base(name: str, candidates: tuple[tuple[str, str], ...], install: str) -> t
 
 
 class _Adapter:
-    """What both callbacks share: a guard started with the training loop."""
+    """What both callbacks share: their arguments, and a guard started with the training loop.
 
-    def _setup(
+    First in each callback's bases, so that its ``__init__`` is the callback's and passes
+    on to the library's base class.
+    """
+
+    def __init__(
         self,
-        budget_usd: Any,
-        total_steps: int | None,
-        warmup_steps: int,
-        tokens_per_step: int | None,
-        on_stop: Any,
-        display: bool,
-        usd_per_hour: Any,
-        clock: Callable[[], float],
+        budget_usd: float | int | str | Decimal,
+        total_steps: int | None = None,
+        *,
+        warmup_steps: int = 20,
+        tokens_per_step: int | None = None,
+        on_stop: Callable[[Guard], Any] | None = None,
+        display: bool = True,
+        usd_per_hour: float | int | str | Decimal | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__()
         # checked now, with the real total given when training starts
         Guard(
             budget_usd,
@@ -71,7 +78,7 @@ class _Adapter:
             usd_per_hour=usd_per_hour,
             clock=clock,
         )
-        self.options = {
+        self.options: dict[str, Any] = {
             "budget_usd": budget_usd,
             "warmup_steps": warmup_steps,
             "on_stop": on_stop,
@@ -128,36 +135,13 @@ def _lightning() -> type:
         "PyTorch Lightning: pip install lightning",
     )
 
-    class LightningBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
+    class LightningBudgetGuard(_Adapter, base):  # type: ignore[misc, valid-type]
         """A Lightning ``Callback`` that stops ``trainer.fit`` before the budget is spent."""
 
         # the name the module gives it, so that it pickles (ddp_spawn pickles callbacks)
         __qualname__ = "LightningBudgetGuard"
 
-        def __init__(
-            self,
-            budget_usd: Any,
-            total_steps: int | None = None,
-            *,
-            warmup_steps: int = 20,
-            tokens_per_step: int | None = None,
-            on_stop: Any = None,
-            display: bool = True,
-            usd_per_hour: Any = None,
-            clock: Callable[[], float] = time.monotonic,
-        ) -> None:
-            super().__init__()
-            self._setup(
-                budget_usd,
-                total_steps,
-                warmup_steps,
-                tokens_per_step,
-                on_stop,
-                display,
-                usd_per_hour,
-                clock,
-            )
-            self._global_step = 0
+        _global_step = 0  # the trainer's, at the last optimizer step counted
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             # float("inf") when the fit has no end (max_steps=-1, max_epochs=-1)
@@ -190,34 +174,10 @@ def _transformers() -> type:
         "Hugging Face Transformers: pip install transformers",
     )
 
-    class TrainerBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
+    class TrainerBudgetGuard(_Adapter, base):  # type: ignore[misc, valid-type]
         """A Transformers ``TrainerCallback`` that saves and stops before the budget is spent."""
 
         __qualname__ = "TrainerBudgetGuard"
-
-        def __init__(
-            self,
-            budget_usd: Any,
-            total_steps: int | None = None,
-            *,
-            warmup_steps: int = 20,
-            tokens_per_step: int | None = None,
-            on_stop: Any = None,
-            display: bool = True,
-            usd_per_hour: Any = None,
-            clock: Callable[[], float] = time.monotonic,
-        ) -> None:
-            super().__init__()
-            self._setup(
-                budget_usd,
-                total_steps,
-                warmup_steps,
-                tokens_per_step,
-                on_stop,
-                display,
-                usd_per_hour,
-                clock,
-            )
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             self._begin(getattr(state, "max_steps", None))
