@@ -73,11 +73,20 @@ class _Adapter:
         # checked now, with the real total given when training starts
         Guard(
             budget_usd,
-            total_steps or 1,
+            1 if total_steps is None else total_steps,
             warmup_steps=warmup_steps,
+            on_stop=on_stop,
             usd_per_hour=usd_per_hour,
             clock=clock,
         )
+        if tokens_per_step is not None and (
+            isinstance(tokens_per_step, bool)
+            or not isinstance(tokens_per_step, int)
+            or tokens_per_step < 0
+        ):
+            raise ValueError(
+                f"tokens_per_step must be a whole number >= 0, not {tokens_per_step!r}"
+            )
         self.options: dict[str, Any] = {
             "budget_usd": budget_usd,
             "warmup_steps": warmup_steps,

@@ -8,6 +8,7 @@ real clock with a budget they cannot reach.
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 from decimal import Decimal
 from pathlib import Path
@@ -293,12 +294,21 @@ BOTH = [LightningBudgetGuard, TrainerBudgetGuard]
         ({"budget_usd": 5, "warmup_steps": 0}, "warmup_steps must be at least 1, not 0"),
         ({"budget_usd": 5, "total_steps": 2.5}, "total_steps must be a whole number, not 2.5"),
         ({"budget_usd": 5, "usd_per_hour": -1}, "usd_per_hour cannot be negative, not -1"),
+        ({"budget_usd": 5, "total_steps": 0}, "total_steps must be at least 1, not 0"),
+        (
+            {"budget_usd": 5, "on_stop": "save"},
+            "on_stop must be a function taking the guard, not 'save'",
+        ),
+        (
+            {"budget_usd": 5, "tokens_per_step": 2.5},
+            "tokens_per_step must be a whole number >= 0, not 2.5",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_when_the_callback_is_made(
     callback_class: Any, kwargs: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ValueError, match=f"^{message}$"):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         callback_class(**kwargs)
 
 
