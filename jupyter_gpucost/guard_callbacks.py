@@ -15,7 +15,9 @@ to stop after the current step instead of raising: Lightning through
 ``trainer.should_stop``, Transformers through ``control.should_training_stop``, with
 ``control.should_save`` so the Trainer saves a checkpoint first. ``on_stop(guard)`` is
 called as with :func:`jupyter_gpucost.guard`. The stop, if any, is kept in ``.stopped``
-(the :class:`~jupyter_gpucost.guard.BudgetExceeded`) and the guard in ``.guard``.
+(the :class:`~jupyter_gpucost.guard.BudgetExceeded`) and the guard in ``.guard``. The
+arguments are the guard's, with ``tokens_per_step`` for ``step(tokens=)`` and ``clock`` as
+:class:`~jupyter_gpucost.guard.Guard`'s.
 
 Neither library is a dependency: each class is built the first time it is imported, and
 importing it without its library raises an ImportError that says what to install.
