@@ -146,6 +146,7 @@ def test_lightning_stops_fit_before_the_budget_is_spent(tmp_path: Path) -> None:
         trainer = _fit(tmp_path, callback, clock, max_steps=100, enable_checkpointing=True)
     # $9 spent after 9 steps; a tenth would take it to $10, over $9.50
     assert trainer.global_step == 9
+    assert trainer.should_stop  # what the guard asked; fit then returned normally
     assert trainer.state.finished
     assert isinstance(callback.stopped, BudgetExceeded)
     assert "stopped after step 9 of 100: $9.00 spent" in str(callback.stopped)
