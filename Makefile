@@ -11,6 +11,7 @@ export PATH := $(BIN):$(PATH)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 DEMO_PORT ?= 8888
 CHROMIUM ?= /usr/bin/chromium
+TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
 .PHONY: help install build demo test lint format test-python test-js test-ui chromium bench clean
@@ -29,9 +30,10 @@ $(VENV)/bin/python:
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
 	$(PY) -m pip install --quiet "jupyterlab>=4.6,<4.7" "hatchling>=1.21" "hatch-jupyter-builder>=0.9" editables
 	# the CPU build of torch, for the kernel-side tests (the server extension does not need it)
-	$(PY) -m pip install --quiet "torch==2.13.0" numpy
+	$(PY) -m pip install --quiet "$(TORCH)" numpy
 	$(MAKE) build
-	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test,bench]"
+	# torch named again so that the test extra (lightning, transformers) cannot upgrade it
+	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test,bench]" "$(TORCH)"
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	touch $@
 

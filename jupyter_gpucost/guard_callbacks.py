@@ -15,7 +15,9 @@ to stop after the current step instead of raising: Lightning through
 ``trainer.should_stop``, Transformers through ``control.should_training_stop``, with
 ``control.should_save`` so the Trainer saves a checkpoint first. ``on_stop(guard)`` is
 called as with :func:`jupyter_gpucost.guard`. The stop, if any, is kept in ``.stopped``
-(the :class:`~jupyter_gpucost.guard.BudgetExceeded`) and the guard in ``.guard``.
+(the :class:`~jupyter_gpucost.guard.BudgetExceeded`) and the guard in ``.guard``. The
+arguments are the guard's, with ``tokens_per_step`` for ``step(tokens=)`` and ``clock`` as
+:class:`~jupyter_gpucost.guard.Guard`'s.
 
 Neither library is a dependency: each class is built the first time it is imported, and
 importing it without its library raises an ImportError that says what to install.
@@ -24,6 +26,10 @@ importing it without its library raises an ImportError that says what to install
 from __future__ import annotations
 
 import importlib
+import math
+import time
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from .guard import BudgetExceeded, Guard
@@ -47,34 +53,58 @@ def _base(name: str, candidates: tuple[tuple[str, str], ...], install: str) -> t
 
 
 class _Adapter:
-    """What both callbacks share: a guard started with the training loop."""
+    """What both callbacks share: their arguments, and a guard started with the training loop.
 
-    def _setup(
+    First in each callback's bases, so that its ``__init__`` is the callback's and passes
+    on to the library's base class.
+    """
+
+    def __init__(
         self,
-        budget_usd: Any,
-        total_steps: int | None,
-        warmup_steps: int,
-        tokens_per_step: int | None,
-        on_stop: Any,
-        display: bool,
-        usd_per_hour: Any,
+        budget_usd: float | int | str | Decimal,
+        total_steps: int | None = None,
+        *,
+        warmup_steps: int = 20,
+        tokens_per_step: int | None = None,
+        on_stop: Callable[[Guard], Any] | None = None,
+        display: bool = True,
+        usd_per_hour: float | int | str | Decimal | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__()
         # checked now, with the real total given when training starts
-        Guard(budget_usd, total_steps or 1, warmup_steps=warmup_steps, usd_per_hour=usd_per_hour)
-        self.options = {
+        Guard(
+            budget_usd,
+            1 if total_steps is None else total_steps,
+            warmup_steps=warmup_steps,
+            on_stop=on_stop,
+            usd_per_hour=usd_per_hour,
+            clock=clock,
+        )
+        if tokens_per_step is not None and (
+            isinstance(tokens_per_step, bool)
+            or not isinstance(tokens_per_step, int)
+            or tokens_per_step < 0
+        ):
+            raise ValueError(
+                f"tokens_per_step must be a whole number >= 0, not {tokens_per_step!r}"
+            )
+        self.options: dict[str, Any] = {
             "budget_usd": budget_usd,
             "warmup_steps": warmup_steps,
             "on_stop": on_stop,
             "display": display,
             "usd_per_hour": usd_per_hour,
+            "clock": clock,
         }
         self.total_steps = total_steps
         self.tokens_per_step = tokens_per_step
         self.guard: Guard | None = None
         self.stopped: BudgetExceeded | None = None
 
-    def _begin(self, total_steps: int | None) -> None:
-        total = self.total_steps or total_steps
+    def _begin(self, trainer_steps: object) -> None:
+        """Start the guard; ``trainer_steps``: how many steps the trainer says it will run."""
+        total = self.total_steps or _finite_count(trainer_steps)
         if not total or total < 1:
             raise ValueError(
                 "the trainer does not say how many steps it will run: give total_steps="
@@ -100,6 +130,15 @@ class _Adapter:
             self.guard.__exit__(None, None, None)
 
 
+def _finite_count(value: object) -> int | None:
+    """A step count the trainer gave, or None when it has none (Lightning's is inf then)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 1:
+        return None
+    return int(value)
+
+
 def _lightning() -> type:
     base = _base(
         "LightningBudgetGuard",
@@ -107,35 +146,17 @@ def _lightning() -> type:
         "PyTorch Lightning: pip install lightning",
     )
 
-    class LightningBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
+    class LightningBudgetGuard(_Adapter, base):  # type: ignore[misc, valid-type]
         """A Lightning ``Callback`` that stops ``trainer.fit`` before the budget is spent."""
 
-        def __init__(
-            self,
-            budget_usd: Any,
-            total_steps: int | None = None,
-            *,
-            warmup_steps: int = 20,
-            tokens_per_step: int | None = None,
-            on_stop: Any = None,
-            display: bool = True,
-            usd_per_hour: Any = None,
-        ) -> None:
-            super().__init__()
-            self._setup(
-                budget_usd,
-                total_steps,
-                warmup_steps,
-                tokens_per_step,
-                on_stop,
-                display,
-                usd_per_hour,
-            )
-            self._global_step = 0
+        # the name the module gives it, so that it pickles (ddp_spawn pickles callbacks)
+        __qualname__ = "LightningBudgetGuard"
+
+        _global_step = 0  # the trainer's, at the last optimizer step counted
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            total = getattr(trainer, "estimated_stepping_batches", None)
-            self._begin(int(total) if isinstance(total, int | float) and total > 0 else None)
+            # float("inf") when the fit has no end (max_steps=-1, max_epochs=-1)
+            self._begin(None if self.total_steps else trainer.estimated_stepping_batches)
             self._global_step = int(trainer.global_step)
 
         def on_train_batch_end(
@@ -164,30 +185,10 @@ def _transformers() -> type:
         "Hugging Face Transformers: pip install transformers",
     )
 
-    class TrainerBudgetGuard(base, _Adapter):  # type: ignore[misc, valid-type]
+    class TrainerBudgetGuard(_Adapter, base):  # type: ignore[misc, valid-type]
         """A Transformers ``TrainerCallback`` that saves and stops before the budget is spent."""
 
-        def __init__(
-            self,
-            budget_usd: Any,
-            total_steps: int | None = None,
-            *,
-            warmup_steps: int = 20,
-            tokens_per_step: int | None = None,
-            on_stop: Any = None,
-            display: bool = True,
-            usd_per_hour: Any = None,
-        ) -> None:
-            super().__init__()
-            self._setup(
-                budget_usd,
-                total_steps,
-                warmup_steps,
-                tokens_per_step,
-                on_stop,
-                display,
-                usd_per_hour,
-            )
+        __qualname__ = "TrainerBudgetGuard"
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
             self._begin(getattr(state, "max_steps", None))

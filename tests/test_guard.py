@@ -210,13 +210,13 @@ def test_importing_the_package_does_not_import_torch_or_ipython() -> None:
     assert out.split() == ["True", "False", "False", "True", "True"]
 
 
-def test_the_trainer_callbacks_say_what_to_install() -> None:
-    for module in ("lightning", "pytorch_lightning", "transformers"):
-        try:
-            __import__(module)
-        except ImportError:
-            continue
-        pytest.skip(f"{module} is installed here")
+def test_the_trainer_callbacks_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jupyter_gpucost import guard_callbacks
+
+    # as in an environment without the libraries: None in sys.modules makes an import fail
+    for module in ("lightning", "lightning.pytorch", "pytorch_lightning", "transformers"):
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setattr(guard_callbacks, "_BUILT", {})
     with pytest.raises(ImportError, match=r"needs PyTorch Lightning.*pip install lightning"):
         from jupyter_gpucost.guard_callbacks import LightningBudgetGuard  # noqa: F401
     with pytest.raises(ImportError, match=r"needs Hugging Face Transformers.*pip install"):
