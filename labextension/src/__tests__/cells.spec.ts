@@ -1,5 +1,16 @@
+import { Notification } from '@jupyterlab/apputils';
+import { Cell } from '@jupyterlab/cells';
+import { NotebookPanel } from '@jupyterlab/notebook';
+import { ServerConnection } from '@jupyterlab/services';
+import { ToolbarButton } from '@jupyterlab/ui-components';
+import { Signal } from '@lumino/signaling';
+
+import { BADGE_CLASS, CellCostController } from '../cells';
 import {
+  AUTO_STATE_EXPRESSION,
+  AUTO_STATE_KEY,
   autoCode,
+  autoStateOf,
   autoSwitch,
   badgeMoney,
   badgeSeconds,
@@ -72,5 +83,212 @@ describe('cell badge', () => {
     expect(autoSwitch('# %gpucost auto on')).toBeNull();
     expect(autoCode(true)).toContain('"auto on"');
     expect(autoCode(false)).toContain('"auto off"');
+  });
+});
+
+describe("the kernel's auto state", () => {
+  it('is read from the reply to a user expression', () => {
+    const reply = (text: string) => ({
+      status: 'ok',
+      user_expressions: {
+        [AUTO_STATE_KEY]: { status: 'ok', data: { 'text/plain': text } }
+      }
+    });
+    expect(autoStateOf(reply('True'))).toBe(true);
+    expect(autoStateOf(reply('False'))).toBe(false);
+    expect(autoStateOf(reply('None'))).toBeNull();
+    expect(autoStateOf({ status: 'error' })).toBeNull();
+    expect(
+      autoStateOf({
+        status: 'ok',
+        user_expressions: { [AUTO_STATE_KEY]: { status: 'error' } }
+      })
+    ).toBeNull();
+    expect(AUTO_STATE_EXPRESSION).toContain('gpucost_auto');
+  });
+});
+
+/** A kernel that answers execute requests, and says whether auto is on. */
+class FakeKernel {
+  constructor(public auto: boolean) {}
+  requests: {
+    code: string;
+    silent?: boolean;
+    user_expressions?: { [key: string]: string };
+  }[] = [];
+  info = Promise.resolve({ language_info: { name: 'python' } });
+  requestExecute(content: {
+    code: string;
+    silent?: boolean;
+    user_expressions?: { [key: string]: string };
+  }) {
+    this.requests.push(content);
+    if (content.code.includes('"auto on"')) {
+      this.auto = true;
+    } else if (content.code.includes('"auto off"')) {
+      this.auto = false;
+    }
+    const expressions: { [key: string]: unknown } = {};
+    for (const key of Object.keys(content.user_expressions ?? {})) {
+      expressions[key] = {
+        status: 'ok',
+        data: { 'text/plain': this.auto ? 'True' : 'False' }
+      };
+    }
+    return {
+      done: Promise.resolve({
+        content: { status: 'ok', user_expressions: expressions }
+      })
+    };
+  }
+}
+
+/** The parts of a notebook panel the controller uses. */
+function fakePanel(kernel: FakeKernel | null) {
+  const context = {
+    session: kernel ? { kernel } : null,
+    ready: Promise.resolve(),
+    kernelChanged: new Signal<unknown, unknown>({}),
+    statusChanged: new Signal<unknown, string>({})
+  };
+  const panel = {
+    sessionContext: context,
+    disposed: new Signal<unknown, void>({})
+  };
+  return {
+    panel: panel as unknown as NotebookPanel,
+    context,
+    /** The kernel goes away (shut down) or another one comes. */
+    changeKernel(next: FakeKernel | null) {
+      context.session = next ? { kernel: next } : null;
+      context.kernelChanged.emit({});
+    }
+  };
+}
+
+/** Server settings whose cells route answers `records`. */
+function cellsServer(records: ICellRecord[]): {
+  settings: ServerConnection.ISettings;
+  urls: string[];
+} {
+  const urls: string[] = [];
+  const settings = ServerConnection.makeSettings({
+    baseUrl: 'http://localhost:8888/',
+    fetch: async (input: RequestInfo) => {
+      const url = typeof input === 'string' ? input : input.url;
+      urls.push(url);
+      return new Response(
+        JSON.stringify({ cells: records, currency_symbol: '$' }),
+        { status: 200 }
+      );
+    }
+  });
+  return { settings, urls };
+}
+
+function fakeCell(id: string, source: string): Cell {
+  const node = document.createElement('div');
+  return {
+    node,
+    model: { id, sharedModel: { getSource: () => source } }
+  } as unknown as Cell;
+}
+
+const settle = () => new Promise(resolve => setTimeout(resolve, 0));
+
+describe('CellCostController', () => {
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  it('reads back that the kernel prices cells after the page reloads', async () => {
+    // the kernel was switched on before the reload; the new page knows nothing
+    const kernel = new FakeKernel(true);
+    const server = cellsServer([record({ cell_id: 'c1', mode: 'auto' })]);
+    const controller = new CellCostController(
+      server.settings,
+      async () => undefined
+    );
+    const { panel } = fakePanel(kernel);
+    const button = { pressed: false } as ToolbarButton;
+    controller.track(panel, button);
+    await settle();
+    await settle();
+    expect(controller.isOn(panel)).toBe(true);
+    expect(button.pressed).toBe(true);
+    // asked silently, as a user expression: no cell ran, nothing switched
+    const asked = kernel.requests[kernel.requests.length - 1];
+    expect(asked.silent).toBe(true);
+    expect(asked.user_expressions).toEqual({
+      [AUTO_STATE_KEY]: AUTO_STATE_EXPRESSION
+    });
+    expect(asked.code).not.toContain('auto on');
+    // a cell run now gets its badge
+    const cell = fakeCell('c1', 'x = 1');
+    await controller.executed(panel, cell);
+    const badge = cell.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement;
+    expect(badge).not.toBeNull();
+    expect(badge.dataset.mode).toBe('auto');
+    expect(server.urls.some(u => u.includes('cell_id=c1'))).toBe(true);
+  });
+
+  it('shows the button off when the kernel does not price cells', async () => {
+    const kernel = new FakeKernel(false);
+    const server = cellsServer([]);
+    const controller = new CellCostController(
+      server.settings,
+      async () => undefined
+    );
+    const { panel } = fakePanel(kernel);
+    const button = { pressed: true } as ToolbarButton;
+    controller.track(panel, button);
+    await settle();
+    await settle();
+    expect(button.pressed).toBe(false);
+    const cell = fakeCell('c2', 'x = 1');
+    await controller.executed(panel, cell);
+    expect(cell.node.querySelector(`.${BADGE_CLASS}`)).toBeNull();
+    expect(server.urls).toHaveLength(0);
+  });
+
+  it('says nothing when the kernel goes away on its own', async () => {
+    const warning = jest.spyOn(Notification, 'warning');
+    const kernel = new FakeKernel(false);
+    const controller = new CellCostController(
+      cellsServer([]).settings,
+      async () => undefined
+    );
+    controller.alwaysOn = true; // "Price every cell" in the settings
+    const fake = fakePanel(kernel);
+    controller.track(fake.panel, { pressed: false } as ToolbarButton);
+    await settle();
+    await settle();
+    expect(kernel.auto).toBe(true);
+    // the budget action shuts the kernel down
+    fake.changeKernel(null);
+    await settle();
+    await settle();
+    expect(warning).not.toHaveBeenCalled();
+    // a new kernel is priced again, still without a word
+    const next = new FakeKernel(false);
+    fake.changeKernel(next);
+    await settle();
+    await settle();
+    expect(next.auto).toBe(true);
+    expect(warning).not.toHaveBeenCalled();
+  });
+
+  it('tells the user who asked that there is no kernel', async () => {
+    const warning = jest.spyOn(Notification, 'warning');
+    const controller = new CellCostController(
+      cellsServer([]).settings,
+      async () => undefined
+    );
+    const { panel } = fakePanel(null);
+    expect(await controller.toggle(panel)).toBe(false);
+    expect(warning).toHaveBeenCalledWith(
+      'Start a kernel first: cells are priced by the kernel that runs them.',
+      { autoClose: 5000 }
+    );
   });
 });

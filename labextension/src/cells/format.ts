@@ -116,3 +116,38 @@ export function autoCode(on: boolean): string {
     `get_ipython().run_line_magic("gpucost", "auto ${on ? 'on' : 'off'}")`
   ].join('\n');
 }
+
+/**
+ * The name of the user expression that reads whether the kernel prices
+ * every cell.
+ */
+export const AUTO_STATE_KEY = 'gpucost_auto';
+
+/**
+ * The expression the notebook asks the kernel (silently, as a user
+ * expression: no cell runs, nothing is priced) to learn whether
+ * `%gpucost auto` is on: `True` or `False`.
+ */
+export const AUTO_STATE_EXPRESSION =
+  'bool(getattr(getattr(get_ipython(), "gpucost_auto", None), "enabled", False))';
+
+/**
+ * Whether the kernel prices every cell, from the content of the reply to a
+ * request that asked `AUTO_STATE_EXPRESSION`; `null` when the reply does
+ * not tell (an error, another kind of kernel).
+ */
+export function autoStateOf(content: {
+  status: string;
+  user_expressions?: { [key: string]: unknown };
+}): boolean | null {
+  if (content.status !== 'ok') {
+    return null;
+  }
+  const answer = content.user_expressions?.[AUTO_STATE_KEY] as
+    { status?: string; data?: { [mime: string]: unknown } } | undefined;
+  if (!answer || answer.status !== 'ok') {
+    return null;
+  }
+  const text = answer.data?.['text/plain'];
+  return text === 'True' ? true : text === 'False' ? false : null;
+}

@@ -19,7 +19,10 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
 import { requestJson } from '../request';
 import {
+  AUTO_STATE_EXPRESSION,
+  AUTO_STATE_KEY,
   autoCode,
+  autoStateOf,
   autoSwitch,
   badgeText,
   badgeTitle,
@@ -44,6 +47,12 @@ export const TOGGLE_COMMAND = 'gpucost:toggle-cell-cost';
  * from a background thread): delays between tries, in ms.
  */
 export const RECORD_RETRY_MS = [150, 300, 600, 1200, 2400];
+
+/**
+ * Loads the IPython extension (no output; an error when jupyter-gpucost is
+ * not installed in the kernel).
+ */
+const LOAD_CODE = 'get_ipython().run_line_magic("load_ext", "jupyter_gpucost")';
 
 /**
  * Fetch the newest record of a cell; `null` when there is none.
@@ -116,13 +125,13 @@ export class CellCostController {
       this._buttons.set(panel, button);
     }
     const apply = (): void => {
-      // a new or restarted kernel starts with pricing off: switch it on again
-      const want = this.alwaysOn || (this._on.get(panel) ?? false);
-      if (want) {
-        void this.set(panel, true);
-      } else if (this.loadExtension) {
-        void this.load(panel);
-      }
+      const pending = this._apply(panel);
+      this._pending.set(panel, pending);
+      void pending.finally(() => {
+        if (this._pending.get(panel) === pending) {
+          this._pending.delete(panel);
+        }
+      });
     };
     panel.sessionContext.ready.then(apply).catch(() => undefined);
     panel.sessionContext.kernelChanged.connect(apply);
@@ -134,53 +143,106 @@ export class CellCostController {
     panel.disposed.connect(() => {
       this._on.delete(panel);
       this._buttons.delete(panel);
+      this._pending.delete(panel);
     });
   }
 
   /**
-   * Load the IPython extension, silently, into a Python kernel; a kernel
-   * without jupyter-gpucost installed is left as it is.
+   * A kernel started, changed or restarted: switch pricing on again where the
+   * page had it on (a new or restarted kernel starts with it off), else read
+   * whether the kernel prices cells (a reloaded page knows nothing of it).
+   * Nothing is said when there is no kernel: nobody asked for anything.
    */
-  async load(panel: NotebookPanel): Promise<boolean> {
+  private async _apply(panel: NotebookPanel): Promise<void> {
+    if (!panel.sessionContext.session?.kernel) {
+      return;
+    }
+    const want = this.alwaysOn || (this._on.get(panel) ?? false);
+    if (want) {
+      await this.set(panel, true, { quiet: true });
+    } else {
+      await this.sync(panel);
+    }
+  }
+
+  /**
+   * Read whether the notebook's kernel prices every cell (and load the
+   * IPython extension first, when the setting says so), silently: the
+   * kernel evaluates a user expression, no cell runs and none is priced.
+   * The button follows the answer; `null` when the kernel cannot tell
+   * (no kernel, not Python, jupyter-gpucost not installed in it).
+   */
+  async sync(panel: NotebookPanel): Promise<boolean | null> {
     const kernel = panel.sessionContext.session?.kernel;
     if (!kernel) {
-      return false;
+      return null;
     }
     try {
       const info = await kernel.info;
       if (info.language_info.name !== 'python') {
-        return false;
+        return null;
       }
       const reply = await kernel.requestExecute({
-        code: 'get_ipython().run_line_magic("load_ext", "jupyter_gpucost")',
+        code: this.loadExtension ? LOAD_CODE : '',
         silent: true,
-        store_history: false
+        store_history: false,
+        user_expressions: { [AUTO_STATE_KEY]: AUTO_STATE_EXPRESSION }
       }).done;
-      return reply.content.status === 'ok';
+      const on = autoStateOf(
+        reply.content as {
+          status: string;
+          user_expressions?: { [key: string]: unknown };
+        }
+      );
+      if (on !== null && panel.sessionContext.session?.kernel === kernel) {
+        this._mark(panel, on);
+      }
+      return on;
     } catch {
-      return false;
+      return null;
     }
   }
 
   /**
-   * Switch pricing in the notebook's kernel (silently: nothing in the notebook).
+   * Switch pricing in the notebook's kernel (silently: nothing in the
+   * notebook). Without a kernel, the user is told only when they asked
+   * (`quiet` is for switches the page makes on its own).
    */
-  async set(panel: NotebookPanel, on: boolean): Promise<boolean> {
+  async set(
+    panel: NotebookPanel,
+    on: boolean,
+    options: { quiet?: boolean } = {}
+  ): Promise<boolean> {
     const kernel = panel.sessionContext.session?.kernel;
     if (!kernel) {
-      Notification.warning(
-        'Start a kernel first: cells are priced by the kernel that runs them.',
-        { autoClose: 5000 }
-      );
+      if (!options.quiet) {
+        Notification.warning(
+          'Start a kernel first: cells are priced by the kernel that runs them.',
+          { autoClose: 5000 }
+        );
+      }
       return false;
     }
-    const future = kernel.requestExecute({
-      code: autoCode(on),
-      silent: true,
-      store_history: false
-    });
-    const reply = await future.done;
-    const content = reply.content as { status: string; evalue?: string };
+    let content: { status: string; evalue?: string };
+    try {
+      const reply = await kernel.requestExecute({
+        code: autoCode(on),
+        silent: true,
+        store_history: false
+      }).done;
+      content = reply.content as { status: string; evalue?: string };
+    } catch (reason) {
+      // the kernel went away meanwhile (shut down, restarted)
+      if (!options.quiet) {
+        Notification.warning(
+          `Cells cannot be priced in this kernel: ${
+            reason instanceof Error ? reason.message : String(reason)
+          }`,
+          { autoClose: 5000 }
+        );
+      }
+      return false;
+    }
     if (content.status !== 'ok') {
       Notification.warning(
         `Cells cannot be priced in this kernel: ${content.evalue ?? content.status}. ` +
@@ -212,6 +274,10 @@ export class CellCostController {
       this._mark(panel, typed === 'on');
     }
     const magic = source.trimStart().startsWith('%%gpucost');
+    if (panel && typed === null) {
+      // the kernel's state may still be on its way (a page just reloaded)
+      await this._pending.get(panel);
+    }
     const on = panel ? this.isOn(panel) : false;
     // the cell that switched auto on was not itself priced
     if (!magic && (!on || typed === 'on')) {
@@ -245,6 +311,7 @@ export class CellCostController {
   }
 
   private _on = new Map<NotebookPanel, boolean>();
+  private _pending = new Map<NotebookPanel, Promise<void>>();
   private _buttons = new Map<NotebookPanel, ToolbarButton>();
   private _shown = new Map<string, string>();
 }
@@ -325,8 +392,11 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
             controller.alwaysOn =
               settings.get('priceEveryCell').composite === true;
             if (controller.alwaysOn !== before) {
+              // notebooks without a kernel are switched when one starts
               tracker.forEach(panel => {
-                void controller.set(panel, controller.alwaysOn);
+                void controller.set(panel, controller.alwaysOn, {
+                  quiet: true
+                });
               });
             }
           };
