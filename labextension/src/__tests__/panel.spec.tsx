@@ -5,8 +5,12 @@ import { Widget } from '@lumino/widgets';
 
 import {
   chartGeometry,
+  CHART_HEIGHT,
   CHART_MARGIN,
+  CHART_MIN_WIDTH,
   CHART_WIDTH,
+  chartWidth,
+  emptyChartText,
   niceCeiling
 } from '../panel/chart';
 import {
@@ -509,5 +513,194 @@ describe('CostPanel budget', () => {
       amount_usd: 7.5,
       scope: 'session'
     });
+  });
+});
+
+describe('CostPanel cells, advice, chart and layout', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    requests.length = 0;
+  });
+
+  function cellRecord(cellId: string, wallS: number) {
+    return {
+      cell_id: cellId,
+      notebook_path: 'train.ipynb',
+      kernel_id: 'k1',
+      started: '2026-11-22T09:20:00+00:00',
+      ended: '2026-11-22T09:20:01+00:00',
+      wall_s: wallS,
+      gpu_busy_s: null,
+      peak_memory_bytes: null,
+      energy_j: null,
+      cost_usd: 0.0017,
+      status: 'ok',
+      mode: 'auto'
+    };
+  }
+
+  it("shows recent cells' wall time as their badges do", async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      cells: {
+        status: 200,
+        body: {
+          cells: [cellRecord('a', 0.92), cellRecord('b', 0.5)],
+          currency_symbol: '$'
+        }
+      }
+    });
+    const wall = Array.from(
+      node.querySelectorAll('.jp-gpucost-cells tbody tr')
+    ).map(row => row.querySelectorAll('td')[2].textContent);
+    expect(wall).toEqual(['0.92 s', '0.50 s']);
+  });
+
+  it('gives no GPU advice without GPUs, and prices the base with its currency', async () => {
+    const status = makePanelStatus({
+      gpus: [],
+      gpu_cost_usd: 0,
+      idle_cost_usd: 0,
+      used_cost_usd: 0,
+      cost_usd: 0.25,
+      rate_usd_per_hour: 0.5,
+      base_price_usd_per_hour: 0.5,
+      base_cost_usd: 0.25,
+      currency: 'EUR',
+      currency_symbol: '€',
+      rightsizing: null,
+      rightsizing_note: null,
+      telemetry: {
+        source: 'none',
+        simulated: false,
+        available: false,
+        reason: 'turned off (telemetry=none)',
+        detail: null
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status }
+    });
+    const waste = node.querySelector('.jp-gpucost-panel-waste')!;
+    expect(waste.querySelector('[data-field="idle"]')).toBeNull();
+    expect(waste.querySelector('[data-field="rightsizing"]')).toBeNull();
+    expect(waste.textContent).not.toContain('No cheaper GPU');
+    expect(waste.textContent).toContain('No GPU is metered on this server');
+    expect(node.querySelector('[data-field="base-price"]')!.textContent).toBe(
+      'Base price of the instance: €0.50/h'
+    );
+  });
+
+  it('does not claim a cheaper GPU was looked for when none is priced', async () => {
+    const status = makePanelStatus({
+      rightsizing: null,
+      rightsizing_note: null
+    });
+    status.gpus = status.gpus.map(gpu => ({
+      ...gpu,
+      priced: false,
+      price_usd_per_hour: null
+    }));
+    const { node } = await renderPanel({
+      status: { status: 200, body: status }
+    });
+    const advice = node.querySelector('[data-field="rightsizing"]')!;
+    expect(advice.textContent).toContain('the catalog has no price');
+    expect(advice.textContent).not.toContain('No cheaper GPU');
+  });
+
+  function weekWithPoints(n: number): IHistoryAnswer {
+    const end = Date.parse('2026-11-22T09:20:00Z');
+    return {
+      window_s: 604800,
+      step_s: 3600,
+      start: new Date(end - 604800_000).toISOString(),
+      end: new Date(end).toISOString(),
+      gpus: [{ index: 0, name: 'NVIDIA A100-SXM4-80GB' }],
+      points: Array.from({ length: n }, () => ({
+        t: new Date(end).toISOString(),
+        cost_usd: 0.1234,
+        rate_usd_per_hour: 6.862,
+        gpus: [
+          {
+            index: 0,
+            utilization_pct: 50,
+            memory_used_bytes: 1,
+            power_w: 100
+          }
+        ]
+      })),
+      totals: { sessions: [], days: [] }
+    };
+  }
+
+  it('says how a window with one point so far is sampled, and what it says', async () => {
+    expect(emptyChartText(weekWithPoints(1), '$', trans)).toContain(
+      'The 7-day view has one point per hour, and only one so far'
+    );
+    expect(emptyChartText(weekWithPoints(1), '$', trans)).toContain(
+      '$0.12 spent, at $6.86/h'
+    );
+    expect(emptyChartText(weekWithPoints(0), '$', trans)).toBe(
+      'The 7-day view has one point per hour, and no reading in this window yet.'
+    );
+    const quarter = { ...weekWithPoints(0), window_s: 900, step_s: 5 };
+    expect(emptyChartText(quarter, '$', trans)).toContain(
+      'The 15-minute view has one point per 5 seconds'
+    );
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      history: { status: 200, body: weekWithPoints(1) }
+    });
+    const empty = node.querySelector('.jp-gpucost-chart-empty')!;
+    expect(empty.textContent).toContain('only one so far');
+    expect(empty.textContent).not.toContain('after two samples');
+  });
+
+  it('draws the chart at the width it has, so its labels keep their size', async () => {
+    expect(chartWidth(undefined)).toBe(CHART_WIDTH);
+    expect(chartWidth(300.6)).toBe(300);
+    expect(chartWidth(100)).toBe(CHART_MIN_WIDTH);
+    const observed: Element[] = [];
+    const original = (globalThis as { ResizeObserver?: unknown })
+      .ResizeObserver;
+    (globalThis as { ResizeObserver?: unknown }).ResizeObserver = class {
+      observe(node: Element) {
+        observed.push(node);
+      }
+      disconnect() {
+        return undefined;
+      }
+    };
+    const width = jest
+      .spyOn(HTMLElement.prototype, 'clientWidth', 'get')
+      .mockReturnValue(300);
+    try {
+      const { node } = await renderPanel({
+        status: { status: 200, body: makePanelStatus() },
+        kernels: { status: 200, body: makeKernels() },
+        history: { status: 200, body: makeHistory() },
+        cells: {
+          status: 200,
+          body: { cells: [cellRecord('a', 0.92)], currency_symbol: '$' }
+        }
+      });
+      expect(observed.length).toBeGreaterThan(0);
+      const svg = node.querySelector('.jp-gpucost-chart svg')!;
+      expect(svg.getAttribute('viewBox')).toBe(`0 0 300 ${CHART_HEIGHT}`);
+      const labels = Array.from(svg.querySelectorAll('text')).map(t =>
+        Number(t.getAttribute('x'))
+      );
+      expect(Math.max(...labels)).toBeLessThanOrEqual(300);
+      // wide tables scroll sideways inside the panel instead of being cut off
+      for (const table of ['.jp-gpucost-kernels', '.jp-gpucost-cells']) {
+        expect(node.querySelector(table)!.parentElement!.className).toContain(
+          'jp-gpucost-table-scroll'
+        );
+      }
+    } finally {
+      width.mockRestore();
+      (globalThis as { ResizeObserver?: unknown }).ResizeObserver = original;
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { formatMoney, formatRate } from '../format';
 import { IHistoryAnswer } from './types';
 
 /**
@@ -9,6 +10,22 @@ import { IHistoryAnswer } from './types';
 export const CHART_WIDTH = 640;
 export const CHART_HEIGHT = 180;
 export const CHART_MARGIN = { top: 10, right: 44, bottom: 22, left: 52 };
+
+/**
+ * The narrowest the chart is drawn, in pixels (a narrower panel scrolls).
+ */
+export const CHART_MIN_WIDTH = 240;
+
+/**
+ * The width to draw the chart at: the width it is given, in whole pixels,
+ * so that one SVG unit is one pixel and its labels keep their font size.
+ */
+export function chartWidth(available: number | null | undefined): number {
+  if (!available || !Number.isFinite(available) || available <= 0) {
+    return CHART_WIDTH;
+  }
+  return Math.max(CHART_MIN_WIDTH, Math.floor(available));
+}
 
 /**
  * A line of the chart: its points in SVG coordinates.
@@ -61,10 +78,11 @@ export function niceCeiling(value: number): number {
  */
 export function chartGeometry(
   history: IHistoryAnswer,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  width: number = CHART_WIDTH
 ): IChartGeometry {
   const { top, right, bottom, left } = CHART_MARGIN;
-  const plotW = CHART_WIDTH - left - right;
+  const plotW = width - left - right;
   const plotH = CHART_HEIGHT - top - bottom;
   const times = history.points.map(p => Date.parse(p.t));
   // a young session fills the chart: the axis starts at the first point
@@ -137,6 +155,63 @@ export function chartGeometry(
 }
 
 /**
+ * A window as an adjective: `15-minute`, `1-hour`, `24-hour`, `7-day`.
+ */
+export function windowLabel(seconds: number, trans: TranslationBundle): string {
+  if (seconds >= 2 * 86400 && seconds % 86400 === 0) {
+    return trans.__('%1-day', seconds / 86400);
+  }
+  if (seconds >= 3600 && seconds % 3600 === 0) {
+    return trans.__('%1-hour', seconds / 3600);
+  }
+  return trans.__('%1-minute', Math.round(seconds / 60));
+}
+
+/**
+ * A step as a noun after "one point per": `hour`, `5 minutes`, `second`.
+ */
+export function stepLabel(seconds: number, trans: TranslationBundle): string {
+  if (seconds >= 3600 && seconds % 3600 === 0) {
+    return seconds === 3600
+      ? trans.__('hour')
+      : trans.__('%1 hours', seconds / 3600);
+  }
+  if (seconds >= 60 && seconds % 60 === 0) {
+    return seconds === 60
+      ? trans.__('minute')
+      : trans.__('%1 minutes', seconds / 60);
+  }
+  return seconds === 1 ? trans.__('second') : trans.__('%1 seconds', seconds);
+}
+
+/**
+ * What the chart area says while there is no line to draw (fewer than two
+ * points): how the window is sampled, and what the one point there is says.
+ */
+export function emptyChartText(
+  history: IHistoryAnswer,
+  symbol: string,
+  trans: TranslationBundle
+): string {
+  const per = trans.__(
+    'The %1 view has one point per %2',
+    windowLabel(history.window_s, trans),
+    stepLabel(history.step_s, trans)
+  );
+  const point = history.points[0];
+  if (!point) {
+    return trans.__('%1, and no reading in this window yet.', per);
+  }
+  return trans.__(
+    '%1, and only one so far (up to %2): %3 spent, at %4. The line is drawn from the second point.',
+    per,
+    clock(Date.parse(point.t), history.window_s > 86400),
+    formatMoney(point.cost_usd, symbol),
+    formatRate(point.rate_usd_per_hour, symbol, trans)
+  );
+}
+
+/**
  * A clock time for the time axis.
  */
 function clock(ms: number, withDate: boolean): string {
@@ -159,63 +234,82 @@ export function CostChart(props: {
   trans: TranslationBundle;
 }): React.ReactElement {
   const { history, symbol, trans } = props;
-  const geometry = chartGeometry(history, trans);
+  // drawn at the width it has: a scaled drawing would shrink its labels
+  const host = React.useRef<HTMLDivElement>(null);
+  const [width, setWidth] = React.useState(CHART_WIDTH);
+  const empty = history.points.length < 2;
+  React.useLayoutEffect(() => {
+    const node = host.current;
+    if (!node || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    const measure = (): void => setWidth(chartWidth(node.clientWidth));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, [empty]);
+  const geometry = chartGeometry(history, trans, width);
   const { top, right, bottom, left } = CHART_MARGIN;
   const plotBottom = CHART_HEIGHT - bottom;
   const withDate = geometry.end - geometry.start > 20 * 3600 * 1000;
   if (geometry.points < 2) {
     return (
-      <div className="jp-gpucost-chart-empty">
-        {trans.__('Collecting readings: the chart appears after two samples.')}
+      <div className="jp-gpucost-chart-empty" ref={host}>
+        {emptyChartText(history, symbol, trans)}
       </div>
     );
   }
   return (
     <figure className="jp-gpucost-chart">
-      <svg
-        viewBox={`0 0 ${CHART_WIDTH} ${CHART_HEIGHT}`}
-        role="img"
-        aria-label={trans.__(
-          'Spend rate and GPU utilisation over the last %1',
-          history.window_s >= 86400
-            ? trans.__('%1 days', Math.round(history.window_s / 86400))
-            : trans.__('%1 minutes', Math.round(history.window_s / 60))
-        )}
-        preserveAspectRatio="none"
-      >
-        {geometry.rateTicks.map(tick => (
-          <g key={tick.value} className="jp-gpucost-chart-grid">
-            <line x1={left} x2={CHART_WIDTH - right} y1={tick.y} y2={tick.y} />
-            <text x={left - 4} y={tick.y + 4} textAnchor="end">
-              {`${symbol}${tick.value.toFixed(tick.value < 10 ? 2 : 0)}`}
+      <div className="jp-gpucost-chart-area" ref={host}>
+        <svg
+          viewBox={`0 0 ${width} ${CHART_HEIGHT}`}
+          width={width}
+          height={CHART_HEIGHT}
+          role="img"
+          aria-label={trans.__(
+            'Spend rate and GPU utilisation over the last %1',
+            history.window_s >= 86400
+              ? trans.__('%1 days', Math.round(history.window_s / 86400))
+              : trans.__('%1 minutes', Math.round(history.window_s / 60))
+          )}
+          preserveAspectRatio="none"
+        >
+          {geometry.rateTicks.map(tick => (
+            <g key={tick.value} className="jp-gpucost-chart-grid">
+              <line x1={left} x2={width - right} y1={tick.y} y2={tick.y} />
+              <text x={left - 4} y={tick.y + 4} textAnchor="end">
+                {`${symbol}${tick.value.toFixed(tick.value < 10 ? 2 : 0)}`}
+              </text>
+            </g>
+          ))}
+          <g className="jp-gpucost-chart-axis">
+            <text x={width - right + 4} y={top + 8}>
+              100%
+            </text>
+            <text x={width - right + 4} y={plotBottom}>
+              0%
+            </text>
+            <text x={left} y={CHART_HEIGHT - 6}>
+              {clock(geometry.start, withDate)}
+            </text>
+            <text x={width - right} y={CHART_HEIGHT - 6} textAnchor="end">
+              {clock(geometry.end, withDate)}
             </text>
           </g>
-        ))}
-        <g className="jp-gpucost-chart-axis">
-          <text x={CHART_WIDTH - right + 4} y={top + 8}>
-            100%
-          </text>
-          <text x={CHART_WIDTH - right + 4} y={plotBottom}>
-            0%
-          </text>
-          <text x={left} y={CHART_HEIGHT - 6}>
-            {clock(geometry.start, withDate)}
-          </text>
-          <text x={CHART_WIDTH - right} y={CHART_HEIGHT - 6} textAnchor="end">
-            {clock(geometry.end, withDate)}
-          </text>
-        </g>
-        {geometry.series.map((s, i) => (
-          <path
-            key={s.key}
-            d={s.path}
-            className={`jp-gpucost-chart-line jp-gpucost-chart-series-${i % 6}`}
-            data-series={s.key}
-            fill="none"
-            vectorEffect="non-scaling-stroke"
-          />
-        ))}
-      </svg>
+          {geometry.series.map((s, i) => (
+            <path
+              key={s.key}
+              d={s.path}
+              className={`jp-gpucost-chart-line jp-gpucost-chart-series-${i % 6}`}
+              data-series={s.key}
+              fill="none"
+              vectorEffect="non-scaling-stroke"
+            />
+          ))}
+        </svg>
+      </div>
       <figcaption className="jp-gpucost-chart-legend">
         {geometry.series.map((s, i) => (
           <span key={s.key} className="jp-gpucost-chart-legend-item">

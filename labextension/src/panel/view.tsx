@@ -7,6 +7,7 @@ import {
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { badgeSeconds } from '../cells/format';
 import { describePaths } from '../export/format';
 import { currencySymbol, formatMoney, formatRate } from '../format';
 import { CostChart } from './chart';
@@ -122,7 +123,7 @@ namespace Private {
         <Energy status={s} trans={trans} />
         <Cells model={model} symbol={symbol} trans={trans} />
         <Exports model={model} trans={trans} />
-        <Prices status={s} trans={trans} />
+        <Prices status={s} symbol={symbol} trans={trans} />
       </div>
     );
   }
@@ -448,41 +449,43 @@ namespace Private {
             {part.error}
           </div>
         )}
-        <table className="jp-gpucost-kernels">
-          <thead>
-            <tr>
-              <th>{trans.__('Notebook')}</th>
-              <th>{trans.__('State')}</th>
-              <th>{trans.__('Uptime')}</th>
-              <th>{trans.__('GPU share')}</th>
-              <th className="jp-gpucost-num">{trans.__('Cost')}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map(row => (
-              <tr
-                key={row.key}
-                data-kind={row.kind}
-                data-kernel-id={row.kind === 'kernel' ? row.key : undefined}
-                title={row.title}
-              >
-                <td>{row.label}</td>
-                <td>{row.state}</td>
-                <td>{row.uptime}</td>
-                <td>{row.share}</td>
-                <td className="jp-gpucost-num">{row.cost}</td>
+        <div className="jp-gpucost-table-scroll">
+          <table className="jp-gpucost-kernels">
+            <thead>
+              <tr>
+                <th>{trans.__('Notebook')}</th>
+                <th>{trans.__('State')}</th>
+                <th>{trans.__('Uptime')}</th>
+                <th>{trans.__('GPU share')}</th>
+                <th className="jp-gpucost-num">{trans.__('Cost')}</th>
               </tr>
-            ))}
-          </tbody>
-          <tfoot>
-            <tr data-kind="total">
-              <td colSpan={4}>{trans.__('GPU total')}</td>
-              <td className="jp-gpucost-num">
-                {formatMoney(answer.total_usd, symbol)}
-              </td>
-            </tr>
-          </tfoot>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map(row => (
+                <tr
+                  key={row.key}
+                  data-kind={row.kind}
+                  data-kernel-id={row.kind === 'kernel' ? row.key : undefined}
+                  title={row.title}
+                >
+                  <td>{row.label}</td>
+                  <td>{row.state}</td>
+                  <td>{row.uptime}</td>
+                  <td>{row.share}</td>
+                  <td className="jp-gpucost-num">{row.cost}</td>
+                </tr>
+              ))}
+            </tbody>
+            <tfoot>
+              <tr data-kind="total">
+                <td colSpan={4}>{trans.__('GPU total')}</td>
+                <td className="jp-gpucost-num">
+                  {formatMoney(answer.total_usd, symbol)}
+                </td>
+              </tr>
+            </tfoot>
+          </table>
+        </div>
       </section>
     );
   }
@@ -493,11 +496,25 @@ namespace Private {
     trans: TranslationBundle;
   }): React.ReactElement {
     const { status, symbol, trans } = props;
+    if (status.gpus.length === 0) {
+      // nothing idles and nothing can be swapped for a cheaper GPU
+      return (
+        <section className="jp-gpucost-panel-waste">
+          <h3>{trans.__('Waste and advice')}</h3>
+          <p data-field="no-gpus">
+            {trans.__(
+              'No GPU is metered on this server: there is no GPU advice to give.'
+            )}
+          </p>
+        </section>
+      );
+    }
     const share =
       status.gpu_cost_usd > 0
         ? Math.round((100 * status.idle_cost_usd) / status.gpu_cost_usd)
         : 0;
     const advice = rightsizingText(status.rightsizing, symbol, trans);
+    const priced = status.gpus.some(gpu => gpu.priced);
     return (
       <section className="jp-gpucost-panel-waste">
         <h3>{trans.__('Waste and advice')}</h3>
@@ -513,9 +530,13 @@ namespace Private {
             status.rightsizing_note ??
             (status.rightsizing === undefined
               ? trans.__('No right-sizing advice from this server.')
-              : trans.__(
-                  'No cheaper GPU in the catalog would have held this session’s peak memory.'
-                ))}
+              : !priced
+                ? trans.__(
+                    'No right-sizing advice: the catalog has no price for these GPUs.'
+                  )
+                : trans.__(
+                    'No cheaper GPU in the catalog would have held this session’s peak memory.'
+                  ))}
           {status.rightsizing?.peak_memory_bytes !== undefined &&
             status.rightsizing?.peak_memory_bytes !== null &&
             ' ' +
@@ -564,33 +585,35 @@ namespace Private {
     return (
       <section className="jp-gpucost-panel-cells">
         <h3>{trans.__('Recent cells')}</h3>
-        <table className="jp-gpucost-cells">
-          <thead>
-            <tr>
-              <th>{trans.__('Notebook')}</th>
-              <th>{trans.__('Ended')}</th>
-              <th>{trans.__('Wall time')}</th>
-              <th>{trans.__('Peak memory')}</th>
-              <th className="jp-gpucost-num">{trans.__('Cost')}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {part.value.cells.map(cell => (
-              <tr
-                key={`${cell.cell_id}-${cell.ended}`}
-                data-status={cell.status}
-              >
-                <td>{cell.notebook_path ?? cell.cell_id}</td>
-                <td>{new Date(cell.ended).toLocaleTimeString()}</td>
-                <td>{formatDuration(cell.wall_s)}</td>
-                <td>{formatBytes(cell.peak_memory_bytes)}</td>
-                <td className="jp-gpucost-num">
-                  {formatMoney(cell.cost_usd, symbol)}
-                </td>
+        <div className="jp-gpucost-table-scroll">
+          <table className="jp-gpucost-cells">
+            <thead>
+              <tr>
+                <th>{trans.__('Notebook')}</th>
+                <th>{trans.__('Ended')}</th>
+                <th>{trans.__('Wall time')}</th>
+                <th>{trans.__('Peak memory')}</th>
+                <th className="jp-gpucost-num">{trans.__('Cost')}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {part.value.cells.map(cell => (
+                <tr
+                  key={`${cell.cell_id}-${cell.ended}`}
+                  data-status={cell.status}
+                >
+                  <td>{cell.notebook_path ?? cell.cell_id}</td>
+                  <td>{new Date(cell.ended).toLocaleTimeString()}</td>
+                  <td>{badgeSeconds(cell.wall_s)}</td>
+                  <td>{formatBytes(cell.peak_memory_bytes)}</td>
+                  <td className="jp-gpucost-num">
+                    {formatMoney(cell.cost_usd, symbol)}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </section>
     );
   }
@@ -607,43 +630,46 @@ namespace Private {
     return (
       <section className="jp-gpucost-panel-exports">
         <h3>{trans.__('Checkpoint exports')}</h3>
-        <table className="jp-gpucost-exports">
-          <thead>
-            <tr>
-              <th>{trans.__('What')}</th>
-              <th>{trans.__('State')}</th>
-              <th>{trans.__('Where')}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {part.value.jobs.slice(0, 10).map(job => (
-              <tr key={job.id} data-export-id={job.id} data-state={job.state}>
-                <td>{describePaths(job.paths)}</td>
-                <td title={job.error ?? undefined}>
-                  {job.state === 'running'
-                    ? `${Math.floor(job.progress * 100)}%`
-                    : job.state}
-                </td>
-                <td className="jp-gpucost-export-where">
-                  {job.state === 'done'
-                    ? job.results.map(r => r.url).join(', ')
-                    : job.state === 'failed'
-                      ? (job.error ?? '')
-                      : job.target_url}
-                </td>
+        <div className="jp-gpucost-table-scroll">
+          <table className="jp-gpucost-exports">
+            <thead>
+              <tr>
+                <th>{trans.__('What')}</th>
+                <th>{trans.__('State')}</th>
+                <th>{trans.__('Where')}</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {part.value.jobs.slice(0, 10).map(job => (
+                <tr key={job.id} data-export-id={job.id} data-state={job.state}>
+                  <td>{describePaths(job.paths)}</td>
+                  <td title={job.error ?? undefined}>
+                    {job.state === 'running'
+                      ? `${Math.floor(job.progress * 100)}%`
+                      : job.state}
+                  </td>
+                  <td className="jp-gpucost-export-where">
+                    {job.state === 'done'
+                      ? job.results.map(r => r.url).join(', ')
+                      : job.state === 'failed'
+                        ? (job.error ?? '')
+                        : job.target_url}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </section>
     );
   }
 
   function Prices(props: {
     status: IPanelStatus;
+    symbol: string;
     trans: TranslationBundle;
   }): React.ReactElement {
-    const { status, trans } = props;
+    const { status, symbol, trans } = props;
     const sources = new Map<string, string>();
     for (const gpu of status.gpus) {
       const label = gpu.model ?? gpu.name;
@@ -667,10 +693,10 @@ namespace Private {
             </li>
           ))}
           {status.base_price_usd_per_hour > 0 && (
-            <li>
+            <li data-field="base-price">
               {trans.__(
-                'Base price of the instance: %1/h',
-                status.base_price_usd_per_hour.toFixed(2)
+                'Base price of the instance: %1',
+                formatRate(status.base_price_usd_per_hour, symbol, trans)
               )}
             </li>
           )}
