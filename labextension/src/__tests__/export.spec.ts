@@ -6,12 +6,25 @@ import {
   isExportable,
   progressText,
   targetLabel,
+  missingDefaultTarget,
+  missingTargetText,
   targetWithoutAsking
 } from '../export/format';
 import { Notification } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { followExport, TargetPicker } from '../export';
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { CommandRegistry } from '@lumino/commands';
+import { Signal } from '@lumino/signaling';
+
+import {
+  EXPORT_COMMAND,
+  exportPlugin,
+  followExport,
+  TargetPicker
+} from '../export';
 import { IExportJob, IExportTarget } from '../export/request';
 
 const TARGETS: IExportTarget[] = [
@@ -231,5 +244,89 @@ describe('followExport', () => {
     expect(last.message).toBe(
       'Export of model.pt cancelled: nothing was left at s3://checkpoints/runs'
     );
+  });
+});
+
+describe('a default target that does not exist', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    Notification.dismiss();
+  });
+
+  it('is not swapped for the only target without a word', () => {
+    const local = [TARGETS[1]];
+    expect(targetWithoutAsking(local, 'nope')).toBeNull();
+    expect(targetWithoutAsking(local, 'local')).toBe('local');
+    expect(missingDefaultTarget(local, 'nope')).toBe('nope');
+    expect(missingDefaultTarget(local, 'local')).toBeNull();
+    expect(missingDefaultTarget(local, '')).toBeNull();
+    expect(missingTargetText(local, 'nope')).toBe(
+      'The export target "nope" set in the settings (GPU Cost: checkpoint export → Export target) ' +
+        'is not a target of this server (its target is local): pick one.'
+    );
+    const picker = new TargetPicker(local, 'local', 'the note');
+    expect(
+      picker.node.querySelector('.jp-gpucost-export-picker-note')!.textContent
+    ).toBe('the note');
+  });
+
+  it('opens the picker, saying so, instead of exporting', async () => {
+    const posts: string[] = [];
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://localhost/',
+      fetch: (async (input: RequestInfo, init?: RequestInit) => {
+        const method =
+          init?.method ?? (typeof input === 'string' ? 'GET' : input.method);
+        if (method === 'POST') {
+          posts.push(typeof input === 'string' ? input : input.url);
+        }
+        return new Response(
+          JSON.stringify({
+            default_target: 'local',
+            targets: [TARGETS[1]],
+            jobs: []
+          }),
+          { status: 200 }
+        );
+      }) as typeof window.fetch
+    });
+    const commands = new CommandRegistry();
+    const app = {
+      commands,
+      serviceManager: {
+        serverSettings: settings,
+        contents: { localPath: (path: string) => path }
+      }
+    } as unknown as JupyterFrontEnd;
+    const factory = {
+      tracker: { currentWidget: null }
+    } as unknown as IFileBrowserFactory;
+    const registry = {
+      load: async () => ({
+        changed: new Signal<unknown, unknown>({}),
+        get: () => ({ composite: 'nope' })
+      })
+    } as unknown as ISettingRegistry;
+    exportPlugin.activate(app, factory, registry);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(commands.label(EXPORT_COMMAND)).toBe('Export to…');
+    const running = commands.execute(EXPORT_COMMAND, {
+      paths: ['run/model.pt']
+    });
+    let note: Element | null = null;
+    for (let i = 0; i < 50 && !note; i++) {
+      await new Promise(resolve => setTimeout(resolve, 10));
+      note = document.querySelector('.jp-gpucost-export-picker-note');
+    }
+    expect(note?.textContent).toContain(
+      'The export target "nope" set in the settings'
+    );
+    // nothing is exported until the user picks
+    expect(posts).toHaveLength(0);
+    (
+      document.querySelector('.jp-Dialog .jp-mod-reject') as HTMLElement
+    ).click();
+    await running;
+    expect(posts).toHaveLength(0);
   });
 });

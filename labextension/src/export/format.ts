@@ -112,17 +112,46 @@ export function endText(job: IExportJob): string {
 
 /**
  * The target to use without asking: the user's setting if it is a
- * configured target, else the only one; `null` when the user must pick.
+ * configured target, else the only one when nothing is set; `null` when the
+ * user must pick (a set target that the server does not have is never
+ * swapped for another without saying so: see `missingDefaultTarget`).
  */
 export function targetWithoutAsking(
   targets: IExportTarget[],
   preferred: string
 ): string | null {
-  if (preferred && targets.some(t => t.name === preferred)) {
-    return preferred;
+  if (preferred) {
+    return targets.some(t => t.name === preferred) ? preferred : null;
   }
   if (targets.length === 1) {
     return targets[0].name;
   }
   return null;
+}
+
+/**
+ * The target named in the settings when the server has no such target,
+ * else `null`.
+ */
+export function missingDefaultTarget(
+  targets: IExportTarget[],
+  preferred: string
+): string | null {
+  return preferred && !targets.some(t => t.name === preferred)
+    ? preferred
+    : null;
+}
+
+/**
+ * What the picker says when the target of the settings does not exist.
+ */
+export function missingTargetText(
+  targets: IExportTarget[],
+  missing: string
+): string {
+  const available = targets.map(t => t.name).join(', ');
+  return (
+    `The export target "${missing}" set in the settings (GPU Cost: checkpoint export → Export target) ` +
+    `is not a target of this server (${targets.length === 1 ? 'its target is' : 'its targets are'} ${available}): pick one.`
+  );
 }

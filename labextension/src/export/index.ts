@@ -17,6 +17,8 @@ import {
   describePaths,
   endText,
   isExportable,
+  missingDefaultTarget,
+  missingTargetText,
   progressText,
   targetLabel,
   targetWithoutAsking
@@ -47,9 +49,15 @@ export const EXPORT_POLL_MS = 500;
  * The body of the target picker: a select of the configured targets.
  */
 export class TargetPicker extends Widget {
-  constructor(targets: IExportTarget[], selected: string) {
+  constructor(targets: IExportTarget[], selected: string, note = '') {
     super();
     this.addClass('jp-gpucost-export-picker');
+    if (note) {
+      const paragraph = document.createElement('p');
+      paragraph.className = 'jp-gpucost-export-picker-note';
+      paragraph.textContent = note;
+      this.node.appendChild(paragraph);
+    }
     const label = document.createElement('label');
     label.textContent = 'Export to ';
     this._select = document.createElement('select');
@@ -241,11 +249,25 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
             ? args.target
             : targetWithoutAsking(targets, preferred);
         if (target === null) {
+          if (!targets.length) {
+            Notification.error(
+              'Cannot export: the server has no export target configured.'
+            );
+            return;
+          }
           const serverDefault =
             targets.find(t => t.default)?.name ?? targets[0].name;
+          const missing =
+            typeof args.target === 'string'
+              ? null
+              : missingDefaultTarget(targets, preferred);
           const result = await showDialog({
             title: `Export ${describePaths(paths)}`,
-            body: new TargetPicker(targets, serverDefault),
+            body: new TargetPicker(
+              targets,
+              serverDefault,
+              missing ? missingTargetText(targets, missing) : ''
+            ),
             buttons: [
               Dialog.cancelButton(),
               Dialog.okButton({ label: 'Export' })
