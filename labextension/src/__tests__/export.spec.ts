@@ -307,7 +307,7 @@ describe('a default target that does not exist', () => {
         get: () => ({ composite: 'nope' })
       })
     } as unknown as ISettingRegistry;
-    exportPlugin.activate(app, factory, registry);
+    void exportPlugin.activate(app, factory, registry);
     await new Promise(resolve => setTimeout(resolve, 0));
     expect(commands.label(EXPORT_COMMAND)).toBe('Export to…');
     const running = commands.execute(EXPORT_COMMAND, {
