@@ -135,3 +135,63 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
     badge = cell.locator(".jp-gpucost-cell-badge")
     expect(badge).to_have_attribute("data-mode", "magic", timeout=30_000)
     assert "(%%gpucost)" in (badge.get_attribute("title") or "")
+
+
+def test_after_a_reload_the_button_and_badges_follow_the_kernel(
+    lab_factory: Any, page: Any
+) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    notebook = {
+        **NOTEBOOK,
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "switch-cell",
+                "source": "%gpucost auto on",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            },
+            {
+                "cell_type": "code",
+                "id": "work-cell",
+                "source": "import time\ntime.sleep(0.3)\nprint('worked')",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            },
+        ],
+    }
+    lab.api("api/contents/r.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
+    cells: Any = open_notebook(page, lab, "r.ipynb")
+    cells.nth(0).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cells.nth(0).locator(".jp-OutputArea-output")).to_contain_text(
+        "every cell is priced", timeout=60_000
+    )
+
+    # a reload keeps the kernel, which still prices every cell
+    cells = open_notebook(page, lab, "r.ipynb")
+    toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
+    expect(toggle).to_have_attribute("aria-pressed", "true", timeout=30_000)
+
+    work = cells.nth(1)
+    work.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(work.locator(".jp-OutputArea-output")).to_contain_text("worked", timeout=60_000)
+    badge = work.locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_attribute("data-mode", "auto", timeout=30_000)
+    records = lab.api("gpucost/api/cells?limit=5&cell_id=work-cell")["cells"]  # type: ignore[index]
+    assert records
+    assert records[0]["mode"] == "auto"
+    # the badge shows the server's record of this run
+    seconds = float(re.findall(r"([\d.]+) s", badge.inner_text())[0])
+    assert seconds == pytest.approx(records[0]["wall_s"], abs=0.01)
+
+    # switched off from the button: the kernel stops pricing, and says so after a reload
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "false", timeout=30_000)
+    open_notebook(page, lab, "r.ipynb")
+    toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
+    page.wait_for_timeout(2_000)
+    expect(toggle).to_have_attribute("aria-pressed", "false")

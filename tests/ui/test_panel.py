@@ -121,3 +121,58 @@ def test_palette_command_opens_the_panel(lab_factory: Any, page: Any) -> None:
     # no GPU telemetry: said so, and the totals are still there
     expect(panel).to_contain_text("No GPU telemetry")
     expect(panel.locator("[data-total='session'] .jp-gpucost-total-value")).to_have_text(MONEY)
+
+
+def test_panel_is_usable_in_a_narrow_window(lab_factory: Any, page: Any, tmp_path: Any) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.minimum_charge_s=0",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+    )
+    lab.api(
+        "api/contents/train.ipynb", method="PUT", body={"type": "notebook", "content": NOTEBOOK}
+    )
+    # a budget of one's own: the form then has its Remove button
+    lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": 1000, "scope": "session"})
+    page.set_viewport_size({"width": 700, "height": 800})
+    run_first_cell(page, lab, "train.ipynb")
+    panel = open_panel(page)
+    expect(panel.locator("path[data-series='rate']")).to_have_attribute(
+        "d", re.compile(r"^M[\d.]+,[\d.]+L"), timeout=30_000
+    )
+    remove = panel.get_by_role("button", name="Remove")
+    expect(remove).to_be_visible(timeout=30_000)
+    expect(panel.locator("table.jp-gpucost-kernels th", has_text="Cost")).to_have_count(1)
+
+    def check(width: int) -> None:
+        box = panel.bounding_box()
+        # nothing is cut off: the panel itself never needs to scroll sideways
+        overflow = panel.evaluate("node => node.scrollWidth - node.clientWidth")
+        assert overflow <= 1, (width, box, overflow)
+        # the Remove button is inside the panel
+        button = remove.bounding_box()
+        assert button["x"] >= box["x"] - 1, (width, box, button)
+        assert button["x"] + button["width"] <= box["x"] + box["width"] + 1, (width, box, button)
+        # the kernels' Cost column can be reached: the table scrolls in its own box
+        cost = panel.locator("table.jp-gpucost-kernels th", has_text="Cost")
+        cost.scroll_into_view_if_needed()
+        header = cost.bounding_box()
+        assert header["x"] + header["width"] <= box["x"] + box["width"] + 1, (width, header)
+        # the chart's labels are drawn at their font size, not squeezed with the drawing
+        scales = panel.locator(".jp-gpucost-chart svg text").evaluate_all(
+            "nodes => nodes.map(n => [n.getBoundingClientRect().width / n.getBBox().width,"
+            " n.getBoundingClientRect().height / n.getBBox().height])"
+        )
+        assert scales, width
+        for sx, sy in scales:
+            assert 0.95 <= sx <= 1.05, (width, scales)
+            assert 0.95 <= sy <= 1.05, (width, scales)
+
+    check(700)
+    screenshot(page, "panel-narrow-700.png")
+    # the left sidebar open: the panel is about 300 px wide
+    page.set_viewport_size({"width": 640, "height": 800})
+    page.wait_for_timeout(500)
+    assert (panel.bounding_box() or {}).get("width", 0) < 420
+    check(640)
+    screenshot(page, "panel-narrow-640.png")
