@@ -15,7 +15,10 @@ from jupyter_gpucost.kernel.prices import KernelPrices
 
 
 class SlowCounters:
-    """Energy counters that take a while to read, as NVML's can on a busy driver."""
+    """Energy counters that take a while to read, as NVML's can on a busy driver.
+
+    A read returns the counter as it was when the read began: the n-th read to begin gets
+    the n-th reading, whichever thread finishes first."""
 
     def __init__(self, readings: list[dict[int, float]], fail: bool = False) -> None:
         self.source = object()
@@ -24,15 +27,21 @@ class SlowCounters:
         self.fail = fail
         self.threads: list[str] = []
         self.calls = 0
+        self._lock = threading.Lock()
+
+    def began(self, index: int) -> None:
+        """Called as read number ``index`` begins."""
 
     def energy_j(self) -> dict[int, float]:
-        self.threads.append(threading.current_thread().name)
+        with self._lock:
+            index = self.calls
+            self.calls += 1
+            self.threads.append(threading.current_thread().name)
+        self.began(index)
         threading.Event().wait(0.05)
         if self.fail:
             raise RuntimeError("NVML_ERROR_UNKNOWN")
-        value = self.readings[min(self.calls, len(self.readings) - 1)]
-        self.calls += 1
-        return value
+        return self.readings[min(index, len(self.readings) - 1)]
 
 
 @pytest.fixture
@@ -93,15 +102,10 @@ class StartedCounters(SlowCounters):
 
     def __init__(self, readings: list[dict[int, float]]) -> None:
         super().__init__(readings)
-        self.began = [threading.Event(), threading.Event()]
-        self._entered = 0
-        self._lock = threading.Lock()
+        self.begun = [threading.Event(), threading.Event()]
 
-    def energy_j(self) -> dict[int, float]:
-        with self._lock:
-            self.began[min(self._entered, 1)].set()
-            self._entered += 1
-        return super().energy_j()
+    def began(self, index: int) -> None:
+        self.begun[min(index, 1)].set()
 
 
 class TeardownProfiler:
@@ -113,7 +117,7 @@ class TeardownProfiler:
 
     def __exit__(self, *exc: Any) -> None:
         # the end-of-cell energy read is already under way while the profiler shuts down
-        self.end_read_running_at_exit = self.counters.began[1].wait(2.0)
+        self.end_read_running_at_exit = self.counters.begun[1].wait(2.0)
 
     def key_averages(self) -> list[Any]:
         return []
@@ -150,3 +154,31 @@ def test_the_energy_of_a_long_cell_is_not_marked_approximate(prices: None, count
     report = m.finish("ok")
     assert report.energy_j == {0: 650.0}
     assert not any("approximate" in note for note in report.notes)
+
+
+class LateFirstRead(SlowCounters):
+    """The read before the cell is held up (its thread was slow to run): the read after
+    the cell must still come second."""
+
+    def __init__(self, readings: list[dict[int, float]]) -> None:
+        super().__init__(readings)
+        self.log: list[str] = []
+        self.release = threading.Event()
+
+    def began(self, index: int) -> None:
+        self.log.append(f"begin {index}")
+        if index == 0:
+            self.release.wait(2.0)
+            self.log.append("end 0")
+
+
+def test_the_read_after_the_cell_waits_for_the_read_before_it(
+    prices: None, counters: Any
+) -> None:
+    fake = counters(LateFirstRead([{0: 200.0}, {0: 230.0}]))
+    m = measure.Measurement()
+    m.start()
+    threading.Timer(0.2, fake.release.set).start()
+    report = m.finish("ok")
+    assert fake.log == ["begin 0", "end 0", "begin 1"]
+    assert report.energy_j == {0: 30.0}

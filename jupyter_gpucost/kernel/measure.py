@@ -200,14 +200,19 @@ class EnergyRead:
     than before it changes nothing a reader can see, and keeps the read off the cell's time.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, after: EnergyRead | None = None) -> None:
         self.value: dict[int, float] = {}
+        #: a read made ``after`` another begins once that one is done: a thread started
+        #: first is not always the first to run, and the counters must be read in order
+        self._after = after
         self._thread: threading.Thread | None = None
         if nvml().source is not None:
             self._thread = threading.Thread(target=self._read, name="gpucost-energy", daemon=True)
             self._thread.start()
 
     def _read(self) -> None:
+        if self._after is not None and self._after._thread is not None:
+            self._after._thread.join(2.0)
         try:
             self.value = nvml().energy_j()
         except Exception:
@@ -302,7 +307,7 @@ class Measurement:
                     r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
         # the GPUs are done (synchronised above): the second read starts now and runs
         # beside the rest of the report, the profiler's teardown included
-        energy1 = EnergyRead()
+        energy1 = EnergyRead(after=self._energy0)
         profiler, self._profiler = self._profiler, None
         if profiler is not None:
             profiler.__exit__(None, None, None)
