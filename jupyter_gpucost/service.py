@@ -334,7 +334,9 @@ class CostService:
             source = "memory"
         else:
             self.recorder.flush_if_stale()
-            points = hist.from_ledger(self.ledger, start_s, end_s, step_s, gpu_indexes)
+            points = hist.from_ledger(
+                self.ledger, start_s, end_s, step_s, gpu_indexes, self.session_id
+            )
             source = "ledger"
         totals: dict[str, Any] = {"sessions": [], "days": []}
         if self.ledger is not None:
