@@ -3,7 +3,8 @@
 ``GET /gpucost/api/history?window=1h&step=5s`` is answered from the ring when the window
 fits in it, else from the ledger's per-minute rollups (then the step is at least a
 minute). Points are at the end of each step; a step with no reading has ``null`` GPU
-values (the chart draws a gap) and the spend rate in force.
+values (the chart draws a gap) and the spend rate in force. A point's cost is the
+session's billed cost at its time, as the status reported it then, in every window.
 """
 
 from __future__ import annotations
@@ -121,7 +122,6 @@ def from_ring(
     for p in points:
         if start_s <= p.unix_s <= end_s:
             buckets.setdefault(int((p.unix_s - start_s) // step_s), []).append(p)
-    base_cost = points[0].cost_micro_usd if points else 0
     for n in sorted(buckets):
         group = buckets[n]
         last = group[-1]
@@ -142,7 +142,8 @@ def from_ring(
         out.append(
             {
                 "t": _iso(last.unix_s),
-                "cost_usd": usd(last.cost_micro_usd - base_cost),
+                # the session's billed cost then, as the status said it at that time
+                "cost_usd": usd(last.cost_micro_usd),
                 "rate_usd_per_hour": usd(last.rate_micro_usd_per_hour),
                 "gpus": gpus,
             }
@@ -151,20 +152,46 @@ def from_ring(
 
 
 def from_ledger(
-    ledger: Ledger, start_s: float, end_s: float, step_s: int, gpu_indexes: list[int]
+    ledger: Ledger,
+    start_s: float,
+    end_s: float,
+    step_s: int,
+    gpu_indexes: list[int],
+    session_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Fold per-minute rollups of every session into steps."""
-    spend = ledger.spend_between(start_s, end_s)
+    """Fold per-minute rollups of every session into steps.
+
+    A point's cost is the billed cost so far of the session live at its time (the one
+    with the latest minute in the step; ``session_id``, this server's, on a tie): what the
+    status said then. The rate is that of every session in the step's last minute.
+    """
+    spend = ledger.session_spend_between(start_s, end_s)
     gpu_rows = ledger.gpu_minutes_between(start_s, end_s)
+    # each session's spend before the window, so that its points carry its whole cost
+    cumulative: dict[str, int] = {
+        sid: ledger.session_spend_before(sid, start_s) for sid in {row[1] for row in spend}
+    }
     buckets: dict[int, dict[str, Any]] = {}
-    for minute, cost, rate in spend:
-        b = buckets.setdefault(int((minute - start_s) // step_s), {"cost": 0, "rate": 0, "g": {}})
-        b["cost"] += cost
-        b["rate"] = rate
+
+    def bucket(minute: int) -> dict[str, Any]:
+        return buckets.setdefault(
+            int((minute - start_s) // step_s),
+            {"spend": [], "rate": {}, "g": {}},
+        )
+
+    for minute, sid, cost, rate in spend:
+        b = bucket(minute)
+        b["spend"].append((minute, sid, cost))
+        rates = b["rate"]
+        if rates.get("minute") != minute:
+            rates.clear()
+            rates["minute"] = minute
+            rates["total"] = 0
+        rates["total"] += rate
     indexes = set(gpu_indexes)
     for minute, index, util_sum, power_sum, samples, memory in gpu_rows:
         indexes.add(index)
-        b = buckets.setdefault(int((minute - start_s) // step_s), {"cost": 0, "rate": 0, "g": {}})
+        b = bucket(minute)
         g = b["g"].setdefault(index, [0.0, 0.0, 0, None])
         g[0] += util_sum
         g[1] += power_sum
@@ -172,10 +199,17 @@ def from_ledger(
         if memory is not None:
             g[3] = memory if g[3] is None else max(g[3], memory)
     out: list[dict[str, Any]] = []
-    cumulative = 0
+    shown = 0
     for n in sorted(buckets):
         b = buckets[n]
-        cumulative += b["cost"]
+        latest: tuple[int, bool, str] | None = None
+        for minute, sid, cost in b["spend"]:
+            cumulative[sid] += cost
+            key = (minute, sid == session_id, sid)
+            if latest is None or key > latest:
+                latest = key
+        if latest is not None:
+            shown = cumulative[latest[2]]
         t = min(start_s + (n + 1) * step_s, end_s)
         gpus = []
         for index in sorted(indexes):
@@ -191,8 +225,8 @@ def from_ledger(
         out.append(
             {
                 "t": _iso(t),
-                "cost_usd": usd(cumulative),
-                "rate_usd_per_hour": usd(b["rate"]),
+                "cost_usd": usd(shown),
+                "rate_usd_per_hour": usd(b["rate"].get("total", 0)),
                 "gpus": gpus,
             }
         )

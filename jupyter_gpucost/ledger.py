@@ -471,6 +471,21 @@ class Ledger:
             ).all()
         return [(int(m), int(c), int(r)) for m, c, r in rows]
 
+    def session_spend_between(
+        self, start_s: float, end_s: float
+    ) -> list[tuple[int, str, int, int]]:
+        """(minute, session, cost, rate) per session, for minutes in [start, end)."""
+        s = spend_table.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    s.minute_unix_s, s.session_id, s.cost_micro_usd, s.rate_micro_usd_per_hour
+                )
+                .where((s.minute_unix_s >= minute_of(start_s)) & (s.minute_unix_s < end_s))
+                .order_by(s.minute_unix_s, s.session_id)
+            ).all()
+        return [(int(m), str(i), int(c), int(r)) for m, i, c, r in rows]
+
     def gpu_minutes_between(
         self, start_s: float, end_s: float
     ) -> list[tuple[int, int, float, float, int, int | None]]:

@@ -167,7 +167,9 @@ class CostService:
         """Put the prices in force where kernels started from now on will find them."""
         from .kernel.prices import ENV_PRICES, server_payload
 
-        snapshot = self.sampler.latest.snapshot
+        published = self.sampler.latest
+        snapshot = published.snapshot
+        telemetry = published.telemetry
         environ[ENV_PRICES] = server_payload(
             [
                 (g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
@@ -176,6 +178,8 @@ class CostService:
             self.config.base_usd_per_hour,
             self.config.currency_symbol,
             f"the server's {self.policy.provider} {self.policy.market} prices",
+            simulated=telemetry.simulated,
+            simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
         )
 
     def _log_unpriced(self) -> None:
@@ -334,7 +338,9 @@ class CostService:
             source = "memory"
         else:
             self.recorder.flush_if_stale()
-            points = hist.from_ledger(self.ledger, start_s, end_s, step_s, gpu_indexes)
+            points = hist.from_ledger(
+                self.ledger, start_s, end_s, step_s, gpu_indexes, self.session_id
+            )
             source = "ledger"
         totals: dict[str, Any] = {"sessions": [], "days": []}
         if self.ledger is not None:

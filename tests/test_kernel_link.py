@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+from decimal import Decimal
 from typing import Any
 
 import nbformat
@@ -13,6 +15,7 @@ from kernel_notebook import run_notebook, text
 from nbclient import NotebookClient
 from tornado.httpclient import HTTPClientError
 
+from jupyter_gpucost.kernel.prices import money
 from jupyter_gpucost.kernel_link import ENV_TOKEN, ENV_URL
 
 
@@ -251,3 +254,96 @@ def test_without_a_server_auto_mode_prints_and_budgets_say_why_not() -> None:
     assert "no jupyter-gpucost server: catalog prices" in line
     assert "budgets are kept by the jupyter-gpucost server extension" in text(nb.cells[3])
     assert "usage: %gpucost auto on|off" in text(nb.cells[4])
+
+
+class TestSimulatedServerInEuros:
+    """A server on simulated GPUs whose currency symbol is €, and a long countdown."""
+
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "ledger_url": "none",
+            "currency_symbol": "€",
+            "budget_grace_s": 600.0,
+            "budget_action": "interrupt",
+        }
+
+    async def test_budget_amounts_are_money_and_a_spent_budget_says_what_happens(
+        self, jp_fetch: Any
+    ) -> None:
+        await asyncio.sleep(0.5)  # the minimum charge is spent from the first sample
+        nb = await run_async(
+            [
+                "%load_ext jupyter_gpucost",
+                "%gpucost budget 1000000",
+                "%gpucost budget 1234.5",
+                "%gpucost",
+                "%gpucost budget 0.01",
+                "%gpucost budget off",
+            ]
+        )
+        assert "your budget is now €1,000,000 per session; €0.1" in text(nb.cells[1])
+        assert "e+0" not in text(nb.cells[1])
+        assert "your budget is now €1,234.50 per session" in text(nb.cells[2])
+        summary = text(nb.cells[3])
+        assert "budget: €0.1" in summary
+        assert "of €1,234.50 per session (soft)" in summary
+        assert "$" not in summary
+        spent = text(nb.cells[4])
+        assert "your budget is now €0.01 per session, and it is ALREADY SPENT" in spent
+        assert re.search(
+            r"The server has started its countdown: in (10 min 00 s|9 min 5\d s) it saves "
+            r"the open notebooks and interrupts every kernel \(this one included\)",
+            spent,
+        )
+        assert "To undo: %gpucost budget off, or a budget above €0.1" in spent
+        assert "your budget is removed" in text(nb.cells[5])
+        budget = json.loads((await jp_fetch("gpucost", "api", "budget")).body)
+        assert budget["soft"] is None
+        assert budget["grace"] is None
+
+    async def test_every_priced_cell_is_counted_and_simulated_gpus_are_said(
+        self, jp_fetch: Any
+    ) -> None:
+        await asyncio.sleep(0.2)
+        nb = await run_async(
+            [
+                "%load_ext jupyter_gpucost",
+                "%gpucost auto on",
+                "x = 1",
+                "%%gpucost -o first\nimport time\ntime.sleep(0.2)",
+                "%%gpucost -o second\ny = 2",
+                "z = 3",
+                "%gpucost",
+            ]
+        )
+        report = text(nb.cells[3])
+        assert "GPUs (simulated): NVIDIA A100-SXM4-80GB, NVIDIA A100-SXM4-80GB: simulated" in (
+            report
+        )
+        assert "libnvidia-ml.so" not in report
+        assert "no GPU energy: the server's GPUs are simulated" in report
+        assert "GPUs (simulated)" in html_of(nb.cells[3])
+        summary = text(nb.cells[6])
+        assert "now €6.86/h (simulated GPUs)" in summary
+        assert "these GPUs are simulated by the server" in summary
+        line = next(x for x in summary.splitlines() if "cells priced in this kernel" in x)
+        assert "cells priced in this kernel: 4 (2 by auto mode, 2 by %%gpucost), €" in line
+
+        # the same four cells, as the server (and so the badges and the panel) has them
+        for _ in range(100):
+            found = await cells(jp_fetch, limit="50")
+            if len(found) >= 5:
+                break
+            await asyncio.sleep(0.1)
+        first_four = sorted(found, key=lambda r: r["started"])[:4]
+        assert [r["mode"] for r in first_four] == ["auto", "magic", "magic", "auto"]
+        micro = sum(round(r["cost_usd"] * 1_000_000) for r in first_four)
+        total = line.split("), ")[1].split(" in all")[0]
+        assert total == money(Decimal(micro) / 1_000_000, "€")
+
+
+def html_of(cell: Any) -> str:
+    return "\n".join(o.data.get("text/html", "") for o in cell.outputs if "data" in o)

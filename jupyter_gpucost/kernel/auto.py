@@ -66,6 +66,35 @@ def cell_record(
     }
 
 
+class Tally:
+    """Every cell this kernel priced, by either mode: what the badges and the panel show."""
+
+    def __init__(self) -> None:
+        self.cells: dict[str, int] = {"auto": 0, "magic": 0}
+        self.micro_usd: dict[str, int] = {"auto": 0, "magic": 0}
+
+    def add(self, mode: str, micro_usd: int) -> None:
+        self.cells[mode] = self.cells.get(mode, 0) + 1
+        self.micro_usd[mode] = self.micro_usd.get(mode, 0) + micro_usd
+
+    @property
+    def total_cells(self) -> int:
+        return sum(self.cells.values())
+
+    @property
+    def total_micro_usd(self) -> int:
+        return sum(self.micro_usd.values())
+
+
+def tally_of(shell: Any) -> Tally:
+    """The kernel's tally of priced cells (made on first use)."""
+    tally = getattr(shell, "gpucost_tally", None)
+    if not isinstance(tally, Tally):
+        tally = Tally()
+        shell.gpucost_tally = tally
+    return tally
+
+
 class AutoPricer:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
@@ -143,6 +172,7 @@ class AutoPricer:
 
         self.cells += 1
         self.total_micro_usd += micro
+        tally_of(self.shell).add("auto", micro)
         self.last = record
         server = link()
         if server is not None:

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from decimal import Decimal
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from .auto import cell_id_of, cell_record, status_of
+from .auto import cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, link
 from .measure import Measurement, prices
+from .prices import money
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
 
@@ -67,6 +69,7 @@ class CellTimer:
         self.current = None
         report = measurement.finish(status_of(result))
         self.last = report
+        tally_of(self.shell).add("magic", report.cost_micro_usd)
         if args.output:
             self.shell.user_ns[args.output] = report
         display(report)
@@ -214,52 +217,127 @@ def budget(words: list[str]) -> None:
         state = server.set_budget(amount, args.scope)
     except LinkError as e:
         raise UsageError(str(e)) from None
+    print(budget_reply(state, server_symbol(server)))
+
+
+def server_symbol(server: Any) -> str:
+    """The server's currency symbol (its status), else the one it handed to the kernel."""
+    try:
+        symbol = server.status().get("currency_symbol")
+    except LinkError:
+        symbol = None
+    return symbol if isinstance(symbol, str) and symbol else prices().currency_symbol
+
+
+#: what the server does at the end of the countdown (``budget_action``)
+ACTION_TEXT = {
+    "interrupt": "interrupts every kernel (this one included)",
+    "shutdown": "shuts every kernel down (this one included), which frees their GPU memory",
+    "stop-server": "shuts every kernel down (this one included) and stops the server",
+}
+
+
+def duration(seconds: float) -> str:
+    whole = max(0, round(seconds))
+    minutes, secs = divmod(whole, 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def budget_reply(state: dict[str, Any], symbol: str) -> str:
+    """What ``%gpucost budget`` says about the budget the server now has."""
+    lines = []
     soft = state.get("soft")
-    if soft:
-        print(
-            f"gpucost: your budget is now ${soft['amount_usd']:g} per {soft['scope']}; "
-            f"${soft['spent_usd']:.2f} spent so far."
-        )
-    else:
-        print("gpucost: your budget is removed.")
     hard = state.get("hard")
+    if soft:
+        spent = soft.get("spent_usd")
+        spent_text = "" if spent is None else f"{money(spent, symbol)} spent so far"
+        amount = money(soft["amount_usd"], symbol)
+        if spent is not None and spent >= soft["amount_usd"]:
+            lines.append(
+                f"gpucost: your budget is now {amount} per {soft['scope']}, and it is "
+                f"ALREADY SPENT: {spent_text}."
+            )
+            lines.append(_what_happens_next(state, symbol))
+            lines.append(
+                f"  To undo: %gpucost budget off, or a budget above {money(spent, symbol)} "
+                "(%gpucost budget AMOUNT); the countdown then ends and nothing is stopped."
+            )
+        else:
+            lines.append(
+                f"gpucost: your budget is now {amount} per {soft['scope']}"
+                + (f"; {spent_text}." if spent_text else ".")
+            )
+    else:
+        lines.append("gpucost: your budget is removed.")
     if hard:
-        print(
-            f"gpucost: the administrator's budget of ${hard['amount_usd']:g} per "
+        lines.append(
+            f"gpucost: the administrator's budget of {money(hard['amount_usd'], symbol)} per "
             f"{hard['scope']} still applies."
         )
+    return "\n".join(lines)
+
+
+def _what_happens_next(state: dict[str, Any], symbol: str) -> str:
+    action = ACTION_TEXT.get(str(state.get("action")), f"acts ({state.get('action')})")
+    what = f"saves the open notebooks and {action}"
+    grace = state.get("grace")
+    phase = state.get("state")
+    if phase == "acted":
+        last = state.get("last_action") or {}
+        done = last.get("message") or "the budget's action was taken"
+        return f"  The server has already acted: {done}."
+    if phase == "enforcing":
+        return f"  The countdown is over: the server now {what}."
+    if grace and grace.get("reason") == "budget":
+        left = grace.get("remaining_s")
+        when = f"in {duration(float(left))}" if isinstance(left, int | float) else "when it ends"
+        return f"  The server has started its countdown: {when} it {what}."
+    grace_s = state.get("grace_s")
+    after = (
+        f"after a countdown of {duration(float(grace_s))}"
+        if isinstance(grace_s, int | float)
+        else "after a countdown"
+    )
+    return f"  The server {what} {after}."
 
 
 def show_summary(shell: Any) -> None:
     """The session's cost from the server, this kernel's cells, and the prices."""
     server = link()
+    symbol = prices().currency_symbol
     if server is not None:
         try:
             status = server.status()
         except LinkError as e:
             print(f"gpucost: {e}")
         else:
-            symbol = status.get("currency_symbol", "$")
+            symbol = status.get("currency_symbol") or symbol
             elapsed = float(status.get("elapsed_s") or 0)
+            telemetry = status.get("telemetry") or {}
+            simulated = " (simulated GPUs)" if telemetry.get("simulated") else ""
             print(
-                f"gpucost: this session has cost {symbol}{float(status['cost_usd']):.2f} "
+                f"gpucost: this session has cost {symbol}{float(status['cost_usd']):,.2f} "
                 f"in {int(elapsed // 3600)} h {int(elapsed % 3600 // 60):02d} min, now "
-                f"{symbol}{float(status['rate_usd_per_hour']):.2f}/h"
+                f"{symbol}{float(status['rate_usd_per_hour']):,.2f}/h{simulated}"
             )
             state = status.get("budget") or {}
             binding = state.get(state.get("binding") or "") if state else None
             if binding:
+                spent = binding.get("spent_usd")
                 print(
-                    f"  budget: {symbol}{binding['spent_usd']:.2f} of "
-                    f"{symbol}{binding['amount_usd']:g} per {binding['scope']} "
+                    f"  budget: {'unknown' if spent is None else money(spent, symbol)} of "
+                    f"{money(binding['amount_usd'], symbol)} per {binding['scope']} "
                     f"({binding['kind']})"
                 )
-    pricer = getattr(shell, "gpucost_auto", None)
-    if pricer is not None and pricer.cells:
+    tally = getattr(shell, "gpucost_tally", None)
+    if tally is not None and tally.total_cells:
+        pricer = getattr(shell, "gpucost_auto", None)
+        auto_off = pricer is not None and not pricer.enabled
         print(
-            f"  cells priced in this kernel: {pricer.cells}, "
-            f"${pricer.total_micro_usd / 1_000_000:.4f} in all"
-            + ("" if pricer.enabled else " (auto is off)")
+            f"  cells priced in this kernel: {tally.total_cells} "
+            f"({tally.cells['auto']} by auto mode, {tally.cells['magic']} by %%gpucost), "
+            f"{money(Decimal(tally.total_micro_usd) / 1_000_000, symbol)} in all"
+            + (" (auto is off)" if auto_off else "")
         )
     show_prices()
 
@@ -283,6 +361,12 @@ def show_prices() -> None:
     for uuid, (name, price) in p.gpus.items():
         shown = "no price" if price is None else f"{p.currency_symbol}{price}/h"
         print(f"  {name} ({uuid}): {shown}")
+    if p.simulated and p.gpus:
+        by = f" ({p.simulated_by})" if p.simulated_by else ""
+        print(
+            f"  these GPUs are simulated by the server{by}: not real GPUs; the cost is what "
+            "they would cost"
+        )
 
 
 class _FitParser(argparse.ArgumentParser):

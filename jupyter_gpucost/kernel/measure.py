@@ -50,6 +50,9 @@ class CellCost:
     cost_micro_usd: int = 0
     currency_symbol: str = "$"
     price_source: str = ""
+    #: the GPUs priced are the server's simulated ones (a replayed trace), not real GPUs
+    simulated: bool = False
+    simulated_by: str = ""
     ops: list[OpCost] = field(default_factory=list)
     ops_by: str = ""
     notes: list[str] = field(default_factory=list)
@@ -79,7 +82,16 @@ class CellCost:
             rows.append((f"GPU {i} peak memory", f"{peak / 2**30:.2f} GiB"))
         for i, joules in sorted(self.energy_j.items()):
             rows.append((f"GPU {i} energy", f"{joules:.1f} J"))
-        if self.gpu_names:
+        if self.gpu_names and self.simulated:
+            by = f" ({self.simulated_by})" if self.simulated_by else ""
+            rows.append(
+                (
+                    "GPUs (simulated)",
+                    f"{', '.join(self.gpu_names)}: simulated by the server{by}, not real "
+                    "GPUs; the cost is what they would cost",
+                )
+            )
+        elif self.gpu_names:
             rows.append(("GPUs", ", ".join(self.gpu_names)))
         rows.append(("prices", self.price_source))
         return rows
@@ -311,9 +323,14 @@ class Measurement:
         profiler, self._profiler = self._profiler, None
         if profiler is not None:
             profiler.__exit__(None, None, None)
-        if nvml().source is None:
-            r.notes.append(f"no GPU energy: {nvml().reason}")
         p = prices()
+        r.simulated = p.simulated
+        r.simulated_by = p.simulated_by
+        if nvml().source is None:
+            if p.simulated:
+                r.notes.append("no GPU energy: the server's GPUs are simulated")
+            else:
+                r.notes.append(f"no GPU energy: {nvml().reason}")
         r.gpu_names = [name for name, _ in p.gpus.values()]
         r.rate_usd_per_hour = p.rate_usd_per_hour()
         r.currency_symbol = p.currency_symbol

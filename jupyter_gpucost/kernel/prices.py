@@ -26,6 +26,10 @@ class KernelPrices:
     #: where the prices come from, for the report
     source: str = ""
     from_server: bool = False
+    #: the server's GPUs are simulated (a replayed trace), not read from a driver
+    simulated: bool = False
+    #: what simulates them (the trace's description), when simulated
+    simulated_by: str = ""
 
     def rate_usd_per_hour(self, uuids: list[str] | None = None) -> Decimal:
         chosen = self.gpus if uuids is None else {u: self.gpus[u] for u in uuids if u in self.gpus}
@@ -39,10 +43,15 @@ def server_payload(
     base_usd_per_hour: Decimal,
     currency_symbol: str,
     source: str,
+    *,
+    simulated: bool = False,
+    simulated_by: str = "",
 ) -> str:
     """What the server puts in ``JUPYTER_GPUCOST_PRICES`` (prices as exact strings)."""
     return json.dumps(
         {
+            "simulated": simulated,
+            "simulated_by": simulated_by,
             "gpus": [
                 {"uuid": u, "name": n, "usd_per_hour": None if p is None else str(p)}
                 for u, n, p in gpus
@@ -73,9 +82,28 @@ def from_environment(environ: dict[str, str] | None = None) -> KernelPrices | No
             currency_symbol=data.get("currency_symbol", "$"),
             source=data.get("source", "the server's prices"),
             from_server=True,
+            simulated=data.get("simulated") is True,
+            simulated_by=str(data.get("simulated_by") or ""),
         )
     except (ValueError, KeyError, TypeError, ArithmeticError):
         return None
+
+
+def money(amount: Decimal | float | int | str, symbol: str = "$") -> str:
+    """An amount of money as a person reads it: ``$1,000,000``, ``$0.50``, ``$1.234567``.
+
+    Whole amounts have no decimals; others at least two and up to the six (micro-dollars)
+    the amount has. Never exponent notation; thousands are separated by commas.
+    """
+    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
+    value = value.quantize(Decimal("0.000001"))
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    if value == value.to_integral_value():
+        return f"{sign}{symbol}{value:,.0f}"
+    text = f"{value:,.6f}".rstrip("0")
+    whole, _, decimals = text.partition(".")
+    return f"{sign}{symbol}{whole}.{decimals.ljust(2, '0')}"
 
 
 def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
