@@ -172,9 +172,7 @@ class LateFirstRead(SlowCounters):
             self.log.append("end 0")
 
 
-def test_the_read_after_the_cell_waits_for_the_read_before_it(
-    prices: None, counters: Any
-) -> None:
+def test_the_read_after_the_cell_waits_for_the_read_before_it(prices: None, counters: Any) -> None:
     fake = counters(LateFirstRead([{0: 200.0}, {0: 230.0}]))
     m = measure.Measurement()
     m.start()
