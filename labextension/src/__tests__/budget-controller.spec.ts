@@ -164,7 +164,7 @@ async function activate(
     }
   } as unknown as JupyterFrontEnd;
   const registry = new SettingRegistry({ connector: file });
-  budgetPlugin.activate(app, null, null, registry);
+  void budgetPlugin.activate(app, null, null, registry);
   return registry;
 }
 
@@ -243,11 +243,16 @@ describe('the budget settings and the server', () => {
     );
     const file = new SettingsFile('{"softBudgetUsd": 20}');
     await activate(server, file);
+    await until('a first answer', () =>
+      server.requests.some(r => r.url.includes('api/budget'))
+    );
+    await sleep(200);
+    expect(server.puts()).toEqual([]);
+    expect(server.status.soft?.amount_usd).toBe(50);
+    // the settings now say what the server has
     await until('the settings to follow the server', () => {
       return file.user().softBudgetUsd === 50;
     });
-    expect(server.puts()).toEqual([]);
-    expect(server.status.soft?.amount_usd).toBe(50);
   });
 
   it("follows the server's budget however it was set, and sends a change saved in the settings", async () => {
