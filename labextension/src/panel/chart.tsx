@@ -28,7 +28,7 @@ export interface IChartSeries {
  */
 export interface IChartGeometry {
   series: IChartSeries[];
-  /** The top of the rate axis ($/h), a "nice" number. */
+  /** The top of the rate axis (per hour), a "nice" number. */
   rateMax: number;
   /** Ticks of the rate axis (values and y positions). */
   rateTicks: { value: number; y: number }[];
@@ -56,12 +56,14 @@ export function niceCeiling(value: number): number {
 }
 
 /**
- * Scale a history to the chart: the spend rate on the left axis ($/h), each
- * GPU's utilisation on the right axis (0–100 %), time along the bottom.
+ * Scale a history to the chart: the spend rate on the left axis (the server's
+ * currency per hour, labelled with its `symbol`), each GPU's utilisation on the
+ * right axis (0–100 %), time along the bottom.
  */
 export function chartGeometry(
   history: IHistoryAnswer,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  symbol: string
 ): IChartGeometry {
   const { top, right, bottom, left } = CHART_MARGIN;
   const plotW = CHART_WIDTH - left - right;
@@ -102,7 +104,7 @@ export function chartGeometry(
   const series: IChartSeries[] = [
     {
       key: 'rate',
-      label: trans.__('spend rate ($/h)'),
+      label: trans.__('spend rate (%1/h)', symbol.trim()),
       path: path(rates.map(r => (Number.isFinite(r) ? yRate(r) : null))),
       last: rates.length ? rates[rates.length - 1] : null
     }
@@ -159,7 +161,7 @@ export function CostChart(props: {
   trans: TranslationBundle;
 }): React.ReactElement {
   const { history, symbol, trans } = props;
-  const geometry = chartGeometry(history, trans);
+  const geometry = chartGeometry(history, trans, symbol);
   const { top, right, bottom, left } = CHART_MARGIN;
   const plotBottom = CHART_HEIGHT - bottom;
   const withDate = geometry.end - geometry.start > 20 * 3600 * 1000;
