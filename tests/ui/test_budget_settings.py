@@ -118,3 +118,32 @@ def test_the_countdown_stays_after_raise_budget_then_cancel(
     assert soft_amount(lab) == 7.5
     assert lab.api("gpucost/api/budget")["grace"] is None
     assert kernel["id"] in [k["id"] for k in lab.api("api/kernels")]
+
+
+def test_the_budget_is_shown_in_the_server_currency(
+    lab_factory: Any, page: Any, tmp_path: Path
+) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.currency=EUR",
+        "--GpuCost.currency_symbol=€",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+    )
+    lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": 5})
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    item = page.locator("#jp-gpucost-budget")
+    expect(item).to_contain_text(re.compile(r"^budget \d+% of €5\.00$"), timeout=60_000)
+    title = item.get_attribute("title") or ""
+    assert "Your budget: €5.00 per session, €" in title, title
+    assert "$" not in title, title
+
+    page.locator("#jp-gpucost-status").click()
+    panel = page.locator("#jp-gpucost-panel")
+    expect(panel.locator(".jp-gpucost-budget-form label")).to_have_text(
+        "Your budget (€)", timeout=30_000
+    )
+    expect(panel.locator("[data-budget='soft']")).to_contain_text("of €5.00 per session")
+    expect(panel.locator(".jp-gpucost-chart-legend")).to_contain_text(
+        "spend rate (€/h): €", timeout=30_000
+    )
+    expect(panel.locator(".jp-gpucost-panel-budget")).not_to_contain_text("$")
