@@ -19,6 +19,10 @@ const esModules = [
 
 const baseConfig = jestJupyterLab(__dirname);
 
+// The tests run in a time zone that is not UTC, so that a time shown in UTC
+// where the browser's local time is meant does not pass unnoticed.
+process.env.TZ = 'America/New_York';
+
 module.exports = {
   ...baseConfig,
   automock: false,

@@ -1,10 +1,17 @@
 import {
   bindingBudget,
   budgetDisplayState,
+  budgetPercent,
   budgetText,
   budgetTitle,
-  formatCountdown
+  formatCountdown,
+  formatRunOut,
+  localizeRunOut,
+  parseAmount,
+  runOutText
 } from '../budget/format';
+import { budgetUrl } from '../budget/request';
+import { ServerConnection } from '@jupyterlab/services';
 import { IBudgetStanding, IBudgetStatus } from '../budget/tokens';
 
 function standing(overrides: Partial<IBudgetStanding> = {}): IBudgetStanding {
@@ -46,7 +53,7 @@ describe('budget format', () => {
     expect(budgetDisplayState(budget({ soft: null, binding: null }))).toBe(
       'none'
     );
-    expect(budgetText(budget({ soft: null, binding: null }), 0)).toBe('');
+    expect(budgetText(budget({ soft: null, binding: null }), 0, '$')).toBe('');
   });
 
   it('maps the policy states to what the status bar shows', () => {
@@ -58,11 +65,11 @@ describe('budget format', () => {
   });
 
   it('shows the share of the binding budget, locked when it is the admin one', () => {
-    expect(budgetText(budget(), 0)).toBe('budget 42% of $5.00');
+    expect(budgetText(budget(), 0, '$')).toBe('budget 42% of $5.00');
     const hard = standing({ kind: 'hard', locked: true, amount_usd: 3 });
     const status = budget({ hard, binding: 'hard' });
     expect(bindingBudget(status)).toBe(hard);
-    expect(budgetText(status, 0)).toBe('🔒 budget 42% of $3.00');
+    expect(budgetText(status, 0, '$')).toBe('🔒 budget 42% of $3.00');
   });
 
   it('counts down during the grace period', () => {
@@ -77,10 +84,10 @@ describe('budget format', () => {
         can_raise: true
       }
     });
-    expect(budgetText(status, ends - 65_000)).toBe(
+    expect(budgetText(status, ends - 65_000, '$')).toBe(
       'budget spent · stop in 1:05'
     );
-    expect(budgetText(status, ends + 5_000)).toBe(
+    expect(budgetText(status, ends + 5_000, '$')).toBe(
       'budget spent · stop in 0:00'
     );
     expect(formatCountdown(9.2)).toBe('0:10');
@@ -97,7 +104,9 @@ describe('budget format', () => {
           notebooks_saved: 2,
           message: 'stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved'
         }
-      })
+      }),
+      '$',
+      Date.parse('2026-11-22T12:00:00Z')
     );
     expect(title).toContain("Administrator's budget (locked): $10.00");
     expect(title).toContain('Your budget: $5.00 per session, $2.10 spent.');
@@ -105,6 +114,136 @@ describe('budget format', () => {
     expect(title).toContain('Warnings at 50/80/95 %');
     expect(title).toContain(
       'Last action: stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved.'
+    );
+  });
+});
+
+describe('budget share', () => {
+  it('is one whole percentage, rounded down, in the status bar and the panel', () => {
+    expect(budgetPercent(0.0084)).toBe('0');
+    expect(budgetPercent(0.0354)).toBe('3');
+    expect(budgetPercent(0.1799)).toBe('17');
+    expect(budgetPercent(0.57)).toBe('57');
+    expect(budgetPercent(0.29)).toBe('29');
+    expect(budgetPercent(0.9999)).toBe('99');
+    expect(budgetPercent(1)).toBe('100');
+    expect(budgetPercent(1.91)).toBe('191');
+    expect(budgetPercent(null)).toBe('?');
+    expect(
+      budgetText(budget({ soft: standing({ share: 0.0354 }) }), 0, '$')
+    ).toBe('budget 3% of $5.00');
+  });
+});
+
+describe('budget run-out time', () => {
+  // the tests run in New York time (jest.config.js)
+  const now = Date.parse('2026-11-23T15:00:00Z');
+
+  it('is the local time with its zone, and the date when not today', () => {
+    expect(formatRunOut('2026-11-23T18:33:57Z', now)).toBe('01:33 PM EST');
+    expect(formatRunOut('2026-11-24T18:33:57Z', now)).toBe(
+      'Nov 24, 01:33 PM EST'
+    );
+  });
+
+  it('is not shown once the budget is spent', () => {
+    const line = {
+      share: 0.5,
+      remaining_usd: 2.5,
+      runs_out_at: '2026-11-23T18:33:57Z'
+    };
+    expect(runOutText(line, now)).toBe('01:33 PM EST');
+    expect(runOutText({ ...line, share: 1.91, remaining_usd: 0 }, now)).toBe(
+      null
+    );
+    expect(runOutText({ ...line, share: 1 }, now)).toBe(null);
+    expect(runOutText({ ...line, runs_out_at: null }, now)).toBe(null);
+    const spent = budget({
+      state: 'acted',
+      soft: standing({
+        spent_usd: 0.9,
+        amount_usd: 0.47,
+        remaining_usd: 0,
+        share: 1.91,
+        runs_out_at: '2026-11-23T18:33:57Z'
+      })
+    });
+    expect(budgetTitle(spent, '€', now)).not.toContain('runs out');
+    expect(budgetTitle(budget(), '€', now)).toContain(
+      'At the current rate it runs out at Nov 22, 09:50 AM EST.'
+    );
+  });
+
+  it("rewrites a server message's UTC run-out time in local time", () => {
+    expect(
+      localizeRunOut(
+        '95% of your $0.14 session budget is spent; at the current rate it runs out at 18:19 UTC.',
+        '2026-11-23T18:19:00Z',
+        now
+      )
+    ).toBe(
+      '95% of your $0.14 session budget is spent; at the current rate it runs out at 01:19 PM EST.'
+    );
+    const plain = 'The GPUs have been idle for 30 minutes while costing money.';
+    expect(localizeRunOut(plain, undefined, now)).toBe(plain);
+  });
+});
+
+describe('budget amounts typed by a person', () => {
+  it('accepts plain decimal numbers with up to 6 decimals', () => {
+    for (const [text, value] of [
+      ['5', 5],
+      ['7.5', 7.5],
+      [' 0.3 ', 0.3],
+      ['.25', 0.25],
+      ['12.123456', 12.123456],
+      ['1000000', 1_000_000]
+    ] as const) {
+      expect(parseAmount(text)).toEqual({ value, error: null });
+    }
+  });
+
+  it('refuses anything else, with a message', () => {
+    for (const text of [
+      '0x10',
+      '0b11',
+      '1e3',
+      'Infinity',
+      '-5',
+      '+5',
+      '1,000',
+      '5 dollars',
+      '',
+      '  '
+    ]) {
+      expect([text, parseAmount(text)]).toEqual([
+        text,
+        {
+          value: null,
+          error: 'Enter the amount as a plain decimal number, e.g. 5 or 7.50.'
+        }
+      ]);
+    }
+    expect(parseAmount('0.1234567')).toEqual({
+      value: null,
+      error: 'Enter the amount with at most 6 decimals.'
+    });
+  });
+});
+
+describe('budget URLs', () => {
+  it('have no trailing slash before the query', () => {
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://localhost:8888/user/alice/'
+    });
+    expect(budgetUrl(settings, '', { client: 'a b' })).toBe(
+      'http://localhost:8888/user/alice/gpucost/api/budget?client=a+b'
+    );
+    expect(budgetUrl(settings, '')).toBe(
+      'http://localhost:8888/user/alice/gpucost/api/budget'
+    );
+    expect(budgetUrl(settings, 'stop-now')).toBe(
+      'http://localhost:8888/user/alice/gpucost/api/budget/stop-now'
     );
   });
 });

@@ -21,7 +21,12 @@ import {
   rightsizingText
 } from '../panel/format';
 import { CostPanelModel } from '../panel/model';
-import { IHistoryAnswer, IKernelsAnswer, IPanelStatus } from '../panel/types';
+import {
+  IBudgetLine,
+  IHistoryAnswer,
+  IKernelsAnswer,
+  IPanelStatus
+} from '../panel/types';
 import { CostPanel } from '../panel/view';
 import { FakeAnswer, makeStatus } from './fixtures';
 
@@ -240,7 +245,7 @@ describe('chart geometry', () => {
   });
 
   it('places points on the window and breaks lines at missing readings', () => {
-    const g = chartGeometry(makeHistory(), trans);
+    const g = chartGeometry(makeHistory(), trans, '$');
     expect(g.rateMax).toBe(10);
     expect(g.series.map(s => s.key)).toEqual(['rate', 'gpu-0', 'gpu-1']);
     const coords = (d: string): number[][] =>
@@ -489,7 +494,7 @@ describe('CostPanel budget', () => {
     expect(hard).toContain('Admin’s budget (locked)');
     expect(hard).toContain('$2.83 of $20.00 per session spent (14%)');
     expect(node.querySelector('[data-budget="soft"]')!.textContent).toContain(
-      '$2.83 of $5.00 per session spent (57%)'
+      '$2.83 of $5.00 per session spent (56%)'
     );
     expect(
       node.querySelector('[data-field="last-action"]')!.textContent
@@ -702,5 +707,108 @@ describe('CostPanel cells, advice, chart and layout', () => {
       width.mockRestore();
       (globalThis as { ResizeObserver?: unknown }).ResizeObserver = original;
     }
+  });
+});
+
+describe('CostPanel budget, in the server currency', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    requests.length = 0;
+  });
+
+  function line(overrides: Partial<IBudgetLine> = {}): IBudgetLine {
+    return {
+      kind: 'soft',
+      locked: false,
+      scope: 'session',
+      amount_usd: 5,
+      spent_usd: 0.042,
+      remaining_usd: 4.958,
+      share: 0.0084,
+      runs_out_at: '2026-11-23T18:33:57Z',
+      ...overrides
+    };
+  }
+
+  async function render(soft: IBudgetLine): Promise<HTMLElement> {
+    const status = makePanelStatus({
+      currency: 'EUR',
+      currency_symbol: '€',
+      budget: {
+        state: 'ok',
+        hard: null,
+        soft,
+        scopes: ['session'],
+        last_action: null
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      budget: { status: 200, body: {} },
+      kernels: { status: 404 },
+      history: { status: 200, body: makeHistory() }
+    });
+    return node;
+  }
+
+  function type(node: HTMLElement, text: string): void {
+    const input = node.querySelector(
+      '.jp-gpucost-budget-form input'
+    ) as HTMLInputElement;
+    Object.getOwnPropertyDescriptor(
+      HTMLInputElement.prototype,
+      'value'
+    )!.set!.call(input, text);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    (
+      node.querySelector('.jp-gpucost-budget-form') as HTMLFormElement
+    ).requestSubmit();
+  }
+
+  it("labels amounts with the server's symbol and shows the status bar's share", async () => {
+    const node = await render(line());
+    const soft = node.querySelector('[data-budget="soft"]')!.textContent!;
+    expect(soft).toContain('€0.0420 of €5.00 per session spent (0%)');
+    expect(
+      node.querySelector('.jp-gpucost-budget-form label')!.textContent
+    ).toBe('Your budget (€) ');
+    expect(node.textContent).not.toContain('$');
+    const legend = node.querySelector('.jp-gpucost-chart-legend')!.textContent!;
+    expect(legend).toContain('spend rate (€/h): €');
+  });
+
+  it('gives the run-out time in local time, and none once spent', async () => {
+    let node = await render(line());
+    // the tests run in New York time (jest.config.js)
+    expect(node.querySelector('[data-budget="soft"]')!.textContent).toMatch(
+      /runs out at (Nov 23, )?01:33 PM EST at the current rate$/
+    );
+    document.body.innerHTML = '';
+    node = await render(
+      line({ spent_usd: 0.9, amount_usd: 0.47, remaining_usd: 0, share: 1.91 })
+    );
+    const soft = node.querySelector('[data-budget="soft"]')!.textContent!;
+    expect(soft).toContain('€0.90 of €0.47 per session spent (191%)');
+    expect(soft).not.toContain('runs out');
+  });
+
+  it('takes only plain decimal numbers', async () => {
+    const node = await render(line());
+    for (const text of ['0x10', '1e3', 'Infinity', '']) {
+      type(node, text);
+      await new Promise(resolve => setTimeout(resolve, 20));
+      expect(requests.filter(r => r.method === 'PUT')).toEqual([]);
+      expect(
+        node.querySelector('.jp-gpucost-panel-note[data-state="error"]')!
+          .textContent
+      ).toBe('Enter the amount as a plain decimal number, e.g. 5 or 7.50.');
+    }
+    type(node, '12.5');
+    await new Promise(resolve => setTimeout(resolve, 50));
+    const put = requests.find(r => r.method === 'PUT');
+    expect(JSON.parse(put!.body!)).toEqual({
+      amount_usd: 12.5,
+      scope: 'session'
+    });
   });
 });

@@ -46,15 +46,129 @@ export function bindingBudget(
 }
 
 /**
- * `14:02` (local time) from an ISO-8601 instant.
+ * When a budget runs out, in the browser's local time and time zone:
+ * `01:33 PM EST` (the locale's clock), with the date in front when it is not
+ * today (`Nov 24, 01:33 PM EST`). Every run-out time of the front end is
+ * written by this function.
  */
-export function formatClock(iso: string): string {
+export function formatRunOut(iso: string, now: number = Date.now()): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) {
     return iso;
   }
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  return `${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  const time = date.toLocaleTimeString([], {
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short'
+  });
+  if (date.toDateString() === new Date(now).toDateString()) {
+    return time;
+  }
+  const day = date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+  return `${day}, ${time}`;
+}
+
+/**
+ * Whether all of a budget is spent: it then has no run-out time to show.
+ */
+export function isSpent(
+  line: Pick<IBudgetStanding, 'share' | 'remaining_usd'>
+): boolean {
+  if (line.remaining_usd !== null && line.remaining_usd <= 0) {
+    return true;
+  }
+  return line.share !== null && line.share >= 1;
+}
+
+/**
+ * When a budget that is not spent yet runs out at the current rate, formatted
+ * by `formatRunOut`; `null` when it never does or is spent already.
+ */
+export function runOutText(
+  line: Pick<IBudgetStanding, 'share' | 'remaining_usd' | 'runs_out_at'>,
+  now: number = Date.now()
+): string | null {
+  if (!line.runs_out_at || isSpent(line)) {
+    return null;
+  }
+  return formatRunOut(line.runs_out_at, now);
+}
+
+/**
+ * A server message with its run-out time (`runs out at 18:19 UTC`) written in
+ * the browser's local time instead, from the event's `runs_out_at`; the message
+ * as it is when it has no such time.
+ */
+export function localizeRunOut(
+  message: string,
+  runsOutAt: string | null | undefined,
+  now: number = Date.now()
+): string {
+  if (!runsOutAt || Number.isNaN(new Date(runsOutAt).getTime())) {
+    return message;
+  }
+  return message.replace(
+    /runs out at \d{1,2}:\d{2}(?::\d{2})? UTC/,
+    `runs out at ${formatRunOut(runsOutAt, now)}`
+  );
+}
+
+/**
+ * The share of a budget spent, as a whole percentage, rounded down (a budget
+ * shows 100% only once it is all spent); `?` when not known. The status bar and
+ * the panel both show this.
+ */
+export function budgetPercent(share: number | null): string {
+  if (share === null || !Number.isFinite(share)) {
+    return '?';
+  }
+  // to millionths first, so that 0.57 (56.99999… × 100) is 57, not 56
+  return String(Math.floor(Math.round(share * 1_000_000) / 10_000));
+}
+
+/**
+ * The largest number of decimals an amount may have (as the budget API).
+ */
+export const AMOUNT_DECIMALS = 6;
+
+/**
+ * What `parseAmount` accepts, as an HTML `pattern` (the browser then refuses
+ * anything else before it is sent).
+ */
+export const AMOUNT_PATTERN = '\\d+(\\.\\d{0,6})?|\\.\\d{1,6}';
+
+/**
+ * A budget amount typed by a person: a plain decimal number (`5`, `7.5`,
+ * `0.000001`) with at most six decimals. `0x10`, `1e3`, `Infinity`, `1,000`
+ * and the empty string are refused with a message saying what is accepted; the
+ * server checks the range.
+ */
+export function parseAmount(
+  text: string
+): { value: number; error: null } | { value: null; error: string } {
+  const plain = text.trim();
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(plain)) {
+    return {
+      value: null,
+      error: 'Enter the amount as a plain decimal number, e.g. 5 or 7.50.'
+    };
+  }
+  const decimals = plain.split('.')[1] ?? '';
+  if (decimals.length > AMOUNT_DECIMALS) {
+    return {
+      value: null,
+      error: `Enter the amount with at most ${AMOUNT_DECIMALS} decimals.`
+    };
+  }
+  return { value: Number(plain), error: null };
+}
+
+/**
+ * The currency symbol as a label, e.g. `€` or `EUR` (no trailing space); `''`
+ * when it is not known yet.
+ */
+export function currencyLabel(symbol: string): string {
+  return symbol.trim();
 }
 
 /**
@@ -66,15 +180,20 @@ export function formatCountdown(seconds: number): string {
 }
 
 /**
- * The short text of the budget status item, e.g. `budget 42% of $5.00`.
+ * The short text of the budget status item, e.g. `budget 42% of $5.00`, with
+ * the server's currency symbol.
  */
-export function budgetText(status: IBudgetStatus | null, now: number): string {
+export function budgetText(
+  status: IBudgetStatus | null,
+  now: number,
+  symbol: string
+): string {
   const budget = bindingBudget(status);
   if (!status || !budget) {
     return '';
   }
   const lock = budget.locked ? '🔒 ' : '';
-  const amount = formatMoney(budget.amount_usd, '$');
+  const amount = formatMoney(budget.amount_usd, symbol);
   if (status.state === 'grace' && status.grace) {
     const left = (new Date(status.grace.ends).getTime() - now) / 1000;
     return `${lock}budget spent · stop in ${formatCountdown(left)}`;
@@ -85,14 +204,18 @@ export function budgetText(status: IBudgetStatus | null, now: number): string {
   if (status.state === 'acted') {
     return `${lock}budget of ${amount} spent`;
   }
-  const pct = budget.share === null ? '?' : Math.floor(budget.share * 100);
-  return `${lock}budget ${pct}% of ${amount}`;
+  return `${lock}budget ${budgetPercent(budget.share)}% of ${amount}`;
 }
 
 /**
- * The tooltip: each budget, the projected run-out, the last action.
+ * The tooltip: each budget, the projected run-out (none once spent), the last
+ * action; amounts with the server's currency symbol.
  */
-export function budgetTitle(status: IBudgetStatus | null): string {
+export function budgetTitle(
+  status: IBudgetStatus | null,
+  symbol: string,
+  now: number = Date.now()
+): string {
   if (!status) {
     return '';
   }
@@ -107,14 +230,13 @@ export function budgetTitle(status: IBudgetStatus | null): string {
     const spent =
       budget.spent_usd === null
         ? 'spent: not known'
-        : `${formatMoney(budget.spent_usd, '$')} spent`;
+        : `${formatMoney(budget.spent_usd, symbol)} spent`;
     lines.push(
-      `${who}: ${formatMoney(budget.amount_usd, '$')} per ${budget.scope}, ${spent}.`
+      `${who}: ${formatMoney(budget.amount_usd, symbol)} per ${budget.scope}, ${spent}.`
     );
-    if (budget.runs_out_at) {
-      lines.push(
-        `At the current rate it runs out at ${formatClock(budget.runs_out_at)}.`
-      );
+    const runOut = runOutText(budget, now);
+    if (runOut) {
+      lines.push(`At the current rate it runs out at ${runOut}.`);
     }
   }
   if (lines.length) {

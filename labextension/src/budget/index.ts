@@ -11,13 +11,19 @@ import { UUID } from '@lumino/coreutils';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
+import { currencySymbol } from '../format';
+import { requestStatus } from '../request';
 import { STATUS_ITEM_ID } from '../view';
 import {
+  AMOUNT_PATTERN,
   bindingBudget,
   budgetDisplayState,
   budgetText,
   budgetTitle,
-  formatCountdown
+  currencyLabel,
+  formatCountdown,
+  localizeRunOut,
+  parseAmount
 } from './format';
 import { acknowledgeSave, getBudget, setSoftBudget, stopNow } from './request';
 import { BUDGET_EVENT_SCHEMA, IBudgetEvent, IBudgetStatus } from './tokens';
@@ -79,21 +85,7 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
     if (settingRegistry) {
       void settingRegistry
         .load(budgetPlugin.id)
-        .then(settings => {
-          controller.settings = settings;
-          const apply = (): void => {
-            const amount = settings.get('softBudgetUsd').composite;
-            const scope = settings.get('scope').composite;
-            void controller.applySetting(
-              typeof amount === 'number' ? amount : null,
-              typeof scope === 'string' ? scope : 'session'
-            );
-          };
-          settings.changed.connect(apply);
-          if (settings.get('softBudgetUsd').user !== undefined) {
-            apply();
-          }
-        })
+        .then(settings => controller.attachSettings(settings))
         .catch(reason => {
           console.error('jupyter-gpucost: budget settings not loaded', reason);
         });
@@ -136,10 +128,13 @@ export class BudgetController {
   readonly item = new Widget();
 
   /**
-   * The budget settings: a budget raised from the countdown is written back, so
-   * that the next page load does not set the old one again.
+   * Stop asking the server and close the countdown.
    */
-  settings: ISettingRegistry.ISettings | null = null;
+  dispose(): void {
+    this._poll.dispose();
+    this.closeCountdown();
+    this._budgetSettings?.changed.disconnect(this._onSettingsChanged, this);
+  }
 
   /**
    * The last budget received.
@@ -149,12 +144,44 @@ export class BudgetController {
   }
 
   /**
+   * The server's currency symbol (amounts are in the server's currency), `''`
+   * until the server has told it.
+   */
+  get symbol(): string {
+    return this._symbol ?? '';
+  }
+
+  /**
+   * The budget settings (*GPU Cost: budget*), kept in step with the server.
+   *
+   * The server's budget is the one truth: a change saved in the settings (the
+   * Settings Editor) is sent to the server, and whatever the server's soft
+   * budget becomes (set here, in the panel, with `%gpucost budget`, through
+   * the API) is written back to the settings. Loading the page sends nothing.
+   */
+  attachSettings(settings: ISettingRegistry.ISettings): void {
+    this._budgetSettings = settings;
+    this._settingsSeen = Private.readSettings(settings);
+    settings.changed.connect(this._onSettingsChanged, this);
+    void this.syncSettings();
+  }
+
+  /**
    * Ask the server for the budget and show it.
    */
   async refresh(): Promise<void> {
-    const status = await getBudget(this._settings, this.client);
+    const changes = this._changes;
+    const [status] = await Promise.all([
+      getBudget(this._settings, this.client),
+      this._loadCurrency()
+    ]);
+    if (changes !== this._changes) {
+      // the budget was set while this answer was on its way: it is older
+      return;
+    }
     this._status = status;
     this.render();
+    void this.syncSettings();
     if (status.state === 'grace' && status.grace) {
       this.showCountdown(status.grace.ends, status.grace.can_raise);
     } else if (this._countdown && status.state !== 'enforcing') {
@@ -176,7 +203,9 @@ export class BudgetController {
     switch (event.kind) {
       case 'threshold':
       case 'idle':
-        Notification.warning(event.message, { autoClose: false });
+        Notification.warning(localizeRunOut(event.message, event.runs_out_at), {
+          autoClose: false
+        });
         break;
       case 'grace':
         if (event.grace_ends) {
@@ -216,12 +245,48 @@ export class BudgetController {
       return;
     }
     try {
-      this._status = await setSoftBudget(this._settings, amount, scope);
-      this.render();
+      await this._setSoftBudget(amount, scope);
     } catch (reason) {
       Notification.error(`Budget not set: ${(reason as Error).message}`, {
         autoClose: 8000
       });
+      // the settings show the server's budget again
+      void this.syncSettings();
+    }
+  }
+
+  /**
+   * Write the server's soft budget to the settings when they differ from it.
+   */
+  async syncSettings(): Promise<void> {
+    const settings = this._budgetSettings;
+    const status = this._status;
+    if (!settings || !status || this._applying > 0) {
+      return;
+    }
+    const soft = status.soft;
+    const target: Private.ISettingValues = soft
+      ? { amount: soft.amount_usd, scope: soft.scope }
+      : { amount: null, scope: this._settingsSeen.scope };
+    if (Private.sameSettings(target, this._settingsSeen)) {
+      return;
+    }
+    this._settingsSeen = target;
+    const raw = {
+      ...(settings.user as { [key: string]: unknown }),
+      softBudgetUsd: target.amount,
+      scope: target.scope
+    };
+    this._settingWrites += 1;
+    try {
+      await settings.save(JSON.stringify(raw, null, 2));
+    } catch (reason) {
+      console.warn(
+        'jupyter-gpucost: the budget settings could not be kept in step with the server',
+        reason
+      );
+    } finally {
+      this._settingWrites -= 1;
     }
   }
 
@@ -250,14 +315,9 @@ export class BudgetController {
         failed.push(context.path);
       }
     }
-    if (this._countdownId) {
-      Notification.update({
-        id: this._countdownId,
-        message: `Budget spent: ${saved.length} notebook(s) saved; stopping.`,
-        type: 'warning',
-        autoClose: false,
-        actions: []
-      });
+    if (this._countdown) {
+      this._closingMessage = `Budget spent: ${saved.length} notebook(s) saved; stopping.`;
+      this.tickCountdown();
     }
     try {
       await acknowledgeSave(this._settings, {
@@ -292,6 +352,8 @@ export class BudgetController {
    * Close the countdown notification.
    */
   closeCountdown(): void {
+    this._stopping = false;
+    this._closingMessage = null;
     if (this._countdown) {
       window.clearInterval(this._countdown);
       this._countdown = null;
@@ -309,8 +371,8 @@ export class BudgetController {
     const status = this._status;
     const state = budgetDisplayState(status);
     this.item.node.dataset.budget = state;
-    this.item.node.textContent = budgetText(status, Date.now());
-    this.item.node.title = budgetTitle(status);
+    this.item.node.textContent = budgetText(status, Date.now(), this.symbol);
+    this.item.node.title = budgetTitle(status, this.symbol);
     this.item.node.classList.add('jp-StatusBar-TextItem');
     const costItem = document.getElementById(STATUS_ITEM_ID);
     if (costItem) {
@@ -328,6 +390,9 @@ export class BudgetController {
   }
 
   private countdownMessage(): string {
+    if (this._closingMessage) {
+      return this._closingMessage;
+    }
     const left = (this._endsAt - Date.now()) / 1000;
     const budget = bindingBudget(this._status);
     const action = this._status?.action ?? 'shutdown';
@@ -338,19 +403,35 @@ export class BudgetController {
           ? 'the kernels are interrupted'
           : 'the kernels shut down';
     const whose = budget?.locked ? "The administrator's" : 'Your';
+    if (this._stopping || this._status?.state === 'enforcing') {
+      return `${whose} budget is spent. Saving notebooks, then ${what}.`;
+    }
     return `${whose} budget is spent. Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
   }
 
   private countdownActions(): Notification.IAction[] {
+    if (
+      this._closingMessage ||
+      this._stopping ||
+      this._status?.state === 'enforcing'
+    ) {
+      return [];
+    }
+    // each callback prevents the default, which would dismiss the countdown
     const actions: Notification.IAction[] = [
       {
         label: 'Save and stop now',
         caption: 'Save the open notebooks and take the budget action now',
         displayType: 'warn',
-        callback: () => {
-          void stopNow(this._settings).catch(reason =>
-            console.error('jupyter-gpucost: stop now failed', reason)
-          );
+        callback: event => {
+          event.preventDefault();
+          this._stopping = true;
+          this.tickCountdown();
+          void stopNow(this._settings).catch(reason => {
+            this._stopping = false;
+            this.tickCountdown();
+            console.error('jupyter-gpucost: stop now failed', reason);
+          });
         }
       }
     ];
@@ -359,51 +440,119 @@ export class BudgetController {
         label: 'Raise budget',
         caption: 'Set a higher budget of your own',
         displayType: 'accent',
-        callback: () => void this.raise()
+        callback: event => {
+          event.preventDefault();
+          void this.raise();
+        }
       });
     }
     return actions;
   }
 
+  /**
+   * Update the countdown notification; show it again if it was dismissed (it
+   * stays until the countdown ends or is cleared).
+   */
   private tickCountdown(): void {
     if (!this._countdownId) {
       return;
     }
-    Notification.update({
+    const message = this.countdownMessage();
+    const actions = this.countdownActions();
+    const shown = Notification.update({
       id: this._countdownId,
-      message: this.countdownMessage(),
+      message,
       type: 'warning',
       autoClose: false,
-      actions: this.countdownActions()
+      actions
     });
+    if (!shown) {
+      this._countdownId = Notification.warning(message, {
+        autoClose: false,
+        actions
+      });
+    }
     this.render();
   }
 
   private async raise(): Promise<void> {
     const soft = this._status?.soft;
     const current = soft?.amount_usd ?? 0;
-    const result = await InputDialog.getNumber({
+    const symbol = currencyLabel(this.symbol);
+    const result = await InputDialog.getText({
       title: 'Raise your budget',
-      label: 'New budget (dollars)',
-      value: Math.ceil(current * 2 * 100) / 100
+      label: symbol
+        ? `New budget (${symbol}, up to 6 decimals)`
+        : 'New budget (up to 6 decimals)',
+      text: String(Math.ceil(current * 2 * 100) / 100),
+      pattern: AMOUNT_PATTERN,
+      required: true
     });
     if (!result.button.accept || result.value === null) {
       return;
     }
+    const amount = parseAmount(result.value);
+    if (amount.error !== null) {
+      Notification.error(`Budget not raised: ${amount.error}`, {
+        autoClose: 8000
+      });
+      return;
+    }
     try {
-      this._status = await setSoftBudget(
-        this._settings,
-        result.value,
-        soft?.scope ?? 'session'
-      );
-      this.render();
-      if (this.settings) {
-        await this.settings.set('softBudgetUsd', result.value);
-      }
+      await this._setSoftBudget(amount.value, soft?.scope ?? 'session');
     } catch (reason) {
       Notification.error(`Budget not raised: ${(reason as Error).message}`, {
         autoClose: 8000
       });
+    }
+  }
+
+  /**
+   * Set the soft budget on the server, show it and write it to the settings.
+   */
+  private async _setSoftBudget(
+    amount: number | null,
+    scope: string
+  ): Promise<void> {
+    this._applying += 1;
+    try {
+      this._status = await setSoftBudget(this._settings, amount, scope);
+      this._changes += 1;
+    } finally {
+      this._applying -= 1;
+    }
+    this.render();
+    void this.syncSettings();
+  }
+
+  /**
+   * The settings changed: send a change made there (not one written by
+   * `syncSettings`) to the server.
+   */
+  private _onSettingsChanged(settings: ISettingRegistry.ISettings): void {
+    if (this._settingWrites > 0) {
+      return;
+    }
+    const values = Private.readSettings(settings);
+    if (Private.sameSettings(values, this._settingsSeen)) {
+      return;
+    }
+    this._settingsSeen = values;
+    void this.applySetting(values.amount, values.scope);
+  }
+
+  /**
+   * Learn the server's currency symbol once, from the status.
+   */
+  private async _loadCurrency(): Promise<void> {
+    if (this._symbol !== null) {
+      return;
+    }
+    try {
+      this._symbol = currencySymbol(await requestStatus(this._settings));
+    } catch (reason) {
+      // asked again at the next refresh; amounts have no symbol until then
+      console.warn('jupyter-gpucost: currency not known yet', reason);
     }
   }
 
@@ -417,4 +566,49 @@ export class BudgetController {
   private _countdownId: string | null = null;
   private _endsAt = 0;
   private _canRaise = false;
+  private _stopping = false;
+  private _closingMessage: string | null = null;
+  private _symbol: string | null = null;
+  private _budgetSettings: ISettingRegistry.ISettings | null = null;
+  private _settingsSeen: Private.ISettingValues = {
+    amount: null,
+    scope: 'session'
+  };
+  private _settingWrites = 0;
+  private _applying = 0;
+  private _changes = 0;
+}
+
+/**
+ * Module-private helpers.
+ */
+namespace Private {
+  /**
+   * The budget settings' values.
+   */
+  export interface ISettingValues {
+    amount: number | null;
+    scope: string;
+  }
+
+  /**
+   * The budget settings' values now.
+   */
+  export function readSettings(
+    settings: ISettingRegistry.ISettings
+  ): ISettingValues {
+    const amount = settings.get('softBudgetUsd').composite;
+    const scope = settings.get('scope').composite;
+    return {
+      amount: typeof amount === 'number' ? amount : null,
+      scope: typeof scope === 'string' ? scope : 'session'
+    };
+  }
+
+  /**
+   * Whether two sets of values are the same budget.
+   */
+  export function sameSettings(a: ISettingValues, b: ISettingValues): boolean {
+    return a.amount === b.amount && (a.amount === null || a.scope === b.scope);
+  }
 }

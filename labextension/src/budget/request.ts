@@ -10,19 +10,31 @@ import { IBudgetStatus } from './tokens';
 export const BUDGET_ROUTE = 'gpucost/api/budget';
 
 /**
+ * The URL of a budget route (`path` below the budget route, `''` for the route
+ * itself), with the query appended after the path: never a trailing slash,
+ * which the server would answer with a redirect.
+ */
+export function budgetUrl(
+  settings: ServerConnection.ISettings,
+  path: string,
+  query: { [key: string]: string } = {}
+): string {
+  const search = new URLSearchParams(query).toString();
+  const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE, path);
+  return search ? `${url}?${search}` : url;
+}
+
+/**
  * Call a budget route; resolves with the JSON body, rejects with the server's
  * message.
  */
 export function budgetRequest<T>(
   settings: ServerConnection.ISettings,
   path: string,
-  init: RequestInit = {}
+  init: RequestInit = {},
+  query: { [key: string]: string } = {}
 ): Promise<T> {
-  return sendJson<T>(
-    settings,
-    URLExt.join(settings.baseUrl, BUDGET_ROUTE, path),
-    init
-  );
+  return sendJson<T>(settings, budgetUrl(settings, path, query), init);
 }
 
 /**
@@ -32,10 +44,7 @@ export function getBudget(
   settings: ServerConnection.ISettings,
   client: string
 ): Promise<IBudgetStatus> {
-  return budgetRequest<IBudgetStatus>(
-    settings,
-    `?client=${encodeURIComponent(client)}`
-  );
+  return budgetRequest<IBudgetStatus>(settings, '', {}, { client });
 }
 
 /**

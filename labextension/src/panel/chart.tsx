@@ -45,7 +45,7 @@ export interface IChartSeries {
  */
 export interface IChartGeometry {
   series: IChartSeries[];
-  /** The top of the rate axis ($/h), a "nice" number. */
+  /** The top of the rate axis (per hour), a "nice" number. */
   rateMax: number;
   /** Ticks of the rate axis (values and y positions). */
   rateTicks: { value: number; y: number }[];
@@ -73,12 +73,14 @@ export function niceCeiling(value: number): number {
 }
 
 /**
- * Scale a history to the chart: the spend rate on the left axis ($/h), each
- * GPU's utilisation on the right axis (0–100 %), time along the bottom.
+ * Scale a history to the chart: the spend rate on the left axis (the server's
+ * currency per hour, labelled with its `symbol`), each GPU's utilisation on the
+ * right axis (0–100 %), time along the bottom.
  */
 export function chartGeometry(
   history: IHistoryAnswer,
   trans: TranslationBundle,
+  symbol: string,
   width: number = CHART_WIDTH
 ): IChartGeometry {
   const { top, right, bottom, left } = CHART_MARGIN;
@@ -120,7 +122,7 @@ export function chartGeometry(
   const series: IChartSeries[] = [
     {
       key: 'rate',
-      label: trans.__('spend rate ($/h)'),
+      label: trans.__('spend rate (%1/h)', symbol.trim()),
       path: path(rates.map(r => (Number.isFinite(r) ? yRate(r) : null))),
       last: rates.length ? rates[rates.length - 1] : null
     }
@@ -249,7 +251,7 @@ export function CostChart(props: {
     observer.observe(node);
     return () => observer.disconnect();
   }, [empty]);
-  const geometry = chartGeometry(history, trans, width);
+  const geometry = chartGeometry(history, trans, symbol, width);
   const { top, right, bottom, left } = CHART_MARGIN;
   const plotBottom = CHART_HEIGHT - bottom;
   const withDate = geometry.end - geometry.start > 20 * 3600 * 1000;

@@ -8,6 +8,12 @@ import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { badgeSeconds } from '../cells/format';
+import {
+  budgetPercent,
+  currencyLabel,
+  parseAmount,
+  runOutText
+} from '../budget/format';
 import { describePaths } from '../export/format';
 import { currencySymbol, formatMoney, formatRate } from '../format';
 import { CostChart } from './chart';
@@ -230,6 +236,7 @@ namespace Private {
     trans: TranslationBundle;
   }): React.ReactElement {
     const { line, symbol, trans } = props;
+    const runOut = runOutText(line);
     const who =
       line.kind === 'hard'
         ? trans.__('Admin’s budget (locked)')
@@ -243,14 +250,10 @@ namespace Private {
           line.spent_usd === null ? '—' : formatMoney(line.spent_usd, symbol),
           formatMoney(line.amount_usd, symbol),
           line.scope,
-          line.share === null ? '—' : Math.round(line.share * 100)
+          line.share === null ? '—' : budgetPercent(line.share)
         )}
-        {line.runs_out_at &&
-          ' · ' +
-            trans.__(
-              'runs out at %1 at the current rate',
-              new Date(line.runs_out_at).toLocaleString()
-            )}
+        {runOut !== null &&
+          ' · ' + trans.__('runs out at %1 at the current rate', runOut)}
       </li>
     );
   }
@@ -295,16 +298,18 @@ namespace Private {
           className="jp-gpucost-budget-form"
           onSubmit={event => {
             event.preventDefault();
-            const value = Number(amount);
-            if (!amount.trim() || !Number.isFinite(value)) {
-              setError(trans.__('Enter an amount in dollars, e.g. 5'));
+            const parsed = parseAmount(amount);
+            if (parsed.error !== null) {
+              setError(trans.__(parsed.error));
               return;
             }
-            submit(value);
+            submit(parsed.value);
           }}
         >
           <label>
-            {trans.__('Your budget ($)')}{' '}
+            {currencyLabel(symbol)
+              ? trans.__('Your budget (%1)', currencyLabel(symbol))
+              : trans.__('Your budget')}{' '}
             <input
               className="jp-mod-styled"
               inputMode="decimal"

@@ -1,0 +1,445 @@
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Dialog, Notification } from '@jupyterlab/apputils';
+import { Event, ServerConnection } from '@jupyterlab/services';
+import { ISettingRegistry, SettingRegistry } from '@jupyterlab/settingregistry';
+import { IDataConnector } from '@jupyterlab/statedb';
+import { Signal } from '@lumino/signaling';
+import * as json5 from 'json5';
+
+import {
+  BUDGET_EVENT_SCHEMA,
+  BudgetController,
+  budgetPlugin,
+  IBudgetStanding,
+  IBudgetStatus
+} from '../budget';
+import { makeStatus } from './fixtures';
+
+import schema from '../../schema/budget.json';
+
+const PLUGIN = 'jupyter-gpucost:budget';
+
+function standing(overrides: Partial<IBudgetStanding> = {}): IBudgetStanding {
+  return {
+    kind: 'soft',
+    locked: false,
+    scope: 'session',
+    amount_usd: 5,
+    spent_usd: 2.1,
+    remaining_usd: 2.9,
+    share: 0.42,
+    runs_out_at: null,
+    fired_pct: [],
+    ...overrides
+  };
+}
+
+function budget(overrides: Partial<IBudgetStatus> = {}): IBudgetStatus {
+  return {
+    state: 'ok',
+    hard: null,
+    soft: standing(),
+    binding: 'soft',
+    runs_out_at: null,
+    thresholds_pct: [50, 80, 95],
+    grace_s: 120,
+    grace: null,
+    action: 'shutdown',
+    save_request: null,
+    scopes: ['session', 'day', 'month'],
+    last_action: null,
+    ...overrides
+  };
+}
+
+/**
+ * A Jupyter server with the budget routes: it keeps the soft budget it is
+ * given, and records every request.
+ */
+class BudgetServer {
+  constructor(public status: IBudgetStatus) {}
+
+  readonly requests: { method: string; url: string; body: unknown }[] = [];
+
+  readonly settings = ServerConnection.makeSettings({
+    baseUrl: 'http://localhost:8888/user/alice/',
+    fetch: async (input: RequestInfo, init?: RequestInit) => {
+      const request = new Request(input, init);
+      const text = await request.text();
+      const body = text ? JSON.parse(text) : null;
+      this.requests.push({ method: request.method, url: request.url, body });
+      const path = new URL(request.url).pathname;
+      if (path.endsWith('/gpucost/api/status')) {
+        return this.answer(
+          makeStatus({ currency: 'EUR', currency_symbol: '€' })
+        );
+      }
+      if (path.endsWith('/gpucost/api/budget/')) {
+        // what the server does with a trailing slash
+        return new Response(null, { status: 302 });
+      }
+      if (path.endsWith('/gpucost/api/budget')) {
+        if (request.method === 'PUT') {
+          const { amount_usd: amount, scope } = body as {
+            amount_usd: number | null;
+            scope: 'session' | 'day' | 'month';
+          };
+          this.status = {
+            ...this.status,
+            soft:
+              amount === null
+                ? null
+                : standing({ amount_usd: amount, scope, share: 2.1 / amount })
+          };
+        }
+        return this.answer(this.status);
+      }
+      if (path.endsWith('/gpucost/api/budget/stop-now')) {
+        this.status = { ...this.status, state: 'enforcing' };
+        return this.answer({ stopping: true });
+      }
+      return new Response('', { status: 404 });
+    }
+  });
+
+  puts(): unknown[] {
+    return this.requests.filter(r => r.method === 'PUT').map(r => r.body);
+  }
+
+  private answer(body: unknown): Response {
+    return new Response(JSON.stringify(body), {
+      status: 200,
+      headers: { 'Content-Type': 'application/json' }
+    });
+  }
+}
+
+/**
+ * Where the settings are stored: the user settings file of the budget plugin.
+ */
+class SettingsFile implements IDataConnector<ISettingRegistry.IPlugin, string> {
+  constructor(public raw: string) {}
+
+  async list(): Promise<{ ids: string[]; values: ISettingRegistry.IPlugin[] }> {
+    return { ids: [], values: [] };
+  }
+
+  async remove(): Promise<void> {
+    this.raw = '{}';
+  }
+
+  async fetch(id: string): Promise<ISettingRegistry.IPlugin | undefined> {
+    return {
+      id,
+      raw: this.raw,
+      schema: schema as ISettingRegistry.ISchema,
+      version: '0.1.0',
+      data: { composite: {}, user: {} }
+    };
+  }
+
+  async save(id: string, raw: string): Promise<void> {
+    this.raw = raw;
+  }
+
+  user(): { [key: string]: unknown } {
+    return json5.parse(this.raw);
+  }
+}
+
+/**
+ * The budget plugin, started as JupyterLab starts it.
+ */
+async function activate(
+  server: BudgetServer,
+  file: SettingsFile
+): Promise<ISettingRegistry> {
+  const stream = new Signal<unknown, Event.Emission>({});
+  const app = {
+    serviceManager: {
+      serverSettings: server.settings,
+      events: { stream },
+      sessions: { refreshRunning: async () => undefined },
+      kernels: { refreshRunning: async () => undefined }
+    }
+  } as unknown as JupyterFrontEnd;
+  const registry = new SettingRegistry({ connector: file });
+  void budgetPlugin.activate(app, null, null, registry);
+  return registry;
+}
+
+async function until(what: string, predicate: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!predicate()) {
+    if (Date.now() > deadline) {
+      throw new Error(`timed out: ${what}`);
+    }
+    await new Promise(resolve => setTimeout(resolve, 20));
+  }
+}
+
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
+
+function countdownNotification(): Notification.INotification | undefined {
+  return Notification.manager.notifications.find(n =>
+    n.message.includes('budget is spent')
+  );
+}
+
+function click(action: Notification.IAction): MouseEvent {
+  const event = new MouseEvent('click', { cancelable: true });
+  action.callback(event);
+  return event;
+}
+
+function action(label: string): Notification.IAction {
+  const found = (countdownNotification()?.options.actions ?? []).find(
+    a => a.label === label
+  );
+  if (!found) {
+    throw new Error(`no ${label} on the countdown`);
+  }
+  return found;
+}
+
+async function dialogInput(): Promise<HTMLInputElement> {
+  await until('the dialog', () => !!document.querySelector('.jp-Dialog input'));
+  return document.querySelector('.jp-Dialog input') as HTMLInputElement;
+}
+
+function pressDialog(label: RegExp): void {
+  const buttons = Array.from(
+    document.querySelectorAll<HTMLButtonElement>('.jp-Dialog button')
+  );
+  const button = buttons.find(b => label.test(b.textContent ?? ''));
+  if (!button) {
+    throw new Error(`no ${label} button in the dialog`);
+  }
+  button.click();
+}
+
+let controllers: BudgetController[] = [];
+
+function makeController(server: BudgetServer): BudgetController {
+  const controller = new BudgetController(server.settings, null);
+  controllers.push(controller);
+  return controller;
+}
+
+afterEach(() => {
+  for (const controller of controllers) {
+    controller.dispose();
+  }
+  controllers = [];
+  Notification.dismiss();
+  Dialog.flush();
+  document.body.innerHTML = '';
+});
+
+describe('the budget settings and the server', () => {
+  it('does not send the budget of the settings when the page loads', async () => {
+    const server = new BudgetServer(
+      budget({ soft: standing({ amount_usd: 50 }) })
+    );
+    const file = new SettingsFile('{"softBudgetUsd": 20}');
+    await activate(server, file);
+    await until('a first answer', () =>
+      server.requests.some(r => r.url.includes('api/budget'))
+    );
+    await sleep(200);
+    expect(server.puts()).toEqual([]);
+    expect(server.status.soft?.amount_usd).toBe(50);
+    // the settings now say what the server has
+    await until('the settings to follow the server', () => {
+      return file.user().softBudgetUsd === 50;
+    });
+  });
+
+  it("follows the server's budget however it was set, and sends a change saved in the settings", async () => {
+    const server = new BudgetServer(
+      budget({ soft: standing({ amount_usd: 8 }) })
+    );
+    const file = new SettingsFile('{"softBudgetUsd": 8}');
+    const registry = await activate(server, file);
+    await until('a first answer', () =>
+      server.requests.some(r => r.url.includes('api/budget'))
+    );
+    // set elsewhere (the panel, %gpucost budget, the API)
+    server.status = budget({
+      soft: standing({ amount_usd: 50, scope: 'day' })
+    });
+    await until('the settings to follow the server', () => {
+      const user = file.user();
+      return user.softBudgetUsd === 50 && user.scope === 'day';
+    });
+    expect(server.puts()).toEqual([]);
+
+    // a change saved in the Settings Editor goes to the server
+    await registry.set(PLUGIN, 'softBudgetUsd', 12.5);
+    await until('the PUT', () => server.puts().length === 1);
+    expect(server.puts()).toEqual([{ amount_usd: 12.5, scope: 'day' }]);
+    expect(server.status.soft?.amount_usd).toBe(12.5);
+
+    // removed elsewhere: the settings say so, and nothing is sent back
+    server.status = budget({ soft: null, binding: null });
+    await until('the settings to follow the removal', () => {
+      return file.user().softBudgetUsd === null;
+    });
+    await sleep(100);
+    expect(server.puts()).toHaveLength(1);
+    expect(server.status.soft).toBeNull();
+  });
+});
+
+describe('the budget requests', () => {
+  it('asks for the budget with no trailing slash', async () => {
+    const server = new BudgetServer(budget());
+    const controller = makeController(server);
+    await controller.refresh();
+    const gets = server.requests.filter(r => r.url.includes('/api/budget'));
+    expect(gets.length).toBeGreaterThan(0);
+    for (const get of gets) {
+      expect(get.url).toMatch(
+        /^http:\/\/localhost:8888\/user\/alice\/gpucost\/api\/budget\?client=[0-9a-f-]+(&\d+)?$/
+      );
+    }
+    expect(controller.status?.soft?.amount_usd).toBe(5);
+  });
+});
+
+describe('the budget in the currency of the server', () => {
+  it('writes amounts with the symbol the server is configured with', async () => {
+    const server = new BudgetServer(
+      budget({ soft: standing({ runs_out_at: '2030-01-01T12:00:00Z' }) })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    expect(controller.item.node.textContent).toBe('budget 42% of €5.00');
+    expect(controller.item.node.title).toContain(
+      'Your budget: €5.00 per session, €2.10 spent.'
+    );
+    expect(controller.item.node.textContent).not.toContain('$');
+    expect(controller.item.node.title).not.toContain('$');
+  });
+});
+
+describe('the countdown', () => {
+  function graceBudget(): IBudgetStatus {
+    return budget({
+      state: 'grace',
+      soft: standing({ spent_usd: 5.1, remaining_usd: 0, share: 1.02 }),
+      grace: {
+        started: new Date().toISOString(),
+        ends: new Date(Date.now() + 120_000).toISOString(),
+        remaining_s: 120,
+        reason: 'budget',
+        can_raise: true
+      }
+    });
+  }
+
+  it('stays after Raise budget, then Cancel', async () => {
+    const server = new BudgetServer(graceBudget());
+    const controller = makeController(server);
+    await controller.refresh();
+    expect(countdownNotification()).toBeDefined();
+
+    // the action keeps its notification: the toast would otherwise close
+    const event = click(action('Raise budget'));
+    expect(event.defaultPrevented).toBe(true);
+    await dialogInput();
+    pressDialog(/cancel/i);
+    await sleep(1100);
+    expect(countdownNotification()?.message).toMatch(
+      /Your budget is spent\. .* in 1:5\d\./
+    );
+    expect(action('Save and stop now')).toBeDefined();
+    expect(server.puts()).toEqual([]);
+  });
+
+  it('comes back when its notification is dismissed', async () => {
+    const server = new BudgetServer(graceBudget());
+    const controller = makeController(server);
+    await controller.refresh();
+    Notification.dismiss(countdownNotification()!.id);
+    expect(countdownNotification()).toBeUndefined();
+    await sleep(1100);
+    expect(countdownNotification()?.message).toMatch(/in 1:5\d\./);
+    expect(action('Save and stop now')).toBeDefined();
+    expect(action('Raise budget')).toBeDefined();
+  });
+
+  it('says it is stopping after Save and stop now', async () => {
+    const server = new BudgetServer(graceBudget());
+    const controller = makeController(server);
+    await controller.refresh();
+    const event = click(action('Save and stop now'));
+    expect(event.defaultPrevented).toBe(true);
+    await until('stop-now', () =>
+      server.requests.some(r => r.url.includes('/budget/stop-now'))
+    );
+    expect(countdownNotification()?.message).toBe(
+      'Your budget is spent. Saving notebooks, then the kernels shut down.'
+    );
+    expect(countdownNotification()?.options.actions).toEqual([]);
+  });
+
+  it('raises the budget by any amount with up to 6 decimals, in the server currency', async () => {
+    const server = new BudgetServer(
+      budget({
+        ...graceBudget(),
+        soft: standing({
+          amount_usd: 0.12,
+          spent_usd: 0.13,
+          remaining_usd: 0,
+          share: 1.08
+        })
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    click(action('Raise budget'));
+    const input = await dialogInput();
+    expect(document.querySelector('.jp-Dialog label')?.textContent).toBe(
+      'New budget (€, up to 6 decimals)'
+    );
+    expect(input.value).toBe('0.24');
+    for (const ok of ['0.24', '7.5', '0.3', '12.123456', '50']) {
+      input.value = ok;
+      expect([ok, input.checkValidity()]).toEqual([ok, true]);
+    }
+    for (const refused of ['0x10', '1e3', '1.1234567', '-2', '']) {
+      input.value = refused;
+      expect([refused, input.checkValidity()]).toEqual([refused, false]);
+    }
+    input.value = '7.5';
+    pressDialog(/ok/i);
+    await until('the PUT', () => server.puts().length === 1);
+    expect(server.puts()).toEqual([{ amount_usd: 7.5, scope: 'session' }]);
+  });
+});
+
+describe('the budget warnings', () => {
+  it('gives the run-out time in the browser’s time zone', () => {
+    const server = new BudgetServer(budget());
+    const controller = makeController(server);
+    const runsOut = new Date();
+    runsOut.setUTCHours(18, 19, 0, 0);
+    controller.onEvent({
+      schema_id: BUDGET_EVENT_SCHEMA,
+      version: 1,
+      kind: 'threshold',
+      message:
+        '50% of your €0.47 session budget is spent; at the current rate it runs out at 18:19 UTC.',
+      threshold_pct: 50,
+      runs_out_at: runsOut.toISOString()
+    } as unknown as Event.Emission);
+    const warning = Notification.manager.notifications.find(n =>
+      n.message.startsWith('50% of your')
+    );
+    // 18:19 UTC is 13:19 in New York in winter, 14:19 in summer
+    expect(warning?.message).toMatch(
+      /^50% of your €0\.47 session budget is spent; at the current rate it runs out at 0[12]:19 PM E[SD]T\.$/
+    );
+  });
+});
