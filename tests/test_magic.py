@@ -104,3 +104,26 @@ async def test_the_server_hands_its_prices_to_its_kernels(jp_serverapp: Any) -> 
 @pytest.fixture(autouse=True)
 def _no_stale_prices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_PRICES, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("amount", "kwargs", "shown"),
+    [
+        ("2.512254", {}, "€2.51"),
+        ("0.006312", {}, "€0.0063"),
+        ("0.09996", {}, "€0.10"),
+        ("1234567.891", {}, "€1,234,567.89"),
+        ("0", {}, "€0.0000"),
+        # "a budget above ...": never below what was spent
+        ("2.494001", {"round_up": True}, "€2.50"),
+        ("0.012301", {"round_up": True}, "€0.0124"),
+    ],
+)
+def test_amounts_spent_read_as_the_status_bar_shows_them(
+    amount: str, kwargs: dict[str, bool], shown: str
+) -> None:
+    from decimal import Decimal
+
+    from jupyter_gpucost.kernel.prices import spent_money
+
+    assert spent_money(Decimal(amount), "€", **kwargs) == shown

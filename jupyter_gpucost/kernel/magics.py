@@ -22,7 +22,7 @@ from IPython.display import display
 from .auto import cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, link
 from .measure import Measurement, prices
-from .prices import money
+from .prices import money, spent_money
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
 
@@ -250,7 +250,7 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
     hard = state.get("hard")
     if soft:
         spent = soft.get("spent_usd")
-        spent_text = "" if spent is None else f"{money(spent, symbol)} spent so far"
+        spent_text = "" if spent is None else f"{spent_money(spent, symbol)} spent so far"
         amount = money(soft["amount_usd"], symbol)
         if spent is not None and spent >= soft["amount_usd"]:
             lines.append(
@@ -258,8 +258,9 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
                 f"ALREADY SPENT: {spent_text}."
             )
             lines.append(_what_happens_next(state, symbol))
+            above = spent_money(spent, symbol, round_up=True)
             lines.append(
-                f"  To undo: %gpucost budget off, or a budget above {money(spent, symbol)} "
+                f"  To undo: %gpucost budget off, or a budget above {above} "
                 "(%gpucost budget AMOUNT); the countdown then ends and nothing is stopped."
             )
         else:
@@ -316,7 +317,7 @@ def show_summary(shell: Any) -> None:
             telemetry = status.get("telemetry") or {}
             simulated = " (simulated GPUs)" if telemetry.get("simulated") else ""
             print(
-                f"gpucost: this session has cost {symbol}{float(status['cost_usd']):,.2f} "
+                f"gpucost: this session has cost {spent_money(status['cost_usd'], symbol)} "
                 f"in {int(elapsed // 3600)} h {int(elapsed % 3600 // 60):02d} min, now "
                 f"{symbol}{float(status['rate_usd_per_hour']):,.2f}/h{simulated}"
             )
@@ -325,7 +326,7 @@ def show_summary(shell: Any) -> None:
             if binding:
                 spent = binding.get("spent_usd")
                 print(
-                    f"  budget: {'unknown' if spent is None else money(spent, symbol)} of "
+                    f"  budget: {'unknown' if spent is None else spent_money(spent, symbol)} of "
                     f"{money(binding['amount_usd'], symbol)} per {binding['scope']} "
                     f"({binding['kind']})"
                 )
@@ -336,7 +337,7 @@ def show_summary(shell: Any) -> None:
         print(
             f"  cells priced in this kernel: {tally.total_cells} "
             f"({tally.cells['auto']} by auto mode, {tally.cells['magic']} by %%gpucost), "
-            f"{money(Decimal(tally.total_micro_usd) / 1_000_000, symbol)} in all"
+            f"{spent_money(Decimal(tally.total_micro_usd) / 1_000_000, symbol)} in all"
             + (" (auto is off)" if auto_off else "")
         )
     show_prices()

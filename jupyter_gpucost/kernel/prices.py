@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
 ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
@@ -104,6 +104,28 @@ def money(amount: Decimal | float | int | str, symbol: str = "$") -> str:
     text = f"{value:,.6f}".rstrip("0")
     whole, _, decimals = text.partition(".")
     return f"{sign}{symbol}{whole}.{decimals.ljust(2, '0')}"
+
+
+#: below this an amount spent is shown with four decimals, as in JupyterLab's status bar
+SMALL_AMOUNT = Decimal("0.1")
+
+
+def spent_money(
+    amount: Decimal | float | int | str, symbol: str = "$", *, round_up: bool = False
+) -> str:
+    """An amount spent as JupyterLab's status bar and panel show it: ``$2.51``,
+    ``$0.0042`` (four decimals under ten cents), thousands separated by commas.
+    ``round_up`` rounds towards the larger amount, for "a budget above ..."."""
+    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    small = value.quantize(Decimal("0.0001")) < SMALL_AMOUNT
+    step = Decimal("0.0001") if small else Decimal("0.01")
+    rounding = ROUND_CEILING if round_up else ROUND_HALF_UP
+    value = value.quantize(step, rounding=rounding)
+    if value == 0:
+        sign = ""
+    return f"{sign}{symbol}{value:,}"
 
 
 def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
