@@ -561,6 +561,21 @@ describe('CostPanel cells, advice, chart and layout', () => {
     expect(wall).toEqual(['0.92 s', '0.50 s']);
   });
 
+  it("writes when recent cells ended in the panel's local time format", async () => {
+    const today = new Date();
+    today.setHours(19, 12, 25, 0);
+    const record = { ...cellRecord('a', 0.92), ended: today.toISOString() };
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      cells: { status: 200, body: { cells: [record], currency_symbol: '$' } }
+    });
+    const ended = node
+      .querySelector('.jp-gpucost-cells tbody tr')!
+      .querySelectorAll('td')[1].textContent;
+    // the tests run in New York time (jest.config.js)
+    expect(ended).toMatch(/^07:12:25 PM E[SD]T$/);
+  });
+
   it('gives no GPU advice without GPUs, and prices the base with its currency', async () => {
     const status = makePanelStatus({
       gpus: [],

@@ -11,6 +11,7 @@ import { badgeSeconds } from '../cells/format';
 import {
   budgetPercent,
   currencyLabel,
+  formatLocalTime,
   parseAmount,
   runOutText
 } from '../budget/format';
@@ -608,7 +609,11 @@ namespace Private {
                   data-status={cell.status}
                 >
                   <td>{cell.notebook_path ?? cell.cell_id}</td>
-                  <td>{new Date(cell.ended).toLocaleTimeString()}</td>
+                  <td>
+                    {formatLocalTime(cell.ended, Date.now(), {
+                      seconds: true
+                    })}
+                  </td>
                   <td>{badgeSeconds(cell.wall_s)}</td>
                   <td>{formatBytes(cell.peak_memory_bytes)}</td>
                   <td className="jp-gpucost-num">
