@@ -4,6 +4,7 @@ import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import {
+  axisDecimals,
   chartGeometry,
   CHART_HEIGHT,
   CHART_MARGIN,
@@ -244,6 +245,24 @@ describe('chart geometry', () => {
     expect(niceCeiling(0)).toBe(1);
   });
 
+  it('writes every tick of the rate axis with the same decimals', () => {
+    const labels = (rate: number): string[] => {
+      const history = makeHistory();
+      history.points = history.points.map(p => ({
+        ...p,
+        rate_usd_per_hour: rate
+      }));
+      return chartGeometry(history, trans, '$').rateTicks.map(t => t.label);
+    };
+    expect(labels(6.862)).toEqual(['$0', '$5', '$10']);
+    expect(labels(3.2)).toEqual(['$0.00', '$2.50', '$5.00']);
+    expect(labels(2.1)).toEqual(['$0.00', '$1.25', '$2.50']);
+    expect(labels(22)).toEqual(['$0.00', '$12.50', '$25.00']);
+    expect(labels(0.02)).toEqual(['$0.00', '$0.01', '$0.02']);
+    expect(labels(0.024)).toEqual(['$0.0000', '$0.0125', '$0.0250']);
+    expect(axisDecimals([0, 50, 100])).toBe(0);
+  });
+
   it('places points on the window and breaks lines at missing readings', () => {
     const g = chartGeometry(makeHistory(), trans, '$');
     expect(g.rateMax).toBe(10);
@@ -304,6 +323,17 @@ describe('CostPanel', () => {
     // no cells route: no cells section; no exports: no exports section
     expect(node.querySelector('.jp-gpucost-panel-cells')).toBeNull();
     expect(node.querySelector('.jp-gpucost-panel-exports')).toBeNull();
+  });
+
+  it('labels the rate axis with the same decimals on every tick', async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      history: { status: 200, body: makeHistory() }
+    });
+    const ticks = Array.from(
+      node.querySelectorAll('.jp-gpucost-chart-grid text')
+    ).map(t => t.textContent);
+    expect(ticks).toEqual(['$0', '$5', '$10']);
   });
 
   it('lists the checkpoint exports with their outcome', async () => {
