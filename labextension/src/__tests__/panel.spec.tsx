@@ -18,6 +18,7 @@ import {
   formatCo2,
   formatDuration,
   formatShare,
+  gpuMetered,
   kernelRows,
   rightsizingText
 } from '../panel/format';
@@ -639,6 +640,47 @@ describe('CostPanel cells, advice, chart and layout', () => {
     expect(node.querySelector('[data-field="base-price"]')!.textContent).toBe(
       'Base price of the instance: €0.50/h'
     );
+  });
+
+  it('lists no GPU rows in the kernel table without GPUs', async () => {
+    const status = makePanelStatus({
+      gpus: [],
+      gpu_cost_usd: 0,
+      idle_cost_usd: 0,
+      used_cost_usd: 0,
+      rightsizing: null
+    });
+    const kernels = makeKernels({
+      total_usd: 0,
+      idle_usd: 0,
+      unattributed_usd: 0
+    });
+    kernels.kernels = kernels.kernels.map(k => ({
+      ...k,
+      cost_usd: 0,
+      gpu_share: {}
+    }));
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      kernels: { status: 200, body: kernels }
+    });
+    const section = node.querySelector('.jp-gpucost-panel-kernels')!;
+    expect(section.querySelector('[data-state="no-gpus"]')!.textContent).toBe(
+      'No GPU is metered on this server: there is no GPU cost to attribute to kernels.'
+    );
+    expect(section.querySelector('tr[data-kind="unattributed"]')).toBeNull();
+    expect(section.querySelector('tr[data-kind="idle"]')).toBeNull();
+    expect(section.querySelector('tfoot')).toBeNull();
+    expect(section.textContent).not.toContain('$0.0000');
+    const row = section.querySelector('tr[data-kernel-id="k-train"]')!;
+    expect(row.textContent).toContain('work/train.ipynb');
+    expect(kernelRows(kernels, '$', trans, false).map(r => r.key)).toEqual([
+      'k-small',
+      'k-train'
+    ]);
+    // GPU cost counted before the GPUs were lost is still shown
+    expect(gpuMetered(0, makeKernels())).toBe(true);
+    expect(gpuMetered(0, kernels)).toBe(false);
   });
 
   it('does not claim a cheaper GPU was looked for when none is priced', async () => {
