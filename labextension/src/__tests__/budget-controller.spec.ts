@@ -443,3 +443,86 @@ describe('the budget warnings', () => {
     );
   });
 });
+
+describe('the threshold warnings once the budget changes', () => {
+  function threshold(
+    controller: BudgetController,
+    pct: number,
+    amount = 3.2
+  ): void {
+    controller.onEvent({
+      schema_id: BUDGET_EVENT_SCHEMA,
+      version: 1,
+      kind: 'threshold',
+      message: `${pct}% of your $${amount.toFixed(2)} session budget is spent.`,
+      threshold_pct: pct,
+      budget_kind: 'soft',
+      scope: 'session',
+      amount_usd: amount,
+      spent_usd: 3.05
+    } as unknown as Event.Emission);
+  }
+
+  const warnings = (): string[] =>
+    Notification.manager.notifications
+      .filter(n => n.message.includes('session budget is spent'))
+      .map(n => n.message);
+
+  function spent(amount: number, share: number): IBudgetStatus {
+    return budget({
+      state: share >= 0.5 ? 'warning' : 'ok',
+      soft: standing({
+        amount_usd: amount,
+        spent_usd: amount * share,
+        remaining_usd: amount * (1 - share),
+        share
+      })
+    });
+  }
+
+  it('stay while the budget is the same and still spent past them', async () => {
+    const server = new BudgetServer(spent(3.2, 0.953));
+    const controller = makeController(server);
+    threshold(controller, 95);
+    await controller.refresh();
+    await controller.refresh();
+    expect(warnings()).toEqual(['95% of your $3.20 session budget is spent.']);
+  });
+
+  it('go when the budget is raised elsewhere (another page, the magic)', async () => {
+    const server = new BudgetServer(spent(3.2, 0.953));
+    const controller = makeController(server);
+    threshold(controller, 80);
+    threshold(controller, 95);
+    await controller.refresh();
+    expect(warnings()).toHaveLength(2);
+    server.status = spent(50, 0.061);
+    await controller.refresh();
+    expect(warnings()).toEqual([]);
+  });
+
+  it('go when the budget is raised or removed from this page', async () => {
+    const server = new BudgetServer(spent(3.2, 0.953));
+    const controller = makeController(server);
+    await controller.refresh();
+    threshold(controller, 95);
+    await controller.applySetting(50, 'session');
+    expect(warnings()).toEqual([]);
+    threshold(controller, 50, 50);
+    await controller.applySetting(null, 'session');
+    expect(warnings()).toEqual([]);
+  });
+
+  it('go when the share falls back under their threshold (a new period)', async () => {
+    const server = new BudgetServer(spent(3.2, 0.953));
+    const controller = makeController(server);
+    threshold(controller, 50);
+    threshold(controller, 95);
+    server.status = spent(3.2, 0.6);
+    await controller.refresh();
+    expect(warnings()).toEqual(['50% of your $3.20 session budget is spent.']);
+    server.status = spent(3.2, 0.01);
+    await controller.refresh();
+    expect(warnings()).toEqual([]);
+  });
+});

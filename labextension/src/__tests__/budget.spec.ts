@@ -5,6 +5,7 @@ import {
   budgetText,
   budgetTitle,
   formatCountdown,
+  formatLocalTime,
   formatRunOut,
   localizeRunOut,
   parseAmount,
@@ -144,6 +145,16 @@ describe('budget run-out time', () => {
     expect(formatRunOut('2026-11-24T18:33:57Z', now)).toBe(
       'Nov 24, 01:33 PM EST'
     );
+  });
+
+  it('is the one local time format of the front end, with seconds when asked', () => {
+    expect(formatLocalTime('2026-11-23T18:33:57Z', now)).toBe('01:33 PM EST');
+    expect(
+      formatLocalTime('2026-11-23T18:33:57Z', now, { seconds: true })
+    ).toBe('01:33:57 PM EST');
+    expect(
+      formatLocalTime('2026-11-22T14:02:05Z', now, { seconds: true })
+    ).toBe('Nov 22, 09:02:05 AM EST');
   });
 
   it('is not shown once the budget is spent', () => {

@@ -73,6 +73,8 @@ describe('cell badge', () => {
     expect(title).toContain('GPU 0: 2.95 s between the cell');
     expect(title).toContain('Energy: 812.3 J');
     expect(title).toContain('(%gpucost auto)');
+    // the panel's local time format (the tests run in New York time)
+    expect(title).toMatch(/Ended (Nov 23, )?05:00:03 AM EST \(%gpucost auto\)/);
   });
 
   it('follows %gpucost auto typed in a cell', () => {

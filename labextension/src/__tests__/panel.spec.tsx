@@ -4,6 +4,7 @@ import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import {
+  axisDecimals,
   chartGeometry,
   CHART_HEIGHT,
   CHART_MARGIN,
@@ -17,6 +18,7 @@ import {
   formatCo2,
   formatDuration,
   formatShare,
+  gpuMetered,
   kernelRows,
   rightsizingText
 } from '../panel/format';
@@ -244,6 +246,24 @@ describe('chart geometry', () => {
     expect(niceCeiling(0)).toBe(1);
   });
 
+  it('writes every tick of the rate axis with the same decimals', () => {
+    const labels = (rate: number): string[] => {
+      const history = makeHistory();
+      history.points = history.points.map(p => ({
+        ...p,
+        rate_usd_per_hour: rate
+      }));
+      return chartGeometry(history, trans, '$').rateTicks.map(t => t.label);
+    };
+    expect(labels(6.862)).toEqual(['$0', '$5', '$10']);
+    expect(labels(3.2)).toEqual(['$0.00', '$2.50', '$5.00']);
+    expect(labels(2.1)).toEqual(['$0.00', '$1.25', '$2.50']);
+    expect(labels(22)).toEqual(['$0.00', '$12.50', '$25.00']);
+    expect(labels(0.02)).toEqual(['$0.00', '$0.01', '$0.02']);
+    expect(labels(0.024)).toEqual(['$0.0000', '$0.0125', '$0.0250']);
+    expect(axisDecimals([0, 50, 100])).toBe(0);
+  });
+
   it('places points on the window and breaks lines at missing readings', () => {
     const g = chartGeometry(makeHistory(), trans, '$');
     expect(g.rateMax).toBe(10);
@@ -304,6 +324,17 @@ describe('CostPanel', () => {
     // no cells route: no cells section; no exports: no exports section
     expect(node.querySelector('.jp-gpucost-panel-cells')).toBeNull();
     expect(node.querySelector('.jp-gpucost-panel-exports')).toBeNull();
+  });
+
+  it('labels the rate axis with the same decimals on every tick', async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      history: { status: 200, body: makeHistory() }
+    });
+    const ticks = Array.from(
+      node.querySelectorAll('.jp-gpucost-chart-grid text')
+    ).map(t => t.textContent);
+    expect(ticks).toEqual(['$0', '$5', '$10']);
   });
 
   it('lists the checkpoint exports with their outcome', async () => {
@@ -561,6 +592,21 @@ describe('CostPanel cells, advice, chart and layout', () => {
     expect(wall).toEqual(['0.92 s', '0.50 s']);
   });
 
+  it("writes when recent cells ended in the panel's local time format", async () => {
+    const today = new Date();
+    today.setHours(19, 12, 25, 0);
+    const record = { ...cellRecord('a', 0.92), ended: today.toISOString() };
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      cells: { status: 200, body: { cells: [record], currency_symbol: '$' } }
+    });
+    const ended = node
+      .querySelector('.jp-gpucost-cells tbody tr')!
+      .querySelectorAll('td')[1].textContent;
+    // the tests run in New York time (jest.config.js)
+    expect(ended).toMatch(/^07:12:25 PM E[SD]T$/);
+  });
+
   it('gives no GPU advice without GPUs, and prices the base with its currency', async () => {
     const status = makePanelStatus({
       gpus: [],
@@ -594,6 +640,47 @@ describe('CostPanel cells, advice, chart and layout', () => {
     expect(node.querySelector('[data-field="base-price"]')!.textContent).toBe(
       'Base price of the instance: €0.50/h'
     );
+  });
+
+  it('lists no GPU rows in the kernel table without GPUs', async () => {
+    const status = makePanelStatus({
+      gpus: [],
+      gpu_cost_usd: 0,
+      idle_cost_usd: 0,
+      used_cost_usd: 0,
+      rightsizing: null
+    });
+    const kernels = makeKernels({
+      total_usd: 0,
+      idle_usd: 0,
+      unattributed_usd: 0
+    });
+    kernels.kernels = kernels.kernels.map(k => ({
+      ...k,
+      cost_usd: 0,
+      gpu_share: {}
+    }));
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      kernels: { status: 200, body: kernels }
+    });
+    const section = node.querySelector('.jp-gpucost-panel-kernels')!;
+    expect(section.querySelector('[data-state="no-gpus"]')!.textContent).toBe(
+      'No GPU is metered on this server: there is no GPU cost to attribute to kernels.'
+    );
+    expect(section.querySelector('tr[data-kind="unattributed"]')).toBeNull();
+    expect(section.querySelector('tr[data-kind="idle"]')).toBeNull();
+    expect(section.querySelector('tfoot')).toBeNull();
+    expect(section.textContent).not.toContain('$0.0000');
+    const row = section.querySelector('tr[data-kernel-id="k-train"]')!;
+    expect(row.textContent).toContain('work/train.ipynb');
+    expect(kernelRows(kernels, '$', trans, false).map(r => r.key)).toEqual([
+      'k-small',
+      'k-train'
+    ]);
+    // GPU cost counted before the GPUs were lost is still shown
+    expect(gpuMetered(0, makeKernels())).toBe(true);
+    expect(gpuMetered(0, kernels)).toBe(false);
   });
 
   it('does not claim a cheaper GPU was looked for when none is priced', async () => {

@@ -46,12 +46,16 @@ export function bindingBudget(
 }
 
 /**
- * When a budget runs out, in the browser's local time and time zone:
- * `01:33 PM EST` (the locale's clock), with the date in front when it is not
- * today (`Nov 24, 01:33 PM EST`). Every run-out time of the front end is
- * written by this function.
+ * A time in the browser's local time and time zone: `01:33 PM EST` (the
+ * locale's clock), `01:33:57 PM EST` with `seconds`, with the date in front
+ * when it is not today (`Nov 24, 01:33 PM EST`). Every time of day the budget
+ * and the panel show is written by this function.
  */
-export function formatRunOut(iso: string, now: number = Date.now()): string {
+export function formatLocalTime(
+  iso: string,
+  now: number = Date.now(),
+  options: { seconds?: boolean } = {}
+): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) {
     return iso;
@@ -59,6 +63,7 @@ export function formatRunOut(iso: string, now: number = Date.now()): string {
   const time = date.toLocaleTimeString([], {
     hour: '2-digit',
     minute: '2-digit',
+    ...(options.seconds ? { second: '2-digit' as const } : {}),
     timeZoneName: 'short'
   });
   if (date.toDateString() === new Date(now).toDateString()) {
@@ -66,6 +71,14 @@ export function formatRunOut(iso: string, now: number = Date.now()): string {
   }
   const day = date.toLocaleDateString([], { month: 'short', day: 'numeric' });
   return `${day}, ${time}`;
+}
+
+/**
+ * When a budget runs out, written by `formatLocalTime` (`01:33 PM EST`). Every
+ * run-out time of the front end is written by this function.
+ */
+export function formatRunOut(iso: string, now: number = Date.now()): string {
+  return formatLocalTime(iso, now);
 }
 
 /**

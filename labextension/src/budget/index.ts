@@ -171,6 +171,7 @@ export class BudgetController {
    */
   async refresh(): Promise<void> {
     const changes = this._changes;
+    const asked = ++this._asked;
     const [status] = await Promise.all([
       getBudget(this._settings, this.client),
       this._loadCurrency()
@@ -180,6 +181,7 @@ export class BudgetController {
       return;
     }
     this._status = status;
+    this.dismissStaleWarnings(asked);
     this.render();
     void this.syncSettings();
     if (status.state === 'grace' && status.grace) {
@@ -201,7 +203,14 @@ export class BudgetController {
     }
     const event = emission as unknown as IBudgetEvent;
     switch (event.kind) {
-      case 'threshold':
+      case 'threshold': {
+        const id = Notification.warning(
+          localizeRunOut(event.message, event.runs_out_at),
+          { autoClose: false }
+        );
+        this._warnings.push({ id, event, after: this._asked });
+        break;
+      }
       case 'idle':
         Notification.warning(localizeRunOut(event.message, event.runs_out_at), {
           autoClose: false
@@ -365,6 +374,30 @@ export class BudgetController {
   }
 
   /**
+   * Dismiss the threshold warnings that no longer hold: their budget was
+   * removed or changed (another amount or scope), or its share fell back under
+   * the warning's threshold. Only a budget asked for after a warning was shown
+   * (`asked`, the number of that request) can dismiss it.
+   */
+  dismissStaleWarnings(asked: number): void {
+    const status = this._status;
+    if (!status) {
+      return;
+    }
+    this._warnings = this._warnings.filter(warning => {
+      if (warning.after >= asked) {
+        return true;
+      }
+      if (!Private.warningHolds(warning.event, status)) {
+        Notification.dismiss(warning.id);
+        return false;
+      }
+      // dismissed by the person: nothing left to follow
+      return Notification.manager.notifications.some(n => n.id === warning.id);
+    });
+  }
+
+  /**
    * Show the budget in the status bar item and on the cost item.
    */
   render(): void {
@@ -521,6 +554,7 @@ export class BudgetController {
     } finally {
       this._applying -= 1;
     }
+    this.dismissStaleWarnings(++this._asked);
     this.render();
     void this.syncSettings();
   }
@@ -577,6 +611,8 @@ export class BudgetController {
   private _settingWrites = 0;
   private _applying = 0;
   private _changes = 0;
+  private _asked = 0;
+  private _warnings: { id: string; event: IBudgetEvent; after: number }[] = [];
 }
 
 /**
@@ -603,6 +639,40 @@ namespace Private {
       amount: typeof amount === 'number' ? amount : null,
       scope: typeof scope === 'string' ? scope : 'session'
     };
+  }
+
+  /**
+   * Whether a threshold warning still holds for the budget now: the same
+   * budget (kind, amount, scope) with at least the warning's share spent. A
+   * share not known keeps the warning.
+   */
+  export function warningHolds(
+    event: IBudgetEvent,
+    status: IBudgetStatus
+  ): boolean {
+    const budget =
+      event.budget_kind === 'hard'
+        ? status.hard
+        : event.budget_kind === 'soft'
+          ? status.soft
+          : bindingBudget(status);
+    if (!budget) {
+      return false;
+    }
+    if (
+      (event.amount_usd !== undefined &&
+        budget.amount_usd !== event.amount_usd) ||
+      (event.scope !== undefined && budget.scope !== event.scope)
+    ) {
+      return false;
+    }
+    if (event.threshold_pct !== undefined && budget.share !== null) {
+      // to millionths, as the share shown, so that 0.95 is 95 %
+      return (
+        Math.round(budget.share * 1_000_000) >= event.threshold_pct * 10_000
+      );
+    }
+    return true;
   }
 
   /**

@@ -84,6 +84,9 @@ export interface IBudgetEvent {
   message: string;
   threshold_pct?: number;
   budget_kind?: 'hard' | 'soft';
+  scope?: 'session' | 'day' | 'month';
+  amount_usd?: number;
+  spent_usd?: number;
   grace_ends?: string;
   request_id?: string;
   runs_out_at?: string;

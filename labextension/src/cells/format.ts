@@ -1,3 +1,4 @@
+import { formatLocalTime } from '../budget/format';
 import { ICellCost } from '../panel/types';
 
 /**
@@ -80,7 +81,7 @@ export function badgeTitle(record: ICellRecord, symbol: string): string {
       record.rate_usd_per_hour !== undefined
         ? ` at ${symbol}${record.rate_usd_per_hour.toFixed(2)}/h (the kernel's GPUs and the instance)`
         : ''),
-    `Ended ${new Date(record.ended).toLocaleTimeString()}` +
+    `Ended ${formatLocalTime(record.ended, Date.now(), { seconds: true })}` +
       (record.mode === 'magic' ? ' (%%gpucost)' : ' (%gpucost auto)')
   ];
   for (const [index, seconds] of Object.entries(record.gpu_busy_s ?? {})) {

@@ -47,8 +47,8 @@ export interface IChartGeometry {
   series: IChartSeries[];
   /** The top of the rate axis (per hour), a "nice" number. */
   rateMax: number;
-  /** Ticks of the rate axis (values and y positions). */
-  rateTicks: { value: number; y: number }[];
+  /** Ticks of the rate axis (values, labels and y positions). */
+  rateTicks: { value: number; label: string; y: number }[];
   /** Start and end of the time axis (ms since the epoch). */
   start: number;
   end: number;
@@ -70,6 +70,30 @@ export function niceCeiling(value: number): number {
     }
   }
   return 10 * power;
+}
+
+/**
+ * The decimals the ticks of one axis are all written with: none when every
+ * tick is a whole number from 10 up, else the cents (two) or as many more as a
+ * tick needs to be exact (up to six): `$0`, `$5`, `$10`; `$0.00`, `$1.25`,
+ * `$2.50`; `$0.0000`, `$0.0125`, `$0.0250`.
+ */
+export function axisDecimals(values: number[]): number {
+  const exact = (d: number): boolean =>
+    values.every(v => {
+      const scaled = v * Math.pow(10, d);
+      return Math.abs(scaled - Math.round(scaled)) < 1e-6;
+    });
+  const top = Math.max(0, ...values.filter(Number.isFinite));
+  if (top >= 10 && exact(0)) {
+    return 0;
+  }
+  for (let d = 2; d < 6; d++) {
+    if (exact(d)) {
+      return d;
+    }
+  }
+  return 6;
 }
 
 /**
@@ -142,9 +166,12 @@ export function chartGeometry(
       last: known.length ? known[known.length - 1] : null
     });
   }
-  const rateTicks = [0, 0.5, 1].map(f => ({
-    value: rateMax * f,
-    y: yRate(rateMax * f)
+  const tickValues = [0, 0.5, 1].map(f => rateMax * f);
+  const decimals = axisDecimals(tickValues);
+  const rateTicks = tickValues.map(value => ({
+    value,
+    label: `${symbol}${value.toFixed(decimals)}`,
+    y: yRate(value)
   }));
   return {
     series,
@@ -282,7 +309,7 @@ export function CostChart(props: {
             <g key={tick.value} className="jp-gpucost-chart-grid">
               <line x1={left} x2={width - right} y1={tick.y} y2={tick.y} />
               <text x={left - 4} y={tick.y + 4} textAnchor="end">
-                {`${symbol}${tick.value.toFixed(tick.value < 10 ? 2 : 0)}`}
+                {tick.label}
               </text>
             </g>
           ))}

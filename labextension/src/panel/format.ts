@@ -91,11 +91,14 @@ export interface IKernelRow {
 /**
  * The kernel table: one row per kernel (most expensive first), then the
  * unattributed and idle rows, which together with the kernels make the total.
+ * Without a metered GPU (`metered` false) there is no GPU cost to share: the
+ * kernels are listed with no share and no cost, and the GPU rows are left out.
  */
 export function kernelRows(
   answer: IKernelsAnswer,
   symbol: string,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  metered = true
 ): IKernelRow[] {
   const rows: IKernelRow[] = [...answer.kernels]
     .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
@@ -106,8 +109,12 @@ export function kernelRows(
         ? trans.__('%1 (remote)', kernel.execution_state)
         : kernel.execution_state,
       uptime: formatDuration(kernel.uptime_s),
-      share: kernel.remote ? trans.__('n/a') : formatShare(kernel.gpu_share),
-      cost: formatMoney(kernel.cost_usd, symbol),
+      share: !metered
+        ? '—'
+        : kernel.remote
+          ? trans.__('n/a')
+          : formatShare(kernel.gpu_share),
+      cost: metered ? formatMoney(kernel.cost_usd, symbol) : '—',
       kind: 'kernel' as const,
       title: kernel.remote
         ? trans.__(
@@ -121,6 +128,9 @@ export function kernelRows(
             kernel.pids.join(', ') || '—'
           )
     }));
+  if (!metered) {
+    return rows;
+  }
   rows.push({
     key: 'unattributed',
     label: trans.__('Not attributed to a kernel'),
@@ -144,6 +154,14 @@ export function kernelRows(
     title: trans.__('Paid while the GPUs did nothing.')
   });
   return rows;
+}
+
+/**
+ * Whether the kernel table has GPU cost to show: a GPU is metered, or GPU
+ * cost was counted (GPUs lost since still show what they cost).
+ */
+export function gpuMetered(gpus: number, answer: IKernelsAnswer): boolean {
+  return gpus > 0 || answer.total_usd > 0;
 }
 
 /**

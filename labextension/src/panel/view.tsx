@@ -11,6 +11,7 @@ import { badgeSeconds } from '../cells/format';
 import {
   budgetPercent,
   currencyLabel,
+  formatLocalTime,
   parseAmount,
   runOutText
 } from '../budget/format';
@@ -22,6 +23,7 @@ import {
   formatCo2,
   formatDuration,
   formatEnergy,
+  gpuMetered,
   kernelRows,
   rightsizingText
 } from './format';
@@ -124,7 +126,12 @@ namespace Private {
         <Totals status={s} symbol={symbol} trans={trans} />
         <Budget model={model} status={s} symbol={symbol} trans={trans} />
         <History {...props} symbol={symbol} />
-        <Kernels model={model} symbol={symbol} trans={trans} />
+        <Kernels
+          model={model}
+          gpus={s.gpus.length}
+          symbol={symbol}
+          trans={trans}
+        />
         <Waste status={s} symbol={symbol} trans={trans} />
         <Energy status={s} trans={trans} />
         <Cells model={model} symbol={symbol} trans={trans} />
@@ -407,10 +414,11 @@ namespace Private {
 
   function Kernels(props: {
     model: CostPanelModel;
+    gpus: number;
     symbol: string;
     trans: TranslationBundle;
   }): React.ReactElement {
-    const { model, symbol, trans } = props;
+    const { model, gpus, symbol, trans } = props;
     const part = model.kernels;
     if (part.missing) {
       return (
@@ -437,11 +445,19 @@ namespace Private {
       );
     }
     const answer = part.value;
-    const rows = kernelRows(answer, symbol, trans);
+    const metered = gpuMetered(gpus, answer);
+    const rows = kernelRows(answer, symbol, trans, metered);
     return (
       <section className="jp-gpucost-panel-kernels">
         <h3>{trans.__('Kernels')}</h3>
-        {!answer.pids_visible && (
+        {!metered && (
+          <div className="jp-gpucost-panel-note" data-state="no-gpus">
+            {trans.__(
+              'No GPU is metered on this server: there is no GPU cost to attribute to kernels.'
+            )}
+          </div>
+        )}
+        {metered && !answer.pids_visible && (
           <div className="jp-gpucost-panel-note" data-state="pids-hidden">
             {answer.note ??
               trans.__(
@@ -454,43 +470,47 @@ namespace Private {
             {part.error}
           </div>
         )}
-        <div className="jp-gpucost-table-scroll">
-          <table className="jp-gpucost-kernels">
-            <thead>
-              <tr>
-                <th>{trans.__('Notebook')}</th>
-                <th>{trans.__('State')}</th>
-                <th>{trans.__('Uptime')}</th>
-                <th>{trans.__('GPU share')}</th>
-                <th className="jp-gpucost-num">{trans.__('Cost')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map(row => (
-                <tr
-                  key={row.key}
-                  data-kind={row.kind}
-                  data-kernel-id={row.kind === 'kernel' ? row.key : undefined}
-                  title={row.title}
-                >
-                  <td>{row.label}</td>
-                  <td>{row.state}</td>
-                  <td>{row.uptime}</td>
-                  <td>{row.share}</td>
-                  <td className="jp-gpucost-num">{row.cost}</td>
+        {rows.length > 0 && (
+          <div className="jp-gpucost-table-scroll">
+            <table className="jp-gpucost-kernels">
+              <thead>
+                <tr>
+                  <th>{trans.__('Notebook')}</th>
+                  <th>{trans.__('State')}</th>
+                  <th>{trans.__('Uptime')}</th>
+                  <th>{trans.__('GPU share')}</th>
+                  <th className="jp-gpucost-num">{trans.__('Cost')}</th>
                 </tr>
-              ))}
-            </tbody>
-            <tfoot>
-              <tr data-kind="total">
-                <td colSpan={4}>{trans.__('GPU total')}</td>
-                <td className="jp-gpucost-num">
-                  {formatMoney(answer.total_usd, symbol)}
-                </td>
-              </tr>
-            </tfoot>
-          </table>
-        </div>
+              </thead>
+              <tbody>
+                {rows.map(row => (
+                  <tr
+                    key={row.key}
+                    data-kind={row.kind}
+                    data-kernel-id={row.kind === 'kernel' ? row.key : undefined}
+                    title={row.title}
+                  >
+                    <td>{row.label}</td>
+                    <td>{row.state}</td>
+                    <td>{row.uptime}</td>
+                    <td>{row.share}</td>
+                    <td className="jp-gpucost-num">{row.cost}</td>
+                  </tr>
+                ))}
+              </tbody>
+              {metered && (
+                <tfoot>
+                  <tr data-kind="total">
+                    <td colSpan={4}>{trans.__('GPU total')}</td>
+                    <td className="jp-gpucost-num">
+                      {formatMoney(answer.total_usd, symbol)}
+                    </td>
+                  </tr>
+                </tfoot>
+              )}
+            </table>
+          </div>
+        )}
       </section>
     );
   }
@@ -608,7 +628,11 @@ namespace Private {
                   data-status={cell.status}
                 >
                   <td>{cell.notebook_path ?? cell.cell_id}</td>
-                  <td>{new Date(cell.ended).toLocaleTimeString()}</td>
+                  <td>
+                    {formatLocalTime(cell.ended, Date.now(), {
+                      seconds: true
+                    })}
+                  </td>
                   <td>{badgeSeconds(cell.wall_s)}</td>
                   <td>{formatBytes(cell.peak_memory_bytes)}</td>
                   <td className="jp-gpucost-num">
