@@ -172,6 +172,16 @@ def screenshot(page: object, name: str) -> Path:
     return path
 
 
+def wait_until(what: str, predicate: Callable[[], object], timeout_s: float) -> None:
+    """Poll ``predicate`` every half second until it is true, or fail saying ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s} s: {what}")
+
+
 def open_notebook(page: object, lab: Lab, path: str) -> object:
     """Open a notebook in JupyterLab and wait until its kernel is idle; the cells."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout

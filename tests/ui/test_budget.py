@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import screenshot
+from .conftest import screenshot, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -32,15 +31,6 @@ NOTEBOOK = {
     "nbformat": 4,
     "nbformat_minor": 5,
 }
-
-
-def wait_until(what: str, predicate: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s: {what}")
 
 
 def on_disk(lab: Any) -> str:

@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from .conftest import wait_until
+
 pytestmark = pytest.mark.browser
 
 SETTINGS = "lab/api/settings/jupyter-gpucost:budget"
-
-
-def wait_until(what: str, predicate: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s: {what}")
 
 
 def soft_amount(lab: Any) -> Any:

@@ -13,25 +13,27 @@ from .conftest import open_notebook, screenshot
 
 pytestmark = pytest.mark.browser
 
+
+def code_cell(cell_id: str, source: str) -> dict[str, Any]:
+    """A code cell as a notebook file holds it, not yet run."""
+    return {
+        "cell_type": "code",
+        "id": cell_id,
+        "source": source,
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+    }
+
+
 NOTEBOOK = {
     "cells": [
-        {
-            "cell_type": "code",
-            "id": "matmul-cell",
-            "source": "import time, torch\na = torch.randn(300, 300)\nb = (a @ a).sum()\n"
+        code_cell(
+            "matmul-cell",
+            "import time, torch\na = torch.randn(300, 300)\nb = (a @ a).sum()\n"
             "time.sleep(0.6)\nprint('done')",
-            "metadata": {},
-            "outputs": [],
-            "execution_count": None,
-        },
-        {
-            "cell_type": "code",
-            "id": "failing-cell",
-            "source": "raise RuntimeError('boom')",
-            "metadata": {},
-            "outputs": [],
-            "execution_count": None,
-        },
+        ),
+        code_cell("failing-cell", "raise RuntimeError('boom')"),
     ],
     "metadata": {
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -110,16 +112,7 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
     notebook = {
         **NOTEBOOK,
-        "cells": [
-            {
-                "cell_type": "code",
-                "id": "magic-cell",
-                "source": "%%gpucost\nimport time\ntime.sleep(0.3)",
-                "metadata": {},
-                "outputs": [],
-                "execution_count": None,
-            }
-        ],
+        "cells": [code_cell("magic-cell", "%%gpucost\nimport time\ntime.sleep(0.3)")],
     }
     lab.api("api/contents/m.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
     cell: Any = open_notebook(page, lab, "m.ipynb").first  # type: ignore[attr-defined]
@@ -144,22 +137,8 @@ def test_after_a_reload_the_button_and_badges_follow_the_kernel(
     notebook = {
         **NOTEBOOK,
         "cells": [
-            {
-                "cell_type": "code",
-                "id": "switch-cell",
-                "source": "%gpucost auto on",
-                "metadata": {},
-                "outputs": [],
-                "execution_count": None,
-            },
-            {
-                "cell_type": "code",
-                "id": "work-cell",
-                "source": "import time\ntime.sleep(0.3)\nprint('worked')",
-                "metadata": {},
-                "outputs": [],
-                "execution_count": None,
-            },
+            code_cell("switch-cell", "%gpucost auto on"),
+            code_cell("work-cell", "import time\ntime.sleep(0.3)\nprint('worked')"),
         ],
     }
     lab.api("api/contents/r.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
