@@ -168,9 +168,7 @@ def from_ledger(
     spend = ledger.session_spend_between(start_s, end_s)
     gpu_rows = ledger.gpu_minutes_between(start_s, end_s)
     # each session's spend before the window, so that its points carry its whole cost
-    cumulative: dict[str, int] = {
-        sid: ledger.session_spend_before(sid, start_s) for sid in {row[1] for row in spend}
-    }
+    cumulative = ledger.sessions_spend_before((row[1] for row in spend), start_s)
     buckets: dict[int, dict[str, Any]] = {}
 
     def bucket(minute: int) -> dict[str, Any]:

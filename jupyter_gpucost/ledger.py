@@ -444,16 +444,21 @@ class Ledger:
             all_time = conn.execute(everything).scalar()
         return Totals(int(today), int(month_total), int(all_time))
 
-    def session_spend_before(self, session_id: str, unix_s: float) -> int:
-        """What one session spent in the minutes before ``unix_s``."""
+    def sessions_spend_before(self, session_ids: Iterable[str], unix_s: float) -> dict[str, int]:
+        """What each of these sessions spent in the minutes before ``unix_s`` (one query)."""
+        ids = sorted(set(session_ids))
+        if not ids:
+            return {}
         s = spend_table.c
         with self.engine.connect() as conn:
-            value = conn.execute(
-                sa.select(sa.func.coalesce(sa.func.sum(s.cost_micro_usd), 0)).where(
-                    (s.session_id == session_id) & (s.minute_unix_s < minute_of(unix_s))
-                )
-            ).scalar()
-        return int(value or 0)
+            rows = conn.execute(
+                sa.select(s.session_id, sa.func.sum(s.cost_micro_usd))
+                .where(s.session_id.in_(ids) & (s.minute_unix_s < minute_of(unix_s)))
+                .group_by(s.session_id)
+            ).all()
+        spent = {sid: 0 for sid in ids}
+        spent.update({str(sid): int(total or 0) for sid, total in rows})
+        return spent
 
     def spend_between(self, start_s: float, end_s: float) -> list[tuple[int, int, int]]:
         """(minute, cost, rate) summed over sessions, for minutes in [start, end)."""
