@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..billing import cost_micro_usd, round_micro
-from .prices import KernelPrices, from_catalog, from_environment
+from .prices import KernelPrices, from_catalog, from_environment, spent_money
 
 
 @dataclass
@@ -62,9 +62,7 @@ class CellCost:
         return Decimal(self.cost_micro_usd) / 1_000_000
 
     def _money(self, micro: int) -> str:
-        value = Decimal(micro) / 1_000_000
-        digits = 4 if value < Decimal("0.1") else 2
-        return f"{self.currency_symbol}{value:.{digits}f}"
+        return spent_money(Decimal(micro) / 1_000_000, self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
         rows = [
