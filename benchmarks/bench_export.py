@@ -94,7 +94,7 @@ class RssSampler:
 
 
 def _manager(targets: dict[str, Any], default: str, root: str, tuning: Any) -> Any:
-    from jupyter_gpucost.export.jobs import ExportManager, ExportSettings
+    from jupyter_gpucost.server.export.jobs import ExportManager, ExportSettings
 
     return ExportManager(
         ExportSettings(targets=targets, default_target=default, root_dir=root, tuning=tuning)
@@ -120,8 +120,8 @@ def worker(args: argparse.Namespace) -> int:
     """One measured run, in its own process; prints one JSON line."""
     import boto3
 
-    from jupyter_gpucost.export.stores import Tuning
-    from jupyter_gpucost.export.targets import parse_targets
+    from jupyter_gpucost.server.export.stores import Tuning
+    from jupyter_gpucost.server.export.targets import parse_targets
 
     root = Path(args.root)
     src = root / FILE_NAME

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from jupyter_gpucost.ledger import Ledger, gpu_minutes_table, minute_of
+from jupyter_gpucost.server.ledger import Ledger, gpu_minutes_table, minute_of
 
 
 def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]

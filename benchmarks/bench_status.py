@@ -429,8 +429,8 @@ def time_routes(server: Server, requests: int, warmup: int) -> dict[str, list[fl
 
 def sampler_cost(samples: int, interval_s: float) -> dict[str, Any]:
     """Run the extension's sampler in this process; CPU time per sample from its stats."""
-    from jupyter_gpucost.prices import load_catalog
-    from jupyter_gpucost.service import CostConfig, CostService
+    from jupyter_gpucost.core.catalog import load_catalog
+    from jupyter_gpucost.server.service import CostConfig, CostService
 
     service = CostService(
         CostConfig(telemetry="simulated", catalog=load_catalog(), sample_interval_s=interval_s)

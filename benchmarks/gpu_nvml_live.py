@@ -30,11 +30,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from jupyter_gpucost.billing import BillingRule
-from jupyter_gpucost.meter import Meter
-from jupyter_gpucost.prices import PricePolicy, load_catalog
-from jupyter_gpucost.sampler import Sampler, monotonic_us, utc_now
-from jupyter_gpucost.status import status_payload
+from jupyter_gpucost.core.billing import BillingRule
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.server.sampler import Sampler, monotonic_us, utc_now
+from jupyter_gpucost.server.status import status_payload
 from jupyter_gpucost.telemetry.base import GpuReading
 from jupyter_gpucost.telemetry.nvml import NvmlSource
 from jupyter_gpucost.telemetry.trace import TraceDevice, write_trace

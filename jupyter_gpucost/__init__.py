@@ -13,7 +13,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    from .app import GpuCost
+    from .server.app import GpuCost
 
     return [{"module": "jupyter_gpucost", "app": GpuCost}]
 
@@ -34,10 +34,10 @@ def unload_ipython_extension(shell: Any) -> None:
 #: kernel-side tools, imported on first use: the server imports this package and must not
 #: pay for (or need) IPython, ipywidgets or torch
 _LAZY = {
-    "guard": ("guard", None),
-    "BudgetExceeded": ("guard", "BudgetExceeded"),
-    "BudgetWarning": ("guard", "BudgetWarning"),
-    "CostTicker": ("widgets", "CostTicker"),
+    "guard": ("kernel.guard", None),
+    "BudgetExceeded": ("kernel.guard", "BudgetExceeded"),
+    "BudgetWarning": ("kernel.guard", "BudgetWarning"),
+    "CostTicker": ("kernel.widgets", "CostTicker"),
 }
 
 

@@ -10,12 +10,12 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_gpucost.attribution import NOTE_CONTAINER, Attributor, split
-from jupyter_gpucost.billing import US_PER_S, BillingRule
-from jupyter_gpucost.kernels import KernelInfo
-from jupyter_gpucost.meter import Meter
-from jupyter_gpucost.prices import PricePolicy, load_catalog
-from jupyter_gpucost.rightsizing import MODEL_MEMORY_BYTES, advise, why_not
+from jupyter_gpucost.core.billing import US_PER_S, BillingRule
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.core.rightsizing import MODEL_MEMORY_BYTES, advise, why_not
+from jupyter_gpucost.server.attribution import NOTE_CONTAINER, Attributor, split
+from jupyter_gpucost.server.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
 
 CATALOG = load_catalog()

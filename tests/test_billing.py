@@ -7,13 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from jupyter_gpucost.billing import (
-    US_PER_S,
-    BillingRule,
-    cost_micro_usd,
-    round_micro,
-    to_usd,
-)
+from jupyter_gpucost.core.billing import US_PER_S, BillingRule, cost_micro_usd
+from jupyter_gpucost.core.money import round_micro, to_usd
 
 
 @pytest.mark.parametrize(

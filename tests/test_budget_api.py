@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_gpucost.budget import EVENT_SCHEMA_ID
+from jupyter_gpucost.server.budget import EVENT_SCHEMA_ID
 
 pytestmark = pytest.mark.usefixtures("jp_serverapp")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpucost.budget.policy import (
+from jupyter_gpucost.server.budget.policy import (
     Budget,
     BudgetError,
     BudgetPolicy,
@@ -21,7 +21,7 @@ from jupyter_gpucost.budget.policy import (
     parse_scope,
     parse_thresholds,
 )
-from jupyter_gpucost.budget.store import BudgetStore, StoredState
+from jupyter_gpucost.server.budget.store import BudgetStore, StoredState
 
 T0 = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
 USD = 1_000_000
@@ -266,7 +266,7 @@ class _Service:
 
 
 def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
-    from jupyter_gpucost.budget.controller import ServiceSpend
+    from jupyter_gpucost.server.budget.controller import ServiceSpend
 
     service = _Service()
     spend = ServiceSpend(service)
@@ -305,7 +305,7 @@ class _Ledger:
 
 
 def test_day_and_month_come_from_the_recorder_in_the_ledger_time_zone() -> None:
-    from jupyter_gpucost.budget.controller import ServiceSpend
+    from jupyter_gpucost.server.budget.controller import ServiceSpend
 
     service = _Service()
     service.ledger = _Ledger()  # type: ignore[attr-defined]

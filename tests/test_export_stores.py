@@ -15,10 +15,10 @@ import boto3
 import pytest
 from s3_server import BUCKET
 
-from jupyter_gpucost.export.jobs import ExportManager, ExportSettings
-from jupyter_gpucost.export.setup import budget_export_hook
-from jupyter_gpucost.export.stores import MIB, Cancelled, FsspecStore, Tuning
-from jupyter_gpucost.export.targets import Target, parse_targets
+from jupyter_gpucost.server.export.jobs import ExportManager, ExportSettings
+from jupyter_gpucost.server.export.setup import budget_export_hook
+from jupyter_gpucost.server.export.stores import MIB, Cancelled, FsspecStore, Tuning
+from jupyter_gpucost.server.export.targets import Target, parse_targets
 
 
 def test_an_fsspec_store_commits_on_close_and_discards_on_cancel(
@@ -93,7 +93,7 @@ def test_no_paths_configured_means_no_export_step() -> None:
 
 
 def test_the_part_size_keeps_a_file_within_s3s_10000_parts() -> None:
-    from jupyter_gpucost.export.stores import part_size_for
+    from jupyter_gpucost.server.export.stores import part_size_for
 
     assert part_size_for(2 * 1024 * MIB, 8 * MIB) == 8 * MIB
     assert part_size_for(10 * MIB, 1 * MIB) == 5 * MIB  # S3's smallest part

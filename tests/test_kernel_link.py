@@ -15,8 +15,8 @@ from kernel_notebook import run_notebook, text
 from nbclient import NotebookClient
 from tornado.httpclient import HTTPClientError
 
-from jupyter_gpucost.kernel.prices import spent_money
-from jupyter_gpucost.kernel_link import ENV_TOKEN, ENV_URL
+from jupyter_gpucost.core.money import status_bar
+from jupyter_gpucost.server.kernel_auth import ENV_TOKEN, ENV_URL
 
 
 def kernel_headers() -> dict[str, str]:
@@ -342,7 +342,7 @@ class TestSimulatedServerInEuros:
         assert [r["mode"] for r in first_four] == ["auto", "magic", "magic", "auto"]
         micro = sum(round(r["cost_usd"] * 1_000_000) for r in first_four)
         total = line.split("), ")[1].split(" in all")[0]
-        assert total == spent_money(Decimal(micro) / 1_000_000, "€")
+        assert total == status_bar(Decimal(micro) / 1_000_000, "€")
 
 
 def html_of(cell: Any) -> str:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jupyter_gpucost.ledger import Ledger, LedgerUnavailable, Pending, minute_of
+from jupyter_gpucost.server.ledger import Ledger, LedgerUnavailable, Pending, minute_of
 
 NOW = datetime(2026, 11, 22, 14, 30, tzinfo=UTC)
 

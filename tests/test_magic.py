@@ -124,6 +124,6 @@ def test_amounts_spent_read_as_the_status_bar_shows_them(
 ) -> None:
     from decimal import Decimal
 
-    from jupyter_gpucost.kernel.prices import spent_money
+    from jupyter_gpucost.core.money import status_bar
 
-    assert spent_money(Decimal(amount), "€", **kwargs) == shown
+    assert status_bar(Decimal(amount), "€", **kwargs) == shown

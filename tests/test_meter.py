@@ -9,9 +9,10 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_gpucost.billing import US_PER_S, BillingRule, cost_micro_usd, round_micro
-from jupyter_gpucost.meter import Meter, apportion
-from jupyter_gpucost.prices import PricePolicy, load_catalog
+from jupyter_gpucost.core.billing import US_PER_S, BillingRule, cost_micro_usd
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.meter import Meter, apportion
+from jupyter_gpucost.core.money import round_micro
 from jupyter_gpucost.telemetry.base import GpuReading
 
 CATALOG = load_catalog()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpucost.prices import (
+from jupyter_gpucost.core.catalog import (
     CatalogError,
     PricePolicy,
     load_catalog,
@@ -153,9 +153,9 @@ def test_a_broken_catalog_says_which_row(tmp_path: Path) -> None:
 def test_a_price_from_an_unverified_row_is_flagged_in_the_status() -> None:
     from datetime import UTC, datetime
 
-    from jupyter_gpucost.billing import BillingRule
-    from jupyter_gpucost.meter import Meter
-    from jupyter_gpucost.status import status_payload
+    from jupyter_gpucost.core.billing import BillingRule
+    from jupyter_gpucost.core.meter import Meter
+    from jupyter_gpucost.server.status import status_payload
     from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
 
     # the catalog's GCP L4 price is remembered, not checked ("unverified")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpucost.billing import US_PER_S, BillingRule
-from jupyter_gpucost.meter import Meter
-from jupyter_gpucost.prices import PricePolicy, load_catalog
-from jupyter_gpucost.sampler import Sampler
+from jupyter_gpucost.core.billing import US_PER_S, BillingRule
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.server.sampler import Sampler
 from jupyter_gpucost.telemetry import demo_trace
 from jupyter_gpucost.telemetry.base import GpuReading, SourceUnavailable
 from jupyter_gpucost.telemetry.simulated import (

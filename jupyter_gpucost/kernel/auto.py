@@ -15,7 +15,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from ..meter import cost_micro_usd, round_micro
+from ..core.billing import cost_micro_usd
+from ..core.money import round_micro
 from .link import kernel_id, link, notebook_path
 from .measure import _torch_cuda, prices, start_events
 

@@ -224,8 +224,8 @@ class Option:
 
 def catalog_options(total_bytes: int, max_gpus: int = 8) -> list[Option]:
     """Catalog GPU models that hold ``total_bytes``: on one GPU, else split over up to 8."""
-    from ..prices import load_catalog
-    from ..rightsizing import MODEL_MEMORY_BYTES
+    from ..core.catalog import load_catalog
+    from ..core.rightsizing import MODEL_MEMORY_BYTES
 
     catalog = load_catalog()
     cheapest: dict[str, tuple[Decimal, str]] = {}

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from decimal import Decimal
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from ..core.money import exact, status_bar, to_usd
 from .auto import cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, link
 from .measure import Measurement, prices
-from .prices import money, spent_money
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
 
@@ -250,15 +249,15 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
     hard = state.get("hard")
     if soft:
         spent = soft.get("spent_usd")
-        spent_text = "" if spent is None else f"{spent_money(spent, symbol)} spent so far"
-        amount = money(soft["amount_usd"], symbol)
+        spent_text = "" if spent is None else f"{status_bar(spent, symbol)} spent so far"
+        amount = exact(soft["amount_usd"], symbol)
         if spent is not None and spent >= soft["amount_usd"]:
             lines.append(
                 f"gpucost: your budget is now {amount} per {soft['scope']}, and it is "
                 f"ALREADY SPENT: {spent_text}."
             )
             lines.append(_what_happens_next(state, symbol))
-            above = spent_money(spent, symbol, round_up=True)
+            above = status_bar(spent, symbol, round_up=True)
             lines.append(
                 f"  To undo: %gpucost budget off, or a budget above {above} "
                 "(%gpucost budget AMOUNT); the countdown then ends and nothing is stopped."
@@ -272,7 +271,7 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
         lines.append("gpucost: your budget is removed.")
     if hard:
         lines.append(
-            f"gpucost: the administrator's budget of {money(hard['amount_usd'], symbol)} per "
+            f"gpucost: the administrator's budget of {exact(hard['amount_usd'], symbol)} per "
             f"{hard['scope']} still applies."
         )
     return "\n".join(lines)
@@ -317,7 +316,7 @@ def show_summary(shell: Any) -> None:
             telemetry = status.get("telemetry") or {}
             simulated = " (simulated GPUs)" if telemetry.get("simulated") else ""
             print(
-                f"gpucost: this session has cost {spent_money(status['cost_usd'], symbol)} "
+                f"gpucost: this session has cost {status_bar(status['cost_usd'], symbol)} "
                 f"in {int(elapsed // 3600)} h {int(elapsed % 3600 // 60):02d} min, now "
                 f"{symbol}{float(status['rate_usd_per_hour']):,.2f}/h{simulated}"
             )
@@ -326,8 +325,8 @@ def show_summary(shell: Any) -> None:
             if binding:
                 spent = binding.get("spent_usd")
                 print(
-                    f"  budget: {'unknown' if spent is None else spent_money(spent, symbol)} of "
-                    f"{money(binding['amount_usd'], symbol)} per {binding['scope']} "
+                    f"  budget: {'unknown' if spent is None else status_bar(spent, symbol)} of "
+                    f"{exact(binding['amount_usd'], symbol)} per {binding['scope']} "
                     f"({binding['kind']})"
                 )
     tally = getattr(shell, "gpucost_tally", None)
@@ -337,7 +336,7 @@ def show_summary(shell: Any) -> None:
         print(
             f"  cells priced in this kernel: {tally.total_cells} "
             f"({tally.cells['auto']} by auto mode, {tally.cells['magic']} by %%gpucost), "
-            f"{spent_money(Decimal(tally.total_micro_usd) / 1_000_000, symbol)} in all"
+            f"{status_bar(to_usd(tally.total_micro_usd), symbol)} in all"
             + (" (auto is off)" if auto_off else "")
         )
     show_prices()

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ..billing import cost_micro_usd, round_micro
-from .prices import KernelPrices, from_catalog, from_environment, spent_money
+from ..core.billing import cost_micro_usd
+from ..core.money import round_micro, status_bar, to_usd
+from .prices import KernelPrices, from_catalog, from_environment
 
 
 @dataclass
@@ -62,7 +63,7 @@ class CellCost:
         return Decimal(self.cost_micro_usd) / 1_000_000
 
     def _money(self, micro: int) -> str:
-        return spent_money(Decimal(micro) / 1_000_000, self.currency_symbol)
+        return status_bar(to_usd(micro), self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
         rows = [

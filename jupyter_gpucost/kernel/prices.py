@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
@@ -89,48 +89,9 @@ def from_environment(environ: dict[str, str] | None = None) -> KernelPrices | No
         return None
 
 
-def money(amount: Decimal | float | int | str, symbol: str = "$") -> str:
-    """An amount of money as a person reads it: ``$1,000,000``, ``$0.50``, ``$1.234567``.
-
-    Whole amounts have no decimals; others at least two and up to the six (micro-dollars)
-    the amount has. Never exponent notation; thousands are separated by commas.
-    """
-    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
-    value = value.quantize(Decimal("0.000001"))
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    if value == value.to_integral_value():
-        return f"{sign}{symbol}{value:,.0f}"
-    text = f"{value:,.6f}".rstrip("0")
-    whole, _, decimals = text.partition(".")
-    return f"{sign}{symbol}{whole}.{decimals.ljust(2, '0')}"
-
-
-#: below this an amount spent is shown with four decimals, as in JupyterLab's status bar
-SMALL_AMOUNT = Decimal("0.1")
-
-
-def spent_money(
-    amount: Decimal | float | int | str, symbol: str = "$", *, round_up: bool = False
-) -> str:
-    """An amount spent as JupyterLab's status bar and panel show it: ``$2.51``,
-    ``$0.0042`` (four decimals under ten cents), thousands separated by commas.
-    ``round_up`` rounds towards the larger amount, for "a budget above ..."."""
-    value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    small = value.quantize(Decimal("0.0001")) < SMALL_AMOUNT
-    step = Decimal("0.0001") if small else Decimal("0.01")
-    rounding = ROUND_CEILING if round_up else ROUND_HALF_UP
-    value = value.quantize(step, rounding=rounding)
-    if value == 0:
-        sign = ""
-    return f"{sign}{symbol}{value:,}"
-
-
 def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     """Prices from the shipped catalog for (uuid, NVML name, memory) of the GPUs here."""
-    from ..prices import PricePolicy, load_catalog
+    from ..core.catalog import PricePolicy, load_catalog
 
     policy = PricePolicy(catalog=load_catalog())
     gpus: dict[str, tuple[str, Decimal | None]] = {}

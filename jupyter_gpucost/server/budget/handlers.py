@@ -7,7 +7,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..handlers import API_PREFIX, GpuCostHandler
-from ..kernel_link import user_or_kernel
+from ..kernel_auth import user_or_kernel
 from .controller import BudgetController
 from .policy import BudgetError, HardBudgetRefused, parse_save_answer, parse_soft_request
 

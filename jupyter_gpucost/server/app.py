@@ -19,7 +19,8 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
-from . import kernel_link
+from ..core.catalog import MARKETS, Catalog, CatalogError, load_catalog, parse_price
+from . import kernel_auth
 from .budget.setup import (
     budget_env_default,
     budget_env_number,
@@ -29,7 +30,6 @@ from .budget.setup import (
 from .export.setup import budget_export_hook, start_exports
 from .export.targets import TargetError, normalise_url
 from .handlers import handlers
-from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from .service import TELEMETRY_MODES, CostConfig, CostService
 
 
@@ -495,15 +495,15 @@ class GpuCost(ExtensionApp):
         )
 
     def _link_kernels(self) -> None:
-        """Give kernels the server's loopback URL and their own token (kernel_link)."""
-        token = kernel_link.new_token()
-        self.settings[kernel_link.SETTINGS_KEY] = token
-        kernel_link.publish(os.environ, None, token)
+        """Give kernels the server's loopback URL and their own token (kernel_auth)."""
+        token = kernel_auth.new_token()
+        self.settings[kernel_auth.SETTINGS_KEY] = token
+        kernel_auth.publish(os.environ, None, token)
         serverapp = self.serverapp
 
         def publish_url() -> None:
             # the port is known once the server listens (it may differ from the one asked)
-            kernel_link.publish(os.environ, kernel_link.loopback_url(serverapp), token)
+            kernel_auth.publish(os.environ, kernel_auth.loopback_url(serverapp), token)
 
         IOLoop.current().add_callback(publish_url)
 

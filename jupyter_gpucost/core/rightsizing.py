@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .billing import cost_micro_usd, round_micro
+from .billing import cost_micro_usd
+from .catalog import Catalog
 from .meter import MeterSnapshot
-from .prices import Catalog
+from .money import round_micro
 
 GB = 10**9
 #: above this share of busy GPU time, no cheaper GPU is recommended

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ..core.meter import MeterSnapshot
 from .attribution import Attribution, Attributor
 from .history import GpuPoint, HistoryRing, Point
-from .kernels import KernelTracker
+from .kernel_procs import KernelTracker
 from .ledger import Ledger, Pending, Totals, minute_of
-from .meter import MeterSnapshot
 from .sampler import Published
 
 

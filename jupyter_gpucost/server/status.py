@@ -10,15 +10,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ._version import __version__
-from .billing import US_PER_S, BillingRule, to_usd
-from .meter import GpuCost, MeterSnapshot
-from .prices import DOUBTFUL_CONFIDENCE, PricePolicy
-from .telemetry.base import TelemetryStatus
-
-
-def usd(micro_usd: int) -> float:
-    return float(to_usd(micro_usd))
+from .._version import __version__
+from ..core.billing import US_PER_S, BillingRule
+from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
+from ..core.meter import GpuCost, MeterSnapshot
+from ..core.money import usd
+from ..telemetry.base import TelemetryStatus
 
 
 def _price(value: Decimal) -> float:

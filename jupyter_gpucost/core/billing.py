@@ -2,7 +2,8 @@
 
 Time is counted in integer microseconds and prices are Decimals with at most six
 decimals, so a cost is an exact rational number of micro-dollars; it is rounded (half
-up) only when it is shown. Nothing here uses floating point.
+up, in :mod:`jupyter_gpucost.core.money`) only when it is kept or shown. Nothing here
+uses floating point.
 """
 
 from __future__ import annotations
@@ -13,23 +14,11 @@ from fractions import Fraction
 
 US_PER_S = 1_000_000
 US_PER_HOUR = 3_600 * US_PER_S
-MICRO = Decimal("0.000001")
 
 
 def cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> Fraction:
     """The exact cost, in micro-dollars, of ``duration_us`` at ``usd_per_hour``."""
     return Fraction(usd_per_hour) * 1_000_000 * duration_us / US_PER_HOUR
-
-
-def round_micro(value: Fraction) -> int:
-    """Round an exact amount of micro-dollars to a whole micro-dollar, half up."""
-    quotient, remainder = divmod(value.numerator, value.denominator)
-    return quotient + (1 if 2 * remainder >= value.denominator else 0)
-
-
-def to_usd(micro_usd: int) -> Decimal:
-    """Whole micro-dollars as dollars, exactly: 1234567 -> Decimal('1.234567')."""
-    return (Decimal(micro_usd) * MICRO).quantize(MICRO)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .meter import Meter, MeterSnapshot
-from .telemetry.base import TelemetrySource, TelemetryStatus
+from ..core.meter import Meter, MeterSnapshot
+from ..telemetry.base import TelemetrySource, TelemetryStatus
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,10 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from .billing import US_PER_S, BillingRule, cost_micro_usd, round_micro
-from .prices import Price, PricePolicy, model_for
-from .telemetry.base import GpuReading
+from ..telemetry.base import GpuReading
+from .billing import US_PER_S, BillingRule, cost_micro_usd
+from .catalog import Price, PricePolicy, model_for
+from .money import round_micro
 
 
 def apportion(parts: Sequence[Fraction]) -> list[int]:

@@ -15,7 +15,7 @@ from tornado import web
 from .cells import CellRecordError, clean
 from .history import HistoryError
 from .inputs import InputError, json_object, whole_number
-from .kernel_link import KernelUser, is_kernel_request, user_or_kernel
+from .kernel_auth import KernelUser, is_kernel_request, user_or_kernel
 from .service import CostService
 
 API_PREFIX = "/gpucost/api"
@@ -24,7 +24,7 @@ API_PREFIX = "/gpucost/api"
 class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
     #: the resource name JupyterHub's and jupyter_server's authorizers see
     auth_resource = "gpucost"
-    #: the methods a kernel may call with its own token (see kernel_link)
+    #: the methods a kernel may call with its own token (see kernel_auth)
     kernel_methods: frozenset[str] = frozenset()
     kernel_authenticated = False
 

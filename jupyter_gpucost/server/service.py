@@ -12,22 +12,23 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ..core.billing import BillingRule
+from ..core.catalog import Catalog, PricePolicy
+from ..core.meter import Meter
+from ..core.money import usd
+from ..core.rightsizing import advise, why_not
+from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
+from ..telemetry.simulated import SimulatedSource
 from . import history as hist
 from .attribution import Attributor
-from .billing import BillingRule
 from .cells import CellLog
 from .history import HistoryRing
-from .kernels import KernelTracker, uptime_s
+from .kernel_procs import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
-from .meter import Meter
 from .metrics import Metrics
-from .prices import Catalog, PricePolicy
 from .recorder import Recorder
-from .rightsizing import advise, why_not
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import status_payload, usd
-from .telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
-from .telemetry.simulated import SimulatedSource
+from .status import status_payload
 
 TELEMETRY_MODES = ("auto", "nvml", "simulated", "none")
 
@@ -65,7 +66,7 @@ def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) ->
     if mode == "simulated":
         source: TelemetrySource = SimulatedSource(simulated_trace or None)
     else:
-        from .telemetry.nvml import NvmlSource
+        from ..telemetry.nvml import NvmlSource
 
         source = NvmlSource(log=log)
     try:
@@ -108,7 +109,7 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
-        #: the budget controller (jupyter_gpucost.budget), set by the extension app
+        #: the budget controller (jupyter_gpucost.server.budget), set by the extension app
         self.budget: Any = None
         started = self.meter.snapshot().started
         self.session_id = new_session_id(started)
@@ -165,7 +166,7 @@ class CostService:
 
     def publish_prices(self, environ: dict[str, str] | os._Environ[str]) -> None:
         """Put the prices in force where kernels started from now on will find them."""
-        from .kernel.prices import ENV_PRICES, server_payload
+        from ..kernel.prices import ENV_PRICES, server_payload
 
         published = self.sampler.latest
         snapshot = published.snapshot

@@ -30,9 +30,9 @@ from fractions import Fraction
 
 import psutil
 
-from .kernels import KernelInfo
-from .meter import MeterSnapshot, apportion
-from .telemetry.base import ProcessReading
+from ..core.meter import MeterSnapshot, apportion
+from ..telemetry.base import ProcessReading
+from .kernel_procs import KernelInfo
 
 NOTE_CONTAINER = (
     "The GPU driver lists processes that do not exist in this server's process namespace "

@@ -391,7 +391,7 @@ def software_versions() -> dict[str, str | None]:
     """torch and CUDA versions when torch is installed (read from metadata: no import)."""
     from importlib import metadata
 
-    from .._version import __version__
+    from ..._version import __version__
 
     try:
         torch = metadata.version("torch")

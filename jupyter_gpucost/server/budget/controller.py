@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from tornado.ioloop import IOLoop
 
-from ..billing import to_usd
+from ...core.money import notice, usd
 from .actions import (
     HubTarget,
     ask_hub_to_stop,
@@ -57,14 +57,6 @@ EVENT_SCHEMA_PATH = Path(__file__).with_name("event.yaml")
 #: a browser that asked within this many seconds is expected to acknowledge a save request
 CLIENT_TTL_S = 20.0
 TICK_S = 1.0
-
-
-def usd(micro_usd: int) -> float:
-    return float(to_usd(micro_usd))
-
-
-def money(micro_usd: int, symbol: str = "$") -> str:
-    return f"{symbol}{Decimal(micro_usd) / Decimal(1_000_000):.2f}"
 
 
 def iso(when: datetime | None) -> str | None:
@@ -325,7 +317,7 @@ class BudgetController:
             when = f"; at the current rate it runs out at {out:%H:%M} UTC" if out else ""
             self.emit(
                 "threshold",
-                f"{event.threshold_pct}% of your {money(s.budget.amount_micro_usd, sym)} "
+                f"{event.threshold_pct}% of your {notice(s.budget.amount_micro_usd, sym)} "
                 f"{_scope_name(s.budget)} is spent{when}.",
                 threshold_pct=event.threshold_pct,
                 **self._budget_fields(s, now),
@@ -333,7 +325,7 @@ class BudgetController:
         elif isinstance(event, GraceStarted):
             if event.standing is not None:
                 what = (
-                    f"Your {money(event.standing.budget.amount_micro_usd, sym)} "
+                    f"Your {notice(event.standing.budget.amount_micro_usd, sym)} "
                     f"{_scope_name(event.standing.budget)} is spent."
                 )
                 fields = self._budget_fields(event.standing, now)

@@ -1,0 +1,120 @@
+"""Money: whole micro-dollars, their rounding, and each way an amount is shown.
+
+The one owner of money in jupyter-gpucost, in the server and in the kernel alike. Costs are
+exact Fractions of micro-dollars (:mod:`jupyter_gpucost.core.billing`); they become whole
+micro-dollars here, half up (:func:`round_micro`), and reach a person through one of the
+named display rules below. Nothing here uses floating point except :func:`usd`, which
+writes an exact amount into a JSON document.
+
+The display rules, by where they are seen:
+
+========================  ==============================================  ==============
+rule                      where                                           example
+========================  ==============================================  ==============
+:func:`usd`               every ``*_usd`` number in the REST API / events ``1.234567``
+:func:`status_bar`        amounts spent: status bar, panel, ``%%gpucost``  ``$2.51``,
+                          report, ``%gpucost``                            ``$0.0042``
+:func:`exact`             an amount someone set: a budget, a price        ``$1,000,000``,
+                                                                          ``$1.234567``
+:func:`notice`            the budget's notifications and messages         ``$5.00``
+:func:`ticker`            the live ipywidgets ticker                      ``$0.4200``
+:func:`guard_line`        the training-loop guard's line (no symbol)      ``0.0042``
+========================  ==============================================  ==============
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from fractions import Fraction
+
+#: micro-dollars in a dollar
+MICRO_PER_USD = 1_000_000
+#: one micro-dollar, in dollars
+MICRO = Decimal("0.000001")
+#: below this an amount spent is shown with four decimals, as in the status bar
+SMALL_AMOUNT = Decimal("0.1")
+
+Amount = Decimal | float | int | str
+
+
+def round_micro(value: Fraction) -> int:
+    """Round an exact amount of micro-dollars to a whole micro-dollar, half up."""
+    quotient, remainder = divmod(value.numerator, value.denominator)
+    return quotient + (1 if 2 * remainder >= value.denominator else 0)
+
+
+def to_usd(micro_usd: int) -> Decimal:
+    """Whole micro-dollars as dollars, exactly: 1234567 -> Decimal('1.234567')."""
+    return (Decimal(micro_usd) * MICRO).quantize(MICRO)
+
+
+def usd(micro_usd: int) -> float:
+    """Whole micro-dollars as the number a JSON document carries (six decimals at most)."""
+    return float(to_usd(micro_usd))
+
+
+def round_usd(micro_usd: Fraction, quantum: Decimal) -> Decimal:
+    """An exact fraction of micro-dollars as dollars, rounded half up to ``quantum``
+    (``MICRO`` or finer, e.g. ``Decimal('1e-9')`` for a price per step)."""
+    steps_per_micro = int(Decimal(1) / quantum) // MICRO_PER_USD
+    scaled = micro_usd * steps_per_micro
+    whole, rest = divmod(scaled.numerator, scaled.denominator)
+    if 2 * rest >= scaled.denominator:
+        whole += 1
+    return (Decimal(whole) * quantum).quantize(quantum)
+
+
+def as_decimal(amount: Amount) -> Decimal:
+    """An amount from JSON or a caller as a Decimal, through its text (no binary float)."""
+    return amount if isinstance(amount, Decimal) else Decimal(str(amount))
+
+
+def exact(amount: Amount, symbol: str = "$") -> str:
+    """An amount someone set, as a person reads it: ``$1,000,000``, ``$0.50``, ``$1.234567``.
+
+    Whole amounts have no decimals; others at least two and up to the six (micro-dollars)
+    the amount has. Never exponent notation; thousands are separated by commas.
+    """
+    value = as_decimal(amount).quantize(MICRO)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    if value == value.to_integral_value():
+        return f"{sign}{symbol}{value:,.0f}"
+    text = f"{value:,.6f}".rstrip("0")
+    whole, _, decimals = text.partition(".")
+    return f"{sign}{symbol}{whole}.{decimals.ljust(2, '0')}"
+
+
+def status_bar(amount: Amount, symbol: str = "$", *, round_up: bool = False) -> str:
+    """An amount spent as JupyterLab's status bar and panel show it: ``$2.51``,
+    ``$0.0042`` (four decimals under ten cents), thousands separated by commas.
+    ``round_up`` rounds towards the larger amount, for "a budget above ..."."""
+    value = as_decimal(amount)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    small = value.quantize(Decimal("0.0001")) < SMALL_AMOUNT
+    step = Decimal("0.0001") if small else Decimal("0.01")
+    rounding = ROUND_CEILING if round_up else ROUND_HALF_UP
+    value = value.quantize(step, rounding=rounding)
+    if value == 0:
+        sign = ""
+    return f"{sign}{symbol}{value:,}"
+
+
+def notice(micro_usd: int, symbol: str = "$") -> str:
+    """A budget in a notification or message: two decimals, ``$5.00``."""
+    return f"{symbol}{Decimal(micro_usd) / Decimal(MICRO_PER_USD):.2f}"
+
+
+def ticker(amount: Decimal, symbol: str = "$") -> str:
+    """The live ticker's session total: ``$12.34`` from ten dollars, ``$0.4200`` below."""
+    return f"{symbol}{amount:,.2f}" if amount >= 10 else f"{symbol}{amount:.4f}"
+
+
+def guard_line(value: Decimal) -> str:
+    """The guard's figures, for a glance: 2 decimals from $1, 4 below, 7 for tiny amounts."""
+    if value >= 1:
+        return f"{value:,.2f}"
+    if value >= Decimal("0.0001") or value == 0:
+        return f"{value:.4f}"
+    return f"{value:.7f}"

@@ -1,0 +1,254 @@
+"""``CostTicker()``: the session's cost and rate, ticking in the notebook while cells run.
+
+::
+
+    from jupyter_gpucost.widgets import CostTicker
+    CostTicker()
+
+Where the figures come from:
+
+- from the jupyter-gpucost server, when it published its address and a token for its
+  kernels (``JUPYTER_GPUCOST_URL``, ``JUPYTER_GPUCOST_TOKEN``): the ticker reads
+  ``GET {URL}gpucost/api/status`` every ``interval_s`` seconds, so it shows what the status
+  bar shows (the whole server session, every kernel), and the budget in force;
+- otherwise from the kernel itself: the kernel's GPUs at the prices ``%%gpucost`` uses
+  (the server's, handed down in ``JUPYTER_GPUCOST_PRICES``, else the shipped catalog)
+  times the time since the kernel started, labelled as such.
+
+The figures are refreshed by a background thread, which only sets widget values (the
+widget's comm is thread-safe in ipywidgets 8) and never prints. It runs in a copy of the
+creating cell's context, so its messages keep that cell as their parent under ipykernel 7
+(which keeps the parent header in a context variable). ``ticker.stop()`` or closing the
+widget ends the thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import ipywidgets as w
+
+from ..core.billing import US_PER_S, cost_micro_usd
+from ..core.money import round_micro, ticker, to_usd
+
+ENV_URL = "JUPYTER_GPUCOST_URL"
+ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
+STATUS_PATH = "gpucost/api/status"
+
+
+class StatusError(Exception):
+    """The server's status could not be read; the message is shown under the ticker."""
+
+
+def fetch_status(base_url: str, token: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """``GET {base_url}gpucost/api/status`` with the kernel's token."""
+    url = base_url if base_url.endswith("/") else base_url + "/"
+    request = urllib.request.Request(
+        url + STATUS_PATH,
+        headers={"Authorization": f"token {token}", "Accept": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            data = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as e:
+        if e.code in (401, 403):
+            raise StatusError(f"the server refused the kernel's token (HTTP {e.code})") from None
+        raise StatusError(f"the server answered HTTP {e.code}") from None
+    except urllib.error.URLError as e:
+        raise StatusError(f"the server is not reachable ({e.reason})") from None
+    except (OSError, ValueError) as e:
+        raise StatusError(f"the server's status could not be read ({e})") from None
+    if not isinstance(data, dict):
+        raise StatusError("the server's status is not a JSON object")
+    return data
+
+
+def _decimal(value: Any) -> Decimal | None:
+    """Money from the wire: a string (exact) or a JSON number (at most six decimals)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        result = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return result if result.is_finite() else None
+
+
+class CostTicker(w.VBox):
+    """A live line ``session $X · $Y/h``, a budget bar, and where the figures come from.
+
+    :param interval_s: seconds between refreshes.
+    :param budget_usd: a budget of your own for the bar (else the server's budget in force).
+    :param usd_per_hour: price the kernel's session at this rate instead (no server).
+    """
+
+    def __init__(
+        self,
+        *,
+        interval_s: float = 1.0,
+        budget_usd: float | int | str | Decimal | None = None,
+        usd_per_hour: float | int | str | Decimal | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be more than 0, not {interval_s!r}")
+        self.interval_s = float(interval_s)
+        self.budget_usd = None if budget_usd is None else Decimal(str(budget_usd))
+        if self.budget_usd is not None and self.budget_usd <= 0:
+            raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
+        self.url = os.environ.get(ENV_URL) or None
+        self.token = os.environ.get(ENV_TOKEN) or None
+        self.usd_per_hour = None if usd_per_hour is None else Decimal(str(usd_per_hour))
+        if self.usd_per_hour is not None:
+            self.url = None  # the user's rate: priced here
+        self.total_usd = Decimal(0)
+        self.rate_usd_per_hour = Decimal(0)
+        self.currency_symbol = "$"
+        self.budget_share: float | None = None
+        self.error: str | None = None
+        self.updates = 0
+
+        self.cost = w.HTML(value="…")
+        self.bar = w.FloatProgress(
+            value=0.0, min=0.0, max=100.0, description="budget", bar_style="success"
+        )
+        self.budget_label = w.Label(value="")
+        self.source = w.Label(value="")
+        super().__init__(
+            children=[self.cost, w.HBox([self.bar, self.budget_label]), self.source], **kwargs
+        )
+        self.add_class("jp-gpucost-ticker")
+        self._local = self._local_pricing() if self.url is None or self.token is None else None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.refresh()
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run,), name="gpucost-ticker", daemon=True
+        )
+        self._thread.start()
+
+    # -- the figures ------------------------------------------------------------------
+
+    def _local_pricing(self) -> tuple[float, Decimal, str]:
+        """(kernel start as epoch seconds, rate, label) for pricing the kernel here."""
+        import psutil
+
+        started = psutil.Process(os.getpid()).create_time()
+        if self.usd_per_hour is not None:
+            return started, self.usd_per_hour, "this kernel since it started, at the rate given"
+        from .measure import prices
+
+        p = prices()
+        self.currency_symbol = p.currency_symbol
+        if p.from_server:
+            label = "no server connection: this kernel since it started, at the server's prices"
+        else:
+            label = "no server: catalog prices, this kernel since it started"
+            if not p.gpus:
+                label += " (no GPU here)"
+        return started, p.rate_usd_per_hour(), label
+
+    def refresh(self) -> None:
+        """Read the figures now and show them (the thread calls this every interval)."""
+        with self._lock:
+            if self._local is not None:
+                started, rate, label = self._local
+                elapsed_us = max(0, round((time.time() - started) * US_PER_S))
+                total = to_usd(round_micro(cost_micro_usd(rate, elapsed_us)))
+                self._show(total, rate, None, label)
+                return
+            url, token = self.url or "", self.token or ""
+            try:
+                status = fetch_status(url, token, timeout_s=min(5.0, 5 * self.interval_s))
+            except StatusError as e:
+                self.error = str(e)
+                shown = "; last figures shown" if self.updates else ""
+                self.source.value = f"jupyter-gpucost server: {e}{shown}"
+                return
+            self.error = None
+            self.currency_symbol = str(status.get("currency_symbol") or "$")
+            total = _decimal(status.get("total_usd", status.get("cost_usd"))) or Decimal(0)
+            rate = _decimal(status.get("rate_usd_per_hour")) or Decimal(0)
+            simulated = bool((status.get("telemetry") or {}).get("simulated"))
+            label = "the jupyter-gpucost server: this session, all kernels" + (
+                " (simulated GPUs)" if simulated else ""
+            )
+            self._show(total, rate, status.get("budget"), label)
+
+    def _show(
+        self, total: Decimal, rate: Decimal, budget: dict[str, Any] | None, label: str
+    ) -> None:
+        sym = self.currency_symbol
+        self.total_usd = total
+        self.rate_usd_per_hour = rate
+        self.cost.value = f"<b>session {ticker(total, sym)}</b> · {sym}{rate.normalize():f}/h"
+        share, text = self._budget(total, budget)
+        self.budget_share = share
+        if share is None:
+            self.bar.layout.display = "none"
+        else:
+            self.bar.layout.display = None
+            self.bar.value = min(100.0, share * 100)
+            self.bar.bar_style = (
+                "danger" if share >= 1 else "warning" if share >= 0.8 else "success"
+            )
+        self.budget_label.value = text
+        self.source.value = label
+        self.updates += 1
+
+    def _budget(self, total: Decimal, budget: dict[str, Any] | None) -> tuple[float | None, str]:
+        sym = self.currency_symbol
+        if self.budget_usd is not None:
+            share = float(total / self.budget_usd)
+            return share, f"{sym}{total:,.2f} of {sym}{self.budget_usd:,.2f} (yours)"
+        if not budget or not budget.get("binding"):
+            return None, "no budget"
+        kind = str(budget["binding"])
+        standing = budget.get(kind) or {}
+        amount = _decimal(standing.get("amount_usd"))
+        spent = _decimal(standing.get("spent_usd"))
+        if amount is None or amount <= 0 or spent is None:
+            return None, "no budget"
+        share = float(spent / amount)
+        scope = standing.get("scope")
+        scope_text = f", {scope}" if scope else ""
+        return share, f"{sym}{spent:,.2f} of {sym}{amount:,.2f} ({kind} budget{scope_text})"
+
+    # -- the thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.refresh()
+            except Exception as e:  # keep ticking; say what went wrong, never print
+                self.error = f"{type(e).__name__}: {e}"
+                try:
+                    self.source.value = f"ticker error: {self.error}"
+                except Exception:
+                    return
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop refreshing (the last figures stay shown)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+
+    def close(self) -> None:
+        self.stop()
+        super().close()
+
+
+__all__ = ["CostTicker", "StatusError", "fetch_status"]
