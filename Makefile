@@ -68,6 +68,7 @@ chromium:
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/jlpm lint:check
 
 format: install
