@@ -1,0 +1,198 @@
+"""The package's import contracts: which process's code may import what, and no cycles.
+
+Every ``import`` statement of every module counts, those inside functions (lazy imports)
+included; only imports under ``if TYPE_CHECKING:`` are left out, since they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "jupyter_gpucost"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+#: third-party modules that belong to the Jupyter server process
+WEB_SERVER = ("tornado", "jupyter_server", "jupyter_events")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk_runtime(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node below ``node`` except the bodies of ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield other
+                yield from _walk_runtime(other)
+            continue
+        yield child
+        yield from _walk_runtime(child)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """The absolute names a module imports: our modules resolved, others by their top name."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _walk_runtime(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            # `from . import x` imports the module x when there is one; the package's
+            # own code counts only for the names that are not modules
+            submodules = {f"{target}.{a.name}" for a in node.names} & modules
+            found.update(submodules)
+            if len(submodules) < len(node.names):
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = sorted(ROOT.rglob("*.py"))
+    paths = [p for p in paths if "labextension" not in p.relative_to(ROOT).parts]
+    modules = {_module_name(p) for p in paths}
+    return {_module_name(p): _imports(p, modules) for p in paths}
+
+
+GRAPH = _graph()
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _offenders(layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if _in(module, layer)
+        for target in targets
+        if any(_in(target, f) for f in forbidden)
+    )
+
+
+def test_the_graph_sees_the_whole_package() -> None:
+    # a broken parser would make every contract below pass vacuously
+    assert "jupyter_gpucost.server.app" in GRAPH
+    assert "jupyter_gpucost.kernel.magics" in GRAPH
+    assert any(_in(t, "jupyter_gpucost.core") for t in GRAPH["jupyter_gpucost.server.service"])
+
+
+def test_the_server_never_imports_the_kernel_side() -> None:
+    assert _offenders(f"{PACKAGE}.server", (f"{PACKAGE}.kernel",)) == []
+
+
+def test_the_kernel_side_never_imports_the_server_or_tornado() -> None:
+    assert _offenders(f"{PACKAGE}.kernel", (f"{PACKAGE}.server", *WEB_SERVER)) == []
+
+
+@pytest.mark.parametrize("layer", [f"{PACKAGE}.core", f"{PACKAGE}.telemetry"])
+def test_core_and_telemetry_import_neither_process_nor_tornado(layer: str) -> None:
+    forbidden = (f"{PACKAGE}.server", f"{PACKAGE}.kernel", *WEB_SERVER)
+    assert _offenders(layer, forbidden) == []
+
+
+def test_the_meter_and_the_catalog_import_only_core_and_readings() -> None:
+    allowed = (f"{PACKAGE}.core", f"{PACKAGE}.telemetry.base")
+    for module in (f"{PACKAGE}.core.meter", f"{PACKAGE}.core.catalog"):
+        ours = {t for t in GRAPH[module] if _in(t, PACKAGE)}
+        assert {t for t in ours if not any(_in(t, a) for a in allowed)} == set(), module
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), or self-imports."""
+    edges = {m: {t for t in ts if t in GRAPH and t != m} for m, ts in GRAPH.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_lazy_imports_included() -> None:
+    assert _cycles() == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # the check above must be able to fail: a two-module cycle is reported
+    saved = dict(GRAPH)
+    try:
+        GRAPH["jupyter_gpucost.core.billing"] = {"jupyter_gpucost.core.money"}
+        GRAPH["jupyter_gpucost.core.money"] = {"jupyter_gpucost.core.billing"}
+        assert ["jupyter_gpucost.core.billing", "jupyter_gpucost.core.money"] in _cycles()
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+def test_no_module_is_longer_than_500_lines() -> None:
+    long = {
+        _module_name(p): n
+        for p in ROOT.rglob("*.py")
+        if "labextension" not in p.relative_to(ROOT).parts
+        and (n := len(p.read_text().splitlines())) > 500
+    }
+    assert long == {}
+
+
+def test_what_users_type_keeps_working() -> None:
+    # the public names in the docs: the guard (callable), the ticker, the callbacks, the magic
+    import jupyter_gpucost
+    from jupyter_gpucost import CostTicker, guard
+    from jupyter_gpucost.guard import BudgetExceeded
+    from jupyter_gpucost.guard_callbacks import LightningBudgetGuard  # noqa: F401
+    from jupyter_gpucost.kernel import guard as kernel_guard
+    from jupyter_gpucost.widgets import CostTicker as ticker
+
+    assert guard is kernel_guard
+    assert callable(guard)
+    assert BudgetExceeded is kernel_guard.BudgetExceeded
+    assert ticker is CostTicker
+    assert callable(jupyter_gpucost.load_ipython_extension)
