@@ -1,0 +1,72 @@
+"""Money: rounding to micro-dollars and the named display rules, as a person reads them."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jupyter_gpucost.core import money
+
+fractions = st.fractions(min_value=0, max_value=10**12, max_denominator=10**9)
+
+
+@given(fractions)
+def test_rounding_to_a_micro_dollar_is_half_up_and_never_off_by_more_than_half(
+    value: Fraction,
+) -> None:
+    rounded = money.round_micro(value)
+    assert abs(rounded - value) <= Fraction(1, 2)
+    assert money.round_micro(Fraction(rounded) + Fraction(1, 2)) == rounded + 1
+
+
+@given(fractions)
+def test_dollars_at_a_micro_dollar_step_are_the_rounded_micro_dollars(value: Fraction) -> None:
+    assert money.round_usd(value, money.MICRO) == money.to_usd(money.round_micro(value))
+
+
+@given(st.integers(min_value=0, max_value=10**15))
+def test_a_json_amount_is_the_exact_amount(micro_usd: int) -> None:
+    assert Decimal(str(money.usd(micro_usd))) == money.to_usd(micro_usd)
+
+
+def test_a_price_per_step_keeps_nine_decimals() -> None:
+    assert money.round_usd(Fraction(1, 3), Decimal("1e-9")) == Decimal("0.000000333")
+    assert money.round_usd(Fraction(5, 10**3), Decimal("1e-9")) == Decimal("0.000000005")
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [
+        ("1000000", "$1,000,000"),
+        ("0.5", "$0.50"),
+        ("1.234567", "$1.234567"),
+        ("1.2345678", "$1.234568"),
+        ("-2.5", "-$2.50"),
+        (7, "$7"),
+    ],
+)
+def test_an_amount_someone_set_shows_every_micro_dollar_it_has(
+    amount: str | int, shown: str
+) -> None:
+    assert money.exact(amount) == shown
+
+
+def test_a_notification_shows_two_decimals() -> None:
+    assert money.notice(5_000_000) == "$5.00"
+    assert money.notice(1_234_567, "€") == "€1.23"
+
+
+def test_the_ticker_shows_four_decimals_under_ten_dollars() -> None:
+    assert money.ticker(Decimal("0.42")) == "$0.4200"
+    assert money.ticker(Decimal("1234.5"), "€") == "€1,234.50"
+
+
+def test_the_guard_line_shows_tiny_amounts_with_seven_decimals() -> None:
+    assert money.guard_line(Decimal("2.5")) == "2.50"
+    assert money.guard_line(Decimal("0.0042")) == "0.0042"
+    assert money.guard_line(Decimal("0.00000123")) == "0.0000012"
+    assert money.guard_line(Decimal(0)) == "0.0000"
