@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_gpucost.server.handlers import GpuCostHandler
+from jupyter_gpucost.server.web import GpuCostHandler
 
 pytestmark = pytest.mark.usefixtures("jp_serverapp")
 
