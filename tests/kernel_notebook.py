@@ -9,17 +9,19 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-from jupyter_gpucost.kernel.prices import ENV_PRICES, server_payload
+from jupyter_gpucost.core.protocol import KERNEL_ENV, PricedGpu, PublishedPrices, encode_prices
 
 #: variables the server hands to its kernels; a test sets the ones it needs
-SERVER_ENV = (ENV_PRICES, "JUPYTER_GPUCOST_URL", "JUPYTER_GPUCOST_TOKEN")
+SERVER_ENV = KERNEL_ENV
 
 #: what a server on one H100 ($6.88/h) with a $0.50/h instance gives its kernels
-H100_SERVER_PRICES = server_payload(
-    [("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88"))],
-    Decimal("0.5"),
-    "$",
-    "the server's aws on-demand prices",
+H100_SERVER_PRICES = encode_prices(
+    PublishedPrices(
+        gpus=(PricedGpu("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88")),),
+        base_usd_per_hour=Decimal("0.5"),
+        currency_symbol="$",
+        source="the server's aws on-demand prices",
+    )
 )
 
 

@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 from kernel_notebook import H100_SERVER_PRICES, displays, run_notebook, text
 
+from jupyter_gpucost.core.protocol import ENV_PRICES
 from jupyter_gpucost.guard import BudgetExceeded, BudgetWarning, Guard
-from jupyter_gpucost.kernel.prices import ENV_PRICES
 
 SETUP = """\
 import time

@@ -16,7 +16,7 @@ from nbclient import NotebookClient
 from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core.money import status_bar
-from jupyter_gpucost.server.kernel_auth import ENV_TOKEN, ENV_URL
+from jupyter_gpucost.core.protocol import ENV_TOKEN, ENV_URL
 
 
 def kernel_headers() -> dict[str, str]:

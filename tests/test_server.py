@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_gpucost.server.handlers import GpuCostHandler
+from jupyter_gpucost.server.routes import route_table
+from jupyter_gpucost.server.web import GpuCostHandler
 
 pytestmark = pytest.mark.usefixtures("jp_serverapp")
 
@@ -218,3 +219,13 @@ class TestUnpricedGpu:
         assert "not counted" in status["warnings"][0]["message"]
         assert "price_overrides" in status["warnings"][0]["message"]
         assert status["rate_usd_per_hour"] == 0
+
+
+async def test_the_server_serves_exactly_the_assembled_route_table(jp_serverapp: Any) -> None:
+    """The credentials test above covers the route table as it is assembled: every route of
+    ``route_table()`` is registered, and nothing else of the extension is."""
+    served = sorted(
+        (pattern, handler) for pattern, handler in extension_routes(jp_serverapp.web_app)
+    )
+    base = jp_serverapp.base_url.rstrip("/")
+    assert served == sorted((f"{base}{p}$", h) for p, h in route_table())

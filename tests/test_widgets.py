@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kernel_notebook import H100_SERVER_PRICES, displays, run_notebook, text
 
-from jupyter_gpucost.kernel.prices import ENV_PRICES
+from jupyter_gpucost.core.protocol import ENV_PRICES
 
 TOKEN = "k3rnel-t0ken"
 

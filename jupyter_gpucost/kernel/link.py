@@ -1,10 +1,13 @@
-"""The kernel's side of the kernel ↔ server link.
+"""The kernel's one client of the jupyter-gpucost server.
 
-The server puts its loopback URL and a token of the kernels' own in their environment
-(``JUPYTER_GPUCOST_URL``, ``JUPYTER_GPUCOST_TOKEN``). With them a kernel reads the
-session's status, records what each cell cost (the notebook shows it next to the cell,
-the panel lists it), and sets the user's own budget. Records are sent from a background
-thread, so a cell never waits for the server; without a server nothing is sent.
+The server puts its loopback URL, a token of the kernels' own and the prices in force in the
+environment of every kernel it starts (the contract is
+:mod:`jupyter_gpucost.core.protocol`). Everything in the kernel that talks to the server goes
+through this module: ``%%gpucost`` and auto mode record what each cell cost (the notebook
+shows it next to the cell, the panel lists it), ``%gpucost budget`` sets the user's own
+budget, ``%gpucost`` and the ticker read the session's status, and the prices come from
+:func:`published_prices`. Records are sent from a background thread, so a cell never waits
+for the server; without a server nothing is sent.
 """
 
 from __future__ import annotations
@@ -16,16 +19,51 @@ import ssl
 import threading
 import urllib.error
 import urllib.request
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
-ENV_URL = "JUPYTER_GPUCOST_URL"
-ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
+from ..core.protocol import (
+    BUDGET_PATH,
+    CELLS_PATH,
+    ENV_PRICES,
+    ENV_TOKEN,
+    ENV_URL,
+    STATUS_PATH,
+    TOKEN_SCHEME,
+    PublishedPrices,
+    decode_prices,
+)
+
 #: records waiting to be sent; beyond this the oldest are dropped (the server is gone)
 MAX_PENDING = 1000
+DEFAULT_TIMEOUT_S = 5.0
+
+#: why a request failed: the server answered with an HTTP error (``http``), it could not be
+#: reached (``unreachable``), the exchange broke off (``broken``), its answer is not JSON
+#: (``unreadable``) or not the JSON the route answers (``unexpected``)
+Failure = Literal["http", "unreachable", "broken", "unreadable", "unexpected"]
+
+#: a cell's record as the server's ``POST gpucost/api/cells`` takes it (JSON on the wire)
+CellRecord = dict[str, Any]
+#: completes a record in the sending thread before it is sent (e.g. waits for the GPU)
+Finish = Callable[[CellRecord], None]
 
 
 class LinkError(Exception):
-    """The server refused or could not be reached; the message says which."""
+    """The server refused or could not be reached; the message says which.
+
+    ``failure`` says what went wrong, ``http_status`` is the server's answer (``http`` only)
+    and ``detail`` the server's message or the network's reason, for callers that word it
+    their own way (the ticker)."""
+
+    def __init__(
+        self, message: str, failure: Failure, *, http_status: int | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.failure: Failure = failure
+        self.http_status = http_status
+        self.detail = detail
 
 
 def kernel_id() -> str | None:
@@ -46,12 +84,25 @@ def notebook_path() -> str | None:
     return os.environ.get("JPY_SESSION_NAME") or None
 
 
+def published_prices(environ: Mapping[str, str] | None = None) -> PublishedPrices | None:
+    """The prices the server handed to this kernel, or None (no server, or a payload this
+    version cannot read)."""
+    raw = (os.environ if environ is None else environ).get(ENV_PRICES)
+    return decode_prices(raw) if raw else None
+
+
+@dataclass
+class _Pending:
+    record: CellRecord
+    finish: Finish | None
+
+
 class ServerLink:
-    def __init__(self, url: str, token: str, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, token: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.url = url if url.endswith("/") else url + "/"
         self.token = token
         self.timeout_s = timeout_s
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(MAX_PENDING)
+        self._queue: queue.Queue[_Pending | None] = queue.Queue(MAX_PENDING)
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.last_error: str | None = None
@@ -59,21 +110,27 @@ class ServerLink:
         self._context = ssl._create_unverified_context() if url.startswith("https") else None
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> ServerLink | None:
+    def from_environment(
+        cls, environ: Mapping[str, str] | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> ServerLink | None:
+        """The link the server handed to this kernel, or None (no server with the
+        extension started it)."""
         env = os.environ if environ is None else environ
         url, token = env.get(ENV_URL), env.get(ENV_TOKEN)
         if not url or not token:
             return None
-        return cls(url, token)
+        return cls(url, token, timeout_s)
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(self, method: str, path: str, body: object = None) -> object:
+        """One JSON request to the server with the kernels' token; its JSON answer (None
+        when empty), or ``LinkError``."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.url + path,
             data=data,
             method=method,
             headers={
-                "Authorization": f"token {self.token}",
+                "Authorization": f"{TOKEN_SCHEME} {self.token}",
                 "Content-Type": "application/json",
                 "Accept": "application/json",
             },
@@ -82,21 +139,45 @@ class ServerLink:
             with urllib.request.urlopen(
                 request, timeout=self.timeout_s, context=self._context
             ) as response:
-                text = response.read()
+                text: bytes = response.read()
         except urllib.error.HTTPError as e:
             try:
                 message = json.loads(e.read() or b"{}").get("message") or e.reason
-            except ValueError:
+            except (ValueError, AttributeError):
                 message = e.reason
-            raise LinkError(f"the jupyter-gpucost server answered {e.code}: {message}") from None
-        except (urllib.error.URLError, OSError) as e:
+            raise LinkError(
+                f"the jupyter-gpucost server answered {e.code}: {message}",
+                "http",
+                http_status=e.code,
+                detail=str(message),
+            ) from None
+        except urllib.error.URLError as e:
+            raise LinkError(
+                f"the jupyter-gpucost server is not reachable ({e.reason})",
+                "unreachable",
+                detail=str(e.reason),
+            ) from None
+        except OSError as e:
+            # the exchange broke off (a timeout while reading, a reset, TLS)
             reason = getattr(e, "reason", e)
-            raise LinkError(f"the jupyter-gpucost server is not reachable ({reason})") from None
-        return json.loads(text) if text else None
+            raise LinkError(
+                f"the jupyter-gpucost server is not reachable ({reason})", "broken", detail=str(e)
+            ) from None
+        if not text:
+            return None
+        try:
+            answer: object = json.loads(text)
+        except ValueError as e:
+            raise LinkError(
+                f"the jupyter-gpucost server's answer is not JSON ({e})",
+                "unreadable",
+                detail=str(e),
+            ) from None
+        return answer
 
     # -- cells, in the background ------------------------------------------------------
 
-    def send_cell(self, record: dict[str, Any], finish: Any = None) -> None:
+    def send_cell(self, record: CellRecord, finish: Finish | None = None) -> None:
         """Queue a cell's record; ``finish(record)`` completes it in the sending thread
         (e.g. waits for the GPU's end-of-cell event) before it is sent."""
         if self._thread is None or not self._thread.is_alive():
@@ -105,17 +186,16 @@ class ServerLink:
             )
             self._thread.start()
         try:
-            self._queue.put_nowait({"record": record, "finish": finish})
+            self._queue.put_nowait(_Pending(record, finish))
         except queue.Full:
             self.last_error = "too many cell records waiting: the server does not answer"
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            record, finish = item["record"], item["finish"]
             try:
-                if finish is not None:
-                    finish(record)
-                self.request("POST", "gpucost/api/cells", record)
+                if item.finish is not None:
+                    item.finish(item.record)
+                self.request("POST", CELLS_PATH, item.record)
                 self.sent += 1
                 self.last_error = None
             except Exception as e:
@@ -137,16 +217,18 @@ class ServerLink:
     # -- the rest: synchronous, small ----------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        result = self.request("GET", "gpucost/api/status")
+        """The session's status, as the status bar reads it (``GET gpucost/api/status``)."""
+        result = self.request("GET", STATUS_PATH)
         if not isinstance(result, dict):
-            raise LinkError("the server's status is not a JSON object")
+            raise LinkError("the server's status is not a JSON object", "unexpected")
         return result
 
     def set_budget(self, amount_usd: float | None, scope: str = "session") -> dict[str, Any]:
+        """Set the user's own budget (None removes it); the budget's state afterwards."""
         body: dict[str, Any] = {"amount_usd": amount_usd}
         if amount_usd is not None:
             body["scope"] = scope
-        result = self.request("PUT", "gpucost/api/budget", body)
+        result = self.request("PUT", BUDGET_PATH, body)
         return result if isinstance(result, dict) else {}
 
 

@@ -20,7 +20,7 @@ from IPython.display import display
 
 from ..core.money import exact, status_bar, to_usd
 from .auto import cell_id_of, cell_record, status_of, tally_of
-from .link import LinkError, link
+from .link import LinkError, ServerLink, link
 from .measure import Measurement, prices
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
@@ -219,7 +219,7 @@ def budget(words: list[str]) -> None:
     print(budget_reply(state, server_symbol(server)))
 
 
-def server_symbol(server: Any) -> str:
+def server_symbol(server: ServerLink) -> str:
     """The server's currency symbol (its status), else the one it handed to the kernel."""
     try:
         symbol = server.status().get("currency_symbol")

@@ -2,19 +2,20 @@
 
 The server extension publishes the prices in force (after the admin's provider, market,
 instance and overrides) in the environment every kernel inherits, as JSON in
-``JUPYTER_GPUCOST_PRICES``. Without a server (plain IPython, a script) the shipped catalog
-is used with its defaults (AWS on-demand), and the report says so.
+``JUPYTER_GPUCOST_PRICES`` (the contract is :mod:`jupyter_gpucost.core.protocol`; the
+kernel reads it through :mod:`jupyter_gpucost.kernel.link`). Without a server (plain
+IPython, a script) the shipped catalog is used with its defaults (AWS on-demand), and the
+report says so.
 """
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
-ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
+from ..core.protocol import PublishedPrices
+from .link import published_prices
 
 
 @dataclass(frozen=True)
@@ -38,55 +39,24 @@ class KernelPrices:
         )
 
 
-def server_payload(
-    gpus: list[tuple[str, str, Decimal | None]],
-    base_usd_per_hour: Decimal,
-    currency_symbol: str,
-    source: str,
-    *,
-    simulated: bool = False,
-    simulated_by: str = "",
-) -> str:
-    """What the server puts in ``JUPYTER_GPUCOST_PRICES`` (prices as exact strings)."""
-    return json.dumps(
-        {
-            "simulated": simulated,
-            "simulated_by": simulated_by,
-            "gpus": [
-                {"uuid": u, "name": n, "usd_per_hour": None if p is None else str(p)}
-                for u, n, p in gpus
-            ],
-            "base_usd_per_hour": str(base_usd_per_hour),
-            "currency_symbol": currency_symbol,
-            "source": source,
-        }
+def from_published(published: PublishedPrices) -> KernelPrices:
+    """The prices the server handed down, as the kernel uses them."""
+    return KernelPrices(
+        gpus={g.uuid: (g.name, g.usd_per_hour) for g in published.gpus},
+        base_usd_per_hour=published.base_usd_per_hour,
+        currency_symbol=published.currency_symbol,
+        source=published.source,
+        from_server=True,
+        simulated=published.simulated,
+        simulated_by=published.simulated_by,
     )
 
 
-def from_environment(environ: dict[str, str] | None = None) -> KernelPrices | None:
-    raw = (environ if environ is not None else os.environ).get(ENV_PRICES)
-    if not raw:
-        return None
-    try:
-        data: dict[str, Any] = json.loads(raw)
-        gpus = {
-            g["uuid"]: (
-                g["name"],
-                None if g["usd_per_hour"] is None else Decimal(g["usd_per_hour"]),
-            )
-            for g in data.get("gpus", [])
-        }
-        return KernelPrices(
-            gpus=gpus,
-            base_usd_per_hour=Decimal(data.get("base_usd_per_hour", "0")),
-            currency_symbol=data.get("currency_symbol", "$"),
-            source=data.get("source", "the server's prices"),
-            from_server=True,
-            simulated=data.get("simulated") is True,
-            simulated_by=str(data.get("simulated_by") or ""),
-        )
-    except (ValueError, KeyError, TypeError, ArithmeticError):
-        return None
+def from_environment(environ: Mapping[str, str] | None = None) -> KernelPrices | None:
+    """The server's prices from this kernel's environment, or None (no server, or a
+    payload this version cannot read)."""
+    published = published_prices(environ)
+    return None if published is None else from_published(published)
 
 
 def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:

@@ -9,8 +9,9 @@ Where the figures come from:
 
 - from the jupyter-gpucost server, when it published its address and a token for its
   kernels (``JUPYTER_GPUCOST_URL``, ``JUPYTER_GPUCOST_TOKEN``): the ticker reads
-  ``GET {URL}gpucost/api/status`` every ``interval_s`` seconds, so it shows what the status
-  bar shows (the whole server session, every kernel), and the budget in force;
+  ``GET {URL}gpucost/api/status`` through the kernel's link every ``interval_s`` seconds,
+  so it shows what the status bar shows (the whole server session, every kernel), and the
+  budget in force;
 - otherwise from the kernel itself: the kernel's GPUs at the prices ``%%gpucost`` uses
   (the server's, handed down in ``JUPYTER_GPUCOST_PRICES``, else the shipped catalog)
   times the time since the kernel started, labelled as such.
@@ -25,12 +26,9 @@ widget ends the thread.
 from __future__ import annotations
 
 import contextvars
-import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -38,37 +36,37 @@ import ipywidgets as w
 
 from ..core.billing import US_PER_S, cost_micro_usd
 from ..core.money import round_micro, ticker, to_usd
-
-ENV_URL = "JUPYTER_GPUCOST_URL"
-ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
-STATUS_PATH = "gpucost/api/status"
+from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink
 
 
 class StatusError(Exception):
     """The server's status could not be read; the message is shown under the ticker."""
 
 
-def fetch_status(base_url: str, token: str, timeout_s: float = 5.0) -> dict[str, Any]:
-    """``GET {base_url}gpucost/api/status`` with the kernel's token."""
-    url = base_url if base_url.endswith("/") else base_url + "/"
-    request = urllib.request.Request(
-        url + STATUS_PATH,
-        headers={"Authorization": f"token {token}", "Accept": "application/json"},
-    )
+def status_error(error: LinkError) -> StatusError:
+    """What the ticker says when the link could not read the status."""
+    if error.failure == "http":
+        if error.http_status in (401, 403):
+            return StatusError(f"the server refused the kernel's token (HTTP {error.http_status})")
+        return StatusError(f"the server answered HTTP {error.http_status}")
+    if error.failure == "unreachable":
+        return StatusError(f"the server is not reachable ({error.detail})")
+    if error.failure in ("broken", "unreadable"):
+        return StatusError(f"the server's status could not be read ({error.detail})")
+    return StatusError(str(error))  # "unexpected": the link's words
+
+
+def read_status(server: ServerLink) -> dict[str, Any]:
+    """The server's status through the kernel's link, or ``StatusError``."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            data = json.loads(response.read().decode("utf-8"))
-    except urllib.error.HTTPError as e:
-        if e.code in (401, 403):
-            raise StatusError(f"the server refused the kernel's token (HTTP {e.code})") from None
-        raise StatusError(f"the server answered HTTP {e.code}") from None
-    except urllib.error.URLError as e:
-        raise StatusError(f"the server is not reachable ({e.reason})") from None
-    except (OSError, ValueError) as e:
-        raise StatusError(f"the server's status could not be read ({e})") from None
-    if not isinstance(data, dict):
-        raise StatusError("the server's status is not a JSON object")
-    return data
+        return server.status()
+    except LinkError as e:
+        raise status_error(e) from None
+
+
+def fetch_status(base_url: str, token: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """``GET {base_url}gpucost/api/status`` with the kernel's token."""
+    return read_status(ServerLink(base_url, token, timeout_s))
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -82,7 +80,7 @@ def _decimal(value: Any) -> Decimal | None:
     return result if result.is_finite() else None
 
 
-class CostTicker(w.VBox):
+class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type information
     """A live line ``session $X · $Y/h``, a budget bar, and where the figures come from.
 
     :param interval_s: seconds between refreshes.
@@ -104,11 +102,14 @@ class CostTicker(w.VBox):
         self.budget_usd = None if budget_usd is None else Decimal(str(budget_usd))
         if self.budget_usd is not None and self.budget_usd <= 0:
             raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
-        self.url = os.environ.get(ENV_URL) or None
-        self.token = os.environ.get(ENV_TOKEN) or None
         self.usd_per_hour = None if usd_per_hour is None else Decimal(str(usd_per_hour))
-        if self.usd_per_hour is not None:
-            self.url = None  # the user's rate: priced here
+        # the server this kernel was started by, read now (not the cached link: a ticker
+        # made after the environment changed uses what it says now)
+        self.server = (
+            ServerLink.from_environment(timeout_s=min(DEFAULT_TIMEOUT_S, 5 * self.interval_s))
+            if self.usd_per_hour is None
+            else None  # the user's rate: priced here
+        )
         self.total_usd = Decimal(0)
         self.rate_usd_per_hour = Decimal(0)
         self.currency_symbol = "$"
@@ -126,7 +127,7 @@ class CostTicker(w.VBox):
             children=[self.cost, w.HBox([self.bar, self.budget_label]), self.source], **kwargs
         )
         self.add_class("jp-gpucost-ticker")
-        self._local = self._local_pricing() if self.url is None or self.token is None else None
+        self._local = self._local_pricing() if self.server is None else None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.refresh()
@@ -166,9 +167,9 @@ class CostTicker(w.VBox):
                 total = to_usd(round_micro(cost_micro_usd(rate, elapsed_us)))
                 self._show(total, rate, None, label)
                 return
-            url, token = self.url or "", self.token or ""
+            assert self.server is not None  # priced here otherwise
             try:
-                status = fetch_status(url, token, timeout_s=min(5.0, 5 * self.interval_s))
+                status = read_status(self.server)
             except StatusError as e:
                 self.error = str(e)
                 shown = "; last figures shown" if self.updates else ""

@@ -29,7 +29,7 @@ from .budget.setup import (
 )
 from .export.setup import budget_export_hook, start_exports
 from .export.targets import TargetError, normalise_url
-from .handlers import handlers
+from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 
 
@@ -520,7 +520,7 @@ class GpuCost(ExtensionApp):
         self._kernel_watch.start()
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers())
+        self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
         watch = getattr(self, "_kernel_watch", None)

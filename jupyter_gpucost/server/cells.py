@@ -15,6 +15,7 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
+from .errors import RequestError
 from .inputs import is_unicode, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
@@ -30,7 +31,7 @@ MAX_BYTES = 2**53
 MAX_GPUS = 64
 
 
-class CellRecordError(ValueError):
+class CellRecordError(RequestError):
     """A posted record is not valid; the message says which field and why."""
 
 
@@ -120,12 +121,16 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:
         peak_total = int(_number(record, "peak_memory_bytes", required=True, most=MAX_BYTES) or 0)
-    cleaned = {
-        "cell_id": _text(record, "cell_id", required=True, limit=200),
-        "notebook_path": _text(record, "notebook_path", required=False),
-        "kernel_id": _text(record, "kernel_id", required=False, limit=64) or kernel_id,
-        "started": _time(record, "started"),
-        "ended": _time(record, "ended"),
+    cell_id = _text(record, "cell_id", required=True, limit=200)
+    notebook_path = _text(record, "notebook_path", required=False)
+    recorded_kernel = _text(record, "kernel_id", required=False, limit=64) or kernel_id
+    started, ended = _time(record, "started"), _time(record, "ended")
+    cleaned: dict[str, Any] = {
+        "cell_id": cell_id,
+        "notebook_path": notebook_path,
+        "kernel_id": recorded_kernel,
+        "started": started,
+        "ended": ended,
         "wall_s": _number(record, "wall_s", required=True),
         "cpu_s": _number(record, "cpu_s", required=False),
         "gpu_busy_s": _per_gpu(record, "gpu_busy_s", most=MAX_SECONDS),
@@ -137,7 +142,7 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
         "status": status,
         "mode": mode,
     }
-    if datetime.fromisoformat(cleaned["ended"]) < datetime.fromisoformat(cleaned["started"]):
+    if datetime.fromisoformat(ended) < datetime.fromisoformat(started):
         raise CellRecordError("ended is before started")
     return cleaned
 

@@ -1,58 +1,21 @@
-"""HTTP routes: thin handlers over the cost service. Every route is authenticated."""
+"""The session's routes: status, kernels, history, cells; thin handlers over the service.
+
+Every route is authenticated (:mod:`jupyter_gpucost.server.web`); what a handler's core
+refuses reaches the client as a JSON error from the base handler, so no handler catches.
+"""
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from .cells import CellRecordError, clean
-from .history import HistoryError
-from .inputs import InputError, json_object, whole_number
-from .kernel_auth import KernelUser, is_kernel_request, user_or_kernel
-from .service import CostService
-
-API_PREFIX = "/gpucost/api"
-
-
-class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
-    #: the resource name JupyterHub's and jupyter_server's authorizers see
-    auth_resource = "gpucost"
-    #: the methods a kernel may call with its own token (see kernel_auth)
-    kernel_methods: frozenset[str] = frozenset()
-    kernel_authenticated = False
-
-    async def prepare(self) -> None:  # type: ignore[override]
-        if self.request.method in self.kernel_methods and is_kernel_request(self):
-            if not self.check_host():
-                raise web.HTTPError(403)
-            # the kernels' token: no login, no XSRF cookie (a kernel has no browser)
-            self.kernel_authenticated = True
-            self.current_user = KernelUser()
-            return
-        await super().prepare()
-
-    @property
-    def service(self) -> CostService:
-        return self.settings["gpucost_service"]  # type: ignore[no-any-return]
-
-    def body(self) -> dict[str, Any]:
-        """The request's JSON object, or 400 with what is wrong."""
-        try:
-            return json_object(self.request.body)
-        except InputError as e:
-            raise web.HTTPError(e.status, str(e)) from None
-
-    def write_json(self, payload: Any) -> None:
-        self.set_header("Content-Type", "application/json")
-        self.set_header("Cache-Control", "no-store")
-        self.finish(json.dumps(payload))
+from .cells import CellLog, clean
+from .inputs import whole_number
+from .kernel_auth import user_or_kernel
+from .web import API_PREFIX, GpuCostHandler, Route
 
 
 class StatusHandler(GpuCostHandler):
@@ -78,11 +41,9 @@ class HistoryHandler(GpuCostHandler):
     async def get(self) -> None:
         window = self.get_query_argument("window", None)
         step = self.get_query_argument("step", None)
-        try:
-            # windows over an hour read the ledger: off the event loop
-            payload = await to_thread.run_sync(self.service.history, window, step)
-        except HistoryError as e:
-            raise web.HTTPError(400, str(e)) from None
+        # windows over an hour read the ledger: off the event loop; a bad window or step
+        # is a HistoryError (400)
+        payload = await to_thread.run_sync(self.service.history, window, step)
         self.write_json(payload)
 
 
@@ -92,17 +53,14 @@ class CellsHandler(GpuCostHandler):
     kernel_methods = frozenset({"GET", "POST"})
 
     @property
-    def cells(self) -> Any:
+    def cells(self) -> CellLog:
         return self.service.cells
 
     @user_or_kernel
     async def get(self) -> None:
-        try:
-            limit = whole_number(
-                self.get_query_argument("limit", None), what="limit", default=50, low=1, high=500
-            )
-        except InputError as e:
-            raise web.HTTPError(e.status, str(e)) from None
+        limit = whole_number(
+            self.get_query_argument("limit", None), what="limit", default=50, low=1, high=500
+        )
         cell_id = self.get_query_argument("cell_id", None)
         notebook = self.get_query_argument("notebook", None)
         found = await to_thread.run_sync(
@@ -112,10 +70,7 @@ class CellsHandler(GpuCostHandler):
 
     @user_or_kernel
     async def post(self) -> None:
-        try:
-            record = clean(self.body())
-        except CellRecordError as e:
-            raise web.HTTPError(400, str(e)) from None
+        record = clean(self.body())  # a CellRecordError (400) says which field and why
         # the server's sessions know the notebook of their kernels, relative to the root
         # dir (a kernel only sees an absolute path, or nothing)
         known = self.service.tracker.kernels().get(record["kernel_id"] or "")
@@ -141,16 +96,11 @@ def relative_to_root(path: str, root_dir: str) -> str:
     return path
 
 
-def handlers() -> list[tuple[str, type[GpuCostHandler]]]:
-    """The extension's route table (base_url is prepended by jupyter_server)."""
-    from .budget.handlers import budget_handlers
-    from .export.handlers import export_handlers
-
+def cost_handlers() -> list[Route]:
+    """The session's routes (base_url is prepended by jupyter_server)."""
     return [
         (f"{API_PREFIX}/status", StatusHandler),
         (f"{API_PREFIX}/kernels", KernelsHandler),
         (f"{API_PREFIX}/history", HistoryHandler),
         (f"{API_PREFIX}/cells", CellsHandler),
-        *budget_handlers(),
-        *export_handlers(),
     ]

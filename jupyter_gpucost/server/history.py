@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.money import usd
+from .errors import RequestError
 from .inputs import shown
 from .ledger import Ledger
 
@@ -27,7 +28,7 @@ DEFAULT_POINTS = 720
 RING_S = 3600
 
 
-class HistoryError(ValueError):
+class HistoryError(RequestError):
     """A bad parameter; the message is shown to the user (HTTP 400)."""
 
 

@@ -1,8 +1,8 @@
 """What a request may carry, checked without tornado: bodies, query numbers, quoted values.
 
 Every route reads its body and its numeric query parameters through these functions, so a
-malformed request gets the same kind of answer everywhere: ``InputError`` with a message
-that names the offending field (the handler turns it into a ``400``), never a crash.
+malformed request gets the same kind of answer everywhere: ``RequestError`` with a message
+that names the offending field (the base handler turns it into a ``400``), never a crash.
 """
 
 from __future__ import annotations
@@ -10,18 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import RequestError
+
 #: how much of a refused value a message quotes
 SHOWN_CHARS = 60
 #: how deep a body's arrays and objects may nest (no route needs more than 3)
 MAX_DEPTH = 32
-
-
-class InputError(ValueError):
-    """A request that cannot be accepted; ``status`` is the HTTP answer."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
@@ -47,15 +41,19 @@ def is_unicode(text: str) -> bool:
 
 def _check(value: object, where: str, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise InputError(f"the body nests more than {MAX_DEPTH} levels deep")
+        raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep")
     if isinstance(value, str):
         if not is_unicode(value):
-            raise InputError(f"{where or 'the body'} is not valid Unicode text (a lone surrogate)")
+            raise RequestError(
+                f"{where or 'the body'} is not valid Unicode text (a lone surrogate)"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             name = f"{where}.{key}" if where else str(key)
             if not is_unicode(key):
-                raise InputError(f"a field name in {where or 'the body'} is not valid Unicode text")
+                raise RequestError(
+                    f"a field name in {where or 'the body'} is not valid Unicode text"
+                )
             _check(item, name, depth + 1)
     elif isinstance(value, list):
         for n, item in enumerate(value):
@@ -63,17 +61,17 @@ def _check(value: object, where: str, depth: int) -> None:
 
 
 def json_object(raw: bytes | None) -> dict[str, Any]:
-    """A request body as a JSON object (an empty body is ``{}``), or ``InputError``."""
+    """A request body as a JSON object (an empty body is ``{}``), or ``RequestError``."""
     if not raw:
         return {}
     try:
         body = json.loads(raw)
     except RecursionError:
-        raise InputError(f"the body nests more than {MAX_DEPTH} levels deep") from None
+        raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep") from None
     except ValueError:
-        raise InputError("the body must be JSON") from None
+        raise RequestError("the body must be JSON") from None
     if not isinstance(body, dict):
-        raise InputError(f"the body must be a JSON object, not {type_name(body)}")
+        raise RequestError(f"the body must be a JSON object, not {type_name(body)}")
     _check(body, "", 1)
     return body
 
@@ -100,5 +98,5 @@ def whole_number(raw: str | None, *, what: str, default: int, low: int, high: in
     text = raw.strip()
     # ASCII digits only: int() also reads other scripts' digits and '1_000'
     if not (text.isascii() and text.isdigit() and len(text) <= 9) or not (low <= int(text) <= high):
-        raise InputError(f"{what} must be a whole number from {low} to {high}, not {shown(raw)}")
+        raise RequestError(f"{what} must be a whole number from {low} to {high}, not {shown(raw)}")
     return int(text)

@@ -1,11 +1,13 @@
-"""How kernels reach the server: its URL and a token of their own, in their environment.
+"""The server's side of the kernel link: its URL and a token of the kernels' own.
 
 The server puts ``JUPYTER_GPUCOST_URL`` (a loopback URL with the base URL) and
 ``JUPYTER_GPUCOST_TOKEN`` (random, made at start-up) in the environment every kernel it
-starts inherits. The token opens a few routes only — reading the status, recording a
-cell's cost, setting the user's own budget — never the rest of Jupyter Server, and never
-the administrator's budget. A request with it needs no XSRF cookie (a kernel has no
-browser); a browser never sees it.
+starts inherits (the names, and the prices payload, are the contract in
+:mod:`jupyter_gpucost.core.protocol`; the kernel's side is
+:mod:`jupyter_gpucost.kernel.link`). The token opens a few routes only — reading the
+status, recording a cell's cost, setting the user's own budget — never the rest of Jupyter
+Server, and never the administrator's budget. A request with it needs no XSRF cookie (a
+kernel has no browser); a browser never sees it.
 """
 
 from __future__ import annotations
@@ -13,17 +15,18 @@ from __future__ import annotations
 import functools
 import hmac
 import secrets
-from collections.abc import Callable, MutableMapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-ENV_URL = "JUPYTER_GPUCOST_URL"
-ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
+from ..core.protocol import ENV_TOKEN, ENV_URL, TOKEN_SCHEME
+
 SETTINGS_KEY = "gpucost_kernel_token"
 
-F = TypeVar("F", bound=Callable[..., Any])
+#: a handler's method (tornado's handlers return None, or an awaitable for async ones)
+Method = TypeVar("Method", bound=Callable[..., Awaitable[None] | None])
 
 
 def new_token() -> str:
@@ -60,7 +63,7 @@ def is_kernel_request(handler: web.RequestHandler) -> bool:
     expected = handler.settings.get(SETTINGS_KEY)
     header = handler.request.headers.get("Authorization", "")
     scheme, _, given = header.partition(" ")
-    if not expected or scheme.lower() != "token" or not given:
+    if not expected or scheme.lower() != TOKEN_SCHEME or not given:
         return False
     return hmac.compare_digest(given.strip().encode(), str(expected).encode())
 
@@ -73,14 +76,15 @@ class KernelUser:
     display_name = "a kernel of this server"
 
 
-def user_or_kernel(method: F) -> F:
+def user_or_kernel(method: Method) -> Method:
     """Authenticated and authorised as usual, or made with the kernels' token."""
     checked = web.authenticated(authorized(method))
 
     @functools.wraps(method)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: web.RequestHandler, *args: Any, **kwargs: Any) -> Awaitable[None] | None:
+        # set by the base handler's prepare() for a request with the kernels' token
         if getattr(self, "kernel_authenticated", False):
             return method(self, *args, **kwargs)
         return checked(self, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(Method, wrapper)

@@ -166,21 +166,22 @@ class CostService:
 
     def publish_prices(self, environ: dict[str, str] | os._Environ[str]) -> None:
         """Put the prices in force where kernels started from now on will find them."""
-        from ..kernel.prices import ENV_PRICES, server_payload
+        from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 
         published = self.sampler.latest
-        snapshot = published.snapshot
         telemetry = published.telemetry
-        environ[ENV_PRICES] = server_payload(
-            [
-                (g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
-                for g in snapshot.gpus
-            ],
-            self.config.base_usd_per_hour,
-            self.config.currency_symbol,
-            f"the server's {self.policy.provider} {self.policy.market} prices",
-            simulated=telemetry.simulated,
-            simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
+        environ[ENV_PRICES] = encode_prices(
+            PublishedPrices(
+                gpus=tuple(
+                    PricedGpu(g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
+                    for g in published.snapshot.gpus
+                ),
+                base_usd_per_hour=self.config.base_usd_per_hour,
+                currency_symbol=self.config.currency_symbol,
+                source=f"the server's {self.policy.provider} {self.policy.market} prices",
+                simulated=telemetry.simulated,
+                simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
+            )
         )
 
     def _log_unpriced(self) -> None:

@@ -1,4 +1,8 @@
-"""Budget routes: read the budget, set the soft one, stop now, acknowledge a save."""
+"""Budget routes: read the budget, set the soft one, stop now, acknowledge a save.
+
+What the policy refuses (``BudgetError``: 400, ``HardBudgetRefused``: 403) reaches the client
+as a JSON error from the base handler (:mod:`jupyter_gpucost.server.web`).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,20 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..handlers import API_PREFIX, GpuCostHandler
+from ..errors import Conflict, Unavailable
 from ..kernel_auth import user_or_kernel
+from ..web import API_PREFIX, GpuCostHandler, Route
 from .controller import BudgetController
-from .policy import BudgetError, HardBudgetRefused, parse_save_answer, parse_soft_request
+from .policy import parse_save_answer, parse_soft_request
 
 
 class BudgetHandler(GpuCostHandler):
     @property
     def budget(self) -> BudgetController:
-        controller = self.settings.get("gpucost_budget")
+        controller: BudgetController | None = self.settings.get("gpucost_budget")
         if controller is None:
-            raise web.HTTPError(503, "the budget is not running on this server")
-        return controller  # type: ignore[no-any-return]
+            raise Unavailable("the budget is not running on this server")
+        return controller
 
 
 class BudgetStateHandler(BudgetHandler):
@@ -34,12 +39,7 @@ class BudgetStateHandler(BudgetHandler):
     @user_or_kernel
     async def put(self) -> None:
         """Set the soft budget: ``{"amount_usd": 5, "scope": "session"}``; null removes it."""
-        try:
-            await self.budget.set_soft(parse_soft_request(self.body()))
-        except HardBudgetRefused as e:
-            raise web.HTTPError(403, str(e)) from None
-        except BudgetError as e:
-            raise web.HTTPError(400, str(e)) from None
+        await self.budget.set_soft(parse_soft_request(self.body()))
         self.write_json(self.budget.payload())
 
 
@@ -49,7 +49,7 @@ class StopNowHandler(BudgetHandler):
     def post(self) -> None:
         """ "Save and stop now": end the grace period at once."""
         if not self.budget.stop_now():
-            raise web.HTTPError(409, "there is no budget countdown to end now")
+            raise Conflict("there is no budget countdown to end now")
         self.write_json({"stopping": True})
 
 
@@ -58,15 +58,12 @@ class SavedHandler(BudgetHandler):
     @authorized
     def post(self) -> None:
         """A browser's answer to a save request."""
-        try:
-            answer = parse_save_answer(self.body())
-        except BudgetError as e:
-            raise web.HTTPError(400, str(e)) from None
+        answer = parse_save_answer(self.body())
         self.budget.seen(answer.client)
         if not self.budget.acknowledge(
             answer.request_id, answer.client, answer.saved, answer.failed
         ):
-            raise web.HTTPError(409, f"no save request {answer.request_id!r} is pending")
+            raise Conflict(f"no save request {answer.request_id!r} is pending")
         self.write_json({"acknowledged": True})
 
 
@@ -84,7 +81,7 @@ class ActionsHandler(BudgetHandler):
         self.write_json({"actions": actions, "ledger": True})
 
 
-def budget_handlers() -> list[tuple[str, type[GpuCostHandler]]]:
+def budget_handlers() -> list[Route]:
     return [
         (f"{API_PREFIX}/budget", BudgetStateHandler),
         (f"{API_PREFIX}/budget/stop-now", StopNowHandler),

@@ -1,4 +1,8 @@
-"""Export routes: list targets and jobs, start an export, follow it, cancel it."""
+"""Export routes: list targets and jobs, start an export, follow it, cancel it.
+
+What the export manager refuses (a ``RequestError``: 400, 403, 404, 409, 501, 503) reaches
+the client as a JSON error from the base handler (:mod:`jupyter_gpucost.server.web`).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,18 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..handlers import API_PREFIX, GpuCostHandler
-from .jobs import ExportManager, RequestError
+from ..errors import RequestError, Unavailable
+from ..web import API_PREFIX, GpuCostHandler, Route
+from .jobs import ExportManager
 
 
 class ExportHandler(GpuCostHandler):
     @property
     def exports(self) -> ExportManager:
-        manager = self.settings.get("gpucost_exports")
+        manager: ExportManager | None = self.settings.get("gpucost_exports")
         if manager is None:
-            raise web.HTTPError(503, "checkpoint export is not running on this server")
-        return manager  # type: ignore[no-any-return]
+            raise Unavailable("checkpoint export is not running on this server")
+        return manager
 
     def user_name(self) -> str:
         user = self.current_user
@@ -36,18 +41,14 @@ class ExportsHandler(ExportHandler):
         body = self.body()
         unknown = set(body) - {"paths", "target"}
         if unknown:
-            raise web.HTTPError(
-                400, f"unknown field(s) {', '.join(sorted(unknown))}: send paths and target"
+            raise RequestError(
+                f"unknown field(s) {', '.join(sorted(unknown))}: send paths and target"
             )
-        try:
-            # resolving paths walks folders: off the event loop
-            job = await to_thread.run_sync(
-                lambda: self.exports.start(
-                    body.get("paths"), body.get("target"), user=self.user_name()
-                )
-            )
-        except RequestError as e:
-            raise web.HTTPError(e.status, str(e)) from None
+        exports, user = self.exports, self.user_name()
+        # resolving paths walks folders: off the event loop
+        job = await to_thread.run_sync(
+            lambda: exports.start(body.get("paths"), body.get("target"), user=user)
+        )
         self.set_status(202)
         self.write_json(job.public())
 
@@ -56,24 +57,16 @@ class ExportJobHandler(ExportHandler):
     @web.authenticated
     @authorized
     def get(self, job_id: str) -> None:
-        try:
-            job = self.exports.job(job_id)
-        except RequestError as e:
-            raise web.HTTPError(e.status, str(e)) from None
-        self.write_json(job.public())
+        self.write_json(self.exports.job(job_id).public())
 
     @web.authenticated
     @authorized
     def delete(self, job_id: str) -> None:
         """Cancel: the job stops and removes what it wrote."""
-        try:
-            job = self.exports.cancel(job_id)
-        except RequestError as e:
-            raise web.HTTPError(e.status, str(e)) from None
-        self.write_json(job.public())
+        self.write_json(self.exports.cancel(job_id).public())
 
 
-def export_handlers() -> list[tuple[str, type[GpuCostHandler]]]:
+def export_handlers() -> list[Route]:
     return [
         (f"{API_PREFIX}/exports", ExportsHandler),
         # any segment: an id that is not one is answered (404, JSON) by the handler

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..errors import Conflict, NotFound, RequestError, Unavailable
 from ..inputs import shown
 from .sources import Source, resolve_source
 from .stores import Cancelled, Landed, Store, StoreError, Tuning, open_store
@@ -113,14 +114,6 @@ class ExportSettings:
     keep_jobs: int = 100
 
 
-class RequestError(ValueError):
-    """A request the manager refuses; ``status`` is the HTTP answer."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 class ExportManager:
     def __init__(
         self,
@@ -159,7 +152,7 @@ class ExportManager:
     def start(self, paths: object, target: object = None, *, user: str = "") -> ExportJob:
         """Check a request and start its job (blocking: call it off the event loop)."""
         if self._closed:
-            raise RequestError("the server is stopping", 503)
+            raise Unavailable("the server is stopping")
         if not isinstance(paths, list) or not paths:
             raise RequestError(f"paths must be a non-empty list of paths, not {shown(paths)}")
         if len(paths) > 1000:
@@ -222,13 +215,12 @@ class ExportManager:
             return self.jobs.get(job_id)
 
     def job(self, job_id: str) -> ExportJob:
-        """The job a request names, or ``RequestError`` 404 (any text may be asked for)."""
+        """The job a request names, or ``NotFound`` (any text may be asked for)."""
         job = self.get(job_id)
         if job is None:
-            raise RequestError(
+            raise NotFound(
                 f"there is no export {shown(job_id)}: export ids are 12 hexadecimal "
-                "characters, as POST /gpucost/api/exports answers",
-                404,
+                "characters, as POST /gpucost/api/exports answers"
             )
         return job
 
@@ -236,7 +228,7 @@ class ExportManager:
         job = self.job(job_id)
         with job.lock:
             if job.state in FINISHED:
-                raise RequestError(f"the export {job_id} has already ended ({job.state})", 409)
+                raise Conflict(f"the export {job_id} has already ended ({job.state})")
             job.cancel.set()
             if job.state == "queued":
                 job.state = "cancelled"

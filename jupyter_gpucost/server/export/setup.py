@@ -9,7 +9,8 @@ from typing import Any
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import TraitError
 
-from .jobs import ExportManager, ExportSettings, RequestError, export_context, software_versions
+from ..errors import RequestError
+from .jobs import ExportManager, ExportSettings, export_context, software_versions
 from .stores import MIB, Tuning
 from .targets import TargetError, choose_default, parse_targets
 

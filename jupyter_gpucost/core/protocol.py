@@ -1,0 +1,110 @@
+"""The kernel ↔ server contract: what a server hands to the kernels it starts.
+
+Both processes agree on this and on nothing else: the server writes it
+(:mod:`jupyter_gpucost.server.kernel_auth`, ``CostService.publish_prices``), the kernel reads
+it (:mod:`jupyter_gpucost.kernel.link`). Pure: no I/O, no tornado, no IPython.
+
+- ``JUPYTER_GPUCOST_URL``: the server's loopback URL with its base URL (absent on a Unix
+  socket);
+- ``JUPYTER_GPUCOST_TOKEN``: a token of the kernels' own, sent as ``Authorization: token
+  <token>`` to the few routes a kernel may call (:data:`STATUS_PATH`, :data:`CELLS_PATH`,
+  :data:`BUDGET_PATH`);
+- ``JUPYTER_GPUCOST_PRICES``: the prices in force, as JSON (:func:`encode_prices`,
+  :func:`decode_prices`), so that ``%%gpucost`` prices cells as the server does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+ENV_URL = "JUPYTER_GPUCOST_URL"
+ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
+ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
+#: every name the server puts in its kernels' environment
+KERNEL_ENV = (ENV_URL, ENV_TOKEN, ENV_PRICES)
+
+#: the extension's REST API, relative to the server's base URL
+API_PATH = "gpucost/api"
+#: the routes a kernel calls with its token
+STATUS_PATH = f"{API_PATH}/status"
+CELLS_PATH = f"{API_PATH}/cells"
+BUDGET_PATH = f"{API_PATH}/budget"
+#: the scheme of the ``Authorization`` header a kernel sends its token with
+TOKEN_SCHEME = "token"
+#: where the prices come from when the payload does not say
+DEFAULT_PRICES_SOURCE = "the server's prices"
+
+
+@dataclass(frozen=True)
+class PricedGpu:
+    """One of the server's GPUs as kernels price it."""
+
+    uuid: str
+    name: str
+    #: None when the catalog has no price for it (never a silent $0)
+    usd_per_hour: Decimal | None
+
+
+@dataclass(frozen=True)
+class PublishedPrices:
+    """The prices in force on the server (after the admin's provider, market, instance and
+    overrides), as its kernels receive them."""
+
+    gpus: tuple[PricedGpu, ...]
+    base_usd_per_hour: Decimal
+    currency_symbol: str
+    #: where the prices come from, for the report
+    source: str
+    #: the server's GPUs are simulated (a replayed trace), not read from a driver
+    simulated: bool = False
+    #: what simulates them (the trace's description), when simulated
+    simulated_by: str = ""
+
+
+def encode_prices(prices: PublishedPrices) -> str:
+    """The value of ``JUPYTER_GPUCOST_PRICES`` (prices as exact decimal strings)."""
+    return json.dumps(
+        {
+            "simulated": prices.simulated,
+            "simulated_by": prices.simulated_by,
+            "gpus": [
+                {
+                    "uuid": g.uuid,
+                    "name": g.name,
+                    "usd_per_hour": None if g.usd_per_hour is None else str(g.usd_per_hour),
+                }
+                for g in prices.gpus
+            ],
+            "base_usd_per_hour": str(prices.base_usd_per_hour),
+            "currency_symbol": prices.currency_symbol,
+            "source": prices.source,
+        }
+    )
+
+
+def decode_prices(raw: str) -> PublishedPrices | None:
+    """``JUPYTER_GPUCOST_PRICES`` read back, or None when it is not a payload of this shape
+    (the kernel then prices from the shipped catalog)."""
+    try:
+        data: dict[str, Any] = json.loads(raw)
+        gpus = tuple(
+            PricedGpu(
+                uuid=str(g["uuid"]),
+                name=str(g["name"]),
+                usd_per_hour=None if g["usd_per_hour"] is None else Decimal(g["usd_per_hour"]),
+            )
+            for g in data.get("gpus", [])
+        )
+        return PublishedPrices(
+            gpus=gpus,
+            base_usd_per_hour=Decimal(data.get("base_usd_per_hour", "0")),
+            currency_symbol=str(data.get("currency_symbol", "$")),
+            source=str(data.get("source", DEFAULT_PRICES_SOURCE)),
+            simulated=data.get("simulated") is True,
+            simulated_by=str(data.get("simulated_by") or ""),
+        )
+    except (ValueError, KeyError, TypeError, ArithmeticError, AttributeError):
+        return None
