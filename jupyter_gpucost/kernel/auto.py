@@ -17,8 +17,9 @@ from typing import Any
 
 from ..core.billing import cost_micro_usd
 from ..core.money import round_micro
+from .cuda import torch_cuda
 from .link import kernel_id, link, notebook_path
-from .measure import _torch_cuda, prices, start_events
+from .measure import prices, start_events
 
 
 def iso(epoch_s: float) -> str:
@@ -124,7 +125,7 @@ class AutoPricer:
         if raw.lstrip().startswith("%%gpucost"):
             self._started = None  # the cell magic reports this cell itself
             return
-        torch = _torch_cuda()
+        torch = torch_cuda()
         events = start_events(torch) if torch is not None else {}
         self._started = (time.time(), time.perf_counter(), time.process_time(), events)
 
@@ -150,7 +151,7 @@ class AutoPricer:
             kernel=self._kernel_id,
         )
         finish = None
-        torch = _torch_cuda()
+        torch = torch_cuda()
         if torch is not None and starts:
             ends: dict[int, Any] = {}
             peaks: dict[str, float] = {}

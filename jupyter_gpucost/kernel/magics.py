@@ -407,10 +407,11 @@ def gpu_memory() -> tuple[list[Any], str]:
     ``torch.cuda.mem_get_info`` is only asked when the notebook already initialised CUDA:
     asking it first would create a CUDA context (hundreds of MB) on every GPU.
     """
+    from .cuda import torch_cuda
     from .fit import GpuMemory
-    from .measure import _torch_cuda, nvml
+    from .measure import nvml
 
-    torch = _torch_cuda()
+    torch = torch_cuda()
     if torch is not None:
         gpus = []
         for i in range(torch.cuda.device_count()):
