@@ -54,15 +54,32 @@ class NvmlDevice:
     last_process_sample_us: int = 0
 
 
-def reading(pos: int, dev: NvmlDevice, **fields: Any) -> GpuReading:
-    """A reading of ``dev`` at position ``pos``: its identity plus ``fields``."""
+def reading(
+    pos: int,
+    dev: NvmlDevice,
+    *,
+    memory_used_bytes: int | None = None,
+    utilization_pct: float | None = None,
+    power_w: float | None = None,
+    energy_j: float | None = None,
+    processes: tuple[ProcessReading, ...] | None = None,
+    lost: bool = False,
+    unavailable: dict[str, str] | None = None,
+) -> GpuReading:
+    """A reading of ``dev`` at position ``pos``: its identity plus what was read."""
     return GpuReading(
         index=pos,
         uuid=dev.uuid,
         name=dev.name,
         nvml_index=dev.nvml_index,
         memory_total_bytes=dev.memory_total_bytes,
-        **fields,
+        memory_used_bytes=memory_used_bytes,
+        utilization_pct=utilization_pct,
+        power_w=power_w,
+        energy_j=energy_j,
+        processes=processes,
+        lost=lost,
+        unavailable={} if unavailable is None else unavailable,
     )
 
 
