@@ -183,5 +183,3 @@ class LedgerReads:
                 sa.select(c.record, c.session_id).order_by(c.ended.desc(), c.id.desc()).limit(limit)
             ).all()
         return [{**dict(r.record), "session_id": r.session_id} for r in rows]
-
-    # -- bulk (benchmarks) -----------------------------------------------------
