@@ -57,8 +57,9 @@ def stand_in_server() -> tuple[Any, dict[str, int]]:
 def light_steps(repeat: int = 200) -> dict[str, float]:
     """Median microseconds of each step of the light method, each timed on its own."""
     from jupyter_gpucost.kernel import measure
+    from jupyter_gpucost.kernel.cuda import torch_cuda
 
-    torch = measure._torch_cuda()
+    torch = torch_cuda()
     steps: dict[str, Any] = {
         "energy counters, one read (NVML)": lambda: measure.nvml().energy_j(),
         "energy read started in its thread": lambda: measure.EnergyRead(),

@@ -12,27 +12,36 @@ instead (there is nowhere else to show it).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from decimal import Decimal
+from typing import Any, TypeAlias
 
 from ..core.billing import cost_micro_usd
 from ..core.money import round_micro
+from .cuda import CudaEvent, torch_cuda
 from .link import kernel_id, link, notebook_path
-from .measure import _torch_cuda, prices, start_events
+from .measure import prices, start_events
+
+#: IPython's ``InteractiveShell``: the extension keeps its own attributes on it
+#: (``gpucost_timer``, ``gpucost_auto``, ``gpucost_tally``), which its class does not declare
+Shell: TypeAlias = Any
 
 
 def iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat()
 
 
-def status_of(result: Any) -> str:
+def status_of(result: object) -> str:
+    """How a cell ended, from IPython's ``ExecutionResult``: ok, error or interrupted."""
     error = getattr(result, "error_in_exec", None)
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
     return "error" if error is not None else "ok"
 
 
-def cell_id_of(result_or_info: Any) -> str | None:
+def cell_id_of(result_or_info: object) -> str | None:
+    """The notebook's id of the cell, from IPython's ``ExecutionResult`` or ``ExecutionInfo``."""
     info = getattr(result_or_info, "info", result_or_info)
     value = getattr(info, "cell_id", None)
     return str(value) if value else None
@@ -45,7 +54,7 @@ def cell_record(
     wall_s: float,
     cpu_s: float,
     cost_micro_usd: int,
-    rate_usd_per_hour: Any,
+    rate_usd_per_hour: Decimal,
     status: str,
     mode: str,
     kernel: str | None,
@@ -87,7 +96,7 @@ class Tally:
         return sum(self.micro_usd.values())
 
 
-def tally_of(shell: Any) -> Tally:
+def tally_of(shell: Shell) -> Tally:
     """The kernel's tally of priced cells (made on first use)."""
     tally = getattr(shell, "gpucost_tally", None)
     if not isinstance(tally, Tally):
@@ -97,13 +106,15 @@ def tally_of(shell: Any) -> Tally:
 
 
 class AutoPricer:
-    def __init__(self, shell: Any) -> None:
+    """Auto mode: IPython's run hooks price every cell that is not a ``%%gpucost`` cell."""
+
+    def __init__(self, shell: Shell) -> None:
         self.shell = shell
         self.enabled = False
         self.cells = 0
         self.total_micro_usd = 0
         self.last: dict[str, Any] | None = None
-        self._started: tuple[float, float, float, dict[int, Any]] | None = None
+        self._started: tuple[float, float, float, dict[int, CudaEvent]] | None = None
         self._kernel_id = kernel_id()
 
     def enable(self) -> None:
@@ -119,16 +130,16 @@ class AutoPricer:
             self.enabled = False
             self._started = None
 
-    def pre_run_cell(self, info: Any) -> None:
+    def pre_run_cell(self, info: object) -> None:
         raw = getattr(info, "raw_cell", "") or ""
         if raw.lstrip().startswith("%%gpucost"):
             self._started = None  # the cell magic reports this cell itself
             return
-        torch = _torch_cuda()
+        torch = torch_cuda()
         events = start_events(torch) if torch is not None else {}
         self._started = (time.time(), time.perf_counter(), time.process_time(), events)
 
-    def post_run_cell(self, result: Any) -> None:
+    def post_run_cell(self, result: object) -> None:
         if self._started is None:
             return
         epoch0, wall0, cpu0, starts = self._started
@@ -149,10 +160,10 @@ class AutoPricer:
             mode="auto",
             kernel=self._kernel_id,
         )
-        finish = None
-        torch = _torch_cuda()
+        finish: Callable[[dict[str, Any]], None] | None = None
+        torch = torch_cuda()
         if torch is not None and starts:
-            ends: dict[int, Any] = {}
+            ends: dict[int, tuple[CudaEvent, CudaEvent]] = {}
             peaks: dict[str, float] = {}
             for i, start in starts.items():
                 with torch.cuda.device(i):
@@ -163,13 +174,15 @@ class AutoPricer:
             record["peak_memory_bytes_by_gpu"] = peaks
             record["peak_memory_bytes"] = int(max(peaks.values(), default=0))
 
-            def finish(r: dict[str, Any]) -> None:
+            def finish_gpu_times(r: dict[str, Any]) -> None:
                 # in the sending thread: the cell's thread never waits for the GPU
                 busy = {}
                 for i, (start, end) in ends.items():
                     end.synchronize()
                     busy[str(i)] = round(start.elapsed_time(end) / 1e3, 6)
                 r["gpu_busy_s"] = busy
+
+            finish = finish_gpu_times
 
         self.cells += 1
         self.total_micro_usd += micro

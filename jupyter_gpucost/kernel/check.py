@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -63,8 +64,10 @@ def _torch_facts(facts: Facts) -> None:
     facts.torch_version = str(torch.__version__)
     facts.torch_cuda = getattr(torch.version, "cuda", None)
     facts.torch_hip = getattr(torch.version, "hip", None)
+    # torch.backends.cudnn.version() has no annotations: read it as the untyped call it is
+    cudnn: Any = torch.backends.cudnn
     try:
-        facts.cudnn = cudnn_text(torch.backends.cudnn.version())
+        facts.cudnn = cudnn_text(cudnn.version())
     except Exception:
         facts.cudnn = None
     try:

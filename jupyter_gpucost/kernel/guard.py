@@ -21,6 +21,10 @@ Money is exact: prices are Decimals and time is counted in integer microseconds.
 Nothing here imports torch (it is used, when the loop already imported it and CUDA is
 initialised, to synchronise the GPU before the few timings the projection rests on) or
 IPython (used, when running in IPython, to show the live line).
+
+This module owns the guard's arithmetic (the spend, the step rate, the projection) and
+its stop; what it reports is in ``guard_summary`` and how it shows itself in
+``guard_display``. The module itself is callable: ``guard(...)`` makes a :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -31,119 +35,28 @@ import types
 import warnings
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any
+from types import TracebackType
+from typing import TypeAlias
 
 from ..core.billing import US_PER_HOUR, US_PER_S
 from ..core.money import MICRO, guard_line, round_usd
+from .cuda import torch_cuda
+from .guard_display import LiveLine, show_warning
+from .guard_summary import BudgetExceeded, BudgetWarning, GuardSummary
 
-#: the live line is redrawn at most this often (seconds)
-DISPLAY_EVERY_S = 1.0
-#: outside IPython, a progress line is printed at most this often (seconds)
-PRINT_EVERY_S = 30.0
 #: "one more step" is priced at the slowest of this many recent steps (or the mean, if
 #: that is more), so a step slower than the average does not go over the budget
 RECENT_STEPS = 20
 
 NANO = Decimal("0.000000001")
 
-
-class BudgetExceeded(Exception):
-    """Raised by :meth:`Guard.step` when one more step would take the spend over budget.
-
-    ``summary`` holds the guard's figures at the moment it stopped.
-    """
-
-    def __init__(self, message: str, summary: GuardSummary) -> None:
-        super().__init__(message)
-        self.summary = summary
-
-
-class BudgetWarning(UserWarning):
-    """The projected cost of the loop is over its budget."""
-
-
-@dataclass(frozen=True)
-class GuardSummary:
-    """The guard's figures at one moment. Money in USD (exact Decimals)."""
-
-    steps: int
-    total_steps: int
-    elapsed_s: float
-    usd_per_hour: Decimal
-    budget_usd: Decimal
-    spent_usd: Decimal
-    #: measured seconds per step (the first step left out once there are two or more)
-    seconds_per_step: float | None
-    usd_per_step: Decimal | None
-    usd_per_1k_tokens: Decimal | None
-    #: the whole loop's cost and end, projected once ``warmup_steps`` steps are done
-    projected_usd: Decimal | None
-    projected_end: datetime | None
-    warned: bool
-    stopped: bool
-    currency_symbol: str = "$"
-
-    def line(self) -> str:
-        """One line for the live display."""
-        sym = self.currency_symbol
-        parts = [
-            f"step {self.steps:,}/{self.total_steps:,}",
-            f"{sym}{guard_line(self.spent_usd)} spent of {sym}{guard_line(self.budget_usd)}",
-        ]
-        if self.usd_per_step is not None:
-            parts.append(f"{sym}{guard_line(self.usd_per_step)}/step")
-        if self.usd_per_1k_tokens is not None:
-            parts.append(f"{sym}{guard_line(self.usd_per_1k_tokens)}/1k tokens")
-        if self.projected_usd is not None and self.projected_end is not None:
-            over = " (over budget)" if self.projected_usd > self.budget_usd else ""
-            ends = "" if self.stopped else f", ends {_when(self.projected_end)}"
-            parts.append(f"projected {sym}{guard_line(self.projected_usd)}{over}{ends}")
-        elif self.steps < self.total_steps and not self.stopped:
-            parts.append("measuring the step rate")
-        if self.usd_per_hour == 0:
-            parts.append("rate 0/h: no priced GPU here")
-        if self.stopped:
-            parts.append("stopped before the budget ran out")
-        return " · ".join(parts)
-
-    def __str__(self) -> str:
-        sym = self.currency_symbol
-        rows = [
-            ("steps", f"{self.steps:,} of {self.total_steps:,}"),
-            ("time", f"{self.elapsed_s:.1f} s"),
-            ("rate", f"{sym}{self.usd_per_hour}/h"),
-            ("spent", f"{sym}{self.spent_usd} of {sym}{self.budget_usd}"),
-        ]
-        if self.seconds_per_step is not None:
-            rows.append(("per step", f"{self.seconds_per_step:.4f} s, {sym}{self.usd_per_step}"))
-        if self.usd_per_1k_tokens is not None:
-            rows.append(("per 1k tokens", f"{sym}{self.usd_per_1k_tokens}"))
-        if self.projected_usd is not None and self.projected_end is not None:
-            rows.append(
-                (
-                    "projected",
-                    f"{sym}{self.projected_usd}, ends {self.projected_end:%Y-%m-%d %H:%M:%S}",
-                )
-            )
-        if self.stopped:
-            rows.append(("stopped", "one more step would have gone over the budget"))
-        return "guard\n" + "\n".join(f"  {k}: {v}" for k, v in rows)
-
-
-def _when(moment: datetime) -> str:
-    now = datetime.now(moment.tzinfo)
-    left = max(0.0, (moment - now).total_seconds())
-    if left < 90:
-        return f"{moment:%H:%M:%S} (in {left:.0f} s)"
-    if left < 90 * 60:
-        return f"{moment:%H:%M} (in {left / 60:.0f} min)"
-    if left < 48 * 3600:
-        return f"{moment:%H:%M} (in {left / 3600:.1f} h)"
-    return f"{moment:%Y-%m-%d %H:%M} (in {left / 86400:.1f} days)"
+#: an amount of dollars as a user writes it (a string keeps every digit)
+Dollars: TypeAlias = float | int | str | Decimal
+#: called with the guard when it stops the loop (to save a checkpoint); its result is unused
+OnStop: TypeAlias = "Callable[[Guard], object]"
 
 
 def _money(value: object, what: str) -> Decimal:
@@ -166,56 +79,18 @@ def _count(value: object, what: str, minimum: int) -> int:
     return value
 
 
-def _torch_cuda() -> Any:
-    """torch, when the loop imported it and CUDA is initialised; never imports it."""
-    from .measure import _torch_cuda as torch_cuda
-
-    return torch_cuda()
-
-
-def _in_ipython() -> bool:
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    try:
-        return ipython.get_ipython() is not None
-    except Exception:
-        return False
-
-
-class _Html:
-    """Text and HTML for one displayed line."""
-
-    def __init__(self, text: str, warning: bool = False) -> None:
-        self.text = text
-        self.warning = warning
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_html_(self) -> str:
-        from html import escape
-
-        style = "color:var(--jp-warn-color0,#b45309);" if self.warning else ""
-        # tex2jax_ignore: the dollar amounts must not be typeset as LaTeX by JupyterLab
-        return (
-            f"<div class='jp-gpucost-guard tex2jax_ignore mathjax_ignore' style='{style}'>"
-            f"{escape(self.text)}</div>"
-        )
-
-
 class Guard:
     """See the module's documentation. Use it as a context manager."""
 
     def __init__(
         self,
-        budget_usd: float | int | str | Decimal,
+        budget_usd: Dollars,
         total_steps: int,
         *,
         warmup_steps: int = 20,
-        on_stop: Callable[[Guard], Any] | None = None,
+        on_stop: OnStop | None = None,
         display: bool = True,
-        usd_per_hour: float | int | str | Decimal | None = None,
+        usd_per_hour: Dollars | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -260,9 +135,7 @@ class Guard:
         self.steps = 0
         self.warned = False
         self.stopped = False
-        self._handle: Any = None
-        self._shown_at = -1e18
-        self._last_line = ""
+        self._line = LiveLine(clock)
         self._synced_projection = False
 
     # -- the loop ---------------------------------------------------------------------
@@ -274,7 +147,12 @@ class Guard:
         self._show(force=True)
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._t0_us is not None and self._end_us is None:
             self._end_us = self._now_us()
         self._show(force=True)
@@ -468,43 +346,18 @@ class Guard:
             "it will be stopped before the budget is spent"
         )
         warnings.warn(message, BudgetWarning, stacklevel=3)
-        if not self.display:
-            return
-        if _in_ipython():
-            from IPython.display import display
-
-            display(_Html(f"budget warning: {message}", warning=True))
-        else:
-            print(f"jupyter-gpucost: budget warning: {message}", flush=True)
+        if self.display:
+            show_warning(message)
 
     def _show(self, force: bool = False) -> None:
-        if not self.display:
-            return
-        now = self._clock()
-        ipython = _in_ipython()
-        every = DISPLAY_EVERY_S if ipython else PRINT_EVERY_S
-        if not force and now - self._shown_at < every:
-            return
-        if not ipython and not force and self.steps < self._warmup:
-            return
-        self._shown_at = now
-        line = self.summary().line()
-        if line == self._last_line:
-            return
-        self._last_line = line
-        if ipython:
-            from IPython.display import display
-
-            if self._handle is None:
-                self._handle = display(_Html(line), display_id=True)
-            else:
-                self._handle.update(_Html(line))
-        else:
-            print(f"jupyter-gpucost: {line}", flush=True)
+        if self.display:
+            self._line.show(
+                lambda: self.summary().line(), force=force, measuring=self.steps < self._warmup
+            )
 
     @staticmethod
     def _synchronize() -> None:
-        torch = _torch_cuda()
+        torch = torch_cuda()
         if torch is None:
             return
         for i in range(torch.cuda.device_count()):
@@ -512,13 +365,13 @@ class Guard:
 
 
 def guard(
-    budget_usd: float | int | str | Decimal,
+    budget_usd: Dollars,
     total_steps: int,
     *,
     warmup_steps: int = 20,
-    on_stop: Callable[[Guard], Any] | None = None,
+    on_stop: OnStop | None = None,
     display: bool = True,
-    usd_per_hour: float | int | str | Decimal | None = None,
+    usd_per_hour: Dollars | None = None,
 ) -> Guard:
     """A :class:`Guard` for a loop of ``total_steps`` steps and a budget in USD."""
     return Guard(
@@ -534,8 +387,24 @@ def guard(
 class _CallableModule(types.ModuleType):
     """``from jupyter_gpucost import guard`` gives this module; calling it makes a Guard."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Guard:
-        return guard(*args, **kwargs)
+    def __call__(
+        self,
+        budget_usd: Dollars,
+        total_steps: int,
+        *,
+        warmup_steps: int = 20,
+        on_stop: OnStop | None = None,
+        display: bool = True,
+        usd_per_hour: Dollars | None = None,
+    ) -> Guard:
+        return guard(
+            budget_usd,
+            total_steps,
+            warmup_steps=warmup_steps,
+            on_stop=on_stop,
+            display=display,
+            usd_per_hour=usd_per_hour,
+        )
 
 
 sys.modules[__name__].__class__ = _CallableModule

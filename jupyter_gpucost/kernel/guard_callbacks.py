@@ -29,10 +29,10 @@ import importlib
 import math
 import time
 from collections.abc import Callable
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
-from .guard import BudgetExceeded, Guard
+from .guard import BudgetExceeded, Dollars, Guard, OnStop
 
 _BUILT: dict[str, type] = {}
 
@@ -45,11 +45,24 @@ def _base(name: str, candidates: tuple[tuple[str, str], ...], install: str) -> t
             if e.name is not None and module_name.startswith(e.name):
                 continue
             raise
-        return getattr(module, attr)  # type: ignore[no-any-return]
+        found: type = getattr(module, attr)
+        return found
     raise ImportError(
         f"{name} needs {install.split(':')[0]}, which is not installed in this kernel's "
         f"environment: {install.split(':', 1)[1].strip()}"
     )
+
+
+@dataclass(frozen=True)
+class _GuardOptions:
+    """The guard's arguments, kept until training starts and the step count is known."""
+
+    budget_usd: Dollars
+    warmup_steps: int
+    on_stop: OnStop | None
+    display: bool
+    usd_per_hour: Dollars | None
+    clock: Callable[[], float]
 
 
 class _Adapter:
@@ -61,14 +74,14 @@ class _Adapter:
 
     def __init__(
         self,
-        budget_usd: float | int | str | Decimal,
+        budget_usd: Dollars,
         total_steps: int | None = None,
         *,
         warmup_steps: int = 20,
         tokens_per_step: int | None = None,
-        on_stop: Callable[[Guard], Any] | None = None,
+        on_stop: OnStop | None = None,
         display: bool = True,
-        usd_per_hour: float | int | str | Decimal | None = None,
+        usd_per_hour: Dollars | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
@@ -89,14 +102,14 @@ class _Adapter:
             raise ValueError(
                 f"tokens_per_step must be a whole number >= 0, not {tokens_per_step!r}"
             )
-        self.options: dict[str, Any] = {
-            "budget_usd": budget_usd,
-            "warmup_steps": warmup_steps,
-            "on_stop": on_stop,
-            "display": display,
-            "usd_per_hour": usd_per_hour,
-            "clock": clock,
-        }
+        self.options = _GuardOptions(
+            budget_usd=budget_usd,
+            warmup_steps=warmup_steps,
+            on_stop=on_stop,
+            display=display,
+            usd_per_hour=usd_per_hour,
+            clock=clock,
+        )
         self.total_steps = total_steps
         self.tokens_per_step = tokens_per_step
         self.guard: Guard | None = None
@@ -109,8 +122,16 @@ class _Adapter:
             raise ValueError(
                 "the trainer does not say how many steps it will run: give total_steps="
             )
-        options = dict(self.options)
-        self.guard = Guard(options.pop("budget_usd"), int(total), **options)
+        options = self.options
+        self.guard = Guard(
+            options.budget_usd,
+            int(total),
+            warmup_steps=options.warmup_steps,
+            on_stop=options.on_stop,
+            display=options.display,
+            usd_per_hour=options.usd_per_hour,
+            clock=options.clock,
+        )
         self.guard.__enter__()
         self.stopped = None
 

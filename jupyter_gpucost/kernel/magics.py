@@ -12,22 +12,34 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from ..core.money import exact, status_bar, to_usd
-from .auto import cell_id_of, cell_record, status_of, tally_of
+from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, ServerLink, link
-from .measure import Measurement, prices
+from .measure import CellCost, Measurement, prices
+
+if TYPE_CHECKING:
+    from .fit import GpuMemory
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
 
+_Method = TypeVar("_Method", bound=Callable[..., object])
+
+
+def _named_line_magic(name: str) -> Callable[[_Method], _Method]:
+    """IPython's ``@line_magic(name)``; its annotations cover the bare and the named
+    form in one union, so the named form is spelled out here."""
+    return cast("Callable[[_Method], _Method]", line_magic(name))
+
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}\nusage: {USAGE}")
 
 
@@ -50,10 +62,10 @@ def parse(line: str) -> argparse.Namespace:
 class CellTimer:
     """Holds the measurement of the running cell between the two hooks."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Shell) -> None:
         self.shell = shell
         self.current: tuple[Measurement, argparse.Namespace] | None = None
-        self.last: Any = None
+        self.last: CellCost | None = None
 
     def begin(self, line: str) -> None:
         args = parse(line)
@@ -61,7 +73,7 @@ class CellTimer:
         self.current = (measurement, args)
         measurement.start()
 
-    def post_run_cell(self, result: Any) -> None:
+    def post_run_cell(self, result: object) -> None:
         if self.current is None:
             return
         measurement, args = self.current
@@ -71,7 +83,7 @@ class CellTimer:
         tally_of(self.shell).add("magic", report.cost_micro_usd)
         if args.output:
             self.shell.user_ns[args.output] = report
-        display(report)
+        display(report)  # type: ignore[no-untyped-call]
         server = link()
         if server is not None:
             server.send_cell(magic_record(report, result))
@@ -88,7 +100,7 @@ class CellTimer:
         return [call, *lines[1:]]
 
 
-def magic_record(report: Any, result: Any) -> dict[str, Any]:
+def magic_record(report: CellCost, result: object) -> dict[str, Any]:
     """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
     import time
 
@@ -118,7 +130,7 @@ def magic_record(report: Any, result: Any) -> dict[str, Any]:
 @magics_class
 class GpuCostMagics(Magics):
     @cell_magic
-    def gpucost(self, line: str, cell: str) -> Any:
+    def gpucost(self, line: str, cell: str) -> None:
         """Run the cell and show what it cost: %%gpucost [--ops] [--top N] [-o NAME].
 
         (Cells starting with %%gpucost are rewritten before they run; this entry point
@@ -130,7 +142,7 @@ class GpuCostMagics(Magics):
         del result  # post_run_cell has reported
         return None
 
-    @line_magic("gpucost")
+    @_named_line_magic("gpucost")
     def gpucost_line(self, line: str) -> None:
         """%gpucost: the prices this kernel uses; %gpucost check; %gpucost fit SIZE ..."""
         words = shlex_split(line)
@@ -164,7 +176,7 @@ AUTO_USAGE = "%gpucost auto on|off"
 BUDGET_USAGE = "%gpucost budget AMOUNT|off [--scope session|day|month]"
 
 
-def auto(shell: Any, words: list[str]) -> None:
+def auto(shell: Shell, words: list[str]) -> None:
     from .auto import AutoPricer
 
     if len(words) != 1 or words[0] not in ("on", "off"):
@@ -187,7 +199,7 @@ def auto(shell: Any, words: list[str]) -> None:
 
 
 class _BudgetParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}\nusage: {BUDGET_USAGE}")
 
 
@@ -301,7 +313,7 @@ def _what_happens_next(state: dict[str, Any], symbol: str) -> str:
     return f"  The server {what} {after}."
 
 
-def show_summary(shell: Any) -> None:
+def show_summary(shell: Shell) -> None:
     """The session's cost from the server, this kernel's cells, and the prices."""
     server = link()
     symbol = prices().currency_symbol
@@ -370,7 +382,7 @@ def show_prices() -> None:
 
 
 class _FitParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}\nusage: {FIT_USAGE}")
 
 
@@ -401,16 +413,17 @@ def fit(words: list[str]) -> None:
     print(estimator.report(est, gpus, how, estimator.catalog_options(est.total_bytes)))
 
 
-def gpu_memory() -> tuple[list[Any], str]:
+def gpu_memory() -> tuple[list[GpuMemory], str]:
     """The GPUs here and their memory: torch's view once CUDA is up, else NVML's.
 
     ``torch.cuda.mem_get_info`` is only asked when the notebook already initialised CUDA:
     asking it first would create a CUDA context (hundreds of MB) on every GPU.
     """
+    from .cuda import torch_cuda
     from .fit import GpuMemory
-    from .measure import _torch_cuda, nvml
+    from .measure import nvml
 
-    torch = _torch_cuda()
+    torch = torch_cuda()
     if torch is not None:
         gpus = []
         for i in range(torch.cuda.device_count()):
@@ -429,7 +442,7 @@ def gpu_memory() -> tuple[list[Any], str]:
     return gpus, "NVML"
 
 
-def load(shell: Any) -> None:
+def load(shell: Shell) -> None:
     if getattr(shell, "gpucost_timer", None) is not None:
         return
     timer = CellTimer(shell)
@@ -439,7 +452,7 @@ def load(shell: Any) -> None:
     shell.register_magics(GpuCostMagics)
 
 
-def unload(shell: Any) -> None:
+def unload(shell: Shell) -> None:
     timer = getattr(shell, "gpucost_timer", None)
     if timer is None:
         return

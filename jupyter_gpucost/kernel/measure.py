@@ -13,16 +13,22 @@ is measured without it.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.billing import cost_micro_usd
 from ..core.money import round_micro, status_bar, to_usd
+from .cuda import CudaEvent, Torch, torch_cuda
 from .prices import KernelPrices, from_catalog, from_environment
+
+if TYPE_CHECKING:
+    from ..telemetry.base import GpuReading
+    from ..telemetry.nvml import NvmlSource
 
 
 @dataclass
@@ -139,11 +145,11 @@ class CellCost:
         )
 
 
-class _Nvml:
+class KernelNvml:
     """The kernel's own view of the GPUs through the server's NVML source (optional)."""
 
     def __init__(self) -> None:
-        self.source: Any = None
+        self.source: NvmlSource | None = None
         self.reason: str | None = None
         try:
             from ..telemetry.base import SourceUnavailable
@@ -158,25 +164,27 @@ class _Nvml:
         except Exception as e:  # no pynvml at all
             self.reason = str(e)
 
-    def read(self) -> tuple[Any, ...]:
+    def read(self) -> tuple[GpuReading, ...]:
         return self.source.read() if self.source is not None else ()
 
     def energy_j(self) -> dict[int, float]:
         return self.source.read_energy_j() if self.source is not None else {}
 
 
-_nvml: _Nvml | None = None
+_nvml: KernelNvml | None = None
 _prices: KernelPrices | None = None
 
 
-def nvml() -> _Nvml:
+def nvml() -> KernelNvml:
+    """The kernel's NVML view, opened on first use."""
     global _nvml
     if _nvml is None:
-        _nvml = _Nvml()
+        _nvml = KernelNvml()
     return _nvml
 
 
 def prices() -> KernelPrices:
+    """The prices this kernel uses: the server's (environment), else the catalog's."""
     global _prices
     if _prices is None:
         _prices = from_environment()
@@ -184,19 +192,6 @@ def prices() -> KernelPrices:
             readings = nvml().read()
             _prices = from_catalog([(r.uuid, r.name, r.memory_total_bytes) for r in readings])
     return _prices
-
-
-def _torch_cuda() -> Any:
-    """torch, if the user imported it and CUDA is up; never imports it."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            return torch
-    except Exception:
-        return None
-    return None
 
 
 #: below this wall time the energy counter's 20-100 ms steps are a large part of the delta
@@ -235,9 +230,9 @@ class EnergyRead:
         return dict(self.value)
 
 
-def start_events(torch: Any) -> dict[int, Any]:
+def start_events(torch: Torch) -> dict[int, CudaEvent]:
     """Reset each GPU's peak memory and record a timing event on its current stream."""
-    events: dict[int, Any] = {}
+    events: dict[int, CudaEvent] = {}
     for i in range(torch.cuda.device_count()):
         with torch.cuda.device(i):
             torch.cuda.reset_peak_memory_stats(i)
@@ -265,11 +260,11 @@ class Measurement:
         self.top = top
         self.result = CellCost()
         self._profiler: Any = None
-        self._events: dict[int, Any] = {}
+        self._events: dict[int, CudaEvent] = {}
 
     def start(self) -> None:
         self._energy0 = EnergyRead()
-        torch = _torch_cuda()
+        torch = torch_cuda()
         if torch is not None:
             self._events = start_events(torch)
         if self.want_ops:
@@ -279,10 +274,10 @@ class Measurement:
 
     def _start_profiler(self) -> None:
         r = self.result
-        torch = sys.modules.get("torch")
+        torch: Torch | None = sys.modules.get("torch")
         if torch is None:
-            try:
-                import torch  # the user asked for operators: torch is needed now
+            try:  # the user asked for operators: torch is needed now
+                torch = importlib.import_module("torch")
             except ImportError:
                 r.notes.append("--ops needs PyTorch, which is not installed: skipped.")
                 return
@@ -305,7 +300,7 @@ class Measurement:
         r.wall_s = time.perf_counter() - self._wall0
         r.cpu_s = time.process_time() - self._cpu0
         r.status = status
-        torch = _torch_cuda()
+        torch = torch_cuda()
         if torch is not None:
             for i in range(torch.cuda.device_count()):
                 with torch.cuda.device(i):
@@ -361,7 +356,7 @@ class Measurement:
 
     def _ops(self, profiler: Any, r: CellCost) -> None:
         events = profiler.key_averages()
-        cuda = _torch_cuda() is not None
+        cuda = torch_cuda() is not None
 
         def device_time(e: Any) -> float:
             for attr in ("self_device_time_total", "self_cuda_time_total"):

@@ -146,13 +146,13 @@ class Attributor:
             parts = split(delta, weights)
             weight_sum = sum(weights)
             for process, part, weight in zip(processes, parts, weights, strict=True):
-                kernel_id = owner(process.pid)
-                if kernel_id is None:
+                owner_id = owner(process.pid)
+                if owner_id is None:
                     self._unattributed_us[gpu.index] = (
                         self._unattributed_us.get(gpu.index, 0) + part
                     )
                     continue
-                account = self._accounts[kernel_id]
+                account = self._accounts[owner_id]
                 account.used_us[gpu.index] = account.used_us.get(gpu.index, 0) + part
                 account.share[gpu.index] = account.share.get(gpu.index, 0.0) + weight / weight_sum
             for account in self._accounts.values():

@@ -1,0 +1,108 @@
+"""What the budget guard reports: its figures at one moment (:class:`GuardSummary`, as a
+live line and as a table), and what it raises (:class:`BudgetExceeded`) and warns
+(:class:`BudgetWarning`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from ..core.money import guard_line
+
+
+class BudgetExceeded(Exception):
+    """Raised by :meth:`Guard.step` when one more step would take the spend over budget.
+
+    ``summary`` holds the guard's figures at the moment it stopped.
+    """
+
+    def __init__(self, message: str, summary: GuardSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class BudgetWarning(UserWarning):
+    """The projected cost of the loop is over its budget."""
+
+
+@dataclass(frozen=True)
+class GuardSummary:
+    """The guard's figures at one moment. Money in USD (exact Decimals)."""
+
+    steps: int
+    total_steps: int
+    elapsed_s: float
+    usd_per_hour: Decimal
+    budget_usd: Decimal
+    spent_usd: Decimal
+    #: measured seconds per step (the first step left out once there are two or more)
+    seconds_per_step: float | None
+    usd_per_step: Decimal | None
+    usd_per_1k_tokens: Decimal | None
+    #: the whole loop's cost and end, projected once ``warmup_steps`` steps are done
+    projected_usd: Decimal | None
+    projected_end: datetime | None
+    warned: bool
+    stopped: bool
+    currency_symbol: str = "$"
+
+    def line(self) -> str:
+        """One line for the live display."""
+        sym = self.currency_symbol
+        parts = [
+            f"step {self.steps:,}/{self.total_steps:,}",
+            f"{sym}{guard_line(self.spent_usd)} spent of {sym}{guard_line(self.budget_usd)}",
+        ]
+        if self.usd_per_step is not None:
+            parts.append(f"{sym}{guard_line(self.usd_per_step)}/step")
+        if self.usd_per_1k_tokens is not None:
+            parts.append(f"{sym}{guard_line(self.usd_per_1k_tokens)}/1k tokens")
+        if self.projected_usd is not None and self.projected_end is not None:
+            over = " (over budget)" if self.projected_usd > self.budget_usd else ""
+            ends = "" if self.stopped else f", ends {_when(self.projected_end)}"
+            parts.append(f"projected {sym}{guard_line(self.projected_usd)}{over}{ends}")
+        elif self.steps < self.total_steps and not self.stopped:
+            parts.append("measuring the step rate")
+        if self.usd_per_hour == 0:
+            parts.append("rate 0/h: no priced GPU here")
+        if self.stopped:
+            parts.append("stopped before the budget ran out")
+        return " · ".join(parts)
+
+    def __str__(self) -> str:
+        sym = self.currency_symbol
+        rows = [
+            ("steps", f"{self.steps:,} of {self.total_steps:,}"),
+            ("time", f"{self.elapsed_s:.1f} s"),
+            ("rate", f"{sym}{self.usd_per_hour}/h"),
+            ("spent", f"{sym}{self.spent_usd} of {sym}{self.budget_usd}"),
+        ]
+        if self.seconds_per_step is not None:
+            rows.append(("per step", f"{self.seconds_per_step:.4f} s, {sym}{self.usd_per_step}"))
+        if self.usd_per_1k_tokens is not None:
+            rows.append(("per 1k tokens", f"{sym}{self.usd_per_1k_tokens}"))
+        if self.projected_usd is not None and self.projected_end is not None:
+            rows.append(
+                (
+                    "projected",
+                    f"{sym}{self.projected_usd}, ends {self.projected_end:%Y-%m-%d %H:%M:%S}",
+                )
+            )
+        if self.stopped:
+            rows.append(("stopped", "one more step would have gone over the budget"))
+        return "guard\n" + "\n".join(f"  {k}: {v}" for k, v in rows)
+
+
+def _when(moment: datetime) -> str:
+    """When the loop ends, with how long until then in the unit that reads best."""
+    now = datetime.now(moment.tzinfo)
+    left = max(0.0, (moment - now).total_seconds())
+    if left < 90:
+        return f"{moment:%H:%M:%S} (in {left:.0f} s)"
+    if left < 90 * 60:
+        return f"{moment:%H:%M} (in {left / 60:.0f} min)"
+    if left < 48 * 3600:
+        return f"{moment:%H:%M} (in {left / 3600:.1f} h)"
+    return f"{moment:%Y-%m-%d %H:%M} (in {left / 86400:.1f} days)"

@@ -1,0 +1,163 @@
+"""Writing to the ledger: what the meter counted since the last flush, added in one
+transaction (so nothing is counted twice), and bulk rows for benchmarks and imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .ledger_schema import (
+    gpu_minutes_table,
+    quarter_of,
+    quarters_table,
+    sessions_table,
+    spend_table,
+)
+
+
+@dataclass(frozen=True)
+class GpuMinute:
+    """What one sample says about one GPU, folded into its minute."""
+
+    gpu_index: int
+    utilization_pct: float | None
+    power_w: float | None
+    memory_used_bytes: int | None
+
+
+@dataclass
+class Pending:
+    """What the meter counted since the last flush, by minute (micro-dollars)."""
+
+    spend: dict[int, list[int]] = field(default_factory=dict)  # minute -> [cost, idle, rate]
+    gpus: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
+    cost_micro_usd: int = 0
+    idle_micro_usd: int = 0
+    energy_j: float | None = None
+    peak_memory_bytes: int | None = None
+    last_unix_s: float = 0.0
+
+    def empty(self) -> bool:
+        return not self.spend and not self.gpus
+
+
+def add_pending(conn: Connection, session_id: str, pending: Pending) -> None:
+    """Add ``pending`` to the session's rows, inside the caller's transaction."""
+    for minute, (cost, idle, rate) in sorted(pending.spend.items()):
+        updated = conn.execute(
+            spend_table.update()
+            .where(
+                (spend_table.c.session_id == session_id) & (spend_table.c.minute_unix_s == minute)
+            )
+            .values(
+                cost_micro_usd=spend_table.c.cost_micro_usd + cost,
+                idle_micro_usd=spend_table.c.idle_micro_usd + idle,
+                rate_micro_usd_per_hour=rate,
+            )
+        ).rowcount
+        if not updated:
+            conn.execute(
+                spend_table.insert().values(
+                    session_id=session_id,
+                    minute_unix_s=minute,
+                    cost_micro_usd=cost,
+                    idle_micro_usd=idle,
+                    rate_micro_usd_per_hour=rate,
+                )
+            )
+    quarters: dict[int, int] = {}
+    for minute, (cost, _idle, _rate) in pending.spend.items():
+        quarters[quarter_of(minute)] = quarters.get(quarter_of(minute), 0) + cost
+    for quarter, cost in sorted(quarters.items()):
+        q = quarters_table.c
+        updated = conn.execute(
+            quarters_table.update()
+            .where((q.session_id == session_id) & (q.quarter_unix_s == quarter))
+            .values(cost_micro_usd=q.cost_micro_usd + cost)
+        ).rowcount
+        if not updated:
+            conn.execute(
+                quarters_table.insert().values(
+                    session_id=session_id, quarter_unix_s=quarter, cost_micro_usd=cost
+                )
+            )
+    for (gpu, minute), (util, power, n, memory) in sorted(pending.gpus.items()):
+        c = gpu_minutes_table.c
+        updated = conn.execute(
+            gpu_minutes_table.update()
+            .where(
+                (c.session_id == session_id) & (c.gpu_index == gpu) & (c.minute_unix_s == minute)
+            )
+            .values(
+                utilization_pct_sum=c.utilization_pct_sum + util,
+                power_w_sum=c.power_w_sum + power,
+                samples=c.samples + n,
+                memory_used_bytes_max=sa.case(
+                    (
+                        sa.func.coalesce(c.memory_used_bytes_max, -1) >= (memory or 0),
+                        c.memory_used_bytes_max,
+                    ),
+                    else_=memory,
+                ),
+            )
+        ).rowcount
+        if not updated:
+            conn.execute(
+                gpu_minutes_table.insert().values(
+                    session_id=session_id,
+                    gpu_index=gpu,
+                    minute_unix_s=minute,
+                    utilization_pct_sum=util,
+                    power_w_sum=power,
+                    samples=n,
+                    memory_used_bytes_max=memory,
+                )
+            )
+    conn.execute(
+        sessions_table.update()
+        .where(sessions_table.c.id == session_id)
+        .values(
+            cost_micro_usd=sessions_table.c.cost_micro_usd + pending.cost_micro_usd,
+            idle_micro_usd=sessions_table.c.idle_micro_usd + pending.idle_micro_usd,
+            energy_j=pending.energy_j,
+            peak_memory_bytes=pending.peak_memory_bytes,
+            last_unix_s=pending.last_unix_s,
+        )
+    )
+
+
+def add_bulk_spend(conn: Connection, session_id: str, rows: Sequence[Sequence[int]]) -> None:
+    """Insert (minute, cost, idle, rate) rows directly, inside the caller's transaction."""
+    quarters: dict[int, int] = {}
+    for m, c, _i, _r in rows:
+        quarters[quarter_of(m)] = quarters.get(quarter_of(m), 0) + c
+    conn.execute(
+        quarters_table.insert(),
+        [
+            {"session_id": session_id, "quarter_unix_s": q, "cost_micro_usd": c}
+            for q, c in quarters.items()
+        ],
+    )
+    conn.execute(
+        sessions_table.update()
+        .where(sessions_table.c.id == session_id)
+        .values(cost_micro_usd=sessions_table.c.cost_micro_usd + sum(quarters.values()))
+    )
+    conn.execute(
+        spend_table.insert(),
+        [
+            {
+                "session_id": session_id,
+                "minute_unix_s": m,
+                "cost_micro_usd": c,
+                "idle_micro_usd": i,
+                "rate_micro_usd_per_hour": r,
+            }
+            for m, c, i, r in rows
+        ],
+    )
