@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .ledger_schema import (
+from .schema import (
     gpu_minutes_table,
     quarter_of,
     quarters_table,

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .ledger_schema import (
+from .schema import (
     actions_table,
     cells_table,
     gpu_minutes_table,

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from .ledger_schema import SCHEMA_VERSION, meta_table, metadata
+from .schema import SCHEMA_VERSION, meta_table, metadata
 
 
 class LedgerUnavailable(Exception):

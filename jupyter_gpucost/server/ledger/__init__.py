@@ -21,9 +21,9 @@ A ledger that cannot be read (not a database, a newer schema) is moved aside and
 one started, with a warning; a ledger that cannot be written at all (no permission) turns
 the ledger off, with a warning. The server never fails because of its ledger.
 
-This module is the ledger's one entry point (:class:`Ledger`); its parts are the tables
-(``ledger_schema``), opening and moving a broken file aside (``ledger_open``), the writes
-(``ledger_writes``) and the queries and rollups read back (``ledger_queries``).
+This package is the ledger's one entry point (:class:`Ledger`); its parts are the tables
+(``schema``), opening and moving a broken file aside (``opening``), the writes
+(``writes``) and the queries and rollups read back (``queries``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from .ledger_open import LedgerUnavailable, open_ledger
-from .ledger_queries import LedgerReads, Totals
-from .ledger_schema import (
+from .opening import LedgerUnavailable, open_ledger
+from .queries import LedgerReads, Totals
+from .schema import (
     actions_table,
     cells_table,
     gpu_minutes_table,
@@ -50,7 +50,7 @@ from .ledger_schema import (
     sessions_table,
     spend_table,
 )
-from .ledger_writes import GpuMinute, Pending, add_bulk_spend, add_pending
+from .writes import GpuMinute, Pending, add_bulk_spend, add_pending
 
 __all__ = [
     "GpuMinute",
