@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import HasTraits, TraitError
@@ -126,14 +126,18 @@ def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
     """The validated budget configuration of the ``GpuCost`` traits (raises TraitError)."""
     check_environment()
 
-    def get(name: str) -> Any:
+    def get(name: str) -> object:
         # trait defaults (from the environment) are not validated by traitlets
-        return validate_budget_trait(name, getattr(traits, name))
+        value: object = validate_budget_trait(name, getattr(traits, name))
+        return value
 
-    amount = float(get("hard_budget_usd"))
+    def number(name: str) -> float:
+        return float(str(get(name)))
+
+    amount = number("hard_budget_usd")
     hard = None
     if amount > 0:
-        scope = get("hard_budget_scope")
+        scope = parse_scope(get("hard_budget_scope"), what="c.GpuCost.hard_budget_scope")
         if not spend.supports(scope):
             raise TraitError(
                 f"c.GpuCost.hard_budget_scope = {scope!r} needs the ledger (today/month "
@@ -145,13 +149,16 @@ def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
     )
     return BudgetConfig(
         hard=hard,
-        thresholds_pct=tuple(get("budget_thresholds_pct")),
-        grace_s=float(get("budget_grace_s")),
+        thresholds_pct=parse_thresholds(
+            cast("list[object]", get("budget_thresholds_pct")),
+            what="c.GpuCost.budget_thresholds_pct",
+        ),
+        grace_s=number("budget_grace_s"),
         action=str(get("budget_action")),
-        save_timeout_s=float(get("budget_save_timeout_s")),
-        idle_minutes=float(get("idle_gpu_minutes")),
+        save_timeout_s=number("budget_save_timeout_s"),
+        idle_minutes=number("idle_gpu_minutes"),
         idle_action=str(get("idle_gpu_action")),
-        idle_utilization_pct=float(get("idle_gpu_utilization_pct")),
+        idle_utilization_pct=number("idle_gpu_utilization_pct"),
         state_path=Path(path),
         hub=HubTarget.from_environ(os.environ),
         currency_symbol=trait_str(traits, "currency_symbol"),
