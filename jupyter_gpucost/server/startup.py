@@ -19,7 +19,7 @@ from .budget.controller import BudgetController
 from .budget.setup import ServerParts, budget_config, start_budget
 from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
-from .export.setup import budget_export_hook, export_settings, start_exports
+from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
 from .service import CostService
 from .traits import trait_float, trait_strings
 
@@ -72,9 +72,11 @@ def start_budget_and_exports(
     service.attach_budget(budget)
     exports = start_exports(settings, service, log)
     budget.export_hook = budget_export_hook(
-        trait_strings(traits, "export_on_budget_paths"),
-        trait_float(traits, "export_on_budget_timeout_s"),
+        BudgetExport(
+            export_on_budget_paths=trait_strings(traits, "export_on_budget_paths"),
+            export_on_budget_timeout_s=trait_float(traits, "export_on_budget_timeout_s"),
+            log=log,
+        ),
         exports,
-        log,
     )
     return Started(budget, exports)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,12 +63,31 @@ def start_exports(
     return ExportManager(settings, context=lambda: export_context(service, versions), log=log)
 
 
-def budget_export_hook(
-    paths: Sequence[str], timeout_s: float, manager: ExportManager, log: logging.Logger
-) -> ExportHook | None:
-    """The budget action's export step: export ``paths``, wait for the job (``None``: no
-    paths to export)."""
-    paths = list(paths)
+class BudgetExportOptions(Protocol):
+    """What the budget's export step is told: the paths, how long to wait, where to log."""
+
+    @property
+    def export_on_budget_paths(self) -> Sequence[str]: ...
+
+    @property
+    def export_on_budget_timeout_s(self) -> float: ...
+
+    @property
+    def log(self) -> logging.Logger: ...
+
+
+@dataclass(frozen=True)
+class BudgetExport:
+    export_on_budget_paths: Sequence[str]
+    export_on_budget_timeout_s: float
+    log: logging.Logger
+
+
+def budget_export_hook(options: BudgetExportOptions, manager: ExportManager) -> ExportHook | None:
+    """The budget action's export step: export the configured paths, wait for the job
+    (``None``: no paths to export)."""
+    paths = list(options.export_on_budget_paths)
+    timeout_s = float(options.export_on_budget_timeout_s)
     if not paths:
         return None
 
@@ -78,7 +98,9 @@ def budget_export_hook(
                 None, lambda: manager.start(paths, None, user="budget")
             )
         except RequestError as e:
-            log.warning("jupyter-gpucost: checkpoint export before the budget action: %s", e)
+            options.log.warning(
+                "jupyter-gpucost: checkpoint export before the budget action: %s", e
+            )
             return f"checkpoints not exported: {e}"
         ended = await loop.run_in_executor(None, manager.wait, job.id, timeout_s)
         if ended is None:
