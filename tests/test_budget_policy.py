@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,9 @@ from jupyter_gpucost.server.budget.policy import (
     parse_scope,
     parse_thresholds,
 )
+from jupyter_gpucost.server.budget.spend import LedgerPeriods, MeterSpend
 from jupyter_gpucost.server.budget.store import BudgetStore, StoredState
+from jupyter_gpucost.server.recorder import LiveTotals
 
 T0 = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
 USD = 1_000_000
@@ -253,30 +256,37 @@ class _Snapshot:
     as_of = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
 
 
-class _Published:
-    snapshot = _Snapshot()
+def _latest() -> Any:
+    return _Snapshot()
 
 
-class _Sampler:
-    latest = _Published()
+class _UtcLedger:
+    """A ledger whose day starts at midnight UTC, with fixed running totals."""
 
+    def __init__(self, totals: dict[str, int]) -> None:
+        self._totals = totals
 
-class _Service:
-    sampler = _Sampler()
+    def day_start(self, now: datetime) -> datetime:
+        return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def month_start(self, now: datetime) -> datetime:
+        return self.day_start(now).replace(day=1)
+
+    def totals(self, snapshot: object) -> LiveTotals:
+        return LiveTotals(self._totals["day"], self._totals["month"], self._totals["month"])
 
 
 def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
-    from jupyter_gpucost.server.budget.controller import ServiceSpend
-
-    service = _Service()
-    spend = ServiceSpend(service)
+    spend = MeterSpend(latest=_latest, session_id=_Snapshot.started.isoformat())
     assert spend.spent("session") == (1_500_000, "2026-11-22T09:00:00+00:00")
     assert not spend.supports("day")
     assert spend.spent("day") == (None, "2026-11-22")
 
     totals = {"day": 7_000_000, "month": 45_000_000}
-    service.ledger = object()  # type: ignore[attr-defined]
-    service.spent_micro_usd = totals.get  # type: ignore[attr-defined]
+    ledger = _UtcLedger(totals)
+    spend = MeterSpend(
+        latest=_latest, session_id=spend.session_id, ledger=LedgerPeriods(ledger, ledger)
+    )
     assert spend.supports("day")
     assert spend.supports("month")
     assert spend.spent("day") == (7_000_000, "2026-11-22")
@@ -305,12 +315,11 @@ class _Ledger:
 
 
 def test_day_and_month_come_from_the_recorder_in_the_ledger_time_zone() -> None:
-    from jupyter_gpucost.server.budget.controller import ServiceSpend
-
-    service = _Service()
-    service.ledger = _Ledger()  # type: ignore[attr-defined]
-    service.recorder = _Recorder()  # type: ignore[attr-defined]
-    spend = ServiceSpend(service)
+    spend = MeterSpend(
+        latest=_latest,
+        session_id="s1",
+        ledger=LedgerPeriods(_Ledger(), _Recorder()),  # type: ignore[arg-type]
+    )
     assert spend.supports("month")
     # 14:00 UTC on the 22nd is already the 23rd in UTC+10
     assert spend.spent("day") == (2_000_000, "2026-11-23")

@@ -253,3 +253,31 @@ def test_apportion_rounds_each_part_by_less_than_one_and_keeps_the_sum(parts: li
     rounded = apportion(parts)
     assert sum(rounded) == round_micro(sum(parts, Fraction(0)))
     assert all(abs(r - p) < 1 for r, p in zip(rounded, parts, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps, st.sampled_from([BillingRule(1, 0), BillingRule(1, 60), BillingRule(60, 60)]))
+def test_each_snapshot_carries_what_its_sample_added(plan: list, rule: BillingRule) -> None:
+    # the recorder and the metrics take each sample's cost from the snapshot: the deltas
+    # must add up to the totals exactly, and the cost's never goes back
+    meter = make_meter(rule, base=Decimal("0.5"))
+    snapshots = feed(meter, plan)
+    assert all(s.cost_delta_micro_usd >= 0 for s in snapshots)
+    assert sum(s.cost_delta_micro_usd for s in snapshots) == snapshots[-1].cost_micro_usd
+    assert sum(s.idle_delta_micro_usd for s in snapshots) == snapshots[-1].idle_micro_usd
+    previous = 0
+    for s in snapshots:
+        assert s.cost_delta_micro_usd == s.cost_micro_usd - previous
+        previous = s.cost_micro_usd
+    # reading the meter again does not count the last sample twice
+    assert meter.snapshot().cost_delta_micro_usd == snapshots[-1].cost_delta_micro_usd
+    assert meter.snapshot().cost_micro_usd == snapshots[-1].cost_micro_usd
+
+
+def test_the_first_sample_carries_the_minimum_charge() -> None:
+    meter = make_meter(BillingRule(1, 60))
+    first = meter.update([reading(0, 50.0)], US_PER_S, T0)
+    # a minute of an A100 at $3.431/h is billed from the first second
+    assert first.cost_delta_micro_usd == first.cost_micro_usd == 57_183
+    second = meter.update([reading(0, 50.0)], 2 * US_PER_S, T0)
+    assert second.cost_delta_micro_usd == 0

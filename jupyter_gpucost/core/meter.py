@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -85,6 +85,12 @@ class MeterSnapshot:
     base_usd_per_hour: Decimal
     base_cost_micro_usd: int
     samples: int
+    #: what the latest update added to the cost (``cost_micro_usd``) and to its idle
+    #: part (``idle_micro_usd``): the deltas of all updates add up to the totals exactly.
+    #: The cost delta is never negative; the idle delta can be -1 when the rounding of
+    #: the parts moves a micro-dollar out of the idle part.
+    cost_delta_micro_usd: int = 0
+    idle_delta_micro_usd: int = 0
 
     @property
     def gpu_cost_micro_usd(self) -> int:
@@ -231,6 +237,11 @@ class Meter:
         self._base_usd_per_hour = base_usd_per_hour
         self._accounts: dict[str, _Account] = {}
         self._samples = 0
+        #: the totals before the latest update, and what it added
+        self._cost_before_micro_usd = 0
+        self._idle_before_micro_usd = 0
+        self._cost_delta_micro_usd = 0
+        self._idle_delta_micro_usd = 0
 
     def update(
         self, readings: Sequence[GpuReading] | None, now_us: int, now: datetime
@@ -260,7 +271,16 @@ class Meter:
                 account.account(None, observed_us, gap_us)
         self._last_us = max(now_us, self._last_us)
         self._as_of = now
-        return self.snapshot()
+        snapshot = self.snapshot()
+        cost, idle = snapshot.cost_micro_usd, snapshot.idle_micro_usd
+        self._cost_delta_micro_usd = cost - self._cost_before_micro_usd
+        self._idle_delta_micro_usd = idle - self._idle_before_micro_usd
+        self._cost_before_micro_usd, self._idle_before_micro_usd = cost, idle
+        return replace(
+            snapshot,
+            cost_delta_micro_usd=self._cost_delta_micro_usd,
+            idle_delta_micro_usd=self._idle_delta_micro_usd,
+        )
 
     def _open_account(self, reading: GpuReading) -> _Account:
         price = self._policy.price_for(reading.name, reading.memory_total_bytes)
@@ -291,4 +311,6 @@ class Meter:
             base_usd_per_hour=self._base_usd_per_hour,
             base_cost_micro_usd=amounts[-1],
             samples=self._samples,
+            cost_delta_micro_usd=self._cost_delta_micro_usd,
+            idle_delta_micro_usd=self._idle_delta_micro_usd,
         )

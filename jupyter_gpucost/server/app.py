@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from anyio import to_thread
@@ -21,34 +21,19 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default
 
 from ..core.catalog import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from . import kernel_auth
-from .budget.setup import (
-    budget_env_default,
-    budget_env_number,
-    start_budget,
-    validate_budget_trait,
-)
-from .export.setup import budget_export_hook, start_exports
+from .budget.controller import BudgetController
+from .budget.policy import BudgetError
+from .budget.setup import budget_env_default, budget_env_number, validate_budget_trait
+from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
+from .startup import start_budget_and_exports
+from .traits import RANGES, in_range, one_of
 
 
 class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
-
-
-def _one_of(setting: str, raw: object, choices: tuple[str, ...]) -> str:
-    value = str(raw).strip().lower()
-    if value not in choices:
-        raise TraitError(
-            f"c.GpuCost.{setting} = {raw!r} is not valid: use one of {', '.join(choices)}."
-        )
-    return value
-
-
-def _within(setting: str, value: float, low: float, high: float, accepted: str) -> None:
-    if not low <= value <= high:
-        raise TraitError(f"c.GpuCost.{setting} = {value!r} is not valid: use {accepted}.")
 
 
 class GpuCost(ExtensionApp):
@@ -150,18 +135,6 @@ class GpuCost(ExtensionApp):
         "Default: 475, the world-average figure codecarbon falls back on; use your grid's "
         "or your cloud region's figure.",
     )
-
-    @validate("ledger_flush_interval_s")
-    def _check_flush(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        _within("ledger_flush_interval_s", value, 0.5, 300, "a number of seconds from 0.5 to 300")
-        return value
-
-    @validate("carbon_intensity_g_per_kwh")
-    def _check_carbon(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        _within("carbon_intensity_g_per_kwh", value, 0, 2000, "grams per kWh from 0 to 2000")
-        return value
 
     @validate("ledger_timezone")
     def _check_timezone(self, proposal: dict[str, Any]) -> str:
@@ -316,30 +289,6 @@ class GpuCost(ExtensionApp):
         help="How long the budget action waits for that export before cancelling it.",
     )
 
-    @validate("export_part_size_mb")
-    def _check_part(self, proposal: dict[str, Any]) -> int:
-        value = int(proposal["value"])
-        _within("export_part_size_mb", value, 5, 512, "a whole number of MiB from 5 to 512")
-        return value
-
-    @validate("export_concurrency")
-    def _check_concurrency(self, proposal: dict[str, Any]) -> int:
-        value = int(proposal["value"])
-        _within("export_concurrency", value, 1, 16, "a whole number from 1 to 16")
-        return value
-
-    @validate("export_retries")
-    def _check_retries(self, proposal: dict[str, Any]) -> int:
-        value = int(proposal["value"])
-        _within("export_retries", value, 0, 10, "a whole number from 0 to 10")
-        return value
-
-    @validate("export_on_budget_timeout_s")
-    def _check_export_timeout(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        _within("export_on_budget_timeout_s", value, 1, 86_400, "seconds from 1 to 86400")
-        return value
-
     @validate("export_folder")
     def _check_export_folder(self, proposal: dict[str, Any]) -> str:
         value = str(proposal["value"]).strip()
@@ -352,41 +301,11 @@ class GpuCost(ExtensionApp):
 
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
-        return _one_of("telemetry", proposal["value"], TELEMETRY_MODES)
+        return one_of("telemetry", proposal["value"], TELEMETRY_MODES)
 
     @validate("price_market")
     def _check_market(self, proposal: dict[str, Any]) -> str:
-        return _one_of("price_market", proposal["value"], MARKETS)
-
-    @validate("sample_interval_s")
-    def _check_interval(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        _within("sample_interval_s", value, 0.1, 3600, "a number of seconds from 0.1 to 3600")
-        return value
-
-    @validate("billing_granularity_s")
-    def _check_granularity(self, proposal: dict[str, Any]) -> int:
-        value = int(proposal["value"])
-        _within(
-            "billing_granularity_s",
-            value,
-            1,
-            86_400,
-            "a whole number of seconds from 1 (per-second billing) to 86400",
-        )
-        return value
-
-    @validate("minimum_charge_s")
-    def _check_minimum(self, proposal: dict[str, Any]) -> int:
-        value = int(proposal["value"])
-        _within(
-            "minimum_charge_s",
-            value,
-            0,
-            86_400,
-            "a whole number of seconds from 0 (no minimum) to 86400",
-        )
-        return value
+        return one_of("price_market", proposal["value"], MARKETS)
 
     @validate("base_price_usd_per_hour")
     def _check_base(self, proposal: dict[str, Any]) -> float:
@@ -406,6 +325,10 @@ class GpuCost(ExtensionApp):
                 raise TraitError(f"{e}.") from None
         return dict(value)
 
+    @validate(*RANGES)
+    def _check_range(self, proposal: dict[str, Any]) -> float:
+        return in_range(proposal["trait"].name, proposal["value"])
+
     # -- lifecycle -----------------------------------------------------------------
 
     def _link_jupyter_server_extension(self, serverapp: Any) -> None:
@@ -414,7 +337,7 @@ class GpuCost(ExtensionApp):
         except TraitError as e:
             self._refuse_to_start(str(e))
 
-    def _refuse_to_start(self, message: str) -> None:
+    def _refuse_to_start(self, message: str) -> NoReturn:
         self.log.critical("jupyter-gpucost: invalid configuration: %s", message)
         print(f"jupyter-gpucost: invalid configuration: {message}", file=sys.stderr)
         # SystemExit passes through jupyter_server's extension loader, which would
@@ -481,11 +404,12 @@ class GpuCost(ExtensionApp):
         service.publish_prices(os.environ)
         self._link_kernels()
         self._watch_kernels(service, config.sample_interval_s)
-        budget = start_budget(self, service)
-        self.settings["gpucost_budget"] = budget
-        exports = start_exports(self, service)
-        self.settings["gpucost_exports"] = exports
-        budget.export_hook = budget_export_hook(self, exports)
+        try:
+            started = start_budget_and_exports(self, service, self.serverapp, self.log)
+        except (TraitError, BudgetError) as e:
+            self._refuse_to_start(str(e))
+        self.settings["gpucost_budget"] = started.budget
+        self.settings["gpucost_exports"] = started.exports
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -510,6 +434,8 @@ class GpuCost(ExtensionApp):
     def _watch_kernels(self, service: CostService, interval_s: float) -> None:
         """Refresh the kernel list on the loop (in-memory lookups only)."""
         serverapp = self.serverapp
+        if serverapp is None:
+            return
 
         async def refresh() -> None:
             await service.tracker.refresh(
@@ -526,10 +452,10 @@ class GpuCost(ExtensionApp):
         watch = getattr(self, "_kernel_watch", None)
         if watch is not None:
             watch.stop()
-        budget = self.settings.get("gpucost_budget")
+        budget: BudgetController | None = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()
-        exports = self.settings.get("gpucost_exports")
+        exports: ExportManager | None = self.settings.get("gpucost_exports")
         if exports is not None:
             # running exports are cancelled and cleaned up
             await to_thread.run_sync(exports.close)

@@ -97,8 +97,6 @@ class Metrics:
         self.m = _create()
         self.user = user if user is not None else os.environ.get("JUPYTERHUB_USER", "")
         self.session_id = session_id
-        self._last_cost = 0
-        self._last_idle = 0
         self._last_energy: dict[int, float] = {}
         self._kernel_labels: set[tuple[str, str]] = set()
 
@@ -106,9 +104,9 @@ class Metrics:
         snap = published.snapshot
         user = self.user
         m = self.m
-        m["cost"].labels(user).inc(max(snap.cost_micro_usd - self._last_cost, 0) / 1e6)
-        m["idle"].labels(user).inc(max(snap.idle_micro_usd - self._last_idle, 0) / 1e6)
-        self._last_cost, self._last_idle = snap.cost_micro_usd, snap.idle_micro_usd
+        # a counter never goes down: the idle part's rounding may move it by -1
+        m["cost"].labels(user).inc(max(snap.cost_delta_micro_usd, 0) / 1e6)
+        m["idle"].labels(user).inc(max(snap.idle_delta_micro_usd, 0) / 1e6)
         m["rate"].labels(user).set(float(snap.rate_usd_per_hour))
         m["session"].labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
         for g in snap.gpus:

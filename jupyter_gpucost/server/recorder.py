@@ -53,8 +53,8 @@ class Recorder:
         self.listeners = listeners or []
         self._lock = threading.Lock()
         self._pending = Pending()
+        #: the cost of the latest sample recorded
         self._last_cost = 0
-        self._last_idle = 0
         #: this session's spend per local day start (unix s), live
         self._by_day: dict[float, int] = {}
         self.peak_memory_bytes: int | None = None
@@ -69,10 +69,9 @@ class Recorder:
         snap = published.snapshot
         now_s = snap.as_of.timestamp()
         cost = snap.cost_micro_usd
-        idle = snap.idle_micro_usd
-        delta_cost = cost - self._last_cost
-        delta_idle = idle - self._last_idle
-        self._last_cost, self._last_idle = cost, idle
+        delta_cost = snap.cost_delta_micro_usd
+        delta_idle = snap.idle_delta_micro_usd
+        self._last_cost = cost
         rate = int(snap.rate_usd_per_hour * 1_000_000)
         minute = minute_of(now_s)
         memory = [

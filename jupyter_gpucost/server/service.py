@@ -9,14 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.meter import Meter
 from ..core.money import usd
-from ..core.rightsizing import advise, why_not
 from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from ..telemetry.simulated import SimulatedSource
 from . import history as hist
@@ -28,7 +27,7 @@ from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
 from .metrics import Metrics
 from .recorder import Recorder
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import status_payload
+from .status import LedgerFacts, StatusInputs, ledger_json, status_document
 
 TELEMETRY_MODES = ("auto", "nvml", "simulated", "none")
 
@@ -57,6 +56,12 @@ class CostConfig:
     #: IANA zone for "today" and "this month"; empty: the server's local time
     ledger_timezone: str = ""
     carbon_intensity_g_per_kwh: float = 475.0
+
+
+class BudgetDocument(Protocol):
+    """The budget as the status document shows it (``budget.BudgetController``)."""
+
+    def payload(self) -> dict[str, Any]: ...
 
 
 def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) -> TelemetrySource:
@@ -109,8 +114,8 @@ class CostService:
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
         )
-        #: the budget controller (jupyter_gpucost.server.budget), set by the extension app
-        self.budget: Any = None
+        #: the budget, whose document the status shows (``attach_budget``)
+        self.budget: BudgetDocument | None = None
         started = self.meter.snapshot().started
         self.session_id = new_session_id(started)
         self.ledger_error: str | None = None
@@ -197,84 +202,45 @@ class CostService:
                 gpu.model or gpu.name,
             )
 
+    def attach_budget(self, budget: BudgetDocument) -> None:
+        """The budget whose document the status shows (set by the extension app)."""
+        self.budget = budget
+
     def status(self) -> dict[str, Any]:
+        """The status document (:func:`status.status_document`) of the latest sample."""
         published = self.sampler.latest
         snapshot = published.snapshot
-        payload = status_payload(
-            snapshot,
-            published.telemetry,
-            policy=self.policy,
-            rule=self.rule,
-            currency=self.config.currency,
-            currency_symbol=self.config.currency_symbol,
-        )
-        payload["session_id"] = self.session_id
-        totals = self.recorder.totals(snapshot)
-        payload["today_usd"] = usd(totals.today_micro_usd) if totals else None
-        payload["month_usd"] = usd(totals.month_micro_usd) if totals else None
-        payload["all_time_usd"] = usd(totals.all_time_micro_usd) if totals else None
-        payload["ledger"] = self.ledger_state()
-        energy = snapshot.energy_j
-        intensity = self.config.carbon_intensity_g_per_kwh
-        payload["carbon_intensity_g_per_kwh"] = intensity
-        payload["co2_g"] = None if energy is None else round(energy / 3.6e6 * intensity, 3)
-        advice = advise(
-            snapshot,
-            self.policy.catalog,
-            provider=self.policy.provider,
-            market=self.policy.market,
-            peak_bytes=self.recorder.peak_memory_bytes,
-        )
-        payload["rightsizing"] = (
-            None
-            if advice is None
-            else {
-                "model": advice.model,
-                "gpus": advice.gpus,
-                "cost_usd": usd(advice.cost_micro_usd),
-                "instead_of_usd": usd(advice.instead_of_micro_usd),
-                "price_usd_per_hour": float(advice.usd_per_gpu_hour),
-                "peak_memory_bytes": advice.peak_memory_bytes,
-                "reason": advice.reason,
-            }
-        )
-        payload["rightsizing_note"] = why_not(snapshot) if advice is None else None
-        attribution = self.attributor.latest
-        payload["attribution"] = {
-            "pids_visible": attribution.pids_visible if attribution else True,
-            "note": attribution.note if attribution else None,
-        }
-        if self.ledger is None and self.ledger_error is not None:
-            payload["warnings"].append(
-                {
-                    "code": "ledger-unavailable",
-                    "message": f"No ledger ({self.ledger_error}): today's and this month's "
-                    "totals are not kept.",
-                }
+        return status_document(
+            StatusInputs(
+                snapshot=snapshot,
+                telemetry=published.telemetry,
+                policy=self.policy,
+                rule=self.rule,
+                currency=self.config.currency,
+                currency_symbol=self.config.currency_symbol,
+                session_id=self.session_id,
+                totals=self.recorder.totals(snapshot),
+                ledger=self.ledger_facts(),
+                carbon_intensity_g_per_kwh=self.config.carbon_intensity_g_per_kwh,
+                peak_memory_bytes=self.recorder.peak_memory_bytes,
+                attribution=self.attributor.latest,
+                budget=None if self.budget is None else self.budget.payload(),
             )
-        elif self.ledger is not None and self.ledger.reset_from:
-            payload["warnings"].append(
-                {
-                    "code": "ledger-reset",
-                    "message": "The ledger could not be read and was moved to "
-                    f"{os.path.basename(self.ledger.reset_from)}; a fresh one was started, "
-                    "so earlier sessions are not in today's and this month's totals.",
-                }
-            )
-        payload["budget"] = self.budget.payload() if self.budget is not None else None
-        return payload
+        )
+
+    def ledger_facts(self) -> LedgerFacts:
+        if self.ledger is None:
+            return LedgerFacts(enabled=False, error=self.ledger_error)
+        return LedgerFacts(
+            enabled=True,
+            url=self.ledger.engine.url.render_as_string(hide_password=True),
+            flush_interval_s=self.config.ledger_flush_interval_s,
+            timezone=self.config.ledger_timezone or "server local time",
+            reset_from=self.ledger.reset_from,
+        )
 
     def ledger_state(self) -> dict[str, Any]:
-        if self.ledger is None:
-            return {"enabled": False, "reason": self.ledger_error}
-        url = self.ledger.engine.url.render_as_string(hide_password=True)
-        return {
-            "enabled": True,
-            "url": url,
-            "flush_interval_s": self.config.ledger_flush_interval_s,
-            "timezone": self.config.ledger_timezone or "server local time",
-            "reset_from": self.ledger.reset_from,
-        }
+        return ledger_json(self.ledger_facts())
 
     def kernels(self) -> dict[str, Any]:
         """Per-kernel cost; kernels + unattributed + idle == total, exactly."""

@@ -1,4 +1,9 @@
-"""The status document (``GET /gpucost/api/status``) built from a meter snapshot.
+"""The status document (``GET /gpucost/api/status``), built here and only here.
+
+:func:`status_document` is a pure function of typed inputs (:class:`StatusInputs`: the
+meter's snapshot, the telemetry, the prices, this session's totals, the ledger, the
+attribution and the budget's own document) that the cost service gathers;
+:func:`status_payload` is its meter-and-prices part.
 
 Money leaves the server as JSON numbers with at most six decimals: a Decimal quantized to
 micro-dollars converts to the float whose shortest representation is that same decimal,
@@ -7,6 +12,9 @@ so the text on the wire is exact.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -15,7 +23,13 @@ from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
+from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
+from .attribution import Attribution
+from .recorder import LiveTotals
+
+#: joules in a kilowatt-hour
+J_PER_KWH = 3.6e6
 
 
 def _price(value: Decimal) -> float:
@@ -96,7 +110,10 @@ def status_payload(
     rule: BillingRule,
     currency: str,
     currency_symbol: str,
+    more_warnings: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
+    """The meter, telemetry and price part of the document (``more_warnings`` follow the
+    meter's own)."""
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
     return {
@@ -139,5 +156,135 @@ def status_payload(
             "catalog_date": policy.catalog.catalog_date,
             "overridden_models": sorted({p.model for p in in_force if p.overridden}),
         },
-        "warnings": _warnings(snapshot, policy),
+        "warnings": [*_warnings(snapshot, policy), *more_warnings],
     }
+
+
+@dataclass(frozen=True)
+class LedgerFacts:
+    """The ledger as the status document describes it."""
+
+    enabled: bool
+    #: why there is no ledger (``None``: none was configured, or there is one)
+    error: str | None = None
+    #: its SQLAlchemy URL, password hidden
+    url: str | None = None
+    flush_interval_s: float = 0.0
+    #: "today" and "this month" start in this zone
+    timezone: str = ""
+    #: where an unreadable ledger was moved before a fresh one was started
+    reset_from: str | None = None
+
+
+def ledger_json(ledger: LedgerFacts) -> dict[str, Any]:
+    if not ledger.enabled:
+        return {"enabled": False, "reason": ledger.error}
+    return {
+        "enabled": True,
+        "url": ledger.url,
+        "flush_interval_s": ledger.flush_interval_s,
+        "timezone": ledger.timezone,
+        "reset_from": ledger.reset_from,
+    }
+
+
+def ledger_warnings(ledger: LedgerFacts) -> list[dict[str, str]]:
+    if not ledger.enabled and ledger.error is not None:
+        return [
+            {
+                "code": "ledger-unavailable",
+                "message": f"No ledger ({ledger.error}): today's and this month's "
+                "totals are not kept.",
+            }
+        ]
+    if ledger.enabled and ledger.reset_from:
+        return [
+            {
+                "code": "ledger-reset",
+                "message": "The ledger could not be read and was moved to "
+                f"{os.path.basename(ledger.reset_from)}; a fresh one was started, "
+                "so earlier sessions are not in today's and this month's totals.",
+            }
+        ]
+    return []
+
+
+@dataclass(frozen=True)
+class StatusInputs:
+    """Everything the status document is built from, read at one moment."""
+
+    snapshot: MeterSnapshot
+    telemetry: TelemetryStatus
+    policy: PricePolicy
+    rule: BillingRule
+    currency: str
+    currency_symbol: str
+    session_id: str
+    #: today / this month / all time (``None``: no ledger)
+    totals: LiveTotals | None
+    ledger: LedgerFacts
+    carbon_intensity_g_per_kwh: float
+    #: the largest GPU memory used in the session (right-sizing)
+    peak_memory_bytes: int | None
+    attribution: Attribution | None
+    #: the budget's own document (``None``: the budget is not running)
+    budget: dict[str, Any] | None
+
+
+def _rightsizing(advice: Advice | None) -> dict[str, Any] | None:
+    if advice is None:
+        return None
+    return {
+        "model": advice.model,
+        "gpus": advice.gpus,
+        "cost_usd": usd(advice.cost_micro_usd),
+        "instead_of_usd": usd(advice.instead_of_micro_usd),
+        "price_usd_per_hour": float(advice.usd_per_gpu_hour),
+        "peak_memory_bytes": advice.peak_memory_bytes,
+        "reason": advice.reason,
+    }
+
+
+def status_document(inputs: StatusInputs) -> dict[str, Any]:
+    """The whole status document."""
+    snapshot = inputs.snapshot
+    policy = inputs.policy
+    payload = status_payload(
+        snapshot,
+        inputs.telemetry,
+        policy=policy,
+        rule=inputs.rule,
+        currency=inputs.currency,
+        currency_symbol=inputs.currency_symbol,
+        more_warnings=ledger_warnings(inputs.ledger),
+    )
+    totals = inputs.totals
+    energy_j = snapshot.energy_j
+    intensity = inputs.carbon_intensity_g_per_kwh
+    advice = advise(
+        snapshot,
+        policy.catalog,
+        provider=policy.provider,
+        market=policy.market,
+        peak_bytes=inputs.peak_memory_bytes,
+    )
+    attribution = inputs.attribution
+    payload.update(
+        {
+            "session_id": inputs.session_id,
+            "today_usd": usd(totals.today_micro_usd) if totals else None,
+            "month_usd": usd(totals.month_micro_usd) if totals else None,
+            "all_time_usd": usd(totals.all_time_micro_usd) if totals else None,
+            "ledger": ledger_json(inputs.ledger),
+            "carbon_intensity_g_per_kwh": intensity,
+            "co2_g": None if energy_j is None else round(energy_j / J_PER_KWH * intensity, 3),
+            "rightsizing": _rightsizing(advice),
+            "rightsizing_note": why_not(snapshot) if advice is None else None,
+            "attribution": {
+                "pids_visible": attribution.pids_visible if attribution else True,
+                "note": attribution.note if attribution else None,
+            },
+            "budget": inputs.budget,
+        }
+    )
+    return payload

@@ -1,19 +1,36 @@
-"""Budgets: the policy state machine, what it does at the budget, and its routes."""
+"""Budgets: the policy state machine, what it does at the budget, and its routes.
+
+* :mod:`.policy`: the pure state machine (budgets, standings, thresholds, grace);
+* :mod:`.spend`: what the budget reads (session spend, day and month from the ledger);
+* :mod:`.controller`: the tick loop on the event loop, the kept state;
+* :mod:`.enforce`: save → export → act at the budget;
+* :mod:`.actions`: interrupting or shutting down kernels, asking JupyterHub to stop;
+* :mod:`.record`: the typed record of an action, to and from JSON;
+* :mod:`.messages`: the sentences a person reads;
+* :mod:`.events`: the event bus; :mod:`.payload`: the API document;
+* :mod:`.store`: the state file; :mod:`.setup`: traits to a running controller.
+"""
 
 from __future__ import annotations
 
 from .actions import HubTarget
-from .controller import EVENT_SCHEMA_ID, BudgetConfig, BudgetController, ServiceSpend
+from .controller import BudgetConfig, BudgetController
+from .events import EVENT_SCHEMA_ID
 from .policy import Budget, BudgetError, BudgetPolicy, Standing
+from .record import ActionRecord
+from .spend import LedgerPeriods, MeterSpend, SpendSource
 
 __all__ = [
     "EVENT_SCHEMA_ID",
+    "ActionRecord",
     "Budget",
     "BudgetConfig",
     "BudgetController",
     "BudgetError",
     "BudgetPolicy",
     "HubTarget",
-    "ServiceSpend",
+    "LedgerPeriods",
+    "MeterSpend",
+    "SpendSource",
     "Standing",
 ]

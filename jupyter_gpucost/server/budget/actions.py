@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 from urllib.parse import quote
 
 from jupyter_core.utils import ensure_async
@@ -47,11 +47,29 @@ class HubTarget:
         return cls(api_url, token, user, environ.get("JUPYTERHUB_SERVER_NAME", ""))
 
 
-async def kernel_ids(kernel_manager: Any) -> list[str]:
+class Kernel(Protocol):
+    @property
+    def execution_state(self) -> str: ...
+
+
+class KernelManager(Protocol):
+    """What the budget needs of jupyter_server's kernel manager."""
+
+    def list_kernel_ids(self) -> list[str]: ...
+
+    def get_kernel(self, kernel_id: str) -> Kernel: ...
+
+    #: each may return an awaitable (jupyter_server's async kernel manager) or not
+    def interrupt_kernel(self, kernel_id: str) -> object: ...
+
+    def shutdown_kernel(self, kernel_id: str) -> object: ...
+
+
+async def kernel_ids(kernel_manager: KernelManager) -> list[str]:
     return list(kernel_manager.list_kernel_ids())
 
 
-def busy_kernels(kernel_manager: Any) -> list[str]:
+def busy_kernels(kernel_manager: KernelManager) -> list[str]:
     """Ids of kernels that are executing now (never culled for being idle)."""
     busy = []
     for kid in list(kernel_manager.list_kernel_ids()):
@@ -64,7 +82,7 @@ def busy_kernels(kernel_manager: Any) -> list[str]:
     return busy
 
 
-async def interrupt_kernels(kernel_manager: Any, log: logging.Logger) -> int:
+async def interrupt_kernels(kernel_manager: KernelManager, log: logging.Logger) -> int:
     done = 0
     for kid in await kernel_ids(kernel_manager):
         try:
@@ -75,7 +93,7 @@ async def interrupt_kernels(kernel_manager: Any, log: logging.Logger) -> int:
     return done
 
 
-async def shutdown_kernels(kernel_manager: Any, log: logging.Logger) -> int:
+async def shutdown_kernels(kernel_manager: KernelManager, log: logging.Logger) -> int:
     done = 0
     for kid in await kernel_ids(kernel_manager):
         try:

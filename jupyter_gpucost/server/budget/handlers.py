@@ -75,7 +75,7 @@ class ActionsHandler(BudgetHandler):
         ledger = self.service.ledger
         if ledger is None:
             # no ledger: this session's actions only
-            self.write_json({"actions": list(reversed(self.budget.actions)), "ledger": False})
+            self.write_json({"actions": self.budget.action_log(), "ledger": False})
             return
         actions = await to_thread.run_sync(ledger.actions, 100)
         self.write_json({"actions": actions, "ledger": True})

@@ -352,7 +352,7 @@ class BudgetPolicy:
         if self.state == "grace":
             still = binding is not None or (self.grace_reason == "idle" and idle)
             if not still:
-                self._clear_grace()
+                self.cancel_grace()
                 events.append(GraceCleared("the budget is no longer spent"))
             elif self.grace_ends is not None and now >= self.grace_ends:
                 self.state = "enforcing"
@@ -383,7 +383,9 @@ class BudgetPolicy:
         self.grace_reason = reason
         return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
 
-    def _clear_grace(self) -> None:
+    def cancel_grace(self) -> None:
+        """End the countdown without acting (the budget is no longer spent, or the idle
+        stop was skipped because a kernel became busy)."""
         self.state = "ok"
         self.grace_started = self.grace_ends = None
         self.grace_standing = None

@@ -1,17 +1,29 @@
-"""Turn the ``GpuCost`` budget traits into a running ``BudgetController``."""
+"""Turn the ``GpuCost`` budget traits into a running ``BudgetController``.
+
+The app passes in the parts the budget works with: the spend source
+(:class:`~.spend.MeterSpend`), the server's kernels, event bus and stop
+(:class:`ServerParts`) and the ledger that keeps its actions (:class:`ActionLedger`).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import TraitError
+from traitlets import HasTraits, TraitError
 
-from .actions import HubTarget
-from .controller import BudgetConfig, BudgetController, ServiceSpend
+from ...core.money import exact, to_usd
+from ..traits import trait_str
+from .actions import HubTarget, KernelManager
+from .controller import BudgetConfig, BudgetController
+from .events import EventLogger
 from .policy import ACTIONS, Budget, BudgetError, parse_amount, parse_scope, parse_thresholds
+from .spend import MeterSpend, SpendSource
 
 IDLE_ACTIONS = ("warn", "act")
 
@@ -110,73 +122,92 @@ def validate_budget_trait(name: str, value: Any) -> Any:
     return value
 
 
-def budget_config(app: Any, spend: ServiceSpend) -> BudgetConfig:
-    """The validated budget configuration of the extension app (raises TraitError)."""
+def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
+    """The validated budget configuration of the ``GpuCost`` traits (raises TraitError)."""
     check_environment()
 
-    def get(name: str) -> Any:
+    def get(name: str) -> object:
         # trait defaults (from the environment) are not validated by traitlets
-        return validate_budget_trait(name, getattr(app, name))
+        value: object = validate_budget_trait(name, getattr(traits, name))
+        return value
 
-    amount = float(get("hard_budget_usd"))
+    def number(name: str) -> float:
+        return float(str(get(name)))
+
+    amount = number("hard_budget_usd")
     hard = None
     if amount > 0:
-        scope = get("hard_budget_scope")
+        scope = parse_scope(get("hard_budget_scope"), what="c.GpuCost.hard_budget_scope")
         if not spend.supports(scope):
             raise TraitError(
                 f"c.GpuCost.hard_budget_scope = {scope!r} needs the ledger (today/month "
                 "totals), which this server does not have: use 'session'."
             )
         hard = Budget("hard", parse_amount(repr(amount), what="hard_budget_usd"), scope)
-    path = app.budget_state_path or str(Path(jupyter_data_dir()) / "gpucost" / "budget.json")
+    path = trait_str(traits, "budget_state_path") or str(
+        Path(jupyter_data_dir()) / "gpucost" / "budget.json"
+    )
     return BudgetConfig(
         hard=hard,
-        thresholds_pct=tuple(get("budget_thresholds_pct")),
-        grace_s=float(get("budget_grace_s")),
-        action=get("budget_action"),
-        save_timeout_s=float(get("budget_save_timeout_s")),
-        idle_minutes=float(get("idle_gpu_minutes")),
-        idle_action=get("idle_gpu_action"),
-        idle_utilization_pct=float(get("idle_gpu_utilization_pct")),
+        thresholds_pct=parse_thresholds(
+            cast("list[object]", get("budget_thresholds_pct")),
+            what="c.GpuCost.budget_thresholds_pct",
+        ),
+        grace_s=number("budget_grace_s"),
+        action=str(get("budget_action")),
+        save_timeout_s=number("budget_save_timeout_s"),
+        idle_minutes=number("idle_gpu_minutes"),
+        idle_action=str(get("idle_gpu_action")),
+        idle_utilization_pct=number("idle_gpu_utilization_pct"),
         state_path=Path(path),
         hub=HubTarget.from_environ(os.environ),
-        currency_symbol=app.currency_symbol,
+        currency_symbol=trait_str(traits, "currency_symbol"),
     )
 
 
-def start_budget(app: Any, service: Any) -> BudgetController:
-    spend = ServiceSpend(service)
-    try:
-        config = budget_config(app, spend)
-    except (TraitError, BudgetError) as e:
-        app._refuse_to_start(str(e))
-        raise
-    serverapp = app.serverapp
+@dataclass(frozen=True)
+class ServerParts:
+    """What the budget acts on in the running server."""
 
-    def utilization() -> list[float | None]:
-        gpus = service.sampler.latest.snapshot.gpus
-        return [g.reading.utilization_pct if g.reading else None for g in gpus]
+    kernel_manager: KernelManager | None = None
+    event_logger: EventLogger | None = None
+    #: stops the whole server (the ``stop-server`` action without JupyterHub)
+    stop_server: Callable[[], None] | None = None
 
+
+class ActionLedger(Protocol):
+    """Where budget actions are kept across sessions (the ledger)."""
+
+    def add_action(self, session_id: str, record: dict[str, Any]) -> None: ...
+
+
+def start_budget(
+    config: BudgetConfig,
+    spend: MeterSpend,
+    server: ServerParts,
+    *,
+    ledger: ActionLedger | None,
+    session_id: str,
+    log: logging.Logger,
+) -> BudgetController:
+    """Start the budget controller on the running loop."""
     controller = BudgetController(
         config,
         spend,
-        kernel_manager=getattr(serverapp, "kernel_manager", None),
-        event_logger=getattr(serverapp, "event_logger", None),
-        stop_server=serverapp.stop if serverapp is not None else None,
-        gpu_utilization=utilization,
-        log=app.log,
+        kernel_manager=server.kernel_manager,
+        event_logger=server.event_logger,
+        stop_server=server.stop_server,
+        gpu_utilization=spend.gpu_utilization,
+        log=log,
     )
-    ledger = getattr(service, "ledger", None)
     if ledger is not None:
-        session_id = service.session_id
-        controller.action_sink = lambda record: ledger.add_action(session_id, record)
+        controller.action_sink = lambda record: ledger.add_action(session_id, record.to_json())
     controller.start()
-    service.budget = controller
     if config.hard is not None:
-        app.log.info(
-            "jupyter-gpucost: hard %s budget $%s, action %s after %gs%s",
+        log.info(
+            "jupyter-gpucost: hard %s budget %s, action %s after %gs%s",
             config.hard.scope,
-            config.hard.amount_micro_usd / 1_000_000,
+            exact(to_usd(config.hard.amount_micro_usd)),
             config.action,
             config.grace_s,
             " (JupyterHub)" if config.hub else "",

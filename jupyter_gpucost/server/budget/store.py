@@ -2,7 +2,8 @@
 
 A small JSON file in the Jupyter data dir (``<data dir>/gpucost/budget.json``), written
 atomically (temporary file + rename). A file that cannot be read is moved aside with a
-warning and a fresh one started: a broken file must never stop the server.
+warning and a fresh one started: a broken file must never stop the server. Actions are
+:class:`ActionRecord` values in memory and their JSON in the file.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .policy import Budget, BudgetError, parse_amount, parse_scope
+from .record import ActionRecord
 
 #: actions kept in the file (newest last)
 MAX_ACTIONS = 50
@@ -28,7 +30,7 @@ MAX_KEYS = 200
 class StoredState:
     soft: Budget | None = None
     fired: dict[str, list[int]] = field(default_factory=dict)
-    actions: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[ActionRecord] = field(default_factory=list)
 
 
 def _soft_to_json(budget: Budget | None) -> dict[str, Any] | None:
@@ -62,7 +64,7 @@ class BudgetStore:
                 parse_amount(amount / 1_000_000, what="stored soft budget")
                 soft = Budget("soft", amount, parse_scope(soft_raw["scope"], what="stored scope"))
             fired = {str(k): [int(t) for t in v] for k, v in dict(raw.get("fired", {})).items()}
-            actions = [dict(a) for a in raw.get("actions", [])]
+            actions = [ActionRecord.from_json(dict(a)) for a in raw.get("actions", [])]
             return StoredState(soft=soft, fired=fired, actions=actions)
         except (ValueError, KeyError, TypeError, AttributeError, BudgetError) as e:
             aside = self.path.with_suffix(".json.corrupt")
@@ -83,7 +85,7 @@ class BudgetStore:
             "version": 1,
             "soft": _soft_to_json(state.soft),
             "fired": {k: sorted(state.fired[k]) for k in keys},
-            "actions": state.actions[-MAX_ACTIONS:],
+            "actions": [a.to_json() for a in state.actions[-MAX_ACTIONS:]],
         }
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,60 +3,92 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import TraitError
+from traitlets import HasTraits, TraitError
 
 from ..errors import RequestError
+from ..traits import trait_bool, trait_dict, trait_int, trait_str
 from .jobs import ExportManager, ExportSettings, export_context, software_versions
 from .stores import MIB, Tuning
 from .targets import TargetError, choose_default, parse_targets
 
+#: the budget action's export step: ``async () -> what was exported``
+ExportHook = Callable[[], Awaitable[str | None]]
 
-def local_folder(app: Any) -> Path:
-    return Path(app.export_folder or Path(jupyter_data_dir()) / "gpucost" / "exports")
+
+class StatusSource(Protocol):
+    """Where a manifest's session facts come from (the cost service)."""
+
+    def status(self) -> dict[str, Any]: ...
 
 
-def export_settings(app: Any, root_dir: str) -> ExportSettings:
+def local_folder(traits: HasTraits) -> Path:
+    folder = trait_str(traits, "export_folder")
+    return Path(folder or Path(jupyter_data_dir()) / "gpucost" / "exports")
+
+
+def export_settings(traits: HasTraits, root_dir: str) -> ExportSettings:
+    """The validated export settings of the ``GpuCost`` traits (raises TraitError)."""
+
     try:
-        targets = parse_targets(dict(app.export_targets), local_default=local_folder(app))
-        default = choose_default(targets, app.export_default_target)
+        targets = parse_targets(
+            trait_dict(traits, "export_targets"), local_default=local_folder(traits)
+        )
+        default = choose_default(targets, trait_str(traits, "export_default_target"))
     except TargetError as e:
         raise TraitError(f"{e}.") from None
     return ExportSettings(
         targets=targets,
         default_target=default,
         root_dir=root_dir,
-        allow_urls=bool(app.export_allow_urls),
-        allow_hidden=bool(app.export_allow_hidden),
+        allow_urls=trait_bool(traits, "export_allow_urls"),
+        allow_hidden=trait_bool(traits, "export_allow_hidden"),
         tuning=Tuning(
-            part_size_bytes=int(app.export_part_size_mb) * MIB,
-            concurrency=int(app.export_concurrency),
-            retries=int(app.export_retries),
+            part_size_bytes=trait_int(traits, "export_part_size_mb") * MIB,
+            concurrency=trait_int(traits, "export_concurrency"),
+            retries=trait_int(traits, "export_retries"),
         ),
     )
 
 
-def start_exports(app: Any, service: Any) -> ExportManager:
-    root_dir = str(getattr(app.serverapp, "root_dir", "") or Path.cwd())
-    try:
-        settings = export_settings(app, root_dir)
-    except TraitError as e:
-        app._refuse_to_start(str(e))
-        raise
+def start_exports(
+    settings: ExportSettings, service: StatusSource, log: logging.Logger
+) -> ExportManager:
     versions = software_versions()
-    manager = ExportManager(
-        settings, context=lambda: export_context(service, versions), log=app.log
-    )
-    return manager
+    return ExportManager(settings, context=lambda: export_context(service, versions), log=log)
 
 
-def budget_export_hook(app: Any, manager: ExportManager) -> Any:
-    """The budget action's export step: export the configured paths, wait for the job."""
-    paths = list(app.export_on_budget_paths)
-    timeout_s = float(app.export_on_budget_timeout_s)
+class BudgetExportOptions(Protocol):
+    """What the budget's export step is told: the paths, how long to wait, where to log."""
+
+    @property
+    def export_on_budget_paths(self) -> Sequence[str]: ...
+
+    @property
+    def export_on_budget_timeout_s(self) -> float: ...
+
+    @property
+    def log(self) -> logging.Logger: ...
+
+
+@dataclass(frozen=True)
+class BudgetExport:
+    export_on_budget_paths: Sequence[str]
+    export_on_budget_timeout_s: float
+    log: logging.Logger
+
+
+def budget_export_hook(options: BudgetExportOptions, manager: ExportManager) -> ExportHook | None:
+    """The budget action's export step: export the configured paths, wait for the job
+    (``None``: no paths to export)."""
+    paths = list(options.export_on_budget_paths)
+    timeout_s = float(options.export_on_budget_timeout_s)
     if not paths:
         return None
 
@@ -67,7 +99,9 @@ def budget_export_hook(app: Any, manager: ExportManager) -> Any:
                 None, lambda: manager.start(paths, None, user="budget")
             )
         except RequestError as e:
-            app.log.warning("jupyter-gpucost: checkpoint export before the budget action: %s", e)
+            options.log.warning(
+                "jupyter-gpucost: checkpoint export before the budget action: %s", e
+            )
             return f"checkpoints not exported: {e}"
         ended = await loop.run_in_executor(None, manager.wait, job.id, timeout_s)
         if ended is None:

@@ -1,0 +1,250 @@
+"""At the budget: save → export → act, in this order, and the record of what was done.
+
+1. **save**: asks every connected JupyterLab to save its notebooks with unsaved changes
+   and waits (at most ``save_timeout_s``) for each to acknowledge;
+2. **export**: the checkpoint export hook (``export_hook``), a logged no-op unless set;
+3. **act**: interrupt or shut down the kernels, or stop the server (through JupyterHub
+   when the server runs under one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from . import messages
+from .actions import (
+    HubTarget,
+    KernelManager,
+    ask_hub_to_stop,
+    busy_kernels,
+    interrupt_kernels,
+    shutdown_kernels,
+)
+from .events import BudgetEvents, iso
+from .policy import BudgetPolicy, Enforce
+from .record import ActionRecord, BudgetFigures
+
+#: a browser that asked within this many seconds is expected to acknowledge a save request
+CLIENT_TTL_S = 20.0
+#: browsers remembered at most
+MAX_CLIENTS = 100
+#: how long JupyterHub is given to stop the server before it stops itself
+HUB_STOP_WAIT_S = 30.0
+
+#: the checkpoint export before the action: ``async () -> what was exported``
+ExportHook = Callable[[], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class BrowserAnswer:
+    saved: tuple[str, ...]
+    failed: tuple[str, ...]
+
+
+@dataclass
+class SaveRequest:
+    id: str
+    started: float
+    expected: set[str]
+    acks: dict[str, BrowserAnswer]
+    #: set when every expected browser has answered
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class BrowserSaves:
+    """The browsers that poll the budget, and the save request sent to them."""
+
+    def __init__(self, events: BudgetEvents, log: logging.Logger) -> None:
+        self.events = events
+        self.log = log
+        self.clients: dict[str, float] = {}
+        self.request: SaveRequest | None = None
+
+    def seen(self, client: str | None) -> None:
+        if client:
+            self.clients[client[:64]] = time.monotonic()
+            if len(self.clients) > MAX_CLIENTS:
+                oldest = sorted(self.clients, key=self.clients.__getitem__)[:-MAX_CLIENTS]
+                for c in oldest:
+                    del self.clients[c]
+
+    async def request_save(self, action: str, timeout_s: float) -> dict[str, BrowserAnswer]:
+        """Ask the connected browsers to save; wait for their answers (bounded)."""
+        now = time.monotonic()
+        live = {c for c, seen in self.clients.items() if now - seen <= CLIENT_TTL_S}
+        request = SaveRequest(secrets.token_hex(8), now, live, {})
+        self.request = request
+        self.events.emit(
+            "save-request", messages.SAVE_REQUEST, {"request_id": request.id, "action": action}
+        )
+        if not live:
+            self.log.warning(
+                "jupyter-gpucost: no browser is connected: edits not saved in a browser "
+                "cannot be saved; files on disk are kept"
+            )
+            return {}
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(request.done.wait(), timeout_s)
+        missing = live - set(request.acks)
+        if missing:
+            self.log.warning(
+                "jupyter-gpucost: %d browser(s) did not confirm saving in %g s",
+                len(missing),
+                timeout_s,
+            )
+        return dict(request.acks)
+
+    def acknowledge(
+        self, request_id: str, client: str, saved: list[str], failed: list[str]
+    ) -> bool:
+        request = self.request
+        if request is None or request.id != request_id:
+            return False
+        request.acks[client] = BrowserAnswer(tuple(saved), tuple(failed))
+        if request.expected <= set(request.acks):
+            request.done.set()
+        return True
+
+
+@dataclass(frozen=True)
+class EnforceSettings:
+    action: str
+    save_timeout_s: float
+    hub: HubTarget | None
+    currency_symbol: str
+
+
+class Enforcer:
+    """Runs save → export → act for one ``Enforce`` event and keeps its record."""
+
+    def __init__(
+        self,
+        settings: EnforceSettings,
+        *,
+        policy: BudgetPolicy,
+        saves: BrowserSaves,
+        events: BudgetEvents,
+        keep: Callable[[ActionRecord], Awaitable[None]],
+        forget: Callable[[str], None],
+        kernel_manager: KernelManager | None,
+        stop_server: Callable[[], None] | None,
+        log: logging.Logger,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.saves = saves
+        self.events = events
+        #: keeps a record (state file, ledger); ``forget(at)`` drops a provisional one
+        self.keep = keep
+        self.forget = forget
+        self.kernel_manager = kernel_manager
+        self.stop_server = stop_server
+        self.log = log
+        self.clock = clock
+        self.export_hook: ExportHook | None = None
+
+    async def enforce(self, event: Enforce) -> ActionRecord:
+        started = self.clock()
+        saved = await self.saves.request_save(self.settings.action, self.settings.save_timeout_s)
+        exported = await self._export()
+        budget = None
+        if event.standing is not None:
+            b = event.standing.budget
+            budget = BudgetFigures(
+                kind=b.kind,
+                scope=b.scope,
+                amount_micro_usd=b.amount_micro_usd,
+                spent_micro_usd=event.standing.spent_micro_usd or 0,
+            )
+        record = ActionRecord(
+            at=iso(started) or "",
+            reason=event.reason,
+            action=self.settings.action,
+            notebooks_saved=sum(len(a.saved) for a in saved.values()),
+            save_failed=tuple(sorted({p for a in saved.values() for p in a.failed})),
+            browsers=len(saved),
+            exported=exported,
+            budget=budget,
+        )
+        if event.reason == "idle" and self.kernel_manager is not None:
+            busy = busy_kernels(self.kernel_manager)
+            if busy:
+                # a kernel started working during the grace period: it is not idle
+                record = record.with_outcome(
+                    "skipped",
+                    messages.IDLE_SKIPPED_RECORD,
+                    detail=f"{len(busy)} kernel(s) busy",
+                )
+                self.policy.cancel_grace()
+                await self.keep(record)
+                self.events.emit("cleared", messages.IDLE_SKIPPED, {"reason": "idle"})
+                return record
+        record = await self._act(record)
+        self.policy.acted()
+        return record
+
+    async def _export(self) -> str | None:
+        if self.export_hook is None:
+            self.log.info(
+                "jupyter-gpucost: no checkpoint export configured before the budget action"
+            )
+            return None
+        try:
+            return await self.export_hook()
+        except Exception as e:
+            self.log.exception("jupyter-gpucost: checkpoint export before the budget action failed")
+            return f"failed: {e}"
+
+    async def _act(self, record: ActionRecord) -> ActionRecord:
+        action = self.settings.action
+        km = self.kernel_manager
+        summary = messages.summary(record, self.settings.currency_symbol)
+        if action == "interrupt":
+            n = await interrupt_kernels(km, self.log) if km is not None else 0
+            done = record.with_outcome(
+                "done", messages.kernels_acted(summary, action, n), kernels=n
+            )
+        elif action == "shutdown":
+            n = await shutdown_kernels(km, self.log) if km is not None else 0
+            done = record.with_outcome(
+                "done", messages.kernels_acted(summary, action, n), kernels=n
+            )
+        else:
+            done = await self._stop_server(record, messages.server_stopped(summary))
+        await self.keep(done)
+        self.events.emit("action", done.message, {"action": action, "reason": done.reason})
+        return done
+
+    async def _stop_server(self, record: ActionRecord, message: str) -> ActionRecord:
+        # kernels first: they hold the GPUs, and a server stopped by a signal from the
+        # hub may not get to shut them down itself
+        km = self.kernel_manager
+        n = await shutdown_kernels(km, self.log) if km is not None else 0
+        hub = self.settings.hub
+        if hub is not None:
+            # recorded first: the hub SIGTERMs this process while it handles the request
+            await self.keep(record.with_outcome("requested", message, via="jupyterhub"))
+            answer = await ask_hub_to_stop(hub)
+            if answer.ok:
+                self.log.warning("jupyter-gpucost: %s (budget)", answer.message)
+                # the hub stops us; if it has not in a while, stop ourselves
+                await asyncio.sleep(HUB_STOP_WAIT_S)
+                self.log.warning("jupyter-gpucost: JupyterHub did not stop the server: stopping it")
+            else:
+                self.log.error("jupyter-gpucost: %s; stopping the server itself", answer.message)
+            self.forget(record.at)
+            via = "jupyterhub" if answer.ok else "self"
+            hub_detail: str | None = answer.message
+        else:
+            via, hub_detail = "self", None
+        if self.stop_server is not None:
+            asyncio.get_event_loop().call_later(0.5, self.stop_server)
+        return record.with_outcome("done", message, kernels=n, via=via, hub=hub_detail)

@@ -1,0 +1,78 @@
+"""The sentences a person reads about their budget: notifications and the action summary.
+
+Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ...core.money import notice
+from .policy import Budget
+from .record import ActionRecord
+
+_SCOPES = {"session": "session budget", "day": "daily budget", "month": "monthly budget"}
+_ACTIONS = {
+    "interrupt": "kernels interrupted",
+    "shutdown": "kernels shut down",
+    "stop-server": "server stopped",
+}
+
+
+def scope_name(budget: Budget) -> str:
+    """``admin's daily budget``, ``session budget``."""
+    who = "admin's" if budget.kind == "hard" else ""
+    return f"{who} {_SCOPES[budget.scope]}".strip()
+
+
+def action_name(action: str) -> str:
+    return _ACTIONS.get(action, action)
+
+
+def idle(minutes: float, *, act: bool) -> str:
+    return f"The GPUs have been idle for {minutes:g} minutes while costing money" + (
+        ": the kernels will be stopped unless you use them." if act else "."
+    )
+
+
+def threshold(pct: int, budget: Budget, runs_out_at: datetime | None, symbol: str) -> str:
+    when = f"; at the current rate it runs out at {runs_out_at:%H:%M} UTC" if runs_out_at else ""
+    amount = notice(budget.amount_micro_usd, symbol)
+    return f"{pct}% of your {amount} {scope_name(budget)} is spent{when}."
+
+
+def grace(budget: Budget | None, action: str, grace_s: float, symbol: str) -> str:
+    if budget is not None:
+        what = f"Your {notice(budget.amount_micro_usd, symbol)} {scope_name(budget)} is spent."
+    else:
+        what = "The GPUs have been idle while costing money."
+    return f"{what} Notebooks will be saved and the {action_name(action)} in {grace_s:g} s."
+
+
+def cleared(why: str) -> str:
+    return f"Countdown stopped: {why}."
+
+
+SAVE_REQUEST = "Saving open notebooks before the budget action."
+IDLE_SKIPPED = "Idle stop skipped: a kernel is busy."
+IDLE_SKIPPED_RECORD = "idle stop skipped: a kernel is busy"
+
+
+def summary(record: ActionRecord, symbol: str) -> str:
+    """``stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved`` (before the outcome)."""
+    at = record.at[11:16]
+    if record.budget is not None:
+        head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
+    else:
+        head = f"stopped idle GPUs at {at} UTC"
+    saved = record.notebooks_saved
+    return f"{head}; {saved} notebook{'s' if saved != 1 else ''} saved"
+
+
+def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
+    done = "interrupted" if action == "interrupt" else "shut down"
+    return f"{summary_text}; {kernels} kernel(s) {done}"
+
+
+def server_stopped(summary_text: str) -> str:
+    return f"{summary_text}; server stopped"

@@ -1,0 +1,97 @@
+"""The budget as the API shows it (``GET /gpucost/api/budget``, and ``budget`` in the
+status document): a pure function of the policy, the standings and the controller's state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from ...core.money import usd
+from .events import iso
+from .policy import SCOPES, BudgetPolicy, Standing
+from .record import ActionRecord
+
+#: events shown by the API
+SHOWN_EVENTS = 10
+
+
+@dataclass(frozen=True)
+class IdleView:
+    minutes: float
+    action: str
+    #: how long the GPUs have been idle (``None``: not idle)
+    idle_s: float | None
+
+
+@dataclass(frozen=True)
+class BudgetView:
+    """Everything the payload is built from, read at one moment."""
+
+    now: datetime
+    rate_usd_per_hour: Decimal
+    standings: Sequence[Standing]
+    policy: BudgetPolicy
+    action: str
+    #: the pending save request's id, if any
+    save_request_id: str | None
+    scopes: Sequence[str]
+    #: ``None``: idle detection is off
+    idle: IdleView | None
+    last_action: ActionRecord | None
+    events: Sequence[dict[str, Any]]
+
+
+def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
+    out = s.runs_out_at(view.now, view.rate_usd_per_hour)
+    return {
+        "kind": s.budget.kind,
+        "locked": s.budget.locked,
+        "scope": s.budget.scope,
+        "amount_usd": usd(s.budget.amount_micro_usd),
+        "spent_usd": None if s.spent_micro_usd is None else usd(s.spent_micro_usd),
+        "remaining_usd": None
+        if s.remaining_micro_usd is None
+        else usd(max(0, s.remaining_micro_usd)),
+        "share": None if s.share is None else round(s.share, 4),
+        "runs_out_at": iso(out),
+        "fired_pct": sorted(view.policy.fired.get(s.key, set())),
+    }
+
+
+def budget_payload(view: BudgetView) -> dict[str, Any]:
+    now, rate, p = view.now, view.rate_usd_per_hour, view.policy
+    standings = view.standings
+    known = [s for s in standings if s.remaining_micro_usd is not None]
+    binding = min(known, key=lambda s: s.remaining_micro_usd or 0) if known else None
+    grace = None
+    if p.state == "grace" and p.grace_ends is not None:
+        grace = {
+            "started": iso(p.grace_started),
+            "ends": iso(p.grace_ends),
+            "remaining_s": max(0.0, round((p.grace_ends - now).total_seconds(), 1)),
+            "reason": p.grace_reason,
+            "can_raise": binding is not None and binding.budget.kind == "soft",
+        }
+    return {
+        "state": p.state,
+        "hard": next((_standing(view, s) for s in standings if s.budget.kind == "hard"), None),
+        "soft": next((_standing(view, s) for s in standings if s.budget.kind == "soft"), None),
+        "binding": None if binding is None else binding.budget.kind,
+        "runs_out_at": None if binding is None else iso(binding.runs_out_at(now, rate)),
+        "thresholds_pct": list(p.thresholds_pct),
+        "grace_s": p.grace_s,
+        "grace": grace,
+        "action": view.action,
+        "save_request": None
+        if view.save_request_id is None or p.state != "enforcing"
+        else {"id": view.save_request_id},
+        "scopes": [s for s in SCOPES if s in view.scopes],
+        "idle": None
+        if view.idle is None
+        else {"minutes": view.idle.minutes, "action": view.idle.action, "idle_s": view.idle.idle_s},
+        "last_action": None if view.last_action is None else view.last_action.to_json(),
+        "events": list(view.events[-SHOWN_EVENTS:]),
+    }

@@ -1,0 +1,82 @@
+"""Wiring at start-up: the cost service's parts and the server's, handed to the budget and
+the exports as the typed pieces they read (:class:`~.budget.spend.MeterSpend`,
+:class:`~.budget.setup.ServerParts`, the ledger, the status source).
+
+The extension app (:mod:`.app`) calls :func:`start_budget_and_exports` once its service runs;
+a setting that is not valid raises ``TraitError`` or ``BudgetError`` before anything starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from jupyter_server.serverapp import ServerApp
+from traitlets import HasTraits
+
+from .budget.controller import BudgetController
+from .budget.setup import ServerParts, budget_config, start_budget
+from .budget.spend import LedgerPeriods, MeterSpend
+from .export.jobs import ExportManager
+from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
+from .service import CostService
+from .traits import trait_float, trait_strings
+
+
+def meter_spend(service: CostService) -> MeterSpend:
+    """What the budget reads: the session's spend from the sampler's latest snapshot, the
+    day's and the month's from the recorder's running totals in the ledger's calendar."""
+    ledger = service.ledger
+    return MeterSpend(
+        latest=lambda: service.sampler.latest.snapshot,
+        session_id=service.session_id,
+        ledger=None if ledger is None else LedgerPeriods(ledger, service.recorder),
+    )
+
+
+def server_parts(serverapp: ServerApp | None) -> ServerParts:
+    """The kernels, the event bus and the stop of the running Jupyter server."""
+    if serverapp is None:
+        return ServerParts()
+    return ServerParts(
+        kernel_manager=getattr(serverapp, "kernel_manager", None),
+        event_logger=getattr(serverapp, "event_logger", None),
+        stop_server=serverapp.stop,
+    )
+
+
+@dataclass(frozen=True)
+class Started:
+    budget: BudgetController
+    exports: ExportManager
+
+
+def start_budget_and_exports(
+    traits: HasTraits, service: CostService, serverapp: ServerApp | None, log: logging.Logger
+) -> Started:
+    """Validate the budget and export traits, then start both (raises TraitError or
+    BudgetError, naming the setting, before anything starts)."""
+    spend = meter_spend(service)
+    config = budget_config(traits, spend)
+    root_dir = str(getattr(serverapp, "root_dir", "") or Path.cwd())
+    settings = export_settings(traits, root_dir)
+    budget = start_budget(
+        config,
+        spend,
+        server_parts(serverapp),
+        ledger=service.ledger,
+        session_id=service.session_id,
+        log=log,
+    )
+    service.attach_budget(budget)
+    exports = start_exports(settings, service, log)
+    budget.export_hook = budget_export_hook(
+        BudgetExport(
+            export_on_budget_paths=trait_strings(traits, "export_on_budget_paths"),
+            export_on_budget_timeout_s=trait_float(traits, "export_on_budget_timeout_s"),
+            log=log,
+        ),
+        exports,
+    )
+    return Started(budget, exports)

@@ -1,0 +1,88 @@
+"""How the ``GpuCost`` traits are checked: one of a few words, or a number in a range.
+
+The messages name the setting and what it accepts (``c.GpuCost.<name> = <value> is not
+valid: use ...``): an invalid value stops the server at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from traitlets import HasTraits, TraitError
+
+
+def one_of(setting: str, raw: object, choices: tuple[str, ...]) -> str:
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise TraitError(
+            f"c.GpuCost.{setting} = {raw!r} is not valid: use one of {', '.join(choices)}."
+        )
+    return value
+
+
+def within(setting: str, value: float, low: float, high: float, accepted: str) -> None:
+    if not low <= value <= high:
+        raise TraitError(f"c.GpuCost.{setting} = {value!r} is not valid: use {accepted}.")
+
+
+@dataclass(frozen=True)
+class Range:
+    """A number trait's type (``int`` or ``float``), bounds and what the message says."""
+
+    kind: type[int] | type[float]
+    low: float
+    high: float
+    accepted: str
+
+
+#: the number traits checked against bounds
+RANGES: dict[str, Range] = {
+    "ledger_flush_interval_s": Range(float, 0.5, 300, "a number of seconds from 0.5 to 300"),
+    "carbon_intensity_g_per_kwh": Range(float, 0, 2000, "grams per kWh from 0 to 2000"),
+    "export_part_size_mb": Range(int, 5, 512, "a whole number of MiB from 5 to 512"),
+    "export_concurrency": Range(int, 1, 16, "a whole number from 1 to 16"),
+    "export_retries": Range(int, 0, 10, "a whole number from 0 to 10"),
+    "export_on_budget_timeout_s": Range(float, 1, 86_400, "seconds from 1 to 86400"),
+    "sample_interval_s": Range(float, 0.1, 3600, "a number of seconds from 0.1 to 3600"),
+    "billing_granularity_s": Range(
+        int, 1, 86_400, "a whole number of seconds from 1 (per-second billing) to 86400"
+    ),
+    "minimum_charge_s": Range(
+        int, 0, 86_400, "a whole number of seconds from 0 (no minimum) to 86400"
+    ),
+}
+
+
+def in_range(setting: str, raw: float | str) -> float:
+    """The trait's value as its type, when it is within its bounds (else TraitError)."""
+    bounds = RANGES[setting]
+    value = bounds.kind(raw)
+    within(setting, value, bounds.low, bounds.high, bounds.accepted)
+    return value
+
+
+# -- reading traits by name (the budget's and the exports' set-up) --------------------------
+
+
+def trait_str(traits: HasTraits, name: str) -> str:
+    return str(getattr(traits, name))
+
+
+def trait_float(traits: HasTraits, name: str) -> float:
+    return float(getattr(traits, name))
+
+
+def trait_int(traits: HasTraits, name: str) -> int:
+    return int(getattr(traits, name))
+
+
+def trait_bool(traits: HasTraits, name: str) -> bool:
+    return bool(getattr(traits, name))
+
+
+def trait_strings(traits: HasTraits, name: str) -> list[str]:
+    return [str(v) for v in getattr(traits, name)]
+
+
+def trait_dict(traits: HasTraits, name: str) -> dict[str, object]:
+    return {str(k): v for k, v in dict(getattr(traits, name)).items()}

@@ -1,0 +1,116 @@
+"""The status document, built in one place (status.py) from typed inputs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from jupyter_gpucost.core.billing import BillingRule
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.server.recorder import LiveTotals
+from jupyter_gpucost.server.status import LedgerFacts, StatusInputs, status_document
+from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
+
+T0 = datetime(2026, 11, 22, tzinfo=UTC)
+
+
+def inputs(ledger: LedgerFacts, *, name: str = "NVIDIA A100-SXM4-80GB") -> StatusInputs:
+    policy = PricePolicy(catalog=load_catalog())
+    meter = Meter(
+        policy=policy, rule=BillingRule(1, 60), sample_interval_s=3600, start_us=0, started=T0
+    )
+    reading = GpuReading(
+        index=0,
+        uuid="GPU-0",
+        name=name,
+        memory_total_bytes=85_899_345_920,
+        utilization_pct=50.0,
+        power_w=200.0,
+    )
+    snapshot = meter.update([reading], 3_600_000_000, T0)
+    return StatusInputs(
+        snapshot=snapshot,
+        telemetry=TelemetryStatus(source="nvml", simulated=False, available=True),
+        policy=policy,
+        rule=BillingRule(1, 60),
+        currency="USD",
+        currency_symbol="$",
+        session_id="s1",
+        totals=None,
+        ledger=ledger,
+        carbon_intensity_g_per_kwh=500.0,
+        peak_memory_bytes=None,
+        attribution=None,
+        budget={"state": "ok"},
+    )
+
+
+def codes(document: dict[str, object]) -> list[str]:
+    return [w["code"] for w in document["warnings"]]  # type: ignore[attr-defined,index]
+
+
+def test_a_ledger_that_could_not_open_is_a_warning() -> None:
+    document = status_document(inputs(LedgerFacts(enabled=False, error="disk full")))
+    assert codes(document) == ["ledger-unavailable"]
+    assert "No ledger (disk full)" in document["warnings"][0]["message"]
+    assert document["ledger"] == {"enabled": False, "reason": "disk full"}
+    assert document["today_usd"] is None
+
+
+def test_no_ledger_by_choice_is_not_a_warning() -> None:
+    document = status_document(inputs(LedgerFacts(enabled=False)))
+    assert codes(document) == []
+    assert document["ledger"] == {"enabled": False, "reason": None}
+
+
+def test_a_reset_ledger_is_named_after_the_meter_s_own_warnings() -> None:
+    ledger = LedgerFacts(
+        enabled=True,
+        url="sqlite:///x/ledger.sqlite",
+        flush_interval_s=5.0,
+        timezone="UTC",
+        reset_from="/x/ledger.sqlite.corrupt-1",
+    )
+    # an unpriced GPU: the meter's warning comes first, then the ledger's
+    document = status_document(inputs(ledger, name="Mystery GPU 9000"))
+    assert codes(document) == ["unpriced-gpu", "ledger-reset"]
+    assert "moved to ledger.sqlite.corrupt-1;" in document["warnings"][1]["message"]
+    assert document["ledger"] == {
+        "enabled": True,
+        "url": "sqlite:///x/ledger.sqlite",
+        "flush_interval_s": 5.0,
+        "timezone": "UTC",
+        "reset_from": "/x/ledger.sqlite.corrupt-1",
+    }
+
+
+def test_the_session_part_follows_the_meter_part_in_order() -> None:
+    given = replace(
+        inputs(LedgerFacts(enabled=False)),
+        totals=LiveTotals(1_000_000, 2_500_000, 9_000_001),
+    )
+    document = status_document(given)
+    assert list(document)[-12:] == [
+        "warnings",
+        "session_id",
+        "today_usd",
+        "month_usd",
+        "all_time_usd",
+        "ledger",
+        "carbon_intensity_g_per_kwh",
+        "co2_g",
+        "rightsizing",
+        "rightsizing_note",
+        "attribution",
+        "budget",
+    ]
+    assert (document["today_usd"], document["month_usd"], document["all_time_usd"]) == (
+        1.0,
+        2.5,
+        9.000001,
+    )
+    # an hour at 200 W is 0.2 kWh: 100 g at 500 g/kWh
+    assert document["co2_g"] == 100.0
+    assert document["attribution"] == {"pids_visible": True, "note": None}
+    assert document["budget"] == {"state": "ok"}
