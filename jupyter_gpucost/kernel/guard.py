@@ -387,24 +387,7 @@ def guard(
 class _CallableModule(types.ModuleType):
     """``from jupyter_gpucost import guard`` gives this module; calling it makes a Guard."""
 
-    def __call__(
-        self,
-        budget_usd: Dollars,
-        total_steps: int,
-        *,
-        warmup_steps: int = 20,
-        on_stop: OnStop | None = None,
-        display: bool = True,
-        usd_per_hour: Dollars | None = None,
-    ) -> Guard:
-        return guard(
-            budget_usd,
-            total_steps,
-            warmup_steps=warmup_steps,
-            on_stop=on_stop,
-            display=display,
-            usd_per_hour=usd_per_hour,
-        )
+    __call__ = staticmethod(guard)
 
 
 sys.modules[__name__].__class__ = _CallableModule
