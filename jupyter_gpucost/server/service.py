@@ -16,6 +16,7 @@ from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.meter import Meter
 from ..core.money import usd
+from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from ..telemetry.simulated import SimulatedSource
 from . import history as hist
@@ -171,8 +172,6 @@ class CostService:
 
     def publish_prices(self, environ: dict[str, str] | os._Environ[str]) -> None:
         """Put the prices in force where kernels started from now on will find them."""
-        from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
-
         published = self.sampler.latest
         telemetry = published.telemetry
         environ[ENV_PRICES] = encode_prices(

@@ -1,0 +1,1 @@
+"""Where GPU readings come from: NVML, a replayed trace, or none (:mod:`.base` has the types)."""
