@@ -31,6 +31,7 @@ from .export.targets import TargetError, normalise_url
 from .handlers import handlers
 from .prices import MARKETS, Catalog, CatalogError, load_catalog, parse_price
 from .service import TELEMETRY_MODES, CostConfig, CostService
+from .status_events import listeners, start_status_events
 
 
 class ConfigError(ValueError):
@@ -486,6 +487,12 @@ class GpuCost(ExtensionApp):
         exports = start_exports(self, service)
         self.settings["gpucost_exports"] = exports
         budget.export_hook = budget_export_hook(self, exports)
+        # the status pushed on the event bus; pages listening there are asked to save too
+        event_logger = getattr(self.serverapp, "event_logger", None)
+        self._status_events = start_status_events(
+            event_logger, service.status, config.sample_interval_s
+        )
+        budget.listening_pages = lambda: listeners(event_logger)
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -526,6 +533,9 @@ class GpuCost(ExtensionApp):
         watch = getattr(self, "_kernel_watch", None)
         if watch is not None:
             watch.stop()
+        status_events = getattr(self, "_status_events", None)
+        if status_events is not None:
+            await status_events.stop()
         budget = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()

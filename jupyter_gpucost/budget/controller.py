@@ -166,6 +166,8 @@ class SaveRequest:
     acks: dict[str, dict[str, Any]]
     #: set when every expected browser has answered
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: pages listening on the event bus when it was sent (they may never poll the budget)
+    pages: int = 0
 
 
 class BudgetController:
@@ -201,6 +203,8 @@ class BudgetController:
         #: where each action is kept besides the state file (the ledger): ``(record) -> None``
         self.action_sink: Callable[[dict[str, Any]], None] | None = None
         self.recent_events: list[dict[str, Any]] = []
+        #: how many pages listen on the event bus (set by the app; see status_events)
+        self.listening_pages: Callable[[], int] = lambda: 0
         self._idle_since: float | None = None
         self._idle_warned = False
         self._task: asyncio.Task[None] | None = None
@@ -420,7 +424,8 @@ class BudgetController:
         """Ask the connected browsers to save; wait for their answers (bounded)."""
         now = time.monotonic()
         live = {c for c, seen in self.clients.items() if now - seen <= CLIENT_TTL_S}
-        request = SaveRequest(secrets.token_hex(8), now, live, {})
+        pages = self.listening_pages()
+        request = SaveRequest(secrets.token_hex(8), now, live, {}, pages=pages)
         self.save_request = request
         self.emit(
             "save-request",
@@ -428,7 +433,7 @@ class BudgetController:
             request_id=request.id,
             action=self.config.action,
         )
-        if not live:
+        if not live and not pages:
             self.log.warning(
                 "jupyter-gpucost: no browser is connected: edits not saved in a browser "
                 "cannot be saved; files on disk are kept"
@@ -452,7 +457,7 @@ class BudgetController:
         if request is None or request.id != request_id:
             return False
         request.acks[client] = {"saved": saved, "failed": failed}
-        if request.expected <= set(request.acks):
+        if request.expected <= set(request.acks) and len(request.acks) >= request.pages:
             request.done.set()
         return True
 
