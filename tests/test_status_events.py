@@ -79,9 +79,7 @@ class TestOnARealServer:
         async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
             received.append(time.monotonic())
 
-        jp_serverapp.event_logger.add_listener(
-            schema_id=STATUS_EVENT_SCHEMA_ID, listener=listener
-        )
+        jp_serverapp.event_logger.add_listener(schema_id=STATUS_EVENT_SCHEMA_ID, listener=listener)
         try:
             await asyncio.sleep(3.6)
         finally:

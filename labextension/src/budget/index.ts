@@ -7,12 +7,10 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Event, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
-import { UUID } from '@lumino/coreutils';
-import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { currencySymbol } from '../format';
-import { requestStatus } from '../request';
+import { IGpuCostModel } from '../tokens';
 import { STATUS_ITEM_ID } from '../view';
 import {
   AMOUNT_PATTERN,
@@ -25,7 +23,7 @@ import {
   localizeRunOut,
   parseAmount
 } from './format';
-import { acknowledgeSave, getBudget, setSoftBudget, stopNow } from './request';
+import { acknowledgeSave, stopNow } from './request';
 import { BUDGET_EVENT_SCHEMA, IBudgetEvent, IBudgetStatus } from './tokens';
 
 export * from './format';
@@ -38,12 +36,6 @@ export * from './tokens';
 export const BUDGET_ITEM_ID = 'jp-gpucost-budget';
 
 /**
- * Seconds between two budget requests (the events arrive at once; the poll
- * catches up after a reload or a lost event socket).
- */
-export const BUDGET_POLL_S = 3;
-
-/**
  * The budget: settings, pushed warnings, the countdown, saving before the
  * action, and its state in the status bar.
  */
@@ -52,15 +44,18 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
   description:
     'Budget warnings, the countdown before the budget action, and saving notebooks before it.',
   autoStart: true,
+  requires: [IGpuCostModel],
   optional: [INotebookTracker, IStatusBar, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
+    model: IGpuCostModel,
     tracker: INotebookTracker | null,
     statusBar: IStatusBar | null,
     settingRegistry: ISettingRegistry | null
   ): void => {
     const services = app.serviceManager;
     const controller = new BudgetController(
+      model,
       services.serverSettings,
       tracker,
       async () => {
@@ -71,9 +66,6 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
         ]);
       }
     );
-    app.serviceManager.events.stream.connect((_, event) => {
-      controller.onEvent(event);
-    });
     if (statusBar) {
       statusBar.registerStatusItem(budgetPlugin.id, {
         item: controller.item,
@@ -98,29 +90,30 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
  */
 export class BudgetController {
   constructor(
+    model: IGpuCostModel,
     serverSettings: ServerConnection.ISettings,
     tracker: INotebookTracker | null,
     refreshRunning: () => Promise<void> = async () => undefined
   ) {
+    this._model = model;
     this._settings = serverSettings;
     this._tracker = tracker;
     this._refreshRunning = refreshRunning;
     this.item.id = BUDGET_ITEM_ID;
     this.item.addClass('jp-gpucost-BudgetItem');
     this.item.node.dataset.budget = 'none';
-    this._poll = new Poll({
-      auto: true,
-      factory: () => this.refresh(),
-      frequency: { interval: BUDGET_POLL_S * 1000, backoff: true, max: 60_000 },
-      name: 'jupyter-gpucost:budget',
-      standby: 'never'
-    });
+    // the budget comes with the status the shared model receives
+    model.stateChanged.connect(this._onModel, this);
+    model.budgetEvent.connect(this._onBudgetEvent, this);
+    this._onModel();
   }
 
   /**
    * This page's id: the server waits for it to save before acting.
    */
-  readonly client = UUID.uuid4();
+  get client(): string {
+    return this._model.client;
+  }
 
   /**
    * The status bar item.
@@ -131,7 +124,8 @@ export class BudgetController {
    * Stop asking the server and close the countdown.
    */
   dispose(): void {
-    this._poll.dispose();
+    this._model.stateChanged.disconnect(this._onModel, this);
+    this._model.budgetEvent.disconnect(this._onBudgetEvent, this);
     this.closeCountdown();
     this._budgetSettings?.changed.disconnect(this._onSettingsChanged, this);
   }
@@ -148,7 +142,8 @@ export class BudgetController {
    * until the server has told it.
    */
   get symbol(): string {
-    return this._symbol ?? '';
+    const status = this._model.status;
+    return status ? currencySymbol(status) : '';
   }
 
   /**
@@ -167,19 +162,21 @@ export class BudgetController {
   }
 
   /**
-   * Ask the server for the budget and show it.
+   * Ask the server for the status (with the budget) now.
    */
   async refresh(): Promise<void> {
-    const changes = this._changes;
-    const asked = ++this._asked;
-    const [status] = await Promise.all([
-      getBudget(this._settings, this.client),
-      this._loadCurrency()
-    ]);
-    if (changes !== this._changes) {
-      // the budget was set while this answer was on its way: it is older
+    await this._model.refresh();
+  }
+
+  /**
+   * The shared model has a new status: show its budget.
+   */
+  private _onModel(): void {
+    const status = this._model.budget;
+    if (status === null || status === this._status) {
       return;
     }
+    const asked = ++this._asked;
     this._status = status;
     this.dismissStaleWarnings(asked);
     this.render();
@@ -238,7 +235,10 @@ export class BudgetController {
         );
         break;
     }
-    void this._poll.refresh();
+  }
+
+  private _onBudgetEvent(_: IGpuCostModel, event: IBudgetEvent): void {
+    this.onEvent(event as unknown as Event.Emission);
   }
 
   /**
@@ -549,8 +549,7 @@ export class BudgetController {
   ): Promise<void> {
     this._applying += 1;
     try {
-      this._status = await setSoftBudget(this._settings, amount, scope);
-      this._changes += 1;
+      this._status = await this._model.setSoftBudget(amount, scope);
     } finally {
       this._applying -= 1;
     }
@@ -575,25 +574,10 @@ export class BudgetController {
     void this.applySetting(values.amount, values.scope);
   }
 
-  /**
-   * Learn the server's currency symbol once, from the status.
-   */
-  private async _loadCurrency(): Promise<void> {
-    if (this._symbol !== null) {
-      return;
-    }
-    try {
-      this._symbol = currencySymbol(await requestStatus(this._settings));
-    } catch (reason) {
-      // asked again at the next refresh; amounts have no symbol until then
-      console.warn('jupyter-gpucost: currency not known yet', reason);
-    }
-  }
-
+  private _model: IGpuCostModel;
   private _settings: ServerConnection.ISettings;
   private _tracker: INotebookTracker | null;
   private _refreshRunning: () => Promise<void>;
-  private _poll: Poll;
   private _status: IBudgetStatus | null = null;
   private _acked = new Set<string>();
   private _countdown: number | null = null;
@@ -602,7 +586,6 @@ export class BudgetController {
   private _canRaise = false;
   private _stopping = false;
   private _closingMessage: string | null = null;
-  private _symbol: string | null = null;
   private _budgetSettings: ISettingRegistry.ISettings | null = null;
   private _settingsSeen: Private.ISettingValues = {
     amount: null,
@@ -610,7 +593,6 @@ export class BudgetController {
   };
   private _settingWrites = 0;
   private _applying = 0;
-  private _changes = 0;
   private _asked = 0;
   private _warnings: { id: string; event: IBudgetEvent; after: number }[] = [];
 }
