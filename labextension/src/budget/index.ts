@@ -9,7 +9,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { Widget } from '@lumino/widgets';
 
-import { currencySymbol } from '../format';
+import { currencySymbol, formatCountdown } from '../format';
 import { IGpuCostModel } from '../tokens';
 import { STATUS_ITEM_ID } from '../view';
 import {
@@ -19,7 +19,6 @@ import {
   budgetText,
   budgetTitle,
   currencyLabel,
-  formatCountdown,
   localizeRunOut,
   parseAmount
 } from './format';

@@ -7,7 +7,6 @@ import {
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { badgeSeconds } from '../cells/format';
 import {
   budgetPercent,
   currencyLabel,
@@ -16,17 +15,17 @@ import {
   runOutText
 } from '../budget/format';
 import { describePaths } from '../export/format';
-import { currencySymbol, formatMoney, formatRate } from '../format';
-import { CostChart } from './chart';
 import {
+  currencySymbol,
   formatBytes,
   formatCo2,
   formatDuration,
   formatEnergy,
-  gpuMetered,
-  kernelRows,
-  rightsizingText
-} from './format';
+  formatMoney,
+  formatRate
+} from '../format';
+import { CostChart } from './chart';
+import { gpuMetered, kernelRows, rightsizingText } from './format';
 import { CostPanelModel } from './model';
 import {
   HISTORY_WINDOWS,
@@ -633,7 +632,7 @@ namespace Private {
                       seconds: true
                     })}
                   </td>
-                  <td>{badgeSeconds(cell.wall_s)}</td>
+                  <td>{formatDuration(cell.wall_s, true)}</td>
                   <td>{formatBytes(cell.peak_memory_bytes)}</td>
                   <td className="jp-gpucost-num">
                     {formatMoney(cell.cost_usd, symbol)}
