@@ -18,6 +18,7 @@ import { IGpuCostModel } from './tokens';
 import { GpuCostTopBarItem } from './topbar';
 import { GpuCostStatus } from './view';
 
+export * from './display';
 export * from './format';
 export * from './model';
 export * from './request';

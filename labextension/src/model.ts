@@ -10,7 +10,7 @@ import {
   IBudgetEvent,
   IBudgetStatus
 } from './budget/tokens';
-import { deriveState } from './format';
+import { deriveState } from './display';
 import { GpuCostRequestError, parseStatus, requestStatus } from './request';
 import {
   GpuCostState,

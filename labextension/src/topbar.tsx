@@ -7,7 +7,8 @@ import {
 import * as React from 'react';
 
 import { budgetDisplayState, budgetText } from './budget/format';
-import { currencySymbol, describe } from './format';
+import { describe } from './display';
+import { currencySymbol } from './format';
 import { IGpuCostModel } from './tokens';
 
 /**

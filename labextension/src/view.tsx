@@ -6,7 +6,7 @@ import {
 } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { describe, IStatusDisplay } from './format';
+import { describe, IStatusDisplay } from './display';
 import { IGpuCostModel } from './tokens';
 
 /**

@@ -22,7 +22,8 @@ export function warningHolds(
     return false;
   }
   if (
-    (event.amount_usd !== undefined && budget.amount_usd !== event.amount_usd) ||
+    (event.amount_usd !== undefined &&
+      budget.amount_usd !== event.amount_usd) ||
     (event.scope !== undefined && budget.scope !== event.scope)
   ) {
     return false;
