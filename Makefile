@@ -54,7 +54,7 @@ install: $(VENV)/.installed build
 demo: install
 	@TELEMETRY=$$($(PY) -c 'import pynvml; pynvml.nvmlInit(); print("auto")' 2>/dev/null || echo simulated); \
 	echo "jupyter-gpucost demo: telemetry=$$TELEMETRY (simulated when no NVIDIA driver is found)"; \
-	echo "Open the URL with its token printed below; stop with Ctrl-C."; \
+	echo "Open the URL with its token printed below (JupyterLab at /lab, Notebook 7 at /tree); stop with Ctrl-C."; \
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(DEMO_PORT) --no-browser $(ROOT_FLAG) \
 		--GpuCost.telemetry=$$TELEMETRY
 
