@@ -172,3 +172,65 @@ class TestThrottle:
 def test_never_more_than_once_a_second(interval_s: float) -> None:
     publisher = StatusPublisher(dict, lambda _: None, interval_s=interval_s)
     assert publisher.period_s == 1.0
+
+
+class TestSaveRequestReachesListeningPages:
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Any) -> dict[str, object]:
+        # 2 simulated A100s at $6.862/h: the $0.006 budget is spent in about 3 s
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "minimum_charge_s": 0,
+            "hard_budget_usd": 0.006,
+            "budget_grace_s": 2,
+            "budget_save_timeout_s": 20,
+            "budget_state_path": str(tmp_path / "budget.json"),
+        }
+
+    async def test_a_page_that_only_listens_is_waited_for_before_the_action(
+        self, jp_serverapp: Any, jp_fetch: Any, jp_ws_fetch: Any
+    ) -> None:
+        # the page never reads the budget route: it only listens on the event bus
+        ws = await jp_ws_fetch("api", "events", "subscribe")
+        acked_at: list[float] = []
+        try:
+            deadline = time.monotonic() + 60
+            while not acked_at:
+                assert time.monotonic() < deadline, "no save request reached the page"
+                message = await asyncio.wait_for(ws.read_message(), 30)
+                assert message is not None
+                event = json.loads(message)
+                if event.get("kind") != "save-request":
+                    continue
+                await asyncio.sleep(1.5)  # a slow save
+                await jp_fetch(
+                    "gpucost",
+                    "api",
+                    "budget",
+                    "saved",
+                    method="POST",
+                    body=json.dumps(
+                        {
+                            "request_id": event["request_id"],
+                            "client": "listening-page",
+                            "saved": ["work.ipynb"],
+                            "failed": [],
+                        }
+                    ),
+                )
+                acked_at.append(time.monotonic())
+
+            async def last_action() -> dict[str, Any] | None:
+                body = json.loads((await jp_fetch("gpucost", "api", "budget")).body)
+                return body["last_action"]  # type: ignore[no-any-return]
+
+            while (await last_action()) is None:
+                assert time.monotonic() < deadline, "no budget action"
+                await asyncio.sleep(0.2)
+            last = await last_action()
+            assert last is not None
+            assert last["notebooks_saved"] == 1
+            assert last["browsers"] == 1
+        finally:
+            ws.close()
