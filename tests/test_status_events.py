@@ -234,3 +234,22 @@ class TestSaveRequestReachesListeningPages:
             assert last["browsers"] == 1
         finally:
             ws.close()
+
+
+def test_a_save_request_waits_for_the_named_pages_and_as_many_listening_ones() -> None:
+    from types import SimpleNamespace
+
+    from jupyter_gpucost.budget.controller import BudgetController, SaveRequest
+
+    # one page polls (named "polling"), two more listen on the event bus (not named)
+    request = SaveRequest("r1", 0.0, {"polling"}, {}, pages=2)
+    owner = SimpleNamespace(save_request=request)
+
+    def ack(client: str) -> bool:
+        return BudgetController.acknowledge(owner, "r1", client, [], [])  # type: ignore[arg-type]
+
+    assert ack("listening-1")
+    assert ack("listening-2")
+    assert not request.done.is_set()  # the polling page has not answered
+    assert ack("polling")
+    assert request.done.is_set()

@@ -166,7 +166,8 @@ class SaveRequest:
     acks: dict[str, dict[str, Any]]
     #: set when every expected browser has answered
     done: asyncio.Event = field(default_factory=asyncio.Event)
-    #: pages listening on the event bus when it was sent (they may never poll the budget)
+    #: how many pages listened on the event bus when it was sent (they are not named:
+    #: pages name themselves only when they poll, while their event socket is down)
     pages: int = 0
 
 
@@ -457,7 +458,9 @@ class BudgetController:
         if request is None or request.id != request_id:
             return False
         request.acks[client] = {"saved": saved, "failed": failed}
-        if request.expected <= set(request.acks) and len(request.acks) >= request.pages:
+        # the pages that poll (expected, by name) and as many more as listen on the bus
+        answered = set(request.acks)
+        if request.expected <= answered and len(answered) >= len(request.expected) + request.pages:
             request.done.set()
         return True
 

@@ -78,7 +78,7 @@ export class GpuCostModel
       this._events.stream.connect(this._onEvent, this);
       if (autoStart) {
         // one fetch at load; then the pushes, or the poll if none arrives
-        void this.fetch().catch(() => undefined);
+        void this.fetch({ named: false }).catch(() => undefined);
         this._armWatchdog(DEFAULT_HEARTBEAT_S);
       }
     } else if (autoStart) {
@@ -195,11 +195,14 @@ export class GpuCostModel
    * @returns the status; rejects when the request fails, after recording
    * the failure (this is what makes the poll back off).
    */
-  async fetch(): Promise<IGpuCostStatus> {
+  async fetch(options: { named?: boolean } = {}): Promise<IGpuCostStatus> {
     try {
-      const status = await requestStatus(this._serverSettings, {
-        client: this.client
-      });
+      // a polling page names itself: the server then asks it to save before a
+      // budget action (a listening page is counted on the event bus instead)
+      const status = await requestStatus(
+        this._serverSettings,
+        options.named === false ? undefined : { client: this.client }
+      );
       if (this.isDisposed) {
         return status;
       }
@@ -236,7 +239,7 @@ export class GpuCostModel
   async refresh(): Promise<void> {
     if (this._events && !this._polling) {
       // pushed: one request, the poll stays stopped
-      await this.fetch().catch(() => undefined);
+      await this.fetch({ named: false }).catch(() => undefined);
       return;
     }
     await this._poll.refresh();
