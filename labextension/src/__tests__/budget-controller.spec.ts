@@ -239,6 +239,7 @@ function makeController(server: BudgetServer): BudgetController {
 }
 
 afterEach(() => {
+  jest.restoreAllMocks();
   for (const controller of controllers) {
     controller.dispose();
   }
@@ -445,8 +446,12 @@ describe('the budget warnings', () => {
   it('gives the run-out time in the browser’s time zone', () => {
     const server = new BudgetServer(budget());
     const controller = makeController(server);
-    const runsOut = new Date();
-    runsOut.setUTCHours(18, 19, 0, 0);
+    // the same day in New York as in UTC, whatever the hour the tests run at
+    // (a run-out time on another day is written with its date)
+    const runsOut = new Date('2026-01-15T18:19:00Z');
+    jest
+      .spyOn(Date, 'now')
+      .mockReturnValue(new Date('2026-01-15T15:00:00Z').getTime());
     controller.onEvent({
       schema_id: BUDGET_EVENT_SCHEMA,
       version: 1,
