@@ -187,3 +187,33 @@ def test_jupyterlab_top_bar_item_is_a_setting(lab_factory: Any, page: Any) -> No
     page.reload()
     expect(page.locator(TOP_BAR)).to_contain_text(AMOUNT, timeout=60_000)
     screenshot(page, "lab-top-bar.png")
+
+
+def test_notebook7_per_cell_badges(lab_factory: Any, page: Any) -> None:
+    from .test_cells import code_cell
+
+    lab = simulated_lab(lab_factory)
+    notebook = {
+        **NOTEBOOK,
+        "cells": [code_cell("sleepy", "import time\ntime.sleep(0.5)\nprint('done')")],
+    }
+    lab.api(
+        "api/contents/cells.ipynb", method="PUT", body={"type": "notebook", "content": notebook}
+    )
+    page.goto(f"{lab.url}/notebooks/cells.ipynb?token={lab.token}", timeout=60_000)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.wait_for(state="visible", timeout=60_000)
+    wait_until("the notebook's kernel to start", lambda: len(lab.api("api/kernels")) == 1, 60)
+    toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
+    expect(toggle).to_be_visible(timeout=30_000)
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true", timeout=30_000)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-OutputArea-output")).to_contain_text("done", timeout=60_000)
+    badge = cell.locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_text(re.compile(r"^\$0\.\d{4} · \d+\.\d+ s$"), timeout=30_000)
+    cost, seconds = (float(x) for x in re.findall(r"[\d.]+", badge.inner_text()))
+    assert seconds >= 0.5
+    assert cost == pytest.approx(seconds * 6.862 / 3600, abs=0.0001)
+    screenshot(page, "notebook7-cell-badge.png")
