@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium bench clean
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium bench bench-tabs clean
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -54,7 +54,7 @@ install: $(VENV)/.installed build
 demo: install
 	@TELEMETRY=$$($(PY) -c 'import pynvml; pynvml.nvmlInit(); print("auto")' 2>/dev/null || echo simulated); \
 	echo "jupyter-gpucost demo: telemetry=$$TELEMETRY (simulated when no NVIDIA driver is found)"; \
-	echo "Open the URL with its token printed below; stop with Ctrl-C."; \
+	echo "Open the URL with its token printed below (JupyterLab at /lab, Notebook 7 at /tree); stop with Ctrl-C."; \
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(DEMO_PORT) --no-browser $(ROOT_FLAG) \
 		--GpuCost.telemetry=$$TELEMETRY
 
@@ -89,6 +89,10 @@ test: lint test-python test-js test-ui
 
 bench: install
 	$(PY) benchmarks/bench_status.py
+
+# open tabs against the server: pushed (ours) and polled (jupyter-resource-usage); ~8 min
+bench-tabs: install chromium
+	GPUCOST_CHROMIUM=$(CHROMIUM) $(PY) benchmarks/bench_tabs.py --out benchmarks/results/tabs.json
 
 clean:
 	rm -rf $(VENV) node_modules jupyter_gpucost/labextension labextension/lib tsconfig.tsbuildinfo .pytest_cache .ruff_cache .hypothesis

@@ -29,6 +29,7 @@ from .export.targets import TargetError, normalise_url
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
+from .status_events import StatusPublisher, listeners, start_status_events
 from .traits import RANGES, in_range, one_of
 
 
@@ -410,6 +411,12 @@ class GpuCost(ExtensionApp):
             self._refuse_to_start(str(e))
         self.settings["gpucost_budget"] = started.budget
         self.settings["gpucost_exports"] = started.exports
+        # the status pushed on the event bus; pages listening there are asked to save too
+        event_logger = getattr(self.serverapp, "event_logger", None)
+        self._status_events = start_status_events(
+            event_logger, service.status, config.sample_interval_s
+        )
+        started.budget.count_listening_pages(lambda: listeners(event_logger))
         self.log.info(
             "jupyter-gpucost: %s %s prices, telemetry %s, sampling every %gs",
             config.provider,
@@ -452,6 +459,9 @@ class GpuCost(ExtensionApp):
         watch = getattr(self, "_kernel_watch", None)
         if watch is not None:
             watch.stop()
+        status_events: StatusPublisher | None = getattr(self, "_status_events", None)
+        if status_events is not None:
+            await status_events.stop()
         budget: BudgetController | None = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()

@@ -24,6 +24,10 @@ class StatusHandler(GpuCostHandler):
     @user_or_kernel
     def get(self) -> None:
         # reads the sampler's latest snapshot: no GPU call, no I/O on the event loop
+        budget = self.settings.get("gpucost_budget")
+        if budget is not None:
+            # a page that polls (its event socket is down) is asked to save as well
+            budget.seen(self.get_query_argument("client", None))
         self.write_json(self.service.status())
 
 

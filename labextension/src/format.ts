@@ -1,22 +1,12 @@
-import { TranslationBundle } from '@jupyterlab/translation';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
-import {
-  GpuCostState,
-  IGpuCostDevice,
-  IGpuCostSnapshot,
-  IGpuCostStatus
-} from './tokens';
+import { IGpuCostStatus } from './tokens';
 
 /**
  * Amounts under this are shown with four decimals, so a fresh session
  * visibly rises.
  */
 export const SMALL_AMOUNT = 0.1;
-
-/**
- * The warning code of a GPU the catalog has no price for.
- */
-export const UNPRICED_WARNING = 'unpriced-gpu';
 
 /**
  * The currency symbol to print before amounts.
@@ -29,6 +19,12 @@ export function currencySymbol(
   }
   return status.currency ? `${status.currency} ` : '$';
 }
+
+/*
+ * The one place where amounts, rates, durations, countdowns, bytes, energy and
+ * CO2 are written for people; every view (status items, top bar, panel,
+ * badges, budget, export) uses these.
+ */
 
 /**
  * Format an amount of money: two decimals, or four under $0.10.
@@ -52,7 +48,7 @@ export function formatMoney(amount: number, symbol: string): string {
 export function formatRate(
   ratePerHour: number,
   symbol: string,
-  trans: TranslationBundle
+  trans: TranslationBundle = nullTranslator.load('jupyter_gpucost')
 ): string {
   const amount = Number.isFinite(ratePerHour)
     ? `${ratePerHour < 0 ? '-' : ''}${symbol}${Private.fixed(Math.abs(ratePerHour), 2)}`
@@ -61,187 +57,93 @@ export function formatRate(
 }
 
 /**
- * GPUs of one model, priced or not.
+ * A duration: `42 s`, `5 min 03 s`, `2 h 07 min`, `3 d 4 h`; `—` when not known.
+ *
+ * With `fraction`, durations under a minute keep decimals (`3.20 s`, `42.4 s`):
+ * what a cell took.
  */
-export interface IGpuGroup {
-  /** The catalog model, or the driver's name when the model is unknown. */
-  readonly label: string;
-  readonly count: number;
-  readonly priced: boolean;
+export function formatDuration(
+  seconds: number | null | undefined,
+  fraction = false
+): string {
+  if (
+    seconds === null ||
+    seconds === undefined ||
+    !Number.isFinite(seconds) ||
+    seconds < 0
+  ) {
+    return '—';
+  }
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  if (fraction && seconds < 10) {
+    return `${seconds.toFixed(2)} s`;
+  }
+  if (fraction && seconds < 59.95) {
+    return `${seconds.toFixed(1)} s`;
+  }
+  const s = Math.floor(seconds);
+  if (s < 60) {
+    return `${s} s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min ${pad(s % 60)} s`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)} h ${pad(Math.floor((s % 3600) / 60))} min`;
+  }
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
 }
 
 /**
- * Group GPUs by model (priced and unpriced apart), in order of first index.
+ * A countdown: `1:05` from 65 seconds (rounded up, never negative).
  */
-export function groupGpus(gpus: readonly IGpuCostDevice[]): IGpuGroup[] {
-  const groups = new Map<
-    string,
-    { label: string; count: number; priced: boolean }
-  >();
-  for (const gpu of gpus) {
-    const label = gpu.model || gpu.name || `GPU ${gpu.index}`;
-    const key = `${gpu.priced ? 'p' : 'u'}:${label}`;
-    const group = groups.get(key);
-    if (group) {
-      group.count += 1;
-    } else {
-      groups.set(key, { label, count: 1, priced: gpu.priced });
-    }
-  }
-  return Array.from(groups.values());
+export function formatCountdown(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
 /**
- * `2× A100-80GB, 1× H100-80GB`.
+ * Bytes in binary units: `512 B`, `1.50 KiB`, `12.3 GiB`, `150 MiB`; `—` when
+ * not known.
  */
-export function formatGroups(groups: readonly IGpuGroup[]): string {
-  return groups.map(group => `${group.count}× ${group.label}`).join(', ');
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) {
+    return '—';
+  }
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) {
+    return `${Math.round(value)} B`;
+  }
+  return `${value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0)} ${units[unit]}`;
 }
 
 /**
- * Whether some GPU of the session has no price.
+ * Energy from joules: Wh under a kilowatt-hour, else kWh.
  */
-export function hasUnpricedGpu(status: IGpuCostStatus): boolean {
-  return (
-    status.gpus.some(gpu => !gpu.priced) ||
-    status.warnings.some(warning => warning.code === UNPRICED_WARNING)
-  );
+export function formatEnergy(joules: number | null | undefined): string {
+  if (joules === null || joules === undefined || !Number.isFinite(joules)) {
+    return '—';
+  }
+  const wh = joules / 3600;
+  return wh < 1000 ? `${wh.toFixed(1)} Wh` : `${(wh / 1000).toFixed(2)} kWh`;
 }
 
 /**
- * The state of the status bar item, in order of precedence.
+ * A mass of CO2: grams under a kilogram, else kilograms.
  */
-export function deriveState(snapshot: IGpuCostSnapshot): GpuCostState {
-  if (snapshot.missing) {
-    return 'missing';
+export function formatCo2(grams: number | null | undefined): string {
+  if (grams === null || grams === undefined || !Number.isFinite(grams)) {
+    return '—';
   }
-  if (snapshot.error !== null) {
-    return 'error';
-  }
-  const status = snapshot.status;
-  if (status === null) {
-    return 'loading';
-  }
-  if (!status.telemetry.available) {
-    return 'no-telemetry';
-  }
-  if (hasUnpricedGpu(status)) {
-    return 'unpriced';
-  }
-  if (status.telemetry.simulated) {
-    return 'simulated';
-  }
-  return 'ok';
-}
-
-/**
- * Everything the status bar item shows, derived from a snapshot.
- */
-export interface IStatusDisplay {
-  readonly state: GpuCostState;
-  /** A message shown instead of the cost (no cost known), or `null`. */
-  readonly message: string | null;
-  /** `$1.23`, or `null` with a message. */
-  readonly cost: string | null;
-  /** `$6.86/h`, or `null` with a message. */
-  readonly rate: string | null;
-  /** Show the ⚠ marker (unpriced GPUs or other server warnings). */
-  readonly warning: boolean;
-  /** Show ` · simulated`. */
-  readonly simulated: boolean;
-  /** Show ` · no GPU telemetry`. */
-  readonly noTelemetry: boolean;
-  /** The cost is the last good value; the last request failed. */
-  readonly stale: boolean;
-  /** The tooltip: sentences, then one line per warning. */
-  readonly title: string;
-}
-
-/**
- * Derive what the status bar item shows.
- */
-export function describe(
-  snapshot: IGpuCostSnapshot,
-  trans: TranslationBundle
-): IStatusDisplay {
-  const state = deriveState(snapshot);
-  const status = snapshot.missing ? null : snapshot.status;
-  const base = {
-    state,
-    cost: null,
-    rate: null,
-    warning: false,
-    simulated: false,
-    noTelemetry: false,
-    stale: false
-  };
-  if (snapshot.missing) {
-    return {
-      ...base,
-      message: trans.__('GPU cost: server extension not enabled'),
-      title: trans.__(
-        'The jupyter_gpucost server extension is not enabled on this Jupyter server (%1 answered 404). Enable it with "jupyter server extension enable jupyter_gpucost" and restart the server.',
-        'gpucost/api/status'
-      )
-    };
-  }
-  if (status === null) {
-    if (snapshot.error !== null) {
-      return {
-        ...base,
-        message: trans.__('GPU cost: unavailable'),
-        title: trans.__(
-          'Could not get the cost of this session: %1. Retrying.',
-          snapshot.error
-        )
-      };
-    }
-    return {
-      ...base,
-      message: trans.__('GPU cost: …'),
-      title: trans.__('Waiting for the cost of this session…')
-    };
-  }
-  const symbol = currencySymbol(status);
-  const lines = [Private.summary(status, symbol, trans)];
-  const minimum = Private.minimumCharge(status, trans);
-  if (minimum !== null) {
-    lines.push(minimum);
-  }
-  const unpriced = groupGpus(status.gpus).filter(group => !group.priced);
-  if (unpriced.length > 0) {
-    lines.push(
-      trans.__('⚠ No price, not counted: %1.', formatGroups(unpriced))
-    );
-  }
-  for (const warning of status.warnings) {
-    lines.push(`⚠ ${warning.message}`);
-  }
-  const stale = snapshot.error !== null;
-  if (stale) {
-    const when =
-      snapshot.receivedAt === null
-        ? ''
-        : new Date(snapshot.receivedAt).toLocaleTimeString();
-    lines.push(
-      trans.__(
-        '⚠ Stale: showing the value from %1; the last request failed (%2). Retrying.',
-        when,
-        snapshot.error ?? ''
-      )
-    );
-  }
-  return {
-    ...base,
-    message: null,
-    cost: formatMoney(status.cost_usd, symbol),
-    rate: formatRate(status.rate_usd_per_hour, symbol, trans),
-    warning: unpriced.length > 0 || status.warnings.length > 0,
-    simulated: status.telemetry.simulated,
-    noTelemetry: !status.telemetry.available,
-    stale,
-    title: lines.join('\n')
-  };
+  return grams < 1000
+    ? `${grams.toFixed(grams < 10 ? 1 : 0)} g`
+    : `${(grams / 1000).toFixed(2)} kg`;
 }
 
 /**
@@ -255,99 +157,5 @@ namespace Private {
     const [whole, decimals] = value.toFixed(digits).split('.');
     const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
     return decimals === undefined ? grouped : `${grouped}.${decimals}`;
-  }
-
-  /**
-   * Drop a trailing full stop, so a sentence can end with its own.
-   */
-  function sentence(text: string): string {
-    return text.trim().replace(/\.+$/, '');
-  }
-
-  /**
-   * `aws on-demand, prices as of 2026-01-21`, or `''` without a catalog.
-   */
-  function catalog(status: IGpuCostStatus, trans: TranslationBundle): string {
-    const { provider, market, as_of: asOf } = status.prices;
-    const name = [provider, market].filter(Boolean).join(' ');
-    if (name && asOf) {
-      return trans.__('%1, prices as of %2', name, asOf);
-    }
-    if (asOf) {
-      return trans.__('prices as of %1', asOf);
-    }
-    return name;
-  }
-
-  /**
-   * While the minimum charge is in force, why the amount does not move yet.
-   */
-  export function minimumCharge(
-    status: IGpuCostStatus,
-    trans: TranslationBundle
-  ): string | null {
-    const minimumS = status.billing?.minimum_charge_s ?? 0;
-    if (minimumS <= 0 || status.elapsed_s >= minimumS) {
-      return null;
-    }
-    return trans.__(
-      'The provider bills at least %1 s per session: that is what the first %1 s cost, however short the session.',
-      minimumS
-    );
-  }
-
-  /**
-   * The tooltip's first line.
-   *
-   * `This session has cost $1.23 on 2× A100-80GB (aws on-demand, prices as
-   * of 2026-01-21). Idle: $0.40. Simulated telemetry.`
-   */
-  export function summary(
-    status: IGpuCostStatus,
-    symbol: string,
-    trans: TranslationBundle
-  ): string {
-    const cost = formatMoney(status.cost_usd, symbol);
-    const priced = groupGpus(status.gpus).filter(group => group.priced);
-    const source = catalog(status, trans);
-    let first =
-      priced.length > 0
-        ? trans.__('This session has cost %1 on %2', cost, formatGroups(priced))
-        : trans.__('This session has cost %1', cost);
-    if (source) {
-      first += ` (${source})`;
-    }
-    const parts = [`${first}.`];
-    if (priced.length > 0) {
-      parts.push(
-        trans.__('Idle: %1.', formatMoney(status.idle_cost_usd, symbol))
-      );
-    }
-    if (status.base_price_usd_per_hour > 0) {
-      parts.push(
-        trans.__(
-          'Instance base price: %1 (%2 so far).',
-          formatRate(status.base_price_usd_per_hour, symbol, trans),
-          formatMoney(status.base_cost_usd, symbol)
-        )
-      );
-    }
-    const telemetry = status.telemetry;
-    const reason = telemetry.reason ? sentence(telemetry.reason) : '';
-    if (!telemetry.available) {
-      parts.push(
-        reason
-          ? trans.__('No GPU telemetry: %1.', reason)
-          : trans.__('No GPU telemetry.')
-      );
-    } else {
-      if (telemetry.simulated) {
-        parts.push(trans.__('Simulated telemetry.'));
-      }
-      if (reason) {
-        parts.push(trans.__('Telemetry: %1.', reason));
-      }
-    }
-    return parts.join(' ');
   }
 }

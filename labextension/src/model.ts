@@ -1,10 +1,36 @@
 import { VDomModel } from '@jupyterlab/apputils';
-import { ServerConnection } from '@jupyterlab/services';
+import { Event, ServerConnection } from '@jupyterlab/services';
+import { UUID } from '@lumino/coreutils';
 import { IPoll, Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
 
-import { deriveState } from './format';
-import { GpuCostRequestError, requestStatus } from './request';
-import { GpuCostState, IGpuCostSnapshot, IGpuCostStatus } from './tokens';
+import { setSoftBudget } from './budget/request';
+import {
+  BUDGET_EVENT_SCHEMA,
+  IBudgetEvent,
+  IBudgetStatus
+} from './budget/tokens';
+import { deriveState } from './display';
+import { GpuCostRequestError, parseStatus, requestStatus } from './request';
+import {
+  GpuCostState,
+  GpuCostTransport,
+  IGpuCostModel,
+  IGpuCostSnapshot,
+  IGpuCostStatus
+} from './tokens';
+
+/**
+ * The `$id` of the status events' schema (the server pushes the status).
+ */
+export const STATUS_EVENT_SCHEMA =
+  'https://events.jupyter-gpucost.org/status/v1';
+
+/**
+ * The server sends the status at least this often (seconds) while it runs;
+ * the model waits this long for the first push before it polls.
+ */
+export const DEFAULT_HEARTBEAT_S = 10;
 
 /**
  * The default, lowest and highest poll interval, in seconds (as in the
@@ -15,13 +41,23 @@ export const MIN_INTERVAL_S = 1;
 export const MAX_INTERVAL_S = 3600;
 
 /**
- * The live cost of the session, refreshed by a poll.
+ * The live cost of the session: pushed by the server, polled only while the
+ * push does not arrive.
+ *
+ * With an event manager (`app.serviceManager.events`), the model fetches the
+ * status once at load, then takes every status the server pushes on its event
+ * bus. When no push has arrived for longer than the server's heartbeat (the
+ * event socket is down), it polls, with backoff after failures and standing by
+ * while the page is hidden, until pushes arrive again. Without an event
+ * manager it polls.
  *
  * A failed request rejects the poll's factory so the poll backs off; the
- * last good status is kept (and shown as stale). The poll stands by while
- * the page is hidden.
+ * last good status is kept (and shown as stale).
  */
-export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
+export class GpuCostModel
+  extends VDomModel
+  implements IGpuCostSnapshot, IGpuCostModel
+{
   constructor(options: GpuCostModel.IOptions = {}) {
     super();
     this._serverSettings =
@@ -29,13 +65,65 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
     this._intervalS = clampInterval(
       options.intervalSeconds ?? DEFAULT_INTERVAL_S
     );
+    this._events = options.events ?? null;
     this._poll = new Poll<IGpuCostStatus>({
-      auto: options.autoStart ?? true,
+      auto: false,
       factory: () => this.fetch(),
       frequency: pollFrequency(this._intervalS),
       name: 'jupyter-gpucost:status',
       standby: options.standby ?? 'when-hidden'
     });
+    const autoStart = options.autoStart ?? true;
+    if (this._events) {
+      this._events.stream.connect(this._onEvent, this);
+      if (autoStart) {
+        // one fetch at load; then the pushes, or the poll if none arrives
+        void this.fetch({ named: false }).catch(() => undefined);
+        this._armWatchdog(DEFAULT_HEARTBEAT_S);
+      }
+    } else if (autoStart) {
+      void this._poll.start();
+    }
+  }
+
+  /**
+   * Emitted for every budget event the server pushes.
+   */
+  get budgetEvent(): ISignal<this, IBudgetEvent> {
+    return this._budgetEvent;
+  }
+
+  /**
+   * The budget from the last status, or `null`.
+   */
+  get budget(): IBudgetStatus | null {
+    return this._status?.budget ?? null;
+  }
+
+  /**
+   * Pushed, polled (event socket down) or loading.
+   */
+  get transport(): GpuCostTransport {
+    if (this._pushedAt !== null && !this._polling) {
+      return 'push';
+    }
+    return this._polling ? 'poll' : 'loading';
+  }
+
+  /**
+   * Set (a number) or remove (`null`) the soft budget on the server; the
+   * one writer of it in the front end.
+   */
+  async setSoftBudget(
+    amountUsd: number | null,
+    scope: string
+  ): Promise<IBudgetStatus> {
+    const budget = await setSoftBudget(this._serverSettings, amountUsd, scope);
+    if (!this.isDisposed && this._status) {
+      this._status = { ...this._status, budget };
+      this.stateChanged.emit();
+    }
+    return budget;
   }
 
   /**
@@ -93,6 +181,10 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
     }
     this._intervalS = interval;
     this._poll.frequency = pollFrequency(interval);
+    if (this._events && !this._polling) {
+      // pushed: the poll stays stopped
+      return;
+    }
     // Reschedule now: the pending tick still runs on the old interval.
     void this._poll.refresh();
   }
@@ -103,9 +195,14 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
    * @returns the status; rejects when the request fails, after recording
    * the failure (this is what makes the poll back off).
    */
-  async fetch(): Promise<IGpuCostStatus> {
+  async fetch(options: { named?: boolean } = {}): Promise<IGpuCostStatus> {
     try {
-      const status = await requestStatus(this._serverSettings);
+      // a polling page names itself: the server then asks it to save before a
+      // budget action (a listening page is counted on the event bus instead)
+      const status = await requestStatus(
+        this._serverSettings,
+        options.named === false ? undefined : { client: this.client }
+      );
       if (this.isDisposed) {
         return status;
       }
@@ -140,22 +237,95 @@ export class GpuCostModel extends VDomModel implements IGpuCostSnapshot {
    * Refresh now, and resolve once the poll has ticked.
    */
   async refresh(): Promise<void> {
+    if (this._events && !this._polling) {
+      // pushed: one request, the poll stays stopped
+      await this.fetch({ named: false }).catch(() => undefined);
+      return;
+    }
     await this._poll.refresh();
     await this._poll.tick;
   }
 
   /**
-   * Stop polling and release the model.
+   * Stop polling and listening, and release the model.
    */
   dispose(): void {
     if (this.isDisposed) {
       return;
     }
+    window.clearTimeout(this._watchdog);
+    this._events?.stream.disconnect(this._onEvent, this);
     this._poll.dispose();
+    Signal.clearData(this);
     super.dispose();
   }
 
+  /**
+   * This page's id: the server asks it to save before a budget action.
+   */
+  readonly client = UUID.uuid4();
+
+  /**
+   * An event from the server's event bus.
+   */
+  private _onEvent(_: unknown, emission: Event.Emission): void {
+    if (this.isDisposed) {
+      return;
+    }
+    if (emission.schema_id === BUDGET_EVENT_SCHEMA) {
+      this._budgetEvent.emit(emission as unknown as IBudgetEvent);
+      if (this._polling) {
+        void this._poll.refresh();
+      }
+      return;
+    }
+    if (emission.schema_id !== STATUS_EVENT_SCHEMA) {
+      return;
+    }
+    const status = parseStatus(emission.status);
+    if (status === null) {
+      return;
+    }
+    const heartbeat = Number(emission.heartbeat_s);
+    const interval = Number(emission.interval_s);
+    this._status = status;
+    this._receivedAt = Date.now();
+    this._pushedAt = this._receivedAt;
+    this._missing = false;
+    this._error = null;
+    if (this._polling) {
+      this._polling = false;
+      void this._poll.stop();
+    }
+    this._armWatchdog(
+      (Number.isFinite(heartbeat) ? heartbeat : DEFAULT_HEARTBEAT_S) +
+        2 * (Number.isFinite(interval) ? interval : 1) +
+        1
+    );
+    this.stateChanged.emit();
+  }
+
+  /**
+   * Poll when no push arrives within `seconds`.
+   */
+  private _armWatchdog(seconds: number): void {
+    window.clearTimeout(this._watchdog);
+    this._watchdog = window.setTimeout(() => {
+      if (this.isDisposed || this._polling) {
+        return;
+      }
+      this._polling = true;
+      this.stateChanged.emit();
+      void this._poll.start();
+    }, seconds * 1000);
+  }
+
   private _serverSettings: ServerConnection.ISettings;
+  private _events: Event.IManager | null;
+  private _budgetEvent = new Signal<this, IBudgetEvent>(this);
+  private _watchdog = 0;
+  private _polling = false;
+  private _pushedAt: number | null = null;
   private _poll: Poll<IGpuCostStatus>;
   private _intervalS: number;
   private _status: IGpuCostStatus | null = null;
@@ -174,7 +344,13 @@ export namespace GpuCostModel {
   export interface IOptions {
     /** The server connection settings; the app's `serverSettings`. */
     serverSettings?: ServerConnection.ISettings;
-    /** The poll interval in seconds (default 2, clamped to 1–3600). */
+    /**
+     * The server's event bus (`app.serviceManager.events`): the status is
+     * pushed there, and polled only while no push arrives. Without it, the
+     * model polls.
+     */
+    events?: Event.IManager;
+    /** The (fallback) poll interval in seconds (default 2, clamped to 1–3600). */
     intervalSeconds?: number;
     /** Start polling at once (default `true`). */
     autoStart?: boolean;

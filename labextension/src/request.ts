@@ -43,17 +43,27 @@ export namespace GpuCostRequestError {
  * @returns the status, or rejects with a `GpuCostRequestError`.
  */
 export async function requestStatus(
-  settings: ServerConnection.ISettings
+  settings: ServerConnection.ISettings,
+  query?: { [key: string]: string }
 ): Promise<IGpuCostStatus> {
-  const body = await requestJson(settings, STATUS_ROUTE);
-  if (!Private.isStatus(body)) {
+  const body = await requestJson(settings, STATUS_ROUTE, query);
+  const status = parseStatus(body);
+  if (status === null) {
     throw new GpuCostRequestError(
       'invalid',
       `unexpected answer from ${STATUS_ROUTE}`,
       200
     );
   }
-  return Private.normalize(body);
+  return status;
+}
+
+/**
+ * A status document (fetched or pushed) checked and normalized, or `null`
+ * when it is not one.
+ */
+export function parseStatus(body: unknown): IGpuCostStatus | null {
+  return Private.isStatus(body) ? Private.normalize(body) : null;
 }
 
 /**

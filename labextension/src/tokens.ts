@@ -1,3 +1,9 @@
+import { VDomRenderer } from '@jupyterlab/apputils';
+import { Token } from '@lumino/coreutils';
+import { ISignal } from '@lumino/signaling';
+
+import { IBudgetEvent, IBudgetStatus } from './budget/tokens';
+
 /**
  * Types of the JSON served by `GET /gpucost/api/status` (see docs/api.md).
  *
@@ -104,6 +110,8 @@ export interface IGpuCostStatus {
   telemetry: ITelemetry;
   prices: IPriceCatalog;
   warnings: IGpuCostWarning[];
+  /** The budget (the body of `GET /gpucost/api/budget`), `null` without one. */
+  budget?: IBudgetStatus | null;
 }
 
 /**
@@ -133,3 +141,48 @@ export interface IGpuCostSnapshot {
   /** Why the last request failed, or `null` when it succeeded. */
   readonly error: string | null;
 }
+
+/**
+ * How the model learns the status now: pushed on the server's event bus,
+ * polled while the event socket is down, or not yet known.
+ */
+export type GpuCostTransport = 'push' | 'poll' | 'loading';
+
+/**
+ * The one live cost of the session in the front end, shared by every plugin
+ * (status item, top-bar item, panel, budget, cells, export): views read it
+ * and never fetch the status or the budget on their own.
+ */
+export interface IGpuCostModel extends IGpuCostSnapshot, VDomRenderer.IModel {
+  /** Emitted for every budget event pushed by the server. */
+  readonly budgetEvent: ISignal<IGpuCostModel, IBudgetEvent>;
+  /** The state the status items show. */
+  readonly state: GpuCostState;
+  /** The budget, from the last status; `null` when not known. */
+  readonly budget: IBudgetStatus | null;
+  /** Pushed, polled (event socket down) or loading. */
+  readonly transport: GpuCostTransport;
+  /** This page's id: the server asks it to save before a budget action. */
+  readonly client: string;
+  /** The fallback poll's interval in seconds (a setting). */
+  intervalSeconds: number;
+  /** Ask the server now (after an action); resolves once answered. */
+  refresh(): Promise<void>;
+  /**
+   * Set (a number) or remove (`null`) the user's soft budget: the one writer
+   * of it in the front end. Resolves to the server's budget; rejects with the
+   * server's message.
+   */
+  setSoftBudget(
+    amountUsd: number | null,
+    scope: string
+  ): Promise<IBudgetStatus>;
+}
+
+/**
+ * The token of the shared cost model.
+ */
+export const IGpuCostModel = new Token<IGpuCostModel>(
+  'jupyter-gpucost:IGpuCostModel',
+  'The live cost of the session (status and budget), pushed from the server.'
+);

@@ -6,8 +6,8 @@ import {
 } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { describe, IStatusDisplay } from './format';
-import { GpuCostModel } from './model';
+import { describe, IStatusDisplay } from './display';
+import { IGpuCostModel } from './tokens';
 
 /**
  * The DOM id of the status bar item.
@@ -18,8 +18,8 @@ export const STATUS_ITEM_ID = 'jp-gpucost-status';
  * The status bar item: `$1.23 · $6.86/h`, with the state in `data-state`
  * and the breakdown in the tooltip.
  */
-export class GpuCostStatus extends VDomRenderer<GpuCostModel> {
-  constructor(model: GpuCostModel, translator?: ITranslator) {
+export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
+  constructor(model: IGpuCostModel, translator?: ITranslator) {
     super(model);
     this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this.id = STATUS_ITEM_ID;

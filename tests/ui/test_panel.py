@@ -81,7 +81,8 @@ def test_panel_shows_totals_chart_and_the_kernel_that_ran(lab_factory: Any, page
     row = panel.locator(f"tr[data-kernel-id='{kernel_id}']")
     expect(row).to_contain_text("train.ipynb", timeout=30_000)
     expect(row.locator("td").nth(1)).to_have_text(re.compile(r"^(idle|busy)$"))
-    expect(row.locator("td").nth(2)).to_have_text(re.compile(r"^\d+(s|m \d\ds)$"))
+    # uptime in the one duration format (`42 s`, `5 min 03 s`)
+    expect(row.locator("td").nth(2)).to_have_text(re.compile(r"^\d+ (s|min \d\d s)$"))
     expect(row.locator("td").nth(4)).to_have_text(MONEY)
     # the table adds up to the server's total
     kernels = lab.api("gpucost/api/kernels")

@@ -97,14 +97,19 @@ def count_status_requests(page: Any, seconds: float) -> int:
 
 
 def test_poll_interval_comes_from_the_settings(lab_factory: Any, page: Any) -> None:
+    """The setting is the interval of the poll the page falls back to while the server's
+    event socket is down (with it up, the status is pushed: see test_live_cost.py)."""
     lab = lab_factory("--GpuCost.telemetry=simulated")
+    page.route_web_socket(re.compile(r".*/api/events/subscribe.*"), lambda ws: ws.close())
     plugin = "lab/api/settings/jupyter-gpucost:plugin"
     lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 1}'})
     open_lab(page, lab)
+    page.wait_for_timeout(12_000)  # no push in the heartbeat: the fallback poll starts
     fast = count_status_requests(page, 6)
     lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 30}'})
     page.reload()
     page.locator(ITEM).wait_for(state="visible", timeout=60_000)
+    page.wait_for_timeout(12_000)
     slow = count_status_requests(page, 6)
     assert fast >= 4, fast
     assert slow <= 2, slow

@@ -131,6 +131,11 @@ class BudgetController:
     def export_hook(self, hook: ExportHook | None) -> None:
         self.enforcer.export_hook = hook
 
+    def count_listening_pages(self, count: Callable[[], int]) -> None:
+        """How many pages listen on the event bus: each is asked to save, like the pages
+        that poll, before the budget acts."""
+        self.saves.listening_pages = count
+
     # -- lifecycle ----------------------------------------------------------------------
 
     def load(self) -> None:

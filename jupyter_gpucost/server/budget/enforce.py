@@ -56,16 +56,22 @@ class SaveRequest:
     acks: dict[str, BrowserAnswer]
     #: set when every expected browser has answered
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    #: how many pages listened on the event bus when it was sent (they are not named:
+    #: pages name themselves only when they poll, while their event socket is down)
+    pages: int = 0
 
 
 class BrowserSaves:
-    """The browsers that poll the budget, and the save request sent to them."""
+    """The browsers asked to save: those that poll (named), and as many more as listen on
+    the event bus, and the save request sent to them."""
 
     def __init__(self, events: BudgetEvents, log: logging.Logger) -> None:
         self.events = events
         self.log = log
         self.clients: dict[str, float] = {}
         self.request: SaveRequest | None = None
+        #: how many pages listen on the event bus (set at start-up; see status_events)
+        self.listening_pages: Callable[[], int] = lambda: 0
 
     def seen(self, client: str | None) -> None:
         if client:
@@ -79,12 +85,13 @@ class BrowserSaves:
         """Ask the connected browsers to save; wait for their answers (bounded)."""
         now = time.monotonic()
         live = {c for c, seen in self.clients.items() if now - seen <= CLIENT_TTL_S}
-        request = SaveRequest(secrets.token_hex(8), now, live, {})
+        pages = self.listening_pages()
+        request = SaveRequest(secrets.token_hex(8), now, live, {}, pages=pages)
         self.request = request
         self.events.emit(
             "save-request", messages.SAVE_REQUEST, {"request_id": request.id, "action": action}
         )
-        if not live:
+        if not live and not pages:
             self.log.warning(
                 "jupyter-gpucost: no browser is connected: edits not saved in a browser "
                 "cannot be saved; files on disk are kept"
@@ -108,7 +115,9 @@ class BrowserSaves:
         if request is None or request.id != request_id:
             return False
         request.acks[client] = BrowserAnswer(tuple(saved), tuple(failed))
-        if request.expected <= set(request.acks):
+        # the pages that poll (expected, by name) and as many more as listen on the bus
+        answered = set(request.acks)
+        if request.expected <= answered and len(answered) >= len(request.expected) + request.pages:
             request.done.set()
         return True
 

@@ -13,6 +13,7 @@ import {
   IBudgetStanding,
   IBudgetStatus
 } from '../budget';
+import { GpuCostModel } from '../model';
 import { makeStatus } from './fixtures';
 
 import schema from '../../schema/budget.json';
@@ -70,8 +71,13 @@ class BudgetServer {
       this.requests.push({ method: request.method, url: request.url, body });
       const path = new URL(request.url).pathname;
       if (path.endsWith('/gpucost/api/status')) {
+        // the budget comes with the status
         return this.answer(
-          makeStatus({ currency: 'EUR', currency_symbol: '€' })
+          makeStatus({
+            currency: 'EUR',
+            currency_symbol: '€',
+            budget: this.status
+          })
         );
       }
       if (path.endsWith('/gpucost/api/budget/')) {
@@ -164,7 +170,10 @@ async function activate(
     }
   } as unknown as JupyterFrontEnd;
   const registry = new SettingRegistry({ connector: file });
-  void budgetPlugin.activate(app, null, null, registry);
+  // without an event socket the shared model polls
+  const model = new GpuCostModel({ serverSettings: server.settings });
+  models.push(model);
+  void budgetPlugin.activate(app, model, null, null, registry);
   return registry;
 }
 
@@ -219,18 +228,26 @@ function pressDialog(label: RegExp): void {
 }
 
 let controllers: BudgetController[] = [];
+let models: GpuCostModel[] = [];
 
 function makeController(server: BudgetServer): BudgetController {
-  const controller = new BudgetController(server.settings, null);
+  const model = new GpuCostModel({ serverSettings: server.settings });
+  models.push(model);
+  const controller = new BudgetController(model, server.settings, null);
   controllers.push(controller);
   return controller;
 }
 
 afterEach(() => {
+  jest.restoreAllMocks();
   for (const controller of controllers) {
     controller.dispose();
   }
   controllers = [];
+  for (const model of models) {
+    model.dispose();
+  }
+  models = [];
   Notification.dismiss();
   Dialog.flush();
   document.body.innerHTML = '';
@@ -244,7 +261,7 @@ describe('the budget settings and the server', () => {
     const file = new SettingsFile('{"softBudgetUsd": 20}');
     await activate(server, file);
     await until('a first answer', () =>
-      server.requests.some(r => r.url.includes('api/budget'))
+      server.requests.some(r => r.url.includes('api/status'))
     );
     await sleep(200);
     expect(server.puts()).toEqual([]);
@@ -262,7 +279,7 @@ describe('the budget settings and the server', () => {
     const file = new SettingsFile('{"softBudgetUsd": 8}');
     const registry = await activate(server, file);
     await until('a first answer', () =>
-      server.requests.some(r => r.url.includes('api/budget'))
+      server.requests.some(r => r.url.includes('api/status'))
     );
     // set elsewhere (the panel, %gpucost budget, the API)
     server.status = budget({
@@ -292,17 +309,23 @@ describe('the budget settings and the server', () => {
 });
 
 describe('the budget requests', () => {
-  it('asks for the budget with no trailing slash', async () => {
+  it('reads the budget with the status, naming this page, and never asks the budget route for it', async () => {
     const server = new BudgetServer(budget());
     const controller = makeController(server);
     await controller.refresh();
-    const gets = server.requests.filter(r => r.url.includes('/api/budget'));
+    const gets = server.requests.filter(r => r.url.includes('/api/status'));
     expect(gets.length).toBeGreaterThan(0);
     for (const get of gets) {
       expect(get.url).toMatch(
-        /^http:\/\/localhost:8888\/user\/alice\/gpucost\/api\/budget\?client=[0-9a-f-]+(&\d+)?$/
+        /^http:\/\/localhost:8888\/user\/alice\/gpucost\/api\/status\?client=[0-9a-f-]+(&\d+)?$/
       );
+      expect(get.url).toContain(`client=${controller.client}`);
     }
+    expect(
+      server.requests.filter(
+        r => r.method === 'GET' && r.url.includes('/api/budget')
+      )
+    ).toEqual([]);
     expect(controller.status?.soft?.amount_usd).toBe(5);
   });
 });
@@ -423,8 +446,12 @@ describe('the budget warnings', () => {
   it('gives the run-out time in the browser’s time zone', () => {
     const server = new BudgetServer(budget());
     const controller = makeController(server);
-    const runsOut = new Date();
-    runsOut.setUTCHours(18, 19, 0, 0);
+    // the same day in New York as in UTC, whatever the hour the tests run at
+    // (a run-out time on another day is written with its date)
+    const runsOut = new Date('2026-01-15T18:19:00Z');
+    jest
+      .spyOn(Date, 'now')
+      .mockReturnValue(new Date('2026-01-15T15:00:00Z').getTime());
     controller.onEvent({
       schema_id: BUDGET_EVENT_SCHEMA,
       version: 1,

@@ -4,13 +4,13 @@ import {
   budgetPercent,
   budgetText,
   budgetTitle,
-  formatCountdown,
   formatLocalTime,
   formatRunOut,
   localizeRunOut,
   parseAmount,
   runOutText
 } from '../budget/format';
+import { formatCountdown } from '../format';
 import { budgetUrl } from '../budget/request';
 import { ServerConnection } from '@jupyterlab/services';
 import { IBudgetStanding, IBudgetStatus } from '../budget/tokens';

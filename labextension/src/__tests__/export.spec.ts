@@ -1,8 +1,6 @@
 import {
   describePaths,
   endText,
-  formatBytes,
-  formatDuration,
   isExportable,
   progressText,
   targetLabel,
@@ -10,6 +8,7 @@ import {
   missingTargetText,
   targetWithoutAsking
 } from '../export/format';
+import { formatBytes, formatDuration } from '../format';
 import { Notification } from '@jupyterlab/apputils';
 import { ServerConnection } from '@jupyterlab/services';
 

@@ -1,13 +1,7 @@
 import { nullTranslator } from '@jupyterlab/translation';
 
-import {
-  currencySymbol,
-  deriveState,
-  describe as describeStatus,
-  formatMoney,
-  formatRate,
-  groupGpus
-} from '../format';
+import { deriveState, describe as describeStatus, groupGpus } from '../display';
+import { currencySymbol, formatMoney, formatRate } from '../format';
 import { IGpuCostSnapshot, IGpuCostStatus } from '../tokens';
 import {
   makeGpu,

@@ -1,3 +1,6 @@
+import { Event } from '@jupyterlab/services';
+import { Signal } from '@lumino/signaling';
+
 import { GpuCostModel } from '../model';
 import { GpuCostRequestError } from '../request';
 import {
@@ -36,8 +39,9 @@ describe('GpuCostModel against a mocked server', () => {
     await model.fetch();
     expect(server.urls).toHaveLength(1);
     expect(server.urls[0]).toMatch(
-      /^http:\/\/localhost:8888\/user\/alice\/gpucost\/api\/status(\?\d+)?$/
+      /^http:\/\/localhost:8888\/user\/alice\/gpucost\/api\/status\?client=[0-9a-f-]{36}(&\d+)?$/
     );
+    expect(server.urls[0]).toContain(`client=${model.client}`);
   });
 
   it('follows 404 => missing, 200 => ok, network error => stale', async () => {
@@ -209,5 +213,94 @@ describe('GpuCostModel polling', () => {
     model.dispose();
     await jest.advanceTimersByTimeAsync(5000);
     expect(server.urls).toHaveLength(1);
+  });
+});
+
+describe('GpuCostModel pushed by the server (event bus)', () => {
+  const STATUS = 'https://events.jupyter-gpucost.org/status/v1';
+  let model: GpuCostModel | null = null;
+
+  afterEach(() => {
+    model?.dispose();
+    model = null;
+  });
+
+  const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+  function pushed(
+    stream: Signal<unknown, Event.Emission>,
+    cost: number,
+    heartbeat = 0
+  ): void {
+    stream.emit({
+      schema_id: STATUS,
+      version: 1,
+      status: makeStatus({ cost_usd: cost }),
+      interval_s: 0,
+      heartbeat_s: heartbeat
+    } as unknown as Event.Emission);
+  }
+
+  function setup() {
+    const server = fakeServer([{ status: 200, body: makeStatus() }]);
+    const stream = new Signal<unknown, Event.Emission>({});
+    model = new GpuCostModel({
+      serverSettings: server.settings,
+      events: { stream } as unknown as Event.IManager,
+      intervalSeconds: 1
+    });
+    return { server, stream, model };
+  }
+
+  it('asks once at load, then takes the pushed status and asks nothing more', async () => {
+    const { server, stream, model } = setup();
+    await sleep(50);
+    expect(server.urls).toHaveLength(1);
+    for (const cost of [3, 3.5, 4]) {
+      pushed(stream, cost, 10);
+      await sleep(400);
+    }
+    expect(model.status?.cost_usd).toBe(4);
+    expect(model.transport).toBe('push');
+    expect(model.state).toBe('ok');
+    // 1.2 s at a 1 s poll interval: no request while the pushes arrive
+    expect(server.urls).toHaveLength(1);
+  });
+
+  it('polls while no push arrives (the socket is down), and stops when pushes come back', async () => {
+    const { server, stream, model } = setup();
+    await sleep(50);
+    pushed(stream, 3); // heartbeat 0: silence after 1 s means the socket is down
+    await sleep(2600);
+    expect(model.transport).toBe('poll');
+    // the load, then the poll at once and after one interval
+    expect(server.urls.length).toBeGreaterThanOrEqual(3);
+    expect(model.status?.cost_usd).toBe(makeStatus().cost_usd);
+    expect(model.error).toBeNull();
+    pushed(stream, 5, 10);
+    const asked = server.urls.length;
+    await sleep(1500);
+    expect(model.transport).toBe('push');
+    expect(server.urls.length).toBe(asked);
+    expect(model.status?.cost_usd).toBe(5);
+  });
+
+  it('passes budget events on and ignores other schemas', () => {
+    const { stream, model } = setup();
+    const seen: string[] = [];
+    model.budgetEvent.connect((_, event) => seen.push(event.kind));
+    stream.emit({
+      schema_id: 'https://events.jupyter-gpucost.org/budget/v1',
+      version: 1,
+      kind: 'threshold',
+      message: '50%'
+    } as unknown as Event.Emission);
+    stream.emit({
+      schema_id: 'https://events.jupyter.org/other',
+      version: 1,
+      status: makeStatus({ cost_usd: 99 })
+    } as unknown as Event.Emission);
+    expect(seen).toEqual(['threshold']);
+    expect(model.status?.cost_usd).not.toBe(99);
   });
 });

@@ -14,9 +14,8 @@ import {
   emptyChartText,
   niceCeiling
 } from '../panel/chart';
+import { formatCo2, formatDuration } from '../format';
 import {
-  formatCo2,
-  formatDuration,
   formatShare,
   gpuMetered,
   kernelRows,
@@ -192,10 +191,11 @@ async function renderPanel(routes: { [route: string]: FakeAnswer }): Promise<{
 
 describe('panel formatting', () => {
   it('formats durations, shares and CO2', () => {
-    expect(formatDuration(42.9)).toBe('42s');
-    expect(formatDuration(303)).toBe('5m 03s');
-    expect(formatDuration(2 * 3600 + 7 * 60)).toBe('2h 07m');
-    expect(formatDuration(3 * 86400 + 4 * 3600)).toBe('3d 4h');
+    // the one duration format, also the export's and (with decimals) the badge's
+    expect(formatDuration(42.9)).toBe('42 s');
+    expect(formatDuration(303)).toBe('5 min 03 s');
+    expect(formatDuration(2 * 3600 + 7 * 60)).toBe('2 h 07 min');
+    expect(formatDuration(3 * 86400 + 4 * 3600)).toBe('3 d 4 h');
     expect(formatDuration(null)).toBe('—');
     expect(formatShare({ '1': 0.9, '0': 0.754 })).toBe('GPU 0 75%, GPU 1 90%');
     expect(formatShare({})).toBe('—');
@@ -213,7 +213,7 @@ describe('panel formatting', () => {
     ]);
     expect(rows[0].label).toBe('work/train.ipynb');
     expect(rows[0].cost).toBe('$1.40');
-    expect(rows[1].uptime).toBe('10m 34s');
+    expect(rows[1].uptime).toBe('10 min 34 s');
     expect(rows[2].cost).toBe('$0.20');
     expect(rows[3].cost).toBe('$1.10');
   });

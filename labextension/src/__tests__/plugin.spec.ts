@@ -1,11 +1,20 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Event } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
-import { statusPlugin as plugin, CommandIDs } from '../index';
+import {
+  CommandIDs,
+  modelPlugin,
+  statusPlugin as plugin,
+  topBarPlugin
+} from '../index';
+import { GpuCostModel } from '../model';
+import { IGpuCostModel } from '../tokens';
+import { GpuCostTopBarItem } from '../topbar';
 import { GpuCostStatus } from '../view';
 import { fakeServer, makeStatus } from './fixtures';
 
@@ -23,12 +32,15 @@ class FakeSettings {
   }
 }
 
+let models: IGpuCostModel[] = [];
+
 function setup(withStatusBar = true) {
   const server = fakeServer([{ status: 200, body: makeStatus() }]);
   const commands = new CommandRegistry();
+  const stream = new Signal<unknown, Event.Emission>({});
   const app = {
     commands,
-    serviceManager: { serverSettings: server.settings }
+    serviceManager: { serverSettings: server.settings, events: { stream } }
   } as unknown as JupyterFrontEnd;
   const registered: { id: string; options: IStatusBar.IItem }[] = [];
   const statusBar = {
@@ -44,64 +56,129 @@ function setup(withStatusBar = true) {
       return settings;
     }
   } as unknown as ISettingRegistry;
-  void plugin.activate(
-    app,
-    withStatusBar ? statusBar : null,
-    settingRegistry,
-    null
-  );
+  const model = modelPlugin.activate(app, settingRegistry) as IGpuCostModel;
+  models.push(model);
+  void plugin.activate(app, model, withStatusBar ? statusBar : null, null);
   const view = registered[0]?.options.item as GpuCostStatus | undefined;
-  return { server, commands, registered, settings, view };
+  return { server, commands, registered, settings, view, model, app };
 }
 
-describe('jupyter-gpucost:plugin', () => {
-  let view: GpuCostStatus | undefined;
+afterEach(() => {
+  for (const model of models) {
+    model.dispose();
+  }
+  models = [];
+});
 
-  afterEach(() => {
-    view?.dispose();
-    view = undefined;
+describe('jupyter-gpucost:plugin (the shared model)', () => {
+  it('provides the one model and needs nothing', () => {
+    expect(modelPlugin.id).toBe('jupyter-gpucost:plugin');
+    expect(modelPlugin.autoStart).toBe(true);
+    expect(modelPlugin.provides).toBe(IGpuCostModel);
+    expect(modelPlugin.requires ?? []).toEqual([]);
   });
 
-  it('starts by itself and needs nothing', () => {
-    expect(plugin.id).toBe('jupyter-gpucost:plugin');
-    expect(plugin.autoStart).toBe(true);
-    expect(plugin.requires ?? []).toEqual([]);
+  it('applies the fallback poll interval setting, and its changes', async () => {
+    const env = setup();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(env.model.intervalSeconds).toBe(5);
+    env.settings.set(30);
+    expect(env.model.intervalSeconds).toBe(30);
+  });
+
+  it('asks the server once at load, then waits for the pushes', async () => {
+    const env = setup(false);
+    await new Promise(resolve => setTimeout(resolve, 100));
+    expect(env.server.urls).toHaveLength(1);
+    expect(env.model.status?.cost_usd).toBe(makeStatus().cost_usd);
+  });
+});
+
+describe('jupyter-gpucost:status-item', () => {
+  it('requires the shared model; the status bar is optional', () => {
+    expect(plugin.requires).toEqual([IGpuCostModel]);
+    expect(plugin.optional).toContain(IStatusBar);
   });
 
   it('puts the item on the left of the status bar', async () => {
     const env = setup();
-    view = env.view;
     expect(env.registered).toHaveLength(1);
     expect(env.registered[0].options.align).toBe('left');
-    expect(view).toBeInstanceOf(GpuCostStatus);
-    expect(view!.id).toBe('jp-gpucost-status');
+    expect(env.view).toBeInstanceOf(GpuCostStatus);
+    expect(env.view!.id).toBe('jp-gpucost-status');
+    expect(env.view!.model).toBe(env.model);
   });
 
-  it('applies the poll interval setting, and its changes', async () => {
-    const env = setup();
-    view = env.view;
-    await Promise.resolve();
-    await Promise.resolve();
-    expect(view!.model.intervalSeconds).toBe(5);
-    env.settings.set(30);
-    expect(view!.model.intervalSeconds).toBe(30);
-  });
-
-  it('does nothing (and asks nothing) without a status bar', async () => {
+  it('shows nothing without a status bar (Notebook 7 has the top bar)', async () => {
     const env = setup(false);
-    await new Promise(resolve => setTimeout(resolve, 50));
     expect(env.registered).toHaveLength(0);
-    expect(env.server.urls).toHaveLength(0);
   });
 
   it('opens the panel on click only once that command exists', () => {
     const env = setup();
-    view = env.view;
-    Widget.attach(view!, document.body);
-    view!.node.click();
+    const view = env.view!;
+    Widget.attach(view, document.body);
+    view.node.click();
     const execute = jest.fn();
     env.commands.addCommand(CommandIDs.openPanel, { execute });
-    view!.node.click();
+    view.node.click();
     expect(execute).toHaveBeenCalledTimes(1);
+    view.dispose();
+  });
+});
+
+describe('jupyter-gpucost:top-bar', () => {
+  function topBar(labShell: boolean) {
+    const env = setup(false);
+    const factories: { [name: string]: () => Widget } = {};
+    const registry = {
+      addFactory: (toolbar: string, name: string, factory: () => Widget) => {
+        expect(toolbar).toBe('TopBar');
+        factories[name] = factory;
+        return undefined;
+      }
+    };
+    const settings = {
+      get: () => ({ composite: false }),
+      changed: new Signal<unknown, unknown>({})
+    };
+    const settingRegistry = {
+      load: async () => settings
+    } as unknown as ISettingRegistry;
+    void topBarPlugin.activate(
+      env.app,
+      env.model,
+      registry,
+      labShell ? {} : null,
+      settingRegistry,
+      null
+    );
+    return { ...env, factories };
+  }
+
+  it('adds a TopBar item that shows the cost in Notebook 7 (no ILabShell)', async () => {
+    const env = topBar(false);
+    const item = env.factories['gpucost']() as GpuCostTopBarItem;
+    expect(item).toBeInstanceOf(GpuCostTopBarItem);
+    Widget.attach(item, document.body);
+    await new Promise(resolve => setTimeout(resolve, 50));
+    (env.model as GpuCostModel).stateChanged.emit();
+    await new Promise(resolve => requestAnimationFrame(resolve));
+    expect(item.isHidden).toBe(false);
+    expect(item.node.textContent).toContain('$2.83');
+    const execute = jest.fn();
+    env.commands.addCommand(CommandIDs.openPanel, { execute });
+    item.node.click();
+    expect(execute).toHaveBeenCalledTimes(1);
+    item.dispose();
+  });
+
+  it('is hidden in JupyterLab unless its setting asks for it', async () => {
+    const env = topBar(true);
+    const item = env.factories['gpucost']();
+    await new Promise(resolve => setTimeout(resolve, 20));
+    expect(item.isHidden).toBe(true);
+    item.dispose();
   });
 });

@@ -1,4 +1,4 @@
-import { formatMoney } from '../format';
+import { formatCountdown, formatMoney } from '../format';
 import { IBudgetStanding, IBudgetStatus } from './tokens';
 
 /**
@@ -182,14 +182,6 @@ export function parseAmount(
  */
 export function currencyLabel(symbol: string): string {
   return symbol.trim();
-}
-
-/**
- * `1:05` from 65 seconds.
- */
-export function formatCountdown(seconds: number): string {
-  const s = Math.max(0, Math.ceil(seconds));
-  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
 /**

@@ -1,4 +1,10 @@
 import { formatLocalTime } from '../budget/format';
+import {
+  formatBytes,
+  formatDuration,
+  formatMoney,
+  formatRate
+} from '../format';
 import { ICellCost } from '../panel/types';
 
 /**
@@ -16,36 +22,19 @@ export interface ICellRecord extends ICellCost {
 }
 
 /**
- * Money as the badge shows it: four decimals under 10 cents, else two.
+ * Money as the badge shows it: the one money format (four decimals under 10
+ * cents, else two, thousands separated).
  */
 export function badgeMoney(usd: number, symbol: string): string {
-  return `${symbol}${usd < 0.1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+  return formatMoney(usd, symbol);
 }
 
 /**
- * Seconds as the badge shows them.
+ * Seconds as the badge shows them: the one duration format, with decimals
+ * under a minute.
  */
 export function badgeSeconds(seconds: number): string {
-  if (seconds < 10) {
-    return `${seconds.toFixed(2)} s`;
-  }
-  if (seconds < 120) {
-    return `${seconds.toFixed(1)} s`;
-  }
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 120) {
-    return `${minutes} min ${String(Math.round(seconds % 60)).padStart(2, '0')} s`;
-  }
-  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
-}
-
-/**
- * Bytes in binary units.
- */
-function gib(bytes: number): string {
-  return bytes >= 1024 ** 3
-    ? `${(bytes / 1024 ** 3).toFixed(2)} GiB`
-    : `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
+  return formatDuration(seconds, true);
 }
 
 /**
@@ -61,7 +50,7 @@ export function badgeText(record: ICellRecord, symbol: string): string {
     parts.push(`GPU ${badgeSeconds(Math.max(...busy))}`);
   }
   if (record.peak_memory_bytes) {
-    parts.push(`peak ${gib(record.peak_memory_bytes)}`);
+    parts.push(`peak ${formatBytes(record.peak_memory_bytes)}`);
   }
   if (record.status !== 'ok') {
     parts.push(record.status);
@@ -79,7 +68,7 @@ export function badgeTitle(record: ICellRecord, symbol: string): string {
     )} of wall time` +
       (record.rate_usd_per_hour !== null &&
       record.rate_usd_per_hour !== undefined
-        ? ` at ${symbol}${record.rate_usd_per_hour.toFixed(2)}/h (the kernel's GPUs and the instance)`
+        ? ` at ${formatRate(record.rate_usd_per_hour, symbol)} (the kernel's GPUs and the instance)`
         : ''),
     `Ended ${formatLocalTime(record.ended, Date.now(), { seconds: true })}` +
       (record.mode === 'magic' ? ' (%%gpucost)' : ' (%gpucost auto)')

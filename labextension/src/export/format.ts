@@ -1,3 +1,4 @@
+import { formatBytes, formatDuration } from '../format';
 import { IExportJob, IExportTarget } from './request';
 
 /**
@@ -20,37 +21,6 @@ export function isExportable(item: { type: string; name: string }): boolean {
   }
   const name = item.name.toLowerCase();
   return CHECKPOINT_EXTENSIONS.some(ext => name.endsWith(ext));
-}
-
-/**
- * Bytes in binary units: `512 B`, `1.5 MiB`, `2.00 GiB`.
- */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = Math.max(0, bytes);
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  if (unit === 0) {
-    return `${Math.round(value)} B`;
-  }
-  return `${value.toFixed(value < 10 ? 2 : value < 100 ? 1 : 0)} ${units[unit]}`;
-}
-
-/**
- * A duration in seconds, short: `45 s`, `3 min 20 s`, `1 h 05 min`.
- */
-export function formatDuration(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) {
-    return `${s} s`;
-  }
-  if (s < 3600) {
-    return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
-  }
-  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
 }
 
 /**

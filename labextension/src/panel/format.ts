@@ -1,65 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { formatMoney } from '../format';
+import { formatDuration, formatMoney } from '../format';
 import { IKernelCost, IKernelsAnswer, IRightsizing } from './types';
-
-/**
- * A duration such as `42s`, `5m 03s`, `2h 07m` or `3d 4h`.
- */
-export function formatDuration(seconds: number | null): string {
-  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) {
-    return '—';
-  }
-  const s = Math.floor(seconds);
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  if (s < 60) {
-    return `${s}s`;
-  }
-  if (s < 3600) {
-    return `${Math.floor(s / 60)}m ${pad(s % 60)}s`;
-  }
-  if (s < 86400) {
-    return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
-  }
-  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
-}
-
-/**
- * Bytes as GiB (or MiB under 1 GiB).
- */
-export function formatBytes(bytes: number | null): string {
-  if (bytes === null || !Number.isFinite(bytes)) {
-    return '—';
-  }
-  const gib = bytes / 2 ** 30;
-  if (gib >= 1) {
-    return `${gib.toFixed(1)} GiB`;
-  }
-  return `${Math.round(bytes / 2 ** 20)} MiB`;
-}
-
-/**
- * Energy from joules: Wh under a kilowatt-hour, else kWh.
- */
-export function formatEnergy(joules: number | null): string {
-  if (joules === null || !Number.isFinite(joules)) {
-    return '—';
-  }
-  const wh = joules / 3600;
-  return wh < 1000 ? `${wh.toFixed(1)} Wh` : `${(wh / 1000).toFixed(2)} kWh`;
-}
-
-/**
- * A mass of CO2: grams under a kilogram, else kilograms.
- */
-export function formatCo2(grams: number | null | undefined): string {
-  if (grams === null || grams === undefined || !Number.isFinite(grams)) {
-    return '—';
-  }
-  return grams < 1000
-    ? `${grams.toFixed(grams < 10 ? 1 : 0)} g`
-    : `${(grams / 1000).toFixed(2)} kg`;
-}
 
 /**
  * A kernel's share of the GPUs: `GPU 0 75%, GPU 1 10%`, or `—`.

@@ -7,6 +7,7 @@ import { clampInterval, DEFAULT_INTERVAL_S, pollFrequency } from '../model';
 import { CELLS_ROUTE } from '../cells/format';
 import { EXPORTS_ROUTE, IExportsPayload } from '../export/request';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
+import { IGpuCostModel } from '../tokens';
 import {
   HistoryWindow,
   ICellsAnswer,
@@ -34,14 +35,20 @@ export interface IPart<T> {
 }
 
 /**
- * Everything the cost panel shows, refreshed by one poll while the panel is
- * visible.
+ * Everything the cost panel shows. The status and the budget come from the
+ * shared cost model (pushed by the server); the kernels, history, cells and
+ * exports are refreshed by one poll while the panel is visible.
  */
 export class CostPanelModel extends VDomModel {
   constructor(options: CostPanelModel.IOptions = {}) {
     super();
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
+    this._cost = options.cost ?? null;
+    if (this._cost) {
+      this._cost.stateChanged.connect(this._onCost, this);
+      this._onCost();
+    }
     this._intervalS = clampInterval(
       options.intervalSeconds ?? DEFAULT_INTERVAL_S
     );
@@ -124,8 +131,11 @@ export class CostPanelModel extends VDomModel {
    */
   async fetch(): Promise<void> {
     const settings = this._serverSettings;
+    const cost = this._cost;
     const [status, kernels, history, cells, exportJobs] = await Promise.all([
-      settle(requestStatus(settings) as Promise<IPanelStatus>),
+      cost
+        ? Promise.resolve(this._fromCost(cost))
+        : settle(requestStatus(settings) as Promise<IPanelStatus>),
       settle(requestJson(settings, KERNELS_ROUTE) as Promise<IKernelsAnswer>),
       settle(
         requestJson(settings, HISTORY_ROUTE, {
@@ -161,6 +171,15 @@ export class CostPanelModel extends VDomModel {
     amountUsd: number | null,
     scope: string
   ): Promise<string | null> {
+    if (this._cost) {
+      // the shared model is the one writer of the soft budget
+      try {
+        await this._cost.setSoftBudget(amountUsd, scope);
+      } catch (reason) {
+        return reason instanceof Error ? reason.message : String(reason);
+      }
+      return null;
+    }
     const settings = this._serverSettings;
     const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE);
     let response: Response;
@@ -202,11 +221,40 @@ export class CostPanelModel extends VDomModel {
     if (this.isDisposed) {
       return;
     }
+    this._cost?.stateChanged.disconnect(this._onCost, this);
     this._poll.dispose();
     super.dispose();
   }
 
+  /**
+   * The shared model changed: show its status now.
+   */
+  private _onCost(): void {
+    if (this._cost && !this.isDisposed) {
+      this._status = merge(this._status, this._fromCost(this._cost));
+      this.stateChanged.emit();
+    }
+  }
+
+  /**
+   * The shared model's status as one of the panel's parts.
+   */
+  private _fromCost(cost: IGpuCostModel): IOutcome<IPanelStatus> {
+    if (cost.missing) {
+      return { value: null, missing: true, error: null };
+    }
+    if (cost.error !== null) {
+      return { value: null, missing: false, error: cost.error };
+    }
+    return {
+      value: cost.status as IPanelStatus | null,
+      missing: false,
+      error: null
+    };
+  }
+
   private _serverSettings: ServerConnection.ISettings;
+  private _cost: IGpuCostModel | null;
   private _poll: Poll;
   private _intervalS: number;
   private _active = true;
@@ -224,6 +272,8 @@ export class CostPanelModel extends VDomModel {
 export namespace CostPanelModel {
   export interface IOptions {
     serverSettings?: ServerConnection.ISettings;
+    /** The shared cost model: the status and the budget come from it. */
+    cost?: IGpuCostModel;
     intervalSeconds?: number;
     autoStart?: boolean;
   }

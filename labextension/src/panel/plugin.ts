@@ -1,4 +1,5 @@
 import {
+  ILabShell,
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -12,6 +13,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { DEFAULT_INTERVAL_S } from '../model';
+import { IGpuCostModel } from '../tokens';
 import { CostPanelModel } from './model';
 import { CostPanel } from './view';
 
@@ -28,14 +30,25 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
   description:
     'A panel showing where the money went: per kernel, per GPU, over time.',
   autoStart: true,
-  optional: [ICommandPalette, ILayoutRestorer, ISettingRegistry, ITranslator],
+  requires: [IGpuCostModel],
+  optional: [
+    ICommandPalette,
+    ILayoutRestorer,
+    ISettingRegistry,
+    ITranslator,
+    ILabShell
+  ],
   activate: (
     app: JupyterFrontEnd,
+    cost: IGpuCostModel,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    labShell: ILabShell | null
   ): void => {
+    // JupyterLab: the main area; Notebook 7 (no ILabShell): the right sidebar
+    const area = labShell ? 'main' : 'right';
     const trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     const tracker = new WidgetTracker<MainAreaWidget<CostPanel>>({
       namespace: 'jupyter-gpucost'
@@ -50,7 +63,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         if (!current || current.isDisposed) {
           const model = new CostPanelModel({
             serverSettings: app.serviceManager.serverSettings,
-            intervalSeconds: intervalS
+            intervalSeconds: intervalS,
+            cost
           });
           const content = new CostPanel(model, translator ?? undefined);
           current = new MainAreaWidget({ content });
@@ -61,7 +75,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
           void tracker.add(current);
         }
         if (!current.isAttached) {
-          app.shell.add(current, 'main');
+          app.shell.add(current, area, { rank: 900 });
         }
         app.shell.activateById(current.id);
         return current;

@@ -58,7 +58,7 @@ export interface IPanelBudget {
 /**
  * The status, with what the ledger and attribution add.
  */
-export interface IPanelStatus extends IGpuCostStatus {
+export interface IPanelStatus extends Omit<IGpuCostStatus, 'budget'> {
   session_id?: string;
   today_usd?: number | null;
   month_usd?: number | null;

@@ -1,0 +1,152 @@
+"""The status document pushed on jupyter_server's event bus, so pages need not poll.
+
+Every sampling interval (at most once a second) a coroutine on the server's event loop
+builds the status document, the same one ``GET /gpucost/api/status`` answers (through
+``CostService.status``: in-memory reads of the sampler's latest snapshot, never NVML), and
+emits it as a ``https://events.jupyter-gpucost.org/status/v1`` event. Every page connected
+to ``/api/events/subscribe`` receives it.
+
+Throttled: when nothing but the clock fields changed (``as_of``, ``elapsed_s``,
+``samples``), the document is sent again only every ``heartbeat_s`` seconds, so that pages
+still know the bus is alive; when no one listens, nothing is built at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+STATUS_EVENT_SCHEMA_ID = "https://events.jupyter-gpucost.org/status/v1"
+STATUS_EVENT_SCHEMA_PATH = Path(__file__).with_name("status_event.yaml")
+
+#: the shortest time between two events, in seconds, whatever the sampling interval
+MIN_PERIOD_S = 1.0
+#: an unchanged status is sent again after this many seconds
+HEARTBEAT_S = 10.0
+#: fields that change at every sample on their own: not a change worth sending
+CLOCK_FIELDS = frozenset({"as_of", "elapsed_s", "samples"})
+
+log = logging.getLogger(__name__)
+
+
+def listeners(event_logger: Any, schema_id: str = STATUS_EVENT_SCHEMA_ID) -> int:
+    """How many listeners receive ``schema_id``'s events (each page's event socket is one)."""
+    found: set[Any] = set()
+    for name in ("_modified_listeners", "_unmodified_listeners"):
+        table = getattr(event_logger, name, None)
+        if isinstance(table, dict):
+            found.update(table.get(schema_id, ()))
+    return len(found)
+
+
+def without_clock(status: dict[str, Any]) -> dict[str, Any]:
+    """The status less the fields that change on their own at every sample."""
+    return {k: v for k, v in status.items() if k not in CLOCK_FIELDS}
+
+
+class StatusPublisher:
+    """Emits the status on the event bus at the sampling cadence, throttled.
+
+    ``status`` builds the document (``CostService.status``); ``emit`` sends one event's
+    data; ``audience`` says how many listen (0: nothing is built). All on the event loop.
+    """
+
+    def __init__(
+        self,
+        status: Callable[[], dict[str, Any]],
+        emit: Callable[[dict[str, Any]], None],
+        *,
+        interval_s: float,
+        audience: Callable[[], int] = lambda: 1,
+        heartbeat_s: float = HEARTBEAT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.status = status
+        self.emit = emit
+        self.period_s = max(float(interval_s), MIN_PERIOD_S)
+        self.audience = audience
+        self.heartbeat_s = max(float(heartbeat_s), self.period_s)
+        self.clock = clock
+        self.published = 0
+        self._last: dict[str, Any] | None = None
+        self._last_at = float("-inf")
+        self._listening = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def tick(self) -> bool:
+        """One step: build and emit the status if someone listens and it is due."""
+        listening = self.audience()
+        joined = listening > self._listening
+        self._listening = listening
+        if listening <= 0:
+            self._last = None
+            return False
+        status = self.status()
+        comparable = without_clock(status)
+        now = self.clock()
+        due = now - self._last_at >= self.heartbeat_s
+        if not joined and not due and comparable == self._last:
+            return False
+        self.emit(
+            {
+                "status": status,
+                "interval_s": self.period_s,
+                "heartbeat_s": self.heartbeat_s,
+            }
+        )
+        self._last = comparable
+        self._last_at = now
+        self.published += 1
+        return True
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_event_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                self.tick()
+            except Exception:
+                log.exception("jupyter-gpucost: could not publish the status")
+            await asyncio.sleep(self.period_s)
+
+
+def start_status_events(
+    event_logger: Any, status: Callable[[], dict[str, Any]], interval_s: float
+) -> StatusPublisher | None:
+    """Register the status event's schema and start publishing (``None``: no event bus)."""
+    if event_logger is None:
+        return None
+    if STATUS_EVENT_SCHEMA_ID not in event_logger.schemas:
+        event_logger.register_event_schema(STATUS_EVENT_SCHEMA_PATH)
+
+    def emit(data: dict[str, Any]) -> None:
+        event_logger.emit(schema_id=STATUS_EVENT_SCHEMA_ID, data=data)
+
+    publisher = StatusPublisher(
+        status, emit, interval_s=interval_s, audience=lambda: listeners(event_logger)
+    )
+    publisher.start()
+    return publisher
+
+
+__all__ = [
+    "HEARTBEAT_S",
+    "STATUS_EVENT_SCHEMA_ID",
+    "StatusPublisher",
+    "listeners",
+    "start_status_events",
+]

@@ -1,0 +1,171 @@
+import { Notification } from '@jupyterlab/apputils';
+
+import { formatCountdown } from '../format';
+import { bindingBudget } from './format';
+import { IBudgetStatus } from './tokens';
+
+/**
+ * What the countdown needs from the budget controller.
+ */
+export interface ICountdownHost {
+  /** The last budget received. */
+  readonly status: IBudgetStatus | null;
+  /** "Save and stop now": ask the server to end the grace period. */
+  stopNow(): Promise<void>;
+  /** "Raise budget": ask for a higher soft budget. */
+  raise(): Promise<void>;
+  /** Show the budget again (the status items follow the countdown). */
+  render(): void;
+}
+
+/**
+ * The countdown notification before the budget action, updated every second,
+ * with "Save and stop now" and (for a budget of one's own) "Raise budget".
+ * It stays until the countdown ends or is cleared: dismissed, it comes back.
+ */
+export class BudgetCountdown {
+  constructor(host: ICountdownHost) {
+    this._host = host;
+  }
+
+  /**
+   * Whether the countdown is shown.
+   */
+  get active(): boolean {
+    return this._timer !== null;
+  }
+
+  /**
+   * Show the countdown to `endsIso` (or move it there).
+   */
+  show(endsIso: string, canRaise: boolean): void {
+    this._endsAt = new Date(endsIso).getTime();
+    this._canRaise = canRaise;
+    if (this._timer !== null) {
+      this.tick();
+      return;
+    }
+    this._id = Notification.warning(this.message(), {
+      autoClose: false,
+      actions: this.actions()
+    });
+    this._timer = window.setInterval(() => this.tick(), 1000);
+  }
+
+  /**
+   * Replace the countdown by a closing message (the notebooks are saved).
+   */
+  closing(message: string): void {
+    if (this._timer !== null) {
+      this._closingMessage = message;
+      this.tick();
+    }
+  }
+
+  /**
+   * Close the countdown notification.
+   */
+  close(): void {
+    this._stopping = false;
+    this._closingMessage = null;
+    if (this._timer !== null) {
+      window.clearInterval(this._timer);
+      this._timer = null;
+    }
+    if (this._id) {
+      Notification.dismiss(this._id);
+      this._id = null;
+    }
+  }
+
+  /**
+   * Update the notification; show it again if it was dismissed.
+   */
+  tick(): void {
+    if (!this._id) {
+      return;
+    }
+    const message = this.message();
+    const actions = this.actions();
+    const shown = Notification.update({
+      id: this._id,
+      message,
+      type: 'warning',
+      autoClose: false,
+      actions
+    });
+    if (!shown) {
+      this._id = Notification.warning(message, { autoClose: false, actions });
+    }
+    this._host.render();
+  }
+
+  private message(): string {
+    if (this._closingMessage) {
+      return this._closingMessage;
+    }
+    const status = this._host.status;
+    const left = (this._endsAt - Date.now()) / 1000;
+    const budget = bindingBudget(status);
+    const action = status?.action ?? 'shutdown';
+    const what =
+      action === 'stop-server'
+        ? 'the server stops'
+        : action === 'interrupt'
+          ? 'the kernels are interrupted'
+          : 'the kernels shut down';
+    const whose = budget?.locked ? "The administrator's" : 'Your';
+    if (this._stopping || status?.state === 'enforcing') {
+      return `${whose} budget is spent. Saving notebooks, then ${what}.`;
+    }
+    return `${whose} budget is spent. Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
+  }
+
+  private actions(): Notification.IAction[] {
+    if (
+      this._closingMessage ||
+      this._stopping ||
+      this._host.status?.state === 'enforcing'
+    ) {
+      return [];
+    }
+    // each callback prevents the default, which would dismiss the countdown
+    const actions: Notification.IAction[] = [
+      {
+        label: 'Save and stop now',
+        caption: 'Save the open notebooks and take the budget action now',
+        displayType: 'warn',
+        callback: event => {
+          event.preventDefault();
+          this._stopping = true;
+          this.tick();
+          void this._host.stopNow().catch(reason => {
+            this._stopping = false;
+            this.tick();
+            console.error('jupyter-gpucost: stop now failed', reason);
+          });
+        }
+      }
+    ];
+    if (this._canRaise) {
+      actions.push({
+        label: 'Raise budget',
+        caption: 'Set a higher budget of your own',
+        displayType: 'accent',
+        callback: event => {
+          event.preventDefault();
+          void this._host.raise();
+        }
+      });
+    }
+    return actions;
+  }
+
+  private _host: ICountdownHost;
+  private _timer: number | null = null;
+  private _id: string | null = null;
+  private _endsAt = 0;
+  private _canRaise = false;
+  private _stopping = false;
+  private _closingMessage: string | null = null;
+}

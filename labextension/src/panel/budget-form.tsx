@@ -1,0 +1,134 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+import {
+  budgetPercent,
+  currencyLabel,
+  parseAmount,
+  runOutText
+} from '../budget/format';
+
+import { formatMoney } from '../format';
+import { CostPanelModel } from './model';
+import { IBudgetLine, IPanelStatus } from './types';
+
+/*
+ * The budget section: each budget as spent / amount, and the form that sets your own.
+ */
+
+export function BudgetLine(props: {
+  line: IBudgetLine;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement {
+  const { line, symbol, trans } = props;
+  const runOut = runOutText(line);
+  const who =
+    line.kind === 'hard'
+      ? trans.__('Admin’s budget (locked)')
+      : trans.__('Your budget');
+  return (
+    <li data-budget={line.kind}>
+      <strong>{who}</strong>
+      {': '}
+      {trans.__(
+        '%1 of %2 per %3 spent (%4%)',
+        line.spent_usd === null ? '—' : formatMoney(line.spent_usd, symbol),
+        formatMoney(line.amount_usd, symbol),
+        line.scope,
+        line.share === null ? '—' : budgetPercent(line.share)
+      )}
+      {runOut !== null &&
+        ' · ' + trans.__('runs out at %1 at the current rate', runOut)}
+    </li>
+  );
+}
+
+export function Budget(props: {
+  model: CostPanelModel;
+  status: IPanelStatus;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement | null {
+  const { model, status, symbol, trans } = props;
+  const budget = status.budget;
+  const [amount, setAmount] = React.useState('');
+  const [scope, setScope] = React.useState('session');
+  const [error, setError] = React.useState<string | null>(null);
+  if (!budget) {
+    return null;
+  }
+  const submit = (value: number | null): void => {
+    void model.setSoftBudget(value, scope).then(setError);
+  };
+  return (
+    <section className="jp-gpucost-panel-budget" data-state={budget.state}>
+      <h3>{trans.__('Budget')}</h3>
+      <ul>
+        {budget.hard && (
+          <BudgetLine line={budget.hard} symbol={symbol} trans={trans} />
+        )}
+        {budget.soft && (
+          <BudgetLine line={budget.soft} symbol={symbol} trans={trans} />
+        )}
+        {!budget.hard && !budget.soft && <li>{trans.__('No budget set.')}</li>}
+      </ul>
+      {budget.last_action?.message && (
+        <p data-field="last-action">
+          {trans.__('Last action: %1', budget.last_action.message)}
+        </p>
+      )}
+      <form
+        className="jp-gpucost-budget-form"
+        onSubmit={event => {
+          event.preventDefault();
+          const parsed = parseAmount(amount);
+          if (parsed.error !== null) {
+            setError(trans.__(parsed.error));
+            return;
+          }
+          submit(parsed.value);
+        }}
+      >
+        <label>
+          {currencyLabel(symbol)
+            ? trans.__('Your budget (%1)', currencyLabel(symbol))
+            : trans.__('Your budget')}{' '}
+          <input
+            className="jp-mod-styled"
+            inputMode="decimal"
+            value={amount}
+            onChange={event => setAmount(event.target.value)}
+          />
+        </label>{' '}
+        <select
+          className="jp-mod-styled"
+          value={scope}
+          onChange={event => setScope(event.target.value)}
+        >
+          {budget.scopes.map(s => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>{' '}
+        <button className="jp-mod-styled jp-mod-accept" type="submit">
+          {trans.__('Set')}
+        </button>
+        {budget.soft && (
+          <button
+            className="jp-mod-styled"
+            type="button"
+            onClick={() => submit(null)}
+          >
+            {trans.__('Remove')}
+          </button>
+        )}
+      </form>
+      {error && (
+        <p className="jp-gpucost-panel-note" data-state="error">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}

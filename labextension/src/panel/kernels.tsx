@@ -1,0 +1,102 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { formatMoney } from '../format';
+import { gpuMetered, kernelRows } from './format';
+import { CostPanelModel } from './model';
+import { PanelTable } from './table';
+
+/*
+ * What each kernel cost.
+ */
+
+export function Kernels(props: {
+  model: CostPanelModel;
+  gpus: number;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement {
+  const { model, gpus, symbol, trans } = props;
+  const part = model.kernels;
+  if (part.missing) {
+    return (
+      <section className="jp-gpucost-panel-kernels">
+        <h3>{trans.__('Kernels')}</h3>
+        <div className="jp-gpucost-panel-note">
+          {trans.__(
+            'This server does not attribute cost to kernels (no /gpucost/api/kernels).'
+          )}
+        </div>
+      </section>
+    );
+  }
+  if (!part.value) {
+    return (
+      <section className="jp-gpucost-panel-kernels">
+        <h3>{trans.__('Kernels')}</h3>
+        <div className="jp-gpucost-panel-note">
+          {part.error
+            ? trans.__('Could not read the kernels: %1', part.error)
+            : trans.__('Loading…')}
+        </div>
+      </section>
+    );
+  }
+  const answer = part.value;
+  const metered = gpuMetered(gpus, answer);
+  const rows = kernelRows(answer, symbol, trans, metered);
+  return (
+    <section className="jp-gpucost-panel-kernels">
+      <h3>{trans.__('Kernels')}</h3>
+      {!metered && (
+        <div className="jp-gpucost-panel-note" data-state="no-gpus">
+          {trans.__(
+            'No GPU is metered on this server: there is no GPU cost to attribute to kernels.'
+          )}
+        </div>
+      )}
+      {metered && !answer.pids_visible && (
+        <div className="jp-gpucost-panel-note" data-state="pids-hidden">
+          {answer.note ??
+            trans.__(
+              'The GPU driver reports processes this server cannot see (a container): GPU use is not attributed to kernels.'
+            )}
+        </div>
+      )}
+      {part.error && (
+        <div className="jp-gpucost-panel-note" data-state="error">
+          {part.error}
+        </div>
+      )}
+      {rows.length > 0 && (
+        <PanelTable
+          className="jp-gpucost-kernels"
+          rows={rows}
+          rowKey={row => row.key}
+          rowAttributes={row => ({
+            'data-kind': row.kind,
+            'data-kernel-id': row.kind === 'kernel' ? row.key : undefined,
+            title: row.title
+          })}
+          columns={[
+            { header: trans.__('Notebook'), cell: row => row.label },
+            { header: trans.__('State'), cell: row => row.state },
+            { header: trans.__('Uptime'), cell: row => row.uptime },
+            { header: trans.__('GPU share'), cell: row => row.share },
+            { header: trans.__('Cost'), cell: row => row.cost, numeric: true }
+          ]}
+          footer={
+            metered && (
+              <tr data-kind="total">
+                <td colSpan={4}>{trans.__('GPU total')}</td>
+                <td className="jp-gpucost-num">
+                  {formatMoney(answer.total_usd, symbol)}
+                </td>
+              </tr>
+            )
+          }
+        />
+      )}
+    </section>
+  );
+}

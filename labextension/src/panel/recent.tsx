@@ -1,0 +1,105 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { formatLocalTime } from '../budget/format';
+import { describePaths } from '../export/format';
+import { formatBytes, formatDuration, formatMoney } from '../format';
+import { CostPanelModel } from './model';
+import { PanelTable } from './table';
+
+/*
+ * Recent cells and checkpoint exports.
+ */
+
+export function Cells(props: {
+  model: CostPanelModel;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement | null {
+  const { model, symbol, trans } = props;
+  const part = model.cells;
+  if (part.missing || !part.value || part.value.cells.length === 0) {
+    return null;
+  }
+  return (
+    <section className="jp-gpucost-panel-cells">
+      <h3>{trans.__('Recent cells')}</h3>
+      <PanelTable
+        className="jp-gpucost-cells"
+        rows={part.value.cells}
+        rowKey={cell => `${cell.cell_id}-${cell.ended}`}
+        rowAttributes={cell => ({ 'data-status': cell.status })}
+        columns={[
+          {
+            header: trans.__('Notebook'),
+            cell: cell => cell.notebook_path ?? cell.cell_id
+          },
+          {
+            header: trans.__('Ended'),
+            cell: cell =>
+              formatLocalTime(cell.ended, Date.now(), { seconds: true })
+          },
+          {
+            header: trans.__('Wall time'),
+            cell: cell => formatDuration(cell.wall_s, true)
+          },
+          {
+            header: trans.__('Peak memory'),
+            cell: cell => formatBytes(cell.peak_memory_bytes)
+          },
+          {
+            header: trans.__('Cost'),
+            cell: cell => formatMoney(cell.cost_usd, symbol),
+            numeric: true
+          }
+        ]}
+      />
+    </section>
+  );
+}
+
+export function Exports(props: {
+  model: CostPanelModel;
+  trans: TranslationBundle;
+}): React.ReactElement | null {
+  const { model, trans } = props;
+  const part = model.exports;
+  if (part.missing || !part.value || part.value.jobs.length === 0) {
+    return null;
+  }
+  return (
+    <section className="jp-gpucost-panel-exports">
+      <h3>{trans.__('Checkpoint exports')}</h3>
+      <PanelTable
+        className="jp-gpucost-exports"
+        rows={part.value.jobs.slice(0, 10)}
+        rowKey={job => job.id}
+        rowAttributes={job => ({
+          'data-export-id': job.id,
+          'data-state': job.state
+        })}
+        columns={[
+          { header: trans.__('What'), cell: job => describePaths(job.paths) },
+          {
+            header: trans.__('State'),
+            cell: job =>
+              job.state === 'running'
+                ? `${Math.floor(job.progress * 100)}%`
+                : job.state,
+            title: job => job.error ?? undefined
+          },
+          {
+            header: trans.__('Where'),
+            className: 'jp-gpucost-export-where',
+            cell: job =>
+              job.state === 'done'
+                ? job.results.map(r => r.url).join(', ')
+                : job.state === 'failed'
+                  ? (job.error ?? '')
+                  : job.target_url
+          }
+        ]}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,105 @@
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { formatMoney, formatRate } from '../format';
+import { IPanelStatus } from './types';
+
+/*
+ * The banner saying where the readings come from, and the totals (session, today, month, rate).
+ */
+
+export function Source(props: {
+  status: IPanelStatus;
+  trans: TranslationBundle;
+}): React.ReactElement | null {
+  const { status, trans } = props;
+  if (status.telemetry.simulated) {
+    const detail = status.telemetry.detail ?? {};
+    return (
+      <div className="jp-gpucost-panel-banner" data-state="simulated">
+        {trans.__(
+          'Simulated: these GPUs and readings are replayed from a trace (%1), not measured on this machine.',
+          String(detail['trace'] ?? trans.__('recorded session'))
+        )}
+      </div>
+    );
+  }
+  if (!status.telemetry.available) {
+    return (
+      <div className="jp-gpucost-panel-banner" data-state="no-telemetry">
+        {trans.__(
+          'No GPU telemetry: %1. Only the base price is counted.',
+          status.telemetry.reason ?? trans.__('unknown reason')
+        )}
+      </div>
+    );
+  }
+  return null;
+}
+
+export function Totals(props: {
+  status: IPanelStatus;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement {
+  const { status, symbol, trans } = props;
+  const noLedger = trans.__(
+    'Not known: the server has no ledger (older version, or the ledger could not be opened; see the server log).'
+  );
+  const total = (
+    key: string,
+    label: string,
+    value: number | null | undefined,
+    title: string
+  ): React.ReactElement => (
+    <div className="jp-gpucost-total" data-total={key} title={title}>
+      <div className="jp-gpucost-total-label">{label}</div>
+      <div className="jp-gpucost-total-value">
+        {value === null || value === undefined
+          ? '—'
+          : key === 'rate'
+            ? formatRate(value, symbol, trans)
+            : formatMoney(value, symbol)}
+      </div>
+    </div>
+  );
+  return (
+    <section className="jp-gpucost-panel-totals">
+      {total(
+        'session',
+        trans.__('This session'),
+        status.cost_usd,
+        trans.__(
+          'Since the server started at %1, at %2',
+          new Date(status.session_started).toLocaleString(),
+          formatRate(status.rate_usd_per_hour, symbol, trans)
+        )
+      )}
+      {total(
+        'today',
+        trans.__('Today'),
+        status.today_usd,
+        status.today_usd === undefined || status.today_usd === null
+          ? noLedger
+          : trans.__('All sessions since midnight')
+      )}
+      {total(
+        'month',
+        trans.__('This month'),
+        status.month_usd,
+        status.month_usd === undefined || status.month_usd === null
+          ? noLedger
+          : trans.__(
+              'All sessions this month; all time: %1',
+              formatMoney(status.all_time_usd ?? NaN, symbol)
+            )
+      )}
+      {total(
+        'rate',
+        trans.__('Rate now'),
+        status.rate_usd_per_hour,
+        trans.__('Per hour, for the GPUs this server holds')
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,110 @@
+import { VDomRenderer } from '@jupyterlab/apputils';
+import {
+  ITranslator,
+  nullTranslator,
+  TranslationBundle
+} from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { budgetDisplayState, budgetText } from './budget/format';
+import { describe } from './display';
+import { currencySymbol } from './format';
+import { IGpuCostModel } from './tokens';
+
+/**
+ * The class of the top-bar item (Notebook 7's top bar; JupyterLab's when the
+ * setting asks for it).
+ */
+export const TOP_BAR_ITEM_CLASS = 'jp-gpucost-TopBarItem';
+
+/**
+ * The top-bar item: `$1.23 · $6.86/h · simulated · budget 42% of $5.00`. A
+ * click runs `onClick` (opens the cost panel).
+ */
+export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
+  constructor(options: GpuCostTopBarItem.IOptions) {
+    super(options.model);
+    this._trans = (options.translator ?? nullTranslator).load(
+      'jupyter_gpucost'
+    );
+    this.addClass(TOP_BAR_ITEM_CLASS);
+    this.node.setAttribute('role', 'button');
+    this.node.tabIndex = 0;
+    const onClick = options.onClick;
+    if (onClick) {
+      this.node.addEventListener('click', () => onClick());
+      this.node.addEventListener('keydown', event => {
+        if (event.key === 'Enter' || event.key === ' ') {
+          event.preventDefault();
+          onClick();
+        }
+      });
+    }
+  }
+
+  protected render(): React.ReactElement {
+    const display = describe(this.model, this._trans);
+    const status = this.model.status;
+    const budget = this.model.budget;
+    const symbol = status ? currencySymbol(status) : '';
+    const budgetState = budgetDisplayState(budget);
+    const budgetLine = budget ? budgetText(budget, Date.now(), symbol) : '';
+    this.node.dataset.state = display.state;
+    this.node.dataset.budget = budgetState;
+    this.node.dataset.transport = this.model.transport;
+    this.node.title = [
+      display.title,
+      budgetLine,
+      this._trans.__('Click for the cost panel.')
+    ]
+      .filter(line => line !== '')
+      .join('\n');
+    const separator = ' · ';
+    return (
+      <span className="jp-gpucost-topbar-text">
+        {display.warning && <span className="jp-gpucost-warning">{'⚠ '}</span>}
+        {display.message !== null ? (
+          <span className="jp-gpucost-message">{display.message}</span>
+        ) : (
+          <>
+            <span className="jp-gpucost-cost">{display.cost}</span>
+            {separator}
+            <span className="jp-gpucost-rate">{display.rate}</span>
+          </>
+        )}
+        {display.simulated && (
+          <span className="jp-gpucost-simulated">
+            {separator}
+            {this._trans.__('simulated')}
+          </span>
+        )}
+        {display.stale && (
+          <span className="jp-gpucost-stale">
+            {separator}
+            {this._trans.__('stale')}
+          </span>
+        )}
+        {budgetLine !== '' && (
+          <span className="jp-gpucost-topbar-budget" data-budget={budgetState}>
+            {separator}
+            {budgetLine}
+          </span>
+        )}
+      </span>
+    );
+  }
+
+  private _trans: TranslationBundle;
+}
+
+/**
+ * A namespace for `GpuCostTopBarItem` statics.
+ */
+export namespace GpuCostTopBarItem {
+  export interface IOptions {
+    model: IGpuCostModel;
+    translator?: ITranslator;
+    /** What a click does (open the cost panel). */
+    onClick?: () => void;
+  }
+}
