@@ -10,7 +10,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jupyter_gpucost.server.ledger import Ledger, LedgerUnavailable, Pending, minute_of
+from jupyter_gpucost.server.ledger import (
+    GpuMinuteSums,
+    Ledger,
+    LedgerUnavailable,
+    Pending,
+    minute_of,
+)
 
 NOW = datetime(2026, 11, 22, 14, 30, tzinfo=UTC)
 
@@ -21,7 +27,7 @@ def pending(minutes: dict[int, int], *, last: float) -> Pending:
         p.spend[minute] = [cost, cost // 2, 6_880_000]
         p.cost_micro_usd += cost
         p.idle_micro_usd += cost // 2
-    p.gpus[(0, min(minutes))] = [97.0, 391.0, 1, 60 * 2**30]
+    p.gpus[(0, min(minutes))] = GpuMinuteSums(97.0, 391.0, 1, 60 * 2**30)
     p.last_unix_s = last
     return p
 

@@ -17,7 +17,7 @@ from ..core.meter import MeterSnapshot
 from .attribution import Attribution, Attributor
 from .history import GpuPoint, HistoryRing, Point
 from .kernel_procs import KernelTracker
-from .ledger import Ledger, Pending, Totals, minute_of
+from .ledger import GpuMinuteSums, Ledger, Pending, Totals, minute_of
 from .sampler import Published
 
 
@@ -93,12 +93,8 @@ class Recorder:
                 r = g.reading
                 if r is None or r.lost:
                     continue
-                stats = p.gpus.setdefault((g.index, minute), [0.0, 0.0, 0, None])
-                stats[0] += r.utilization_pct or 0.0
-                stats[1] += r.power_w or 0.0
-                stats[2] += 1
-                if r.memory_used_bytes is not None:
-                    stats[3] = max(stats[3] or 0, r.memory_used_bytes)
+                sums = p.gpus.setdefault((g.index, minute), GpuMinuteSums())
+                sums.add(r.utilization_pct, r.power_w, r.memory_used_bytes)
             p.cost_micro_usd += delta_cost
             p.idle_micro_usd += delta_idle
             p.energy_j = snap.energy_j
@@ -198,13 +194,8 @@ class Recorder:
             row = new.spend.setdefault(minute, [0, 0, rate])
             row[0] += cost
             row[1] += idle
-        for key, (util, power, n, memory) in old.gpus.items():
-            stats = new.gpus.setdefault(key, [0.0, 0.0, 0, None])
-            stats[0] += util
-            stats[1] += power
-            stats[2] += n
-            if memory is not None:
-                stats[3] = max(stats[3] or 0, memory)
+        for key, sums in old.gpus.items():
+            new.gpus.setdefault(key, GpuMinuteSums()).merge(sums)
         new.cost_micro_usd += old.cost_micro_usd
         new.idle_micro_usd += old.idle_micro_usd
         new.energy_j = new.energy_j if new.energy_j is not None else old.energy_j

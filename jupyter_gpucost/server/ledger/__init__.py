@@ -50,10 +50,10 @@ from .schema import (
     sessions_table,
     spend_table,
 )
-from .writes import GpuMinute, Pending, add_bulk_spend, add_pending
+from .writes import GpuMinuteSums, Pending, add_bulk_spend, add_pending
 
 __all__ = [
-    "GpuMinute",
+    "GpuMinuteSums",
     "Ledger",
     "LedgerUnavailable",
     "Pending",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,14 +19,36 @@ from .schema import (
 )
 
 
-@dataclass(frozen=True)
-class GpuMinute:
-    """What one sample says about one GPU, folded into its minute."""
+@dataclass
+class GpuMinuteSums:
+    """One GPU's samples in one minute, folded: sums for the means, the memory peak."""
 
-    gpu_index: int
-    utilization_pct: float | None
-    power_w: float | None
-    memory_used_bytes: int | None
+    utilization_pct_sum: float = 0.0
+    power_w_sum: float = 0.0
+    samples: int = 0
+    memory_used_bytes_max: int | None = None
+
+    def add(
+        self,
+        utilization_pct: float | None,
+        power_w: float | None,
+        memory_used_bytes: int | None,
+        samples: int = 1,
+    ) -> None:
+        """Fold in one reading (or ``samples`` readings already summed)."""
+        self.utilization_pct_sum += utilization_pct or 0.0
+        self.power_w_sum += power_w or 0.0
+        self.samples += samples
+        if memory_used_bytes is not None:
+            self.memory_used_bytes_max = max(self.memory_used_bytes_max or 0, memory_used_bytes)
+
+    def merge(self, other: GpuMinuteSums) -> None:
+        self.add(
+            other.utilization_pct_sum,
+            other.power_w_sum,
+            other.memory_used_bytes_max,
+            samples=other.samples,
+        )
 
 
 @dataclass
@@ -35,7 +56,8 @@ class Pending:
     """What the meter counted since the last flush, by minute (micro-dollars)."""
 
     spend: dict[int, list[int]] = field(default_factory=dict)  # minute -> [cost, idle, rate]
-    gpus: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
+    #: (GPU index, minute) -> that GPU's samples in that minute
+    gpus: dict[tuple[int, int], GpuMinuteSums] = field(default_factory=dict)
     cost_micro_usd: int = 0
     idle_micro_usd: int = 0
     energy_j: float | None = None
@@ -86,7 +108,9 @@ def add_pending(conn: Connection, session_id: str, pending: Pending) -> None:
                     session_id=session_id, quarter_unix_s=quarter, cost_micro_usd=cost
                 )
             )
-    for (gpu, minute), (util, power, n, memory) in sorted(pending.gpus.items()):
+    for (gpu, minute), sums in sorted(pending.gpus.items()):
+        util, power = sums.utilization_pct_sum, sums.power_w_sum
+        n, memory = sums.samples, sums.memory_used_bytes_max
         c = gpu_minutes_table.c
         updated = conn.execute(
             gpu_minutes_table.update()
