@@ -13,7 +13,7 @@ import math
 import threading
 from collections import deque
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import RequestError
 from .inputs import is_unicode, shown, type_name
@@ -147,10 +147,18 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
     return cleaned
 
 
+class CellLedger(Protocol):
+    """Where cells are kept across restarts (the ledger)."""
+
+    def add_cell(self, session_id: str, record: dict[str, Any]) -> None: ...
+
+    def recent_cells(self, limit: int = 50) -> list[dict[str, Any]]: ...
+
+
 class CellLog:
     """Recent cells in memory (for the badges), every cell in the ledger (for history)."""
 
-    def __init__(self, ledger: Any, session_id: str) -> None:
+    def __init__(self, ledger: CellLedger | None, session_id: str) -> None:
         self.ledger = ledger
         self.session_id = session_id
         self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_CELLS_IN_MEMORY)
