@@ -8,6 +8,7 @@ import * as React from 'react';
 
 import { budgetDisplayState, budgetText } from './budget/format';
 import { describe } from './display';
+import { CostText } from './view';
 import { currencySymbol } from './format';
 import { IGpuCostModel } from './tokens';
 
@@ -62,28 +63,7 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     const separator = ' · ';
     return (
       <span className="jp-gpucost-topbar-text">
-        {display.warning && <span className="jp-gpucost-warning">{'⚠ '}</span>}
-        {display.message !== null ? (
-          <span className="jp-gpucost-message">{display.message}</span>
-        ) : (
-          <>
-            <span className="jp-gpucost-cost">{display.cost}</span>
-            {separator}
-            <span className="jp-gpucost-rate">{display.rate}</span>
-          </>
-        )}
-        {display.simulated && (
-          <span className="jp-gpucost-simulated">
-            {separator}
-            {this._trans.__('simulated')}
-          </span>
-        )}
-        {display.stale && (
-          <span className="jp-gpucost-stale">
-            {separator}
-            {this._trans.__('stale')}
-          </span>
-        )}
+        <CostText display={display} trans={this._trans} />
         {budgetLine !== '' && (
           <span className="jp-gpucost-topbar-budget" data-budget={budgetState}>
             {separator}

@@ -41,60 +41,61 @@ export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
     const display = this.display;
     this.node.dataset.state = display.state;
     this.node.title = display.title;
-    return <Private.StatusText display={display} trans={this._trans} />;
+    return (
+      <span className="jp-StatusBar-TextItem jp-gpucost-text">
+        <CostText display={display} trans={this._trans} />
+      </span>
+    );
   }
 
   private _trans: TranslationBundle;
 }
 
 /**
- * Module-private helpers.
+ * The cost's text, as both the status bar item and the top-bar item show it:
+ * `⚠ $1.23 · $6.86/h · simulated` (with `no GPU telemetry` and `stale` when
+ * they hold).
  */
-namespace Private {
-  /**
-   * The item's text: `⚠ $1.23 · $6.86/h · simulated`.
-   */
-  export function StatusText(props: {
-    display: IStatusDisplay;
-    trans: TranslationBundle;
-  }): React.ReactElement {
-    const { display, trans } = props;
-    const separator = ' · ';
-    return (
-      <span className="jp-StatusBar-TextItem jp-gpucost-text">
-        {display.warning && (
-          <span className="jp-gpucost-warning" aria-label={trans.__('warning')}>
-            {'⚠ '}
-          </span>
-        )}
-        {display.message !== null ? (
-          <span className="jp-gpucost-message">{display.message}</span>
-        ) : (
-          <>
-            <span className="jp-gpucost-cost">{display.cost}</span>
-            {separator}
-            <span className="jp-gpucost-rate">{display.rate}</span>
-          </>
-        )}
-        {display.noTelemetry && (
-          <span className="jp-gpucost-no-telemetry">
-            {separator}
-            {trans.__('no GPU telemetry')}
-          </span>
-        )}
-        {display.simulated && (
-          <span className="jp-gpucost-simulated">
-            {separator}
-            {trans.__('simulated')}
-          </span>
-        )}
-        {display.stale && (
-          <span className="jp-gpucost-stale">
-            {separator}
-            {trans.__('stale')}
-          </span>
-        )}
-      </span>
-    );
-  }
+export function CostText(props: {
+  display: IStatusDisplay;
+  trans: TranslationBundle;
+}): React.ReactElement {
+  const { display, trans } = props;
+  const separator = ' · ';
+  return (
+    <>
+      {display.warning && (
+        <span className="jp-gpucost-warning" aria-label={trans.__('warning')}>
+          {'⚠ '}
+        </span>
+      )}
+      {display.message !== null ? (
+        <span className="jp-gpucost-message">{display.message}</span>
+      ) : (
+        <>
+          <span className="jp-gpucost-cost">{display.cost}</span>
+          {separator}
+          <span className="jp-gpucost-rate">{display.rate}</span>
+        </>
+      )}
+      {display.noTelemetry && (
+        <span className="jp-gpucost-no-telemetry">
+          {separator}
+          {trans.__('no GPU telemetry')}
+        </span>
+      )}
+      {display.simulated && (
+        <span className="jp-gpucost-simulated">
+          {separator}
+          {trans.__('simulated')}
+        </span>
+      )}
+      {display.stale && (
+        <span className="jp-gpucost-stale">
+          {separator}
+          {trans.__('stale')}
+        </span>
+      )}
+    </>
+  );
 }

@@ -2,6 +2,7 @@ import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { GpuCostModel } from '../model';
+import { GpuCostTopBarItem } from '../topbar';
 import { GpuCostStatus, STATUS_ITEM_ID } from '../view';
 import {
   fakeServer,
@@ -142,5 +143,33 @@ describe('GpuCostStatus (the status bar item)', () => {
     await view.renderPromise;
     expect(view.node.dataset.state).toBe('ok');
     expect(view.node.textContent).toBe('$2.83 · $6.86/h');
+  });
+});
+
+describe('GpuCostTopBarItem (Notebook 7 top bar)', () => {
+  it('says what the status bar says: no GPU telemetry, simulated', async () => {
+    for (const [body, shown] of [
+      [makeNoTelemetryStatus(), '$0.50 · $1.00/h · no GPU telemetry'],
+      [makeSimulatedStatus(), /^\$[\d.,]+ · \$[\d.,]+\/h · simulated$/]
+    ] as const) {
+      const server = fakeServer([{ status: 200, body }]);
+      const model = new GpuCostModel({
+        serverSettings: server.settings,
+        autoStart: false
+      });
+      const item = new GpuCostTopBarItem({ model });
+      const status = new GpuCostStatus(model);
+      Widget.attach(item, document.body);
+      Widget.attach(status, document.body);
+      await model.fetch();
+      MessageLoop.sendMessage(item, Widget.Msg.UpdateRequest);
+      await item.renderPromise;
+      const statusNode = await rendered(status);
+      expect(item.node.textContent).toMatch(shown);
+      expect(item.node.textContent).toBe(statusNode.textContent);
+      item.dispose();
+      status.dispose();
+      model.dispose();
+    }
   });
 });
