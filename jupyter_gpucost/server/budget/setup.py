@@ -18,7 +18,7 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import HasTraits, TraitError
 
 from ...core.money import exact, to_usd
-from ..traits import trait_str
+from ..traits import one_of, trait_str
 from .actions import HubTarget, KernelManager
 from .controller import BudgetConfig, BudgetController
 from .events import EventLogger
@@ -96,21 +96,9 @@ def validate_budget_trait(name: str, value: Any) -> Any:
             f"c.GpuCost.{name} = {value!r} is not valid: use a number of dollars (0 for none)."
         ) from None
     if name == "budget_action":
-        action = str(value).strip().lower()
-        if action not in ACTIONS:
-            raise TraitError(
-                f"c.GpuCost.budget_action = {value!r} is not valid: use one of "
-                f"{', '.join(ACTIONS)}."
-            )
-        return action
+        return one_of(name, value, ACTIONS)
     if name == "idle_gpu_action":
-        action = str(value).strip().lower()
-        if action not in IDLE_ACTIONS:
-            raise TraitError(
-                f"c.GpuCost.idle_gpu_action = {value!r} is not valid: use one of "
-                f"{', '.join(IDLE_ACTIONS)}."
-            )
-        return action
+        return one_of(name, value, IDLE_ACTIONS)
     if name == "budget_grace_s":
         return _number(name, value, 0, 86_400)
     if name == "budget_save_timeout_s":
