@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium bench bench-tabs clean
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs clean
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -76,7 +76,15 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/jlpm lint
 
-test-python: install
+# PostgreSQL from Debian: the hub ledger's tests run against a real one on loopback
+postgres:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "Installing PostgreSQL from Debian (needed by the ledger tests)"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq postgresql >/dev/null; fi; \
+	fi
+
+test-python: install postgres
 	$(PY) -m pytest tests --ignore=tests/ui
 
 test-js: install

@@ -1,0 +1,120 @@
+"""The hub tier's shared types: a server as the Hub reports it, what it was allocated, a
+user's totals, and the ledger's interface. Pure: no I/O, no tornado.
+
+The service (:mod:`jupyter_gpucost.hub.service`) meets the ledger
+(:mod:`jupyter_gpucost.hub.ledger`), the allocation policy
+(:mod:`jupyter_gpucost.hub.allocation`) and the budgets (:mod:`jupyter_gpucost.hub.budgets`)
+only through these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Protocol
+
+from ..core.hub_protocol import SpendReport
+
+
+class HubConfigError(ValueError):
+    """A setting of the service that cannot be used; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """One server as the Hub API reports it (``GET /users?state=active``)."""
+
+    user: str
+    #: "" for the user's default server
+    server_name: str
+    started: datetime
+    ready: bool
+    #: the profile the user chose (``user_options["profile"]``), if any
+    profile: str | None = None
+    user_options: Mapping[str, object] = field(default_factory=dict)
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuAllocation:
+    """What a server was given: a GPU model (a catalog model name) and how many."""
+
+    model: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    """The price of one server's allocation, and where each figure comes from."""
+
+    allocation: GpuAllocation
+    usd_per_gpu_hour: Decimal
+    #: a sentence: which catalog row or admin override
+    source: str
+
+    @property
+    def usd_per_hour(self) -> Decimal:
+        return self.usd_per_gpu_hour * self.allocation.count
+
+
+@dataclass(frozen=True)
+class ServerRow:
+    """A server's session as the hub ledger keeps it."""
+
+    server_id: int
+    user: str
+    server_name: str
+    started: datetime
+    stopped: datetime | None
+    #: last time the service saw it running (flushed); the bill of a server that stopped
+    #: while the service was down ends here
+    last_seen: datetime
+    profile: str | None
+    rate: Rate
+
+
+@dataclass(frozen=True)
+class UserTotals:
+    """A user's bill as the hub keeps it: ``max(allocated, reported)`` per server and day."""
+
+    user: str
+    today_micro_usd: int
+    month_micro_usd: int
+    #: the running servers' sessions, by server_id
+    sessions_micro_usd: Mapping[int, int] = field(default_factory=dict)
+
+
+class HubLedgerApi(Protocol):
+    """What the service asks of the hub ledger (SQLite or any SQLAlchemy URL)."""
+
+    def open_server(self, server: ServerInfo, rate: Rate) -> ServerRow:
+        """The ledger's row for this server's current session (started at
+        ``server.started``), created on first sight; the same row when seen again."""
+
+    def close_server(self, server_id: int, stopped: datetime) -> None: ...
+
+    def running(self) -> list[ServerRow]:
+        """Servers the ledger believes are running (not stopped)."""
+
+    def add_report(self, server_id: int, report: SpendReport, received: datetime) -> None:
+        """Keep a server's latest report (in memory until :meth:`flush`); a report can
+        raise what was reported, never lower the bill below the allocation."""
+
+    def flush(self, now: datetime) -> None:
+        """Write what is pending: each running server's allocation up to ``now`` and its
+        latest report, split by day. At most one flush period is lost on a crash."""
+
+    def totals(self, user: str, now: datetime) -> UserTotals: ...
+
+    def all_totals(self, now: datetime) -> dict[str, UserTotals]:
+        """Every user with spend this month (the admin page; fast for 1,000 users)."""
+
+    def daily(self, since: date, user: str | None = None) -> list[tuple[date, str, int]]:
+        """(day, user, micro-dollars) rows from ``since``; one user's or everyone's."""
+
+    def sessions(self, user: str, limit: int = 50) -> list[dict[str, object]]:
+        """A user's server sessions, newest first (start, stop, profile, GPUs, bill)."""
+
+    def close(self) -> None: ...
