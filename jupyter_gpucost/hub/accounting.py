@@ -65,16 +65,28 @@ def month_start(day: date) -> date:
 
 
 def allocated_by_day(
-    rate: Rate, billing: BillingRule, started: datetime, until: datetime, tz: tzinfo
+    rate: Rate,
+    billing: BillingRule,
+    started: datetime,
+    until: datetime,
+    tz: tzinfo,
+    *,
+    since: date | None = None,
 ) -> dict[date, int]:
     """The allocation's cost from ``started`` to ``until``, by local day in ``tz``; the
-    values add up exactly to :func:`allocated_micro_usd`. Empty before ``started``."""
+    values add up exactly to :func:`allocated_micro_usd`. Empty before ``started``.
+    ``since`` leaves out the days before it (their shares do not change any more)."""
     if until <= started:
         return {}
     out: dict[date, int] = {}
     day = day_of(started, tz)
     last = day_of(until, tz)
     before = 0
+    if since is not None and since > day:
+        if since > last:
+            return {}
+        day = since
+        before = allocated_micro_usd(rate, billing, started, midnight(since, tz))
     while True:
         end = until if day == last else midnight(day + _ONE_DAY, tz)
         cumulative = allocated_micro_usd(rate, billing, started, end)
