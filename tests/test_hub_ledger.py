@@ -5,6 +5,10 @@ hub's time zone, and what a crash can lose."""
 from __future__ import annotations
 
 import gc
+import signal
+import subprocess
+import sys
+import threading
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -339,3 +343,69 @@ def test_the_default_ledger_is_a_sqlite_file_in_the_data_dir(tmp_path: Path) -> 
     url = default_url(str(tmp_path))
     assert url == f"sqlite:///{tmp_path}/gpucost-hub.sqlite"
     HubLedger(url).close()
+
+
+_KILLED_SERVICE = """
+import os, signal, sys
+from datetime import timedelta
+sys.path[:0] = [{root!r}, {tests!r}]
+from test_hub_ledger import T, T4, at, report, server
+from jupyter_gpucost.hub.ledger import HubLedger
+
+ledger = HubLedger({url!r})
+row = ledger.open_server(server("alice"), T4)
+ledger.add_report(row.server_id, report(90_000), at(30))
+ledger.flush(at(60))
+ledger.add_report(row.server_id, report(200_000), at(90))
+print(row.server_id, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_service_killed_with_sigkill_loses_only_what_came_after_its_last_flush(
+    ledger_url: str,
+) -> None:
+    here = Path(__file__).resolve().parent
+    script = _KILLED_SERVICE.format(root=str(here.parent), tests=str(here), url=ledger_url)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    server_id = int(done.stdout.split()[0])
+    again = HubLedger(ledger_url)
+    (row,) = again.running()
+    assert (row.server_id, row.user, row.last_seen) == (server_id, "alice", at(60))
+    again.close_server(row.server_id, row.last_seen)
+    # flushed at 60 s: 90,000 reported (above the 60,000 allocated); the 200,000 is lost
+    assert again.totals("alice", at(600)).today_micro_usd == 90_000
+    again.close()
+
+
+def test_reports_that_come_in_while_a_flush_writes_are_not_lost(ledger_url: str) -> None:
+    ledger = HubLedger(ledger_url)
+    rows = [ledger.open_server(server(f"user{i}"), T4) for i in range(20)]
+    stop = threading.Event()
+    last: dict[int, int] = {}
+
+    def report_forever() -> None:
+        cost = 1_000_000
+        while not stop.is_set():
+            cost += 1_000
+            for row in rows:
+                ledger.add_report(row.server_id, report(cost), at(30))
+                last[row.server_id] = cost
+
+    reporter = threading.Thread(target=report_forever)
+    reporter.start()
+    try:
+        for i in range(20):
+            ledger.flush(at(31 + i))
+    finally:
+        stop.set()
+        reporter.join()
+    ledger.flush(at(60))
+    ledger.close()
+    again = HubLedger(ledger_url)
+    for row in rows:
+        assert again.totals(row.user, at(60)).today_micro_usd == last[row.server_id]
+    again.close()
