@@ -19,12 +19,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..core.billing import BillingRule, cost_micro_usd
 from ..core.money import round_micro
-from .model import Rate
+from .model import HubConfigError, Rate
+
+TIME_ZONE_SETTING = "c.GpuCostHub.time_zone"
 
 _ONE_DAY = timedelta(days=1)
+
+
+def time_zone(name: str, *, setting: str = TIME_ZONE_SETTING) -> tzinfo:
+    """The IANA time zone days and months are cut in (``"Europe/Paris"``, ``"UTC"``)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise HubConfigError(
+            f"{setting}: {name!r} is not an IANA time zone such as 'UTC' or 'Europe/Paris'"
+        ) from None
 
 
 def _aware(when: datetime, what: str) -> datetime:
