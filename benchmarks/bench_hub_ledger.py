@@ -6,7 +6,8 @@
 Fills a fresh hub ledger (SQLite; with ``--postgres`` also a PostgreSQL started on
 loopback, as the tests do: Debian's ``postgresql``, ``make postgres``) with ``--days`` of
 ``--users`` users, each starting ``--sessions-per-day`` servers a day (a 2-hour and a
-3-hour session, every other user on 2 × A100-80GB, the others on a T4; a third of the
+3-hour session, every other user on 2 × A100-80GB, the others on a T4, priced from the
+shipped catalog (AWS on-demand) with its source text kept per session; a third of the
 sessions reported above their allocation), written in bulk into the ledger's own tables.
 On the last day every user has one server still running: the ledger is reopened (it
 takes those servers up again, as after a restart) and flushed once. Then it measures:
@@ -38,7 +39,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +48,25 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from jupyter_gpucost.core.billing import BillingRule  # noqa: E402
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog  # noqa: E402
 from jupyter_gpucost.core.hub_protocol import SpendReport  # noqa: E402
 from jupyter_gpucost.hub.accounting import allocated_by_day  # noqa: E402
-from jupyter_gpucost.hub.ledger import HubLedger, daily_table, servers_table  # noqa: E402
+from jupyter_gpucost.hub.allocation import price  # noqa: E402
+from jupyter_gpucost.hub.ledger import (  # noqa: E402
+    HubLedger,
+    daily_table,
+    rates_table,
+    servers_table,
+)
 from jupyter_gpucost.hub.ledger.schema import to_us  # noqa: E402
-from jupyter_gpucost.hub.model import GpuAllocation, Rate  # noqa: E402
+from jupyter_gpucost.hub.model import GpuAllocation  # noqa: E402
 
 TARGET_MS = 200.0
+#: priced from the shipped catalog, so each session row carries a real rate source
+_POLICY = PricePolicy(load_catalog())
 RATES = (
-    Rate(GpuAllocation("A100-80GB", 2), Decimal("5.12"), "benchmark"),
-    Rate(GpuAllocation("T4", 1), Decimal("0.526"), "benchmark"),
+    price(GpuAllocation("A100-80GB", 2), _POLICY, setting="benchmark"),
+    price(GpuAllocation("T4", 1), _POLICY, setting="benchmark"),
 )
 #: (start hour, hours) of each day's sessions
 SESSIONS = ((9, 2), (14, 3), (19, 1), (7, 1))
@@ -107,10 +116,7 @@ def fill(url: str, users: int, days: int, per_day: int, now: datetime) -> dict[s
                         "stopped_us": None if stopped is None else to_us(stopped),
                         "last_seen_us": to_us(until),
                         "profile": "a100-2" if u % 2 == 0 else "t4",
-                        "gpu_model": rate.allocation.model,
-                        "gpu_count": rate.allocation.count,
-                        "usd_per_gpu_hour": str(rate.usd_per_gpu_hour),
-                        "rate_source": rate.source,
+                        "rate_id": u % 2 + 1,
                         "report_session": f"s{sid}",
                         "report_cost_micro_usd": 0,
                         "report_idle_micro_usd": 0,
@@ -133,6 +139,19 @@ def fill(url: str, users: int, days: int, per_day: int, now: datetime) -> dict[s
                     )
                 servers[-1]["report_cost_micro_usd"] = reported_total
     with engine.begin() as conn:
+        conn.execute(
+            rates_table.insert(),
+            [
+                {
+                    "id": i + 1,
+                    "gpu_model": r.allocation.model,
+                    "gpu_count": r.allocation.count,
+                    "usd_per_gpu_hour": str(r.usd_per_gpu_hour),
+                    "source": r.source,
+                }
+                for i, r in enumerate(RATES)
+            ],
+        )
         for i in range(0, len(servers), 5000):
             conn.execute(servers_table.insert(), servers[i : i + 5000])
         for i in range(0, len(daily), 5000):
@@ -154,7 +173,7 @@ def size_bytes(url: str) -> int:
                 conn.execute(
                     sa.text(
                         "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
-                        "WHERE c.relname IN ('hub_servers', 'hub_daily', 'hub_meta')"
+                        "WHERE c.relname IN ('hub_rates', 'hub_servers', 'hub_daily', 'hub_meta')"
                     )
                 ).scalar()
                 or 0

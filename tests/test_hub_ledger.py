@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import SpendReport
-from jupyter_gpucost.hub.ledger import HubLedger, default_url
+from jupyter_gpucost.hub.ledger import HubLedger, default_url, rates_table
 from jupyter_gpucost.hub.ledger.schema import meta_table
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, HubLedgerApi, Rate, ServerInfo
 
@@ -289,7 +289,12 @@ def test_sessions_list_newest_first_with_their_rate_and_bill(ledger_url: str) ->
     assert oldest["usd_per_gpu_hour"] == "1.8"
     assert oldest["profile"] == "a100"
     assert oldest["billed_micro_usd"] == 3_600_000
+    assert oldest["rate_source"] == "test price"
     assert len(ledger.sessions("alice", limit=1)) == 1
+    # sessions at the same rate share its row
+    ledger.open_server(server("bob"), T4)
+    with ledger.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(rates_table)).scalar() == 2
     ledger.close()
 
 

@@ -42,11 +42,11 @@ from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
 from ..accounting import day_of, month_start
 from ..model import GroupTotals, Rate, ServerInfo, ServerRow, UserTotals
-from .queries import daily_rows, load_open, session_rows, sums_by_user
-from .schema import daily_table, open_engine, safe_url, servers_table, to_us
+from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
+from .schema import daily_table, open_engine, rates_table, safe_url, servers_table, to_us
 from .state import Day, LastReport, OpenServer
 
-__all__ = ["HubLedger", "daily_table", "default_url", "servers_table"]
+__all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_table"]
 
 _s = servers_table.c
 _d = daily_table.c
@@ -144,10 +144,7 @@ class HubLedger:
                 started_us=started_us,
                 last_seen_us=started_us,
                 profile=server.profile,
-                gpu_model=rate.allocation.model,
-                gpu_count=rate.allocation.count,
-                usd_per_gpu_hour=str(rate.usd_per_gpu_hour),
-                rate_source=rate.source[:1000],
+                rate_id=rate_id(conn, rate),
             )
         )
         key = result.inserted_primary_key

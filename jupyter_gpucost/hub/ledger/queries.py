@@ -13,11 +13,15 @@ from sqlalchemy.engine import Connection
 
 from ..accounting import month_start
 from ..model import GpuAllocation, Rate, ServerRow
-from .schema import daily_table, from_us, servers_table
+from .schema import daily_table, from_us, rates_table, servers_table
 from .state import Day, LastReport, OpenServer
 
 _d = daily_table.c
 _s = servers_table.c
+_r = rates_table.c
+#: a server session with its rate's columns
+_with_rate = servers_table.join(rates_table, _r.id == _s.rate_id)
+_rate_columns = (_r.gpu_model, _r.gpu_count, _r.usd_per_gpu_hour, _r.source.label("rate_source"))
 
 
 def sums_by_user(
@@ -63,8 +67,15 @@ def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, obje
         .subquery()
     )
     query = (
-        sa.select(servers_table, sums.c.allocated, sums.c.reported, sums.c.idle, sums.c.billed)
-        .select_from(servers_table.outerjoin(sums, sums.c.server_id == _s.id))
+        sa.select(
+            servers_table,
+            *_rate_columns,
+            sums.c.allocated,
+            sums.c.reported,
+            sums.c.idle,
+            sums.c.billed,
+        )
+        .select_from(_with_rate.outerjoin(sums, sums.c.server_id == _s.id))
         .where(_s.user_name == user)
         .order_by(_s.started_us.desc(), _s.id.desc())
         .limit(limit)
@@ -118,7 +129,8 @@ def server_row(r: Any) -> ServerRow:
 def load_open(conn: Connection, where: Any) -> list[OpenServer]:
     """The servers matching ``where`` with their days and latest report, as in memory."""
     servers: dict[int, OpenServer] = {}
-    for r in conn.execute(sa.select(servers_table).where(where)).mappings():
+    query = sa.select(servers_table, *_rate_columns).select_from(_with_rate).where(where)
+    for r in conn.execute(query).mappings():
         server = OpenServer(
             server_row(r),
             last=LastReport(
@@ -148,3 +160,21 @@ def _day(value: object) -> date:
     if isinstance(value, date):
         return value
     return date.fromisoformat(str(value))
+
+
+def rate_id(conn: Connection, rate: Rate) -> int:
+    """The id of ``rate``'s row, added when it is new."""
+    values = {
+        "gpu_model": rate.allocation.model,
+        "gpu_count": rate.allocation.count,
+        "usd_per_gpu_hour": str(rate.usd_per_gpu_hour),
+        "source": rate.source[:1000],
+    }
+    found = conn.execute(
+        sa.select(_r.id).where(*(_r[k] == v for k, v in values.items())).limit(1)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    key = conn.execute(rates_table.insert().values(values)).inserted_primary_key
+    assert key is not None
+    return int(key[0])

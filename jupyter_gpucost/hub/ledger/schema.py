@@ -1,8 +1,10 @@
 """The hub ledger's tables (SQLAlchemy Core), and opening its database.
 
+* ``hub_rates``: each GPU allocation and price (text, exact) servers were billed at, with
+  where the price comes from;
 * ``hub_servers``: one row per server session (a user's named or default server, from one
-  start): who, when (integer microseconds since the epoch, UTC), the profile, the GPU
-  allocation and its price (text, exact), and the latest figures the server reported;
+  start): who, when (integer microseconds since the epoch, UTC), the profile, its rate,
+  and the latest figures the server reported;
 * ``hub_daily``: per server and local day, what was allocated, what the server reported,
   and the bill (``max`` of the two), in integer micro-dollars; the user's name is kept
   here too, so that "every user this month" is one indexed scan with no join;
@@ -33,6 +35,20 @@ meta_table = sa.Table(
     sa.Column("value", sa.String(256), nullable=False),
 )
 
+#: the rates servers were billed at (one row per allocation, price and source: a
+#: session refers to its rate instead of repeating its source text)
+rates_table = sa.Table(
+    "hub_rates",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("gpu_model", sa.String(64), nullable=False),
+    sa.Column("gpu_count", sa.Integer, nullable=False),
+    #: exact, as text: Decimal('3.06') -> "3.06"
+    sa.Column("usd_per_gpu_hour", sa.String(32), nullable=False),
+    sa.Column("source", sa.String(1000), nullable=False),
+    sa.Index("ix_hub_rates_model", "gpu_model", "gpu_count", "usd_per_gpu_hour"),
+)
+
 servers_table = sa.Table(
     "hub_servers",
     metadata,
@@ -43,11 +59,7 @@ servers_table = sa.Table(
     sa.Column("stopped_us", sa.BigInteger, nullable=True),
     sa.Column("last_seen_us", sa.BigInteger, nullable=False),
     sa.Column("profile", sa.String(255), nullable=True),
-    sa.Column("gpu_model", sa.String(64), nullable=False),
-    sa.Column("gpu_count", sa.Integer, nullable=False),
-    #: exact, as text: Decimal('3.06') -> "3.06"
-    sa.Column("usd_per_gpu_hour", sa.String(32), nullable=False),
-    sa.Column("rate_source", sa.String(1000), nullable=False),
+    sa.Column("rate_id", sa.Integer, sa.ForeignKey("hub_rates.id"), nullable=False),
     # the server's latest report (what it counted since it started its meter)
     sa.Column("report_session", sa.String(200), nullable=True),
     sa.Column("report_cost_micro_usd", sa.BigInteger, nullable=True),
