@@ -67,6 +67,9 @@ def test_a_running_server_is_billed_its_allocation_up_to_now(ledger_url: str) ->
     assert (totals.today_micro_usd, totals.month_micro_usd) == (100_000, 100_000)
     assert totals.sessions_micro_usd == {row.server_id: 100_000}
     assert ledger.daily(T.date()) == [(T.date(), "alice", 60_000)]  # as of the flush
+    assert ledger.daily(T.date(), now=at(100)) == [(T.date(), "alice", 100_000)]
+    assert ledger.sessions("alice")[0]["billed_micro_usd"] == 60_000
+    assert ledger.sessions("alice", now=at(100))[0]["billed_micro_usd"] == 100_000
     ledger.close()
     again = HubLedger(ledger_url)
     assert again.totals("alice", at(100)).today_micro_usd == 100_000
@@ -96,6 +99,12 @@ def test_one_users_totals_never_include_another_users(ledger_url: str) -> None:
     assert everyone["alice"].sessions_micro_usd == {alice.server_id: 500_000}
     assert everyone["o'brien"].sessions_micro_usd == {quote.server_id: 50_000}
     assert ledger.daily(T.date(), "bob") == [(T.date(), "bob", 80_000)]
+    assert ledger.daily(T.date(), "bob", now=at(100)) == [(T.date(), "bob", 80_000)]
+    assert ledger.daily(T.date(), now=at(100)) == [
+        (T.date(), "alice", 500_000),
+        (T.date(), "bob", 80_000),
+        (T.date(), "o'brien", 50_000),
+    ]
     assert [s["user"] for s in ledger.sessions("bob")] == ["bob"]
     assert ledger.sessions("carol") == []
     ledger.close()

@@ -125,10 +125,16 @@ class HubLedgerApi(Protocol):
     ) -> dict[str, GroupTotals]:
         """Each group's pooled today / this month (group name → its members' names)."""
 
-    def daily(self, since: date, user: str | None = None) -> list[tuple[date, str, int]]:
-        """(day, user, micro-dollars) rows from ``since``; one user's or everyone's."""
+    def daily(
+        self, since: date, user: str | None = None, now: datetime | None = None
+    ) -> list[tuple[date, str, int]]:
+        """(day, user, micro-dollars) rows from ``since``; one user's or everyone's; as of
+        the last flush, or up to ``now`` when it is given."""
 
-    def sessions(self, user: str, limit: int = 50) -> list[dict[str, object]]:
-        """A user's server sessions, newest first (start, stop, profile, GPUs, bill)."""
+    def sessions(
+        self, user: str, limit: int = 50, now: datetime | None = None
+    ) -> list[dict[str, object]]:
+        """A user's server sessions, newest first (start, stop, profile, GPUs, bill); the
+        running ones as of the last flush, or up to ``now`` when it is given."""
 
     def close(self) -> None: ...

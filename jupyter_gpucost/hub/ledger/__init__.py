@@ -336,15 +336,49 @@ class HubLedger:
 
     # -- pages ------------------------------------------------------------------------
 
-    def daily(self, since: date, user: str | None = None) -> list[tuple[date, str, int]]:
-        """(day, user, billed micro-dollars) from ``since``, as of the last flush."""
-        with self.engine.connect() as conn:
-            return daily_rows(conn, since, user)
+    def daily(
+        self, since: date, user: str | None = None, now: datetime | None = None
+    ) -> list[tuple[date, str, int]]:
+        """(day, user, billed micro-dollars) from ``since``, for ``user`` or everyone; as of
+        the last flush, or with ``now`` up to then."""
+        with self._view:
+            with self.engine.connect() as conn:
+                rows = daily_rows(conn, since, user)
+            if now is None:
+                return rows
+            sums = {(d, u): v for d, u, v in rows}
+            with self._lock:
+                for server in self._open.values():
+                    if user is not None and server.row.user != user:
+                        continue
+                    for d, v in server.days(now, self.billing, self.tz).items():
+                        delta = v.billed - server.flushed.get(d, Day()).billed
+                        if d >= since and delta:
+                            key = (d, server.row.user)
+                            sums[key] = sums.get(key, 0) + delta
+        return [(d, u, v) for (d, u), v in sorted(sums.items())]
 
-    def sessions(self, user: str, limit: int = 50) -> list[dict[str, object]]:
-        """``user``'s server sessions, newest first, as of the last flush."""
-        with self.engine.connect() as conn:
-            return session_rows(conn, user, limit)
+    def sessions(
+        self, user: str, limit: int = 50, now: datetime | None = None
+    ) -> list[dict[str, object]]:
+        """``user``'s server sessions, newest first; as of the last flush, or with ``now``
+        the running ones up to then."""
+        with self._view:
+            with self.engine.connect() as conn:
+                rows = session_rows(conn, user, limit)
+            if now is None:
+                return rows
+            with self._lock:
+                for row in rows:
+                    server = self._open.get(int(str(row["server_id"])))
+                    if server is None:
+                        continue
+                    days = server.days(now, self.billing, self.tz).values()
+                    row["allocated_micro_usd"] = sum(v.allocated for v in days)
+                    row["reported_micro_usd"] = sum(v.reported for v in days)
+                    row["idle_micro_usd"] = sum(v.idle for v in days)
+                    row["billed_micro_usd"] = sum(v.billed for v in days)
+        return rows
 
 
 def _report_values(last: LastReport) -> dict[str, object]:
