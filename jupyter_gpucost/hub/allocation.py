@@ -1,0 +1,272 @@
+"""What each server was allocated (profile → GPU model × count) and its price.
+
+The admin maps the profile a user picks (KubeSpawner's ``profile_list`` slug, in
+``user_options["profile"]``) to a GPU allocation, in ``c.GpuCostHub.profile_gpus``:
+
+* a dict ``{"a100-2": "A100-80GB x 2", "t4": {"gpu": "T4", "count": 1}, "cpu": "none"}``;
+* or a callable ``f(server: ServerInfo) -> GpuAllocation | str | dict | None`` (``None``:
+  the default below).
+
+``c.GpuCostHub.default_gpu`` is what a server gets when it has no profile, a profile the
+dict does not name, or the callable returns ``None``. It must be set: a hub where servers
+could run unpriced would bill them $0 silently, so the service refuses to start without
+it. ``"none"`` is the explicit way to say "a server with no known profile has no GPU".
+With no ``profile_gpus`` at all, every server gets ``default_gpu`` (a hub with one kind
+of GPU server).
+
+Every allocation named in the config is priced at start through the same catalog and
+admin overrides as the single-user server (:class:`~jupyter_gpucost.core.catalog.PricePolicy`);
+a GPU model with no price is a :class:`~.model.HubConfigError` naming the setting, never a
+silent $0. An allocation a callable returns at run time that cannot be priced (or a
+callable that raises) is billed at the default allocation instead, and the rate's source
+says so.
+
+Pure: no I/O, no tornado.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+
+from ..core.catalog import PricePolicy, model_for
+from .model import GpuAllocation, HubConfigError, Rate, ServerInfo
+
+PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
+DEFAULT_SETTING = "c.GpuCostHub.default_gpu"
+OVERRIDES_SETTING = "c.GpuCostHub.price_overrides"
+
+#: the allocation of a server with no GPU (a CPU-only profile): billed $0, on purpose
+NO_GPU = GpuAllocation(model="", count=0)
+#: the words an admin writes for "no GPU"
+_NONE_WORDS = ("none", "no gpu", "cpu", "")
+
+#: a callable mapping, as the admin writes it
+AllocationFn = Callable[[ServerInfo], object]
+Profiles = Mapping[str, GpuAllocation] | AllocationFn
+
+_COUNT_SUFFIX = re.compile(r"(?P<model>.+?)\s*[x×*]\s*(?P<count>\d+)")
+_COUNT_PREFIX = re.compile(r"(?P<count>\d+)\s*[x×*]\s*(?P<model>.+)")
+_MAX_COUNT = 1024
+
+
+def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
+    """One allocation as the admin writes it: ``"A100-80GB x 2"``, ``"2 x T4"``, ``"T4"``,
+    ``{"gpu": "T4", "count": 1}``, a :class:`GpuAllocation`, or ``None`` / ``"none"`` for
+    no GPU. The model is not checked against the catalog here (see :func:`price`)."""
+    if raw is None:
+        return NO_GPU
+    if isinstance(raw, GpuAllocation):
+        return _checked(raw.model, raw.count, setting)
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.lower() in _NONE_WORDS:
+            return NO_GPU
+        for pattern in (_COUNT_SUFFIX, _COUNT_PREFIX):
+            m = pattern.fullmatch(text)
+            if m:
+                return _checked(m["model"].strip(), int(m["count"]), setting)
+        return _checked(text, 1, setting)
+    if isinstance(raw, Mapping):
+        unknown = sorted(str(k) for k in raw if k not in ("gpu", "count"))
+        if unknown:
+            raise HubConfigError(
+                f"{setting}: unknown key {unknown[0]!r}; an allocation is "
+                '{"gpu": "<catalog model>", "count": <number of GPUs>}'
+            )
+        count = raw.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise HubConfigError(f"{setting}: count {count!r} is not a whole number of GPUs")
+        gpu = raw.get("gpu")
+        if count == 0 and (gpu is None or gpu == ""):
+            return NO_GPU
+        if not isinstance(gpu, str):
+            raise HubConfigError(f"{setting}: gpu {gpu!r} is not a GPU model name such as 'T4'")
+        return _checked(gpu.strip(), count, setting)
+    raise HubConfigError(
+        f"{setting}: {raw!r} is not an allocation; write 'A100-80GB x 2', "
+        '{"gpu": "A100-80GB", "count": 2} or "none"'
+    )
+
+
+def _checked(model: str, count: int, setting: str) -> GpuAllocation:
+    if count == 0:
+        return NO_GPU
+    if not 0 < count <= _MAX_COUNT:
+        raise HubConfigError(f"{setting}: {count} GPUs; the count must be 1 to {_MAX_COUNT}")
+    if not model:
+        raise HubConfigError(f"{setting}: the GPU model is empty")
+    return GpuAllocation(model=model, count=count)
+
+
+def parse_profiles(raw: object, *, setting: str = PROFILES_SETTING) -> Profiles:
+    """The admin's profile mapping: a dict of profile name → allocation (each parsed), or a
+    callable kept as it is (its results are parsed when it is called)."""
+    if raw is None:
+        return {}
+    if callable(raw):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise HubConfigError(
+            f"{setting}: expected a dict of profile name → GPU allocation, or a callable "
+            f"of the server; got {type(raw).__name__}"
+        )
+    out: dict[str, GpuAllocation] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str):
+            raise HubConfigError(f"{setting}: profile name {name!r} is not text")
+        out[name] = parse_allocation(value, setting=f"{setting}[{name!r}]")
+    return out
+
+
+def canonical_model(model: str, prices: PricePolicy) -> str | None:
+    """The catalog's (or an override's) name for ``model``: exact, then ignoring case,
+    then an NVML device name (``"NVIDIA A100-SXM4-80GB"`` → ``"A100-80GB"``)."""
+    known = [*(prices.overrides or {}), *prices.catalog.models()]
+    if model in known:
+        return model
+    folded = {k.lower(): k for k in known}
+    if model.lower() in folded:
+        return folded[model.lower()]
+    guessed = model_for(model)
+    return guessed if guessed in known else None
+
+
+def price(
+    allocation: GpuAllocation,
+    prices: PricePolicy,
+    *,
+    setting: str,
+    overrides_setting: str = OVERRIDES_SETTING,
+) -> Rate:
+    """The rate of an allocation: the admin's override for its model, else the catalog row
+    for the policy's provider, market (and instance). No price is a :class:`HubConfigError`
+    naming ``setting``."""
+    if allocation.count == 0:
+        return Rate(NO_GPU, Decimal(0), f"no GPU allocated ({setting})")
+    model = canonical_model(allocation.model, prices)
+    overrides = prices.overrides or {}
+    if model is not None and model in overrides:
+        return Rate(
+            GpuAllocation(model, allocation.count),
+            overrides[model],
+            f"admin override ({overrides_setting}[{model!r}])",
+        )
+    row = None
+    if model is not None:
+        row = prices.catalog.find(
+            provider=prices.provider, market=prices.market, model=model, instance=prices.instance
+        )
+    if model is None or row is None:
+        listed = sorted(
+            {
+                r.model
+                for r in prices.catalog.rows
+                if r.provider == prices.provider and r.market == prices.market
+            }
+        )
+        raise HubConfigError(
+            f"{setting}: no price for GPU model {allocation.model!r} "
+            f"({prices.provider}, {prices.market}); models priced there: "
+            f"{', '.join(listed) or 'none'}; or set {overrides_setting}"
+            f"[{allocation.model!r}] to its price per GPU-hour"
+        )
+    source = row.describe() + (f"; source: {row.source}" if row.source else "")
+    return Rate(GpuAllocation(model, allocation.count), row.usd_per_gpu_hour, source)
+
+
+class AllocationPolicy:
+    """Each server's rate, from its profile. Built once at start: every allocation the
+    config names is priced then, so a missing price stops the start with a clear message.
+
+    ``profiles`` and ``default`` are as the admin wrote them (:func:`parse_profiles`,
+    :func:`parse_allocation` are applied here).
+    """
+
+    def __init__(
+        self,
+        profiles: object,
+        default: object,
+        prices: PricePolicy,
+        *,
+        profiles_setting: str = PROFILES_SETTING,
+        default_setting: str = DEFAULT_SETTING,
+        overrides_setting: str = OVERRIDES_SETTING,
+    ) -> None:
+        self.prices = prices
+        self._profiles_setting = profiles_setting
+        self._overrides_setting = overrides_setting
+        self.profiles = parse_profiles(profiles, setting=profiles_setting)
+        if default is None:
+            raise HubConfigError(
+                f"{default_setting} is not set: servers with no profile, or a profile "
+                f"{profiles_setting} does not name, need an allocation; set it to a GPU "
+                "('T4', 'A100-80GB x 2') or to 'none' if they have no GPU"
+            )
+        self.default_rate = price(
+            parse_allocation(default, setting=default_setting),
+            prices,
+            setting=default_setting,
+            overrides_setting=overrides_setting,
+        )
+        self._rates: dict[GpuAllocation, Rate] = {}
+        if isinstance(self.profiles, Mapping):
+            for name, allocation in self.profiles.items():
+                self._rates[allocation] = price(
+                    allocation,
+                    prices,
+                    setting=f"{profiles_setting}[{name!r}]",
+                    overrides_setting=overrides_setting,
+                )
+
+    def rate_for(self, server: ServerInfo) -> Rate:
+        """The rate of ``server``'s allocation (the default one when it has none)."""
+        profile = profile_of(server)
+        if isinstance(self.profiles, Mapping):
+            if profile is not None and profile in self.profiles:
+                return self._rates[self.profiles[profile]]
+            return self.default_rate
+        return self._from_callable(server)
+
+    def _from_callable(self, server: ServerInfo) -> Rate:
+        setting = self._profiles_setting
+        fn = self.profiles
+        assert not isinstance(fn, Mapping)
+        try:
+            raw = fn(server)
+            if raw is None:
+                return self.default_rate
+            allocation = parse_allocation(raw, setting=setting)
+            if allocation not in self._rates:
+                self._rates[allocation] = price(
+                    allocation,
+                    self.prices,
+                    setting=setting,
+                    overrides_setting=self._overrides_setting,
+                )
+            return self._rates[allocation]
+        except Exception as e:  # the admin's code: bill the default, and say why
+            d = self.default_rate
+            return Rate(
+                d.allocation,
+                d.usd_per_gpu_hour,
+                f"{setting} failed for {server.user}'s server ({e}); billed at the "
+                f"default allocation: {d.source}",
+            )
+
+
+def profile_of(server: ServerInfo) -> str | None:
+    """The profile a server was started with: the Hub's ``profile``, else
+    ``user_options["profile"]`` when it is text."""
+    if server.profile:
+        return server.profile
+    chosen = server.user_options.get("profile")
+    return chosen if isinstance(chosen, str) and chosen else None
+
+
+def describe(allocation: GpuAllocation) -> str:
+    """``"2 × A100-80GB"``, ``"no GPU"``."""
+    if allocation.count == 0:
+        return "no GPU"
+    return f"{allocation.count} × {allocation.model}"
