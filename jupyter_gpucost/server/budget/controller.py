@@ -62,6 +62,8 @@ class BudgetConfig:
     state_path: Path | None = None
     hub: HubTarget | None = None
     currency_symbol: str = "$"
+    #: settings of the server's config that the spawner's overrule (logged at start-up)
+    overruled: tuple[str, ...] = ()
 
 
 #: where each action is kept besides the state file (the ledger)

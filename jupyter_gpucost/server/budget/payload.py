@@ -49,6 +49,7 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
+        "source": s.budget.source or None,
         "scope": s.budget.scope,
         "amount_usd": usd(s.budget.amount_micro_usd),
         "spent_usd": None if s.spent_micro_usd is None else usd(s.spent_micro_usd),

@@ -30,7 +30,7 @@ from typing import Literal
 
 from ..inputs import shown
 
-Kind = Literal["hard", "soft"]
+Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
 SCOPES: tuple[Scope, ...] = ("session", "day", "month")
 ACTIONS = ("interrupt", "shutdown", "stop-server")
@@ -170,10 +170,14 @@ class Budget:
     kind: Kind
     amount_micro_usd: int
     scope: Scope = "session"
+    #: where a locked budget comes from, as the UI says it (``sources``, ``HUB_SOURCE_LABEL``)
+    source: str = ""
+    #: a hub budget's owner as the hub names it ("user" or "group:<name>")
+    owner: str = ""
 
     @property
     def locked(self) -> bool:
-        return self.kind == "hard"
+        return self.kind != "soft"
 
 
 @dataclass(frozen=True)
