@@ -69,6 +69,8 @@ def summary(record: ActionRecord, symbol: str) -> str:
     at = record.at[11:16]
     if record.budget is not None:
         head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
+    elif record.reason == "hub":
+        head = f"stopped for the hub at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
     saved = record.notebooks_saved

@@ -371,9 +371,10 @@ class BudgetPolicy:
                 or (self.grace_reason == "idle" and idle)
                 or (self.grace_reason == "hub" and hub_stop)
             )
-            if still and self.grace_started is not None:
-                # the hub's stop time came, moved or went while the countdown ran
-                self.grace_ends = self._grace_end(now, self.grace_started, binding)
+            if still and self.deadline is not None and self.grace_started is not None:
+                # the hub's stop time came or moved while the countdown ran
+                ends = self._grace_end(now, self.grace_started, binding)
+                self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
                 self.cancel_grace()
                 events.append(GraceCleared("the budget is no longer spent"))
