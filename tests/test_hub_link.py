@@ -26,6 +26,7 @@ from jupyter_gpucost.core.hub_protocol import (
     HubReply,
     SpendReport,
 )
+from jupyter_gpucost.core.protocol import binding_standing
 from jupyter_gpucost.server.budget.policy import (
     Budget,
     BudgetPolicy,
@@ -418,3 +419,13 @@ def test_the_countdown_follows_the_hubs_stop_time() -> None:
     (cleared,) = policy.evaluate(t0 + timedelta(seconds=5), [])
     assert isinstance(cleared, GraceCleared)
     assert policy.state == "none"
+
+
+def test_kernels_find_the_binding_hub_budget_in_the_budget_document() -> None:
+    day = {"kind": "hub", "scope": "day", "amount_usd": 10.0, "remaining_usd": 7.0}
+    month = {"kind": "hub", "scope": "month", "amount_usd": 100.0, "remaining_usd": 60.0}
+    document = {"binding": "hub", "hard": None, "soft": None, "hub": {"budgets": [month, day]}}
+    assert binding_standing(document) == day
+    soft = {"kind": "soft", "amount_usd": 5.0}
+    assert binding_standing({"binding": "soft", "soft": soft, "hub": None}) == soft
+    assert binding_standing({"binding": None}) is None
