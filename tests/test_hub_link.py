@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -15,8 +16,10 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
+from test_config import start_server
 from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core.hub_protocol import (
@@ -429,3 +432,35 @@ def test_kernels_find_the_binding_hub_budget_in_the_budget_document() -> None:
     soft = {"kind": "soft", "amount_usd": 5.0}
     assert binding_standing({"binding": "soft", "soft": soft, "hub": None}) == soft
     assert binding_standing({"binding": None}) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            ["--GpuCost.hub_url=ftp://hub/services/gpucost/"],
+            {},
+            "c.GpuCost.hub_url (GPUCOST_HUB_URL) = 'ftp://hub/services/gpucost/' is not "
+            "valid: use the hub service's http:// or https:// URL, or leave it empty.",
+        ),
+        (
+            [],
+            {ENV_HUB_URL: "hub:8000/services/gpucost/"},
+            "c.GpuCost.hub_url (GPUCOST_HUB_URL) = 'hub:8000/services/gpucost/' is not valid",
+        ),
+        (
+            ["--GpuCost.hub_report_interval_s=0.1"],
+            {},
+            "c.GpuCost.hub_report_interval_s = 0.1 is not valid: use a number of seconds "
+            "from 1 to 3600",
+        ),
+    ],
+)
+def test_a_hub_setting_that_is_not_valid_stops_the_server(
+    tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    with mock.patch.dict(os.environ, env):
+        result = start_server(tmp_path, *args, "--GpuCost.telemetry=none")
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
