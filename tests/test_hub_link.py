@@ -349,6 +349,30 @@ class TestUnreachable:
         assert TOKEN not in server_log.text
 
 
+class TestNoToken:
+    @pytest.fixture
+    def gpucost_config(
+        self, service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, Any]:
+        monkeypatch.setenv(ENV_HUB_URL, service.url)
+        monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+        monkeypatch.delenv("JPY_API_TOKEN", raising=False)
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "hub_report_interval_s": 1.0,
+            "budget_state_path": str(tmp_path / "budget.json"),
+        }
+
+    async def test_the_hub_link_says_it_sends_nothing(
+        self, jp_fetch: Any, service: FakeService
+    ) -> None:
+        hub = (await get(jp_fetch, "budget"))["hub"]
+        assert "no JUPYTERHUB_API_TOKEN" in hub["error"]
+        await asyncio.sleep(1.5)
+        assert service.reports == []
+
+
 async def test_a_failure_is_logged_once_per_kind_until_a_report_gets_through() -> None:
     replies: list[HubReply | HubLinkError] = [
         HubLinkError("unreachable", "down"),

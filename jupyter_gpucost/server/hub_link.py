@@ -184,6 +184,10 @@ class HubReporter:
                 "reported to the hub service",
                 ENV_HUB_URL,
             )
+            # shown where the hub's answer would be, so the link does not look connected
+            self.sink.apply_hub_reply(
+                None, "no JUPYTERHUB_API_TOKEN: spend is not reported to the hub service"
+            )
             return
         self.log.info(
             "jupyter-gpucost: reporting spend to %s every %gs",

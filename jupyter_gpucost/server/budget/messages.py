@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ...core.hub_protocol import HUB_SOURCE_LABEL
 from ...core.money import notice
 from .policy import Budget
 from .record import ActionRecord
@@ -20,8 +21,10 @@ _ACTIONS = {
 
 
 def scope_name(budget: Budget) -> str:
-    """``admin's daily budget``, ``hub's monthly budget``, ``session budget``."""
-    who = {"hard": "admin's", "hub": "hub's"}.get(budget.kind, "")
+    """``admin's daily budget``, ``monthly budget set by your hub admin``, ``session budget``."""
+    if budget.kind == "hub":
+        return f"{_SCOPES[budget.scope]} {HUB_SOURCE_LABEL}"
+    who = "admin's" if budget.kind == "hard" else ""
     return f"{who} {_SCOPES[budget.scope]}".strip()
 
 
