@@ -17,6 +17,7 @@ from jupyter_gpucost.hub.accounting import (
     allocated_by_day,
     allocated_micro_usd,
     billed_by_day,
+    time_zone,
     today_and_month,
 )
 from jupyter_gpucost.hub.allocation import (
@@ -251,3 +252,10 @@ def test_today_and_this_month_are_calendar_days_and_months() -> None:
         date(2026, 11, 24): 1000,  # not yet: after "today"
     }
     assert today_and_month(rows.items(), date(2026, 11, 23)) == (100, 110)
+
+
+def test_the_time_zone_setting_is_an_iana_name() -> None:
+    assert time_zone("Europe/Paris") == ZoneInfo("Europe/Paris")
+    for bad in ("Mars/Olympus", "", "../etc/passwd"):
+        with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.time_zone: .* is not an IANA"):
+            time_zone(bad)

@@ -19,12 +19,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..core.billing import BillingRule, cost_micro_usd
 from ..core.money import round_micro
-from .model import Rate
+from .model import HubConfigError, Rate
+
+TIME_ZONE_SETTING = "c.GpuCostHub.time_zone"
 
 _ONE_DAY = timedelta(days=1)
+
+
+def time_zone(name: str, *, setting: str = TIME_ZONE_SETTING) -> tzinfo:
+    """The IANA time zone days and months are cut in (``"Europe/Paris"``, ``"UTC"``)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise HubConfigError(
+            f"{setting}: {name!r} is not an IANA time zone such as 'UTC' or 'Europe/Paris'"
+        ) from None
 
 
 def _aware(when: datetime, what: str) -> datetime:
@@ -65,16 +78,28 @@ def month_start(day: date) -> date:
 
 
 def allocated_by_day(
-    rate: Rate, billing: BillingRule, started: datetime, until: datetime, tz: tzinfo
+    rate: Rate,
+    billing: BillingRule,
+    started: datetime,
+    until: datetime,
+    tz: tzinfo,
+    *,
+    since: date | None = None,
 ) -> dict[date, int]:
     """The allocation's cost from ``started`` to ``until``, by local day in ``tz``; the
-    values add up exactly to :func:`allocated_micro_usd`. Empty before ``started``."""
+    values add up exactly to :func:`allocated_micro_usd`. Empty before ``started``.
+    ``since`` leaves out the days before it (their shares do not change any more)."""
     if until <= started:
         return {}
     out: dict[date, int] = {}
     day = day_of(started, tz)
     last = day_of(until, tz)
     before = 0
+    if since is not None and since > day:
+        if since > last:
+            return {}
+        day = since
+        before = allocated_micro_usd(rate, billing, started, midnight(since, tz))
     while True:
         end = until if day == last else midnight(day + _ONE_DAY, tz)
         cumulative = allocated_micro_usd(rate, billing, started, end)

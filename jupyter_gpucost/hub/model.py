@@ -9,7 +9,7 @@ only through these.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -86,6 +86,15 @@ class UserTotals:
     sessions_micro_usd: Mapping[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class GroupTotals:
+    """A group's pooled bill: the sum of its members' :class:`UserTotals`."""
+
+    group: str
+    today_micro_usd: int
+    month_micro_usd: int
+
+
 class HubLedgerApi(Protocol):
     """What the service asks of the hub ledger (SQLite or any SQLAlchemy URL)."""
 
@@ -111,10 +120,21 @@ class HubLedgerApi(Protocol):
     def all_totals(self, now: datetime) -> dict[str, UserTotals]:
         """Every user with spend this month (the admin page; fast for 1,000 users)."""
 
-    def daily(self, since: date, user: str | None = None) -> list[tuple[date, str, int]]:
-        """(day, user, micro-dollars) rows from ``since``; one user's or everyone's."""
+    def group_totals(
+        self, groups: Mapping[str, Iterable[str]], now: datetime
+    ) -> dict[str, GroupTotals]:
+        """Each group's pooled today / this month (group name → its members' names)."""
 
-    def sessions(self, user: str, limit: int = 50) -> list[dict[str, object]]:
-        """A user's server sessions, newest first (start, stop, profile, GPUs, bill)."""
+    def daily(
+        self, since: date, user: str | None = None, now: datetime | None = None
+    ) -> list[tuple[date, str, int]]:
+        """(day, user, micro-dollars) rows from ``since``; one user's or everyone's; as of
+        the last flush, or up to ``now`` when it is given."""
+
+    def sessions(
+        self, user: str, limit: int = 50, now: datetime | None = None
+    ) -> list[dict[str, object]]:
+        """A user's server sessions, newest first (start, stop, profile, GPUs, bill); the
+        running ones as of the last flush, or up to ``now`` when it is given."""
 
     def close(self) -> None: ...

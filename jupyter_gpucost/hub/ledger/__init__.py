@@ -1,0 +1,391 @@
+"""The hub ledger: every server session the hub service has seen, what it was allocated
+and what it reported, by local day, in SQLite (WAL, a file of its own) or any
+SQLAlchemy URL (PostgreSQL through psycopg 3: ``postgresql+psycopg://...``).
+
+How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerApi`):
+
+* Each running server is held in memory (:mod:`.state`) with what the database has for it.
+  Its allocation is a pure function of its start and rate, so it is computed, not
+  accumulated; reports only add what the server's meter counted since its previous report.
+* :meth:`HubLedger.flush` writes, in one transaction, every day whose figures changed and
+  every running server's ``last_seen``: 1,000 servers reporting every 10 s cost one
+  transaction per flush, not 100 writes a second.
+* A day's bill is ``max(allocated, reported)`` and never goes down: a report below the
+  allocation does not lower it, and a meter that went back (the server restarted it) does
+  not take back what was counted.
+* :meth:`HubLedger.totals` and :meth:`HubLedger.all_totals` are exact up to ``now``: the
+  database's sums (as of the last flush) plus, for each running server, what it has
+  allocated and reported since. They are the user's own: rows are selected by user name.
+* Killed hard (SIGKILL), the ledger loses what came after its last flush: reports received
+  since then (a server's next report, being cumulative, brings most of it back) and, for a
+  server that stopped while the service was down, the time after its ``last_seen``. On the
+  next start, :meth:`HubLedger.running` gives back the servers that were running, with
+  ``last_seen`` = the last flush; the service closes those the Hub no longer lists with
+  ``stopped = last_seen``, and the others go on being billed from their start.
+
+One process writes a ledger (the service); pages and tools may read it at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime, tzinfo
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ...core.billing import BillingRule
+from ...core.hub_protocol import SpendReport
+from ..accounting import day_of, month_start
+from ..model import GroupTotals, Rate, ServerInfo, ServerRow, UserTotals
+from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
+from .schema import daily_table, open_engine, rates_table, safe_url, servers_table, to_us
+from .state import Day, LastReport, OpenServer
+
+__all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_table"]
+
+_s = servers_table.c
+_d = daily_table.c
+
+
+def default_url(data_dir: str | os.PathLike[str]) -> str:
+    """The hub ledger's SQLite file in the service's data directory."""
+    return f"sqlite:///{Path(data_dir) / 'gpucost-hub.sqlite'}"
+
+
+class HubLedger:
+    """One hub ledger. Thread-safe: reports may come in while a flush writes.
+
+    ``tz`` is the time zone days and months are cut in; ``billing`` the provider's rule
+    (granularity, minimum charge) the allocation is billed under.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tz: tzinfo = UTC,
+        billing: BillingRule | None = None,
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.url = safe_url(url)
+        self.tz = tz
+        self.billing = billing or BillingRule()
+        self.log = log or logging.getLogger("jupyter_gpucost.hub")
+        self.engine = open_engine(url, str(getattr(tz, "key", tz)), self.log)
+        #: guards the servers in memory (held briefly, never during I/O)
+        self._lock = threading.Lock()
+        #: held while the database and memory must be seen together (writes, totals)
+        self._view = threading.Lock()
+        self._open: dict[int, OpenServer] = {}
+        self._keys: dict[tuple[str, str, int], int] = {}
+        self._by_user: dict[str, set[int]] = {}
+        with self.engine.connect() as conn:
+            for server in load_open(conn, _s.stopped_us.is_(None)):
+                self._track(server)
+
+    def close(self) -> None:
+        """Release the database (what is not flushed is not written)."""
+        self.engine.dispose()
+
+    # -- servers ------------------------------------------------------------------------
+
+    def _track(self, server: OpenServer) -> None:
+        row = server.row
+        self._open[row.server_id] = server
+        self._keys[(row.user, row.server_name, to_us(row.started))] = row.server_id
+        self._by_user.setdefault(row.user, set()).add(row.server_id)
+
+    def _untrack(self, server_id: int) -> None:
+        server = self._open.pop(server_id)
+        row = server.row
+        self._keys.pop((row.user, row.server_name, to_us(row.started)), None)
+        ids = self._by_user.get(row.user, set())
+        ids.discard(server_id)
+        if not ids:
+            self._by_user.pop(row.user, None)
+
+    def open_server(self, server: ServerInfo, rate: Rate) -> ServerRow:
+        """This server session's row (created on first sight; the same one again later;
+        reopened if it had been closed). A session keeps the rate it was opened with."""
+        key = (server.user, server.server_name, to_us(server.started))
+        with self._view:
+            with self._lock:
+                known = self._keys.get(key)
+                if known is not None:
+                    return self._open[known].row
+            with self.engine.begin() as conn:
+                found = conn.execute(
+                    sa.select(_s.id).where(
+                        _s.user_name == key[0], _s.server_name == key[1], _s.started_us == key[2]
+                    )
+                ).scalar()
+                if found is None:
+                    found = self._insert(conn, server, rate, key[2])
+                else:
+                    conn.execute(
+                        servers_table.update().where(_s.id == found).values(stopped_us=None)
+                    )
+                (opened,) = load_open(conn, _s.id == found)
+            with self._lock:
+                self._track(opened)
+            return opened.row
+
+    @staticmethod
+    def _insert(conn: Connection, server: ServerInfo, rate: Rate, started_us: int) -> int:
+        result = conn.execute(
+            servers_table.insert().values(
+                user_name=server.user,
+                server_name=server.server_name,
+                started_us=started_us,
+                last_seen_us=started_us,
+                profile=server.profile,
+                rate_id=rate_id(conn, rate),
+            )
+        )
+        key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0])
+
+    def close_server(self, server_id: int, stopped: datetime) -> None:
+        """The session ended at ``stopped``: its bill is written up to then (never below
+        what was already written) and it is no longer running. Unknown ids are ignored."""
+        with self._view:
+            with self._lock:
+                server = self._open.get(server_id)
+                if server is None:
+                    return
+                days = server.changes(stopped, self.billing, self.tz)
+                last = server.last
+                last_seen = max(server.row.last_seen, stopped)
+            with self.engine.begin() as conn:
+                self._write_days(conn, [(server, days)])
+                conn.execute(
+                    servers_table.update()
+                    .where(_s.id == server_id)
+                    .values(
+                        stopped_us=to_us(stopped),
+                        last_seen_us=to_us(last_seen),
+                        **_report_values(last),
+                    )
+                )
+            with self._lock:
+                self._untrack(server_id)
+
+    def running(self) -> list[ServerRow]:
+        with self._lock:
+            return [self._open[i].row for i in sorted(self._open)]
+
+    # -- reports and flushes ----------------------------------------------------------
+
+    def add_report(self, server_id: int, report: SpendReport, received: datetime) -> None:
+        """Keep a running server's report (written at the next flush). ``KeyError`` when
+        the server is not running."""
+        with self._lock:
+            server = self._open.get(server_id)
+            if server is None:
+                raise KeyError(f"server {server_id} is not running")
+            server.add_report(report, received, self.tz)
+
+    def flush(self, now: datetime) -> None:
+        """Write every running server's changed days up to ``now``, its latest report and
+        ``last_seen = now``, in one transaction."""
+        with self._view:
+            with self._lock:
+                batch = [(s, s.changes(now, self.billing, self.tz)) for s in self._open.values()]
+                reports = [
+                    (s.row.server_id, s.last) for s in self._open.values() if s.report_pending
+                ]
+                for s in self._open.values():
+                    s.report_pending = False
+            try:
+                with self.engine.begin() as conn:
+                    self._write_days(conn, batch)
+                    conn.execute(
+                        servers_table.update()
+                        .where(_s.stopped_us.is_(None), _s.last_seen_us < to_us(now))
+                        .values(last_seen_us=to_us(now))
+                    )
+                    if reports:
+                        conn.execute(
+                            servers_table.update()
+                            .where(_s.id == sa.bindparam("b_id"))
+                            .values(
+                                {k: sa.bindparam(f"b_{k}") for k in _report_values(LastReport())}
+                            ),
+                            [
+                                {"b_id": i, **{f"b_{k}": v for k, v in _report_values(r).items()}}
+                                for i, r in reports
+                            ],
+                        )
+            except BaseException:
+                with self._lock:
+                    for i, _ in reports:
+                        if i in self._open:
+                            self._open[i].report_pending = True
+                raise
+            with self._lock:
+                for server, days in batch:
+                    server.written(days, now)
+
+    def _write_days(
+        self, conn: Connection, batch: Iterable[tuple[OpenServer, Mapping[date, Day]]]
+    ) -> None:
+        inserts: list[dict[str, object]] = []
+        updates: list[dict[str, object]] = []
+        for server, days in batch:
+            for d, v in days.items():
+                values = {
+                    "allocated_micro_usd": v.allocated,
+                    "reported_micro_usd": v.reported,
+                    "idle_micro_usd": v.idle,
+                    "billed_micro_usd": v.billed,
+                }
+                if d in server.flushed:
+                    updates.append(
+                        {"b_id": server.row.server_id, "b_day": d}
+                        | {f"b_{k}": x for k, x in values.items()}
+                    )
+                else:
+                    inserts.append(
+                        {"server_id": server.row.server_id, "day": d, "user_name": server.row.user}
+                        | values
+                    )
+        if inserts:
+            conn.execute(daily_table.insert(), inserts)
+        if updates:
+            conn.execute(
+                daily_table.update()
+                .where(_d.server_id == sa.bindparam("b_id"), _d.day == sa.bindparam("b_day"))
+                .values(
+                    {
+                        k: sa.bindparam(f"b_{k}")
+                        for k in (
+                            "allocated_micro_usd",
+                            "reported_micro_usd",
+                            "idle_micro_usd",
+                            "billed_micro_usd",
+                        )
+                    }
+                ),
+                updates,
+            )
+
+    # -- totals -------------------------------------------------------------------------
+
+    def _totals(self, now: datetime, users: Iterable[str] | None) -> dict[str, UserTotals]:
+        """The database's sums plus each running server's figures since the last flush."""
+        today = day_of(now, self.tz)
+        first = month_start(today)
+        wanted = None if users is None else set(users)
+        with self._view:
+            with self.engine.connect() as conn:
+                flushed = sums_by_user(conn, today, wanted)
+            with self._lock:
+                if wanted is None:
+                    ids = list(self._open)
+                else:
+                    ids = [i for u in wanted for i in self._by_user.get(u, ())]
+                sums = {u: list(v) for u, v in flushed.items()}
+                sessions: dict[str, dict[int, int]] = {}
+                for i in ids:
+                    server = self._open[i]
+                    user = server.row.user
+                    figures = sum_today = sum_month = 0
+                    for d, v in server.days(now, self.billing, self.tz).items():
+                        figures += v.billed
+                        if first <= d <= today:
+                            delta = v.billed - server.flushed.get(d, Day()).billed
+                            sum_month += delta
+                            if d == today:
+                                sum_today += delta
+                    total = sums.setdefault(user, [0, 0])
+                    total[0] += sum_today
+                    total[1] += sum_month
+                    sessions.setdefault(user, {})[i] = figures
+        return {u: UserTotals(u, t, m, sessions.get(u, {})) for u, (t, m) in sorted(sums.items())}
+
+    def totals(self, user: str, now: datetime) -> UserTotals:
+        """``user``'s own today / this month, exact up to ``now``, and the bill of each of
+        their running servers' sessions."""
+        return self._totals(now, [user]).get(user) or UserTotals(user, 0, 0, {})
+
+    def all_totals(self, now: datetime) -> dict[str, UserTotals]:
+        """Every user with spend this month or a running server, exact up to ``now``."""
+        return self._totals(now, None)
+
+    def group_totals(
+        self, groups: Mapping[str, Iterable[str]], now: datetime
+    ) -> dict[str, GroupTotals]:
+        members = {g: sorted(set(users)) for g, users in groups.items()}
+        everyone = {u for users in members.values() for u in users}
+        totals = self._totals(now, everyone) if everyone else {}
+        out: dict[str, GroupTotals] = {}
+        for group, users in members.items():
+            found = [totals[u] for u in users if u in totals]
+            out[group] = GroupTotals(
+                group,
+                sum(t.today_micro_usd for t in found),
+                sum(t.month_micro_usd for t in found),
+            )
+        return out
+
+    # -- pages ------------------------------------------------------------------------
+
+    def daily(
+        self, since: date, user: str | None = None, now: datetime | None = None
+    ) -> list[tuple[date, str, int]]:
+        """(day, user, billed micro-dollars) from ``since``, for ``user`` or everyone; as of
+        the last flush, or with ``now`` up to then."""
+        with self._view:
+            with self.engine.connect() as conn:
+                rows = daily_rows(conn, since, user)
+            if now is None:
+                return rows
+            sums = {(d, u): v for d, u, v in rows}
+            with self._lock:
+                for server in self._open.values():
+                    if user is not None and server.row.user != user:
+                        continue
+                    for d, v in server.days(now, self.billing, self.tz).items():
+                        delta = v.billed - server.flushed.get(d, Day()).billed
+                        if d >= since and delta:
+                            key = (d, server.row.user)
+                            sums[key] = sums.get(key, 0) + delta
+        return [(d, u, v) for (d, u), v in sorted(sums.items())]
+
+    def sessions(
+        self, user: str, limit: int = 50, now: datetime | None = None
+    ) -> list[dict[str, object]]:
+        """``user``'s server sessions, newest first; as of the last flush, or with ``now``
+        the running ones up to then."""
+        with self._view:
+            with self.engine.connect() as conn:
+                rows = session_rows(conn, user, limit)
+            if now is None:
+                return rows
+            with self._lock:
+                for row in rows:
+                    server = self._open.get(int(str(row["server_id"])))
+                    if server is None:
+                        continue
+                    days = server.days(now, self.billing, self.tz).values()
+                    row["allocated_micro_usd"] = sum(v.allocated for v in days)
+                    row["reported_micro_usd"] = sum(v.reported for v in days)
+                    row["idle_micro_usd"] = sum(v.idle for v in days)
+                    row["billed_micro_usd"] = sum(v.billed for v in days)
+        return rows
+
+
+def _report_values(last: LastReport) -> dict[str, object]:
+    return {
+        "report_session": last.session_id,
+        "report_cost_micro_usd": last.cost_micro_usd,
+        "report_idle_micro_usd": last.idle_micro_usd,
+        "report_energy_wh": last.energy_wh,
+        "report_cells": last.cells,
+    }

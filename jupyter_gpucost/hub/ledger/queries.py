@@ -1,0 +1,180 @@
+"""What the hub ledger reads back: month and day sums per user, days for the chart,
+a user's sessions, and the running servers to take up again after a restart."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..accounting import month_start
+from ..model import GpuAllocation, Rate, ServerRow
+from .schema import daily_table, from_us, rates_table, servers_table
+from .state import Day, LastReport, OpenServer
+
+_d = daily_table.c
+_s = servers_table.c
+_r = rates_table.c
+#: a server session with its rate's columns
+_with_rate = servers_table.join(rates_table, _r.id == _s.rate_id)
+_rate_columns = (_r.gpu_model, _r.gpu_count, _r.usd_per_gpu_hour, _r.source.label("rate_source"))
+
+
+def sums_by_user(
+    conn: Connection, today: date, users: Collection[str] | None = None
+) -> dict[str, tuple[int, int]]:
+    """user → (today, this month) as flushed, for ``users`` or every user with rows."""
+    today_sum = sa.func.sum(sa.case((_d.day == today, _d.billed_micro_usd), else_=0))
+    query = (
+        sa.select(_d.user_name, today_sum, sa.func.sum(_d.billed_micro_usd))
+        .where(_d.day >= month_start(today), _d.day <= today)
+        .group_by(_d.user_name)
+    )
+    if users is not None:
+        if not users:
+            return {}
+        query = query.where(_d.user_name.in_(sorted(users)))
+    return {u: (int(t or 0), int(m or 0)) for u, t, m in conn.execute(query)}
+
+
+def daily_rows(conn: Connection, since: date, user: str | None) -> list[tuple[date, str, int]]:
+    query = (
+        sa.select(_d.day, _d.user_name, sa.func.sum(_d.billed_micro_usd))
+        .where(_d.day >= since)
+        .group_by(_d.day, _d.user_name)
+        .order_by(_d.day, _d.user_name)
+    )
+    if user is not None:
+        query = query.where(_d.user_name == user)
+    return [(_day(d), u, int(v)) for d, u, v in conn.execute(query)]
+
+
+def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, object]]:
+    sums = (
+        sa.select(
+            _d.server_id,
+            sa.func.sum(_d.allocated_micro_usd).label("allocated"),
+            sa.func.sum(_d.reported_micro_usd).label("reported"),
+            sa.func.sum(_d.idle_micro_usd).label("idle"),
+            sa.func.sum(_d.billed_micro_usd).label("billed"),
+        )
+        .where(_d.user_name == user)
+        .group_by(_d.server_id)
+        .subquery()
+    )
+    query = (
+        sa.select(
+            servers_table,
+            *_rate_columns,
+            sums.c.allocated,
+            sums.c.reported,
+            sums.c.idle,
+            sums.c.billed,
+        )
+        .select_from(_with_rate.outerjoin(sums, sums.c.server_id == _s.id))
+        .where(_s.user_name == user)
+        .order_by(_s.started_us.desc(), _s.id.desc())
+        .limit(limit)
+    )
+    out: list[dict[str, object]] = []
+    for r in conn.execute(query).mappings():
+        out.append(
+            {
+                "server_id": r["id"],
+                "user": r["user_name"],
+                "server_name": r["server_name"],
+                "started": from_us(r["started_us"]).isoformat(),
+                "stopped": None
+                if r["stopped_us"] is None
+                else from_us(r["stopped_us"]).isoformat(),
+                "last_seen": from_us(r["last_seen_us"]).isoformat(),
+                "running": r["stopped_us"] is None,
+                "profile": r["profile"],
+                "gpu_model": r["gpu_model"],
+                "gpu_count": r["gpu_count"],
+                "usd_per_gpu_hour": r["usd_per_gpu_hour"],
+                "rate_source": r["rate_source"],
+                "allocated_micro_usd": int(r["allocated"] or 0),
+                "reported_micro_usd": int(r["reported"] or 0),
+                "idle_micro_usd": int(r["idle"] or 0),
+                "billed_micro_usd": int(r["billed"] or 0),
+                "energy_wh": r["report_energy_wh"],
+                "cells": r["report_cells"],
+            }
+        )
+    return out
+
+
+def server_row(r: Any) -> ServerRow:
+    return ServerRow(
+        server_id=int(r["id"]),
+        user=r["user_name"],
+        server_name=r["server_name"],
+        started=from_us(r["started_us"]),
+        stopped=None if r["stopped_us"] is None else from_us(r["stopped_us"]),
+        last_seen=from_us(r["last_seen_us"]),
+        profile=r["profile"],
+        rate=Rate(
+            GpuAllocation(r["gpu_model"], int(r["gpu_count"])),
+            Decimal(r["usd_per_gpu_hour"]),
+            r["rate_source"],
+        ),
+    )
+
+
+def load_open(conn: Connection, where: Any) -> list[OpenServer]:
+    """The servers matching ``where`` with their days and latest report, as in memory."""
+    servers: dict[int, OpenServer] = {}
+    query = sa.select(servers_table, *_rate_columns).select_from(_with_rate).where(where)
+    for r in conn.execute(query).mappings():
+        server = OpenServer(
+            server_row(r),
+            last=LastReport(
+                r["report_session"],
+                int(r["report_cost_micro_usd"] or 0),
+                int(r["report_idle_micro_usd"] or 0),
+                r["report_energy_wh"],
+                r["report_cells"],
+            ),
+        )
+        servers[server.row.server_id] = server
+    if not servers:
+        return []
+    days = sa.select(daily_table).where(_d.server_id.in_(sorted(servers)))
+    for r in conn.execute(days).mappings():
+        server = servers[int(r["server_id"])]
+        d = _day(r["day"])
+        server.flushed[d] = Day(
+            int(r["allocated_micro_usd"]), int(r["reported_micro_usd"]), int(r["idle_micro_usd"])
+        )
+        server.reported[d] = int(r["reported_micro_usd"])
+        server.idle[d] = int(r["idle_micro_usd"])
+    return list(servers.values())
+
+
+def _day(value: object) -> date:
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value))
+
+
+def rate_id(conn: Connection, rate: Rate) -> int:
+    """The id of ``rate``'s row, added when it is new."""
+    values = {
+        "gpu_model": rate.allocation.model,
+        "gpu_count": rate.allocation.count,
+        "usd_per_gpu_hour": str(rate.usd_per_gpu_hour),
+        "source": rate.source[:1000],
+    }
+    found = conn.execute(
+        sa.select(_r.id).where(*(_r[k] == v for k, v in values.items())).limit(1)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    key = conn.execute(rates_table.insert().values(values)).inserted_primary_key
+    assert key is not None
+    return int(key[0])

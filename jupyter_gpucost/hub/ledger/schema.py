@@ -1,0 +1,176 @@
+"""The hub ledger's tables (SQLAlchemy Core), and opening its database.
+
+* ``hub_rates``: each GPU allocation and price (text, exact) servers were billed at, with
+  where the price comes from;
+* ``hub_servers``: one row per server session (a user's named or default server, from one
+  start): who, when (integer microseconds since the epoch, UTC), the profile, its rate,
+  and the latest figures the server reported;
+* ``hub_daily``: per server and local day, what was allocated, what the server reported,
+  and the bill (``max`` of the two), in integer micro-dollars; the user's name is kept
+  here too, so that "every user this month" is one indexed scan with no join;
+* ``hub_meta``: the schema version and the time zone the days were cut in.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from ..model import HubConfigError
+
+SCHEMA_VERSION = 1
+URL_SETTING = "c.GpuCostHub.ledger_url"
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "hub_meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+)
+
+#: the rates servers were billed at (one row per allocation, price and source: a
+#: session refers to its rate instead of repeating its source text)
+rates_table = sa.Table(
+    "hub_rates",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("gpu_model", sa.String(64), nullable=False),
+    sa.Column("gpu_count", sa.Integer, nullable=False),
+    #: exact, as text: Decimal('3.06') -> "3.06"
+    sa.Column("usd_per_gpu_hour", sa.String(32), nullable=False),
+    sa.Column("source", sa.String(1000), nullable=False),
+    sa.Index("ix_hub_rates_model", "gpu_model", "gpu_count", "usd_per_gpu_hour"),
+)
+
+servers_table = sa.Table(
+    "hub_servers",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    sa.Column("server_name", sa.String(255), nullable=False),
+    sa.Column("started_us", sa.BigInteger, nullable=False),
+    sa.Column("stopped_us", sa.BigInteger, nullable=True),
+    sa.Column("last_seen_us", sa.BigInteger, nullable=False),
+    sa.Column("profile", sa.String(255), nullable=True),
+    sa.Column("rate_id", sa.Integer, sa.ForeignKey("hub_rates.id"), nullable=False),
+    # the server's latest report (what it counted since it started its meter)
+    sa.Column("report_session", sa.String(200), nullable=True),
+    sa.Column("report_cost_micro_usd", sa.BigInteger, nullable=True),
+    sa.Column("report_idle_micro_usd", sa.BigInteger, nullable=True),
+    sa.Column("report_energy_wh", sa.Float, nullable=True),
+    sa.Column("report_cells", sa.Integer, nullable=True),
+    sa.UniqueConstraint("user_name", "server_name", "started_us", name="uq_hub_servers_start"),
+    sa.Index("ix_hub_servers_user_started", "user_name", "started_us"),
+    sa.Index("ix_hub_servers_stopped", "stopped_us"),
+)
+
+daily_table = sa.Table(
+    "hub_daily",
+    metadata,
+    sa.Column("server_id", sa.Integer, primary_key=True),
+    sa.Column("day", sa.Date, primary_key=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    sa.Column("allocated_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("reported_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("idle_micro_usd", sa.BigInteger, nullable=False),
+    #: max(allocated, reported): what the user is billed for this server and day
+    sa.Column("billed_micro_usd", sa.BigInteger, nullable=False),
+    # covering indexes: every user this month, and one user's days
+    sa.Index("ix_hub_daily_day_user", "day", "user_name", "billed_micro_usd"),
+    sa.Index("ix_hub_daily_user_day", "user_name", "day", "billed_micro_usd"),
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_us(when: datetime) -> int:
+    """Whole microseconds since the epoch (exact: no float)."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"{when.isoformat()} has no time zone")
+    delta = when - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def safe_url(url: str) -> str:
+    """The URL as it may be logged: its password hidden."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "<not a database URL>"
+
+
+def sqlite_path(url: str) -> Path | None:
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(str(parsed.database))
+
+
+def open_engine(url: str, tz_name: str, log: logging.Logger) -> Engine:
+    """An engine on the ledger at ``url`` (SQLite in WAL mode, or any SQLAlchemy URL),
+    its schema created or checked. A database that cannot be used is a
+    :class:`HubConfigError` naming ``c.GpuCostHub.ledger_url`` (password hidden)."""
+    try:
+        engine = _create(url)
+    except (sa.exc.ArgumentError, OSError, ImportError) as e:
+        raise HubConfigError(f"{URL_SETTING}: cannot use {safe_url(url)}: {e}") from None
+    try:
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            meta = dict(conn.execute(sa.select(meta_table.c.key, meta_table.c.value)).all())
+            if "schema_version" not in meta:
+                conn.execute(
+                    meta_table.insert(),
+                    [
+                        {"key": "schema_version", "value": str(SCHEMA_VERSION)},
+                        {"key": "time_zone", "value": tz_name},
+                    ],
+                )
+            elif int(meta["schema_version"]) > SCHEMA_VERSION:
+                raise HubConfigError(
+                    f"{URL_SETTING}: {safe_url(url)} was written by a newer jupyter-gpucost "
+                    f"(hub schema {meta['schema_version']})"
+                )
+            elif meta.get("time_zone") not in (None, tz_name):
+                log.warning(
+                    "gpucost hub: the ledger's days so far were cut in %s; from now on in %s "
+                    "(c.GpuCostHub.time_zone). Days already recorded keep their old cut.",
+                    meta["time_zone"],
+                    tz_name,
+                )
+                conn.execute(
+                    meta_table.update().where(meta_table.c.key == "time_zone").values(value=tz_name)
+                )
+    except sa.exc.SQLAlchemyError as e:
+        engine.dispose()
+        reason = getattr(e, "orig", None) or e
+        raise HubConfigError(f"{URL_SETTING}: cannot open {safe_url(url)}: {reason}") from None
+    return engine
+
+
+def _create(url: str) -> Engine:
+    path = sqlite_path(url)
+    if path is None:
+        return sa.create_engine(url, pool_pre_ping=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": 10})
+
+    @sa.event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    return engine

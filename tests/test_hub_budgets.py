@@ -1,0 +1,226 @@
+"""Hub budgets per user and per group, what they say to the user, and the grace before
+the hub stops a server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jupyter_gpucost.core.hub_protocol import HubBudget
+from jupyter_gpucost.hub.budgets import (
+    BudgetPolicy,
+    describe,
+    exceeded,
+    spawn_refusal,
+    to_micro_usd,
+)
+from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.model import GroupTotals, HubConfigError, UserTotals
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+USD = 1_000_000
+
+
+def totals(user: str, today_usd: float, month_usd: float) -> UserTotals:
+    return UserTotals(user, int(today_usd * USD), int(month_usd * USD))
+
+
+# -- amounts --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "micro"),
+    [(20, 20 * USD), ("2.50", 2_500_000), (0.1, 100_000), ("0.000001", 1), (0, 0)],
+)
+def test_amounts_are_dollars_turned_into_exact_micro_dollars(raw: object, micro: int) -> None:
+    assert to_micro_usd(raw, setting="x") == micro
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"alice": {"day": -5}},
+            "c.GpuCostHub.user_budgets['alice']['day']: -5 is negative; a budget is 0 dollars or more",
+        ),
+        (
+            {"alice": {"day": "lots"}},
+            "c.GpuCostHub.user_budgets['alice']['day']: 'lots' is not a number of dollars",
+        ),
+        (
+            {"alice": {"day": True}},
+            "c.GpuCostHub.user_budgets['alice']['day']: True is not a number of dollars",
+        ),
+        (
+            {"*": {"week": 5}},
+            "c.GpuCostHub.user_budgets['*']: unknown scope 'week'; the scopes are session, day, month",
+        ),
+        (
+            {"alice": {"month": "0.0000001"}},
+            "c.GpuCostHub.user_budgets['alice']['month']: '0.0000001' has more than 6 decimals",
+        ),
+        ({"alice": {"month": float("nan")}}, "c.GpuCostHub.user_budgets['alice']['month']: nan"),
+        ({"alice": 20}, "c.GpuCostHub.user_budgets['alice']: expected a dict of scope"),
+        ([20], "c.GpuCostHub.user_budgets: expected a dict of name"),
+    ],
+)
+def test_a_bad_user_budget_names_the_setting_the_user_and_the_scope(
+    raw: object, message: str
+) -> None:
+    with pytest.raises(HubConfigError) as e:
+        BudgetPolicy(raw)
+    assert str(e.value).startswith(message)
+
+
+def test_a_bad_group_budget_names_its_setting() -> None:
+    with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.group_budgets\['ml'\]\['day'\]"):
+        BudgetPolicy(None, {"ml": {"day": -1}})
+    with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.group_budgets: '\*' is not a group"):
+        BudgetPolicy(None, {"*": {"day": 1}})
+
+
+# -- which budgets apply ----------------------------------------------------------------
+
+
+def test_a_users_own_entry_overrides_everyones_scope_by_scope() -> None:
+    policy = BudgetPolicy(
+        {"*": {"session": 5, "day": 20, "month": 200}, "alice": {"month": 500, "session": None}}
+    )
+    assert policy.for_user("alice") == {"day": 20 * USD, "month": 500 * USD}
+    assert policy.for_user("bob") == {"session": 5 * USD, "day": 20 * USD, "month": 200 * USD}
+    assert BudgetPolicy().for_user("bob") == {}
+
+
+def test_standings_compare_each_budget_with_the_right_spend() -> None:
+    policy = BudgetPolicy(
+        {"*": {"session": 5, "day": 20, "month": 200}},
+        {"ml": {"day": 50, "month": 1000}, "physics": {"session": 2}},
+    )
+    alice = totals("alice", today_usd=12.5, month_usd=150)
+    pooled = {"ml": GroupTotals("ml", 51 * USD, 400 * USD)}
+    standings = policy.standings("alice", ["physics", "ml", "art"], 3 * USD, alice, pooled)
+    assert standings == [
+        HubBudget("session", 5 * USD, 3 * USD, "user"),
+        HubBudget("day", 20 * USD, 12_500_000, "user"),
+        HubBudget("month", 200 * USD, 150 * USD, "user"),
+        HubBudget("day", 50 * USD, 51 * USD, "group:ml"),
+        HubBudget("month", 1000 * USD, 400 * USD, "group:ml"),
+        # a group's session budget caps each member's own session
+        HubBudget("session", 2 * USD, 3 * USD, "group:physics"),
+    ]
+    assert [(b.scope, b.source) for b in exceeded(standings)] == [
+        ("day", "group:ml"),
+        ("session", "group:physics"),
+    ]
+    assert policy.budgeted_groups(["physics", "ml", "art"]) == ["ml", "physics"]
+
+
+def test_callables_choose_budgets_per_user_and_group() -> None:
+    seen: list[tuple[str, tuple[str, ...]]] = []
+
+    def per_user(user: str, groups: tuple[str, ...]) -> object:
+        seen.append((user, groups))
+        return {"day": 100} if "staff" in groups else {"day": 10}
+
+    policy = BudgetPolicy(per_user, lambda group: {"month": 7} if group == "ml" else None)
+    assert policy.for_user("alice", ["staff"]) == {"day": 100 * USD}
+    assert policy.for_user("bob", []) == {"day": 10 * USD}
+    assert seen == [("alice", ("staff",)), ("bob", ())]
+    assert policy.for_group("ml") == {"month": 7 * USD}
+    assert policy.for_group("art") == {}
+
+
+def test_a_callable_that_fails_keeps_the_users_last_budgets_or_names_the_setting() -> None:
+    answers: list[object] = [{"day": 10}, RuntimeError("LDAP down"), {"day": -1}]
+
+    def flaky(user: str, groups: tuple[str, ...]) -> object:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    policy = BudgetPolicy(flaky)
+    assert policy.for_user("alice") == {"day": 10 * USD}
+    assert policy.for_user("alice") == {"day": 10 * USD}  # raised: the last budgets stay
+    assert policy.for_user("alice") == {"day": 10 * USD}  # invalid: the last budgets stay
+    with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.user_budgets\('bob'\)\['day'\]"):
+        BudgetPolicy(lambda u, g: {"day": -1}).for_user("bob")
+    with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.user_budgets\('bob'\) failed"):
+        BudgetPolicy(lambda u, g: 1 / 0).for_user("bob")
+
+
+# -- what the user reads ----------------------------------------------------------------
+
+
+def test_the_messages_say_which_budget_whose_and_how_much() -> None:
+    mine = HubBudget("day", 20 * USD, 20_410_000, "user")
+    group = HubBudget("month", 500 * USD, 120 * USD, "group:ml")
+    assert describe(mine) == (
+        "Your day budget of $20.00 (set by your hub admin) is spent: $20.41 today."
+    )
+    assert describe(group) == (
+        "Group ml's month budget of $500.00 (set by your hub admin) stands at: $120.00 this month."
+    )
+
+
+def test_a_spawn_is_refused_over_a_day_or_month_budget_not_a_session_one() -> None:
+    session = HubBudget("session", 5 * USD, 9 * USD, "user")
+    month = HubBudget("month", 200 * USD, 200 * USD, "group:ml")
+    assert spawn_refusal([session]) is None
+    assert spawn_refusal([session, month]) == (
+        "Your server cannot start. Group ml's month budget of $200.00 (set by your hub admin) "
+        "is spent: $200.00 this month."
+    )
+
+
+# -- the grace period --------------------------------------------------------------------
+
+
+def test_a_server_over_budget_is_due_after_the_grace_and_the_deadline_holds() -> None:
+    enforcer = Enforcer(grace_s=120)
+    key = ("alice", "", NOW)
+    over = [HubBudget("day", 20 * USD, 21 * USD, "user")]
+    first = enforcer.update(key, over, NOW)
+    assert first is not None
+    assert first.stop_at == NOW + timedelta(seconds=120)
+    assert first.reason.startswith("Your day budget of $20.00")
+    # still over later: the same deadline, not pushed back
+    later = enforcer.update(key, over, NOW + timedelta(seconds=60))
+    assert later is not None
+    assert later.stop_at == first.stop_at
+    assert enforcer.due(NOW + timedelta(seconds=119)) == []
+    assert [d.key for d in enforcer.due(NOW + timedelta(seconds=120))] == [key]
+    enforcer.forget(key)
+    assert enforcer.due(NOW + timedelta(seconds=500)) == []
+
+
+def test_raising_the_budget_clears_the_countdown_and_a_new_excess_starts_a_new_one() -> None:
+    enforcer = Enforcer(grace_s=60)
+    key = ("bob", "gpu", NOW)
+    over = [HubBudget("month", 5 * USD, 6 * USD, "group:ml")]
+    assert enforcer.update(key, over, NOW) is not None
+    raised = [HubBudget("month", 50 * USD, 6 * USD, "group:ml")]
+    assert enforcer.update(key, raised, NOW + timedelta(seconds=30)) is None
+    assert enforcer.deadline(key) is None
+    assert enforcer.due(NOW + timedelta(seconds=90)) == []
+    again = enforcer.update(key, over, NOW + timedelta(seconds=40))
+    assert again is not None
+    assert again.stop_at == NOW + timedelta(seconds=100)
+
+
+def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them() -> None:
+    enforcer = Enforcer(grace_s=0)
+    over = [HubBudget("session", 1, 1, "user")]
+    old = ("alice", "", NOW)
+    restarted = ("alice", "", NOW + timedelta(hours=1))
+    enforcer.update(old, over, NOW)
+    enforcer.update(("carol", "", NOW), [], NOW)
+    assert len(enforcer) == 1
+    # the same server started again is a new session: no deadline inherited
+    assert enforcer.deadline(restarted) is None
+    enforcer.update(restarted, over, NOW + timedelta(hours=1))
+    enforcer.keep_only([restarted])
+    assert [d.key for d in enforcer.due(NOW + timedelta(hours=2))] == [restarted]
+    with pytest.raises(ValueError, match="grace"):
+        Enforcer(grace_s=-1)
