@@ -99,7 +99,9 @@ class Hub:
             if predicate():
                 return
             time.sleep(0.5)
-        raise AssertionError(f"timed out after {timeout_s} s: {what}\n{self.log.read_text()[-5000:]}")
+        raise AssertionError(
+            f"timed out after {timeout_s} s: {what}\n{self.log.read_text()[-5000:]}"
+        )
 
 
 def http(method: str, url: str, token: str | None, body: object = None) -> tuple[int, Any]:

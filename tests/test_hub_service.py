@@ -96,8 +96,8 @@ def test_a_user_over_budget_is_stopped_with_the_extension_disabled(hub: Hub) -> 
 def test_a_spawn_over_a_day_budget_is_refused_with_its_message(hub: Hub) -> None:
     code, body = hub.call("POST", "/users/alice/server")
     assert code == 403, body
-    assert "GPU budget for today is spent" in body["message"]
-    assert "set by your hub admin" in body["message"]
+    assert body["message"].startswith("Your server cannot start. Your day budget of $0.03")
+    assert "(set by your hub admin) is spent" in body["message"]
     assert hub.server("alice") is None
 
 

@@ -38,6 +38,7 @@ from tornado import web
 
 from ..core.hub_protocol import REPORT_PATH, ProtocolError, SpendReport
 from . import views
+from .budgets import spawn_refusal
 from .hubapi import HubApi, HubApiError, Identity
 from .service import HubService, ReportRejected
 
@@ -169,12 +170,12 @@ class AllowanceHandler(TokenHandler):
         if groups and user not in service.groups_of:
             service.groups_of[user] = groups
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
-        spent = next((b for b in budgets if b.exceeded), None)
+        refusal = spawn_refusal(budgets)
         self.write_json(
             {
                 "user": user,
-                "allowed": spent is None,
-                "reason": None if spent is None else views.spawn_refusal(spent),
+                "allowed": refusal is None,
+                "reason": refusal,
                 "budgets": [views.budget_json(b) for b in budgets],
             }
         )

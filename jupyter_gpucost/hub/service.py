@@ -15,13 +15,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from ..core.hub_protocol import HubBudget, HubReply, SpendReport
-from .model import HubConfigError, HubLedgerApi, Rate, ServerInfo, ServerRow, UserTotals
+from .budgets import BudgetPolicy
+from .enforcer import Enforcer, ServerKey
+from .model import (
+    GroupTotals,
+    HubConfigError,
+    HubLedgerApi,
+    Rate,
+    ServerInfo,
+    ServerRow,
+    UserTotals,
+)
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -37,36 +47,6 @@ class HubClient(Protocol):
     async def active_servers(self) -> list[ServerInfo]: ...
 
     async def stop_server(self, user: str, server_name: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class BudgetQuery:
-    """What a budget policy needs to weigh one user's spend."""
-
-    user: str
-    groups: tuple[str, ...]
-    #: the session (running server) being weighed, 0 when none
-    session_micro_usd: int
-    #: every user's totals this month (group budgets pool their members' spend)
-    totals: Mapping[str, UserTotals]
-    #: each known user's groups, as the Hub last listed them
-    groups_of: Mapping[str, tuple[str, ...]]
-
-
-#: a user's budgets and where each stands (the amounts come from the admin's config)
-Standings = Callable[[BudgetQuery], list[HubBudget]]
-
-
-class GraceClock(Protocol):
-    """The enforcer: when an over-budget server is stopped (see hub.enforcer)."""
-
-    def update(self, server_id: int, over: HubBudget | None, now: datetime) -> datetime | None:
-        """The server's ``stop_at`` (None while no budget is spent)."""
-
-    def due(self, now: datetime) -> list[int]:
-        """The servers whose ``stop_at`` has passed."""
-
-    def forget(self, server_id: int) -> None: ...
 
 
 class ReportRejected(Exception):
@@ -96,18 +76,8 @@ class PollResult:
     seconds: float = 0.0
 
 
-def over_budget(budgets: Sequence[HubBudget]) -> HubBudget | None:
-    """The first spent budget, the narrowest first (session, day, month)."""
-    for budget in budgets:
-        if budget.exceeded:
-            return budget
-    return None
-
-
-def reason_for(budget: HubBudget) -> str:
-    source = "your" if budget.source == "user" else f"the {budget.source.split(':', 1)[-1]}"
-    usd = budget.amount_micro_usd / 1_000_000
-    return f"{source} {budget.scope} budget of ${usd:,.2f} is spent ({budget.source})"
+def server_key(row: ServerRow) -> ServerKey:
+    return (row.user, row.server_name, row.started)
 
 
 class HubService:
@@ -117,13 +87,13 @@ class HubService:
         self,
         ledger: HubLedgerApi,
         rate_for: Callable[[ServerInfo], Rate],
-        standings: Standings,
-        grace: GraceClock,
+        budgets: BudgetPolicy,
+        enforcer: Enforcer,
     ) -> None:
         self.ledger = ledger
         self.rate_for = rate_for
-        self.standings = standings
-        self.grace = grace
+        self.budgets = budgets
+        self.enforcer = enforcer
         self.rows: dict[Key, ServerRow] = {
             (row.user, row.server_name): row for row in ledger.running()
         }
@@ -131,6 +101,7 @@ class HubService:
         self.seen: dict[Key, datetime] = {}
         self.state: dict[int, Standing] = {}
         self.totals: dict[str, UserTotals] = {}
+        self.group_totals: dict[str, GroupTotals] = {}
         self.groups_of: dict[str, tuple[str, ...]] = {}
         self.servers: dict[Key, ServerInfo] = {}
         self._asked_stop: dict[int, float] = {}
@@ -156,7 +127,7 @@ class HubService:
                 # gone (or restarted): billed up to where it was last seen running
                 stopped = self.seen.get(key, row.last_seen)
                 self.ledger.close_server(row.server_id, max(stopped, row.started))
-                self.grace.forget(row.server_id)
+                self.enforcer.forget(server_key(row))
                 self.state.pop(row.server_id, None)
                 self._asked_stop.pop(row.server_id, None)
                 del self.rows[key]
@@ -172,6 +143,7 @@ class HubService:
             self.seen[key] = now
         self.servers = listed
         self.totals = self.ledger.all_totals(now)
+        self.group_totals = self._group_totals(now)
         for row in self.rows.values():
             self._weigh(row, now)
         self.last_poll = now
@@ -188,39 +160,54 @@ class HubService:
                 log.error("%s/%s is not billed: %s", server.user, server.server_name, e)
             return None
 
+    def _group_totals(self, now: datetime) -> dict[str, GroupTotals]:
+        """The pooled spend of every group with a budget (members as the Hub listed them)."""
+        known = {g for groups in self.groups_of.values() for g in groups}
+        budgeted = self.budgets.budgeted_groups(known)
+        if not budgeted:
+            return {}
+        members: dict[str, list[str]] = {g: [] for g in budgeted}
+        for user, groups in self.groups_of.items():
+            for group in groups:
+                if group in members:
+                    members[group].append(user)
+        return self.ledger.group_totals(members, now)
+
     def _weigh(self, row: ServerRow, now: datetime) -> None:
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
         session = totals.sessions_micro_usd.get(row.server_id, 0)
         budgets = tuple(self.budgets_for(row.user, session))
-        over = over_budget(budgets)
-        stop_at = self.grace.update(row.server_id, over, now)
+        deadline = self.enforcer.update(server_key(row), budgets, now)
         self.state[row.server_id] = Standing(
-            row, session, budgets, stop_at, reason_for(over) if over else None
+            row,
+            session,
+            budgets,
+            deadline.stop_at if deadline else None,
+            deadline.reason if deadline else None,
         )
 
     def budgets_for(self, user: str, session_micro_usd: int = 0) -> list[HubBudget]:
-        return self.standings(
-            BudgetQuery(
-                user=user,
-                groups=self.groups_of.get(user, ()),
-                session_micro_usd=session_micro_usd,
-                totals=self.totals,
-                groups_of=self.groups_of,
-            )
+        """The user's budgets and where they stand (a running session's, or a new one's)."""
+        return self.budgets.standings(
+            user,
+            self.groups_of.get(user, ()),
+            session_micro_usd,
+            self.totals.get(user) or UserTotals(user, 0, 0),
+            self.group_totals,
         )
 
     def due(self, now: datetime) -> list[ServerRow]:
         """Servers past their ``stop_at`` the Hub has not been asked to stop just now."""
-        by_id = {row.server_id: row for row in self.rows.values()}
         clock = time.monotonic()
         found = []
-        for server_id in self.grace.due(now):
-            row = by_id.get(server_id)
-            if row is None:
+        for deadline in self.enforcer.due(now):
+            user, server_name, started = deadline.key
+            row = self.rows.get((user, server_name))
+            if row is None or row.started != started:
                 continue
-            if clock - self._asked_stop.get(server_id, -RETRY_STOP_S) < RETRY_STOP_S:
+            if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
                 continue
-            self._asked_stop[server_id] = clock
+            self._asked_stop[row.server_id] = clock
             found.append(row)
         return found
 

@@ -83,13 +83,25 @@ def me(service: HubService, user: str, now: datetime, today: date) -> dict[str, 
         "month_usd": usd(totals.month_micro_usd),
         "running": _servers(service, user),
         "budgets": budgets,
-        "sessions": [_session(s) for s in service.ledger.sessions(user, limit=50)],
-        "daily": _chart(service.ledger.daily(since, user), today),
+        "sessions": [_session(s) for s in service.ledger.sessions(user, limit=50, now=now)],
+        "daily": _chart(service.ledger.daily(since, user, now=now), today),
     }
 
 
+def _when(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime | date) else value
+
+
 def _session(row: dict[str, object]) -> dict[str, object]:
-    return {k: (v.isoformat() if isinstance(v, datetime | date) else v) for k, v in row.items()}
+    """A session as the ledger lists it, plus what the page shows: GPUs and the bill."""
+    found = {k: _when(v) for k, v in row.items()}
+    model, count = row.get("gpu_model"), row.get("gpu_count")
+    found["gpus"] = f"{count} × {model}" if model and count else "no GPU"
+    billed = row.get("billed_micro_usd")
+    found["bill_usd"] = usd(billed) if isinstance(billed, int) else None
+    reported = row.get("reported_micro_usd")
+    found["reported_usd"] = usd(reported) if isinstance(reported, int) else None
+    return found
 
 
 def _near(budgets: list[dict[str, Any]]) -> float:
@@ -139,7 +151,7 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
         "usd_per_hour": round(sum(float(r.rate.usd_per_hour) for r in service.rows.values()), 6),
         "today_usd": round(sum(u["today_usd"] for u in users), 6),
         "month_usd": round(sum(u["month_usd"] for u in users), 6),
-        "daily": _chart(service.ledger.daily(since), today),
+        "daily": _chart(service.ledger.daily(since, now=now), today),
     }
 
 
@@ -238,18 +250,7 @@ def metrics(service: HubService) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spawn_refusal(budget: HubBudget) -> str:
-    """What the spawn page shows when a day or month budget is spent."""
-    when = {"day": "today", "month": "this month", "session": "this session"}[budget.scope]
-    whose = "Your" if budget.source == "user" else f"Group {budget.source.split(':', 1)[-1]}'s"
-    return (
-        f"{whose} GPU budget for {when} is spent: ${budget.spent_micro_usd / 1e6:,.2f} of "
-        f"${budget.amount_micro_usd / 1e6:,.2f} (set by your hub admin). "
-        "A new server can start when the budget renews or your admin raises it."
-    )
-
-
-def bars(daily: list[dict[str, Any]], width: int = 620, height: int = 140) -> dict[str, Any]:
+def bars(daily: list[dict[str, Any]], width: int = 1100, height: int = 140) -> dict[str, Any]:
     """An SVG bar chart's geometry for a series of days (drawn by the page's template)."""
     top = max((d["usd"] for d in daily), default=0.0) or 1.0
     step = width / max(len(daily), 1)
