@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import secrets
@@ -106,6 +107,8 @@ async def run(app: GpuCostHub) -> None:
         await poll()
     except HubApiError as e:
         log.error("first poll of the Hub: %s", e)
+    # what start-up made lives as long as the process: keep it out of the collector's scans
+    gc.freeze()
     server = web.listen(bind.port or 80, bind.hostname or "127.0.0.1", xheaders=True)
     log.info(
         "gpucost hub service at %s%s (ledger %s, poll %.1f s, flush %.1f s)",

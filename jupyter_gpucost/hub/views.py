@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..core.hub_protocol import HubBudget
-from .model import UserTotals
+from .model import ServerRow, UserTotals
 from .service import HubService
 
 #: a user is "near" a budget from this share of it on
@@ -40,11 +40,15 @@ def budget_json(budget: HubBudget) -> dict[str, Any]:
     }
 
 
-def _servers(service: HubService, user: str) -> list[dict[str, Any]]:
+def _servers(
+    service: HubService, user: str, rows: list[ServerRow] | None = None
+) -> list[dict[str, Any]]:
+    """A user's running servers (``rows``: theirs, when the caller has them at hand)."""
+    if rows is None:
+        rows = [row for (name, _), row in service.rows.items() if name == user]
     found = []
-    for (name, server_name), row in sorted(service.rows.items()):
-        if name != user:
-            continue
+    for row in sorted(rows, key=lambda r: r.server_name):
+        server_name = row.server_name
         standing = service.state.get(row.server_id)
         rate = row.rate
         found.append(
@@ -111,12 +115,15 @@ def _near(budgets: list[dict[str, Any]]) -> float:
 def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, Any]:
     """Every user and group: spend today and this month, running servers, budget shares."""
     totals = service.totals or service.ledger.all_totals(now)
-    names = set(totals) | {user for user, _ in service.rows}
+    by_user: dict[str, list[ServerRow]] = defaultdict(list)
+    for (user, _), row in service.rows.items():
+        by_user[user].append(row)
+    names = set(totals) | set(by_user)
     users: list[dict[str, Any]] = []
     for name in sorted(names):
         t = totals.get(name) or UserTotals(name, 0, 0)
         budgets = [budget_json(b) for b in service.budgets_for(name)]
-        servers = _servers(service, name)
+        servers = _servers(service, name, by_user.get(name, []))
         for server in servers:
             budgets.extend(server["budgets"])
         users.append(
@@ -132,14 +139,14 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
             }
         )
     groups: dict[str, dict[str, Any]] = {}
-    for user in users:
-        for group in user["groups"]:
+    for entry in users:
+        for group in entry["groups"]:
             g = groups.setdefault(
                 group, {"group": group, "members": [], "today_usd": 0.0, "month_usd": 0.0}
             )
-            g["members"].append(user["user"])
-            g["today_usd"] = round(g["today_usd"] + user["today_usd"], 6)
-            g["month_usd"] = round(g["month_usd"] + user["month_usd"], 6)
+            g["members"].append(entry["user"])
+            g["today_usd"] = round(g["today_usd"] + entry["today_usd"], 6)
+            g["month_usd"] = round(g["month_usd"] + entry["month_usd"], 6)
     since = today - timedelta(days=CHART_DAYS - 1)
     return {
         "generated": now.isoformat(),
