@@ -220,3 +220,95 @@ def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
 
     hub.wait("the hub to restart the gpucost service", back, 90)
     assert me(hub, "carol")["today_usd"] >= 7.5
+
+
+# -- without a hub: the settings and the spawn hook's behaviour when the service is down ----
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "gpucost-hub: c.GpuCostHub.default_gpu is not set"),
+        (["--GpuCostHub.grace_s=-1"], "c.GpuCostHub.grace_s = -1.0 is not valid: use seconds"),
+        (["--GpuCostHub.timezone=Mars/Base"], "c.GpuCostHub.timezone = 'Mars/Base' is not valid"),
+        (
+            ["--GpuCostHub.default_gpu=Z9000"],
+            "c.GpuCostHub.default_gpu: no price for GPU model 'Z9000'",
+        ),
+        (["--GpuCostHub.bind_url=localhost:80"], "c.GpuCostHub.bind_url = 'localhost:80' is not"),
+        (["--config=missing.py"], "c.GpuCostHub.config_file = 'missing.py': no such file"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_stops_the_service_with_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
+    if args and not any(a.startswith("--GpuCostHub.default_gpu") for a in args):
+        args = [*args, "--GpuCostHub.default_gpu=T4"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert message in line
+    assert "Traceback" not in done.stderr
+
+
+def test_a_budget_setting_is_checked_at_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "gpucost_hub_config.py").write_text(
+        "c.GpuCostHub.default_gpu = 'T4'\nc.GpuCostHub.user_budgets = {'ann': {'week': 3}}\n"
+    )
+    env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpucost-hub: c.GpuCostHub.user_budgets")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+class _User:
+    name = "ann"
+    groups: list[Any] = []
+
+
+class _Spawner:
+    user = _User()
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_the_spawn_hook_when_the_service_is_down(fail_open: bool) -> None:
+    import asyncio
+    import socket
+
+    from jupyter_gpucost.hub.spawn_hook import SpawnRefused, refuse_over_budget
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hook = refuse_over_budget(
+        f"http://127.0.0.1:{port}/services/gpucost", "token", fail_open=fail_open, timeout_s=2
+    )
+    if fail_open:
+        assert asyncio.run(hook(_Spawner())) is None
+    else:
+        with pytest.raises(SpawnRefused) as refused:
+            asyncio.run(hook(_Spawner()))
+        assert refused.value.status_code == 503
+        assert "budget service is unavailable" in refused.value.jupyterhub_message

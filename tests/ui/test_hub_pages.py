@@ -26,7 +26,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
             "(or set GPUCOST_CHP to its path)"
         )
     root = tmp_path_factory.mktemp("hubpages")
-    with running_hub(root, budgets={"*": {"month": 100}}, proxy=True) as hub:
+    # dave's day budget is $0: the hub refuses every spawn of his
+    budgets = {"*": {"month": 100}, "dave": {"day": 0}}
+    with running_hub(root, budgets=budgets, proxy=True) as hub:
         for user in ("alice", "bob", "carol"):
             spawn(hub, user)
         yield hub
@@ -85,3 +87,13 @@ def test_an_admin_sees_every_user(hub: Hub, page: Any) -> None:
     assert lines[0].startswith("user,groups,today_usd")
     assert len(lines) == 4
     screenshot(page, "hub-admin-page.png")
+
+
+def test_the_spawn_page_says_why_a_spawn_is_refused(hub: Hub, page: Any) -> None:
+    login(page, hub, "dave")
+    page.goto(f"{hub.public}/hub/spawn", timeout=60_000)
+    message = page.locator("text=Your server cannot start.")
+    expect(message).to_be_visible(timeout=30_000)
+    expect(message).to_contain_text("Your day budget of $0.00 (set by your hub admin) is spent")
+    screenshot(page, "hub-spawn-refused.png")
+    assert hub.server("dave") is None
