@@ -190,6 +190,7 @@ c.Spawner.pre_spawn_hook = refuse_over_budget(
 )
 c.JupyterHub.services = [
     {{"name": "test-driver", "api_token": "{token}"}},
+    {{"name": "prometheus", "api_token": "{prometheus_token}"}},
     {{
         "name": "gpucost",
         "url": "http://127.0.0.1:{svc}",
@@ -200,6 +201,9 @@ c.JupyterHub.services = [
         "oauth_no_confirm": True,
     }},
 ]
+c.JupyterHub.custom_scopes = {{
+    "custom:gpucost:admin": {{"description": "See every user's GPU spend in the gpucost service"}},
+}}
 c.JupyterHub.load_roles = [
     {{
         "name": "driver",
@@ -207,6 +211,12 @@ c.JupyterHub.load_roles = [
         "services": ["test-driver"],
     }},
     {{"name": "gpucost-service", "scopes": {scopes!r}, "services": ["gpucost"]}},
+    # a scraper of /metrics: an admin of the gpucost service, nothing else
+    {{
+        "name": "gpucost-metrics",
+        "scopes": ["custom:gpucost:admin", "access:services!service=gpucost"],
+        "services": ["prometheus"],
+    }},
     # users may open the service's pages
     {{"name": "user", "scopes": ["self", "access:services!service=gpucost"]}},
 ]
@@ -237,6 +247,7 @@ def running_hub(
     proxy: bool = False,
 ) -> Iterator[Hub]:
     token, service_token = secrets.token_hex(16), secrets.token_hex(16)
+    prometheus_token = secrets.token_hex(16)
     hub_port, svc_port, public = free_port(), free_port(), free_port()
     chp = chp_command() if proxy else None
     if proxy and chp is None:
@@ -261,6 +272,7 @@ def running_hub(
                 root=root,
                 token=token,
                 service_token=service_token,
+                prometheus_token=prometheus_token,
                 singleuser=BIN / "jupyterhub-singleuser",
                 pythonpath=ROOT,
                 scopes=SERVICE_SCOPES,
@@ -294,6 +306,7 @@ def running_hub(
         root=root,
         process=process,
         log=log,
+        tokens={"prometheus": prometheus_token},
     )
 
     def up() -> bool:

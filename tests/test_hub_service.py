@@ -175,6 +175,10 @@ def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
     assert code == 200
     assert 'gpucost_hub_user_month_usd{user="bob"}' in text
     assert "gpucost_hub_running_servers 2" in text
+    # a Prometheus service with the custom:gpucost:admin scope may scrape it
+    code, text = hub.svc("GET", "metrics", hub.tokens["prometheus"])
+    assert code == 200, text
+    assert "# TYPE gpucost_hub_user_today_usd gauge" in text
 
 
 def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
