@@ -87,6 +87,10 @@ class GpuCostHub(Application):
         "else /services/gpucost/)."
     ).tag(config=True)
 
+    @default("log_level")
+    def _log_level(self) -> int:
+        return logging.INFO
+
     @default("hub_api_url")
     def _hub_api_url(self) -> str:
         return env("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api")
@@ -252,7 +256,10 @@ class GpuCostHub(Application):
             self.parse_command_line(argv)
         elif "config_file" in self.config.get("GpuCostHub", {}):
             raise HubConfigError(f"{SETTING}.config_file = {str(path)!r}: no such file")
-        self.log.setLevel(self.log_level)
+        level = self.log_level
+        assert isinstance(level, int | str)
+        self.log.setLevel(level)
+        logging.getLogger("jupyter_gpucost.hub").setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -292,6 +292,22 @@ def templates() -> jinja2.Environment:
     )
 
 
+def log_request(handler: web.RequestHandler) -> None:
+    """The access log: method, path and status, never the query (it may hold a token)."""
+    status = handler.get_status()
+    level = logging.INFO if status < 400 else logging.WARNING
+    if status < 400 and handler.request.method == "POST":
+        level = logging.DEBUG  # every server reports every few seconds
+    log.log(
+        level,
+        "%d %s %s %.1f ms",
+        status,
+        handler.request.method,
+        handler.request.path,
+        1000 * handler.request.request_time(),
+    )
+
+
 def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Application:
     prefix = base_url.rstrip("/")
     routes: list[Any] = [
@@ -313,6 +329,7 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         static_path=str(HERE / "static"),
         static_url_prefix=f"{prefix}/static/",
         login_url=ctx.hub_auth.login_url,
+        log_function=log_request,
     )
 
 

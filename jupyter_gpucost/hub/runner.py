@@ -109,7 +109,13 @@ async def run(app: GpuCostHub) -> None:
         log.error("first poll of the Hub: %s", e)
     # what start-up made lives as long as the process: keep it out of the collector's scans
     gc.freeze()
-    server = web.listen(bind.port or 80, bind.hostname or "127.0.0.1", xheaders=True)
+    server = web.listen(
+        bind.port or 80,
+        bind.hostname or "127.0.0.1",
+        xheaders=True,
+        # a body this large is refused before it is read whole (a report is far smaller)
+        max_body_size=max(1 << 20, 2 * int(app.max_report_bytes)),
+    )
     log.info(
         "gpucost hub service at %s%s (ledger %s, poll %.1f s, flush %.1f s)",
         app.bind_url.rstrip("/"),

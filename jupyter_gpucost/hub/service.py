@@ -218,7 +218,7 @@ class HubService:
         for row in self.due(now()):
             standing = self.state.get(row.server_id)
             why = standing.reason if standing else "a budget is spent"
-            name = f"{row.user}/{row.server_name}"
+            name = f"{row.user}/{row.server_name}" if row.server_name else row.user
             outcome = await hub.stop_server(row.user, row.server_name)
             log.warning("stopping %s: %s (the Hub says %s)", name, why, outcome)
             result.stopped.append((row.user, row.server_name))
