@@ -324,3 +324,14 @@ def test_day_and_month_come_from_the_recorder_in_the_ledger_time_zone() -> None:
     # 14:00 UTC on the 22nd is already the 23rd in UTC+10
     assert spend.spent("day") == (2_000_000, "2026-11-23")
     assert spend.spent("month") == (9_000_000, "2026-11")
+
+
+def test_the_hubs_budget_is_named_as_set_by_the_hub_admin_in_warnings() -> None:
+    from jupyter_gpucost.server.budget import messages
+
+    hub_day = Budget("hub", 10_000_000, "day", source="set by your hub admin", owner="user")
+    text = messages.threshold(95, hub_day, None, "$")
+    assert text == "95% of your $10.00 daily budget set by your hub admin is spent."
+    assert messages.grace(hub_day, "stop-server", 60, "$").startswith(
+        "Your $10.00 daily budget set by your hub admin is spent."
+    )

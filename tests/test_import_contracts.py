@@ -109,8 +109,22 @@ def test_the_kernel_side_never_imports_the_server_or_tornado() -> None:
 
 @pytest.mark.parametrize("layer", [f"{PACKAGE}.core", f"{PACKAGE}.telemetry"])
 def test_core_and_telemetry_import_neither_process_nor_tornado(layer: str) -> None:
-    forbidden = (f"{PACKAGE}.server", f"{PACKAGE}.kernel", *WEB_SERVER)
+    forbidden = (f"{PACKAGE}.server", f"{PACKAGE}.kernel", f"{PACKAGE}.hub", *WEB_SERVER)
     assert _offenders(layer, forbidden) == []
+
+
+def test_the_hub_service_imports_neither_the_single_user_server_nor_the_kernel() -> None:
+    # the hub service runs in its own process, beside the hub, and meets the single-user
+    # servers only through the report protocol (core.hub_protocol)
+    assert "jupyter_gpucost.hub.ledger" in GRAPH
+    assert _offenders(f"{PACKAGE}.hub", (f"{PACKAGE}.server", f"{PACKAGE}.kernel")) == []
+
+
+@pytest.mark.parametrize(
+    "module", ["model", "allocation", "accounting", "budgets", "enforcer", "ledger"]
+)
+def test_the_hub_accounting_is_tornado_free(module: str) -> None:
+    assert _offenders(f"{PACKAGE}.hub.{module}", WEB_SERVER) == []
 
 
 def test_the_meter_and_the_catalog_import_only_core_and_readings() -> None:

@@ -108,3 +108,22 @@ def decode_prices(raw: str) -> PublishedPrices | None:
         )
     except (ValueError, KeyError, TypeError, ArithmeticError, AttributeError):
         return None
+
+
+def binding_standing(budget: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The budget document's binding budget (``binding`` names its kind): ``hard`` or
+    ``soft``, or, for ``hub``, the hub's budget with the least money left."""
+    if not budget:
+        return None
+    kind = budget.get("binding")
+    if kind in ("hard", "soft"):
+        standing = budget.get(kind)
+        return standing if isinstance(standing, dict) else None
+    if kind == "hub":
+        hub = budget.get("hub") or {}
+        standings = [b for b in hub.get("budgets") or [] if isinstance(b, dict)]
+        known = [b for b in standings if b.get("remaining_usd") is not None]
+        if known:
+            return min(known, key=lambda b: float(b["remaining_usd"]))
+        return standings[0] if standings else None
+    return None

@@ -20,6 +20,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from ..core.money import exact, status_bar, to_usd
+from ..core.protocol import binding_standing
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, ServerLink, link
 from .measure import CellCost, Measurement, prices
@@ -333,7 +334,7 @@ def show_summary(shell: Shell) -> None:
                 f"{symbol}{float(status['rate_usd_per_hour']):,.2f}/h{simulated}"
             )
             state = status.get("budget") or {}
-            binding = state.get(state.get("binding") or "") if state else None
+            binding = binding_standing(state)
             if binding:
                 spent = binding.get("spent_usd")
                 print(

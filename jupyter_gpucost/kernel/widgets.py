@@ -36,6 +36,7 @@ import ipywidgets as w
 
 from ..core.billing import US_PER_S, cost_micro_usd
 from ..core.money import round_micro, ticker, to_usd
+from ..core.protocol import binding_standing
 from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink
 
 
@@ -211,10 +212,10 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         if self.budget_usd is not None:
             share = float(total / self.budget_usd)
             return share, f"{sym}{total:,.2f} of {sym}{self.budget_usd:,.2f} (yours)"
-        if not budget or not budget.get("binding"):
+        standing = binding_standing(budget)
+        if standing is None:
             return None, "no budget"
-        kind = str(budget["binding"])
-        standing = budget.get(kind) or {}
+        kind = str(standing.get("kind", ""))
         amount = _decimal(standing.get("amount_usd"))
         spent = _decimal(standing.get("spent_usd"))
         if amount is None or amount <= 0 or spent is None:

@@ -26,6 +26,7 @@ from .budget.policy import BudgetError
 from .budget.setup import budget_env_default, budget_env_number, validate_budget_trait
 from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
+from .hub_link import HubReporter, hub_url_default
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
@@ -154,7 +155,8 @@ class GpuCost(ExtensionApp):
     hard_budget_usd = Float(
         config=True,
         help="The admin's (hard, locked) budget in dollars; 0 for none. Default: the "
-        "GPUCOST_BUDGET_USD environment variable (a JupyterHub spawner can set it per user).",
+        "GPUCOST_BUDGET_USD environment variable (a JupyterHub spawner can set it per user); "
+        "with both, the lower is in force (docs/budgets.md).",
     )
     hard_budget_scope = Unicode(
         config=True,
@@ -204,6 +206,19 @@ class GpuCost(ExtensionApp):
         help="The JSON file keeping the soft budget, fired warnings and actions taken. "
         "Empty: <Jupyter data dir>/gpucost/budget.json.",
     )
+
+    hub_url = Unicode(
+        config=True,
+        help="The hub service's URL this server reports its spend to and takes the hub's "
+        "budgets from (docs/jupyterhub.md). Default: GPUCOST_HUB_URL. Empty: no reports.",
+    )
+    hub_report_interval_s = Float(
+        10.0, config=True, help="Seconds between two reports to the hub service (1 to 3600)."
+    )
+
+    @default("hub_url")
+    def _default_hub_url(self) -> str:
+        return hub_url_default()
 
     @default("hard_budget_usd")
     def _default_hard_budget(self) -> float:
@@ -411,6 +426,7 @@ class GpuCost(ExtensionApp):
             self._refuse_to_start(str(e))
         self.settings["gpucost_budget"] = started.budget
         self.settings["gpucost_exports"] = started.exports
+        self._hub_link = started.hub
         # the status pushed on the event bus; pages listening there are asked to save too
         event_logger = getattr(self.serverapp, "event_logger", None)
         self._status_events = start_status_events(
@@ -462,6 +478,9 @@ class GpuCost(ExtensionApp):
         status_events: StatusPublisher | None = getattr(self, "_status_events", None)
         if status_events is not None:
             await status_events.stop()
+        hub_link: HubReporter | None = getattr(self, "_hub_link", None)
+        if hub_link is not None:
+            await hub_link.stop()
         budget: BudgetController | None = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()

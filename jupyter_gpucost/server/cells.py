@@ -163,11 +163,14 @@ class CellLog:
         self.session_id = session_id
         self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_CELLS_IN_MEMORY)
         self._lock = threading.Lock()
+        #: cells run in this session (reported to the hub service)
+        self.count = 0
 
     def add(self, record: dict[str, Any]) -> None:
         """Keep a cleaned record (blocking: the ledger write; call it off the loop)."""
         with self._lock:
             self._recent.append(record)
+            self.count += 1
         if self.ledger is not None:
             self.ledger.add_cell(self.session_id, record)
 

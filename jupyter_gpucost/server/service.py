@@ -144,11 +144,11 @@ class CostService:
             return None
         url = config.ledger_url or default_url(config.data_dir or ".")
         tz = ZoneInfo(config.ledger_timezone) if config.ledger_timezone else None
+        # under JupyterHub, the ledger reads this user's sessions only (a shared ledger)
+        user = os.environ.get("JUPYTERHUB_USER") or None
         try:
-            ledger = Ledger(url, tz=tz, log=self.log)
-            ledger.start_session(
-                self.session_id, self.meter.snapshot().started, os.environ.get("JUPYTERHUB_USER")
-            )
+            ledger = Ledger(url, tz=tz, log=self.log, user=user)
+            ledger.start_session(self.session_id, self.meter.snapshot().started, user)
         except LedgerUnavailable as e:
             self.ledger_error = str(e)
             self.log.warning(

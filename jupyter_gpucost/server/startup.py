@@ -9,19 +9,22 @@ a setting that is not valid raises ``TraitError`` or ``BudgetError`` before anyt
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_server.serverapp import ServerApp
-from traitlets import HasTraits
+from traitlets import HasTraits, TraitError
 
+from ..core.hub_protocol import SpendReport
 from .budget.controller import BudgetController
 from .budget.setup import ServerParts, budget_config, start_budget
 from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
+from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
 from .service import CostService
-from .traits import trait_float, trait_strings
+from .traits import trait_float, trait_str, trait_strings
 
 
 def meter_spend(service: CostService) -> MeterSpend:
@@ -50,6 +53,39 @@ def server_parts(serverapp: ServerApp | None) -> ServerParts:
 class Started:
     budget: BudgetController
     exports: ExportManager
+    #: ``None``: no hub service to report to
+    hub: HubReporter | None = None
+
+
+def hub_link_config(traits: HasTraits) -> HubLinkConfig | None:
+    """Where spend is reported (raises TraitError naming the setting)."""
+    try:
+        return HubLinkConfig.from_settings(
+            trait_str(traits, "hub_url"), trait_float(traits, "hub_report_interval_s"), os.environ
+        )
+    except ValueError as e:
+        raise TraitError(str(e)) from None
+
+
+def start_hub_link(
+    config: HubLinkConfig, service: CostService, budget: BudgetController, log: logging.Logger
+) -> HubReporter:
+    """Report the session's spend to the hub service; its replies go to the budget."""
+
+    def report() -> SpendReport:
+        return build_report(
+            service.sampler.latest.snapshot,
+            service.attributor.latest,
+            session_id=service.session_id,
+            server_name=config.server_name,
+            cells=service.cells.count,
+            sent=now_utc(),
+        )
+
+    budget.link_hub()
+    reporter = HubReporter(config, report, budget, log=log)
+    reporter.start()
+    return reporter
 
 
 def start_budget_and_exports(
@@ -59,6 +95,7 @@ def start_budget_and_exports(
     BudgetError, naming the setting, before anything starts)."""
     spend = meter_spend(service)
     config = budget_config(traits, spend)
+    hub = hub_link_config(traits)
     root_dir = str(getattr(serverapp, "root_dir", "") or Path.cwd())
     settings = export_settings(traits, root_dir)
     budget = start_budget(
@@ -79,4 +116,5 @@ def start_budget_and_exports(
         ),
         exports,
     )
-    return Started(budget, exports)
+    reporter = None if hub is None else start_hub_link(hub, service, budget, log)
+    return Started(budget, exports, reporter)

@@ -44,6 +44,7 @@ RANGES: dict[str, Range] = {
     "export_retries": Range(int, 0, 10, "a whole number from 0 to 10"),
     "export_on_budget_timeout_s": Range(float, 1, 86_400, "seconds from 1 to 86400"),
     "sample_interval_s": Range(float, 0.1, 3600, "a number of seconds from 0.1 to 3600"),
+    "hub_report_interval_s": Range(float, 1, 3600, "a number of seconds from 1 to 3600"),
     "billing_granularity_s": Range(
         int, 1, 86_400, "a whole number of seconds from 1 (per-second billing) to 86400"
     ),

@@ -60,11 +60,15 @@ class Lab:
         return json.loads(text) if text else None
 
 
-def start_lab(tmp: Path, *args: str) -> Lab:
+def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
+    """JupyterLab with these arguments; ``env``: variables added to its environment (as a
+    spawner sets them)."""
     port, token = free_port(), secrets.token_hex(16)
     log = tmp / "lab.log"
+    extra = env or {}
     env = {
         **os.environ,
+        **extra,
         "JUPYTER_CONFIG_DIR": str(tmp / "config"),
         "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
         "JUPYTER_DATA_DIR": str(tmp / "data"),
@@ -133,10 +137,10 @@ def jp_server_cleanup() -> None:
 def lab_factory(tmp_path: Path) -> Iterator[Callable[..., Lab]]:
     started: list[Lab] = []
 
-    def factory(*args: str) -> Lab:
+    def factory(*args: str, env: dict[str, str] | None = None) -> Lab:
         folder = tmp_path / f"lab{len(started)}"
         folder.mkdir()
-        lab = start_lab(folder, *args)
+        lab = start_lab(folder, *args, env=env)
         started.append(lab)
         return lab
 

@@ -16,18 +16,19 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from tornado.ioloop import IOLoop
 
+from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.money import usd
 from . import messages
 from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
 from .events import EVENT_SCHEMA_ID, BudgetEvents, EventLogger, iso
-from .payload import BudgetView, IdleView, budget_payload
+from .payload import BudgetView, HubView, IdleView, budget_payload
 from .policy import (
     SCOPES,
     Budget,
@@ -62,6 +63,8 @@ class BudgetConfig:
     state_path: Path | None = None
     hub: HubTarget | None = None
     currency_symbol: str = "$"
+    #: settings of the server's config that the spawner's overrule (logged at start-up)
+    overruled: tuple[str, ...] = ()
 
 
 #: where each action is kept besides the state file (the ledger)
@@ -118,6 +121,8 @@ class BudgetController:
         self._task: asyncio.Task[None] | None = None
         self._enforcing: asyncio.Task[ActionRecord] | None = None
         self._dirty = False
+        #: the hub service's latest answer (``None``: no link, or no answer yet)
+        self.hub: HubView | None = None
         # one writer thread; not anyio's worker threads, which are not daemons and keep
         # the process alive when the loop ends without cleanup (SIGINT from JupyterHub)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-budget")
@@ -181,10 +186,36 @@ class BudgetController:
 
     def standings(self) -> list[Standing]:
         out = []
+        hub_spent = {} if self.hub is None else self.hub.spent
         for budget in self.policy.budgets():
             spent, period = self.spend.spent(budget.scope)
+            if budget.kind == "hub":
+                # the hub's budgets count what the hub counts
+                spent = hub_spent.get((budget.owner, budget.scope))
             out.append(Standing(budget, spent, period))
         return out
+
+    # -- the hub service ----------------------------------------------------------------
+
+    def link_hub(self) -> None:
+        """This server reports to the hub service: the API shows the link's state."""
+        self.hub = HubView()
+
+    def apply_hub_reply(self, reply: HubReply | None, error: str | None) -> None:
+        """The hub's answer to a report (``None`` and ``error``: the report failed, the
+        last budgets stay in force). A ``stop_at`` ends the countdown in time to save."""
+        last = self.hub or HubView()
+        if reply is None:
+            self.hub = HubView(last.reply, error, last.reported_at)
+            return
+        self.hub = HubView(reply, None, self.clock())
+        self.policy.hub = tuple(
+            Budget("hub", b.amount_micro_usd, b.scope, HUB_SOURCE_LABEL, b.source)
+            for b in reply.budgets
+            if b.amount_micro_usd > 0
+        )
+        lead = timedelta(seconds=self.config.save_timeout_s)
+        self.policy.deadline = None if reply.stop_at is None else reply.stop_at - lead
 
     def _idle_for_s(self) -> float | None:
         if self.config.idle_minutes <= 0 or self.gpu_utilization is None:
@@ -250,8 +281,9 @@ class BudgetController:
                 messages.grace(
                     None if standing is None else standing.budget,
                     config.action,
-                    config.grace_s,
+                    max(0.0, (event.ends - now).total_seconds()),
                     sym,
+                    reason=event.reason,
                 ),
                 {
                     "grace_ends": iso(event.ends),
@@ -371,6 +403,7 @@ class BudgetController:
                 idle=idle,
                 last_action=self.actions[-1] if self.actions else None,
                 events=self.events.recent,
+                hub=self.hub,
             )
         )
 

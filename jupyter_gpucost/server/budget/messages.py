@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ...core.hub_protocol import HUB_SOURCE_LABEL
 from ...core.money import notice
 from .policy import Budget
 from .record import ActionRecord
@@ -20,7 +21,9 @@ _ACTIONS = {
 
 
 def scope_name(budget: Budget) -> str:
-    """``admin's daily budget``, ``session budget``."""
+    """``admin's daily budget``, ``monthly budget set by your hub admin``, ``session budget``."""
+    if budget.kind == "hub":
+        return f"{_SCOPES[budget.scope]} {HUB_SOURCE_LABEL}"
     who = "admin's" if budget.kind == "hard" else ""
     return f"{who} {_SCOPES[budget.scope]}".strip()
 
@@ -41,12 +44,18 @@ def threshold(pct: int, budget: Budget, runs_out_at: datetime | None, symbol: st
     return f"{pct}% of your {amount} {scope_name(budget)} is spent{when}."
 
 
-def grace(budget: Budget | None, action: str, grace_s: float, symbol: str) -> str:
+def grace(
+    budget: Budget | None, action: str, grace_s: float, symbol: str, *, reason: str = "budget"
+) -> str:
     if budget is not None:
         what = f"Your {notice(budget.amount_micro_usd, symbol)} {scope_name(budget)} is spent."
+    elif reason == "hub":
+        what = "Your hub admin's budget is spent: the hub stops this server."
     else:
         what = "The GPUs have been idle while costing money."
-    return f"{what} Notebooks will be saved and the {action_name(action)} in {grace_s:g} s."
+    return (
+        f"{what} Notebooks will be saved and the {action_name(action)} in {round(grace_s, 1):g} s."
+    )
 
 
 def cleared(why: str) -> str:
@@ -63,6 +72,8 @@ def summary(record: ActionRecord, symbol: str) -> str:
     at = record.at[11:16]
     if record.budget is not None:
         head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
+    elif record.reason == "hub":
+        head = f"stopped for the hub at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
     saved = record.notebooks_saved

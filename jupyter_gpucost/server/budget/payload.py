@@ -9,6 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.money import usd
 from .events import iso
 from .policy import SCOPES, BudgetPolicy, Standing
@@ -27,6 +28,23 @@ class IdleView:
 
 
 @dataclass(frozen=True)
+class HubView:
+    """The hub service's latest answer, and whether the last report got through."""
+
+    reply: HubReply | None = None
+    #: why the last report failed (``None``: it got through)
+    error: str | None = None
+    reported_at: datetime | None = None
+
+    @property
+    def spent(self) -> dict[tuple[str, str], int]:
+        """What the hub counts against each of its budgets, by (owner, scope)."""
+        if self.reply is None:
+            return {}
+        return {(b.source, b.scope): b.spent_micro_usd for b in self.reply.budgets}
+
+
+@dataclass(frozen=True)
 class BudgetView:
     """Everything the payload is built from, read at one moment."""
 
@@ -42,6 +60,8 @@ class BudgetView:
     idle: IdleView | None
     last_action: ActionRecord | None
     events: Sequence[dict[str, Any]]
+    #: ``None``: this server does not report to a hub service
+    hub: HubView | None = None
 
 
 def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
@@ -49,6 +69,7 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
+        "source": s.budget.source or None,
         "scope": s.budget.scope,
         "amount_usd": usd(s.budget.amount_micro_usd),
         "spent_usd": None if s.spent_micro_usd is None else usd(s.spent_micro_usd),
@@ -58,6 +79,23 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
         "share": None if s.share is None else round(s.share, 4),
         "runs_out_at": iso(out),
         "fired_pct": sorted(view.policy.fired.get(s.key, set())),
+        **({"owner": s.budget.owner} if s.budget.kind == "hub" else {}),
+    }
+
+
+def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
+    reply = hub.reply
+    return {
+        "source": HUB_SOURCE_LABEL,
+        "budgets": [_standing(view, s) for s in view.standings if s.budget.kind == "hub"],
+        "user": None if reply is None else reply.user,
+        "session_usd": None if reply is None else usd(reply.session_micro_usd),
+        "today_usd": None if reply is None else usd(reply.today_micro_usd),
+        "month_usd": None if reply is None else usd(reply.month_micro_usd),
+        "stop_at": None if reply is None else iso(reply.stop_at),
+        "reason": None if reply is None else reply.reason,
+        "reported_at": iso(hub.reported_at),
+        "error": hub.error,
     }
 
 
@@ -94,4 +132,5 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
         else {"minutes": view.idle.minutes, "action": view.idle.action, "idle_s": view.idle.idle_s},
         "last_action": None if view.last_action is None else view.last_action.to_json(),
         "events": list(view.events[-SHOWN_EVENTS:]),
+        "hub": None if view.hub is None else _hub(view, view.hub),
     }

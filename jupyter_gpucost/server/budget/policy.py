@@ -5,7 +5,10 @@ Budgets:
 * **hard**: the admin's (``c.GpuCost.hard_budget_usd`` or ``GPUCOST_BUDGET_USD`` from the
   spawner); locked: nothing the user sends can change it.
 * **soft**: the user's (settings, ``PUT /gpucost/api/budget``); it can be raised,
-  lowered or removed.
+  lowered or removed;
+* **hub**: the hub service's (:mod:`..hub_link`), locked, counted with the spend the hub
+  keeps; the service may also name when it stops the server (``deadline``): the
+  countdown then ends in time to save before it.
 
 Each budget counts what was spent in its scope (this session, today, this month). The
 **binding** budget is the one with the least money left. States, in order:
@@ -30,7 +33,7 @@ from typing import Literal
 
 from ..inputs import shown
 
-Kind = Literal["hard", "soft"]
+Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
 SCOPES: tuple[Scope, ...] = ("session", "day", "month")
 ACTIONS = ("interrupt", "shutdown", "stop-server")
@@ -170,10 +173,14 @@ class Budget:
     kind: Kind
     amount_micro_usd: int
     scope: Scope = "session"
+    #: where a locked budget comes from, as the UI says it (``sources``, ``HUB_SOURCE_LABEL``)
+    source: str = ""
+    #: a hub budget's owner as the hub names it ("user" or "group:<name>")
+    owner: str = ""
 
     @property
     def locked(self) -> bool:
-        return self.kind == "hard"
+        return self.kind != "soft"
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,8 @@ class Standing:
     @property
     def key(self) -> str:
         b = self.budget
-        return f"{b.kind}:{b.scope}:{self.period}:{b.amount_micro_usd}"
+        owner = f"{b.owner}:" if b.owner else ""
+        return f"{b.kind}:{owner}{b.scope}:{self.period}:{b.amount_micro_usd}"
 
     @property
     def remaining_micro_usd(self) -> int | None:
@@ -264,6 +272,11 @@ State = Literal["none", "ok", "warning", "grace", "enforcing", "acted"]
 class BudgetPolicy:
     hard: Budget | None = None
     soft: Budget | None = None
+    #: the hub service's budgets (the latest reply)
+    hub: tuple[Budget, ...] = ()
+    #: when the countdown must end because the hub stops the server (its ``stop_at``,
+    #: less the time to save); ``None`` while the hub stops nothing
+    deadline: datetime | None = None
     thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
     grace_s: float = 120.0
     #: arming key → thresholds already fired (persisted by the controller)
@@ -277,7 +290,7 @@ class BudgetPolicy:
     acted_key: str | None = None
 
     def budgets(self) -> tuple[Budget, ...]:
-        return tuple(b for b in (self.hard, self.soft) if b is not None)
+        return (*(b for b in (self.hard, self.soft) if b is not None), *self.hub)
 
     # -- changes from the user ----------------------------------------------------
 
@@ -335,22 +348,33 @@ class BudgetPolicy:
         exceeded = [s for s in standings if s.exceeded]
         binding = min(exceeded, key=_hard_first) if exceeded else None
         idle = idle_limit_s is not None and idle_for_s is not None and idle_for_s >= idle_limit_s
+        hub_stop = self.deadline is not None
 
         if self.state in ("enforcing",):
             return events
         if self.state == "acted":
-            if binding is None and not idle:
+            if binding is None and not idle and not hub_stop:
                 self.state = "ok"
                 self.acted_key = None
             elif binding is not None and binding.key != self.acted_key:
                 # a new period or budget that is spent again: start over
                 self.state = "ok"
-            elif kernels_running and any(s.exceeded and s.budget.kind == "hard" for s in standings):
+            elif kernels_running and (
+                hub_stop or any(s.exceeded and s.budget.locked for s in standings)
+            ):
                 self.state = "ok"
             else:
                 return events
         if self.state == "grace":
-            still = binding is not None or (self.grace_reason == "idle" and idle)
+            still = (
+                binding is not None
+                or (self.grace_reason == "idle" and idle)
+                or (self.grace_reason == "hub" and hub_stop)
+            )
+            if still and self.deadline is not None and self.grace_started is not None:
+                # the hub's stop time came or moved while the countdown ran
+                ends = self._grace_end(now, self.grace_started, binding)
+                self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
                 self.cancel_grace()
                 events.append(GraceCleared("the budget is no longer spent"))
@@ -365,6 +389,8 @@ class BudgetPolicy:
                 return events
         if binding is not None:
             events.append(self._start_grace(now, binding, "budget"))
+        elif hub_stop:
+            events.append(self._start_grace(now, None, "hub"))
         elif idle:
             events.append(self._start_grace(now, None, "idle"))
         elif not standings:
@@ -378,10 +404,22 @@ class BudgetPolicy:
     def _start_grace(self, now: datetime, standing: Standing | None, reason: str) -> GraceStarted:
         self.state = "grace"
         self.grace_started = now
-        self.grace_ends = now + timedelta(seconds=self.grace_s)
         self.grace_standing = standing
         self.grace_reason = reason
+        self.grace_ends = self._grace_end(now, now, standing)
         return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
+
+    def _grace_end(self, now: datetime, started: datetime, standing: Standing | None) -> datetime:
+        """The countdown's end: ``grace_s`` after it started; for the hub's budget or stop,
+        the hub's time (``deadline``); never after the hub's time."""
+        local = started + timedelta(seconds=self.grace_s)
+        if self.deadline is None:
+            return local
+        hub = max(now, self.deadline)
+        for_hub = (standing is None and self.grace_reason == "hub") or (
+            standing is not None and standing.budget.kind == "hub"
+        )
+        return hub if for_hub else min(local, hub)
 
     def cancel_grace(self) -> None:
         """End the countdown without acting (the budget is no longer spent, or the idle
@@ -411,4 +449,4 @@ class BudgetPolicy:
 
 def _hard_first(standing: Standing) -> tuple[int, int]:
     remaining = standing.remaining_micro_usd or 0
-    return (remaining, 0 if standing.budget.kind == "hard" else 1)
+    return (remaining, 0 if standing.budget.locked else 1)

@@ -22,7 +22,8 @@ from ..traits import one_of, trait_str
 from .actions import HubTarget, KernelManager
 from .controller import BudgetConfig, BudgetController
 from .events import EventLogger
-from .policy import ACTIONS, Budget, BudgetError, parse_amount, parse_scope, parse_thresholds
+from .policy import ACTIONS, BudgetError, parse_amount, parse_scope, parse_thresholds
+from .sources import Resolved, Setting, resolve
 from .spend import MeterSpend, SpendSource
 
 IDLE_ACTIONS = ("warn", "act")
@@ -110,28 +111,64 @@ def validate_budget_trait(name: str, value: Any) -> Any:
     return value
 
 
-def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
-    """The validated budget configuration of the ``GpuCost`` traits (raises TraitError)."""
-    check_environment()
+def _micro_usd(value: object) -> int:
+    """A validated ``hard_budget_usd`` in micro-dollars (0: none)."""
+    amount = float(str(value))
+    return 0 if amount == 0 else parse_amount(repr(amount), what="hard_budget_usd")
+
+
+def _env(name: str) -> object | None:
+    """The validated value of a budget variable the environment sets (``None``: unset)."""
+    raw = os.environ.get(name, "").strip()
+    return validate_budget_trait(ENVIRONMENT[name], raw) if raw else None
+
+
+def locked_settings(traits: HasTraits) -> Resolved:
+    """The hard budget, grace and action in force: the spawner's environment is a floor
+    the server's config can only make stricter (:mod:`.sources`)."""
 
     def get(name: str) -> object:
         # trait defaults (from the environment) are not validated by traitlets
         value: object = validate_budget_trait(name, getattr(traits, name))
         return value
 
+    env_amount, env_scope = _env("GPUCOST_BUDGET_USD"), _env("GPUCOST_BUDGET_SCOPE")
+    env_grace, env_action = _env("GPUCOST_BUDGET_GRACE_S"), _env("GPUCOST_BUDGET_ACTION")
+    return resolve(
+        Setting(
+            None if env_amount is None else _micro_usd(env_amount),
+            _micro_usd(get("hard_budget_usd")),
+        ),
+        Setting(
+            None if env_scope is None else parse_scope(env_scope, what="GPUCOST_BUDGET_SCOPE"),
+            parse_scope(get("hard_budget_scope"), what="c.GpuCost.hard_budget_scope"),
+        ),
+        Setting(
+            None if env_grace is None else float(str(env_grace)),
+            float(str(get("budget_grace_s"))),
+        ),
+        Setting(None if env_action is None else str(env_action), str(get("budget_action"))),
+    )
+
+
+def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
+    """The validated budget configuration of the ``GpuCost`` traits (raises TraitError)."""
+    check_environment()
+
+    def get(name: str) -> object:
+        value: object = validate_budget_trait(name, getattr(traits, name))
+        return value
+
     def number(name: str) -> float:
         return float(str(get(name)))
 
-    amount = number("hard_budget_usd")
-    hard = None
-    if amount > 0:
-        scope = parse_scope(get("hard_budget_scope"), what="c.GpuCost.hard_budget_scope")
-        if not spend.supports(scope):
-            raise TraitError(
-                f"c.GpuCost.hard_budget_scope = {scope!r} needs the ledger (today/month "
-                "totals), which this server does not have: use 'session'."
-            )
-        hard = Budget("hard", parse_amount(repr(amount), what="hard_budget_usd"), scope)
+    locked = locked_settings(traits)
+    hard = locked.hard
+    if hard is not None and not spend.supports(hard.scope):
+        raise TraitError(
+            f"c.GpuCost.hard_budget_scope = {hard.scope!r} needs the ledger (today/month "
+            "totals), which this server does not have: use 'session'."
+        )
     path = trait_str(traits, "budget_state_path") or str(
         Path(jupyter_data_dir()) / "gpucost" / "budget.json"
     )
@@ -141,8 +178,8 @@ def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
             cast("list[object]", get("budget_thresholds_pct")),
             what="c.GpuCost.budget_thresholds_pct",
         ),
-        grace_s=number("budget_grace_s"),
-        action=str(get("budget_action")),
+        grace_s=locked.grace_s,
+        action=locked.action,
         save_timeout_s=number("budget_save_timeout_s"),
         idle_minutes=number("idle_gpu_minutes"),
         idle_action=str(get("idle_gpu_action")),
@@ -150,6 +187,7 @@ def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
         state_path=Path(path),
         hub=HubTarget.from_environ(os.environ),
         currency_symbol=trait_str(traits, "currency_symbol"),
+        overruled=locked.overruled,
     )
 
 
@@ -191,11 +229,14 @@ def start_budget(
     if ledger is not None:
         controller.action_sink = lambda record: ledger.add_action(session_id, record.to_json())
     controller.start()
+    for note in config.overruled:
+        log.warning("jupyter-gpucost: %s.", note)
     if config.hard is not None:
         log.info(
-            "jupyter-gpucost: hard %s budget %s, action %s after %gs%s",
+            "jupyter-gpucost: hard %s budget %s (%s), action %s after %gs%s",
             config.hard.scope,
             exact(to_usd(config.hard.amount_micro_usd)),
+            config.hard.source,
             config.action,
             config.grace_s,
             " (JupyterHub)" if config.hub else "",

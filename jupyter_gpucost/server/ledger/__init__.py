@@ -81,7 +81,11 @@ def new_session_id(started: datetime) -> str:
 
 
 class Ledger(LedgerReads):
-    """One ledger database. Thread-safe: every write holds one lock."""
+    """One ledger database. Thread-safe: every write holds one lock.
+
+    ``user`` (``JUPYTERHUB_USER``): the reads are that user's sessions only, so that a
+    ledger shared by several users' servers gives each their own today and month.
+    """
 
     def __init__(
         self,
@@ -89,9 +93,11 @@ class Ledger(LedgerReads):
         *,
         tz: tzinfo | None = None,
         log: logging.Logger | None = None,
+        user: str | None = None,
     ) -> None:
         self.url = url
         self.tz = tz
+        self.user = user or None
         self.log = log or logging.getLogger("jupyter_gpucost")
         self._lock = threading.Lock()
         opened = open_ledger(url, self.log)

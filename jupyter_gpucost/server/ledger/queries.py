@@ -1,5 +1,10 @@
 """Reading the ledger: totals for today / this month / all time, per-minute spend and GPU
 minutes for the history of past windows, sessions, cells and budget actions.
+
+Every read is the user's own when the ledger is opened for a user (``JUPYTERHUB_USER``):
+on a ledger shared by several users' servers, one user's today, month, history, sessions,
+cells and actions never include another's. Without a user (outside JupyterHub), every
+session of the ledger counts.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .schema import (
 
 @dataclass(frozen=True)
 class Totals:
-    """Totals over every session of the ledger, in micro-dollars."""
+    """Totals over the user's sessions (every session without a user), in micro-dollars."""
 
     today_micro_usd: int
     month_micro_usd: int
@@ -38,6 +43,19 @@ class LedgerReads:
 
     engine: Engine
     tz: tzinfo | None
+    #: whose rows are read (``None``: every session's)
+    user: str | None = None
+
+    def _mine(self, session_id: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+        """Rows of the user's sessions (every row without a user)."""
+        if self.user is None:
+            return sa.true()
+        c = sessions_table.c
+        return session_id.in_(sa.select(c.id).where(c.user == self.user))
+
+    def _my_sessions(self) -> sa.ColumnElement[bool]:
+        c = sessions_table.c
+        return sa.true() if self.user is None else c.user == self.user
 
     def _local(self, when: datetime) -> datetime:
         return when.astimezone(self.tz) if self.tz is not None else when.astimezone()
@@ -50,7 +68,7 @@ class LedgerReads:
         return self.day_start(now).replace(day=1)
 
     def totals(self, now: datetime, *, exclude_session: str | None = None) -> Totals:
-        """Spend of every session (but ``exclude_session``) today, this month, all time."""
+        """Spend of the user's sessions (but ``exclude_session``) today, this month, all time."""
         day = quarter_of(self.day_start(now).timestamp())
         month = quarter_of(self.month_start(now).timestamp())
         q = quarters_table.c
@@ -60,10 +78,10 @@ class LedgerReads:
                 sa.func.sum(sa.case((q.quarter_unix_s >= day, q.cost_micro_usd), else_=0)), 0
             ),
             sa.func.coalesce(sa.func.sum(q.cost_micro_usd), 0),
-        ).where(where & (q.quarter_unix_s >= month))
+        ).where(where & (q.quarter_unix_s >= month) & self._mine(q.session_id))
         c = sessions_table.c
         everything = sa.select(sa.func.coalesce(sa.func.sum(c.cost_micro_usd), 0)).where(
-            c.id != exclude_session if exclude_session else sa.true()
+            (c.id != exclude_session if exclude_session else sa.true()) & self._my_sessions()
         )
         with self.engine.connect() as conn:
             today, month_total = conn.execute(recent).one()
@@ -79,7 +97,11 @@ class LedgerReads:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(s.session_id, sa.func.sum(s.cost_micro_usd))
-                .where(s.session_id.in_(ids) & (s.minute_unix_s < minute_of(unix_s)))
+                .where(
+                    s.session_id.in_(ids)
+                    & (s.minute_unix_s < minute_of(unix_s))
+                    & self._mine(s.session_id)
+                )
                 .group_by(s.session_id)
             ).all()
         spent = {sid: 0 for sid in ids}
@@ -87,7 +109,7 @@ class LedgerReads:
         return spent
 
     def spend_between(self, start_s: float, end_s: float) -> list[tuple[int, int, int]]:
-        """(minute, cost, rate) summed over sessions, for minutes in [start, end)."""
+        """(minute, cost, rate) summed over the user's sessions, for minutes in [start, end)."""
         s = spend_table.c
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -96,7 +118,11 @@ class LedgerReads:
                     sa.func.sum(s.cost_micro_usd),
                     sa.func.sum(s.rate_micro_usd_per_hour),
                 )
-                .where((s.minute_unix_s >= minute_of(start_s)) & (s.minute_unix_s < end_s))
+                .where(
+                    (s.minute_unix_s >= minute_of(start_s))
+                    & (s.minute_unix_s < end_s)
+                    & self._mine(s.session_id)
+                )
                 .group_by(s.minute_unix_s)
                 .order_by(s.minute_unix_s)
             ).all()
@@ -112,7 +138,11 @@ class LedgerReads:
                 sa.select(
                     s.minute_unix_s, s.session_id, s.cost_micro_usd, s.rate_micro_usd_per_hour
                 )
-                .where((s.minute_unix_s >= minute_of(start_s)) & (s.minute_unix_s < end_s))
+                .where(
+                    (s.minute_unix_s >= minute_of(start_s))
+                    & (s.minute_unix_s < end_s)
+                    & self._mine(s.session_id)
+                )
                 .order_by(s.minute_unix_s, s.session_id)
             ).all()
         return [(int(m), str(i), int(c), int(r)) for m, i, c, r in rows]
@@ -132,7 +162,11 @@ class LedgerReads:
                     sa.func.sum(g.samples),
                     sa.func.max(g.memory_used_bytes_max),
                 )
-                .where((g.minute_unix_s >= minute_of(start_s)) & (g.minute_unix_s < end_s))
+                .where(
+                    (g.minute_unix_s >= minute_of(start_s))
+                    & (g.minute_unix_s < end_s)
+                    & self._mine(g.session_id)
+                )
                 .group_by(g.minute_unix_s, g.gpu_index)
                 .order_by(g.minute_unix_s, g.gpu_index)
             ).all()
@@ -143,6 +177,7 @@ class LedgerReads:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 sa.select(c.id, c.started_unix_s, c.ended_unix_s, c.last_unix_s, c.cost_micro_usd)
+                .where(self._my_sessions())
                 .order_by(c.started_unix_s.desc())
                 .limit(limit)
             ).all()
@@ -172,7 +207,10 @@ class LedgerReads:
         c = actions_table.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(c.record, c.session_id).order_by(c.at.desc(), c.id.desc()).limit(limit)
+                sa.select(c.record, c.session_id)
+                .where(self._mine(c.session_id))
+                .order_by(c.at.desc(), c.id.desc())
+                .limit(limit)
             ).all()
         return [{**dict(r.record), "session_id": r.session_id} for r in rows]
 
@@ -180,6 +218,9 @@ class LedgerReads:
         c = cells_table.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(c.record, c.session_id).order_by(c.ended.desc(), c.id.desc()).limit(limit)
+                sa.select(c.record, c.session_id)
+                .where(self._mine(c.session_id))
+                .order_by(c.ended.desc(), c.id.desc())
+                .limit(limit)
             ).all()
         return [{**dict(r.record), "session_id": r.session_id} for r in rows]

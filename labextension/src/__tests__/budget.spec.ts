@@ -119,6 +119,91 @@ describe('budget format', () => {
   });
 });
 
+describe('budget sources', () => {
+  const hubBudget = (overrides: Partial<IBudgetStanding> = {}) =>
+    standing({
+      kind: 'hub',
+      locked: true,
+      source: 'set by your hub admin',
+      owner: 'user',
+      scope: 'day',
+      amount_usd: 10,
+      spent_usd: 3,
+      remaining_usd: 7,
+      share: 0.3,
+      ...overrides
+    });
+  const hub = (budgets: IBudgetStanding[], stop_at: string | null = null) => ({
+    source: 'set by your hub admin',
+    budgets,
+    user: 'alice',
+    today_usd: 3,
+    month_usd: 40,
+    stop_at,
+    reason: stop_at ? 'daily budget spent' : null,
+    reported_at: '2026-11-22T12:00:00Z',
+    error: null
+  });
+
+  it("names where the admin's budget comes from", () => {
+    const title = budgetTitle(
+      budget({
+        hard: standing({
+          kind: 'hard',
+          locked: true,
+          amount_usd: 2.5,
+          source: 'set by the spawner (GPUCOST_BUDGET_USD)'
+        })
+      }),
+      '$'
+    );
+    expect(title).toContain(
+      "Administrator's budget (locked, set by the spawner (GPUCOST_BUDGET_USD)): $2.50"
+    );
+  });
+
+  it("shows the hub's budgets locked, set by your hub admin", () => {
+    const group = hubBudget({
+      owner: 'group:physics',
+      scope: 'month',
+      amount_usd: 100,
+      spent_usd: 40,
+      remaining_usd: 60,
+      share: 0.4
+    });
+    const status = budget({
+      soft: null,
+      binding: 'hub',
+      hub: hub([hubBudget(), group])
+    });
+    expect(budgetDisplayState(status)).toBe('ok');
+    // the hub's budget with the least money left binds
+    expect(bindingBudget(status)).toEqual(hubBudget());
+    expect(budgetText(status, 0, '$')).toBe('🔒 budget 30% of $10.00');
+    const title = budgetTitle(status, '$');
+    expect(title).toContain(
+      'Hub budget (locked, set by your hub admin): $10.00 per day, $3.00 spent.'
+    );
+    expect(title).toContain(
+      'Hub budget for group physics (locked, set by your hub admin): $100.00 per month'
+    );
+  });
+
+  it('says when the hub stops the server, and why', () => {
+    const status = budget({
+      soft: null,
+      binding: 'hub',
+      hub: hub(
+        [hubBudget({ spent_usd: 10, remaining_usd: 0, share: 1 })],
+        '2026-11-22T12:30:00Z'
+      )
+    });
+    const title = budgetTitle(status, '$', Date.parse('2026-11-22T12:00:00Z'));
+    expect(title).toContain('The hub stops this server at');
+    expect(title).toContain('(daily budget spent)');
+  });
+});
+
 describe('budget share', () => {
   it('is one whole percentage, rounded down, in the status bar and the panel', () => {
     expect(budgetPercent(0.0084)).toBe('0');

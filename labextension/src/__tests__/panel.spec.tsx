@@ -552,6 +552,90 @@ describe('CostPanel budget', () => {
   });
 });
 
+describe('CostPanel budget sources', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    requests.length = 0;
+  });
+
+  it("shows the hub's budgets locked with their source, and the hard budget's", async () => {
+    const line = {
+      locked: true,
+      scope: 'day',
+      amount_usd: 10,
+      spent_usd: 3,
+      remaining_usd: 7,
+      share: 0.3,
+      runs_out_at: null
+    };
+    const status = makePanelStatus({
+      budget: {
+        state: 'ok',
+        hard: {
+          ...line,
+          kind: 'hard',
+          scope: 'session',
+          amount_usd: 2.5,
+          source: 'set by the spawner (GPUCOST_BUDGET_USD)'
+        },
+        soft: null,
+        hub: {
+          budgets: [
+            {
+              ...line,
+              kind: 'hub',
+              source: 'set by your hub admin',
+              owner: 'user'
+            },
+            {
+              ...line,
+              kind: 'hub',
+              scope: 'month',
+              amount_usd: 100,
+              spent_usd: 40,
+              share: 0.4,
+              source: 'set by your hub admin',
+              owner: 'group:physics'
+            }
+          ],
+          stop_at: '2026-11-22T12:30:00Z',
+          reason: 'group budget spent',
+          error: null
+        },
+        scopes: ['session', 'day', 'month'],
+        last_action: null
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      budget: { status: 200, body: {} },
+      kernels: { status: 404 },
+      history: { status: 404 }
+    });
+    const hard = node.querySelector('[data-budget="hard"]')!;
+    expect(hard.textContent).toContain('Admin’s budget (locked)');
+    expect(hard.querySelector('[data-field="source"]')!.textContent).toContain(
+      'set by the spawner (GPUCOST_BUDGET_USD)'
+    );
+    const user = node.querySelector('[data-budget="hub"][data-owner="user"]')!;
+    expect(user.textContent).toContain('Hub budget (locked)');
+    expect(user.textContent).toContain('set by your hub admin');
+    expect(user.textContent).toContain('$3.00 of $10.00 per day spent (30%)');
+    const group = node.querySelector(
+      '[data-budget="hub"][data-owner="group:physics"]'
+    )!;
+    expect(group.textContent).toContain(
+      'Hub budget for group physics (locked)'
+    );
+    expect(group.textContent).toContain(
+      '$40.00 of $100.00 per month spent (40%)'
+    );
+    expect(
+      node.querySelector('[data-field="hub-stop"]')!.textContent
+    ).toContain('(group budget spent)');
+  });
+});
+
 describe('CostPanel cells, advice, chart and layout', () => {
   afterEach(() => {
     document.body.innerHTML = '';

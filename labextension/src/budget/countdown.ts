@@ -114,7 +114,12 @@ export class BudgetCountdown {
         : action === 'interrupt'
           ? 'the kernels are interrupted'
           : 'the kernels shut down';
-    const whose = budget?.locked ? "The administrator's" : 'Your';
+    const whose =
+      budget?.kind === 'hub' || status?.grace?.reason === 'hub'
+        ? "Your hub admin's"
+        : budget?.locked
+          ? "The administrator's"
+          : 'Your';
     if (this._stopping || status?.state === 'enforcing') {
       return `${whose} budget is spent. Saving notebooks, then ${what}.`;
     }

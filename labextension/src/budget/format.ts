@@ -12,7 +12,7 @@ export type BudgetDisplayState = 'none' | 'ok' | 'warning' | 'exceeded';
 export function budgetDisplayState(
   status: IBudgetStatus | null
 ): BudgetDisplayState {
-  if (!status || (!status.hard && !status.soft)) {
+  if (!status || allBudgets(status).length === 0) {
     return 'none';
   }
   switch (status.state) {
@@ -42,7 +42,46 @@ export function bindingBudget(
   if (status.binding === 'soft' && status.soft) {
     return status.soft;
   }
-  return status.hard ?? status.soft;
+  const hub = status.hub?.budgets ?? [];
+  if (status.binding === 'hub' && hub.length) {
+    // the hub's budget with the least money left
+    return hub.reduce((a, b) =>
+      (b.remaining_usd ?? Infinity) < (a.remaining_usd ?? Infinity) ? b : a
+    );
+  }
+  return status.hard ?? status.soft ?? hub[0] ?? null;
+}
+
+/**
+ * Every budget in force: the admin's, yours, then the hub's.
+ */
+export function allBudgets(status: IBudgetStatus): IBudgetStanding[] {
+  const out: IBudgetStanding[] = [];
+  for (const budget of [status.hard, status.soft]) {
+    if (budget) {
+      out.push(budget);
+    }
+  }
+  return out.concat(status.hub?.budgets ?? []);
+}
+
+/**
+ * Who set a budget, as the UI says it: "Your budget", "Administrator's budget
+ * (locked, set by the spawner (GPUCOST_BUDGET_USD))", "Hub budget for group
+ * physics (locked, set by your hub admin)".
+ */
+export function budgetOwner(budget: IBudgetStanding): string {
+  if (!budget.locked) {
+    return 'Your budget';
+  }
+  const source = budget.source ? `, ${budget.source}` : '';
+  if (budget.kind === 'hub') {
+    const group = budget.owner?.startsWith('group:')
+      ? ` for group ${budget.owner.slice('group:'.length)}`
+      : '';
+    return `Hub budget${group} (locked${source})`;
+  }
+  return `Administrator's budget (locked${source})`;
 }
 
 /**
@@ -225,13 +264,8 @@ export function budgetTitle(
     return '';
   }
   const lines: string[] = [];
-  for (const budget of [status.hard, status.soft]) {
-    if (!budget) {
-      continue;
-    }
-    const who = budget.locked
-      ? "Administrator's budget (locked)"
-      : 'Your budget';
+  for (const budget of allBudgets(status)) {
+    const who = budgetOwner(budget);
     const spent =
       budget.spent_usd === null
         ? 'spent: not known'
@@ -248,6 +282,16 @@ export function budgetTitle(
     lines.push(
       `Warnings at ${status.thresholds_pct.join('/')} %; when spent: save notebooks, then ${status.action} after ${status.grace_s} s.`
     );
+  }
+  if (status.hub?.stop_at) {
+    lines.push(
+      `The hub stops this server at ${formatLocalTime(status.hub.stop_at, now)}${
+        status.hub.reason ? ` (${status.hub.reason})` : ''
+      }.`
+    );
+  }
+  if (status.hub?.error) {
+    lines.push(`Hub: ${status.hub.error}.`);
   }
   if (status.last_action?.message) {
     lines.push(`Last action: ${status.last_action.message}.`);

@@ -19,9 +19,17 @@ export type BudgetState =
  * One budget against what was spent in its scope.
  */
 export interface IBudgetStanding {
-  kind: 'hard' | 'soft';
-  /** The admin's budget is locked. */
+  kind: 'hard' | 'soft' | 'hub';
+  /** The admin's and the hub's budgets are locked. */
   locked: boolean;
+  /**
+   * Where a locked budget comes from, as the UI says it: "set by the spawner
+   * (GPUCOST_BUDGET_USD)", "set in the server's config
+   * (c.GpuCost.hard_budget_usd)", "set by your hub admin".
+   */
+  source?: string | null;
+  /** A hub budget's owner: `user` or `group:<name>`. */
+  owner?: string;
   scope: 'session' | 'day' | 'month';
   amount_usd: number;
   spent_usd: number | null;
@@ -40,7 +48,7 @@ export interface IBudgetGrace {
   started: string;
   ends: string;
   remaining_s: number;
-  reason: 'budget' | 'idle' | 'user';
+  reason: 'budget' | 'idle' | 'user' | 'hub';
   /** Whether the binding budget is the user's, so it can be raised. */
   can_raise: boolean;
 }
@@ -59,13 +67,34 @@ export interface IBudgetAction {
 }
 
 /**
+ * The hub service's budgets and its latest answer (`null` when the server does
+ * not report to a hub service).
+ */
+export interface IBudgetHub {
+  /** "set by your hub admin" */
+  source: string;
+  budgets: IBudgetStanding[];
+  user: string | null;
+  today_usd: number | null;
+  month_usd: number | null;
+  /** When the hub stops this server (ISO-8601 UTC), `null` while it does not. */
+  stop_at: string | null;
+  reason: string | null;
+  reported_at: string | null;
+  /** Why the last report did not get through, `null` when it did. */
+  error: string | null;
+}
+
+/**
  * The body of `GET /gpucost/api/budget` (and `budget` in the status).
  */
 export interface IBudgetStatus {
   state: BudgetState;
   hard: IBudgetStanding | null;
   soft: IBudgetStanding | null;
-  binding: 'hard' | 'soft' | null;
+  /** Older servers leave it out. */
+  hub?: IBudgetHub | null;
+  binding: 'hard' | 'soft' | 'hub' | null;
   runs_out_at: string | null;
   thresholds_pct: number[];
   grace_s: number;
@@ -83,7 +112,7 @@ export interface IBudgetEvent {
   kind: 'threshold' | 'grace' | 'cleared' | 'save-request' | 'action' | 'idle';
   message: string;
   threshold_pct?: number;
-  budget_kind?: 'hard' | 'soft';
+  budget_kind?: 'hard' | 'soft' | 'hub';
   scope?: 'session' | 'day' | 'month';
   amount_usd?: number;
   spent_usd?: number;

@@ -17,7 +17,11 @@ export function warningHolds(
       ? status.hard
       : event.budget_kind === 'soft'
         ? status.soft
-        : bindingBudget(status);
+        : event.budget_kind === 'hub'
+          ? (status.hub?.budgets.find(
+              b => b.amount_usd === event.amount_usd && b.scope === event.scope
+            ) ?? null)
+          : bindingBudget(status);
   if (!budget) {
     return false;
   }

@@ -3,6 +3,7 @@ import * as React from 'react';
 import {
   budgetPercent,
   currencyLabel,
+  formatLocalTime,
   parseAmount,
   runOutText
 } from '../budget/format';
@@ -22,13 +23,26 @@ export function BudgetLine(props: {
 }): React.ReactElement {
   const { line, symbol, trans } = props;
   const runOut = runOutText(line);
+  const group = line.owner?.startsWith('group:')
+    ? line.owner.slice('group:'.length)
+    : null;
   const who =
-    line.kind === 'hard'
-      ? trans.__('Admin’s budget (locked)')
-      : trans.__('Your budget');
+    line.kind === 'hub'
+      ? group
+        ? trans.__('Hub budget for group %1 (locked)', group)
+        : trans.__('Hub budget (locked)')
+      : line.kind === 'hard'
+        ? trans.__('Admin’s budget (locked)')
+        : trans.__('Your budget');
   return (
-    <li data-budget={line.kind}>
+    <li data-budget={line.kind} data-owner={line.owner}>
       <strong>{who}</strong>
+      {line.locked && line.source && (
+        <span className="jp-gpucost-budget-source" data-field="source">
+          {' '}
+          {trans.__(line.source)}
+        </span>
+      )}
       {': '}
       {trans.__(
         '%1 of %2 per %3 spent (%4%)',
@@ -57,6 +71,7 @@ export function Budget(props: {
   if (!budget) {
     return null;
   }
+  const hubLines = budget.hub?.budgets ?? [];
   const submit = (value: number | null): void => {
     void model.setSoftBudget(value, scope).then(setError);
   };
@@ -70,8 +85,37 @@ export function Budget(props: {
         {budget.soft && (
           <BudgetLine line={budget.soft} symbol={symbol} trans={trans} />
         )}
-        {!budget.hard && !budget.soft && <li>{trans.__('No budget set.')}</li>}
+        {hubLines.map(line => (
+          <BudgetLine
+            key={`${line.owner ?? ''}:${line.scope}`}
+            line={line}
+            symbol={symbol}
+            trans={trans}
+          />
+        ))}
+        {!budget.hard && !budget.soft && !hubLines.length && (
+          <li>{trans.__('No budget set.')}</li>
+        )}
       </ul>
+      {budget.hub?.stop_at && (
+        <p data-field="hub-stop">
+          {budget.hub.reason
+            ? trans.__(
+                'The hub stops this server at %1 (%2).',
+                formatLocalTime(budget.hub.stop_at),
+                budget.hub.reason
+              )
+            : trans.__(
+                'The hub stops this server at %1.',
+                formatLocalTime(budget.hub.stop_at)
+              )}
+        </p>
+      )}
+      {budget.hub?.error && (
+        <p className="jp-gpucost-panel-note" data-field="hub-error">
+          {trans.__('Hub: %1', budget.hub.error)}
+        </p>
+      )}
       {budget.last_action?.message && (
         <p data-field="last-action">
           {trans.__('Last action: %1', budget.last_action.message)}

@@ -34,8 +34,12 @@ export interface IAttribution {
  * One budget against what was spent in its scope (see docs/api.md).
  */
 export interface IBudgetLine {
-  kind: 'hard' | 'soft';
+  kind: 'hard' | 'soft' | 'hub';
   locked: boolean;
+  /** Where a locked budget comes from (e.g. "set by your hub admin"). */
+  source?: string | null;
+  /** A hub budget's owner: `user` or `group:<name>`. */
+  owner?: string;
   scope: string;
   amount_usd: number;
   spent_usd: number | null;
@@ -51,6 +55,13 @@ export interface IPanelBudget {
   state: string;
   hard: IBudgetLine | null;
   soft: IBudgetLine | null;
+  /** The hub service's budgets (`null` or absent: no hub service). */
+  hub?: {
+    budgets: IBudgetLine[];
+    stop_at: string | null;
+    reason: string | null;
+    error: string | null;
+  } | null;
   scopes: string[];
   last_action: { message?: string } | null;
 }

@@ -1,0 +1,490 @@
+"""Reports to the hub service, against a small real HTTP service on loopback that speaks
+the protocol (core.hub_protocol): the server posts its spend with its own hub token, and
+the service's budgets and stop time reach the budget (API and status)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from test_config import start_server
+from tornado.httpclient import HTTPClientError
+
+from jupyter_gpucost.core.hub_protocol import (
+    ENV_HUB_URL,
+    HUB_SOURCE_LABEL,
+    HubBudget,
+    HubReply,
+    SpendReport,
+)
+from jupyter_gpucost.core.protocol import binding_standing
+from jupyter_gpucost.server.budget.policy import (
+    Budget,
+    BudgetPolicy,
+    Enforce,
+    GraceCleared,
+    GraceStarted,
+    Standing,
+)
+from jupyter_gpucost.server.hub_link import HubLinkConfig, HubLinkError, HubReporter, post_report
+
+TOKEN = "hub-token-of-this-server-0123456789"
+
+
+@dataclass
+class FakeService:
+    """The hub service's report endpoint: checks the token, keeps the reports, answers
+    with whatever reply the test sets."""
+
+    reply: HubReply
+    reports: list[SpendReport] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture
+def service() -> Iterator[FakeService]:
+    fake = FakeService(
+        HubReply(user="alice", session_micro_usd=0, today_micro_usd=0, month_micro_usd=0)
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            fake.tokens.append(self.headers.get("Authorization", ""))
+            if self.path != "/services/gpucost/api/report":
+                self.send_error(404)
+                return
+            if self.headers.get("Authorization") != f"token {TOKEN}":
+                self.send_error(403)
+                return
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            fake.reports.append(SpendReport.from_json(json.loads(body)))
+            out = json.dumps(fake.reply.to_json()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}/services/gpucost/"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def gpucost_config(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    monkeypatch.setenv(ENV_HUB_URL, service.url)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
+    monkeypatch.setenv("JUPYTERHUB_SERVER_NAME", "gpu")
+    return {
+        "telemetry": "simulated",
+        "sample_interval_s": 0.2,
+        "hub_report_interval_s": 1.0,
+        "budget_save_timeout_s": 5.0,
+        "budget_state_path": str(tmp_path / "budget.json"),
+    }
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def server_log(jp_serverapp: Any) -> Iterator[Lines]:
+    """What the extension logs from now on (its logger does not propagate to pytest's)."""
+    (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_gpucost"]
+    lines = Lines()
+    app.log.addHandler(lines)
+    try:
+        yield lines
+    finally:
+        app.log.removeHandler(lines)
+
+
+async def get(jp_fetch: Any, *path: str) -> dict[str, Any]:
+    return dict(json.loads((await jp_fetch("gpucost", "api", *path)).body))
+
+
+async def until(what: Callable[[], Awaitable[bool]], message: str, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await what():
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out: {message}")
+
+
+async def test_reports_arrive_with_the_servers_token_and_its_spend(
+    jp_fetch: Any, service: FakeService, server_log: Lines
+) -> None:
+    async def costing() -> bool:
+        return any(r.cost_micro_usd > 0 for r in service.reports)
+
+    await until(costing, "a report with a cost")
+    status = await get(jp_fetch, "status")
+    assert set(service.tokens) == {f"token {TOKEN}"}
+    report = service.reports[-1]
+    assert report.session_id == status["session_id"]
+    assert report.server_name == "gpu"
+    assert report.started.tzinfo is not None
+    assert (
+        abs((report.started - datetime.fromisoformat(status["session_started"])).total_seconds())
+        < 1
+    )
+    assert report.rate_micro_usd_per_s > 0
+    assert 0 <= report.idle_micro_usd <= report.cost_micro_usd
+    assert report.gpu_models
+    assert report.cells == 0
+    # reports go on at the interval, and never log the token
+    count = len(service.reports)
+    await until(lambda: _true(len(service.reports) > count), "a second report")
+    assert TOKEN not in server_log.text
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_hub_budgets_are_locked_and_counted_as_the_hub_counts(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=1_500_000,
+        today_micro_usd=3_000_000,
+        month_micro_usd=40_000_000,
+        budgets=(
+            HubBudget("day", 10_000_000, 3_000_000, "user"),
+            HubBudget("month", 100_000_000, 40_000_000, "group:physics"),
+        ),
+    )
+
+    async def shown() -> bool:
+        hub = (await get(jp_fetch, "budget"))["hub"]
+        return bool(hub and hub["budgets"])
+
+    await until(shown, "the hub's budgets in the API")
+    budget = await get(jp_fetch, "budget")
+    hub = budget["hub"]
+    assert hub["source"] == HUB_SOURCE_LABEL
+    assert hub["user"] == "alice"
+    assert hub["today_usd"] == 3.0
+    assert hub["month_usd"] == 40.0
+    assert hub["error"] is None
+    day, month = hub["budgets"]
+    assert day["kind"] == "hub"
+    assert day["locked"] is True
+    assert day["source"] == HUB_SOURCE_LABEL
+    assert (day["scope"], day["amount_usd"], day["spent_usd"]) == ("day", 10.0, 3.0)
+    assert (month["owner"], month["spent_usd"], month["share"]) == ("group:physics", 40.0, 0.4)
+
+    async def ok() -> bool:
+        return bool((await get(jp_fetch, "budget"))["state"] == "ok")
+
+    await until(ok, "the budget's state with the hub's budgets")
+    status = await get(jp_fetch, "status")
+    assert status["budget"]["hub"]["budgets"][1]["owner"] == "group:physics"
+    # the API refuses to change it, as it refuses the admin's hard budget
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch(
+            "gpucost",
+            "api",
+            "budget",
+            method="PUT",
+            body=json.dumps({"kind": "hard", "amount_usd": 99}),
+        )
+    assert refused.value.code == 403
+
+
+async def test_a_stop_at_starts_the_countdown_to_it(jp_fetch: Any, service: FakeService) -> None:
+    stop_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=120)
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=10_000_000,
+        today_micro_usd=10_000_000,
+        month_micro_usd=10_000_000,
+        budgets=(HubBudget("day", 10_000_000, 10_000_000, "user"),),
+        stop_at=stop_at,
+        reason="daily budget of $10.00 spent",
+    )
+
+    async def counting_down() -> bool:
+        return bool((await get(jp_fetch, "budget"))["state"] == "grace")
+
+    await until(counting_down, "the countdown")
+    budget = await get(jp_fetch, "budget")
+    assert budget["hub"]["stop_at"] == stop_at.isoformat().replace("+00:00", "Z")
+    assert budget["hub"]["reason"] == "daily budget of $10.00 spent"
+    grace = budget["grace"]
+    # the countdown ends the save timeout before the hub stops the server
+    ends = datetime.fromisoformat(grace["ends"].replace("Z", "+00:00"))
+    assert ends == stop_at - timedelta(seconds=5)
+    assert grace["can_raise"] is False
+    assert budget["binding"] == "hub"
+    assert any(e["kind"] == "grace" for e in budget["events"])
+
+    # the admin raised the budget: the hub no longer stops the server
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=10_000_000,
+        today_micro_usd=10_000_000,
+        month_micro_usd=10_000_000,
+        budgets=(HubBudget("day", 20_000_000, 10_000_000, "user"),),
+    )
+
+    async def cleared() -> bool:
+        return bool((await get(jp_fetch, "budget"))["state"] != "grace")
+
+    await until(cleared, "the countdown cleared")
+
+
+async def test_at_the_hubs_stop_time_the_server_saves_and_acts(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    await jp_fetch("api", "kernels", method="POST", body="{}")
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=0,
+        today_micro_usd=0,
+        month_micro_usd=0,
+        stop_at=datetime.now(UTC) + timedelta(seconds=6),
+        reason="group budget spent",
+    )
+
+    async def acted() -> bool:
+        return bool((await get(jp_fetch, "budget"))["state"] == "acted")
+
+    await until(acted, "the action at the hub's stop time", timeout_s=30)
+    budget = await get(jp_fetch, "budget")
+    assert budget["last_action"]["action"] == "shutdown"
+    assert budget["last_action"]["reason"] == "hub"
+    assert "stopped for the hub" in budget["last_action"]["message"]
+    kernels = json.loads((await jp_fetch("api", "kernels")).body)
+    assert kernels == []
+
+
+def report_of(cost_micro_usd: int) -> SpendReport:
+    return SpendReport(
+        session_id="s",
+        server_name="",
+        started=datetime.now(UTC),
+        sent=datetime.now(UTC),
+        cost_micro_usd=cost_micro_usd,
+        idle_micro_usd=0,
+        rate_micro_usd_per_s=1,
+    )
+
+
+def test_a_service_that_refuses_or_is_down_is_a_named_error(service: FakeService) -> None:
+    report = report_of(1)
+    wrong = HubLinkConfig(service.url + "api/report", "not-the-token", "", 10)
+    with pytest.raises(HubLinkError) as refused:
+        post_report(wrong, report)
+    assert refused.value.kind == "http-403"
+    assert "not-the-token" not in str(refused.value)
+    down = HubLinkConfig("http://127.0.0.1:9/api/report", TOKEN, "", 10)
+    with pytest.raises(HubLinkError) as unreachable:
+        post_report(down, report)
+    assert unreachable.value.kind == "unreachable"
+
+
+class TestUnreachable:
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+        monkeypatch.setenv(ENV_HUB_URL, "http://127.0.0.1:9/services/gpucost/")
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "hub_report_interval_s": 1.0,
+            "budget_state_path": str(tmp_path / "budget.json"),
+        }
+
+    async def test_the_error_is_shown_and_logged_once(
+        self, jp_fetch: Any, server_log: Lines
+    ) -> None:
+        async def failed() -> bool:
+            hub = (await get(jp_fetch, "budget"))["hub"]
+            return bool(hub and hub["error"])
+
+        await until(failed, "the error in the API")
+        await asyncio.sleep(2.5)  # two more failed reports
+        hub = (await get(jp_fetch, "budget"))["hub"]
+        assert "cannot be reached" in hub["error"]
+        assert hub["budgets"] == []
+        # logged when it first failed (at start-up), not again at each report
+        assert "spend not reported to the hub" not in server_log.text
+        assert TOKEN not in server_log.text
+
+
+class TestNoToken:
+    @pytest.fixture
+    def gpucost_config(
+        self, service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, Any]:
+        monkeypatch.setenv(ENV_HUB_URL, service.url)
+        monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+        monkeypatch.delenv("JPY_API_TOKEN", raising=False)
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "hub_report_interval_s": 1.0,
+            "budget_state_path": str(tmp_path / "budget.json"),
+        }
+
+    async def test_the_hub_link_says_it_sends_nothing(
+        self, jp_fetch: Any, service: FakeService
+    ) -> None:
+        hub = (await get(jp_fetch, "budget"))["hub"]
+        assert "no JUPYTERHUB_API_TOKEN" in hub["error"]
+        await asyncio.sleep(1.5)
+        assert service.reports == []
+
+
+async def test_a_failure_is_logged_once_per_kind_until_a_report_gets_through() -> None:
+    replies: list[HubReply | HubLinkError] = [
+        HubLinkError("unreachable", "down"),
+        HubLinkError("unreachable", "down"),
+        HubLinkError("http-403", "refused"),
+        HubReply(user="alice", session_micro_usd=0, today_micro_usd=0, month_micro_usd=0),
+        HubLinkError("unreachable", "down"),
+    ]
+
+    def send(config: HubLinkConfig, report: SpendReport) -> HubReply:
+        reply = replies.pop(0)
+        if isinstance(reply, HubLinkError):
+            raise reply
+        return reply
+
+    class Sink:
+        def __init__(self) -> None:
+            self.got: list[tuple[HubReply | None, str | None]] = []
+
+        def apply_hub_reply(self, reply: HubReply | None, error: str | None) -> None:
+            self.got.append((reply, error))
+
+    log = logging.getLogger("test_hub_link.once")
+    lines = Lines()
+    log.addHandler(lines)
+    log.setLevel(logging.INFO)
+    sink = Sink()
+    config = HubLinkConfig("http://127.0.0.1:9/api/report", TOKEN, "", 10)
+    reporter = HubReporter(config, lambda: report_of(1), sink, log=log, send=send)
+    for _ in range(5):
+        await reporter.once()
+    await reporter.stop()
+    assert lines.lines == [
+        "jupyter-gpucost: spend not reported to the hub: down",
+        "jupyter-gpucost: spend not reported to the hub: refused",
+        "jupyter-gpucost: spend is reported to the hub again",
+        "jupyter-gpucost: spend not reported to the hub: down",
+    ]
+    assert [error for _, error in sink.got] == ["down", "down", "refused", None, "down"]
+
+
+def test_the_countdown_follows_the_hubs_stop_time() -> None:
+    t0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    policy = BudgetPolicy(grace_s=120)
+    # the hub stops the server (a group budget, say): a countdown to its time
+    policy.deadline = t0 + timedelta(seconds=40)
+    (started,) = policy.evaluate(t0, [])
+    assert isinstance(started, GraceStarted)
+    assert (started.reason, started.ends) == ("hub", t0 + timedelta(seconds=40))
+    assert policy.evaluate(t0 + timedelta(seconds=39), []) == []
+    (enforce,) = policy.evaluate(t0 + timedelta(seconds=40), [])
+    assert isinstance(enforce, Enforce)
+    assert enforce.reason == "hub"
+
+    # a local budget's countdown is never made longer by a later hub stop
+    policy = BudgetPolicy(hard=Budget("hard", 1_000_000), grace_s=60)
+    policy.deadline = t0 + timedelta(hours=1)
+    spent = Standing(Budget("hard", 1_000_000), 1_000_000, "s")
+    events = policy.evaluate(t0, [spent])
+    assert [e.ends for e in events if isinstance(e, GraceStarted)] == [t0 + timedelta(seconds=60)]
+    # ...and a hub stop that comes sooner shortens it
+    policy.deadline = t0 + timedelta(seconds=10)
+    policy.evaluate(t0 + timedelta(seconds=1), [spent])
+    assert policy.grace_ends == t0 + timedelta(seconds=10)
+
+    # the hub no longer stops the server (its budget was raised): the countdown ends
+    policy = BudgetPolicy()
+    policy.deadline = t0 + timedelta(seconds=40)
+    policy.evaluate(t0, [])
+    policy.deadline = None
+    (cleared,) = policy.evaluate(t0 + timedelta(seconds=5), [])
+    assert isinstance(cleared, GraceCleared)
+    assert policy.state == "none"
+
+
+def test_kernels_find_the_binding_hub_budget_in_the_budget_document() -> None:
+    day = {"kind": "hub", "scope": "day", "amount_usd": 10.0, "remaining_usd": 7.0}
+    month = {"kind": "hub", "scope": "month", "amount_usd": 100.0, "remaining_usd": 60.0}
+    document = {"binding": "hub", "hard": None, "soft": None, "hub": {"budgets": [month, day]}}
+    assert binding_standing(document) == day
+    soft = {"kind": "soft", "amount_usd": 5.0}
+    assert binding_standing({"binding": "soft", "soft": soft, "hub": None}) == soft
+    assert binding_standing({"binding": None}) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (
+            ["--GpuCost.hub_url=ftp://hub/services/gpucost/"],
+            {},
+            "c.GpuCost.hub_url (GPUCOST_HUB_URL) = 'ftp://hub/services/gpucost/' is not "
+            "valid: use the hub service's http:// or https:// URL, or leave it empty.",
+        ),
+        (
+            [],
+            {ENV_HUB_URL: "hub:8000/services/gpucost/"},
+            "c.GpuCost.hub_url (GPUCOST_HUB_URL) = 'hub:8000/services/gpucost/' is not valid",
+        ),
+        (
+            ["--GpuCost.hub_report_interval_s=0.1"],
+            {},
+            "c.GpuCost.hub_report_interval_s = 0.1 is not valid: use a number of seconds "
+            "from 1 to 3600",
+        ),
+    ],
+)
+def test_a_hub_setting_that_is_not_valid_stops_the_server(
+    tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    with mock.patch.dict(os.environ, env):
+        result = start_server(tmp_path, *args, "--GpuCost.telemetry=none")
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
