@@ -173,6 +173,7 @@ c.Spawner.args = [
     "--GpuCost.telemetry=simulated",
     "--GpuCost.sample_interval_s=0.5",
     "--GpuCost.minimum_charge_s=0",
+    "--GpuCost.hub_report_interval_s=1",
 ]
 c.Spawner.environment = {{
     "GPUCOST_HUB_URL": "http://127.0.0.1:{svc}/services/gpucost/",
