@@ -326,3 +326,36 @@ def test_the_spawn_hook_when_the_service_is_down(fail_open: bool) -> None:
             asyncio.run(hook(_Spawner()))
         assert refused.value.status_code == 503
         assert "budget service is unavailable" in refused.value.jupyterhub_message
+
+
+def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+    from jupyter_gpucost.hub import views
+    from jupyter_gpucost.hub.allocation import AllocationPolicy
+    from jupyter_gpucost.hub.budgets import BudgetPolicy
+    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.ledger import HubLedger
+    from jupyter_gpucost.hub.model import ServerInfo
+    from jupyter_gpucost.hub.service import HubService
+
+    ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    allocation = AllocationPolicy(None, "T4", PricePolicy(load_catalog()))
+    service = HubService(ledger, allocation.rate_for, BudgetPolicy(), Enforcer(60))
+    now = datetime.now(UTC)
+    # 120 users, user i started i minutes ago: user119 spent the most
+    servers = [
+        ServerInfo(f"user{i:03d}", "", now - timedelta(minutes=i + 1), True, groups=(f"g{i % 30}",))
+        for i in range(120)
+    ]
+    service.sync(servers, now)
+    text = views.metrics(service)
+    users = [line for line in text.splitlines() if line.startswith("gpucost_hub_user_month_usd{")]
+    assert len(users) == views.METRICS_TOP_USERS + 1
+    assert users[0].startswith('gpucost_hub_user_month_usd{user="user119"}')
+    assert users[-1].startswith('gpucost_hub_user_month_usd{user="other"}')
+    groups = [line for line in text.splitlines() if line.startswith("gpucost_hub_group_month_usd{")]
+    assert len(groups) == views.METRICS_TOP_GROUPS + 1
+    assert "gpucost_hub_running_servers 120" in text
+    ledger.close()
