@@ -200,6 +200,8 @@ c.JupyterHub.services = [
         "cwd": "{root}",
         "environment": {{"PYTHONPATH": "{pythonpath}"}},
         "oauth_no_confirm": True,
+        # the service's pages may learn whether a user holds its admin scope
+        "oauth_client_allowed_scopes": ["custom:gpucost:admin"],
     }},
 ]
 c.JupyterHub.custom_scopes = {{
@@ -218,6 +220,8 @@ c.JupyterHub.load_roles = [
         "scopes": ["custom:gpucost:admin", "access:services!service=gpucost"],
         "services": ["prometheus"],
     }},
+    # an admin of the gpucost service by a Hub role (the pages see it through OAuth)
+    {{"name": "gpucost-admins", "scopes": ["custom:gpucost:admin"], "users": ["erin"]}},
     # users may open the service's pages
     {{"name": "user", "scopes": ["self", "access:services!service=gpucost"]}},
 ]

@@ -209,8 +209,9 @@ def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
     # the hub restarts a managed service that exits (it polls it every 30 s)
     hub.wait("the hub to restart the gpucost service", back, 90)
     assert "Service gpucost exited with status -9" in hub.log.read_text()
-    # what was flushed before the kill is all there
-    assert me(hub, "carol")["today_usd"] >= carol_before
+    # what was flushed before the kill is all there: carol's server reports every second,
+    # so at most a flush period of its reports (at its allocation's rate) can be lost
+    assert me(hub, "carol")["today_usd"] >= carol_before - (FLUSH_S + 1) * USD_PER_S
     # bob's server ran on while the service was down: billed for that time too
     bob_after = me(hub, "bob")["today_usd"]
     down_s = time.monotonic() - killed
@@ -233,7 +234,7 @@ def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
             return False
 
     hub.wait("the hub to restart the gpucost service", back, 90)
-    assert me(hub, "carol")["today_usd"] >= before + 7.5
+    assert me(hub, "carol")["today_usd"] >= before + 7.5 - 1e-6
 
 
 # -- without a hub: the settings and the spawn hook's behaviour when the service is down ----

@@ -97,3 +97,11 @@ def test_the_spawn_page_says_why_a_spawn_is_refused(hub: Hub, page: Any) -> None
     expect(message).to_contain_text("Your day budget of $0.00 (set by your hub admin) is spent")
     screenshot(page, "hub-spawn-refused.png")
     assert hub.server("dave") is None
+
+
+def test_the_admin_scope_makes_an_admin_through_oauth(hub: Hub, page: Any) -> None:
+    # erin is in no admin group and no Hub admin: a role gives her custom:gpucost:admin
+    login(page, hub, "erin")
+    response = open_service(page, hub, "admin")
+    assert response.status == 200
+    expect(page.locator("#gpucost-users tbody tr")).to_have_count(3)
