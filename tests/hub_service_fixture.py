@@ -231,6 +231,7 @@ SERVICE_CONFIG = """
 c.GpuCostHub.default_gpu = "A100-80GB x 2"
 c.GpuCostHub.minimum_charge_s = 0
 c.GpuCostHub.user_budgets = {budgets!r}
+c.GpuCostHub.group_budgets = {{"finance": {{"month": 1000}}}}
 c.GpuCostHub.grace_s = 2
 c.GpuCostHub.poll_interval_s = 1
 c.GpuCostHub.flush_interval_s = {flush_s}

@@ -171,6 +171,11 @@ def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
     assert data["near_budget"] == ["alice"]
     assert {g["group"]: g["members"] for g in data["groups"]} == {"finance": ["carol"]}
     running = {u["user"]: u["running"] for u in data["users"]}
+    month = {u["user"]: u["month_usd"] for u in data["users"]}
+    # the group's budget pools its members' spend (the service lists every user's groups)
+    (finance,) = [b for b in running["carol"][0]["budgets"] if b["source"] == "group:finance"]
+    assert finance["scope"] == "month"
+    assert finance["spent_usd"] == pytest.approx(month["carol"], abs=0.05)
     assert running["bob"][0]["gpus"] == "2 × A100-80GB"
     assert running["bob"][0]["usd_per_hour"] == pytest.approx(6.862)
     code, csv_text = hub.svc("GET", "api/admin/users.csv", hub.token_for("carol"))

@@ -146,6 +146,24 @@ class HubApi:
                 return servers
             offset = int(following["offset"])
 
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
+        """Every user's groups (``GET /users``, all of them: a group budget pools the spend
+        of members who are not running a server too)."""
+        found: dict[str, tuple[str, ...]] = {}
+        offset = 0
+        while True:
+            path = f"/users?offset={offset}&limit={PAGE_LIMIT}"
+            code, doc = await self._call("GET", path, accept=PAGINATION)
+            if code != 200:
+                raise HubApiError(f"GET {self.api_url}/users: {code} {_why(doc)}")
+            items = doc["items"] if isinstance(doc, dict) else doc
+            for user in items:
+                found[str(user["name"])] = tuple(str(g) for g in user.get("groups") or ())
+            following = doc.get("_pagination", {}).get("next") if isinstance(doc, dict) else None
+            if not following:
+                return found
+            offset = int(following["offset"])
+
     async def identify(self, token: str) -> Identity | None:
         """Who owns ``token`` (None: the Hub knows no such token); cached a minute."""
         key = token_key(token)

@@ -37,6 +37,8 @@ log = logging.getLogger("jupyter_gpucost.hub")
 
 #: how long before a server the service asked the Hub to stop is asked again
 RETRY_STOP_S = 30.0
+#: how often every user's groups are listed (the running ones' come with each poll)
+GROUPS_EVERY_S = 300.0
 
 Key = tuple[str, str]
 
@@ -45,6 +47,8 @@ class HubClient(Protocol):
     """The two Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
 
     async def active_servers(self) -> list[ServerInfo]: ...
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]: ...
 
     async def stop_server(self, user: str, server_name: str) -> str: ...
 
@@ -106,6 +110,7 @@ class HubService:
         self.servers: dict[Key, ServerInfo] = {}
         self._asked_stop: dict[int, float] = {}
         self._bad_profiles: set[str] = set()
+        self._groups_listed = -GROUPS_EVERY_S
         self.last_poll: datetime | None = None
         self.last_poll_s: float = 0.0
 
@@ -213,6 +218,9 @@ class HubService:
 
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
+        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
+            self.groups_of.update(await hub.groups_of_users())
+            self._groups_listed = time.monotonic()
         servers = await hub.active_servers()
         result = self.sync(servers, now())
         for row in self.due(now()):
