@@ -1,0 +1,282 @@
+"""``python -m jupyter_gpucost.hub``: the gpucost JupyterHub service.
+
+Configured by ``c.GpuCostHub.*`` in a config file (``--config``, default
+``gpucost_hub_config.py`` in the working directory) or on the command line
+(``--GpuCostHub.grace_s=120``). Every setting is checked at start; one that cannot be used
+stops the service with one line naming it.
+
+Run by the Hub (``c.JupyterHub.services``), the service finds the Hub's API, its token, its
+URL and its prefix in the environment the Hub gives it; run standalone, set
+``hub_api_url``, ``hub_api_token``, ``bind_url`` and ``base_url``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from traitlets import Any as AnyTrait
+from traitlets import Bool, Dict, Float, Set, Unicode, default
+from traitlets.config import Application
+
+from .._version import __version__
+from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
+from .model import HubConfigError
+
+if TYPE_CHECKING:
+    from .wiring import Parts
+
+SETTING = "c.GpuCostHub"
+#: the custom scope that makes a Hub user or service an admin of this service
+ADMIN_SCOPE = "custom:gpucost:admin"
+
+#: number settings: (low, high, what the message says is accepted)
+RANGES: dict[str, tuple[float, float, str]] = {
+    "grace_s": (0, 86_400, "seconds from 0 to 86400"),
+    "poll_interval_s": (0.5, 3_600, "seconds from 0.5 to 3600"),
+    "flush_interval_s": (0.5, 3_600, "seconds from 0.5 to 3600"),
+    "identity_cache_s": (0, 3_600, "seconds from 0 to 3600"),
+    "max_report_bytes": (1_024, 10_000_000, "bytes from 1024 to 10000000"),
+    "billing_granularity_s": (1, 86_400, "whole seconds from 1 to 86400"),
+    "minimum_charge_s": (0, 86_400, "whole seconds from 0 to 86400"),
+}
+
+
+def env(name: str, fallback: str) -> str:
+    return os.environ.get(name) or fallback
+
+
+class GpuCostHub(Application):
+    """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
+    outside the users' servers, and pages for users and admins."""
+
+    name = "gpucost-hub"
+    version = __version__
+    description = __doc__
+    aliases = {
+        "config": "GpuCostHub.config_file",
+        "f": "GpuCostHub.config_file",
+        "log-level": "Application.log_level",
+    }
+
+    config_file = Unicode(
+        "gpucost_hub_config.py", help="The config file to load (c.GpuCostHub.*)."
+    ).tag(config=True)
+
+    # -- the Hub ------------------------------------------------------------------------
+    hub_api_url = Unicode(help="The Hub's REST API (default: $JUPYTERHUB_API_URL).").tag(
+        config=True
+    )
+    hub_api_token = Unicode(
+        help="This service's Hub API token (default: $JUPYTERHUB_API_TOKEN). Needs the "
+        "scopes list:users, read:users:groups, read:servers and delete:servers."
+    ).tag(config=True)
+    bind_url = Unicode(
+        help="Where the service listens (default: $JUPYTERHUB_SERVICE_URL, else "
+        "http://127.0.0.1:10101)."
+    ).tag(config=True)
+    base_url = Unicode(
+        help="The URL prefix of the service's pages (default: $JUPYTERHUB_SERVICE_PREFIX, "
+        "else /services/gpucost/)."
+    ).tag(config=True)
+
+    @default("log_level")
+    def _log_level(self) -> int:
+        return logging.INFO
+
+    @default("hub_api_url")
+    def _hub_api_url(self) -> str:
+        return env("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api")
+
+    @default("hub_api_token")
+    def _hub_api_token(self) -> str:
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
+
+    @default("bind_url")
+    def _bind_url(self) -> str:
+        return env("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:10101")
+
+    @default("base_url")
+    def _base_url(self) -> str:
+        return env("JUPYTERHUB_SERVICE_PREFIX", "/services/gpucost/")
+
+    # -- the ledger ---------------------------------------------------------------------
+    data_dir = Unicode(
+        help="The service's own directory (the SQLite ledger; default ./gpucost-hub)."
+    ).tag(config=True)
+    ledger_url = Unicode(
+        "",
+        help="Any SQLAlchemy URL for the hub ledger (e.g. postgresql+psycopg://...); "
+        "default: SQLite in data_dir.",
+    ).tag(config=True)
+    timezone = Unicode("UTC", help="Where a day and a month begin (an IANA name).").tag(config=True)
+
+    @default("data_dir")
+    def _data_dir(self) -> str:
+        return str(Path.cwd() / "gpucost-hub")
+
+    # -- prices and allocations ---------------------------------------------------------
+    price_provider = Unicode("aws", help="The catalog's provider.").tag(config=True)
+    price_market = Unicode("on-demand", help="on-demand or spot.").tag(config=True)
+    price_instance = Unicode("", help="An instance type to price exactly, if any.").tag(config=True)
+    price_overrides = Dict(help="GPU model → USD per GPU-hour (beats the catalog).").tag(
+        config=True
+    )
+    profile_gpus = AnyTrait(
+        None,
+        allow_none=True,
+        help="Profile → GPU allocation: a dict ({'a100': 'A100-80GB x 2'}) or a callable "
+        "of the server returning one.",
+    ).tag(config=True)
+    default_gpu = AnyTrait(
+        None,
+        allow_none=True,
+        help="The allocation of a server with no (known) profile, e.g. 'T4' or 'none'.",
+    ).tag(config=True)
+
+    # -- budgets ------------------------------------------------------------------------
+    user_budgets = AnyTrait(
+        None,
+        allow_none=True,
+        help="User budgets: {'alice': {'day': 5}, '*': {'month': 100}} (USD per session, "
+        "day, month), or a callable(user, groups) returning one user's amounts.",
+    ).tag(config=True)
+    group_budgets = AnyTrait(
+        None,
+        allow_none=True,
+        help="Group budgets on the group's pooled spend: {'students': {'month': 500}} or "
+        "a callable(group) returning the amounts.",
+    ).tag(config=True)
+    billing_granularity_s = Float(1, help="The provider's billing step in seconds.").tag(
+        config=True
+    )
+    minimum_charge_s = Float(
+        60, help="The provider's minimum charge per server start, in seconds (AWS, GCP: 60)."
+    ).tag(config=True)
+    grace_s = Float(300.0, help="Seconds between a spent budget and the stop.").tag(config=True)
+    poll_interval_s = Float(10.0, help="How often the Hub's servers are listed.").tag(config=True)
+    flush_interval_s = Float(
+        30.0, help="How often the ledger is written (at most this is lost on a crash)."
+    ).tag(config=True)
+    identity_cache_s = Float(60.0, help="How long who owns a token is remembered.").tag(config=True)
+    max_report_bytes = Float(65_536, help="The largest report body taken.").tag(config=True)
+
+    # -- who sees what ------------------------------------------------------------------
+    admin_users = Set(Unicode(), help="Users who see every user's spend.").tag(config=True)
+    admin_groups = Set(Unicode(), help="Groups whose members see every user's spend.").tag(
+        config=True
+    )
+    hub_admins_are_admins = Bool(True, help="Whether the Hub's admins see every user's spend.").tag(
+        config=True
+    )
+
+    # -- built at start -----------------------------------------------------------------
+    def validate(self) -> Parts:
+        """Every setting checked; the parts built from them. :class:`HubConfigError` names
+        the first setting that cannot be used."""
+        for name, (low, high, accepted) in RANGES.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise HubConfigError(f"{SETTING}.{name} = {value!r} is not valid: use {accepted}")
+        if not self.hub_api_token:
+            raise HubConfigError(
+                f"{SETTING}.hub_api_token is not set (nor $JUPYTERHUB_API_TOKEN): the service "
+                "needs a Hub API token; run it from c.JupyterHub.services or give it one"
+            )
+        for name in ("hub_api_url", "bind_url"):
+            parsed = urlparse(getattr(self, name))
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise HubConfigError(
+                    f"{SETTING}.{name} = {getattr(self, name)!r} is not valid: use an "
+                    "http(s) URL such as http://127.0.0.1:10101"
+                )
+        if not self.base_url.startswith("/"):
+            raise HubConfigError(
+                f"{SETTING}.base_url = {self.base_url!r} is not valid: use a path such as "
+                "/services/gpucost/"
+            )
+        try:
+            tz = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise HubConfigError(
+                f"{SETTING}.timezone = {self.timezone!r} is not valid: use an IANA time zone "
+                "such as UTC or Europe/Paris"
+            ) from None
+        overrides: dict[str, Decimal] = {}
+        for model, raw in self.price_overrides.items():
+            try:
+                overrides[str(model)] = parse_price(
+                    raw, what=f"{SETTING}.price_overrides[{model!r}]"
+                )
+            except ValueError as e:
+                raise HubConfigError(str(e)) from None
+        if self.price_market not in ("on-demand", "spot"):
+            raise HubConfigError(
+                f"{SETTING}.price_market = {self.price_market!r} is not valid: use on-demand "
+                "or spot"
+            )
+        try:
+            catalog = load_catalog()
+        except CatalogError as e:
+            raise HubConfigError(f"the price catalog: {e}") from None
+        if self.price_provider not in catalog.providers:
+            raise HubConfigError(
+                f"{SETTING}.price_provider = {self.price_provider!r} is not valid: use one of "
+                + ", ".join(catalog.providers)
+            )
+        prices = PricePolicy(
+            catalog=catalog,
+            provider=self.price_provider,
+            market=self.price_market,
+            instance=self.price_instance,
+            overrides=overrides,
+        )
+        from . import wiring
+
+        return wiring.build(self, prices, tz)
+
+    def start(self) -> None:
+        from .runner import run
+
+        asyncio.run(run(self))
+
+    def initialize(self, argv: list[str] | None = None) -> None:
+        self.parse_command_line(argv)
+        path = Path(self.config_file)
+        if path.exists():
+            self.load_config_file(path.name, path=str(path.parent.resolve()))
+            # the command line wins over the file
+            self.parse_command_line(argv)
+        elif "config_file" in self.config.get("GpuCostHub", {}):
+            raise HubConfigError(f"{SETTING}.config_file = {str(path)!r}: no such file")
+        level = self.log_level
+        assert isinstance(level, int | str)
+        self.log.setLevel(level)
+        logging.getLogger("jupyter_gpucost.hub").setLevel(level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(format="[%(levelname).1s %(asctime)s gpucost-hub] %(message)s")
+    app = GpuCostHub()
+    try:
+        app.initialize(argv)
+    except HubConfigError as e:
+        print(f"gpucost-hub: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:  # a config file that raises, a trait of the wrong type
+        print(f"gpucost-hub: the configuration cannot be used: {e}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        app.start()
+    except HubConfigError as e:
+        print(f"gpucost-hub: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        pass

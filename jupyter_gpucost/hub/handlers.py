@@ -1,0 +1,340 @@
+"""The service's HTTP endpoints: thin tornado handlers over :mod:`.service` and :mod:`.views`.
+
+Who may call what:
+
+* ``POST api/report`` — a single-user server, with its own Hub token
+  (``Authorization: token …``); the Hub names the user. No cookies: no XSRF to check.
+* ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
+  answers 403 to a user who is not an admin of the service.
+* ``GET api/me`` — the user's own figures (OAuth cookie or a Hub token of the user).
+* ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET metrics`` — an admin of the
+  service only: a Hub admin, one of ``admin_users`` / ``admin_groups``, or an owner of the
+  ``custom:gpucost:admin`` scope (a Prometheus service gets a token with that scope).
+* ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, with this service's
+  own API token only.
+
+Every page is a GET; the service takes no browser POST.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jupyterhub._data import DATA_FILES_PATH  # type: ignore[import-untyped]
+from jupyterhub.services.auth import (  # type: ignore[import-untyped]
+    HubOAuth,
+    HubOAuthCallbackHandler,
+    HubOAuthenticated,
+)
+from tornado import web
+
+from ..core.hub_protocol import REPORT_PATH, ProtocolError, SpendReport
+from . import views
+from .budgets import spawn_refusal
+from .hubapi import HubApi, HubApiError, Identity
+from .service import HubService, ReportRejected
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+HERE = Path(__file__).parent
+ADMIN_SCOPE = "custom:gpucost:admin"
+
+
+@dataclass
+class Context:
+    """What every handler reads (``settings["gpucost"]``)."""
+
+    service: HubService
+    hub: HubApi
+    hub_auth: Any
+    now: Callable[[], datetime]
+    today: Callable[[], date]
+    service_token: str
+    admin_users: frozenset[str]
+    admin_groups: frozenset[str]
+    hub_admins_are_admins: bool
+    max_report_bytes: int
+    templates: jinja2.Environment
+
+    def is_admin(self, user: Identity) -> bool:
+        if ADMIN_SCOPE in user.scopes:
+            return True
+        if user.kind != "user":
+            return False
+        return (
+            (self.hub_admins_are_admins and user.admin)
+            or user.name in self.admin_users
+            or bool(self.admin_groups.intersection(user.groups))
+        )
+
+
+def identity_of(model: dict[str, Any]) -> Identity:
+    return Identity(
+        kind=str(model.get("kind", "user")),
+        name=str(model["name"]),
+        admin=bool(model.get("admin")),
+        groups=tuple(str(g) for g in model.get("groups") or ()),
+        scopes=frozenset(str(s) for s in model.get("scopes") or ()),
+    )
+
+
+class Base(web.RequestHandler):
+    @property
+    def ctx(self) -> Context:
+        ctx: Context = self.settings["gpucost"]
+        return ctx
+
+    def set_default_headers(self) -> None:
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "no-store")
+
+    def write_json(self, doc: object, code: int = 200) -> None:
+        self.set_status(code)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(doc))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        reason = self._reason
+        exc = kwargs.get("exc_info")
+        if exc is not None and isinstance(exc[1], web.HTTPError) and exc[1].log_message:
+            reason = exc[1].log_message % exc[1].args if exc[1].args else exc[1].log_message
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"status": status_code, "message": reason}))
+
+
+class TokenHandler(Base):
+    """A handler that takes a Hub token in the Authorization header, never a cookie."""
+
+    def check_xsrf_cookie(self) -> None:
+        # authenticated by the Authorization header only: a browser cannot forge it
+        return None
+
+    def bearer(self) -> str:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() not in ("token", "bearer") or not token.strip():
+            raise web.HTTPError(401, "a Hub token is required (Authorization: token …)")
+        return token.strip()
+
+    async def identity(self) -> Identity:
+        try:
+            who = await self.ctx.hub.identify(self.bearer())
+        except HubApiError as e:
+            log.error("cannot check a token with the Hub: %s", e)
+            raise web.HTTPError(503, "the Hub cannot be reached to check the token") from None
+        if who is None:
+            raise web.HTTPError(401, "the Hub does not know this token")
+        return who
+
+
+class ReportHandler(TokenHandler):
+    """A single-user server's spend report, for the user the Hub names for its token."""
+
+    async def post(self) -> None:
+        if len(self.request.body) > self.ctx.max_report_bytes:
+            raise web.HTTPError(413, f"a report is at most {self.ctx.max_report_bytes} bytes")
+        who = await self.identity()
+        if who.kind != "user":
+            raise web.HTTPError(403, "only a user's server reports its spend")
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            raise web.HTTPError(400, "the body is not JSON") from None
+        try:
+            report = SpendReport.from_json(body)
+        except ProtocolError as e:
+            raise web.HTTPError(400, str(e).replace("%", "%%")) from None
+        try:
+            reply = self.ctx.service.report(who.name, report, self.ctx.now())
+        except ReportRejected as e:
+            raise web.HTTPError(e.code, str(e).replace("%", "%%")) from None
+        self.write_json(reply.to_json())
+
+
+class AllowanceHandler(TokenHandler):
+    """May a user start a server now? For the Hub's ``pre_spawn_hook`` (service token)."""
+
+    async def get(self, user: str) -> None:
+        if not hmac.compare_digest(self.bearer().encode(), self.ctx.service_token.encode()):
+            raise web.HTTPError(403, "only the Hub's pre_spawn_hook asks this (service token)")
+        groups = tuple(self.get_arguments("group"))
+        service = self.ctx.service
+        if groups and user not in service.groups_of:
+            service.groups_of[user] = groups
+        budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
+        refusal = spawn_refusal(budgets)
+        self.write_json(
+            {
+                "user": user,
+                "allowed": refusal is None,
+                "reason": refusal,
+                "budgets": [views.budget_json(b) for b in budgets],
+            }
+        )
+
+
+class OAuthBase(HubOAuthenticated, Base):  # type: ignore[misc]
+    """Hub OAuth: a browser is sent to the Hub's login and back to ``oauth_callback``."""
+
+    def initialize(self) -> None:
+        self.hub_auth = self.ctx.hub_auth
+
+    def user(self) -> Identity:
+        model = self.current_user
+        if not model:
+            raise web.HTTPError(401, "log in through the Hub first")
+        return identity_of(model)
+
+    def admin(self) -> Identity:
+        who = self.user()
+        if not self.ctx.is_admin(who):
+            raise web.HTTPError(403, f"{who.name} is not an admin of the gpucost service")
+        return who
+
+
+class ApiBase(OAuthBase):
+    """JSON or text for a script or the pages: 401 instead of a redirect to the login."""
+
+    def get_login_url(self) -> str:
+        raise web.HTTPError(401, "log in through the Hub, or send a Hub token")
+
+
+class MeHandler(ApiBase):
+    def get(self) -> None:
+        who = self.user()
+        self.write_json(views.me(self.ctx.service, who.name, self.ctx.now(), self.ctx.today()))
+
+
+class AdminSummaryHandler(ApiBase):
+    def get(self) -> None:
+        self.admin()
+        self.write_json(views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today()))
+
+
+class AdminCsvHandler(ApiBase):
+    def get(self) -> None:
+        self.admin()
+        summary = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        name = f"gpucost-users-{self.ctx.today().isoformat()}.csv"
+        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.finish(views.users_csv(summary))
+
+
+class MetricsHandler(ApiBase):
+    def get(self) -> None:
+        self.admin()
+        self.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.finish(views.metrics(self.ctx.service))
+
+
+class PageBase(OAuthBase):
+    def render_page(self, name: str, **values: Any) -> None:
+        auth = self.ctx.hub_auth
+        hub = auth.hub_prefix
+        who = self.user()
+        template = self.ctx.templates.get_template(name)
+        html = template.render(
+            static_url=lambda path, include_version=True: f"{hub}static/{path}",
+            base_url=hub,
+            prefix=hub[: -len("hub/")] if hub.endswith("hub/") else "/",
+            service_url=auth.base_url,
+            user={"name": who.name, "json_escaped_name": json.dumps(who.name)[1:-1]},
+            is_admin=self.ctx.is_admin(who),
+            admin_access=False,
+            no_spawner_check=True,
+            xsrf_token=self.xsrf_token,
+            logout_url=f"{hub}logout",
+            login_url=f"{hub}login",
+            parsed_scopes={},
+            services=[],
+            announcement=None,
+            version_hash="",
+            **values,
+        )
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(html)
+
+
+class UserPage(PageBase):
+    @web.authenticated
+    def get(self) -> None:
+        who = self.user()
+        data = views.me(self.ctx.service, who.name, self.ctx.now(), self.ctx.today())
+        self.render_page("gpucost_user.html", data=data, chart=views.bars(data["daily"]))
+
+
+class AdminPage(PageBase):
+    @web.authenticated
+    def get(self) -> None:
+        self.admin()
+        data = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
+
+
+def templates() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(
+            [
+                jinja2.FileSystemLoader(str(HERE / "templates")),
+                jinja2.FileSystemLoader(str(Path(DATA_FILES_PATH) / "templates")),
+            ]
+        ),
+        autoescape=True,
+    )
+
+
+def log_request(handler: web.RequestHandler) -> None:
+    """The access log: method, path and status, never the query (it may hold a token)."""
+    status = handler.get_status()
+    level = logging.INFO if status < 400 else logging.WARNING
+    if status < 400 and handler.request.method == "POST":
+        level = logging.DEBUG  # every server reports every few seconds
+    log.log(
+        level,
+        "%d %s %s %.1f ms",
+        status,
+        handler.request.method,
+        handler.request.path,
+        1000 * handler.request.request_time(),
+    )
+
+
+def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Application:
+    prefix = base_url.rstrip("/")
+    routes: list[Any] = [
+        (rf"{prefix}/?", UserPage),
+        (rf"{prefix}/admin", AdminPage),
+        (rf"{prefix}/oauth_callback", HubOAuthCallbackHandler),
+        (rf"{prefix}/{REPORT_PATH}", ReportHandler),
+        (rf"{prefix}/api/me", MeHandler),
+        (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
+        (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
+        (rf"{prefix}/api/users/([^/]+)/allowance", AllowanceHandler),
+        (rf"{prefix}/metrics", MetricsHandler),
+    ]
+    return web.Application(
+        routes,
+        gpucost=ctx,
+        cookie_secret=cookie_secret,
+        xsrf_cookies=True,
+        static_path=str(HERE / "static"),
+        static_url_prefix=f"{prefix}/static/",
+        login_url=ctx.hub_auth.login_url,
+        log_function=log_request,
+    )
+
+
+def hub_auth(api_url: str, api_token: str, base_url: str, cache_s: float) -> Any:
+    # the one instance: HubOAuthCallbackHandler finds it through HubOAuth.instance()
+    return HubOAuth.instance(
+        api_url=api_url, api_token=api_token, base_url=base_url, cache_max_age=int(cache_s)
+    )

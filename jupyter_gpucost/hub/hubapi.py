@@ -1,0 +1,212 @@
+"""An async client of the JupyterHub REST API: the servers that run, who owns a token, and
+stopping a server.
+
+The service's own token needs ``list:users``, ``read:users:groups`` and ``read:servers``
+(to list the running servers with their ``user_options`` and groups) and
+``delete:servers`` (to stop a server over its budget). Whoever owns a token that comes with
+a report or a page is asked of the Hub with *that* token (``GET /user``), which any token
+may do. Tokens are never logged: a cache keys them by their SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+from .model import ServerInfo
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+PAGINATION = "application/jupyterhub-pagination+json"
+PAGE_LIMIT = 200
+
+
+class HubApiError(RuntimeError):
+    """The Hub could not be reached or refused the service; the message says which call."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who owns a token, as the Hub says (``GET /user`` with that token)."""
+
+    kind: str  # "user" or "service"
+    name: str
+    admin: bool = False
+    groups: tuple[str, ...] = ()
+    scopes: frozenset[str] = frozenset()
+
+
+def token_key(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+def parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def servers_of(user: dict[str, Any]) -> list[ServerInfo]:
+    """The running servers in one user model of ``GET /users?state=active``."""
+    found = []
+    groups = tuple(str(g) for g in user.get("groups") or ())
+    for name, server in (user.get("servers") or {}).items():
+        started = parse_time(server.get("started"))
+        if started is None or server.get("stopped"):
+            continue
+        options = server.get("user_options") or {}
+        if not isinstance(options, dict):
+            options = {}
+        profile = options.get("profile")
+        found.append(
+            ServerInfo(
+                user=str(user["name"]),
+                server_name=str(name),
+                started=started,
+                ready=bool(server.get("ready")),
+                profile=profile if isinstance(profile, str) else None,
+                user_options=options,
+                groups=groups,
+            )
+        )
+    return found
+
+
+class HubApi:
+    """The calls the service makes to the Hub, with its own token."""
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        timeout_s: float = 10.0,
+        identity_cache_s: float = 60.0,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._token = token
+        self.timeout_s = timeout_s
+        self.identity_cache_s = identity_cache_s
+        self._identities: dict[str, tuple[float, Identity | None]] = {}
+        self._http = AsyncHTTPClient()
+
+    async def _call(
+        self, method: str, path: str, *, token: str | None = None, accept: str | None = None
+    ) -> tuple[int, Any]:
+        headers = {"Authorization": f"token {token or self._token}"}
+        if accept:
+            headers["Accept"] = accept
+        request = HTTPRequest(
+            f"{self.api_url}{path}",
+            method=method,
+            headers=headers,
+            request_timeout=self.timeout_s,
+            connect_timeout=self.timeout_s,
+        )
+        try:
+            response = await self._http.fetch(request, raise_error=False)
+        except OSError as e:
+            raise HubApiError(
+                f"{method} {self.api_url}{path}: the Hub is unreachable ({e})"
+            ) from None
+        if response.code == 599:
+            raise HubApiError(
+                f"{method} {self.api_url}{path}: no answer from the Hub ({response.error})"
+            )
+        body = response.body
+        try:
+            doc = json.loads(body) if body else None
+        except ValueError:
+            doc = body.decode("utf-8", "replace")[:300]
+        return response.code, doc
+
+    async def active_servers(self) -> list[ServerInfo]:
+        """Every server the Hub has started and not yet stopped (pending ones included)."""
+        servers: list[ServerInfo] = []
+        offset = 0
+        while True:
+            path = f"/users?state=active&offset={offset}&limit={PAGE_LIMIT}"
+            code, doc = await self._call("GET", path, accept=PAGINATION)
+            if code != 200:
+                raise HubApiError(f"GET {self.api_url}/users?state=active: {code} {_why(doc)}")
+            items = doc["items"] if isinstance(doc, dict) else doc
+            for user in items:
+                servers.extend(servers_of(user))
+            following = doc.get("_pagination", {}).get("next") if isinstance(doc, dict) else None
+            if not following:
+                return servers
+            offset = int(following["offset"])
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
+        """Every user's groups (``GET /users``, all of them: a group budget pools the spend
+        of members who are not running a server too)."""
+        found: dict[str, tuple[str, ...]] = {}
+        offset = 0
+        while True:
+            path = f"/users?offset={offset}&limit={PAGE_LIMIT}"
+            code, doc = await self._call("GET", path, accept=PAGINATION)
+            if code != 200:
+                raise HubApiError(f"GET {self.api_url}/users: {code} {_why(doc)}")
+            items = doc["items"] if isinstance(doc, dict) else doc
+            for user in items:
+                found[str(user["name"])] = tuple(str(g) for g in user.get("groups") or ())
+            following = doc.get("_pagination", {}).get("next") if isinstance(doc, dict) else None
+            if not following:
+                return found
+            offset = int(following["offset"])
+
+    async def identify(self, token: str) -> Identity | None:
+        """Who owns ``token`` (None: the Hub knows no such token); cached a minute."""
+        key = token_key(token)
+        now = time.monotonic()
+        cached = self._identities.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        code, doc = await self._call("GET", "/user", token=token)
+        if code in (401, 403, 404):
+            identity = None
+            # remember an unknown token briefly only: it may be a fresh one
+            expires = now + min(5.0, self.identity_cache_s)
+        elif code == 200 and isinstance(doc, dict):
+            identity = Identity(
+                kind=str(doc.get("kind", "user")),
+                name=str(doc["name"]),
+                admin=bool(doc.get("admin")),
+                groups=tuple(str(g) for g in doc.get("groups") or ()),
+                scopes=frozenset(str(s) for s in doc.get("scopes") or ()),
+            )
+            expires = now + self.identity_cache_s
+        else:
+            raise HubApiError(f"GET {self.api_url}/user: {code} {_why(doc)}")
+        if len(self._identities) > 50_000:
+            self._identities.clear()
+        self._identities[key] = (expires, identity)
+        return identity
+
+    async def stop_server(self, user: str, server_name: str) -> str:
+        """Ask the Hub to stop a server: "stopping", or "gone" when it is not running."""
+        path = f"/users/{quote(user, safe='')}/server"
+        if server_name:
+            path = f"/users/{quote(user, safe='')}/servers/{quote(server_name, safe='')}"
+        code, doc = await self._call("DELETE", path)
+        if code in (202, 204):
+            return "stopping"
+        if code in (400, 404):
+            # not running (any more): nothing to stop
+            return "gone"
+        raise HubApiError(f"DELETE {self.api_url}{path}: {code} {_why(doc)}")
+
+
+def _why(doc: object) -> str:
+    if isinstance(doc, dict):
+        return str(doc.get("message") or doc.get("error") or "")[:300]
+    return str(doc or "")[:300]

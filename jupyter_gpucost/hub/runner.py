@@ -1,0 +1,139 @@
+"""The service's event loop: serve the endpoints, poll the Hub, flush the ledger, and on
+SIGTERM or SIGINT flush once more before exiting."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import os
+import secrets
+import signal
+from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+from zoneinfo import ZoneInfo
+
+from . import handlers
+from .hubapi import HubApi, HubApiError
+
+if TYPE_CHECKING:
+    from .app import GpuCostHub
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def today_in(tz: ZoneInfo) -> Callable[[], date]:
+    return lambda: datetime.now(tz).date()
+
+
+def cookie_secret(data_dir: Path) -> bytes:
+    """The pages' cookie secret, kept in the service's directory (mode 600) so a restart
+    keeps everyone logged in."""
+    path = data_dir / "cookie_secret"
+    if path.exists():
+        return bytes.fromhex(path.read_text().strip())
+    secret = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret.hex())
+    return secret
+
+
+async def every(
+    seconds: float, what: str, step: Callable[[], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """Run ``step`` every ``seconds`` until ``stop``; an error is logged, not fatal."""
+    while not stop.is_set():
+        try:
+            await step()
+        except HubApiError as e:
+            log.error("%s: %s", what, e)
+        except Exception:
+            log.exception("%s failed", what)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+
+
+async def run(app: GpuCostHub) -> None:
+    parts = app.validate()
+    service = parts.service
+    hub = HubApi(app.hub_api_url, app.hub_api_token, identity_cache_s=app.identity_cache_s)
+    auth = handlers.hub_auth(app.hub_api_url, app.hub_api_token, app.base_url, app.identity_cache_s)
+    ctx = handlers.Context(
+        service=service,
+        hub=hub,
+        hub_auth=auth,
+        now=now_utc,
+        today=today_in(parts.tz),
+        service_token=app.hub_api_token,
+        admin_users=frozenset(app.admin_users),
+        admin_groups=frozenset(app.admin_groups),
+        hub_admins_are_admins=app.hub_admins_are_admins,
+        max_report_bytes=int(app.max_report_bytes),
+        templates=handlers.templates(),
+    )
+    web = handlers.make_app(ctx, app.base_url, cookie_secret(parts.data_dir))
+    bind = urlparse(app.bind_url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def poll() -> None:
+        result = await service.poll(hub, now_utc)
+        if result.opened or result.closed or result.stopped:
+            log.info(
+                "poll: %d opened, %d closed, %d stopped, %d running (%.3f s)",
+                result.opened,
+                result.closed,
+                len(result.stopped),
+                len(service.rows),
+                result.seconds,
+            )
+
+    async def flush() -> None:
+        service.flush(now_utc())
+
+    # the first poll before serving: reports find their servers at once
+    try:
+        await poll()
+    except HubApiError as e:
+        log.error("first poll of the Hub: %s", e)
+    # what start-up made lives as long as the process: keep it out of the collector's scans
+    gc.freeze()
+    server = web.listen(
+        bind.port or 80,
+        bind.hostname or "127.0.0.1",
+        xheaders=True,
+        # a body this large is refused before it is read whole (a report is far smaller)
+        max_body_size=max(1 << 20, 2 * int(app.max_report_bytes)),
+    )
+    log.info(
+        "gpucost hub service at %s%s (ledger %s, poll %.1f s, flush %.1f s)",
+        app.bind_url.rstrip("/"),
+        app.base_url,
+        parts.ledger_label,
+        app.poll_interval_s,
+        app.flush_interval_s,
+    )
+    tasks = [
+        asyncio.create_task(every(app.poll_interval_s, "poll of the Hub", poll, stop)),
+        asyncio.create_task(every(app.flush_interval_s, "ledger flush", flush, stop)),
+    ]
+    try:
+        await stop.wait()
+    finally:
+        server.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        service.close(now_utc())
+        log.info("gpucost hub service stopped; the ledger is flushed")

@@ -1,0 +1,272 @@
+"""The service's core, free of tornado: what it does each poll, with each report, and on
+each flush.
+
+Each poll, the Hub's running servers open (or keep) their rows in the hub ledger at the
+:class:`Rate` of their allocation, and servers the Hub no longer runs are closed where the
+service last saw them. Then every running user's budgets are weighed against the ledger's
+totals; a server over a budget gets a ``stop_at`` (the grace period), and a server past its
+``stop_at`` is stopped through the Hub API, whatever the server itself does.
+
+Reports come in with the user the Hub named for the report's token: a report is kept only
+for that user's server of the same name, and the ledger never lets it lower the bill.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from ..core.hub_protocol import HubBudget, HubReply, SpendReport
+from .budgets import BudgetPolicy
+from .enforcer import Enforcer, ServerKey
+from .model import (
+    GroupTotals,
+    HubConfigError,
+    HubLedgerApi,
+    Rate,
+    ServerInfo,
+    ServerRow,
+    UserTotals,
+)
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+#: how long before a server the service asked the Hub to stop is asked again
+RETRY_STOP_S = 30.0
+#: how often every user's groups are listed (the running ones' come with each poll)
+GROUPS_EVERY_S = 300.0
+
+Key = tuple[str, str]
+
+
+class HubClient(Protocol):
+    """The two Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
+
+    async def active_servers(self) -> list[ServerInfo]: ...
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]: ...
+
+    async def stop_server(self, user: str, server_name: str) -> str: ...
+
+
+class ReportRejected(Exception):
+    """A report the service does not take; ``code`` is the HTTP status to answer."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Standing:
+    """One running server's budgets after the last poll."""
+
+    row: ServerRow
+    session_micro_usd: int = 0
+    budgets: tuple[HubBudget, ...] = ()
+    stop_at: datetime | None = None
+    reason: str | None = None
+
+
+@dataclass
+class PollResult:
+    opened: int = 0
+    closed: int = 0
+    stopped: list[Key] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def server_key(row: ServerRow) -> ServerKey:
+    return (row.user, row.server_name, row.started)
+
+
+class HubService:
+    """The hub ledger, the allocation's rates, the budgets and the grace clock, together."""
+
+    def __init__(
+        self,
+        ledger: HubLedgerApi,
+        rate_for: Callable[[ServerInfo], Rate],
+        budgets: BudgetPolicy,
+        enforcer: Enforcer,
+    ) -> None:
+        self.ledger = ledger
+        self.rate_for = rate_for
+        self.budgets = budgets
+        self.enforcer = enforcer
+        self.rows: dict[Key, ServerRow] = {
+            (row.user, row.server_name): row for row in ledger.running()
+        }
+        #: when each running server was last seen in the Hub's list (this process)
+        self.seen: dict[Key, datetime] = {}
+        self.state: dict[int, Standing] = {}
+        self.totals: dict[str, UserTotals] = {}
+        self.group_totals: dict[str, GroupTotals] = {}
+        self.groups_of: dict[str, tuple[str, ...]] = {}
+        self.servers: dict[Key, ServerInfo] = {}
+        self._asked_stop: dict[int, float] = {}
+        self._bad_profiles: set[str] = set()
+        self._groups_listed = -GROUPS_EVERY_S
+        self.last_poll: datetime | None = None
+        self.last_poll_s: float = 0.0
+
+    # -- each poll ----------------------------------------------------------------------
+
+    def sync(self, servers: Sequence[ServerInfo], now: datetime) -> PollResult:
+        """Take the Hub's list of servers: open, keep and close ledger rows; weigh budgets.
+        Returns what changed; :meth:`due` says what to stop."""
+        started = time.perf_counter()
+        result = PollResult()
+        listed: dict[Key, ServerInfo] = {}
+        for server in servers:
+            self.groups_of[server.user] = server.groups
+            if server.ready:
+                listed[(server.user, server.server_name)] = server
+        for key, row in list(self.rows.items()):
+            still = listed.get(key)
+            if still is None or still.started != row.started:
+                # gone (or restarted): billed up to where it was last seen running
+                stopped = self.seen.get(key, row.last_seen)
+                self.ledger.close_server(row.server_id, max(stopped, row.started))
+                self.enforcer.forget(server_key(row))
+                self.state.pop(row.server_id, None)
+                self._asked_stop.pop(row.server_id, None)
+                del self.rows[key]
+                self.seen.pop(key, None)
+                result.closed += 1
+        for key, server in listed.items():
+            if key not in self.rows:
+                rate = self._rate(server)
+                if rate is None:
+                    continue
+                self.rows[key] = self.ledger.open_server(server, rate)
+                result.opened += 1
+            self.seen[key] = now
+        self.servers = listed
+        self.totals = self.ledger.all_totals(now)
+        self.group_totals = self._group_totals(now)
+        for row in self.rows.values():
+            self._weigh(row, now)
+        self.last_poll = now
+        result.seconds = self.last_poll_s = time.perf_counter() - started
+        return result
+
+    def _rate(self, server: ServerInfo) -> Rate | None:
+        try:
+            return self.rate_for(server)
+        except HubConfigError as e:
+            profile = server.profile or ""
+            if profile not in self._bad_profiles:
+                self._bad_profiles.add(profile)
+                log.error("%s/%s is not billed: %s", server.user, server.server_name, e)
+            return None
+
+    def _group_totals(self, now: datetime) -> dict[str, GroupTotals]:
+        """The pooled spend of every group with a budget (members as the Hub listed them)."""
+        known = {g for groups in self.groups_of.values() for g in groups}
+        budgeted = self.budgets.budgeted_groups(known)
+        if not budgeted:
+            return {}
+        members: dict[str, list[str]] = {g: [] for g in budgeted}
+        for user, groups in self.groups_of.items():
+            for group in groups:
+                if group in members:
+                    members[group].append(user)
+        return self.ledger.group_totals(members, now)
+
+    def _weigh(self, row: ServerRow, now: datetime) -> None:
+        totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
+        session = totals.sessions_micro_usd.get(row.server_id, 0)
+        budgets = tuple(self.budgets_for(row.user, session))
+        deadline = self.enforcer.update(server_key(row), budgets, now)
+        self.state[row.server_id] = Standing(
+            row,
+            session,
+            budgets,
+            deadline.stop_at if deadline else None,
+            deadline.reason if deadline else None,
+        )
+
+    def budgets_for(self, user: str, session_micro_usd: int = 0) -> list[HubBudget]:
+        """The user's budgets and where they stand (a running session's, or a new one's)."""
+        return self.budgets.standings(
+            user,
+            self.groups_of.get(user, ()),
+            session_micro_usd,
+            self.totals.get(user) or UserTotals(user, 0, 0),
+            self.group_totals,
+        )
+
+    def due(self, now: datetime) -> list[ServerRow]:
+        """Servers past their ``stop_at`` the Hub has not been asked to stop just now."""
+        clock = time.monotonic()
+        found = []
+        for deadline in self.enforcer.due(now):
+            user, server_name, started = deadline.key
+            row = self.rows.get((user, server_name))
+            if row is None or row.started != started:
+                continue
+            if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
+                continue
+            self._asked_stop[row.server_id] = clock
+            found.append(row)
+        return found
+
+    async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
+        """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
+        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
+            self.groups_of.update(await hub.groups_of_users())
+            self._groups_listed = time.monotonic()
+        servers = await hub.active_servers()
+        result = self.sync(servers, now())
+        for row in self.due(now()):
+            standing = self.state.get(row.server_id)
+            why = standing.reason if standing else "a budget is spent"
+            name = f"{row.user}/{row.server_name}" if row.server_name else row.user
+            outcome = await hub.stop_server(row.user, row.server_name)
+            log.warning("stopping %s: %s (the Hub says %s)", name, why, outcome)
+            result.stopped.append((row.user, row.server_name))
+        return result
+
+    # -- reports ------------------------------------------------------------------------
+
+    def report(self, user: str, report: SpendReport, now: datetime) -> HubReply:
+        """Keep a report from ``user``'s server (the Hub named ``user`` for the token)."""
+        row = self.rows.get((user, report.server_name))
+        if row is None:
+            label = report.server_name or "(default)"
+            raise ReportRejected(
+                409, f"server_name: {user} has no running server {label!r} the hub knows of"
+            )
+        self.ledger.add_report(row.server_id, report, now)
+        return self.reply(row)
+
+    def reply(self, row: ServerRow) -> HubReply:
+        """The hub's bill, budgets and ``stop_at`` for one running server (last poll)."""
+        totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
+        standing = self.state.get(row.server_id) or Standing(row)
+        return HubReply(
+            user=row.user,
+            session_micro_usd=standing.session_micro_usd,
+            today_micro_usd=totals.today_micro_usd,
+            month_micro_usd=totals.month_micro_usd,
+            budgets=standing.budgets,
+            stop_at=standing.stop_at,
+            reason=standing.reason,
+        )
+
+    # -- flush and shutdown -------------------------------------------------------------
+
+    def flush(self, now: datetime) -> None:
+        self.ledger.flush(now)
+
+    def close(self, now: datetime) -> None:
+        """Flush what is pending and close the ledger (servers stay open: still running)."""
+        try:
+            self.ledger.flush(now)
+        finally:
+            self.ledger.close()

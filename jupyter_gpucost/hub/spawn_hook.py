@@ -1,0 +1,100 @@
+"""Refuse a spawn over a day or month budget, in ``jupyterhub_config.py``::
+
+    from jupyter_gpucost.hub.spawn_hook import refuse_over_budget
+
+    c.Spawner.pre_spawn_hook = refuse_over_budget(
+        service_url="http://127.0.0.1:10101/services/gpucost/",
+        api_token=GPUCOST_SERVICE_TOKEN,  # the service's api_token in c.JupyterHub.services
+    )
+
+The hook asks the service (``GET api/users/{name}/allowance``, with the service's own
+token) before each spawn. When a day or month budget of the user, or of one of their groups,
+is spent, it raises an error whose message the Hub shows on the spawn page (and returns in
+``POST /hub/api/users/{name}/server``).
+
+When the service cannot be asked (down, slow, refusing the token), ``fail_open`` decides:
+``False`` (the default) refuses the spawn with a message saying the budget service is
+unavailable — no spend goes unchecked; ``True`` lets the spawn go ahead and logs a warning —
+nobody is locked out while the service restarts (the service still bills the server and
+enforces its budgets once it is back: a server that started while the service was down is
+billed from its start).
+
+Runs inside the Hub process: it imports only the standard library and tornado.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+PreSpawnHook = Callable[[Any], Awaitable[None]]
+
+
+class SpawnRefused(web.HTTPError):
+    """A spawn the hub's GPU budgets do not allow. JupyterHub shows ``log_message`` on the
+    spawn page (and returns it as the API error's message)."""
+
+    def __init__(self, message: str, status_code: int = 403) -> None:
+        super().__init__(status_code, message.replace("%", "%%"))
+        # the Hub's spawn page shows the message of an HTTPError as given
+        self.jupyterhub_message = message
+
+
+def refuse_over_budget(
+    service_url: str,
+    api_token: str,
+    *,
+    fail_open: bool = False,
+    timeout_s: float = 5.0,
+) -> PreSpawnHook:
+    """A ``pre_spawn_hook`` that refuses a spawn when a day or month budget is spent."""
+    base = service_url if service_url.endswith("/") else service_url + "/"
+    if not api_token:
+        raise ValueError("refuse_over_budget: api_token is empty (the service's own token)")
+
+    async def pre_spawn_hook(spawner: Any) -> None:
+        user = spawner.user.name
+        groups = [g.name for g in getattr(spawner.user, "groups", ()) or ()]
+        url = f"{base}api/users/{quote(user, safe='')}/allowance"
+        if groups:
+            url += "?" + urlencode([("group", g) for g in groups])
+        request = HTTPRequest(
+            url,
+            headers={"Authorization": f"token {api_token}"},
+            request_timeout=timeout_s,
+            connect_timeout=timeout_s,
+        )
+        problem: str | None = None
+        allowance: dict[str, Any] = {}
+        try:
+            response = await AsyncHTTPClient().fetch(request, raise_error=False)
+            if response.code == 200:
+                allowance = json.loads(response.body)
+            else:
+                problem = f"the budget service answered {response.code}"
+        except (OSError, ValueError) as e:
+            problem = f"the budget service cannot be reached ({e.__class__.__name__})"
+        if problem is not None:
+            if fail_open:
+                log.warning("gpucost: %s; %s may start unchecked (fail_open)", problem, user)
+                return
+            log.error("gpucost: %s; refusing %s's spawn (fail closed)", problem, user)
+            raise SpawnRefused(
+                "The GPU budget service is unavailable, so no server can start now. "
+                "Try again in a minute, or ask your hub admin.",
+                503,
+            )
+        if not allowance.get("allowed", False):
+            reason = str(allowance.get("reason") or "Your GPU budget is spent.")
+            log.info("gpucost: refusing %s's spawn: %s", user, reason)
+            raise SpawnRefused(reason)
+
+    return pre_spawn_hook

@@ -1,0 +1,279 @@
+"""What the pages, the CSV and ``/metrics`` show, computed from the service's state: a
+user's own spend, and for admins every user and group. Pure data, no tornado.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from ..core.hub_protocol import HubBudget
+from .model import ServerRow, UserTotals
+from .service import HubService
+
+#: a user is "near" a budget from this share of it on
+NEAR_SHARE = 0.8
+#: the chart's span
+CHART_DAYS = 31
+#: /metrics names this many users (the biggest spenders this month); the rest are "other"
+METRICS_TOP_USERS = 50
+METRICS_TOP_GROUPS = 20
+
+
+def usd(micro_usd: int) -> float:
+    return round(micro_usd / 1_000_000, 6)
+
+
+def budget_json(budget: HubBudget) -> dict[str, Any]:
+    share = budget.spent_micro_usd / budget.amount_micro_usd if budget.amount_micro_usd else 1.0
+    return {
+        "scope": budget.scope,
+        "source": budget.source,
+        "amount_usd": usd(budget.amount_micro_usd),
+        "spent_usd": usd(budget.spent_micro_usd),
+        "share": round(share, 4),
+        "exceeded": budget.exceeded,
+    }
+
+
+def _servers(
+    service: HubService, user: str, rows: list[ServerRow] | None = None
+) -> list[dict[str, Any]]:
+    """A user's running servers (``rows``: theirs, when the caller has them at hand)."""
+    if rows is None:
+        rows = [row for (name, _), row in service.rows.items() if name == user]
+    found = []
+    for row in sorted(rows, key=lambda r: r.server_name):
+        server_name = row.server_name
+        standing = service.state.get(row.server_id)
+        rate = row.rate
+        found.append(
+            {
+                "server_name": server_name,
+                "profile": row.profile,
+                "started": row.started.isoformat(),
+                "gpus": f"{rate.allocation.count} × {rate.allocation.model}",
+                "usd_per_hour": float(rate.usd_per_hour),
+                "rate_source": rate.source,
+                "session_usd": usd(standing.session_micro_usd) if standing else 0.0,
+                "budgets": [budget_json(b) for b in standing.budgets] if standing else [],
+                "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,
+                "reason": standing.reason if standing else None,
+            }
+        )
+    return found
+
+
+def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[dict[str, Any]]:
+    by_day: dict[date, int] = defaultdict(int)
+    for day, _user, micro in rows:
+        by_day[day] += micro
+    days = [today - timedelta(days=n) for n in range(CHART_DAYS - 1, -1, -1)]
+    return [{"day": d.isoformat(), "usd": usd(by_day.get(d, 0))} for d in days]
+
+
+def me(service: HubService, user: str, now: datetime, today: date) -> dict[str, Any]:
+    """A user's own page: today, this month, their sessions and a chart of days."""
+    totals = service.totals.get(user) or service.ledger.totals(user, now)
+    since = today - timedelta(days=CHART_DAYS - 1)
+    budgets = [budget_json(b) for b in service.budgets_for(user)]
+    return {
+        "user": user,
+        "today_usd": usd(totals.today_micro_usd),
+        "month_usd": usd(totals.month_micro_usd),
+        "running": _servers(service, user),
+        "budgets": budgets,
+        "sessions": [_session(s) for s in service.ledger.sessions(user, limit=50, now=now)],
+        "daily": _chart(service.ledger.daily(since, user, now=now), today),
+    }
+
+
+def _when(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime | date) else value
+
+
+def _session(row: dict[str, object]) -> dict[str, object]:
+    """A session as the ledger lists it, plus what the page shows: GPUs and the bill."""
+    found = {k: _when(v) for k, v in row.items()}
+    model, count = row.get("gpu_model"), row.get("gpu_count")
+    found["gpus"] = f"{count} × {model}" if model and count else "no GPU"
+    billed = row.get("billed_micro_usd")
+    found["bill_usd"] = usd(billed) if isinstance(billed, int) else None
+    reported = row.get("reported_micro_usd")
+    found["reported_usd"] = usd(reported) if isinstance(reported, int) else None
+    return found
+
+
+def _near(budgets: list[dict[str, Any]]) -> float:
+    return max((b["share"] for b in budgets), default=0.0)
+
+
+def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, Any]:
+    """Every user and group: spend today and this month, running servers, budget shares."""
+    totals = service.totals or service.ledger.all_totals(now)
+    by_user: dict[str, list[ServerRow]] = defaultdict(list)
+    for (user, _), row in service.rows.items():
+        by_user[user].append(row)
+    names = set(totals) | set(by_user)
+    users: list[dict[str, Any]] = []
+    for name in sorted(names):
+        t = totals.get(name) or UserTotals(name, 0, 0)
+        budgets = [budget_json(b) for b in service.budgets_for(name)]
+        servers = _servers(service, name, by_user.get(name, []))
+        for server in servers:
+            budgets.extend(server["budgets"])
+        users.append(
+            {
+                "user": name,
+                "groups": list(service.groups_of.get(name, ())),
+                "today_usd": usd(t.today_micro_usd),
+                "month_usd": usd(t.month_micro_usd),
+                "running": servers,
+                "budgets": _dedupe(budgets),
+                "near_budget": _near(budgets) >= NEAR_SHARE,
+                "budget_share": round(_near(budgets), 4),
+            }
+        )
+    groups: dict[str, dict[str, Any]] = {}
+    for entry in users:
+        for group in entry["groups"]:
+            g = groups.setdefault(
+                group, {"group": group, "members": [], "today_usd": 0.0, "month_usd": 0.0}
+            )
+            g["members"].append(entry["user"])
+            g["today_usd"] = round(g["today_usd"] + entry["today_usd"], 6)
+            g["month_usd"] = round(g["month_usd"] + entry["month_usd"], 6)
+    since = today - timedelta(days=CHART_DAYS - 1)
+    return {
+        "generated": now.isoformat(),
+        "last_poll": service.last_poll.isoformat() if service.last_poll else None,
+        "users": users,
+        "groups": sorted(groups.values(), key=lambda g: str(g["group"])),
+        "near_budget": [u["user"] for u in users if u["near_budget"]],
+        "running_servers": len(service.rows),
+        "usd_per_hour": round(sum(float(r.rate.usd_per_hour) for r in service.rows.values()), 6),
+        "today_usd": round(sum(u["today_usd"] for u in users), 6),
+        "month_usd": round(sum(u["month_usd"] for u in users), 6),
+        "daily": _chart(service.ledger.daily(since, now=now), today),
+    }
+
+
+def _dedupe(budgets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for b in budgets:
+        key = (b["scope"], b["source"])
+        if key not in seen or b["share"] > seen[key]["share"]:
+            seen[key] = b
+    return list(seen.values())
+
+
+def users_csv(summary: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(
+        [
+            "user",
+            "groups",
+            "today_usd",
+            "month_usd",
+            "running_servers",
+            "usd_per_hour",
+            "budget_share",
+        ]
+    )
+    for u in summary["users"]:
+        writer.writerow(
+            [
+                _cell(u["user"]),
+                _cell(" ".join(u["groups"])),
+                f"{u['today_usd']:.6f}",
+                f"{u['month_usd']:.6f}",
+                len(u["running"]),
+                f"{sum(s['usd_per_hour'] for s in u['running']):.6f}",
+                f"{u['budget_share']:.4f}",
+            ]
+        )
+    return out.getvalue()
+
+
+def _cell(text: str) -> str:
+    # a spreadsheet must not run a formula from a user or group name
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metrics(service: HubService) -> str:
+    """Prometheus text: per-user gauges for the top spenders ("other" for the rest), per
+    group, and the running servers. Label values stay bounded however many users a hub has."""
+    lines: list[str] = []
+    totals = service.totals
+
+    def gauge(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} gauge")
+        lines.extend(f"{name}{labels} {value:.6f}" for labels, value in samples)
+
+    ranked = sorted(totals.values(), key=lambda t: (-t.month_micro_usd, t.user))
+    top, rest = ranked[:METRICS_TOP_USERS], ranked[METRICS_TOP_USERS:]
+    for field, help_text in (
+        ("month_micro_usd", "spend this month in USD (top users by spend; the rest as other)"),
+        ("today_micro_usd", "spend today in USD (same users as the month's gauge)"),
+    ):
+        samples = [(f'{{user="{_label(t.user)}"}}', usd(getattr(t, field))) for t in top]
+        if rest:
+            samples.append(('{user="other"}', usd(sum(getattr(t, field) for t in rest))))
+        gauge(f"gpucost_hub_user_{field.split('_')[0]}_usd", help_text, samples)
+    group_month: dict[str, int] = defaultdict(int)
+    for user, groups in service.groups_of.items():
+        for group in groups:
+            group_month[group] += totals[user].month_micro_usd if user in totals else 0
+    ranked_groups = sorted(group_month.items(), key=lambda kv: (-kv[1], kv[0]))
+    samples = [(f'{{group="{_label(g)}"}}', usd(v)) for g, v in ranked_groups[:METRICS_TOP_GROUPS]]
+    if len(ranked_groups) > METRICS_TOP_GROUPS:
+        other = sum(v for _, v in ranked_groups[METRICS_TOP_GROUPS:])
+        samples.append(('{group="other"}', usd(other)))
+    gauge("gpucost_hub_group_month_usd", "a group's pooled spend this month in USD", samples)
+    gauge(
+        "gpucost_hub_running_servers",
+        "servers the hub bills now",
+        [("", float(len(service.rows)))],
+    )
+    rate = sum(float(r.rate.usd_per_hour) for r in service.rows.values())
+    gauge("gpucost_hub_usd_per_hour", "what the running servers cost per hour", [("", rate)])
+    over = sum(1 for s in service.state.values() if s.stop_at is not None)
+    gauge(
+        "gpucost_hub_servers_over_budget",
+        "running servers with a spent budget (stopping)",
+        [("", float(over))],
+    )
+    gauge("gpucost_hub_poll_seconds", "time of the last poll's sync", [("", service.last_poll_s)])
+    return "\n".join(lines) + "\n"
+
+
+def bars(daily: list[dict[str, Any]], width: int = 1100, height: int = 140) -> dict[str, Any]:
+    """An SVG bar chart's geometry for a series of days (drawn by the page's template)."""
+    top = max((d["usd"] for d in daily), default=0.0) or 1.0
+    step = width / max(len(daily), 1)
+    return {
+        "width": width,
+        "height": height,
+        "top_usd": top,
+        "bars": [
+            {
+                "x": round(i * step + 1, 2),
+                "w": round(max(step - 2, 1), 2),
+                "h": round(d["usd"] / top * (height - 20), 2),
+                "y": round(height - 16 - d["usd"] / top * (height - 20), 2),
+                "day": d["day"],
+                "usd": d["usd"],
+            }
+            for i, d in enumerate(daily)
+        ],
+    }

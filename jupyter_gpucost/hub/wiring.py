@@ -1,0 +1,58 @@
+"""The service's parts built from its settings: the ledger, the allocation policy, the
+budgets and the grace clock, joined in a :class:`~.service.HubService`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from ..core.billing import BillingRule
+from ..core.catalog import PricePolicy
+from .allocation import AllocationPolicy
+from .budgets import BudgetPolicy
+from .enforcer import Enforcer
+from .ledger import HubLedger, default_url
+from .model import HubConfigError
+from .service import HubService
+
+if TYPE_CHECKING:
+    from .app import GpuCostHub
+
+SETTING = "c.GpuCostHub"
+
+
+@dataclass
+class Parts:
+    service: HubService
+    tz: ZoneInfo
+    data_dir: Path
+    #: the ledger's URL without a password
+    ledger_label: str
+
+
+def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
+    allocation = AllocationPolicy(app.profile_gpus, app.default_gpu, prices)
+    budgets = BudgetPolicy(app.user_budgets, app.group_budgets)
+    enforcer = Enforcer(app.grace_s)
+    data_dir = Path(app.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise HubConfigError(
+            f"{SETTING}.data_dir = {app.data_dir!r} cannot be created: {e}"
+        ) from None
+    try:
+        billing = BillingRule(int(app.billing_granularity_s), int(app.minimum_charge_s))
+    except ValueError as e:
+        raise HubConfigError(f"{SETTING}.billing_granularity_s / minimum_charge_s: {e}") from None
+    url = app.ledger_url or default_url(data_dir)
+    try:
+        ledger = HubLedger(url, tz=tz, billing=billing)
+    except HubConfigError:
+        raise
+    except Exception as e:
+        raise HubConfigError(f"{SETTING}.ledger_url: the ledger cannot be opened: {e}") from None
+    service = HubService(ledger, allocation.rate_for, budgets, enforcer)
+    return Parts(service=service, tz=tz, data_dir=data_dir, ledger_label=ledger.url)

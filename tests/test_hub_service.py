@@ -1,0 +1,367 @@
+"""The gpucost hub service against a real JupyterHub on loopback, three users.
+
+alice has a day budget and has disabled the extension in her own Jupyter config: the
+service stops her server from outside and refuses her next spawn. bob has no budget. carol
+(group ``finance``, an admin group of the service) reports her spend with her own token.
+The tests run in order on one hub (start-up and spawns take seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hub_service_fixture import (
+    SERVICE_SCOPES,
+    USD_PER_S,
+    Hub,
+    running_hub,
+    service_pid,
+    spawn,
+)
+
+#: alice's day budget: spent about 16 s after her spawn begins
+ALICE_DAY_USD = 0.03
+FLUSH_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    root = tmp_path_factory.mktemp("hubsvc")
+    with running_hub(root, budgets={"alice": {"day": ALICE_DAY_USD}}, flush_s=FLUSH_S) as hub:
+        yield hub
+
+
+def report(cost_usd: float, server_name: str = "", **extra: Any) -> dict[str, Any]:
+    now = datetime.now(UTC).isoformat()
+    return {
+        "version": 1,
+        "session_id": "s-1",
+        "server_name": server_name,
+        "started": now,
+        "sent": now,
+        "cost_micro_usd": round(cost_usd * 1_000_000),
+        "idle_micro_usd": 0,
+        "rate_micro_usd_per_s": 1900,
+        **extra,
+    }
+
+
+def me(hub: Hub, user: str) -> dict[str, Any]:
+    code, body = hub.svc("GET", "api/me", hub.token_for(user))
+    assert code == 200, body
+    return body  # type: ignore[no-any-return]
+
+
+def summary(hub: Hub, user: str = "carol") -> dict[str, Any]:
+    code, body = hub.svc("GET", "api/admin/summary", hub.token_for(user))
+    assert code == 200, body
+    return body  # type: ignore[no-any-return]
+
+
+def test_the_service_has_only_the_least_scopes(hub: Hub) -> None:
+    code, body = hub.call("GET", "/user", token=hub.service_token)
+    assert code == 200, body
+    assert body["kind"] == "service"
+    assert body["name"] == "gpucost"
+    # these four (read:users:groups implies read:users:name), nothing that creates users,
+    # reads their tokens or starts servers; the tests below show that they suffice
+    assert sorted(body["scopes"]) == sorted([*SERVICE_SCOPES, "read:users:name"])
+
+
+def test_a_user_over_budget_is_stopped_with_the_extension_disabled(hub: Hub) -> None:
+    code, body = spawn(hub, "alice")
+    assert code in (201, 202), body
+    # the extension never ran in alice's server (her own config turned it off)
+    assert not (hub.root / "data" / "alice" / "gpucost").exists()
+    hub.wait("the service to stop alice's server", lambda: hub.server("alice") is None, 90)
+    assert "DELETE /hub/api/users/alice/server (gpucost@127.0.0.1)" in hub.log.read_text()
+    hub.wait(
+        "the service to close alice's session",
+        lambda: me(hub, "alice")["sessions"][0]["stopped"],
+        10,
+    )
+    mine = me(hub, "alice")
+    print(mine["sessions"])
+    assert mine["today_usd"] >= ALICE_DAY_USD
+    assert mine["running"] == []
+
+
+def test_a_spawn_over_a_day_budget_is_refused_with_its_message(hub: Hub) -> None:
+    code, body = hub.call("POST", "/users/alice/server")
+    assert code == 403, body
+    assert body["message"].startswith("Your server cannot start. Your day budget of $0.03")
+    assert "(set by your hub admin) is spent" in body["message"]
+    assert hub.server("alice") is None
+
+
+def test_one_users_totals_never_include_anothers(hub: Hub) -> None:
+    alice_before = me(hub, "alice")["today_usd"]
+    begun = time.monotonic()
+    spawn(hub, "bob")
+    spawn(hub, "carol")
+    time.sleep(3)
+    bob = me(hub, "bob")
+    assert bob["user"] == "bob"
+    assert {s["server_name"] for s in bob["running"]} == {""}
+    # bob's bill is his own server's time at most, never alice's spend
+    assert 0 < bob["today_usd"] <= (time.monotonic() - begun + 2) * USD_PER_S
+    assert all(s["user"] == "bob" for s in bob["sessions"] if "user" in s)
+    assert len(bob["sessions"]) == 1
+    assert me(hub, "alice")["today_usd"] == pytest.approx(alice_before)
+    # bob's own server reports to the service with its own token (simulated GPUs)
+    hub.wait(
+        "bob's server to report its spend",
+        lambda: (me(hub, "bob")["sessions"][0]["reported_usd"] or 0) > 0,
+        20,
+    )
+    users = {u["user"]: u for u in summary(hub)["users"]}
+    assert set(users) == {"alice", "bob", "carol"}
+    assert users["alice"]["today_usd"] == pytest.approx(alice_before)
+
+
+def test_reports_are_checked_and_tied_to_the_tokens_user(hub: Hub) -> None:
+    carol = hub.token_for("carol")
+    assert hub.svc("POST", "api/report", None, report(0))[0] == 401
+    assert hub.svc("POST", "api/report", "not-a-token", report(0))[0] == 401
+    # a service's token is not a user's server
+    assert hub.svc("POST", "api/report", hub.token, report(0))[0] == 403
+    code, body = hub.svc("POST", "api/report", carol, report(0, cost_micro_usd="lots"))
+    assert code == 400
+    assert body["message"].startswith("cost_micro_usd:")
+    code, body = hub.svc("POST", "api/report", carol, b"x" * 70_000)
+    assert code == 413
+    # alice's server is stopped: carol's token cannot report into anyone else's server
+    code, body = hub.svc("POST", "api/report", carol, report(0, server_name="gpu2"))
+    assert code == 409
+    assert "carol has no running server 'gpu2'" in body["message"]
+
+
+def test_a_report_lower_than_the_allocation_does_not_lower_the_bill(hub: Hub) -> None:
+    carol = hub.token_for("carol")
+    before = me(hub, "carol")["today_usd"]
+    assert before > 0
+    code, reply = hub.svc("POST", "api/report", carol, report(0))
+    assert code == 200, reply
+    assert reply["user"] == "carol"
+    time.sleep(2.5)
+    assert me(hub, "carol")["today_usd"] >= before
+    # a higher report raises carol's bill, and only hers
+    bob_before = me(hub, "bob")["today_usd"]
+    code, reply = hub.svc("POST", "api/report", carol, report(4.0))
+    assert code == 200, reply
+    hub.wait("carol's bill to take the report", lambda: me(hub, "carol")["today_usd"] >= 4.0, 10)
+    assert me(hub, "bob")["today_usd"] < bob_before + 1.0
+
+
+def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
+    bob = hub.token_for("bob")
+    for path in ("api/admin/summary", "api/admin/users.csv", "metrics"):
+        code, body = hub.svc("GET", path, bob)
+        assert code == 403, (path, body)
+        assert hub.svc("GET", path, None)[0] == 401
+    data = summary(hub, "carol")
+    assert {u["user"] for u in data["users"]} == {"alice", "bob", "carol"}
+    assert data["near_budget"] == ["alice"]
+    assert {g["group"]: g["members"] for g in data["groups"]} == {"finance": ["carol"]}
+    running = {u["user"]: u["running"] for u in data["users"]}
+    month = {u["user"]: u["month_usd"] for u in data["users"]}
+    # the group's budget pools its members' spend (the service lists every user's groups)
+    (finance,) = [b for b in running["carol"][0]["budgets"] if b["source"] == "group:finance"]
+    assert finance["scope"] == "month"
+    assert finance["spent_usd"] == pytest.approx(month["carol"], abs=0.05)
+    assert running["bob"][0]["gpus"] == "2 × A100-80GB"
+    assert running["bob"][0]["usd_per_hour"] == pytest.approx(6.862)
+    code, csv_text = hub.svc("GET", "api/admin/users.csv", hub.token_for("carol"))
+    assert code == 200
+    assert csv_text.splitlines()[0].startswith("user,groups,today_usd,month_usd")
+    assert len(csv_text.splitlines()) == 4
+    code, text = hub.svc("GET", "metrics", hub.token_for("carol"))
+    assert code == 200
+    assert 'gpucost_hub_user_month_usd{user="bob"}' in text
+    assert "gpucost_hub_running_servers 2" in text
+    # a Prometheus service with the custom:gpucost:admin scope may scrape it
+    code, text = hub.svc("GET", "metrics", hub.tokens["prometheus"])
+    assert code == 200, text
+    assert "# TYPE gpucost_hub_user_today_usd gauge" in text
+
+
+def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
+    carol = hub.token_for("carol")
+    code, reply = hub.svc("POST", "api/report", carol, report(6.0))
+    assert code == 200, reply
+    # a flush period (and a poll) later, the report is in the ledger
+    time.sleep(FLUSH_S + 1.5)
+    carol_before = me(hub, "carol")["today_usd"]
+    assert carol_before >= 6.0
+    bob_before = me(hub, "bob")["today_usd"]
+    pid = service_pid(hub)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+
+    def back() -> bool:
+        try:
+            return hub.svc("GET", "api/me", carol)[0] == 200 and service_pid(hub) != pid
+        except (OSError, AssertionError):
+            return False
+
+    # the hub restarts a managed service that exits (it polls it every 30 s)
+    hub.wait("the hub to restart the gpucost service", back, 90)
+    assert "Service gpucost exited with status -9" in hub.log.read_text()
+    # what was flushed before the kill is all there: carol's server reports every second,
+    # so at most a flush period of its reports (at its allocation's rate) can be lost
+    assert me(hub, "carol")["today_usd"] >= carol_before - (FLUSH_S + 1) * USD_PER_S
+    # bob's server ran on while the service was down: billed for that time too
+    bob_after = me(hub, "bob")["today_usd"]
+    down_s = time.monotonic() - killed
+    assert bob_after >= bob_before + (down_s - FLUSH_S - 2) * USD_PER_S
+
+
+def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
+    carol = hub.token_for("carol")
+    before = me(hub, "carol")["today_usd"]
+    code, _ = hub.svc("POST", "api/report", carol, report(7.5, session_id="s-2"))
+    assert code == 200
+    # SIGTERM: the service flushes before it exits, whatever the flush period
+    pid = service_pid(hub)
+    os.kill(pid, signal.SIGTERM)
+
+    def back() -> bool:
+        try:
+            return hub.svc("GET", "api/me", carol)[0] == 200 and service_pid(hub) != pid
+        except (OSError, AssertionError):
+            return False
+
+    hub.wait("the hub to restart the gpucost service", back, 90)
+    assert me(hub, "carol")["today_usd"] >= before + 7.5 - 1e-6
+
+
+# -- without a hub: the settings and the spawn hook's behaviour when the service is down ----
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "gpucost-hub: c.GpuCostHub.default_gpu is not set"),
+        (["--GpuCostHub.grace_s=-1"], "c.GpuCostHub.grace_s = -1.0 is not valid: use seconds"),
+        (["--GpuCostHub.timezone=Mars/Base"], "c.GpuCostHub.timezone = 'Mars/Base' is not valid"),
+        (
+            ["--GpuCostHub.default_gpu=Z9000"],
+            "c.GpuCostHub.default_gpu: no price for GPU model 'Z9000'",
+        ),
+        (["--GpuCostHub.bind_url=localhost:80"], "c.GpuCostHub.bind_url = 'localhost:80' is not"),
+        (["--config=missing.py"], "c.GpuCostHub.config_file = 'missing.py': no such file"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_stops_the_service_with_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
+    if args and not any(a.startswith("--GpuCostHub.default_gpu") for a in args):
+        args = [*args, "--GpuCostHub.default_gpu=T4"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert message in line
+    assert "Traceback" not in done.stderr
+
+
+def test_a_budget_setting_is_checked_at_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "gpucost_hub_config.py").write_text(
+        "c.GpuCostHub.default_gpu = 'T4'\nc.GpuCostHub.user_budgets = {'ann': {'week': 3}}\n"
+    )
+    env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpucost-hub: c.GpuCostHub.user_budgets")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+class _User:
+    name = "ann"
+    groups: list[Any] = []
+
+
+class _Spawner:
+    user = _User()
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+def test_the_spawn_hook_when_the_service_is_down(fail_open: bool) -> None:
+    import asyncio
+    import socket
+
+    from jupyter_gpucost.hub.spawn_hook import SpawnRefused, refuse_over_budget
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hook = refuse_over_budget(
+        f"http://127.0.0.1:{port}/services/gpucost", "token", fail_open=fail_open, timeout_s=2
+    )
+    if fail_open:
+        assert asyncio.run(hook(_Spawner())) is None
+    else:
+        with pytest.raises(SpawnRefused) as refused:
+            asyncio.run(hook(_Spawner()))
+        assert refused.value.status_code == 503
+        assert "budget service is unavailable" in refused.value.jupyterhub_message
+
+
+def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+    from jupyter_gpucost.hub import views
+    from jupyter_gpucost.hub.allocation import AllocationPolicy
+    from jupyter_gpucost.hub.budgets import BudgetPolicy
+    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.ledger import HubLedger
+    from jupyter_gpucost.hub.model import ServerInfo
+    from jupyter_gpucost.hub.service import HubService
+
+    ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    allocation = AllocationPolicy(None, "T4", PricePolicy(load_catalog()))
+    service = HubService(ledger, allocation.rate_for, BudgetPolicy(), Enforcer(60))
+    now = datetime.now(UTC)
+    # 120 users, user i started i minutes ago: user119 spent the most
+    servers = [
+        ServerInfo(f"user{i:03d}", "", now - timedelta(minutes=i + 1), True, groups=(f"g{i % 30}",))
+        for i in range(120)
+    ]
+    service.sync(servers, now)
+    text = views.metrics(service)
+    users = [line for line in text.splitlines() if line.startswith("gpucost_hub_user_month_usd{")]
+    assert len(users) == views.METRICS_TOP_USERS + 1
+    assert users[0].startswith('gpucost_hub_user_month_usd{user="user119"}')
+    assert users[-1].startswith('gpucost_hub_user_month_usd{user="other"}')
+    groups = [line for line in text.splitlines() if line.startswith("gpucost_hub_group_month_usd{")]
+    assert len(groups) == views.METRICS_TOP_GROUPS + 1
+    assert "gpucost_hub_running_servers 120" in text
+    ledger.close()
