@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs clean
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs bench-hub clean
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -99,6 +99,10 @@ bench: install
 	$(PY) benchmarks/bench_status.py
 
 # open tabs against the server: pushed (ours) and polled (jupyter-resource-usage); ~8 min
+bench-hub: install postgres
+	$(PY) benchmarks/bench_hub_service.py --users 1000 --duration 60
+	$(PY) benchmarks/bench_hub_ledger.py --postgres
+
 bench-tabs: install chromium
 	GPUCOST_CHROMIUM=$(CHROMIUM) $(PY) benchmarks/bench_tabs.py --out benchmarks/results/tabs.json
 
