@@ -457,8 +457,9 @@ class TestUnreachable:
         hub = (await get(jp_fetch, "budget"))["hub"]
         assert "cannot be reached" in hub["error"]
         assert hub["budgets"] == []
-        # logged when it first failed (at start-up), not again at each report
-        assert "spend not reported to the hub" not in server_log.text
+        # logged when it first failed (at start-up: before or just after this test's log
+        # handler is attached, as the first report races the fixtures), not at each report
+        assert server_log.text.count("spend not reported to the hub") <= 1
         assert TOKEN not in server_log.text
 
 
