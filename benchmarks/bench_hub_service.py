@@ -15,7 +15,10 @@ What runs (all on 127.0.0.1):
   the same traffic, so the service's figures are also given as ratios to it.
 
 The clients (this process) send each user's report every 10 s, spread evenly, for the
-duration; the first 10 s (every token looked up once) are a warm-up. Measured:
+duration; the first 10 s (every token looked up once, every connection opened) are a
+warm-up. Each user's server has one kept-alive HTTP/1.1 connection, as the servers'
+reporter (``server/hub_link.py``) has: opened at its first report, opened again once if the
+other end dropped it. Measured:
 
 - the service's CPU (user + system of its process, psutil) as % of one core, and the peer's;
 - report latency p50 / p99 (client side, the same client for both);
@@ -49,6 +52,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 from tornado import web
@@ -211,12 +215,63 @@ def report_body(i: int, started: str) -> bytes:
     ).encode()
 
 
+class KeptAlive:
+    """One server's connection to the report URL, kept alive between reports like the
+    reporter's ``http.client`` connection: the same request line and headers, the reply
+    read by its Content-Length; opened again once when the other end dropped it."""
+
+    def __init__(self, url: str, token: str) -> None:
+        split = urlsplit(url)
+        self.host, self.port = split.hostname or HOST, split.port or 80
+        self.head = (
+            f"POST {split.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Accept-Encoding: identity\r\nContent-Type: application/json\r\n"
+            f"Authorization: token {token}\r\n"
+        ).encode()
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.opened = 0
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        request = self.head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        for attempt in (1, 2):
+            reused = self.streams is not None
+            if self.streams is None:
+                self.streams = await asyncio.open_connection(self.host, self.port)
+                self.opened += 1
+            reader, writer = self.streams
+            try:
+                writer.write(request)
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (ConnectionError, asyncio.IncompleteReadError):
+                self.close()
+                if reused and attempt == 1:
+                    continue
+                raise
+            lines = head.decode("latin-1").split("\r\n")
+            code = int(lines[0].split()[1])
+            fields = {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(":") for line in lines[1:] if line)
+            }
+            reply = await reader.readexactly(int(fields["content-length"]))
+            if fields.get("connection", "").lower() == "close":
+                self.close()
+            return code, reply
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
 async def load(url: str, users: int, duration_s: float, started: str, pid: int) -> dict[str, Any]:
-    """Every user's report every PERIOD_S, spread evenly; latencies after the warm-up and the
-    process's CPU over the measured window."""
-    client = AsyncHTTPClient(max_clients=256)
+    """Every user's report every PERIOD_S, spread evenly, each user's on its own kept-alive
+    connection; latencies after the warm-up and the process's CPU over the measured window."""
+    clients = [KeptAlive(url, f"tok-{user_name(i)}") for i in range(users)]
+    busy = [asyncio.Lock() for _ in range(users)]
     latencies: list[float] = []
-    errors: dict[int, int] = {}
+    errors: dict[int | str, int] = {}
     begin = time.monotonic()
     measured_from = begin + WARMUP_S
     end = begin + duration_s
@@ -226,18 +281,21 @@ async def load(url: str, users: int, duration_s: float, started: str, pid: int) 
     tasks: set[asyncio.Task[None]] = set()
 
     async def send(i: int) -> None:
-        request = HTTPRequest(
-            url,
-            method="POST",
-            body=report_body(i, started),
-            headers={"Authorization": f"token tok-{user_name(i)}"},
-            request_timeout=30,
-        )
-        t0 = time.perf_counter()
-        response = await client.fetch(request, raise_error=False)
-        elapsed = time.perf_counter() - t0
-        if response.code != 200:
-            errors[response.code] = errors.get(response.code, 0) + 1
+        # one report at a time per server, as the reporter's one thread sends them
+        async with busy[i]:
+            t0 = time.perf_counter()
+            try:
+                code, _ = await asyncio.wait_for(
+                    clients[i].post(report_body(i, started)), timeout=30
+                )
+            except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
+                clients[i].close()
+                name = type(e).__name__
+                errors[name] = errors.get(name, 0) + 1
+                return
+            elapsed = time.perf_counter() - t0
+        if code != 200:
+            errors[code] = errors.get(code, 0) + 1
         elif time.monotonic() >= measured_from:
             latencies.append(elapsed)
 
@@ -261,11 +319,15 @@ async def load(url: str, users: int, duration_s: float, started: str, pid: int) 
     times = process.cpu_times()
     cpu_s = times.user + times.system - (cpu_start or 0.0)
     wall_s = time.monotonic() - wall_start
+    connections = sum(c.opened for c in clients)
+    for c in clients:
+        c.close()
     latencies.sort()
     return {
         "requests": n,
         "measured": len(latencies),
         "errors": errors,
+        "connections": connections,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[int(0.99 * (len(latencies) - 1))] * 1000,
         "max_ms": latencies[-1] * 1000,
@@ -487,7 +549,9 @@ def table(r: dict[str, Any], users: int, duration: float) -> str:
     out = [
         f"{users} users, one report each every {PERIOD_S:.0f} s for {duration:.0f} s "
         f"({s['measured']} reports measured after a {WARMUP_S:.0f} s warm-up, "
-        f"errors {s['errors'] or 'none'}); {platform.processor() or platform.machine()}, "
+        f"errors {s['errors'] or 'none'}; one kept-alive connection per server: "
+        f"{s['connections']} opened to the service, {p['connections']} to the peer); "
+        f"{platform.processor() or platform.machine()}, "
         f"{psutil.cpu_count()} CPUs, Python {platform.python_version()}",
         "",
         "| What | gpucost hub service | Peer | Ratio | Target |",

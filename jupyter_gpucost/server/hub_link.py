@@ -13,25 +13,33 @@ A user can turn reporting off (``c.GpuCost.hub_url = ""`` in their own config): 
 service bills what it allocated and stops the server at its budget whatever the server
 says, so reporting is what the user sees, not what the hub enforces.
 
-The request runs in a thread (``urllib``, no proxy: the service is on the hub's network),
-never on the event loop, with a timeout. A failure is logged once per kind until a report
-gets through again; the token is never logged. Pure apart from that thread: no tornado.
+The request runs in the reporter's one thread, never on the event loop, with a timeout, on
+one kept-alive HTTP/1.1 connection (``http.client``, no proxy: the service is on the hub's
+network): a report every few seconds from every server would otherwise be a new TCP (and
+TLS) connection each, which is most of what the service spends on it. A connection the
+service closed while idle is opened again before the report; one that drops as the report
+is sent is opened again once, and the report sent again (it is cumulative: the service
+keeps the most it was told). A failure is logged once per kind until a report gets through
+again; the token is never logged. Pure apart from that thread: no tornado.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
+import select
+import socket
+import ssl
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from ..core.hub_protocol import (
     ENV_HUB_URL,
@@ -123,29 +131,113 @@ def build_report(
     )
 
 
-def post_report(config: HubLinkConfig, report: SpendReport) -> HubReply:
-    """POST one report; the service's reply (blocking: run it in a thread)."""
-    request = urllib.request.Request(
-        config.report_url,
-        data=json.dumps(report.to_json()).encode(),
-        method="POST",
-        headers={"Content-Type": "application/json", "Authorization": f"token {config.token}"},
-    )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+#: the service dropped a kept-alive connection (closed it, or restarted): open a new one
+DROPPED = (
+    http.client.RemoteDisconnected,
+    ConnectionResetError,
+    ConnectionAbortedError,
+    BrokenPipeError,
+)
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Is there something to read on an idle connection (the service closed it)?"""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    ready, _, _ = select.select([sock], [], [], 0)
+    return bool(ready)
+
+
+class ReportConnection:
+    """One kept-alive connection to the service's report URL, opened when first needed.
+
+    Not thread-safe: the reporter uses it from its one worker thread only, and closes it
+    there when it stops."""
+
+    def __init__(self) -> None:
+        self._conn: http.client.HTTPConnection | None = None
+        self._target: tuple[str, str, int | None] | None = None
+
+    def _connection(self, url: str) -> tuple[http.client.HTTPConnection, bool]:
+        """The connection for ``url``, and whether it was used before (kept alive)."""
+        split = urlsplit(url)
+        target = (split.scheme, split.hostname or "", split.port)
+        conn = self._conn
+        if conn is not None and target != self._target:
+            self.close()
+            conn = None
+        if conn is not None and conn.sock is not None and _readable(conn.sock):
+            # an idle kept-alive connection has nothing to read unless it was closed
+            self.close()
+            conn = None
+        if conn is None:
+            scheme, host, port = target
+            if scheme == "https":
+                conn = http.client.HTTPSConnection(
+                    host, port, timeout=REPORT_TIMEOUT_S, context=ssl.create_default_context()
+                )
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=REPORT_TIMEOUT_S)
+            self._conn, self._target = conn, target
+        return conn, conn.sock is not None
+
+    def post(self, config: HubLinkConfig, report: SpendReport) -> HubReply:
+        """POST one report; the service's reply (blocking: run it in the worker thread)."""
+        split = urlsplit(config.report_url)
+        path = (split.path or "/") + (f"?{split.query}" if split.query else "")
+        body = json.dumps(report.to_json()).encode()
+        headers = {"Content-Type": "application/json", "Authorization": f"token {config.token}"}
+        for attempt in (1, 2):
+            conn, reused = self._connection(config.report_url)
+            try:
+                conn.request("POST", path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read(MAX_REPLY_BYTES)
+                if not response.isclosed():  # a reply this large: do not read on
+                    self.close()
+            except DROPPED as e:
+                self.close()
+                if reused and attempt == 1:
+                    continue  # closed by the service between two reports: once more, anew
+                raise HubLinkError(
+                    "unreachable", f"the hub service cannot be reached ({e})"
+                ) from None
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                raise HubLinkError(
+                    "unreachable", f"the hub service cannot be reached ({e})"
+                ) from None
+            break
+        if not 200 <= response.status < 300:
+            raise HubLinkError(
+                f"http-{response.status}",
+                f"the hub service answered {response.status} {response.reason}",
+            )
+        try:
+            return HubReply.from_json(json.loads(data))
+        except (ValueError, ProtocolError) as e:
+            raise HubLinkError("protocol", f"the hub service's reply is not valid: {e}") from None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def post_report(
+    config: HubLinkConfig, report: SpendReport, connection: ReportConnection | None = None
+) -> HubReply:
+    """POST one report on ``connection`` (kept open), or on a connection of its own (closed
+    after); the service's reply (blocking: run it in a thread)."""
+    if connection is not None:
+        return connection.post(config, report)
+    own = ReportConnection()
     try:
-        with opener.open(request, timeout=REPORT_TIMEOUT_S) as response:
-            body = response.read(MAX_REPLY_BYTES)
-    except urllib.error.HTTPError as e:
-        raise HubLinkError(
-            f"http-{e.code}", f"the hub service answered {e.code} {e.reason}"
-        ) from None
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise HubLinkError("unreachable", f"the hub service cannot be reached ({reason})") from None
-    try:
-        return HubReply.from_json(json.loads(body))
-    except (ValueError, ProtocolError) as e:
-        raise HubLinkError("protocol", f"the hub service's reply is not valid: {e}") from None
+        return own.post(config, report)
+    finally:
+        own.close()
 
 
 class ReplySink(Protocol):
@@ -165,17 +257,20 @@ class HubReporter:
         sink: ReplySink,
         *,
         log: logging.Logger,
-        send: Callable[[HubLinkConfig, SpendReport], HubReply] = post_report,
+        send: Callable[[HubLinkConfig, SpendReport], HubReply] | None = None,
     ) -> None:
         self.config = config
         self.report = report
         self.sink = sink
         self.log = log
-        self.send = send
+        # touched by the one worker thread only: it posts on it, and closes it at stop
+        self.connection = ReportConnection()
+        self.send = self.connection.post if send is None else send
         self.last_reply: HubReply | None = None
         self.failing: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-hub")
+        self._stopped = False
 
     def start(self) -> None:
         if not self.config.token:
@@ -200,7 +295,11 @@ class HubReporter:
         if self._task is not None:
             self._task.cancel()
             self._task = None
-        self._pool.shutdown(wait=False)
+        if not self._stopped:
+            self._stopped = True
+            # after a report still under way in the worker thread, in that thread
+            self._pool.submit(self.connection.close)
+            self._pool.shutdown(wait=False)
 
     async def _run(self) -> None:
         while True:
