@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -365,3 +367,60 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
     assert len(groups) == views.METRICS_TOP_GROUPS + 1
     assert "gpucost_hub_running_servers 120" in text
     ledger.close()
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def anonymous(hub: Hub, method: str, path: str) -> tuple[int, str]:
+    """A request with no token and no cookie; a redirect is returned, not followed."""
+    request = urllib.request.Request(
+        f"{hub.service}{path}", method=method, data=b"{}" if method == "POST" else None
+    )
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=15) as response:
+            return response.status, response.headers.get("Location", "")
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Location", "")
+
+
+def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
+    from jupyter_gpucost.hub.handlers import make_app
+
+    anonymous_answers = {
+        # pages: off to the Hub's login (OAuth), nothing of anyone's spend
+        ("GET", ""): 302,
+        ("GET", "admin"): 302,
+        # the OAuth callback without the Hub's code and state
+        ("GET", "oauth_callback"): 400,
+        ("POST", "api/report"): 401,
+        ("GET", "api/me"): 401,
+        ("GET", "api/admin/summary"): 401,
+        ("GET", "api/admin/users.csv"): 401,
+        ("GET", "api/users/bob/allowance"): 401,
+        ("GET", "metrics"): 401,
+    }
+    # the list above covers every route the service serves (besides static files)
+    from types import SimpleNamespace
+
+    context = SimpleNamespace(hub_auth=SimpleNamespace(login_url="/hub/login"))
+    app = make_app(context, "/services/gpucost/", b"x" * 32)  # type: ignore[arg-type]
+    patterns = {
+        rule.matcher.regex.pattern
+        for rule in app.wildcard_router.rules
+        # tornado's own static routes (static/, favicon.ico, robots.txt) serve files
+        if rule.matcher.regex.pattern.startswith("/services/gpucost/")
+        and "static" not in rule.matcher.regex.pattern
+    }
+    assert len(patterns) == len(anonymous_answers), patterns
+    for (method, path), expected in anonymous_answers.items():
+        code, location = anonymous(hub, method, path)
+        assert code == expected, (method, path, code)
+        if code == 302:
+            assert "/hub/api/oauth2/authorize" in location or "/hub/login" in location
+    # a user's token opens neither another user's allowance nor the admin data
+    bob = hub.token_for("bob")
+    assert hub.svc("GET", "api/users/alice/allowance", bob)[0] == 403
