@@ -421,6 +421,8 @@ def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
         assert code == expected, (method, path, code)
         if code == 302:
             assert "/hub/api/oauth2/authorize" in location or "/hub/login" in location
+    # the report route takes only a POST
+    assert anonymous(hub, "GET", "api/report")[0] == 405
     # a user's token opens neither another user's allowance nor the admin data
     bob = hub.token_for("bob")
     assert hub.svc("GET", "api/users/alice/allowance", bob)[0] == 403

@@ -4,6 +4,7 @@ Who may call what:
 
 * ``POST api/report`` — a single-user server, with its own Hub token
   (``Authorization: token …``); the Hub names the user. No cookies: no XSRF to check.
+  The service's hot path, so a plain callable route (:mod:`.report_route`), not a handler.
 * ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
   answers 403 to a user who is not an admin of the service.
 * ``GET api/me`` — the user's own figures (OAuth cookie or a Hub token of the user).
@@ -36,11 +37,12 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 )
 from tornado import web
 
-from ..core.hub_protocol import REPORT_PATH, ProtocolError, SpendReport
+from ..core.hub_protocol import REPORT_PATH
 from . import views
 from .budgets import spawn_refusal
 from .hubapi import HubApi, HubApiError, Identity
-from .service import HubService, ReportRejected
+from .report_route import ReportRoute
+from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -133,30 +135,6 @@ class TokenHandler(Base):
         if who is None:
             raise web.HTTPError(401, "the Hub does not know this token")
         return who
-
-
-class ReportHandler(TokenHandler):
-    """A single-user server's spend report, for the user the Hub names for its token."""
-
-    async def post(self) -> None:
-        if len(self.request.body) > self.ctx.max_report_bytes:
-            raise web.HTTPError(413, f"a report is at most {self.ctx.max_report_bytes} bytes")
-        who = await self.identity()
-        if who.kind != "user":
-            raise web.HTTPError(403, "only a user's server reports its spend")
-        try:
-            body = json.loads(self.request.body or b"null")
-        except ValueError:
-            raise web.HTTPError(400, "the body is not JSON") from None
-        try:
-            report = SpendReport.from_json(body)
-        except ProtocolError as e:
-            raise web.HTTPError(400, str(e).replace("%", "%%")) from None
-        try:
-            reply = self.ctx.service.report(who.name, report, self.ctx.now())
-        except ReportRejected as e:
-            raise web.HTTPError(e.code, str(e).replace("%", "%%")) from None
-        self.write_json(reply.to_json())
 
 
 class AllowanceHandler(TokenHandler):
@@ -314,7 +292,7 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         (rf"{prefix}/?", UserPage),
         (rf"{prefix}/admin", AdminPage),
         (rf"{prefix}/oauth_callback", HubOAuthCallbackHandler),
-        (rf"{prefix}/{REPORT_PATH}", ReportHandler),
+        (rf"{prefix}/{REPORT_PATH}", ReportRoute(ctx)),
         (rf"{prefix}/api/me", MeHandler),
         (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
         (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),

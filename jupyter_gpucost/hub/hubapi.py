@@ -164,13 +164,21 @@ class HubApi:
                 return found
             offset = int(following["offset"])
 
+    def known(self, token: str) -> tuple[bool, Identity | None]:
+        """``(True, who)`` when the cache still knows who owns ``token`` (``who`` is None
+        for a token the Hub did not know); ``(False, None)`` when the Hub must be asked."""
+        cached = self._identities.get(token_key(token))
+        if cached is not None and cached[0] > time.monotonic():
+            return True, cached[1]
+        return False, None
+
     async def identify(self, token: str) -> Identity | None:
         """Who owns ``token`` (None: the Hub knows no such token); cached a minute."""
+        found, who = self.known(token)
+        if found:
+            return who
         key = token_key(token)
         now = time.monotonic()
-        cached = self._identities.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1]
         code, doc = await self._call("GET", "/user", token=token)
         if code in (401, 403, 404):
             identity = None

@@ -1,0 +1,151 @@
+"""``POST api/report``: a single-user server's spend report, without a ``RequestHandler``.
+
+Every server reports every few seconds, so this route is the service's hot path (100
+requests a second at 1,000 users). A tornado ``RequestHandler`` costs more per request
+than the report itself (cookies, XSRF, header bookkeeping: see docs/benchmarks.md), and
+this route uses none of it: it is a plain callable route that reads the token and the
+body, asks the tornado-free core, and writes one JSON answer on the kept-alive connection.
+
+Who may report: a user's server, with that user's own Hub token
+(``Authorization: token …``); the Hub names the user (cached per token). No cookies, so
+no XSRF to check. Answers: 200 with the :class:`~jupyter_gpucost.core.hub_protocol.HubReply`;
+401 without a token the Hub knows; 403 for a token that is not a user's; 400 naming the
+field that is wrong; 409 when the user runs no such server; 413 over the size limit;
+405 for another method; 503 when the Hub cannot be asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from http import HTTPStatus
+from typing import Protocol
+
+from tornado import httputil
+
+from ..core.hub_protocol import ProtocolError, SpendReport
+from .hubapi import HubApi, HubApiError, Identity
+from .service import HubService, ReportRejected
+
+log = logging.getLogger("jupyter_gpucost.hub")
+
+
+class ReportContext(Protocol):
+    """What the route reads of the app's context (:class:`.handlers.Context`)."""
+
+    @property
+    def service(self) -> HubService: ...
+    @property
+    def hub(self) -> HubApi: ...
+    @property
+    def now(self) -> Callable[[], datetime]: ...
+    @property
+    def max_report_bytes(self) -> int: ...
+
+
+class Refused(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ReportRoute:
+    """The callable tornado routes ``POST api/report`` to (one instance per app)."""
+
+    def __init__(self, ctx: ReportContext) -> None:
+        self.ctx = ctx
+        #: requests waiting for the Hub to say who owns their token
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def __call__(self, request: httputil.HTTPServerRequest) -> None:
+        try:
+            token = self._check(request)
+            found, who = self.ctx.hub.known(token)
+        except Refused as e:
+            answer(request, e.code, {"status": e.code, "message": str(e)})
+            return
+        if found:
+            self._report(request, who)
+            return
+        # a token not seen in the last minute: ask the Hub, off this call
+        task = asyncio.ensure_future(self._identify_then_report(request, token))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _check(self, request: httputil.HTTPServerRequest) -> str:
+        if request.method != "POST":
+            raise Refused(405, "a report is a POST")
+        if len(request.body) > self.ctx.max_report_bytes:
+            raise Refused(413, f"a report is at most {self.ctx.max_report_bytes} bytes")
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() not in ("token", "bearer") or not token.strip():
+            raise Refused(401, "a Hub token is required (Authorization: token …)")
+        return token.strip()
+
+    async def _identify_then_report(self, request: httputil.HTTPServerRequest, token: str) -> None:
+        try:
+            who = await self.ctx.hub.identify(token)
+        except HubApiError as e:
+            log.error("cannot check a token with the Hub: %s", e)
+            message = "the Hub cannot be reached to check the token"
+            answer(request, 503, {"status": 503, "message": message})
+            return
+        self._report(request, who)
+
+    def _report(self, request: httputil.HTTPServerRequest, who: Identity | None) -> None:
+        try:
+            if who is None:
+                raise Refused(401, "the Hub does not know this token")
+            if who.kind != "user":
+                raise Refused(403, "only a user's server reports its spend")
+            try:
+                body = json.loads(request.body or b"null")
+            except ValueError:
+                raise Refused(400, "the body is not JSON") from None
+            try:
+                report = SpendReport.from_json(body)
+            except ProtocolError as e:
+                raise Refused(400, str(e)) from None
+            try:
+                reply = self.ctx.service.report(who.name, report, self.ctx.now())
+            except ReportRejected as e:
+                raise Refused(e.code, str(e)) from None
+        except Refused as e:
+            answer(request, e.code, {"status": e.code, "message": str(e)})
+            return
+        except Exception:
+            log.exception("a report could not be taken")
+            answer(request, 500, {"status": 500, "message": "Internal Server Error"})
+            return
+        answer(request, 200, reply.to_json())
+
+
+def answer(request: httputil.HTTPServerRequest, code: int, doc: object) -> None:
+    """One JSON answer on the request's connection (kept alive), and the access log line."""
+    body = json.dumps(doc).encode()
+    headers = httputil.HTTPHeaders(
+        {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(body)),
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        }
+    )
+    connection = request.connection
+    assert connection is not None
+    start = httputil.ResponseStartLine("HTTP/1.1", code, HTTPStatus(code).phrase)
+    connection.write_headers(start, headers, body)
+    connection.finish()
+    # the access log: as for the other routes, never the query (it may hold a token)
+    level = logging.DEBUG if code < 400 else logging.WARNING
+    log.log(
+        level,
+        "%d %s %s %.1f ms",
+        code,
+        request.method,
+        request.path,
+        1000 * request.request_time(),
+    )
