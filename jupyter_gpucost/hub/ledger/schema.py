@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from ...core.sql import create_engine, sqlite_path
 from ..model import HubConfigError
 
 SCHEMA_VERSION = 1
@@ -110,13 +109,6 @@ def safe_url(url: str) -> str:
         return "<not a database URL>"
 
 
-def sqlite_path(url: str) -> Path | None:
-    parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(str(parsed.database))
-
-
 def open_engine(url: str, tz_name: str, log: logging.Logger) -> Engine:
     """An engine on the ledger at ``url`` (SQLite in WAL mode, or any SQLAlchemy URL),
     its schema created or checked. A database that cannot be used is a
@@ -161,16 +153,6 @@ def open_engine(url: str, tz_name: str, log: logging.Logger) -> Engine:
 
 def _create(url: str) -> Engine:
     path = sqlite_path(url)
-    if path is None:
-        return sa.create_engine(url, pool_pre_ping=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, connect_args={"timeout": 10})
-
-    @sa.event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
-
-    return engine
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return create_engine(url)

@@ -12,11 +12,11 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from ...core.sql import create_engine, sqlite_path
 from .schema import SCHEMA_VERSION, meta_table, metadata
 
 
@@ -30,16 +30,6 @@ class Opened:
 
     engine: Engine
     reset_from: str | None = None
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a SQLite ledger; ``None`` for another database or SQLite in memory."""
-    parsed = sa.engine.make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database:
-        return None
-    if parsed.database == ":memory:":
-        return None
-    return Path(parsed.database)
 
 
 def open_ledger(url: str, log: logging.Logger) -> Opened:
@@ -95,17 +85,7 @@ def _create_engine(url: str) -> Engine:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise LedgerUnavailable(f"cannot create {path.parent}: {e.strerror}") from None
-        engine = sa.create_engine(url, connect_args={"timeout": 10})
-
-        @sa.event.listens_for(engine, "connect")
-        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.close()
-
-        return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    return create_engine(url)
 
 
 def _check(url: str, engine: Engine) -> None:
