@@ -129,27 +129,10 @@ def http(method: str, url: str, token: str | None, body: object = None) -> tuple
 
 HUB_CONFIG = """
 import sys
-from jupyterhub.proxy import Proxy
 from jupyter_gpucost.hub.spawn_hook import refuse_over_budget
 
-
-class MemoryProxy(Proxy):
-    '''Routes kept in memory: no proxy process (only the APIs are used).'''
-
-    should_start = False
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self._routes = {{}}
-
-    async def add_route(self, routespec, target, data):
-        self._routes[routespec] = {{"routespec": routespec, "target": target, "data": data}}
-
-    async def delete_route(self, routespec):
-        self._routes.pop(routespec, None)
-
-    async def get_all_routes(self):
-        return dict(self._routes)
+sys.path.insert(0, {tests!r})
+from memory_proxy import MemoryProxy
 
 
 c.JupyterHub.bind_url = "http://127.0.0.1:{public}"
@@ -270,6 +253,7 @@ def running_hub(
     config.write_text(
         textwrap.dedent(
             HUB_CONFIG.format(
+                tests=str(Path(__file__).parent),
                 public=public,
                 hub=hub_port,
                 svc=svc_port,

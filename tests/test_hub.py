@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -25,16 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hub_service_fixture import free_port
 
 BIN = Path(sys.executable).parent
 #: 2 simulated A100s cost $0.0019 a second: this budget is spent in about 3 s
 BUDGET_USD = "0.006"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -78,26 +72,10 @@ class Hub:
 
 
 HUB_CONFIG = """
-from jupyterhub.proxy import Proxy
+import sys
 
-
-class MemoryProxy(Proxy):
-    '''Routes kept in memory: no proxy process (only the hub's API is used).'''
-
-    should_start = False
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self._routes = {{}}
-
-    async def add_route(self, routespec, target, data):
-        self._routes[routespec] = {{"routespec": routespec, "target": target, "data": data}}
-
-    async def delete_route(self, routespec):
-        self._routes.pop(routespec, None)
-
-    async def get_all_routes(self):
-        return dict(self._routes)
+sys.path.insert(0, {tests!r})
+from memory_proxy import MemoryProxy
 
 
 def scopes(spawner):
@@ -158,6 +136,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     config.write_text(
         textwrap.dedent(
             HUB_CONFIG.format(
+                tests=str(Path(__file__).parent),
                 public=free_port(),
                 hub=hub_port,
                 root=root,
