@@ -129,40 +129,33 @@ class HubApi:
             doc = body.decode("utf-8", "replace")[:300]
         return response.code, doc
 
-    async def active_servers(self) -> list[ServerInfo]:
-        """Every server the Hub has started and not yet stopped (pending ones included)."""
-        servers: list[ServerInfo] = []
+    async def _users(self, query: str = "") -> list[dict[str, Any]]:
+        """Every user model ``GET /users[?query]`` lists, page after page."""
+        users: list[dict[str, Any]] = []
+        listing = f"/users?{query}" if query else "/users"
         offset = 0
         while True:
-            path = f"/users?state=active&offset={offset}&limit={PAGE_LIMIT}"
+            path = f"{listing}{'&' if query else '?'}offset={offset}&limit={PAGE_LIMIT}"
             code, doc = await self._call("GET", path, accept=PAGINATION)
             if code != 200:
-                raise HubApiError(f"GET {self.api_url}/users?state=active: {code} {_why(doc)}")
-            items = doc["items"] if isinstance(doc, dict) else doc
-            for user in items:
-                servers.extend(servers_of(user))
+                raise HubApiError(f"GET {self.api_url}{listing}: {code} {_why(doc)}")
+            users.extend(doc["items"] if isinstance(doc, dict) else doc)
             following = doc.get("_pagination", {}).get("next") if isinstance(doc, dict) else None
             if not following:
-                return servers
+                return users
             offset = int(following["offset"])
+
+    async def active_servers(self) -> list[ServerInfo]:
+        """Every server the Hub has started and not yet stopped (pending ones included)."""
+        return [server for user in await self._users("state=active") for server in servers_of(user)]
 
     async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
         """Every user's groups (``GET /users``, all of them: a group budget pools the spend
         of members who are not running a server too)."""
-        found: dict[str, tuple[str, ...]] = {}
-        offset = 0
-        while True:
-            path = f"/users?offset={offset}&limit={PAGE_LIMIT}"
-            code, doc = await self._call("GET", path, accept=PAGINATION)
-            if code != 200:
-                raise HubApiError(f"GET {self.api_url}/users: {code} {_why(doc)}")
-            items = doc["items"] if isinstance(doc, dict) else doc
-            for user in items:
-                found[str(user["name"])] = tuple(str(g) for g in user.get("groups") or ())
-            following = doc.get("_pagination", {}).get("next") if isinstance(doc, dict) else None
-            if not following:
-                return found
-            offset = int(following["offset"])
+        return {
+            str(user["name"]): tuple(str(g) for g in user.get("groups") or ())
+            for user in await self._users()
+        }
 
     def known(self, token: str) -> tuple[bool, Identity | None]:
         """``(True, who)`` when the cache still knows who owns ``token`` (``who`` is None
