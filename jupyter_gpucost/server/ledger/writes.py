@@ -68,80 +68,74 @@ class Pending:
         return not self.spend and not self.gpus
 
 
+def _add_row(
+    conn: Connection,
+    table: sa.Table,
+    key: dict[str, object],
+    added: dict[str, object],
+    first: dict[str, object],
+) -> None:
+    """Add to the row at ``key`` (``added``: column → new value, in SQL), or insert it
+    (``first``: its columns' first values) when there is none yet."""
+    where = sa.and_(*(table.c[name] == value for name, value in key.items()))
+    if not conn.execute(table.update().where(where).values(**added)).rowcount:
+        conn.execute(table.insert().values(**key, **first))
+
+
 def add_pending(conn: Connection, session_id: str, pending: Pending) -> None:
     """Add ``pending`` to the session's rows, inside the caller's transaction."""
+    s = spend_table.c
     for minute, (cost, idle, rate) in sorted(pending.spend.items()):
-        updated = conn.execute(
-            spend_table.update()
-            .where(
-                (spend_table.c.session_id == session_id) & (spend_table.c.minute_unix_s == minute)
-            )
-            .values(
-                cost_micro_usd=spend_table.c.cost_micro_usd + cost,
-                idle_micro_usd=spend_table.c.idle_micro_usd + idle,
-                rate_micro_usd_per_hour=rate,
-            )
-        ).rowcount
-        if not updated:
-            conn.execute(
-                spend_table.insert().values(
-                    session_id=session_id,
-                    minute_unix_s=minute,
-                    cost_micro_usd=cost,
-                    idle_micro_usd=idle,
-                    rate_micro_usd_per_hour=rate,
-                )
-            )
+        _add_row(
+            conn,
+            spend_table,
+            {"session_id": session_id, "minute_unix_s": minute},
+            {
+                "cost_micro_usd": s.cost_micro_usd + cost,
+                "idle_micro_usd": s.idle_micro_usd + idle,
+                "rate_micro_usd_per_hour": rate,
+            },
+            {"cost_micro_usd": cost, "idle_micro_usd": idle, "rate_micro_usd_per_hour": rate},
+        )
     quarters: dict[int, int] = {}
     for minute, (cost, _idle, _rate) in pending.spend.items():
         quarters[quarter_of(minute)] = quarters.get(quarter_of(minute), 0) + cost
+    q = quarters_table.c
     for quarter, cost in sorted(quarters.items()):
-        q = quarters_table.c
-        updated = conn.execute(
-            quarters_table.update()
-            .where((q.session_id == session_id) & (q.quarter_unix_s == quarter))
-            .values(cost_micro_usd=q.cost_micro_usd + cost)
-        ).rowcount
-        if not updated:
-            conn.execute(
-                quarters_table.insert().values(
-                    session_id=session_id, quarter_unix_s=quarter, cost_micro_usd=cost
-                )
-            )
+        _add_row(
+            conn,
+            quarters_table,
+            {"session_id": session_id, "quarter_unix_s": quarter},
+            {"cost_micro_usd": q.cost_micro_usd + cost},
+            {"cost_micro_usd": cost},
+        )
+    c = gpu_minutes_table.c
     for (gpu, minute), sums in sorted(pending.gpus.items()):
         util, power = sums.utilization_pct_sum, sums.power_w_sum
         n, memory = sums.samples, sums.memory_used_bytes_max
-        c = gpu_minutes_table.c
-        updated = conn.execute(
-            gpu_minutes_table.update()
-            .where(
-                (c.session_id == session_id) & (c.gpu_index == gpu) & (c.minute_unix_s == minute)
-            )
-            .values(
-                utilization_pct_sum=c.utilization_pct_sum + util,
-                power_w_sum=c.power_w_sum + power,
-                samples=c.samples + n,
-                memory_used_bytes_max=sa.case(
+        _add_row(
+            conn,
+            gpu_minutes_table,
+            {"session_id": session_id, "gpu_index": gpu, "minute_unix_s": minute},
+            {
+                "utilization_pct_sum": c.utilization_pct_sum + util,
+                "power_w_sum": c.power_w_sum + power,
+                "samples": c.samples + n,
+                "memory_used_bytes_max": sa.case(
                     (
                         sa.func.coalesce(c.memory_used_bytes_max, -1) >= (memory or 0),
                         c.memory_used_bytes_max,
                     ),
                     else_=memory,
                 ),
-            )
-        ).rowcount
-        if not updated:
-            conn.execute(
-                gpu_minutes_table.insert().values(
-                    session_id=session_id,
-                    gpu_index=gpu,
-                    minute_unix_s=minute,
-                    utilization_pct_sum=util,
-                    power_w_sum=power,
-                    samples=n,
-                    memory_used_bytes_max=memory,
-                )
-            )
+            },
+            {
+                "utilization_pct_sum": util,
+                "power_w_sum": power,
+                "samples": n,
+                "memory_used_bytes_max": memory,
+            },
+        )
     conn.execute(
         sessions_table.update()
         .where(sessions_table.c.id == session_id)
