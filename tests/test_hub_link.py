@@ -133,6 +133,16 @@ def service() -> Iterator[FakeService]:
         close(servers.pop())
 
 
+def link_config(tmp_path: Path) -> dict[str, Any]:
+    """The server's settings in these tests: simulated GPUs, a report every second."""
+    return {
+        "telemetry": "simulated",
+        "sample_interval_s": 0.2,
+        "hub_report_interval_s": 1.0,
+        "budget_state_path": str(tmp_path / "budget.json"),
+    }
+
+
 @pytest.fixture
 def gpucost_config(
     service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -140,13 +150,7 @@ def gpucost_config(
     monkeypatch.setenv(ENV_HUB_URL, service.url)
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
     monkeypatch.setenv("JUPYTERHUB_SERVER_NAME", "gpu")
-    return {
-        "telemetry": "simulated",
-        "sample_interval_s": 0.2,
-        "hub_report_interval_s": 1.0,
-        "budget_save_timeout_s": 5.0,
-        "budget_state_path": str(tmp_path / "budget.json"),
-    }
+    return {**link_config(tmp_path), "budget_save_timeout_s": 5.0}
 
 
 class Lines(logging.Handler):
@@ -438,12 +442,7 @@ class TestUnreachable:
     def gpucost_config(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         monkeypatch.setenv(ENV_HUB_URL, "http://127.0.0.1:9/services/gpucost/")
         monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
-        return {
-            "telemetry": "simulated",
-            "sample_interval_s": 0.2,
-            "hub_report_interval_s": 1.0,
-            "budget_state_path": str(tmp_path / "budget.json"),
-        }
+        return link_config(tmp_path)
 
     async def test_the_error_is_shown_and_logged_once(
         self, jp_fetch: Any, server_log: Lines
@@ -471,12 +470,7 @@ class TestNoToken:
         monkeypatch.setenv(ENV_HUB_URL, service.url)
         monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
         monkeypatch.delenv("JPY_API_TOKEN", raising=False)
-        return {
-            "telemetry": "simulated",
-            "sample_interval_s": 0.2,
-            "hub_report_interval_s": 1.0,
-            "budget_state_path": str(tmp_path / "budget.json"),
-        }
+        return link_config(tmp_path)
 
     async def test_the_hub_link_says_it_sends_nothing(
         self, jp_fetch: Any, service: FakeService
