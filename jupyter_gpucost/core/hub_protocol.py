@@ -13,7 +13,7 @@ Pure: no I/O, no tornado. Both sides encode and decode through this module only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -151,7 +151,6 @@ class HubReply:
     #: when the hub will stop this server (a budget is spent); None while none is
     stop_at: datetime | None = None
     reason: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {
