@@ -40,8 +40,8 @@ from tornado import web
 from ..core.hub_protocol import REPORT_PATH
 from . import views
 from .budgets import spawn_refusal
-from .hubapi import HubApi, HubApiError, Identity
-from .report_route import ReportRoute
+from .hubapi import HubApi, Identity
+from .report_route import Refused, ReportRoute, bearer_token
 from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
@@ -120,21 +120,10 @@ class TokenHandler(Base):
         return None
 
     def bearer(self) -> str:
-        header = self.request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() not in ("token", "bearer") or not token.strip():
-            raise web.HTTPError(401, "a Hub token is required (Authorization: token …)")
-        return token.strip()
-
-    async def identity(self) -> Identity:
         try:
-            who = await self.ctx.hub.identify(self.bearer())
-        except HubApiError as e:
-            log.error("cannot check a token with the Hub: %s", e)
-            raise web.HTTPError(503, "the Hub cannot be reached to check the token") from None
-        if who is None:
-            raise web.HTTPError(401, "the Hub does not know this token")
-        return who
+            return bearer_token(self.request.headers.get("Authorization", ""))
+        except Refused as e:
+            raise web.HTTPError(e.code, str(e)) from None
 
 
 class AllowanceHandler(TokenHandler):

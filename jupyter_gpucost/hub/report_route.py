@@ -80,10 +80,7 @@ class ReportRoute:
             raise Refused(405, "a report is a POST")
         if len(request.body) > self.ctx.max_report_bytes:
             raise Refused(413, f"a report is at most {self.ctx.max_report_bytes} bytes")
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() not in ("token", "bearer") or not token.strip():
-            raise Refused(401, "a Hub token is required (Authorization: token …)")
-        return token.strip()
+        return bearer_token(request.headers.get("Authorization", ""))
 
     async def _identify_then_report(self, request: httputil.HTTPServerRequest, token: str) -> None:
         try:
@@ -121,6 +118,14 @@ class ReportRoute:
             answer(request, 500, {"status": 500, "message": "Internal Server Error"})
             return
         answer(request, 200, reply.to_json())
+
+
+def bearer_token(header: str) -> str:
+    """The Hub token of an ``Authorization: token …`` (or ``Bearer …``) header."""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() not in ("token", "bearer") or not token.strip():
+        raise Refused(401, "a Hub token is required (Authorization: token …)")
+    return token.strip()
 
 
 def answer(request: httputil.HTTPServerRequest, code: int, doc: object) -> None:
