@@ -100,7 +100,9 @@ async def run(app: GpuCostHub) -> None:
             )
 
     async def flush() -> None:
-        service.flush(now_utc())
+        # a thread: writing 1,000 servers takes about 0.1 s, and reports keep coming
+        # meanwhile (the ledger takes them under its own lock)
+        await asyncio.to_thread(service.flush, now_utc())
 
     # the first poll before serving: reports find their servers at once
     try:
