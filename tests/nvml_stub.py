@@ -365,17 +365,21 @@ class FakeNvml:
     def nvmlDeviceGetProcessUtilization(
         self, handle: FakeHandle, last_seen_timestamp: int
     ) -> list[SimpleNamespace]:
-        """One sample per process that computed; NOT_FOUND when none did (as NVML does)."""
+        """As an H100 answers (``tests/data/h100``): a new sample names only the process
+        that dominated it, plus any process set at 0 % (an idle holder shown at 0 %);
+        NOT_FOUND when no process has a sample. ``nvml_replay`` replays the recordings."""
+        self._count("nvmlDeviceGetProcessUtilization")
         gpu = self._device(handle, "nvmlDeviceGetProcessUtilization")
         stamp = last_seen_timestamp + 1_000_000
-        samples = [
-            SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.smUtil, memUtil=0)
-            for p in gpu.processes
-            if p.smUtil is not None
-        ]
-        if not samples:
+        sampled = [p for p in gpu.processes if p.smUtil is not None]
+        if not sampled:
             raise _real.NVMLError_NotFound()
-        return samples
+        dominant = max(sampled, key=lambda p: p.smUtil or 0)
+        return [
+            SimpleNamespace(pid=p.pid, timeStamp=stamp, smUtil=p.smUtil, memUtil=0)
+            for p in sampled
+            if p is dominant or p.smUtil == 0
+        ]
 
     def _compute_processes_v3(self, handle: FakeHandle) -> list[SimpleNamespace]:
         return self._processes("v3", handle)

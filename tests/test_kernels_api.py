@@ -113,6 +113,8 @@ async def test_a_kernel_and_its_child_process_are_charged_for_their_gpu_share(
     assert kernel_pid in k["pids"]
     assert worker in k["pids"]
     assert k["gpu_share"] == {"0": pytest.approx(40 / 60, abs=1e-6)}
+    # this driver gives no per-process samples here: the share was made by memory
+    assert k["gpu_share_by"] == {"0": "memory"}
     assert k["memory_bytes"] == 40 * GIB
     assert k["uptime_s"] > 0
     assert answer["pids_visible"] is True
@@ -124,6 +126,36 @@ async def test_a_kernel_and_its_child_process_are_charged_for_their_gpu_share(
     status = await get(jp_fetch, "status")
     assert status["attribution"] == {"pids_visible": True, "note": None}
     await run_in_kernel(jp_serverapp, kernel_id, "w.kill()")
+
+
+async def test_a_process_the_samples_leave_out_did_not_compute(
+    jp_fetch: Any, jp_serverapp: Any, fake_nvml: FakeNvml
+) -> None:
+    # as on an H100: the driver's samples name the kernel that computes; a process that
+    # holds more memory but has no sample is not charged, whatever its memory
+    kernel_id, kernel_pid = await start_notebook(jp_fetch, jp_serverapp, "work/busy.ipynb")
+    import os
+
+    fake_nvml.gpus[0].processes = [
+        FakeProcess(kernel_pid, 2 * GIB, smUtil=97),
+        FakeProcess(os.getpid(), 40 * GIB),
+    ]
+
+    async def sampled() -> bool:
+        answer = await get(jp_fetch, "kernels")
+        return any(
+            k["id"] == kernel_id and k["gpu_share_by"] == {"0": "sm_samples"}
+            for k in answer["kernels"]
+        )
+
+    await wait_for(sampled)
+    answer = await get(jp_fetch, "kernels")
+    (k,) = [k for k in answer["kernels"] if k["id"] == kernel_id]
+    assert k["gpu_share"] == {"0": 1.0}
+    assert k["cost_micro_usd"] > 0
+    micro = answer["micro_usd"]
+    kernels = sum(x["cost_micro_usd"] for x in answer["kernels"])
+    assert kernels + micro["unattributed"] + micro["idle"] == micro["total"]
 
 
 async def test_host_pids_are_reported_not_attributed(

@@ -364,8 +364,9 @@ def test_lost_gpu_is_not_polled_again(a100_box: FakeNvml) -> None:
     for _ in range(10):
         assert [r.lost for r in source.read()] == [False, True]
 
-    # five calls per read for GPU 0 (utilisation, memory, power, energy, processes)
-    assert sum(a100_box.calls.values()) - before == 10 * 5
+    # six calls per read for GPU 0 (utilisation, memory, power, energy, processes and
+    # their utilisation), none for the lost GPU 1
+    assert sum(a100_box.calls.values()) - before == 10 * 6
 
 
 def test_gpu_lost_before_start_is_still_billed() -> None:
@@ -673,10 +674,22 @@ def test_per_process_utilisation_is_read_and_kept_per_pid() -> None:
     nvml = FakeNvml([gpu], DRIVER_550)
     source = NvmlSource(nvml=nvml, environ={})
     source.open()
+    # the first call (timestamp 0) answers old samples too: it only sets where to start
     (reading,) = source.read()
-    assert [(p.pid, p.sm_utilization_pct) for p in reading.processes or ()] == [
-        (101, 70.0),
-        (202, 10.0),
+    assert [p.sm_utilization_pct for p in reading.processes or ()] == [None, None]
+    # as on an H100, a sample names only the process that dominated it
+    (reading,) = source.read()
+    assert [(p.pid, p.sm_utilization_pct, p.sm_samples) for p in reading.processes or ()] == [
+        (101, 70.0, 1),
+        (202, None, 0),
+    ]
+    # polled between readings, the samples add up per process over the interval
+    source.poll()
+    source.poll()
+    (reading,) = source.read()
+    assert [(p.pid, p.sm_pct_sum, p.sm_samples) for p in reading.processes or ()] == [
+        (101, 210.0, 3),
+        (202, 0.0, 0),
     ]
     # no process computed since the last call: NVML says NOT_FOUND, which is no sample,
     # not an error

@@ -1,12 +1,22 @@
 """Who used the GPUs: each interval's used GPU time, split among kernels.
 
 For every sample and GPU, the *used* time the meter counted since the last sample is split
-among the processes NVML lists on that GPU — by their SM utilisation when the driver has a
-per-process sample for each of them (``nvmlDeviceGetProcessUtilization``), else by their
-share of the GPU's memory when every process reports it, else evenly — and each process's
-part goes to the kernel whose process tree holds it; a process of no kernel is
-``unattributed``. Time is integer microseconds, split by largest remainder, so the parts
-add up exactly.
+among the processes NVML lists on that GPU, and each process's part goes to the kernel
+whose process tree holds it; a process of no kernel is ``unattributed``. How an interval is
+split (``docs/cost-semantics.md`` says it for users; each kernel row names it):
+
+1. ``sm_samples``: the driver's per-process SM samples (``nvmlDeviceGetProcessUtilization``,
+   collected at 4 Hz and added up over the interval). Each sample names the process that
+   dominated it, so a process with no sample while another has one did not compute: it
+   gets nothing. Memory never decides while samples exist.
+2. ``kernel_gpu_time``: the kernels' own measured GPU busy time (their priced cells), which
+   splits concurrent work better than samples that under-count a minority: used when two
+   or more kernels have samples in the same interval, or when there are no samples at
+   all, and every kernel concerned has measured its busy time recently.
+3. ``memory``: with no samples and no measured GPU time, each process's share of memory.
+4. ``even``: with none of these (or samples that are all 0 %), an even split.
+
+Time is integer microseconds, split by largest remainder, so the parts add up exactly.
 
 Money follows the meter: a GPU's used micro-dollars are split in proportion to those
 microseconds (largest remainder again), its idle micro-dollars are ``idle``, and its
@@ -56,15 +66,36 @@ def split(total: int, weights: Sequence[int]) -> list[int]:
     return apportion([Fraction(total * w, weight_sum) for w in weights])
 
 
+#: how a share was made (the API's ``gpu_share_by``; the panel says it in words)
+BY_SM_SAMPLES = "sm_samples"
+BY_KERNEL_GPU_TIME = "kernel_gpu_time"
+BY_MEMORY = "memory"
+BY_EVEN = "even"
+SHARE_METHODS = (BY_SM_SAMPLES, BY_KERNEL_GPU_TIME, BY_MEMORY, BY_EVEN)
+
+#: a kernel's measured GPU busy fraction is used for this long after its cell ended
+KERNEL_GPU_TIME_VALID_S = 300.0
+
+
 @dataclass
 class KernelAccount:
     info: KernelInfo
     #: GPU index -> used microseconds attributed to this kernel
     used_us: dict[int, int] = field(default_factory=dict)
-    #: GPU index -> share of that GPU's used time in the last sample (0-1)
+    #: GPU index -> share of that GPU's used time in the last interval it was used (0-1)
     share: dict[int, float] = field(default_factory=dict)
+    #: GPU index -> how that share was made (one of :data:`SHARE_METHODS`)
+    share_by: dict[int, str] = field(default_factory=dict)
     memory_bytes: int | None = None
     ended: bool = False
+
+
+@dataclass(frozen=True)
+class MeasuredGpuTime:
+    """A kernel's own measure of its GPU use: busy seconds over a cell's wall seconds."""
+
+    busy_fraction: float
+    ended_epoch_s: float
 
 
 @dataclass(frozen=True)
@@ -74,6 +105,7 @@ class KernelCost:
     cost_micro_usd: int
     share: Mapping[int, float]
     memory_bytes: int | None
+    share_by: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,6 +124,71 @@ class Attribution:
         return self.snapshot.gpu_cost_micro_usd
 
 
+def weights_of(
+    processes: Sequence[ProcessReading],
+    owner: Callable[[int], str | None],
+    gpu_index: int,
+    measured: Mapping[str, Mapping[int, float]],
+) -> tuple[list[int], str]:
+    """Integer weights of the processes on one GPU for one interval, and how they were made
+    (the rules in this module's docstring, in that order)."""
+    sampled = any(p.sm_utilization_pct is not None for p in processes)
+    if sampled:
+        sums = [p.sm_pct_sum for p in processes]
+        if sum(sums) <= 0:
+            # samples, all at 0 %: nobody dominated any of them; those sampled share evenly
+            return [1 if p.sm_utilization_pct is not None else 0 for p in processes], BY_EVEN
+        computing = [p for p, w in zip(processes, sums, strict=True) if w > 0]
+        own = _own_gpu_time(computing, owner, gpu_index, measured)
+        if own is not None and len(own) >= 2 and sum(own.values()) > 0:
+            # concurrent kernels, each with its own measured GPU time: that splits better
+            return _by_kernel(processes, owner, own), BY_KERNEL_GPU_TIME
+        return [round(w * 1000) for w in sums], BY_SM_SAMPLES
+    own = _own_gpu_time(processes, owner, gpu_index, measured)
+    if own is not None and sum(own.values()) > 0:
+        return _by_kernel(processes, owner, own), BY_KERNEL_GPU_TIME
+    memory = [p.used_memory_bytes for p in processes]
+    if all(m is not None and m > 0 for m in memory):
+        return [int(m or 0) for m in memory], BY_MEMORY
+    return [1] * len(processes), BY_EVEN
+
+
+def _own_gpu_time(
+    processes: Sequence[ProcessReading],
+    owner: Callable[[int], str | None],
+    gpu_index: int,
+    measured: Mapping[str, Mapping[int, float]],
+) -> dict[str, float] | None:
+    """kernel id -> its measured busy fraction on this GPU, if every process is a kernel's
+    and every such kernel has one; else ``None``."""
+    own: dict[str, float] = {}
+    for p in processes:
+        kernel_id = owner(p.pid)
+        fraction = None if kernel_id is None else measured.get(kernel_id, {}).get(gpu_index)
+        if kernel_id is None or fraction is None:
+            return None
+        own[kernel_id] = fraction
+    return own or None
+
+
+def _by_kernel(
+    processes: Sequence[ProcessReading],
+    owner: Callable[[int], str | None],
+    own: Mapping[str, float],
+) -> list[int]:
+    """Each kernel's weight on its first listed process (the others of its tree get 0)."""
+    weights: list[int] = []
+    seen: set[str] = set()
+    for p in processes:
+        kernel_id = owner(p.pid)
+        if kernel_id is None or kernel_id not in own or kernel_id in seen:
+            weights.append(0)
+            continue
+        seen.add(kernel_id)
+        weights.append(round(own[kernel_id] * 1_000_000))
+    return weights
+
+
 class Attributor:
     """Fed by the sampler thread after each sample; read by request handlers."""
 
@@ -103,6 +200,39 @@ class Attributor:
         self._last_used_us: dict[int, int] = {}
         self._pids_visible = True
         self._latest: Attribution | None = None
+        #: kernel id -> GPU index -> its latest measured GPU busy time
+        self._measured: dict[str, dict[int, MeasuredGpuTime]] = {}
+
+    def note_gpu_time(
+        self,
+        kernel_id: str,
+        busy_s: Mapping[int, float],
+        wall_s: float,
+        ended_epoch_s: float,
+    ) -> None:
+        """A kernel measured its own GPU busy time over a cell (a priced cell's record).
+
+        Only *busy* time counts (the profiler's CUDA kernels, NVML's samples for the
+        kernel's pid), never the span between two CUDA events. Called from any thread.
+        """
+        if wall_s <= 0:
+            return
+        with self._lock:
+            per_gpu = self._measured.setdefault(kernel_id, {})
+            for index, seconds in busy_s.items():
+                fraction = min(max(seconds / wall_s, 0.0), 1.0)
+                per_gpu[index] = MeasuredGpuTime(fraction, ended_epoch_s)
+
+    def _measured_now(self, now_epoch_s: float) -> dict[str, dict[int, float]]:
+        with self._lock:
+            return {
+                kernel_id: {
+                    i: m.busy_fraction
+                    for i, m in per_gpu.items()
+                    if now_epoch_s - m.ended_epoch_s <= KERNEL_GPU_TIME_VALID_S
+                }
+                for kernel_id, per_gpu in self._measured.items()
+            }
 
     def update(
         self,
@@ -132,19 +262,22 @@ class Attributor:
             visible = self._pids_visible
         self._pids_visible = visible
 
+        measured = self._measured_now(snapshot.as_of.timestamp())
         for gpu in snapshot.gpus:
             previous = self._last_used_us.get(gpu.index, 0)
             delta = max(gpu.used_us - previous, 0)
             self._last_used_us[gpu.index] = gpu.used_us
             processes = list(gpu.reading.processes or ()) if gpu.reading else []
-            for account in self._accounts.values():
-                account.share.pop(gpu.index, None)
             if not processes or not visible:
                 self._unattributed_us[gpu.index] = self._unattributed_us.get(gpu.index, 0) + delta
                 continue
-            weights = self._weights(processes)
+            weights, method = weights_of(processes, owner, gpu.index, measured)
             parts = split(delta, weights)
-            weight_sum = sum(weights)
+            weight_sum = sum(weights) or 1
+            if delta > 0:  # the shares shown are those of the last interval with GPU use
+                for account in self._accounts.values():
+                    account.share.pop(gpu.index, None)
+                    account.share_by.pop(gpu.index, None)
             for process, part, weight in zip(processes, parts, weights, strict=True):
                 owner_id = owner(process.pid)
                 if owner_id is None:
@@ -154,7 +287,11 @@ class Attributor:
                     continue
                 account = self._accounts[owner_id]
                 account.used_us[gpu.index] = account.used_us.get(gpu.index, 0) + part
-                account.share[gpu.index] = account.share.get(gpu.index, 0.0) + weight / weight_sum
+                if delta > 0:
+                    account.share[gpu.index] = (
+                        account.share.get(gpu.index, 0.0) + weight / weight_sum
+                    )
+                    account.share_by[gpu.index] = method
             for account in self._accounts.values():
                 held = [
                     p.used_memory_bytes or 0 for p in processes if owner(p.pid) == account.info.id
@@ -165,17 +302,6 @@ class Attributor:
         with self._lock:
             self._latest = result
         return result
-
-    @staticmethod
-    def _weights(processes: Sequence[ProcessReading]) -> list[int]:
-        """Per-process utilisation where NVML has it, else memory share, else even."""
-        sm = [p.sm_utilization_pct for p in processes]
-        if all(v is not None for v in sm) and sum(v or 0.0 for v in sm) > 0:
-            return [round((v or 0.0) * 1000) for v in sm]
-        memory = [p.used_memory_bytes for p in processes]
-        if all(m is not None and m > 0 for m in memory):
-            return [int(m or 0) for m in memory]
-        return [1] * len(processes)
 
     def _owners(
         self, kernels: Mapping[str, KernelInfo], trees: Mapping[str, frozenset[int]]
@@ -215,6 +341,7 @@ class Attributor:
                 cost_micro_usd=kernel_micro[i],
                 share=dict(a.share),
                 memory_bytes=a.memory_bytes,
+                share_by=dict(a.share_by),
             )
             for i, a in enumerate(accounts)
         )

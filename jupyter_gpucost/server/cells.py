@@ -20,6 +20,9 @@ from .inputs import is_unicode, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
+#: how a cell's GPU busy time was measured: the profiler's CUDA kernels (``--ops``) or
+#: NVML's per-process samples for the kernel's pid
+BUSY_BY = ("profiler", "nvml")
 MAX_CELLS_IN_MEMORY = 2000
 #: the most a number in a record may be, by what it counts: beyond these a record is a
 #: mistake (a cell over a million dollars, a century long), and bytes stay exact in a
@@ -117,6 +120,11 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
     mode = record.get("mode", "auto")
     if not isinstance(mode, str) or mode not in MODES:
         raise CellRecordError(f"mode must be one of {', '.join(MODES)}, not {shown(mode)}")
+    busy_by = record.get("gpu_busy_by")
+    if busy_by is not None and (not isinstance(busy_by, str) or busy_by not in BUSY_BY):
+        raise CellRecordError(
+            f"gpu_busy_by must be one of {', '.join(BUSY_BY)}, not {shown(busy_by)}"
+        )
     peak = _per_gpu(record, "peak_memory_bytes_by_gpu", most=MAX_BYTES)
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:
@@ -134,6 +142,8 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
         "wall_s": _number(record, "wall_s", required=True),
         "cpu_s": _number(record, "cpu_s", required=False),
         "gpu_busy_s": _per_gpu(record, "gpu_busy_s", most=MAX_SECONDS),
+        "gpu_busy_by": busy_by,
+        "gpu_span_s": _per_gpu(record, "gpu_span_s", most=MAX_SECONDS),
         "peak_memory_bytes": peak_total,
         "peak_memory_bytes_by_gpu": peak,
         "energy_j": _number(record, "energy_j", required=False, most=MAX_JOULES),

@@ -7,11 +7,14 @@ refuses reaches the client as a JSON error from the base handler, so no handler 
 from __future__ import annotations
 
 import os
+from datetime import datetime
+from typing import Any
 
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from .attribution import Attributor
 from .cells import CellLog, clean
 from .inputs import whole_number
 from .kernel_auth import user_or_kernel
@@ -86,8 +89,24 @@ class CellsHandler(GpuCostHandler):
             )
         # the ledger write is blocking I/O: off the event loop
         await to_thread.run_sync(self.cells.add, record)
+        note_gpu_time(self.service.attributor, record)
         self.set_status(201)
         self.write_json(record)
+
+
+def note_gpu_time(attributor: Attributor, record: dict[str, Any]) -> None:
+    """A cell whose GPU busy time the kernel measured tells the attribution (its own
+    measure splits a shared GPU better than the driver's samples)."""
+    busy = record.get("gpu_busy_s")
+    kernel = record.get("kernel_id")
+    if not busy or not kernel or record.get("gpu_busy_by") is None:
+        return
+    attributor.note_gpu_time(
+        kernel,
+        {int(i): float(s) for i, s in busy.items()},
+        float(record["wall_s"]),
+        datetime.fromisoformat(record["ended"]).timestamp(),
+    )
 
 
 def relative_to_root(path: str, root_dir: str) -> str:

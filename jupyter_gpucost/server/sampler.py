@@ -2,7 +2,9 @@
 
 NVML calls can take milliseconds and serialise on a driver lock, so they never run on the
 event loop. The sampler reads every device, feeds the meter and publishes an immutable
-snapshot; request handlers only ever read that snapshot.
+snapshot; request handlers only ever read that snapshot. Between readings it polls a
+source that collects something the next reading needs (:class:`PollingSource`: NVML's
+per-process samples) every :data:`POLL_INTERVAL_S`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..core.meter import Meter, MeterSnapshot
-from ..telemetry.base import TelemetrySource, TelemetryStatus
+from ..telemetry.base import PollingSource, TelemetrySource, TelemetryStatus
+
+#: how often a source that collects between readings (NVML's per-process samples) is
+#: polled: the driver takes a per-process sample about every 0.2 s and keeps only the
+#: newest, so four polls a second see them all (docs/telemetry-nvml.md)
+POLL_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,10 @@ class Sampler:
         log: logging.Logger | None = None,
         clock_us: Callable[[], int] = monotonic_us,
         wall: Callable[[], datetime] = utc_now,
+        poll_interval_s: float = POLL_INTERVAL_S,
     ) -> None:
         self._source = source
+        self._poll_interval_s = poll_interval_s
         self._meter = meter
         self._interval_s = interval_s
         self._log = log or logging.getLogger(__name__)
@@ -130,11 +139,28 @@ class Sampler:
             except Exception:  # never let the thread die silently
                 self._log.exception("jupyter-gpucost: sampler iteration failed")
             next_at += self._interval_s
-            delay = next_at - time.monotonic()
-            if delay < 0:  # fell behind (suspended machine, long read): skip, don't burst
-                next_at = time.monotonic()
-                delay = 0
-            self._stop.wait(delay)
+            if next_at < time.monotonic():  # fell behind (suspended machine, long read)
+                next_at = time.monotonic()  # skip, don't burst
+            self._wait_polling(next_at)
+
+    def _wait_polling(self, until: float) -> None:
+        """Wait until ``until`` (monotonic), polling the source meanwhile if it polls."""
+        poller = self._source if isinstance(self._source, PollingSource) else None
+        polls = poller is not None and self._poll_interval_s > 0
+        while not self._stop.is_set():
+            delay = until - time.monotonic()
+            if delay <= 0:
+                return
+            if poller is None or not polls or delay <= self._poll_interval_s:
+                self._stop.wait(delay)
+                return
+            self._stop.wait(self._poll_interval_s)
+            if self._stop.is_set():
+                return
+            try:
+                poller.poll()
+            except Exception:
+                self._log.exception("jupyter-gpucost: polling the telemetry source failed")
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the thread (blocking: call it off the event loop)."""

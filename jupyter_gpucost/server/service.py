@@ -269,6 +269,7 @@ class CostService:
                     "pids": sorted(self.tracker.trees().get(info.id, ())),
                     "remote": info.pid is None,
                     "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
+                    "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
                     "memory_bytes": k.memory_bytes,
                     "cost_usd": usd(k.cost_micro_usd),
                     "cost_micro_usd": k.cost_micro_usd,

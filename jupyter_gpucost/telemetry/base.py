@@ -27,9 +27,20 @@ class ProcessReading:
     pid: int
     #: ``None`` when the driver does not expose per-process memory (Windows WDDM, some vGPUs).
     used_memory_bytes: int | None = None
-    #: share of the GPU's SMs the process kept busy since the last reading (0-100), from
-    #: ``nvmlDeviceGetProcessUtilization``; ``None`` when the driver has no such sample
+    #: mean SM utilisation (0-100) of the per-process samples the driver gave for this
+    #: process since the last reading (``nvmlDeviceGetProcessUtilization``); ``None`` when
+    #: it gave none for this process
     sm_utilization_pct: float | None = None
+    #: how many such samples there were (the driver samples about every 0.2 s and names
+    #: only the process that dominated each sample); 0 with a mean means "one, unknown"
+    sm_samples: int = 0
+
+    @property
+    def sm_pct_sum(self) -> float:
+        """The process's SM samples added up over the interval: its weight in the split."""
+        if self.sm_utilization_pct is None:
+            return 0.0
+        return self.sm_utilization_pct * max(self.sm_samples, 1)
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,15 @@ class TelemetryStatus:
     reason: str | None = None
     #: e.g. driver and NVML versions, or the trace's name
     detail: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class PollingSource(Protocol):
+    """A source that also collects something between readings (NVML's per-process
+    samples), called from the sampler's thread several times a second."""
+
+    def poll(self) -> None:
+        """Collect what would be lost by the next reading; must not raise."""
 
 
 @runtime_checkable

@@ -226,7 +226,7 @@ class NvmlSource:
                 dev, "energy_j", nvml.nvmlDeviceGetTotalEnergyConsumption, unavailable
             )
             procs = calls.field(dev, "processes", calls.running_processes, unavailable)
-            sm_util: dict[int, float] | None = None
+            sm_util: dict[int, tuple[float, int]] | None = None
             if procs:
                 sm_util = calls.field(
                     dev,
@@ -280,6 +280,22 @@ class NvmlSource:
             processes=processes,
             unavailable=unavailable,
         )
+
+    def poll(self) -> None:
+        """Collect each GPU's per-process SM samples between readings (4 Hz or faster).
+
+        Called from the sampler's thread; never raises. A GPU whose per-process
+        utilisation is not supported, or that is lost, is skipped.
+        """
+        if not self._initialized or self._nvml is None:
+            return
+        for dev in self._visible:
+            if dev.lost or "process_utilization" in dev.unsupported or dev.handle is None:
+                continue
+            try:
+                self._calls.collect_process_samples(dev, dev.handle)
+            except Exception as err:  # the next reading's call records why
+                self._log.debug("NVML: collecting process samples failed: %s", err)
 
     def read_energy_j(self) -> dict[int, float]:
         """Only the energy counters (microseconds per GPU), for measuring one cell."""

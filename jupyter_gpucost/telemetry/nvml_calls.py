@@ -52,6 +52,8 @@ class NvmlDevice:
     unsupported: dict[str, str] = field(default_factory=dict)
     #: NVML timestamp (µs) of the newest per-process utilisation sample seen
     last_process_sample_us: int = 0
+    #: pid -> [sum of SM %, number of samples] collected since the last reading
+    process_samples: dict[int, list[float]] = field(default_factory=dict)
 
 
 def reading(
@@ -88,18 +90,24 @@ def lost_reading(pos: int, dev: NvmlDevice) -> GpuReading:
     return reading(pos, dev, lost=True, unavailable=dict.fromkeys(DYNAMIC_FIELDS, dev.lost_reason))
 
 
-def process_reading(info: Any, sm_util: dict[int, float] | None = None) -> ProcessReading:
-    """One entry of NVML's running-process list as a :class:`ProcessReading`."""
+def process_reading(
+    info: Any, sm_util: dict[int, tuple[float, int]] | None = None
+) -> ProcessReading:
+    """One entry of NVML's running-process list as a :class:`ProcessReading`.
+
+    ``sm_util``: pid -> (sum of SM %, number of samples) over the reading's interval."""
     used = getattr(info, "usedGpuMemory", None)
     if used is not None:
         used = int(used)
         if used == VALUE_NOT_AVAILABLE_U64 or used < 0:
             used = None
     pid = int(info.pid)
+    sampled = None if sm_util is None else sm_util.get(pid)
+    if sampled is None or sampled[1] <= 0:
+        return ProcessReading(pid=pid, used_memory_bytes=used)
+    total, count = sampled
     return ProcessReading(
-        pid=pid,
-        used_memory_bytes=used,
-        sm_utilization_pct=None if sm_util is None else sm_util.get(pid),
+        pid=pid, used_memory_bytes=used, sm_utilization_pct=total / count, sm_samples=count
     )
 
 
@@ -236,25 +244,43 @@ class NvmlCalls:
             return result
         raise NotInDriver
 
-    def process_utilization(self, dev: NvmlDevice, handle: Handle) -> dict[int, float]:
-        """Each process's SM utilisation since the last call (``nvmlDeviceGetProcessUtilization``).
+    def collect_process_samples(self, dev: NvmlDevice, handle: Handle) -> None:
+        """Add the per-process samples NVML took since the last call to ``dev``'s tally.
 
-        NVML answers NOT_FOUND when it has no sample newer than the timestamp given: then
-        no process computed, which is an answer (an empty one), not a failure.
+        The driver samples about every 0.2 s and each sample names the process that
+        dominated it (an idle process holding memory shows at 0 % or not at all), so the
+        samples are collected several times a second and added up per process: over a
+        billing interval they say who computed, and split comparable concurrent work.
+        NVML answers NOT_FOUND when it has no sample newer than the timestamp given (or
+        no process has a context): nothing to add, not a failure.
         """
         nvml = self._nvml
         try:
             samples = nvml.nvmlDeviceGetProcessUtilization(handle, dev.last_process_sample_us)
         except nvml.NVMLError as err:
             if error_code(err) == ERR_NOT_FOUND:
-                return {}
+                return
             raise
-        per_pid: dict[int, list[float]] = {}
+        first = dev.last_process_sample_us == 0
+        newest = dev.last_process_sample_us
         for sample in samples:
             stamp = int(getattr(sample, "timeStamp", 0))
-            dev.last_process_sample_us = max(dev.last_process_sample_us, stamp)
-            per_pid.setdefault(int(sample.pid), []).append(float(sample.smUtil))
-        return {pid: sum(values) / len(values) for pid, values in per_pid.items()}
+            newest = max(newest, stamp)
+            if first or stamp <= dev.last_process_sample_us:
+                # the first call (timestamp 0) answers each process's last sample, however
+                # old: it sets where counting starts, and counts nothing
+                continue
+            tally = dev.process_samples.setdefault(int(sample.pid), [0.0, 0])
+            tally[0] += float(sample.smUtil)
+            tally[1] += 1
+        dev.last_process_sample_us = newest
+
+    def process_utilization(self, dev: NvmlDevice, handle: Handle) -> dict[int, tuple[float, int]]:
+        """Each process's SM samples since the last reading: pid -> (sum of SM %, count)."""
+        self.collect_process_samples(dev, handle)
+        collected = {pid: (v[0], int(v[1])) for pid, v in dev.process_samples.items()}
+        dev.process_samples.clear()
+        return collected
 
     def log_once(
         self,

@@ -87,6 +87,7 @@ function makeKernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
         pids: [4242, 4301, 4302],
         remote: false,
         gpu_share: { '0': 0.75, '1': 0.9 },
+        gpu_share_by: { '0': 'sm_samples', '1': 'kernel_gpu_time' },
         memory_bytes: 60 * 2 ** 30,
         cost_usd: 1.4
       }
@@ -213,6 +214,9 @@ describe('panel formatting', () => {
     ]);
     expect(rows[0].label).toBe('work/train.ipynb');
     expect(rows[0].cost).toBe('$1.40');
+    // each row says how its share was made; a server that does not say shows `—`
+    expect(rows[0].shareBy).toBe("by SM samples, by the kernel's own GPU time");
+    expect(rows[1].shareBy).toBe('—');
     expect(rows[1].uptime).toBe('10 min 34 s');
     expect(rows[2].cost).toBe('$0.20');
     expect(rows[3].cost).toBe('$1.10');
@@ -315,6 +319,9 @@ describe('CostPanel', () => {
     const row = node.querySelector('tr[data-kernel-id="k-train"]')!;
     expect(row.textContent).toContain('work/train.ipynb');
     expect(row.textContent).toContain('$1.40');
+    expect(row.textContent).toContain(
+      "GPU 0 75%, GPU 1 90% (by SM samples, by the kernel's own GPU time)"
+    );
     expect(node.querySelector('tfoot')!.textContent).toContain('$2.83');
     expect(
       node.querySelector('[data-field="rightsizing"]')!.textContent

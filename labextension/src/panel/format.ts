@@ -15,6 +15,27 @@ export function formatShare(share: IKernelCost['gpu_share']): string {
 }
 
 /**
+ * How a kernel's share was made, in words: `by SM samples`, or `—` when unknown.
+ * Several GPUs split different ways give each way once, in GPU order.
+ */
+export function formatShareBy(
+  by: IKernelCost['gpu_share_by'],
+  trans: TranslationBundle
+): string {
+  const words: { [method: string]: string } = {
+    sm_samples: trans.__('by SM samples'),
+    kernel_gpu_time: trans.__("by the kernel's own GPU time"),
+    memory: trans.__('by memory'),
+    even: trans.__('even')
+  };
+  const said = Object.entries(by ?? {})
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([, method]) => words[method] ?? method);
+  const unique = said.filter((text, i) => said.indexOf(text) === i);
+  return unique.length ? unique.join(', ') : '—';
+}
+
+/**
  * One row of the kernel table.
  */
 export interface IKernelRow {
@@ -24,6 +45,8 @@ export interface IKernelRow {
   state: string;
   uptime: string;
   share: string;
+  /** How the share was made (`by SM samples`, …), or `—`. */
+  shareBy: string;
   cost: string;
   /** `kernel`, or one of the two rows that complete the total. */
   kind: 'kernel' | 'unattributed' | 'idle';
@@ -56,6 +79,10 @@ export function kernelRows(
         : kernel.remote
           ? trans.__('n/a')
           : formatShare(kernel.gpu_share),
+      shareBy:
+        metered && !kernel.remote
+          ? formatShareBy(kernel.gpu_share_by, trans)
+          : '—',
       cost: metered ? formatMoney(kernel.cost_usd, symbol) : '—',
       kind: 'kernel' as const,
       title: kernel.remote
@@ -79,6 +106,7 @@ export function kernelRows(
     state: '',
     uptime: '',
     share: '',
+    shareBy: '',
     cost: formatMoney(answer.unattributed_usd, symbol),
     kind: 'unattributed',
     title: trans.__(
@@ -91,6 +119,7 @@ export function kernelRows(
     state: '',
     uptime: '',
     share: '',
+    shareBy: '',
     cost: formatMoney(answer.idle_usd, symbol),
     kind: 'idle',
     title: trans.__('Paid while the GPUs did nothing.')

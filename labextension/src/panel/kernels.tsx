@@ -82,7 +82,14 @@ export function Kernels(props: {
             { header: trans.__('Notebook'), cell: row => row.label },
             { header: trans.__('State'), cell: row => row.state },
             { header: trans.__('Uptime'), cell: row => row.uptime },
-            { header: trans.__('GPU share'), cell: row => row.share },
+            {
+              header: trans.__('GPU share'),
+              // the share, and how it was made: `GPU 0 90% (by SM samples)`
+              cell: row =>
+                row.shareBy && row.shareBy !== '—'
+                  ? trans.__('%1 (%2)', row.share, row.shareBy)
+                  : row.share
+            },
             { header: trans.__('Cost'), cell: row => row.cost, numeric: true }
           ]}
           footer={

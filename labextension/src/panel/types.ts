@@ -99,6 +99,12 @@ export interface IKernelCost {
   remote: boolean;
   /** GPU index => share of that GPU (0–1) in the last sample. */
   gpu_share: { [index: string]: number };
+  /**
+   * GPU index => how that share was made: `sm_samples` (the driver's per-process
+   * samples), `kernel_gpu_time` (the kernel's own measured GPU time), `memory`, `even`.
+   * Absent from servers that predate it.
+   */
+  gpu_share_by?: { [index: string]: string };
   memory_bytes: number | null;
   cost_usd: number;
 }
