@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -214,3 +215,54 @@ def test_per_process_utilisation_beats_memory_share() -> None:
     assert shares["b"] == {0: 0.9}
     costs = {k.info.id: k.cost_micro_usd for k in result.kernels}
     assert abs(costs["b"] - 9 * costs["a"]) <= 9
+
+
+def sampled(index: int, processes: list[tuple[int, int, float | None, int]]) -> GpuReading:
+    """A GPU whose processes have (pid, memory, mean SM % of their samples, samples)."""
+    return GpuReading(
+        index=index,
+        uuid=f"GPU-{index}",
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=85_520_809_984,
+        utilization_pct=100.0,
+        processes=tuple(ProcessReading(pid, mem, sm, n) for pid, mem, sm, n in processes),
+    )
+
+
+def test_concurrent_kernels_are_split_by_their_own_measured_gpu_time() -> None:
+    # recorded: A at 80 % duty and B at 20 %, polled at 4 Hz: B's samples add up to 9 %
+    # of the SM time against a true 21 %; the kernels' own busy time says 0.8 / 0.2
+    m, attributor = meter(), Attributor()
+    readings = [sampled(0, [(ME, 4 * GIB, 81.0, 30), (202, 8 * GIB, 62.0, 4)])]
+    m.update(readings, 0, T0)
+    snap = m.update(readings, US_PER_S, T0 + timedelta(seconds=1))
+    by_samples = {k.info.id: k for k in attributor.update(snap, KERNELS, TREES).kernels}
+    assert by_samples["a"].share_by == {0: "sm_samples"}
+    assert by_samples["b"].share[0] == pytest.approx(62 * 4 / (81 * 30 + 62 * 4))
+    ended = (T0 + timedelta(seconds=1)).timestamp()
+    attributor.note_gpu_time("a", {0: 8.0}, 10.0, ended)
+    attributor.note_gpu_time("b", {0: 2.0}, 10.0, ended)
+    snap = m.update(readings, 2 * US_PER_S, T0 + timedelta(seconds=2))
+    rows = {k.info.id: k for k in attributor.update(snap, KERNELS, TREES).kernels}
+    assert rows["a"].share_by == {0: "kernel_gpu_time"}
+    assert rows["b"].share == {0: pytest.approx(0.2)}
+    assert rows["a"].share == {0: pytest.approx(0.8)}
+
+
+def test_absent_from_the_samples_means_nothing_even_with_most_memory() -> None:
+    m, attributor = meter(), Attributor()
+    # b holds 60 GiB and has no sample; a computes with 2 GiB
+    readings = [sampled(0, [(ME, 2 * GIB, 97.0, 4), (202, 60 * GIB, None, 0)])]
+    m.update(readings, 0, T0)
+    snap = m.update(readings, 3 * US_PER_S, T0 + timedelta(seconds=3))
+    result = attributor.update(snap, KERNELS, TREES)
+    rows = {k.info.id: k for k in result.kernels}
+    assert rows["b"].cost_micro_usd == 0
+    assert rows["a"].cost_micro_usd == snap.gpus[0].used_micro_usd
+    assert rows["a"].share_by == {0: "sm_samples"}
+    # a measured GPU time too old to speak for now is not used
+    attributor.note_gpu_time("b", {0: 5.0}, 10.0, (T0 - timedelta(hours=1)).timestamp())
+    no_samples = [sampled(0, [(ME, 2 * GIB, None, 0), (202, 60 * GIB, None, 0)])]
+    snap = m.update(no_samples, 4 * US_PER_S, T0 + timedelta(seconds=4))
+    rows = {k.info.id: k for k in attributor.update(snap, KERNELS, TREES).kernels}
+    assert rows["b"].share_by == {0: "memory"}

@@ -1,47 +1,46 @@
-"""The light measurement's energy step, against a stand-in for the kernel's NVML view
-(no GPU here: the counters are what NVML reports, in joules per visible GPU)."""
+"""The light measurement's energy, against an H100's energy counter as NVML reports it
+(no GPU here): read by a reader thread every 50 ms, never on the cell's thread."""
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from nvml_stub import DRIVER_570, FakeNvml, h100_80gb
 
 from jupyter_gpucost.kernel import measure
+from jupyter_gpucost.kernel.energy import COUNTER_RESOLUTION_S, EnergyReader
 from jupyter_gpucost.kernel.prices import KernelPrices
 
+#: what the H100 drew while busy, and how its counter moved: every 100 ms, in steps
+POWER_W = 697.0
+STEP_S = 0.1
 
-class SlowCounters:
-    """Energy counters that take a while to read, as NVML's can on a busy driver.
 
-    A read returns the counter as it was when the read began: the n-th read to begin gets
-    the n-th reading, whichever thread finishes first."""
+class H100Counter(FakeNvml):
+    """An H100 whose total-energy counter moves every 100 ms at 697 W, and whose reads
+    take 2.4 ms (recorded); every call is counted by the thread that made it."""
 
-    def __init__(self, readings: list[dict[int, float]], fail: bool = False) -> None:
-        self.source = object()
-        self.reason = None
-        self.readings = readings
-        self.fail = fail
-        self.threads: list[str] = []
-        self.calls = 0
-        self._lock = threading.Lock()
+    def __init__(self) -> None:
+        super().__init__([h100_80gb()], DRIVER_570)
+        self.t0 = time.monotonic()
+        self.by_thread: Counter[str] = Counter()
 
-    def began(self, index: int) -> None:
-        """Called as read number ``index`` begins."""
+    def _count(self, name: str) -> None:
+        self.by_thread[threading.current_thread().name] += 1
+        super()._count(name)
 
-    def energy_j(self) -> dict[int, float]:
-        with self._lock:
-            index = self.calls
-            self.calls += 1
-            self.threads.append(threading.current_thread().name)
-        self.began(index)
-        threading.Event().wait(0.05)
-        if self.fail:
-            raise RuntimeError("NVML_ERROR_UNKNOWN")
-        return self.readings[min(index, len(self.readings) - 1)]
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        self._gpu("nvmlDeviceGetTotalEnergyConsumption", handle)
+        time.sleep(0.0024)
+        steps = int((time.monotonic() - self.t0) / STEP_S)
+        return 1_000_000_000 + round(steps * STEP_S * POWER_W * 1000)
 
 
 @pytest.fixture
@@ -56,127 +55,103 @@ def prices() -> Iterator[None]:
 
 
 @pytest.fixture
-def counters(monkeypatch: pytest.MonkeyPatch) -> Any:
-    def install(fake: SlowCounters) -> SlowCounters:
-        monkeypatch.setattr(measure, "_nvml", fake)
-        return fake
+def h100(monkeypatch: pytest.MonkeyPatch) -> Iterator[H100Counter]:
+    """A kernel whose NVML is the H100 stand-in, opened afresh by whoever asks first."""
+    fake = H100Counter()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(measure, "_nvml", None)
+    monkeypatch.setattr(measure, "_energy", None)
+    yield fake
+    if measure._energy is not None:
+        measure._energy.stop()
 
-    return install
 
-
-def test_the_cell_energy_is_the_counters_delta_read_beside_the_cell(
-    prices: None, counters: Any
-) -> None:
-    fake = counters(SlowCounters([{0: 1000.0, 1: 50.0}, {0: 1012.5, 1: 53.0}]))
+def measured(seconds: float) -> measure.CellCost:
     m = measure.Measurement()
     m.start()
-    report = m.finish("ok")
-    assert report.energy_j == {0: 12.5, 1: 3.0}
-    # both reads ran in their own thread, not on the cell's
-    assert fake.threads == ["gpucost-energy", "gpucost-energy"]
+    time.sleep(seconds)
+    return m.finish("ok")
+
+
+def test_the_light_measurement_calls_no_nvml_on_the_cells_thread(
+    prices: None, h100: H100Counter
+) -> None:
+    cell_thread = threading.current_thread().name
+    measured(0.3)  # the first priced cell starts the reader (and NVML, in its thread)
+    report = measured(0.6)
+    assert h100.by_thread[cell_thread] == 0
+    assert h100.by_thread["gpucost-energy"] > 0
+    # the counter's 100 ms steps at 697 W: within about one step of the truth
+    (joules,) = report.energy_j.values()
+    assert joules == pytest.approx(POWER_W * report.wall_s, abs=1.5 * POWER_W * STEP_S)
     assert "GPU 0 energy" in repr(report)
 
 
-def test_a_failing_energy_read_leaves_the_energy_out_and_the_report_intact(
-    prices: None, counters: Any
+def test_a_cell_shorter_than_the_counter_resolution_says_so_instead_of_0_j(
+    prices: None, h100: H100Counter
 ) -> None:
-    counters(SlowCounters([], fail=True))
-    m = measure.Measurement()
-    m.start()
-    report = m.finish("ok")
+    measured(0.2)
+    report = measured(0.02)
     assert report.energy_j == {}
-    assert report.rate_usd_per_hour == Decimal("3.9")
-    assert report.status == "ok"
+    assert any("shorter than the energy counter's resolution (100 ms)" in n for n in report.notes)
+    assert "0.0 J" not in repr(report)
+    assert COUNTER_RESOLUTION_S == STEP_S
 
 
-def test_a_counter_that_went_backwards_is_not_reported(prices: None, counters: Any) -> None:
+def test_the_reader_starts_with_the_first_priced_cell_and_stops_when_idle() -> None:
+    reads: list[str] = []
+
+    def read() -> dict[int, float]:
+        reads.append(threading.current_thread().name)
+        return {0: 1000.0 + len(reads)}
+
+    reader = EnergyReader(read, idle_stop_s=0.2)
+    time.sleep(0.1)
+    assert reads == []
+    assert not reader.running
+    mark = reader.cell_started()
+    assert reader.running
+    time.sleep(0.15)
+    reader.cell_ended(mark)
+    deadline = time.monotonic() + 10
+    while reader.running:
+        assert time.monotonic() < deadline, "the reader did not stop once idle"
+        time.sleep(0.05)
+    stopped_at = len(reads)
+    time.sleep(0.2)
+    assert len(reads) == stopped_at
+    assert set(reads) == {"gpucost-energy"}
+    # the next priced cell starts it again
+    mark = reader.cell_started()
+    assert reader.running
+    reader.cell_ended(mark)
+    reader.stop()
+
+
+def test_a_failing_counter_leaves_the_energy_out_and_says_why() -> None:
+    def read() -> dict[int, float]:
+        raise RuntimeError("NVML_ERROR_UNKNOWN")
+
+    reader = EnergyReader(read)
+    mark = reader.cell_started()
+    time.sleep(0.2)
+    energy = reader.cell_ended(mark)
+    reader.stop()
+    assert energy.energy_j == {}
+    assert energy.reason is not None
+    assert "NVML_ERROR_UNKNOWN" in energy.reason
+
+
+def test_a_counter_that_went_backwards_is_not_reported() -> None:
     # a GPU reset sets the counter back to zero: no negative energy
-    counters(SlowCounters([{0: 5000.0}, {0: 10.0}]))
-    m = measure.Measurement()
-    m.start()
-    assert m.finish("ok").energy_j == {}
+    values = iter([5000.0, 5000.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0])
 
+    def read() -> dict[int, float]:
+        return {0: next(values, 10.0)}
 
-class StartedCounters(SlowCounters):
-    """Counters that say when a read has begun."""
-
-    def __init__(self, readings: list[dict[int, float]]) -> None:
-        super().__init__(readings)
-        self.begun = [threading.Event(), threading.Event()]
-
-    def began(self, index: int) -> None:
-        self.begun[min(index, 1)].set()
-
-
-class TeardownProfiler:
-    """Stands for torch.profiler's context: its teardown is where --ops spends its time."""
-
-    def __init__(self, counters: StartedCounters) -> None:
-        self.counters = counters
-        self.end_read_running_at_exit = False
-
-    def __exit__(self, *exc: Any) -> None:
-        # the end-of-cell energy read is already under way while the profiler shuts down
-        self.end_read_running_at_exit = self.counters.begun[1].wait(2.0)
-
-    def key_averages(self) -> list[Any]:
-        return []
-
-
-def test_with_ops_the_end_energy_read_runs_during_the_profiler_teardown(
-    prices: None, counters: Any
-) -> None:
-    fake = counters(StartedCounters([{0: 100.0}, {0: 160.0}]))
-    m = measure.Measurement()
-    m.start()
-    profiler = TeardownProfiler(fake)
-    m._profiler = profiler
-    report = m.finish("ok")
-    assert profiler.end_read_running_at_exit
-    assert report.energy_j == {0: 60.0}
-
-
-def test_the_energy_of_a_short_cell_is_marked_approximate(prices: None, counters: Any) -> None:
-    counters(SlowCounters([{0: 1000.0}, {0: 1075.9}]))
-    m = measure.Measurement()
-    m.start()
-    report = m.finish("ok")
-    assert report.energy_j == {0: pytest.approx(75.9)}
-    assert any("approximate" in note and "20-100 ms" in note for note in report.notes)
-    assert "approximate" in repr(report)
-
-
-def test_the_energy_of_a_long_cell_is_not_marked_approximate(prices: None, counters: Any) -> None:
-    counters(SlowCounters([{0: 1000.0}, {0: 1650.0}]))
-    m = measure.Measurement()
-    m.start()
-    m._wall0 -= 1.5  # the cell ran for 1.5 s
-    report = m.finish("ok")
-    assert report.energy_j == {0: 650.0}
-    assert not any("approximate" in note for note in report.notes)
-
-
-class LateFirstRead(SlowCounters):
-    """The read before the cell is held up (its thread was slow to run): the read after
-    the cell must still come second."""
-
-    def __init__(self, readings: list[dict[int, float]]) -> None:
-        super().__init__(readings)
-        self.log: list[str] = []
-        self.release = threading.Event()
-
-    def began(self, index: int) -> None:
-        self.log.append(f"begin {index}")
-        if index == 0:
-            self.release.wait(2.0)
-            self.log.append("end 0")
-
-
-def test_the_read_after_the_cell_waits_for_the_read_before_it(prices: None, counters: Any) -> None:
-    fake = counters(LateFirstRead([{0: 200.0}, {0: 230.0}]))
-    m = measure.Measurement()
-    m.start()
-    threading.Timer(0.2, fake.release.set).start()
-    report = m.finish("ok")
-    assert fake.log == ["begin 0", "end 0", "begin 1"]
-    assert report.energy_j == {0: 30.0}
+    reader = EnergyReader(read)
+    mark = reader.cell_started()
+    time.sleep(0.3)
+    energy = reader.cell_ended(mark)
+    reader.stop()
+    assert energy.energy_j == {}

@@ -1,7 +1,8 @@
 """``%gpucost auto on``: every cell priced with the light method, shown as a badge.
 
 The light method reads two clocks before and after the cell and, once the notebook has
-started CUDA itself, records a CUDA event on each GPU's current stream and resets the
+started CUDA itself, records a CUDA event on each GPU's current stream (the cell's GPU
+*span*, sent as ``gpu_span_s``: idle gaps included, so not busy time) and resets the
 peak-memory counter; it never starts a profiler, never imports torch and never waits for
 the GPU on the cell's thread (the end events are waited for in the thread that sends the
 record). Nothing is printed into the notebook: the record goes to the server, and
@@ -175,12 +176,13 @@ class AutoPricer:
             record["peak_memory_bytes"] = int(max(peaks.values(), default=0))
 
             def finish_gpu_times(r: dict[str, Any]) -> None:
-                # in the sending thread: the cell's thread never waits for the GPU
-                busy = {}
+                # in the sending thread: the cell's thread never waits for the GPU. The
+                # events give the GPU span (idle gaps included), not the time it computed
+                span = {}
                 for i, (start, end) in ends.items():
                     end.synchronize()
-                    busy[str(i)] = round(start.elapsed_time(end) / 1e3, 6)
-                r["gpu_busy_s"] = busy
+                    span[str(i)] = round(start.elapsed_time(end) / 1e3, 6)
+                r["gpu_span_s"] = span
 
             finish = finish_gpu_times
 

@@ -120,7 +120,10 @@ def magic_record(report: CellCost, result: object) -> dict[str, Any]:
         kernel=kernel_id(),
     )
     record.update(
-        gpu_busy_s={str(i): round(s, 6) for i, s in report.gpu_time_s.items()} or None,
+        # busy time only where it was measured; the events' span is not GPU time
+        gpu_busy_s={str(i): round(s, 6) for i, s in report.gpu_busy_s.items()} or None,
+        gpu_busy_by=report.gpu_busy_by or None,
+        gpu_span_s={str(i): round(s, 6) for i, s in report.gpu_span_s.items()} or None,
         peak_memory_bytes=int(max(peaks.values())) if peaks else None,
         peak_memory_bytes_by_gpu=peaks or None,
         energy_j=round(sum(report.energy_j.values()), 3) if report.energy_j else None,

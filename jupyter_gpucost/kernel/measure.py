@@ -2,10 +2,13 @@
 
 Light method (always): wall clock, process CPU time, CUDA events on every GPU's current
 stream (when torch is already imported and CUDA is initialised), peak memory from the
-caching allocator, and the NVML energy counter of each GPU before and after. With
-``ops=True`` the cell also runs under ``torch.profiler`` and the operators with the most
-self device time (self CPU time on a CPU-only machine) are listed with their share of the
-cell's cost.
+caching allocator, and each GPU's energy from a reader thread (:mod:`.energy`): nothing
+on the cell's thread calls NVML. The two CUDA events give the GPU *span* of the cell (from
+the first to the last thing it queued, idle gaps included), which is not the time the GPU
+computed: a ``time.sleep`` cell has a span as long as its wall time. With ``ops=True`` the
+cell also runs under ``torch.profiler``; the operators with the most self device time (self
+CPU time on a CPU-only machine) are listed with their share of the cell's cost, and the
+kernels the profiler saw give the GPU *busy* time (:mod:`.ops`).
 
 torch is never imported here unless the user already has: a cell that does not use torch
 is measured without it.
@@ -24,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.billing import cost_micro_usd
 from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, torch_cuda
+from .energy import EnergyReader, Mark
+from .ops import ops_table
 from .prices import KernelPrices, from_catalog, from_environment
 
 if TYPE_CHECKING:
@@ -48,7 +53,12 @@ class CellCost:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     #: CUDA device index -> seconds between the cell's start and end events on its stream
-    gpu_time_s: dict[int, float] = field(default_factory=dict)
+    #: (the GPU *span*: idle gaps included; not the time the GPU computed)
+    gpu_span_s: dict[int, float] = field(default_factory=dict)
+    #: CUDA device index -> seconds the GPU computed for the cell, where measured
+    gpu_busy_s: dict[int, float] = field(default_factory=dict)
+    #: how ``gpu_busy_s`` was measured: "profiler" (``--ops``), else ""
+    gpu_busy_by: str = ""
     peak_memory_bytes: dict[int, int] = field(default_factory=dict)
     #: GPU index -> joules drawn during the cell (NVML energy counter delta)
     energy_j: dict[int, float] = field(default_factory=dict)
@@ -81,8 +91,10 @@ class CellCost:
             ("wall time", f"{self.wall_s:.3f} s"),
             ("CPU time", f"{self.cpu_s:.3f} s"),
         ]
-        for i, seconds in sorted(self.gpu_time_s.items()):
-            rows.append((f"GPU {i} time (CUDA events)", f"{seconds:.3f} s"))
+        for i, seconds in sorted(self.gpu_busy_s.items()):
+            rows.append((f"GPU {i} busy ({self.gpu_busy_by})", f"{seconds:.3f} s"))
+        for i, seconds in sorted(self.gpu_span_s.items()):
+            rows.append((f"GPU {i} span (CUDA events, idle included)", f"{seconds:.3f} s"))
         for i, peak in sorted(self.peak_memory_bytes.items()):
             rows.append((f"GPU {i} peak memory", f"{peak / 2**30:.2f} GiB"))
         for i, joules in sorted(self.energy_j.items()):
@@ -172,15 +184,32 @@ class KernelNvml:
 
 
 _nvml: KernelNvml | None = None
+_nvml_lock = threading.Lock()
 _prices: KernelPrices | None = None
+_energy: EnergyReader | None = None
 
 
 def nvml() -> KernelNvml:
-    """The kernel's NVML view, opened on first use."""
+    """The kernel's NVML view, opened on first use (by whichever thread asks first)."""
     global _nvml
-    if _nvml is None:
-        _nvml = KernelNvml()
-    return _nvml
+    with _nvml_lock:
+        if _nvml is None:
+            _nvml = KernelNvml()
+        return _nvml
+
+
+def nvml_reason() -> str | None:
+    """Why there is no NVML, once it has been tried (never opens it)."""
+    view = _nvml
+    return None if view is None or view.source is not None else view.reason
+
+
+def energy_reader() -> EnergyReader:
+    """The kernel's one energy reader (its thread opens NVML and reads the counters)."""
+    global _energy
+    if _energy is None:
+        _energy = EnergyReader(lambda: nvml().energy_j())
+    return _energy
 
 
 def prices() -> KernelPrices:
@@ -194,40 +223,12 @@ def prices() -> KernelPrices:
     return _prices
 
 
-#: below this wall time the energy counter's 20-100 ms steps are a large part of the delta
+#: below this wall time the energy counter's 100 ms steps are a large part of the delta
 ROUGH_ENERGY_BELOW_S = 1.0
 
-
-class EnergyRead:
-    """One read of the GPUs' energy counters, in a thread of its own.
-
-    NVML's calls release the GIL and can take milliseconds each on a busy driver; the
-    counters themselves only move every 20-100 ms, so reading them beside the cell rather
-    than before it changes nothing a reader can see, and keeps the read off the cell's time.
-    """
-
-    def __init__(self, after: EnergyRead | None = None) -> None:
-        self.value: dict[int, float] = {}
-        #: a read made ``after`` another begins once that one is done: a thread started
-        #: first is not always the first to run, and the counters must be read in order
-        self._after = after
-        self._thread: threading.Thread | None = None
-        if nvml().source is not None:
-            self._thread = threading.Thread(target=self._read, name="gpucost-energy", daemon=True)
-            self._thread.start()
-
-    def _read(self) -> None:
-        if self._after is not None and self._after._thread is not None:
-            self._after._thread.join(2.0)
-        try:
-            self.value = nvml().energy_j()
-        except Exception:
-            self.value = {}
-
-    def result(self, timeout_s: float = 2.0) -> dict[int, float]:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        return dict(self.value)
+#: the first start of torch.profiler in a process (seconds: 6.2 on an H100 machine, 2 on
+#: a CPU), which the cell's time leaves out and the report mentions
+SLOW_PROFILER_START_S = 0.5
 
 
 def start_events(torch: Torch) -> dict[int, CudaEvent]:
@@ -261,9 +262,10 @@ class Measurement:
         self.result = CellCost()
         self._profiler: Any = None
         self._events: dict[int, CudaEvent] = {}
+        self._energy_mark: Mark | None = None
 
     def start(self) -> None:
-        self._energy0 = EnergyRead()
+        self._energy_mark = energy_reader().cell_started()
         torch = torch_cuda()
         if torch is not None:
             self._events = start_events(torch)
@@ -293,7 +295,16 @@ class Measurement:
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
         self._profiler = profile(activities=activities)
+        began = time.perf_counter()
         self._profiler.__enter__()
+        # the first start in a process loads Kineto (seconds); the cell's time starts
+        # after it, and the report says what it took
+        took = time.perf_counter() - began
+        if took >= SLOW_PROFILER_START_S:
+            r.notes.append(
+                f"the profiler's first start in this kernel took {took:.1f} s (later ones "
+                "take about 1 ms); it is not in the cell's time or cost"
+            )
 
     def finish(self, status: str) -> CellCost:
         r = self.result
@@ -309,22 +320,30 @@ class Measurement:
                     end.synchronize()
                     start = self._events.get(i)
                     if start is not None:
-                        r.gpu_time_s[i] = start.elapsed_time(end) / 1e3
+                        r.gpu_span_s[i] = start.elapsed_time(end) / 1e3
                     r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
-        # the GPUs are done (synchronised above): the second read starts now and runs
-        # beside the rest of the report, the profiler's teardown included
-        energy1 = EnergyRead(after=self._energy0)
+        # the GPUs are done (synchronised above): the energy up to now, from the reader's
+        # readings (no NVML call here)
+        energy = None
+        if self._energy_mark is not None:
+            energy = energy_reader().cell_ended(self._energy_mark)
+            self._energy_mark = None
         profiler, self._profiler = self._profiler, None
         if profiler is not None:
             profiler.__exit__(None, None, None)
         p = prices()
         r.simulated = p.simulated
         r.simulated_by = p.simulated_by
-        if nvml().source is None:
+        no_nvml = nvml_reason()
+        if no_nvml is not None:
             if p.simulated:
                 r.notes.append("no GPU energy: the server's GPUs are simulated")
             else:
-                r.notes.append(f"no GPU energy: {nvml().reason}")
+                r.notes.append(f"no GPU energy: {no_nvml}")
+        elif energy is not None:
+            r.energy_j = energy.energy_j
+            if energy.reason is not None:
+                r.notes.append(f"no GPU energy: {energy.reason}")
         r.gpu_names = [name for name, _ in p.gpus.values()]
         r.rate_usd_per_hour = p.rate_usd_per_hour()
         r.currency_symbol = p.currency_symbol
@@ -342,53 +361,46 @@ class Measurement:
         r.cost_micro_usd = round_micro(exact)
         if profiler is not None:
             self._ops(profiler, r)
-        before_j = self._energy0.result()
-        for index, after in energy1.result().items():
-            before = before_j.get(index)
-            if before is not None and after >= before:
-                r.energy_j[index] = after - before
         if r.energy_j and r.wall_s < ROUGH_ENERGY_BELOW_S:
             r.notes.append(
                 f"the energy is approximate for a cell under {ROUGH_ENERGY_BELOW_S:.0f} s: "
-                "NVML's energy counter moves only every 20-100 ms"
+                "NVML's energy counter moves only every 100 ms"
             )
         return r
 
     def _ops(self, profiler: Any, r: CellCost) -> None:
-        events = profiler.key_averages()
+        """The operator table from the profiler's raw events (never ``key_averages()``)."""
+        try:
+            events = profiler.profiler.kineto_results.events()
+        except AttributeError:
+            r.notes.append("--ops: this PyTorch's profiler gives no events; no operators")
+            return
         cuda = torch_cuda() is not None
-
-        def device_time(e: Any) -> float:
-            for attr in ("self_device_time_total", "self_cuda_time_total"):
-                value = getattr(e, attr, None)
-                if value is not None:
-                    return float(value)
-            return 0.0
-
-        if cuda:
-            total = sum(device_time(e) for e in events)
-            if total <= 0:
-                r.notes.append(
-                    "the CUDA profile is empty (no kernel ran on the GPU, or CUPTI is not "
-                    "available): operators are ranked by self CPU time"
-                )
-                cuda = False
-        key = device_time if cuda else (lambda e: float(e.self_cpu_time_total))
-        r.ops_by = "self device time" if cuda else "self CPU time"
-        # rank operators, not the GPU kernels and runtime activities they launched (those
-        # carry the same device time and would count it twice)
-        events = [e for e in events if "CUDA" not in str(getattr(e, "device_type", "CPU"))]
-        ranked = sorted(events, key=key, reverse=True)
-        total = sum(key(e) for e in events) or 1.0
-        for e in ranked[: self.top]:
-            share = key(e) / total
+        table = ops_table(events, cuda=cuda, top=self.top)
+        if cuda and table.by != "self device time":
+            r.notes.append(
+                "the CUDA profile is empty (no kernel ran on the GPU, or CUPTI is not "
+                "available): operators are ranked by self CPU time"
+            )
+        r.ops_by = table.by
+        r.notes.extend(table.notes)
+        if table.busy_s:
+            r.gpu_busy_s = dict(table.busy_s)
+            r.gpu_busy_by = "profiler"
+        elif cuda:
+            # the profiler saw every kernel of the cell: none ran
+            r.gpu_busy_s = dict.fromkeys(r.gpu_span_s, 0.0)
+            r.gpu_busy_by = "profiler"
+        total = table.total_us or 1.0
+        for row in table.rows:
+            share = row.self_time_us / total
             if share <= 0:
                 break
             r.ops.append(
                 OpCost(
-                    name=e.key,
-                    calls=int(e.count),
-                    self_time_s=key(e) / 1e6,
+                    name=row.name,
+                    calls=row.calls,
+                    self_time_s=row.self_time_us / 1e6,
                     share=share,
                     cost_micro_usd=round(r.cost_micro_usd * share),
                 )
