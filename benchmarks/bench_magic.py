@@ -12,6 +12,14 @@ light and 200 ``--ops`` cells in a row and reports how much the process grew. Wi
 ``--cuda`` it also prints one light and one ``--ops`` report in full. Last, each step of the
 light method is timed on its own, on an idle GPU (``light_steps_us``: median microseconds
 over 200 runs), so that a fixed cost per cell can be traced to the step that pays it.
+
+Then what the targets need beyond the ratios: a ``time.sleep`` cell (light and ``--ops``)
+and the GPU busy time it reports (``sleep_cell_gpu_busy_s``: none on an idle GPU; its span
+is ``sleep_cell_gpu_span_s``), and a cell of 2,000 tiny kernels (one-element adds; tiny
+operators on the CPU) plain and under ``--ops`` (``tiny_kernels``: the ratio, and whether
+the report names the cell's thousands of tiny kernels). The first ``--ops`` cell of the
+process is timed apart (``first_ops_cell_s``), with what its report says about the
+profiler's first start.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ def light_steps(repeat: int = 200) -> dict[str, float]:
     torch = torch_cuda()
     steps: dict[str, Any] = {
         "energy counters, one read (NVML)": lambda: measure.nvml().energy_j(),
-        "energy read started in its thread": lambda: measure.EnergyRead(),
+        "energy reader: cell start + end (no NVML call)": lambda: _energy_marks(measure),
         "prices (cached)": measure.prices,
         "whole light measurement, empty cell": lambda: _measured(measure),
     }
@@ -96,10 +104,49 @@ def light_steps(repeat: int = 200) -> dict[str, float]:
     return out
 
 
+def _energy_marks(measure: Any) -> None:
+    reader = measure.energy_reader()
+    reader.cell_ended(reader.cell_started())
+
+
 def _measured(measure: Any) -> Any:
     m = measure.Measurement()
     m.start()
     return m.finish("ok")
+
+
+def sleep_and_tiny(shell: Any, run: Any, cuda: bool) -> dict[str, Any]:
+    """A sleep cell's reported GPU busy time, and a cell of 2,000 tiny kernels."""
+    out: dict[str, Any] = {}
+    run("%%gpucost -o last_sleep\nimport time\ntime.sleep(2)")
+    sleep = shell.user_ns["last_sleep"]
+    run("%%gpucost --ops -o last_sleep_ops\nimport time\ntime.sleep(2)")
+    sleep_ops = shell.user_ns["last_sleep_ops"]
+    out["sleep_cell_gpu_busy_s"] = sleep.gpu_busy_s
+    out["sleep_cell_gpu_span_s"] = sleep.gpu_span_s
+    out["sleep_cell_ops_gpu_busy_s"] = sleep_ops.gpu_busy_s
+    out["sleep_cell_report"] = repr(sleep)
+    device = "'cuda'" if cuda else "'cpu'"
+    sync = "\ntorch.cuda.synchronize()" if cuda else ""
+    run(f"import torch\ntiny = torch.ones(1, device={device})")
+    body = f"for _ in range(2000):\n    tiny.add_(1){sync}"
+    times: dict[str, list[float]] = {"plain": [], "ops": []}
+    for _ in range(5):
+        for name, source in (("plain", body), ("ops", "%%gpucost --ops -o last_tiny\n" + body)):
+            t0 = time.perf_counter()
+            run(source)
+            times[name].append(time.perf_counter() - t0)
+    plain, ops = (statistics.median(times[k]) for k in ("plain", "ops"))
+    notes = shell.user_ns["last_tiny"].notes
+    out["tiny_kernels"] = {
+        "kernels": 2000,
+        "plain_s": plain,
+        "ops_s": ops,
+        "ops_ratio": ops / plain,
+        "named_in_report": any("tiny" in n for n in notes),
+        "notes": notes,
+    }
+    return out
 
 
 def main() -> int:
@@ -170,6 +217,9 @@ def main() -> int:
         return elapsed
 
     times: dict[str, list[float]] = {k: [] for k in variants}
+    # the first --ops cell of the process: the profiler's first start (seconds on a GPU)
+    first_ops_s = timed("gpucost_ops", variants["gpucost_ops"])
+    first_ops_notes = list(shell.user_ns["last_ops"].notes)
     for _ in range(2):  # warm up every path once
         for name, source in variants.items():
             timed(name, source)
@@ -208,13 +258,18 @@ def main() -> int:
     out["ops_report"] = repr(ops)
     out["light"] = {
         "wall_s": light.wall_s,
-        "gpu_time_s": light.gpu_time_s,
+        "gpu_span_s": light.gpu_span_s,
+        "gpu_busy_s": light.gpu_busy_s,
+        "gpu_busy_by": light.gpu_busy_by,
         "peak_memory_bytes": light.peak_memory_bytes,
         "energy_j": light.energy_j,
         "cost_usd": str(light.cost_usd),
         "rate_usd_per_hour": str(light.rate_usd_per_hour),
     }
     out["ops_top"] = [(o.name, o.self_time_s, o.share) for o in ops.ops]
+    out["first_ops_cell_s"] = first_ops_s
+    out["first_ops_notes"] = first_ops_notes
+    out.update(sleep_and_tiny(shell, run, args.cuda))
 
     def rss_mb() -> float:
         """The process's resident memory now (not its high-water mark), after a collection."""
