@@ -155,3 +155,24 @@ def test_a_counter_that_went_backwards_is_not_reported() -> None:
     energy = reader.cell_ended(mark)
     reader.stop()
     assert energy.energy_j == {}
+
+
+def test_without_nvml_the_reader_stops_for_good() -> None:
+    reads: list[int] = []
+
+    def read() -> dict[int, float]:
+        reads.append(1)
+        return {}
+
+    reader = EnergyReader(read, absent=lambda: True)
+    mark = reader.cell_started()
+    deadline = time.monotonic() + 10
+    while reader.running:
+        assert time.monotonic() < deadline, "the reader kept running without counters"
+        time.sleep(0.02)
+    energy = reader.cell_ended(mark)
+    assert energy.energy_j == {}
+    reader.cell_ended(reader.cell_started())
+    time.sleep(0.1)
+    assert not reader.running
+    assert len(reads) == 1

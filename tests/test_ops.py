@@ -19,8 +19,8 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 def workload() -> None:
     """The shape of the recorded GPU workload, on the CPU: matmuls, then relu/add/mul."""
-    x = torch.randn(192, 192)
-    for _ in range(40):
+    x = torch.randn(384, 384)
+    for _ in range(20):
         y = (x @ x).relu()
         x = (y + 1.0) * 0.001
 

@@ -176,3 +176,40 @@ def test_shipped_traces_are_selectable_by_name() -> None:
     assert reading.memory_total_bytes == 85520809984
     assert resolve_trace("") == demo_trace_path()
     assert resolve_trace("some/where.jsonl") == Path("some/where.jsonl")
+
+
+class PollingSimulated(SimulatedSource):
+    """A source that also collects between readings, as NVML's per-process samples do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls: list[str] = []
+        self.reads = 0
+
+    def poll(self) -> None:
+        import threading
+
+        self.polls.append(threading.current_thread().name)
+
+    def read(self) -> tuple[GpuReading, ...]:
+        self.reads += 1
+        return super().read()
+
+
+def test_the_sampler_polls_a_polling_source_between_readings_in_its_thread() -> None:
+    import time
+
+    source = PollingSimulated()
+    source.open()
+    sampler = Sampler(source, make_meter(), interval_s=0.5, poll_interval_s=0.1)
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 10
+        while source.reads < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        sampler.stop()
+    assert source.reads >= 3
+    # several polls between two readings, all in the sampler's thread
+    assert len(source.polls) >= 1
+    assert set(source.polls) == {"gpucost-sampler"}

@@ -61,11 +61,16 @@ class EnergyReader:
         self,
         read: Callable[[], dict[int, float]],
         *,
+        absent: Callable[[], bool] = lambda: False,
         period_s: float = PERIOD_S,
         idle_stop_s: float = IDLE_STOP_S,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._read = read
+        #: says, after a read, that there are no counters to read (no NVML): the reader
+        #: then stops for good
+        self._absent = absent
+        self._gone = False
         self._period_s = period_s
         self._idle_stop_s = idle_stop_s
         self._clock = clock
@@ -90,6 +95,11 @@ class EnergyReader:
         mark = Mark(self._clock())
         with self._lock:
             self._running_cells += 1
+            if self._gone:
+                return mark
+            if self._thread is None or not self._thread.is_alive():
+                # readings from before the reader stopped say nothing about now
+                self._readings.clear()
             if self._readings:
                 mark.before = self._readings[-1]
             self._marks.append(mark)
@@ -148,6 +158,11 @@ class EnergyReader:
                 values = {}
                 self.error = str(e) or type(e).__name__
             t1 = self._clock()
+            if not values and self._absent():
+                with self._lock:
+                    self._gone = True
+                    self._thread = None
+                return
             reading: Reading = ((t0 + t1) / 2, values)
             with self._lock:
                 self.reads += 1

@@ -467,3 +467,6 @@ def unload(shell: Shell) -> None:
     pricer = getattr(shell, "gpucost_auto", None)
     if pricer is not None:
         pricer.disable()
+    from .measure import stop_energy_reader
+
+    stop_energy_reader()

@@ -208,8 +208,14 @@ def energy_reader() -> EnergyReader:
     """The kernel's one energy reader (its thread opens NVML and reads the counters)."""
     global _energy
     if _energy is None:
-        _energy = EnergyReader(lambda: nvml().energy_j())
+        _energy = EnergyReader(lambda: nvml().energy_j(), absent=lambda: nvml().source is None)
     return _energy
+
+
+def stop_energy_reader() -> None:
+    """End the energy reader's thread (the extension is unloaded)."""
+    if _energy is not None:
+        _energy.stop()
 
 
 def prices() -> KernelPrices:

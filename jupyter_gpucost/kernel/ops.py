@@ -105,13 +105,12 @@ def ops_table(events: Sequence[Any], *, cuda: bool, top: int) -> OpsTable:
         table.busy_s = busy_seconds(kernels)
         _tiny(table, len(kernels), table.total_us, "GPU kernels")
         return table
-    self_us = self_cpu_us(cpu)
+    self_us, outermost = self_cpu_us(cpu)
     counts = _counts(cpu)
     ranked = sorted(self_us.items(), key=lambda kv: kv[1], reverse=True)
     table.rows = [OpRow(name, counts[name], us) for name, us in ranked[:top] if us > 0]
     table.total_us = sum(self_us.values())
-    ops = sum(1 for e in cpu if int(e.linked_correlation_id()) == 0)
-    _tiny(table, ops, table.total_us, "operators")
+    _tiny(table, outermost, table.total_us, "operators")
     return table
 
 
@@ -122,12 +121,14 @@ def _counts(cpu: Iterable[Any]) -> dict[str, int]:
     return counts
 
 
-def self_cpu_us(cpu: Iterable[Any]) -> dict[str, float]:
-    """Each operator name's self CPU time: its events' durations less their children's.
+def self_cpu_us(cpu: Iterable[Any]) -> tuple[dict[str, float], int]:
+    """Each operator name's self CPU time: its events' durations less their children's;
+    and how many operators were called from the cell itself (nested in no other).
 
     Children are the events nested in an event on the same thread (not async ones), as in
     torch's ``EventList._populate_cpu_children``."""
     out: dict[str, float] = defaultdict(float)
+    outermost = 0
     sync = [e for e in cpu if not e.is_async() and e.start_thread_id() == e.end_thread_id()]
     sync.sort(key=lambda e: e.start_thread_id())
     for _, group in itertools.groupby(sync, key=lambda e: e.start_thread_id()):
@@ -143,8 +144,10 @@ def self_cpu_us(cpu: Iterable[Any]) -> dict[str, float]:
             out[name] += duration_us
             if stack:
                 out[stack[-1][2]] -= duration_us
+            else:
+                outermost += 1
             stack.append((start, end, name))
-    return dict(out)
+    return dict(out), outermost
 
 
 def busy_seconds(kernels: Iterable[Any]) -> dict[int, float]:
