@@ -432,6 +432,8 @@ def cell(**changes: Any) -> dict[str, Any]:
         (json.dumps(cell(gpu_busy_s={"0": "1"})), "gpu_busy_s[0] must be a finite number"),
         (json.dumps(cell(gpu_busy_s={"0": -1})), "gpu_busy_s[0] cannot be negative"),
         (json.dumps(cell(gpu_busy_s={str(n): 1 for n in range(65)})), "at most 64 GPUs"),
+        (json.dumps(cell(gpu_busy_by="events")), "gpu_busy_by must be one of profiler"),
+        (json.dumps(cell(gpu_span_s={"0": -2})), "gpu_span_s[0] cannot be negative"),
         (
             json.dumps(cell(peak_memory_bytes_by_gpu={"0": 2**60})),
             "peak_memory_bytes_by_gpu[0] must be at most",
@@ -471,6 +473,8 @@ async def test_a_cell_record_in_any_language_is_kept_as_sent(jp_fetch: Any) -> N
         cell_id="ячейка-1",
         notebook_path="données/entraînement 模型.ipynb",
         gpu_busy_s={"0": 1.5, "1": 0.25},
+        gpu_busy_by="profiler",
+        gpu_span_s={"0": 2.0, "1": 2.0},
         peak_memory_bytes=2**40,
         status="interrupted",
         mode="magic",
@@ -480,6 +484,8 @@ async def test_a_cell_record_in_any_language_is_kept_as_sent(jp_fetch: Any) -> N
     [kept] = (await get(jp_fetch, "cells", cell_id="ячейка-1"))["cells"]
     assert kept["notebook_path"] == "données/entraînement 模型.ipynb"
     assert kept["gpu_busy_s"] == {"0": 1.5, "1": 0.25}
+    assert kept["gpu_busy_by"] == "profiler"
+    assert kept["gpu_span_s"] == {"0": 2.0, "1": 2.0}
     assert kept["peak_memory_bytes"] == 2**40
     assert (await get(jp_fetch, "cells", notebook="données/entraînement 模型.ipynb"))["cells"]
 

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 #: the reader's period: not 100 ms, which locks onto the counter's own update
 PERIOD_S = 0.05
@@ -35,14 +35,13 @@ SLOPE_WINDOW_S = 0.5
 Reading = tuple[float, dict[int, float]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Mark:
     """A cell's start: the readings just before and just after it, once both exist."""
 
     at: float
     before: Reading | None = None
     after: Reading | None = None
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,10 @@ class EnergyReader:
     def cell_started(self) -> Mark:
         """A priced cell starts now: make sure the reader runs, and mark the time."""
         mark = Mark(self._clock())
+        if self._gone:  # no counters here: nothing to keep
+            return mark
         with self._lock:
             self._running_cells += 1
-            if self._gone:
-                return mark
             if self._thread is None or not self._thread.is_alive():
                 # readings from before the reader stopped say nothing about now
                 self._readings.clear()
@@ -113,6 +112,8 @@ class EnergyReader:
     def cell_ended(self, mark: Mark) -> CellEnergy:
         """The cell that ``mark`` started has ended: its energy, without waiting for a read."""
         end = self._clock()
+        if self._gone:
+            return CellEnergy({}, "this machine has no GPU energy counters")
         with self._lock:
             self._running_cells = max(self._running_cells - 1, 0)
             self._last_end = end
@@ -174,7 +175,6 @@ class EnergyReader:
                                 mark.before = reading
                             else:
                                 mark.after = reading
-                                mark.done.set()
                 idle = self._running_cells == 0 and t1 - self._last_end > self._idle_stop_s
                 if idle:
                     self._thread = None

@@ -212,8 +212,8 @@ class Attributor:
     ) -> None:
         """A kernel measured its own GPU busy time over a cell (a priced cell's record).
 
-        Only *busy* time counts (the profiler's CUDA kernels, NVML's samples for the
-        kernel's pid), never the span between two CUDA events. Called from any thread.
+        Only *busy* time counts (the profiler's CUDA kernels), never the span between two
+        CUDA events. Called from any thread.
         """
         if wall_s <= 0:
             return

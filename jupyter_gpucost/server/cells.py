@@ -20,9 +20,8 @@ from .inputs import is_unicode, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
-#: how a cell's GPU busy time was measured: the profiler's CUDA kernels (``--ops``) or
-#: NVML's per-process samples for the kernel's pid
-BUSY_BY = ("profiler", "nvml")
+#: how a cell's GPU busy time was measured: the profiler's CUDA kernels (``--ops``)
+BUSY_BY = ("profiler",)
 MAX_CELLS_IN_MEMORY = 2000
 #: the most a number in a record may be, by what it counts: beyond these a record is a
 #: mistake (a cell over a million dollars, a century long), and bytes stay exact in a
