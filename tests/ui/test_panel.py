@@ -83,6 +83,8 @@ def test_panel_shows_totals_chart_and_the_kernel_that_ran(lab_factory: Any, page
     expect(row.locator("td").nth(1)).to_have_text(re.compile(r"^(idle|busy)$"))
     # uptime in the one duration format (`42 s`, `5 min 03 s`)
     expect(row.locator("td").nth(2)).to_have_text(re.compile(r"^\d+ (s|min \d\d s)$"))
+    # its share, and how the share was made (the recorded trace has memory, no samples)
+    expect(row.locator("td").nth(3)).to_have_text("GPU 0 100% (by memory)", timeout=30_000)
     expect(row.locator("td").nth(4)).to_have_text(MONEY)
     # the table adds up to the server's total
     kernels = lab.api("gpucost/api/kernels")
