@@ -15,7 +15,7 @@ from jupyter_gpucost.core.billing import US_PER_S, BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.core.rightsizing import MODEL_MEMORY_BYTES, advise, why_not
-from jupyter_gpucost.server.attribution import NOTE_CONTAINER, Attributor, split
+from jupyter_gpucost.server.attribution import NOTE_CONTAINER, SHARE_METHODS, Attributor, split
 from jupyter_gpucost.server.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
 
@@ -266,3 +266,56 @@ def test_absent_from_the_samples_means_nothing_even_with_most_memory() -> None:
     snap = m.update(no_samples, 4 * US_PER_S, T0 + timedelta(seconds=4))
     rows = {k.info.id: k for k in attributor.update(snap, KERNELS, TREES).kernels}
     assert rows["b"].share_by == {0: "memory"}
+
+
+sampled_process = st.tuples(
+    pid,
+    st.one_of(st.none(), st.integers(0, 80 * GIB)),
+    st.one_of(st.none(), st.sampled_from([0.0, 100.0]), st.floats(0, 100)),
+    st.integers(0, 12),
+)
+measured_time = st.one_of(
+    st.none(),
+    st.tuples(
+        st.sampled_from(["a", "b", "remote", "gone"]),
+        st.sampled_from([0, 1]),
+        st.floats(0, 1e4),
+        st.one_of(st.just(0.0), st.floats(1e-6, 1e4)),
+    ),
+)
+sampled_plan = st.lists(
+    st.tuples(
+        st.integers(0, 3 * US_PER_S),
+        st.one_of(st.none(), st.floats(0, 100)),
+        st.lists(sampled_process, max_size=4),
+        st.lists(sampled_process, max_size=4),
+        measured_time,
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sampled_plan)
+def test_every_way_of_splitting_keeps_the_sum_exact(steps: list) -> None:
+    # samples (none, 0 %, 100 %, any), memory (none, 0, any), measured GPU times (none, 0,
+    # more than the wall time, from kernels that do not exist): the identity always holds
+    m, attributor, now = meter(), Attributor(), 0
+    for dt, util, p0, p1, measured in steps:
+        now += dt
+        if measured is not None:
+            kernel_id, index, busy_s, wall_s = measured
+            attributor.note_gpu_time(kernel_id, {index: busy_s}, wall_s, T0.timestamp())
+        readings = [sampled(0, p0), sampled(1, p1)]
+        readings = [replace(r, utilization_pct=util) for r in readings]
+        snap = m.update(readings, now, T0 + timedelta(microseconds=now))
+        result = attributor.update(snap, KERNELS, TREES)
+        kernels = sum(k.cost_micro_usd for k in result.kernels)
+        assert kernels + result.unattributed_micro_usd + result.idle_micro_usd == (
+            snap.gpu_cost_micro_usd
+        )
+        assert all(k.cost_micro_usd >= 0 for k in result.kernels)
+        for k in result.kernels:
+            assert set(k.share_by.values()) <= set(SHARE_METHODS)
+            assert all(0.0 <= v <= 1.0 + 1e-9 for v in k.share.values())
