@@ -158,6 +158,45 @@ async def test_a_process_the_samples_leave_out_did_not_compute(
     assert kernels + micro["unattributed"] + micro["idle"] == micro["total"]
 
 
+async def test_a_kernels_own_measured_gpu_time_splits_where_there_are_no_samples(
+    jp_fetch: Any, jp_serverapp: Any, fake_nvml: FakeNvml
+) -> None:
+    # a driver with no per-process samples (MIG, some vGPUs): the split was by memory,
+    # until the kernel reports a %%gpucost --ops cell with the GPU time it measured
+    kernel_id, kernel_pid = await start_notebook(jp_fetch, jp_serverapp, "work/ops.ipynb")
+    fake_nvml.gpus[0].processes = [FakeProcess(kernel_pid, 2 * GIB)]
+
+    async def share_by(method: str) -> bool:
+        answer = await get(jp_fetch, "kernels")
+        return any(
+            k["id"] == kernel_id and k["gpu_share_by"] == {"0": method} for k in answer["kernels"]
+        )
+
+    await wait_for(lambda: share_by("memory"))
+    from datetime import UTC, datetime, timedelta
+
+    ended = datetime.now(UTC)
+    record = {
+        "cell_id": "ops-cell",
+        "kernel_id": kernel_id,
+        "started": (ended - timedelta(seconds=2)).isoformat(),
+        "ended": ended.isoformat(),
+        "wall_s": 2.0,
+        "cost_usd": 0.0038,
+        "mode": "magic",
+        "gpu_span_s": {"0": 2.0},
+        "gpu_busy_s": {"0": 1.5},
+        "gpu_busy_by": "profiler",
+    }
+    answer = await jp_fetch("gpucost", "api", "cells", method="POST", body=json.dumps(record))
+    assert answer.code == 201
+    await wait_for(lambda: share_by("kernel_gpu_time"))
+    answer = await get(jp_fetch, "kernels")
+    micro = answer["micro_usd"]
+    kernels = sum(x["cost_micro_usd"] for x in answer["kernels"])
+    assert kernels + micro["unattributed"] + micro["idle"] == micro["total"]
+
+
 async def test_host_pids_are_reported_not_attributed(
     jp_fetch: Any, jp_serverapp: Any, fake_nvml: FakeNvml
 ) -> None:
