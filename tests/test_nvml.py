@@ -726,3 +726,21 @@ def test_energy_alone_is_read_for_a_cell() -> None:
     # one call per GPU that has the counter, and nothing else
     new = {k: v - before.get(k, 0) for k, v in nvml.calls.items() if v != before.get(k, 0)}
     assert new == {"nvmlDeviceGetTotalEnergyConsumption": 1}
+
+
+def test_samples_are_polled_between_readings_only_on_a_gpu_with_processes() -> None:
+    busy = a100_80gb(processes=[FakeProcess(101, 2**30, 90)])
+    empty = a100_80gb(uuid="GPU-empty", processes=[])
+    nvml = FakeNvml([busy, empty], DRIVER_550)
+    source = NvmlSource(nvml=nvml, environ={})
+    source.open()
+    source.read()
+    before = nvml.calls["nvmlDeviceGetProcessUtilization"]
+    for _ in range(3):
+        source.poll()
+    # the empty GPU is not asked (it would answer NOT_FOUND, 3 ms a call on an H100)
+    assert nvml.calls["nvmlDeviceGetProcessUtilization"] - before == 3
+    busy_reading, empty_reading = source.read()
+    (p,) = busy_reading.processes or ()
+    assert (p.sm_utilization_pct, p.sm_samples) == (90.0, 4)
+    assert empty_reading.processes == ()

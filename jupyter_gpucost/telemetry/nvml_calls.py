@@ -54,6 +54,8 @@ class NvmlDevice:
     last_process_sample_us: int = 0
     #: pid -> [sum of SM %, number of samples] collected since the last reading
     process_samples: dict[int, list[float]] = field(default_factory=dict)
+    #: the last reading listed compute processes (only then are samples polled between)
+    has_processes: bool = False
 
 
 def reading(
