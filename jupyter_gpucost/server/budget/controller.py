@@ -114,6 +114,8 @@ class BudgetController:
             log=self.log,
             clock=clock,
         )
+        # what the machine still costs after an action that leaves it running
+        self.enforcer.machine_rate = spend.rate_usd_per_hour
         #: where each action is kept besides the state file (the ledger)
         self.action_sink: ActionSink | None = None
         self._idle_since: float | None = None

@@ -6,9 +6,10 @@ Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's displ
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
-from ...core.money import notice
+from ...core.money import MICRO_PER_USD, notice
 from .policy import Budget
 from .record import ActionRecord
 
@@ -17,6 +18,7 @@ _ACTIONS = {
     "interrupt": "kernels interrupted",
     "shutdown": "kernels shut down",
     "stop-server": "server stopped",
+    "stop-instance": "machine stopped",
 }
 
 
@@ -87,3 +89,27 @@ def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
 
 def server_stopped(summary_text: str) -> str:
     return f"{summary_text}; server stopped"
+
+
+NO_INSTANCE_STOPPER = "no way to stop this machine is known (see docs/budgets.md)"
+
+
+def instance_stopped(summary_text: str, kernels: int, answer: str) -> str:
+    """``...; 1 kernel(s) shut down; machine stopping (EC2 is stopping i-0abc); its disks
+    still bill``."""
+    return (
+        f"{summary_text}; {kernels} kernel(s) shut down; machine stopping ({answer}); "
+        "its disks still bill"
+    )
+
+
+def instance_failed(summary_text: str, why: str) -> str:
+    return f"{summary_text}; could not stop the machine ({why}); server stopped instead"
+
+
+def with_still_cost(text: str, still_usd_per_hour: Decimal | None, symbol: str) -> str:
+    """``kernels stopped; this machine still costs $6.86/h`` when it still costs."""
+    if still_usd_per_hour is None or still_usd_per_hour <= 0:
+        return text
+    micro = int(still_usd_per_hour * MICRO_PER_USD)
+    return f"{text}; this machine still costs {notice(micro, symbol)}/h"

@@ -36,7 +36,7 @@ from ..inputs import shown
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
 SCOPES: tuple[Scope, ...] = ("session", "day", "month")
-ACTIONS = ("interrupt", "shutdown", "stop-server")
+ACTIONS = ("interrupt", "shutdown", "stop-server", "stop-instance")
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 95)
 #: the most a budget may be, so a typo of many zeros is refused rather than ignored
 MAX_BUDGET_MICRO_USD = 10**6 * 10**6
