@@ -120,7 +120,8 @@ def _aws(machine: Machine, environ: Mapping[str, str]) -> StopResult:
         f"{machine.instance_id} to the instance's role"
     )
     try:
-        client = boto3.client("ec2", region_name=region)
+        # a session of its own: credentials are read now (the instance role's, refreshed)
+        client = boto3.session.Session(region_name=region).client("ec2")
         answer = client.stop_instances(InstanceIds=[machine.instance_id])
     except NoCredentialsError:
         return _fail("aws", f"no AWS credentials: attach an instance role and {grant}")
