@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Provider = Literal["aws", "gcp", "azure", "runpod", "vast"]
+#: the providers whose API ``stop-instance`` calls
+STOPPABLE = ("aws", "gcp", "azure", "runpod")
 #: the providers whose metadata service is asked (only when DMI names them)
 METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure")
 #: the DMI files read (under ``c.GpuCost.dmi_path``)
@@ -68,6 +70,11 @@ class Machine:
     #: why the metadata service gave no answer (the machine is then known from DMI only)
     note: str = ""
 
+    @property
+    def stoppable(self) -> bool:
+        """Whether its provider's API can stop it from inside (``stop-instance``)."""
+        return self.provider in STOPPABLE and not self.shared
+
     def to_json(self) -> dict[str, object]:
         """The ``machine`` object of ``GET /gpucost/api/status``."""
         return {
@@ -78,6 +85,7 @@ class Machine:
             "instance_id": self.instance_id or None,
             "source": self.source,
             "shared": self.shared,
+            "stoppable": self.stoppable,
             "note": self.note or None,
         }
 

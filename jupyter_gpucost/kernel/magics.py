@@ -24,6 +24,7 @@ from ..core.protocol import binding_standing
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, ServerLink, link
 from .measure import CellCost, Measurement, prices
+from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
     from .fit import GpuMemory
@@ -161,6 +162,8 @@ class GpuCostMagics(Magics):
             auto(self.shell, words[1:])
         elif words[0] == "budget":
             budget(words[1:])
+        elif words[0] == "stop-when-done":
+            stop_when_done(self.shell, words[1:])
         else:
             raise UsageError(
                 f"unknown subcommand {words[0]!r} (use %%gpucost on a cell to price it)\n"
@@ -170,7 +173,7 @@ class GpuCostMagics(Magics):
 
 LINE_USAGE = (
     "%gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off [--scope session|day|month] "
-    "| %gpucost check | "
+    "| %gpucost check | %gpucost stop-when-done [--action ACTION] | "
     "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 )
 AUTO_USAGE = "%gpucost auto on|off"

@@ -278,11 +278,12 @@ class BudgetController:
             )
         elif isinstance(event, GraceStarted):
             standing = event.standing
+            action = self.policy.grace_action or config.action
             self.events.emit(
                 "grace",
                 messages.grace(
                     None if standing is None else standing.budget,
-                    config.action,
+                    action,
                     max(0.0, (event.ends - now).total_seconds()),
                     sym,
                     reason=event.reason,
@@ -290,7 +291,7 @@ class BudgetController:
                 {
                     "grace_ends": iso(event.ends),
                     "grace_s": config.grace_s,
-                    "action": config.action,
+                    "action": action,
                     "reason": event.reason,
                     **({} if standing is None else self._budget_fields(standing, now)),
                 },
@@ -375,6 +376,23 @@ class BudgetController:
 
     def stop_now(self) -> bool:
         return self.policy.stop_now(self.clock())
+
+    def request_stop(self, reason: str, action: str | None) -> bool:
+        """The user's "Stop machine"/"Stop server", or the end of a cell they asked to stop
+        after: the countdown, save, export and action of a spent budget."""
+        now = self.clock()
+        started = self.policy.request_stop(now, reason, action)
+        if started is None:
+            return False
+        self._announce(started, now)
+        self._dirty = True
+        return True
+
+    def cancel_stop(self) -> bool:
+        if not self.policy.cancel_stop():
+            return False
+        self.events.emit("cleared", messages.cleared(messages.YOU_CANCELLED))
+        return True
 
     def seen(self, client: str | None) -> None:
         """A browser polled the budget: it is expected to answer save requests."""

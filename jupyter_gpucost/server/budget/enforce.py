@@ -184,7 +184,8 @@ class Enforcer:
 
     async def enforce(self, event: Enforce) -> ActionRecord:
         started = self.clock()
-        saved = await self.saves.request_save(self.settings.action, self.settings.save_timeout_s)
+        action = event.action or self.settings.action
+        saved = await self.saves.request_save(action, self.settings.save_timeout_s)
         exported = await self._export()
         budget = None
         if event.standing is not None:
@@ -198,7 +199,7 @@ class Enforcer:
         record = ActionRecord(
             at=iso(started) or "",
             reason=event.reason,
-            action=self.settings.action,
+            action=action,
             notebooks_saved=sum(len(a.saved) for a in saved.values()),
             save_failed=tuple(sorted({p for a in saved.values() for p in a.failed})),
             browsers=len(saved),
@@ -235,7 +236,7 @@ class Enforcer:
             return f"failed: {e}"
 
     async def _act(self, record: ActionRecord) -> ActionRecord:
-        action = self.settings.action
+        action = record.action
         km = self.kernel_manager
         summary = messages.summary(record, self.settings.currency_symbol)
         if action in ("interrupt", "shutdown"):

@@ -53,6 +53,10 @@ def grace(
         what = f"Your {notice(budget.amount_micro_usd, symbol)} {scope_name(budget)} is spent."
     elif reason == "hub":
         what = "Your hub admin's budget is spent: the hub stops this server."
+    elif reason == "done":
+        what = "Your run is done, as you asked to stop then."
+    elif reason == "user":
+        what = "Stopping as you asked."
     else:
         what = "The GPUs have been idle while costing money."
     return (
@@ -64,6 +68,7 @@ def cleared(why: str) -> str:
     return f"Countdown stopped: {why}."
 
 
+YOU_CANCELLED = "you cancelled it"
 SAVE_REQUEST = "Saving open notebooks before the budget action."
 IDLE_SKIPPED = "Idle stop skipped: a kernel is busy."
 IDLE_SKIPPED_RECORD = "idle stop skipped: a kernel is busy"
@@ -76,6 +81,10 @@ def summary(record: ActionRecord, symbol: str) -> str:
         head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
     elif record.reason == "hub":
         head = f"stopped for the hub at {at} UTC"
+    elif record.reason == "done":
+        head = f"stopped when done at {at} UTC"
+    elif record.reason == "user":
+        head = f"stopped as you asked at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
     saved = record.notebooks_saved
