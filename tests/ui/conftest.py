@@ -90,7 +90,11 @@ def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
                 f"--ServerApp.port={port}",
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={tmp / 'root'}",
-                f"--GpuCost.dmi_path={tmp / 'no-dmi'}",
+                *(
+                    []
+                    if any(a.startswith("--GpuCost.dmi_path=") for a in args)
+                    else [f"--GpuCost.dmi_path={tmp / 'no-dmi'}"]
+                ),
                 *args,
             ],
             env=env,
