@@ -80,6 +80,11 @@ def test_the_machine_is_named_and_what_still_costs_is_said_after_the_action(
     stop.click()
     cancel = machine.get_by_role("button", name="Cancel stop")
     expect(cancel).to_be_visible(timeout=30_000)
+    expect(
+        page.get_by_text(
+            re.compile(r"Stopping as you asked\. Notebooks are saved and the machine stops in")
+        )
+    ).to_be_visible(timeout=30_000)
     grace = lab.api("gpucost/api/budget")["grace"]  # type: ignore[index]
     assert grace["action"] == "stop-instance"
     assert grace["can_cancel"] is True

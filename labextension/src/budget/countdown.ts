@@ -107,23 +107,33 @@ export class BudgetCountdown {
     const status = this._host.status;
     const left = (this._endsAt - Date.now()) / 1000;
     const budget = bindingBudget(status);
-    const action = status?.action ?? 'shutdown';
+    // the user's own stop names its action; a budget's is the configured one
+    const action = status?.grace?.action ?? status?.action ?? 'shutdown';
     const what =
-      action === 'stop-server'
-        ? 'the server stops'
-        : action === 'interrupt'
-          ? 'the kernels are interrupted'
-          : 'the kernels shut down';
+      action === 'stop-instance'
+        ? 'the machine stops'
+        : action === 'stop-server'
+          ? 'the server stops'
+          : action === 'interrupt'
+            ? 'the kernels are interrupted'
+            : 'the kernels shut down';
     const whose =
       budget?.kind === 'hub' || status?.grace?.reason === 'hub'
         ? "Your hub admin's"
         : budget?.locked
           ? "The administrator's"
           : 'Your';
+    const reason = status?.grace?.reason;
+    const head =
+      reason === 'user'
+        ? 'Stopping as you asked.'
+        : reason === 'done'
+          ? 'Your run is done, as you asked to stop then.'
+          : `${whose} budget is spent.`;
     if (this._stopping || status?.state === 'enforcing') {
-      return `${whose} budget is spent. Saving notebooks, then ${what}.`;
+      return `${head} Saving notebooks, then ${what}.`;
     }
-    return `${whose} budget is spent. Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
+    return `${head} Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
   }
 
   private actions(): Notification.IAction[] {
