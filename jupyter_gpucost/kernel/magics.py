@@ -249,6 +249,7 @@ ACTION_TEXT = {
     "interrupt": "interrupts every kernel (this one included)",
     "shutdown": "shuts every kernel down (this one included), which frees their GPU memory",
     "stop-server": "shuts every kernel down (this one included) and stops the server",
+    "stop-instance": "shuts every kernel down (this one included) and stops the machine",
 }
 
 
