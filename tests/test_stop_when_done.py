@@ -56,6 +56,21 @@ class TestCountdownAndCancel:
         message = await refused(jp_fetch("gpucost", "api", "budget", "stop", method="DELETE"), 409)
         assert "no countdown of yours" in message
 
+    async def test_a_guarded_training_loop_asks_to_stop_when_it_ends(self, jp_fetch: Any) -> None:
+        nb = await run_async(
+            [
+                "from jupyter_gpucost import guard\n"
+                "with guard(5, 10, usd_per_hour=1, display=False,"
+                " stop_when_done='stop-instance') as g:\n"
+                "    for _ in range(3):\n"
+                "        g.step()",
+            ]
+        )
+        assert "gpucost: stopping at " in text(nb.cells[0])
+        grace = (await budget(jp_fetch))["grace"]
+        assert grace["reason"] == "done"
+        assert grace["action"] == "stop-instance"
+
     async def test_a_stop_request_is_checked(self, jp_fetch: Any) -> None:
         message = await refused(
             jp_fetch("gpucost", "api", "budget", "stop", method="POST", body='{"action": "nuke"}'),

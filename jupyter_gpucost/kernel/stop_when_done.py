@@ -4,8 +4,8 @@ The server then runs a budget stop's countdown (which the user can cancel in Jup
 saves the open notebooks, exports the checkpoints configured for a budget stop
 (``c.GpuCost.export_on_budget_paths``) and takes the action: by default ``stop-instance``,
 the machine stopped through its cloud (the server is stopped instead when that fails).
-A training loop asks the same with ``request_stop()`` when it ends (the budget guard's
-``on_done``).
+A training loop asks the same when it ends: ``guard(..., stop_when_done="stop-instance")``
+or ``request_stop()``.
 """
 
 from __future__ import annotations

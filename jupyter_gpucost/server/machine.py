@@ -233,6 +233,13 @@ def resolve_machine(
     return MachinePrices(settings=settings, machine=machine, plan=plan)
 
 
+def machine_can_stop(found: MachinePrices) -> bool:
+    """Whether ``stop-instance`` has a way to stop this machine."""
+    return bool(found.settings.stop.command) or (
+        found.machine is not None and found.machine.stoppable
+    )
+
+
 def instance_stopper(found: MachinePrices, environ: Mapping[str, str]) -> InstanceStopper:
     """``stop-instance``: the cloud's stop for this machine, in a worker thread."""
     env = dict(environ)
