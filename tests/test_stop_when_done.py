@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,41 @@ class TestCountdownAndCancel:
         grace = (await budget(jp_fetch))["grace"]
         assert grace["reason"] == "done"
         assert grace["action"] == "stop-instance"
+
+    async def test_from_the_panel_it_waits_for_the_busy_kernel_to_end(
+        self, jp_fetch: Any, jp_serverapp: Any
+    ) -> None:
+        km = jp_serverapp.kernel_manager
+        kid = await km.start_kernel(kernel_name="python3")
+        client = km.get_kernel(kid).client()
+        client.start_channels()
+        try:
+            await asyncio.wait_for(client._async_wait_for_ready(), 60)
+            client.execute("import time; time.sleep(4)")
+
+            async def busy() -> bool:
+                return bool(km.get_kernel(kid).execution_state == "busy")
+
+            await wait_for(busy, 20, "the kernel to be busy")
+            body = json.dumps({"action": "stop-instance", "reason": "done", "when": "idle"})
+            await jp_fetch("gpucost", "api", "budget", "stop", method="POST", body=body)
+            # while the kernel works, nothing counts down: the stop waits
+            await asyncio.sleep(1.5)
+            state = await budget(jp_fetch)
+            assert state["state"] != "grace"
+            assert state["stop_when_idle"] == {"action": "stop-instance"}
+
+            async def counting_down() -> bool:
+                return (await budget(jp_fetch))["state"] == "grace"
+
+            await wait_for(counting_down, 30, "the countdown once the kernel is done")
+            grace = (await budget(jp_fetch))["grace"]
+            assert grace["reason"] == "done"
+            assert grace["action"] == "stop-instance"
+            assert (await budget(jp_fetch))["stop_when_idle"] is None
+        finally:
+            client.stop_channels()
+            await km.shutdown_kernel(kid)
 
     async def test_a_stop_request_is_checked(self, jp_fetch: Any) -> None:
         message = await refused(

@@ -13,6 +13,7 @@ from cloud_standins import Cloud, StandIn, serve, write_dmi
 from playwright.sync_api import expect
 
 from .conftest import screenshot, wait_until
+from .test_panel import PANEL
 
 pytestmark = pytest.mark.browser
 
@@ -95,3 +96,46 @@ def test_the_machine_is_named_and_what_still_costs_is_said_after_the_action(
         lambda: lab.api("gpucost/api/budget")["state"] != "grace",  # type: ignore[index]
         30,
     )
+
+
+def test_the_panel_names_the_machine_and_stops_it_when_done_or_not(
+    lab_factory: Any, page: Any, tmp_path: Path, imds: StandIn
+) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.budget_grace_s=60",
+        "--GpuCost.ledger_url=none",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+        f"--GpuCost.dmi_path={write_dmi(tmp_path / 'dmi', 'aws')}",
+        env={"AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.url},
+    )
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    page.locator("#jp-gpucost-status").click()
+    panel = page.locator(PANEL)
+    section = panel.locator(".jp-gpucost-panel-machine")
+    expect(section).to_contain_text(
+        "Machine: p4de.24xlarge, on-demand, us-east-1 (detected); priced as a whole "
+        "instance: $27.45/h",
+        timeout=30_000,
+    )
+    # no kernel is busy: "when done" starts the countdown at once, which can be cancelled
+    section.get_by_role("button", name="Stop machine when done").click()
+    cancel = section.get_by_role("button", name="Cancel stop")
+    expect(cancel).to_be_visible(timeout=30_000)
+    expect(
+        page.get_by_text(
+            re.compile(
+                r"Your run is done, as you asked to stop then\. "
+                r"Notebooks are saved and the machine stops in"
+            )
+        )
+    ).to_be_visible(timeout=30_000)
+    grace = lab.api("gpucost/api/budget")["grace"]  # type: ignore[index]
+    assert grace["reason"] == "done"
+    assert grace["action"] == "stop-instance"
+    screenshot(page, "machine-panel-stop-when-done.png")
+    cancel.click()
+    expect(section.get_by_role("button", name="Stop machine", exact=True)).to_be_visible(
+        timeout=30_000
+    )
+    assert lab.api("gpucost/api/budget")["state"] != "grace"  # type: ignore[index]

@@ -120,6 +120,8 @@ class BudgetController:
         self.action_sink: ActionSink | None = None
         self._idle_since: float | None = None
         self._idle_warned = False
+        #: ``(action,)`` while waiting for the busy kernels to end (``stop_when_idle``)
+        self._after_busy: tuple[str | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._enforcing: asyncio.Task[ActionRecord] | None = None
         self._dirty = False
@@ -237,6 +239,7 @@ class BudgetController:
         return 0.0
 
     async def tick(self) -> list[PolicyEvent]:
+        self._stop_if_done()
         now = self.clock()
         idle_for = self._idle_for_s()
         config = self.config
@@ -388,11 +391,26 @@ class BudgetController:
         self._dirty = True
         return True
 
+    def stop_when_idle(self, action: str | None) -> None:
+        """Stop (countdown, save, export, action) once no kernel is busy: when the running
+        cells or training runs have ended, finished or failed."""
+        self._after_busy = (action,)
+
     def cancel_stop(self) -> bool:
-        if not self.policy.cancel_stop():
+        """Cancel the user's own countdown, or the wait for idle kernels."""
+        waiting, self._after_busy = self._after_busy is not None, None
+        if not (self.policy.cancel_stop() or waiting):
             return False
         self.events.emit("cleared", messages.cleared(messages.YOU_CANCELLED))
         return True
+
+    def _stop_if_done(self) -> None:
+        if self._after_busy is None or self.kernel_manager is None:
+            return
+        if not busy_kernels(self.kernel_manager):
+            (action,) = self._after_busy
+            self._after_busy = None
+            self.request_stop("done", action)
 
     def seen(self, client: str | None) -> None:
         """A browser polled the budget: it is expected to answer save requests."""
@@ -411,7 +429,7 @@ class BudgetController:
                 action=config.idle_action,
                 idle_s=None if since is None else round(time.monotonic() - since, 1),
             )
-        return budget_payload(
+        document = budget_payload(
             BudgetView(
                 now=self.clock(),
                 rate_usd_per_hour=self.spend.rate_usd_per_hour(),
@@ -426,6 +444,11 @@ class BudgetController:
                 hub=self.hub,
             )
         )
+        # waiting for the busy kernels to end before a stop the user asked for
+        document["stop_when_idle"] = (
+            None if self._after_busy is None else {"action": self._after_busy[0] or config.action}
+        )
+        return document
 
     def action_log(self) -> list[dict[str, Any]]:
         """This session's actions, newest first, as the API shows them."""

@@ -57,15 +57,18 @@ class StopNowHandler(BudgetHandler):
 class StopHandler(BudgetHandler):
     """``POST {"action": "stop-instance", "reason": "user"}``: stop with the countdown,
     save and export of a budget stop (``reason`` "done": the end of a cell or training run
-    the user asked to stop after); ``DELETE``: cancel that countdown."""
+    the user asked to stop after; ``"when": "idle"``: once no kernel is busy);
+    ``DELETE``: cancel that countdown, or the wait for idle kernels."""
 
     #: ``%gpucost stop-when-done`` asks from the kernel at the end of the cell
     kernel_methods = frozenset({"POST"})
 
     @user_or_kernel
     def post(self) -> None:
-        action, reason = parse_stop_request(self.body())
-        if not self.budget.request_stop(reason, action):
+        request = parse_stop_request(self.body())
+        if request.when == "idle":
+            self.budget.stop_when_idle(request.action)
+        elif not self.budget.request_stop(request.reason, request.action):
             raise Conflict("a budget action is under way: it cannot be replaced now")
         self.write_json(self.budget.payload())
 

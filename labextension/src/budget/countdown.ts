@@ -38,9 +38,15 @@ export class BudgetCountdown {
   /**
    * Show the countdown to `endsIso` (or move it there).
    */
-  show(endsIso: string, canRaise: boolean): void {
+  show(
+    endsIso: string,
+    canRaise: boolean,
+    pushed: { reason?: string; action?: string } = {}
+  ): void {
     this._endsAt = new Date(endsIso).getTime();
     this._canRaise = canRaise;
+    // the pushed event's why and what, until a status with the countdown arrives
+    this._pushed = pushed;
     if (this._timer !== null) {
       this.tick();
       return;
@@ -108,7 +114,9 @@ export class BudgetCountdown {
     const left = (this._endsAt - Date.now()) / 1000;
     const budget = bindingBudget(status);
     // the user's own stop names its action; a budget's is the configured one
-    const action = status?.grace?.action ?? status?.action ?? 'shutdown';
+    const grace = status?.state === 'grace' ? status.grace : null;
+    const action =
+      grace?.action ?? this._pushed.action ?? status?.action ?? 'shutdown';
     const what =
       action === 'stop-instance'
         ? 'the machine stops'
@@ -123,7 +131,7 @@ export class BudgetCountdown {
         : budget?.locked
           ? "The administrator's"
           : 'Your';
-    const reason = status?.grace?.reason;
+    const reason = grace?.reason ?? this._pushed.reason;
     const head =
       reason === 'user'
         ? 'Stopping as you asked.'
@@ -183,4 +191,5 @@ export class BudgetCountdown {
   private _canRaise = false;
   private _stopping = false;
   private _closingMessage: string | null = null;
+  private _pushed: { reason?: string; action?: string } = {};
 }

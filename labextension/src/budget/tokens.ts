@@ -124,4 +124,8 @@ export interface IBudgetEvent {
   request_id?: string;
   runs_out_at?: string;
   reason?: string;
+  /** The action at the end of the countdown (kind grace and action). */
+  action?: string;
+  /** What the machine still costs per hour after the action (kind action). */
+  still_usd_per_hour?: number;
 }
