@@ -406,7 +406,9 @@ class BudgetPolicy:
                 events.append(GraceCleared("the budget is no longer spent"))
             elif self.grace_ends is not None and now >= self.grace_ends:
                 self.state = "enforcing"
-                self.acted_key = self.grace_standing.key if self.grace_standing else None
+                if self.grace_reason not in USER_REASONS:
+                    # a stop the user asked for leaves the budgets' own record as it was
+                    self.acted_key = self.grace_standing.key if self.grace_standing else None
                 events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
                 return events
             else:
