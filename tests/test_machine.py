@@ -371,3 +371,20 @@ class TestDetectionTurnedOff:
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert status["machine"] is None
         assert standin.cloud.requests == []
+
+
+def test_the_sdks_own_variables_name_the_metadata_endpoints() -> None:
+    assert Endpoints.from_environ({}, azure_imds="") == Endpoints()
+    named = Endpoints.from_environ(
+        {
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:1338",
+            "GCE_METADATA_HOST": "127.0.0.1:1339",
+        },
+        azure_imds="http://127.0.0.1:1340",
+    )
+    assert named.aws_imds == "http://127.0.0.1:1338"
+    assert named.gce_base() == "http://127.0.0.1:1339"
+    assert named.azure_imds == "http://127.0.0.1:1340"
+    # the documented endpoints are the defaults (asked only where DMI names the cloud)
+    assert Endpoints().aws_imds == "http://169.254.169.254"
+    assert Endpoints().gce_base() == "http://metadata.google.internal"
