@@ -1,4 +1,5 @@
 import { nullTranslator } from '@jupyterlab/translation';
+import { Signal } from '@lumino/signaling';
 
 import { IBudgetStatus } from '../budget/tokens';
 import {
@@ -8,6 +9,9 @@ import {
   stillCosts,
   stillCostsText
 } from '../machine/format';
+import { MachineItem } from '../machine';
+import { IGpuCostModel, IGpuCostStatus } from '../tokens';
+import { fakeServer, makeStatus } from './fixtures';
 
 const trans = nullTranslator.load('jupyter_gpucost');
 
@@ -92,5 +96,90 @@ describe('what still costs after an action', () => {
     expect(stillCosts(acted(0))).toBeNull();
     expect(stillCosts({ ...acted(6.862), state: 'ok' })).toBeNull();
     expect(stillCosts(null)).toBeNull();
+  });
+});
+
+class FakeModel {
+  readonly stateChanged = new Signal<FakeModel, void>(this);
+  status: IGpuCostStatus | null = null;
+  budget: IBudgetStatus | null = null;
+
+  show(status: IGpuCostStatus, budget: IBudgetStatus): void {
+    this.status = status;
+    this.budget = budget;
+    this.stateChanged.emit();
+  }
+}
+
+function item(): {
+  model: FakeModel;
+  widget: MachineItem;
+  server: ReturnType<typeof fakeServer>;
+} {
+  const model = new FakeModel();
+  const server = fakeServer([{ status: 200, body: acted(6.862) }]);
+  const widget = new MachineItem(
+    model as unknown as IGpuCostModel,
+    server.settings
+  );
+  return { model, widget, server };
+}
+
+describe('the machine status item', () => {
+  it('says what still costs after the action, with Stop machine', async () => {
+    const { model, widget, server } = item();
+    expect(widget.active).toBe(false);
+    model.show({ ...makeStatus(), machine: G5 }, acted(6.862));
+    expect(widget.active).toBe(true);
+    expect(widget.node.textContent).toContain(
+      'this machine still costs $6.86/h'
+    );
+    const button = widget.node.querySelector('button')!;
+    expect(button.textContent).toBe('Stop machine');
+    button.click();
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(server.urls.map(url => url.split('?')[0])).toEqual([
+      'http://localhost:8888/user/alice/gpucost/api/budget/stop'
+    ]);
+    // asked once: the button waits for the answer
+    expect(button.disabled).toBe(true);
+  });
+
+  it('offers Stop server where the machine cannot be stopped from inside', () => {
+    const { model, widget } = item();
+    model.show(
+      { ...makeStatus(), machine: { ...G5, stoppable: false } },
+      acted(6.862)
+    );
+    expect(widget.node.querySelector('button')!.textContent).toBe(
+      'Stop server'
+    );
+  });
+
+  it('offers Cancel stop during a countdown the user started', () => {
+    const { model, widget } = item();
+    model.show(makeStatus(), {
+      ...acted(undefined),
+      state: 'grace',
+      grace: {
+        started: '2026-11-25T16:00:00+00:00',
+        ends: '2026-11-25T16:02:00+00:00',
+        remaining_s: 120,
+        reason: 'user',
+        can_raise: false,
+        action: 'stop-instance',
+        can_cancel: true
+      }
+    });
+    expect(widget.node.querySelector('button')!.textContent).toBe(
+      'Cancel stop'
+    );
+  });
+
+  it('is hidden when nothing still costs', () => {
+    const { model, widget } = item();
+    model.show(makeStatus(), acted(undefined));
+    expect(widget.active).toBe(false);
+    expect(widget.node.querySelector('button')).toBeNull();
   });
 });
