@@ -388,3 +388,33 @@ def test_the_sdks_own_variables_name_the_metadata_endpoints() -> None:
     # the documented endpoints are the defaults (asked only where DMI names the cloud)
     assert Endpoints().aws_imds == "http://169.254.169.254"
     assert Endpoints().gce_base() == "http://metadata.google.internal"
+
+
+class TestADetectedGcpSpotVm:
+    @pytest.fixture
+    def standin(self) -> Iterator[StandIn]:
+        yield from serve(Cloud())
+
+    @pytest.fixture
+    def gpucost_config(
+        self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, object]:
+        monkeypatch.setenv("GCE_METADATA_HOST", standin.host)
+        return {
+            "telemetry": "simulated",
+            "simulated_trace": "h100-live",
+            "sample_interval_s": 0.2,
+            "dmi_path": write_dmi(tmp_path / "dmi", "gcp"),
+            "ledger_url": "none",
+        }
+
+    async def test_it_is_priced_whole_at_its_spot_price(self, jp_fetch: Any) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        assert status["machine"]["label"] == "a3-highgpu-1g, spot, us-central1 (detected)"
+        assert status["machine"]["priced"] == "instance"
+        assert status["prices"]["provider"] == "gcp"
+        assert status["prices"]["market"] == "spot"
+        # the VM's spot price, its one H100 included
+        assert status["gpus"][0]["price_usd_per_hour"] == 6.57
+        assert status["rate_usd_per_hour"] == 6.57
+        assert "instance-gpus" not in [w["code"] for w in status["warnings"]]
