@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
 from postgres import ledger_url, postgres, postgres_url  # noqa: E402, F401 - fixtures
 from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
+
+#: port 9 (discard) on loopback: nothing listens there
+CLOSED_METADATA = {
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9",
+    "GCE_METADATA_HOST": "127.0.0.1:9",
+}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _metadata_on_a_closed_port() -> Iterator[None]:
+    """The SDKs' metadata endpoints point at a closed loopback port for every process the
+    tests start, so that nothing can reach a real metadata service."""
+    saved = {k: os.environ.get(k) for k in CLOSED_METADATA}
+    os.environ.update(CLOSED_METADATA)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture
+def no_dmi(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An empty DMI folder: a machine no cloud claims, so detection never asks a metadata
+    service (a test server must not, whatever machine the tests run on)."""
+    return str(tmp_path_factory.mktemp("no-dmi"))
 
 
 @pytest.fixture
@@ -17,8 +47,9 @@ def gpucost_config() -> dict[str, object]:
 
 
 @pytest.fixture
-def jp_server_config(gpucost_config: dict[str, object]) -> dict[str, object]:
+def jp_server_config(gpucost_config: dict[str, object], no_dmi: str) -> dict[str, object]:
     return {
         "ServerApp": {"jpserver_extensions": {"jupyter_gpucost": True}},
-        "GpuCost": gpucost_config,
+        # a test that names a DMI folder gets it; the others get an empty one
+        "GpuCost": {"dmi_path": no_dmi, **gpucost_config},
     }

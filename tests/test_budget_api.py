@@ -288,6 +288,9 @@ class TestAtTheBudget:
         assert last["kernels"] == 1
         assert last["message"].startswith("stopped at $0.01 budget at ")
         assert "2 notebooks saved; 1 kernel(s) shut down" in last["message"]
+        # the kernels are stopped, the machine is not: the message says what still bills
+        assert last["message"].endswith("; this machine still costs $6.86/h")
+        assert last["still_usd_per_hour"] == 6.862
         # recorded on disk and in the ledger, and nothing fires again on later polls
         assert read_json(state_path)["actions"][-1]["message"] == last["message"]
         audit = json.loads((await jp_fetch("gpucost", "api", "budget", "actions")).body)

@@ -335,3 +335,42 @@ def test_the_hubs_budget_is_named_as_set_by_the_hub_admin_in_warnings() -> None:
     assert messages.grace(hub_day, "stop-server", 60, "$").startswith(
         "Your $10.00 daily budget set by your hub admin is spent."
     )
+
+
+def test_a_stop_the_user_asks_for_counts_down_and_names_its_action() -> None:
+    policy = BudgetPolicy(grace_s=30)
+    started = policy.request_stop(at(0), "done", "stop-instance")
+    assert isinstance(started, GraceStarted)
+    assert started.reason == "done"
+    # no budget is spent, yet the countdown holds until its end
+    assert step(policy, 10, 0) == []
+    assert policy.state == "grace"
+    assert step(policy, 30, 0) == [Enforce(None, "done", "stop-instance")]
+
+
+def test_the_user_cancels_their_own_stop_never_a_budget_s() -> None:
+    policy = BudgetPolicy(hard=HARD, grace_s=60)
+    assert policy.request_stop(at(0), "user", "stop-instance") is not None
+    assert policy.cancel_stop()
+    assert policy.state == "ok"
+    assert not policy.cancel_stop()
+    step(policy, 1, 10)  # the admin's budget is spent: its countdown
+    assert policy.state == "grace"
+    assert not policy.cancel_stop()
+    # nor can a stop of the user's replace it (and so end it sooner or later)
+    assert policy.request_stop(at(2), "user", "shutdown") is None
+    assert policy.grace_reason == "budget"
+
+
+def test_a_stop_the_user_asks_for_after_a_soft_budget_s_action_does_not_rearm_it() -> None:
+    soft = Budget("soft", 5 * USD)
+    policy = BudgetPolicy(soft=soft, grace_s=60)
+    step(policy, 0, 5)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5.1))
+    policy.acted()
+    policy.request_stop(at(70), "user", "stop-instance")
+    assert any(isinstance(e, Enforce) for e in step(policy, 130, 5.3))
+    policy.acted()
+    # the soft budget's action was taken once: the user may go on
+    assert policy.evaluate(at(140), [Standing(soft, 5_400_000, "s1")]) == []
+    assert policy.state == "acted"

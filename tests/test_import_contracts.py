@@ -107,7 +107,7 @@ def test_the_kernel_side_never_imports_the_server_or_tornado() -> None:
     assert _offenders(f"{PACKAGE}.kernel", (f"{PACKAGE}.server", *WEB_SERVER)) == []
 
 
-@pytest.mark.parametrize("layer", [f"{PACKAGE}.core", f"{PACKAGE}.telemetry"])
+@pytest.mark.parametrize("layer", [f"{PACKAGE}.core", f"{PACKAGE}.telemetry", f"{PACKAGE}.cloud"])
 def test_core_and_telemetry_import_neither_process_nor_tornado(layer: str) -> None:
     forbidden = (f"{PACKAGE}.server", f"{PACKAGE}.kernel", f"{PACKAGE}.hub", *WEB_SERVER)
     assert _offenders(layer, forbidden) == []

@@ -160,6 +160,8 @@ async def test_the_kernel_token_opens_only_the_kernel_routes(
         ("GET", "gpucost/api/budget", None),
         ("POST", "gpucost/api/exports", json.dumps({"paths": ["x.pt"]})),
         ("POST", "gpucost/api/budget/stop-now", "{}"),
+        # a kernel asks to stop when its cell is done; only the user cancels
+        ("DELETE", "gpucost/api/budget/stop", None),
         ("GET", "api/contents", None),
         ("GET", "api/kernels", None),
     ]:

@@ -91,7 +91,7 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         totals=LiveTotals(1_000_000, 2_500_000, 9_000_001),
     )
     document = status_document(given)
-    assert list(document)[-12:] == [
+    assert list(document)[-13:] == [
         "warnings",
         "session_id",
         "today_usd",
@@ -104,6 +104,7 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         "rightsizing_note",
         "attribution",
         "budget",
+        "machine",
     ]
     assert (document["today_usd"], document["month_usd"], document["all_time_usd"]) == (
         1.0,

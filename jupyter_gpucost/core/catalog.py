@@ -222,6 +222,9 @@ class PricePolicy:
     instance: str = ""
     #: model or exact NVML name -> price per GPU-hour (the admin's word beats the catalog)
     overrides: Mapping[str, Decimal] | None = None
+    #: model -> the share of the detected instance's whole-instance price (after the
+    #: admin's overrides, before the per-GPU rows; see core.instance_prices)
+    whole: Mapping[str, Price] | None = None
 
     def price_for(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
         overrides = self.overrides or {}
@@ -238,6 +241,8 @@ class PricePolicy:
                 )
         if model is None:
             return None
+        if self.whole and model in self.whole:
+            return self.whole[model]
         row = self.catalog.find(
             provider=self.provider, market=self.market, model=model, instance=self.instance
         )

@@ -93,6 +93,7 @@ class Guard:
         usd_per_hour: Dollars | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] | None = None,
+        stop_when_done: str | None = None,
     ) -> None:
         budget = _money(budget_usd, "budget_usd")
         if budget <= 0:
@@ -103,6 +104,9 @@ class Guard:
             raise ValueError(f"on_stop must be a function taking the guard, not {on_stop!r}")
         self.budget_usd = budget
         self.on_stop = on_stop
+        #: the action asked of the server when the loop ends, finished, failed or stopped
+        #: by the budget (``"stop-instance"``...; ``None``: nothing)
+        self.stop_when_done = stop_when_done
         self.display = display
         self.currency_symbol = "$"
         self.price_source = ""
@@ -156,6 +160,14 @@ class Guard:
         if self._t0_us is not None and self._end_us is None:
             self._end_us = self._now_us()
         self._show(force=True)
+        if self.stop_when_done is not None:
+            from .link import LinkError
+            from .stop_when_done import request_stop
+
+            try:
+                print(request_stop(self.stop_when_done))
+            except LinkError as e:
+                print(f"gpucost: could not ask the server to stop: {e}")
         return None
 
     def step(self, tokens: int | None = None) -> None:
@@ -372,8 +384,10 @@ def guard(
     on_stop: OnStop | None = None,
     display: bool = True,
     usd_per_hour: Dollars | None = None,
+    stop_when_done: str | None = None,
 ) -> Guard:
-    """A :class:`Guard` for a loop of ``total_steps`` steps and a budget in USD."""
+    """A :class:`Guard` for a loop of ``total_steps`` steps and a budget in USD; with
+    ``stop_when_done="stop-instance"`` the server stops the machine when the loop ends."""
     return Guard(
         budget_usd,
         total_steps,
@@ -381,6 +395,7 @@ def guard(
         on_stop=on_stop,
         display=display,
         usd_per_hour=usd_per_hour,
+        stop_when_done=stop_when_done,
     )
 
 

@@ -231,6 +231,15 @@ class ServerLink:
         result = self.request("PUT", BUDGET_PATH, body)
         return result if isinstance(result, dict) else {}
 
+    def request_stop(self, action: str | None, reason: str) -> dict[str, Any]:
+        """Stop with a budget stop's countdown, save and export (``reason`` "done": the
+        cell the user asked to stop after has ended); the budget's state afterwards."""
+        body: dict[str, Any] = {"reason": reason}
+        if action is not None:
+            body["action"] = action
+        result = self.request("POST", f"{BUDGET_PATH}/stop", body)
+        return result if isinstance(result, dict) else {}
+
 
 _link: ServerLink | None = None
 _checked = False

@@ -24,6 +24,7 @@ from ..core.protocol import binding_standing
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, ServerLink, link
 from .measure import CellCost, Measurement, prices
+from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
     from .fit import GpuMemory
@@ -164,6 +165,8 @@ class GpuCostMagics(Magics):
             auto(self.shell, words[1:])
         elif words[0] == "budget":
             budget(words[1:])
+        elif words[0] == "stop-when-done":
+            stop_when_done(self.shell, words[1:])
         else:
             raise UsageError(
                 f"unknown subcommand {words[0]!r} (use %%gpucost on a cell to price it)\n"
@@ -173,7 +176,7 @@ class GpuCostMagics(Magics):
 
 LINE_USAGE = (
     "%gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off [--scope session|day|month] "
-    "| %gpucost check | "
+    "| %gpucost check | %gpucost stop-when-done [--action ACTION] | "
     "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 )
 AUTO_USAGE = "%gpucost auto on|off"
@@ -249,6 +252,7 @@ ACTION_TEXT = {
     "interrupt": "interrupts every kernel (this one included)",
     "shutdown": "shuts every kernel down (this one included), which frees their GPU memory",
     "stop-server": "shuts every kernel down (this one included) and stops the server",
+    "stop-instance": "shuts every kernel down (this one included) and stops the machine",
 }
 
 

@@ -19,7 +19,7 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
-from ..core.catalog import MARKETS, Catalog, CatalogError, load_catalog, parse_price
+from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
 from . import kernel_auth
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
@@ -27,6 +27,7 @@ from .budget.setup import budget_env_default, budget_env_number, validate_budget
 from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
+from .machine import MachinePrices, MachineTraits, check_provider, resolve_machine
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
@@ -38,9 +39,11 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(ExtensionApp):
+class GpuCost(MachineTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
+    #: the detected machine and its prices (set by ``cost_config``)
+    machine: MachinePrices | None = None
 
     telemetry = Unicode(
         "auto",
@@ -366,14 +369,26 @@ class GpuCost(ExtensionApp):
             catalog = load_catalog(self.price_catalog_path or None)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
-        self._check_provider(catalog)
+        try:
+            check_provider(catalog, self.price_provider, self.price_instance)
+            found = resolve_machine(
+                self, self.config, catalog, self.price_catalog_path or None, os.environ, self.log
+            )
+        except CatalogError as e:
+            raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        self.machine = found
+        whole = found.plan.whole
         return CostConfig(
             telemetry=self.telemetry,
             sample_interval_s=self.sample_interval_s,
             catalog=catalog,
-            provider=self.price_provider,
-            market=self.price_market,
+            provider=found.plan.provider,
+            market=found.plan.market,
             instance=self.price_instance,
+            machine=found.machine,
+            plan=found.plan,
             overrides={
                 str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
                 for k, v in self.price_overrides.items()
@@ -382,7 +397,9 @@ class GpuCost(ExtensionApp):
             minimum_charge_s=self.minimum_charge_s,
             base_usd_per_hour=parse_price(
                 self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
-            ),
+            )
+            if whole is None
+            else whole.base_usd_per_hour,
             currency=self.currency,
             currency_symbol=self.currency_symbol,
             simulated_trace=self.simulated_trace,
@@ -392,21 +409,6 @@ class GpuCost(ExtensionApp):
             ledger_timezone=self.ledger_timezone,
             carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
-
-    def _check_provider(self, catalog: Catalog) -> None:
-        if self.price_provider not in catalog.providers:
-            raise ConfigError(
-                f"c.GpuCost.price_provider = {self.price_provider!r} is not valid: "
-                f"use one of {', '.join(catalog.providers)}."
-            )
-        if self.price_instance and self.price_instance not in catalog.instances(
-            self.price_provider
-        ):
-            raise ConfigError(
-                f"c.GpuCost.price_instance = {self.price_instance!r} is not valid for "
-                f"{self.price_provider}: use one of "
-                f"{', '.join(i for i in catalog.instances(self.price_provider) if i)}."
-            )
 
     def initialize_settings(self) -> None:
         try:
@@ -421,7 +423,9 @@ class GpuCost(ExtensionApp):
         self._link_kernels()
         self._watch_kernels(service, config.sample_interval_s)
         try:
-            started = start_budget_and_exports(self, service, self.serverapp, self.log)
+            started = start_budget_and_exports(
+                self, service, self.serverapp, self.log, self.machine
+            )
         except (TraitError, BudgetError) as e:
             self._refuse_to_start(str(e))
         self.settings["gpucost_budget"] = started.budget

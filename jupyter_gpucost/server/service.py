@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
+from ..core.instance_prices import PricePlan
+from ..core.machine import Machine
 from ..core.meter import Meter
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
@@ -57,6 +59,10 @@ class CostConfig:
     #: IANA zone for "today" and "this month"; empty: the server's local time
     ledger_timezone: str = ""
     carbon_intensity_g_per_kwh: float = 475.0
+    #: the detected machine (``None``: none, or detection is off)
+    machine: Machine | None = None
+    #: how the prices were chosen (``None``: from the settings alone)
+    plan: PricePlan | None = None
 
 
 class BudgetDocument(Protocol):
@@ -99,6 +105,9 @@ class CostService:
             market=config.market,
             instance=config.instance,
             overrides=dict(config.overrides),
+            whole=None
+            if config.plan is None or config.plan.whole is None
+            else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
         self.source = open_source(
@@ -224,6 +233,8 @@ class CostService:
                 peak_memory_bytes=self.recorder.peak_memory_bytes,
                 attribution=self.attributor.latest,
                 budget=None if self.budget is None else self.budget.payload(),
+                machine=self.config.machine,
+                plan=self.config.plan,
             )
         )
 

@@ -23,6 +23,7 @@ from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
 from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
+from .machine import MachinePrices, instance_stopper, machine_can_stop
 from .service import CostService
 from .traits import trait_float, trait_str, trait_strings
 
@@ -89,7 +90,11 @@ def start_hub_link(
 
 
 def start_budget_and_exports(
-    traits: HasTraits, service: CostService, serverapp: ServerApp | None, log: logging.Logger
+    traits: HasTraits,
+    service: CostService,
+    serverapp: ServerApp | None,
+    log: logging.Logger,
+    machine: MachinePrices | None = None,
 ) -> Started:
     """Validate the budget and export traits, then start both (raises TraitError or
     BudgetError, naming the setting, before anything starts)."""
@@ -107,6 +112,15 @@ def start_budget_and_exports(
         log=log,
     )
     service.attach_budget(budget)
+    if machine is not None:
+        budget.enforcer.stop_instance = instance_stopper(machine, os.environ)
+        if config.action == "stop-instance" and not machine_can_stop(machine):
+            log.warning(
+                "jupyter-gpucost: budget_action 'stop-instance' has no way to stop this "
+                "machine (none detected, or a shared Kubernetes node, and no "
+                "c.GpuCost.stop_instance_command): at the budget the server stops itself "
+                "and the machine goes on billing"
+            )
     exports = start_exports(settings, service, log)
     budget.export_hook = budget_export_hook(
         BudgetExport(

@@ -21,6 +21,8 @@ from typing import Any
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
+from ..core.instance_prices import PricePlan
+from ..core.machine import Machine, describe
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not
@@ -229,6 +231,44 @@ class StatusInputs:
     attribution: Attribution | None
     #: the budget's own document (``None``: the budget is not running)
     budget: dict[str, Any] | None
+    #: the detected machine and how the prices were chosen
+    machine: Machine | None = None
+    plan: PricePlan | None = None
+
+
+def machine_json(
+    machine: Machine | None, plan: PricePlan | None, snapshot: MeterSnapshot
+) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+    """The ``machine`` object (``None``: none detected) and its warnings."""
+    if machine is None:
+        return None, []
+    whole = None if plan is None else plan.whole
+    doc: dict[str, Any] = {
+        **machine.to_json(),
+        "label": describe(machine),
+        "priced": "instance" if whole is not None else "gpu",
+        "price_note": None if plan is None or not plan.note else plan.note,
+        "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
+        "instance_price_source": None if whole is None else whole.per_gpu.source,
+        "instance_price_confidence": None if whole is None else whole.row.confidence,
+    }
+    warnings = []
+    if whole is not None:
+        seen = sum(1 for g in snapshot.gpus if g.model == whole.row.gpu_model)
+        if seen != whole.row.gpus:
+            warnings.append(
+                {
+                    "code": "instance-gpus",
+                    "message": (
+                        f"A {whole.row.instance} has {whole.row.gpus} {whole.row.gpu_model} "
+                        f"GPU(s); {seen} are visible here, so {seen} of its "
+                        f"{whole.row.gpus} shares of the instance price are counted."
+                    ),
+                }
+            )
+    elif plan is not None and plan.note:
+        warnings.append({"code": "instance-unpriced", "message": f"Machine: {plan.note}."})
+    return doc, warnings
 
 
 def _rightsizing(advice: Advice | None) -> dict[str, Any] | None:
@@ -269,6 +309,8 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         peak_bytes=inputs.peak_memory_bytes,
     )
     attribution = inputs.attribution
+    machine, machine_warnings = machine_json(inputs.machine, inputs.plan, snapshot)
+    payload["warnings"].extend(machine_warnings)
     payload.update(
         {
             "session_id": inputs.session_id,
@@ -285,6 +327,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
                 "note": attribution.note if attribution else None,
             },
             "budget": inputs.budget,
+            "machine": machine,
         }
     )
     return payload

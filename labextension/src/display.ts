@@ -1,6 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { currencySymbol, formatMoney, formatRate } from './format';
+import { machineLine } from './machine/format';
 import {
   GpuCostState,
   IGpuCostDevice,
@@ -162,6 +163,10 @@ export function describe(
   }
   const symbol = currencySymbol(status);
   const lines = [Private.summary(status, symbol, trans)];
+  const machine = machineLine(status, symbol, trans);
+  if (machine !== null) {
+    lines.push(machine);
+  }
   const minimum = Private.minimumCharge(status, trans);
   if (minimum !== null) {
     lines.push(minimum);

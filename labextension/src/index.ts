@@ -10,6 +10,7 @@ import { ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 import { budgetPlugin } from './budget';
+import { machinePlugin } from './machine';
 import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
@@ -199,6 +200,7 @@ const plugins: JupyterFrontEndPlugin<unknown>[] = [
   topBarPlugin,
   panelPlugin,
   budgetPlugin,
+  machinePlugin,
   exportPlugin,
   cellCostPlugin
 ];

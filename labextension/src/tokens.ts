@@ -3,6 +3,7 @@ import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 
 import { IBudgetEvent, IBudgetStatus } from './budget/tokens';
+import type { IMachine } from './machine/format';
 
 /**
  * Types of the JSON served by `GET /gpucost/api/status` (see docs/api.md).
@@ -112,6 +113,8 @@ export interface IGpuCostStatus {
   warnings: IGpuCostWarning[];
   /** The budget (the body of `GET /gpucost/api/budget`), `null` without one. */
   budget?: IBudgetStatus | null;
+  /** The machine this server runs on, `null` when none was detected. */
+  machine?: IMachine | null;
 }
 
 /**

@@ -76,6 +76,8 @@ def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
     }
     (tmp / "root").mkdir(exist_ok=True)
+    # an empty DMI folder: no metadata service is asked, whatever machine runs the tests
+    (tmp / "no-dmi").mkdir(exist_ok=True)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
@@ -88,6 +90,11 @@ def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
                 f"--ServerApp.port={port}",
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={tmp / 'root'}",
+                *(
+                    []
+                    if any(a.startswith("--GpuCost.dmi_path=") for a in args)
+                    else [f"--GpuCost.dmi_path={tmp / 'no-dmi'}"]
+                ),
                 *args,
             ],
             env=env,

@@ -114,10 +114,14 @@ class BudgetController:
             log=self.log,
             clock=clock,
         )
+        # what the machine still costs after an action that leaves it running
+        self.enforcer.machine_rate = spend.rate_usd_per_hour
         #: where each action is kept besides the state file (the ledger)
         self.action_sink: ActionSink | None = None
         self._idle_since: float | None = None
         self._idle_warned = False
+        #: ``(action,)`` while waiting for the busy kernels to end (``stop_when_idle``)
+        self._after_busy: tuple[str | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._enforcing: asyncio.Task[ActionRecord] | None = None
         self._dirty = False
@@ -235,6 +239,7 @@ class BudgetController:
         return 0.0
 
     async def tick(self) -> list[PolicyEvent]:
+        self._stop_if_done()
         now = self.clock()
         idle_for = self._idle_for_s()
         config = self.config
@@ -276,11 +281,12 @@ class BudgetController:
             )
         elif isinstance(event, GraceStarted):
             standing = event.standing
+            action = self.policy.grace_action or config.action
             self.events.emit(
                 "grace",
                 messages.grace(
                     None if standing is None else standing.budget,
-                    config.action,
+                    action,
                     max(0.0, (event.ends - now).total_seconds()),
                     sym,
                     reason=event.reason,
@@ -288,7 +294,7 @@ class BudgetController:
                 {
                     "grace_ends": iso(event.ends),
                     "grace_s": config.grace_s,
-                    "action": config.action,
+                    "action": action,
                     "reason": event.reason,
                     **({} if standing is None else self._budget_fields(standing, now)),
                 },
@@ -374,6 +380,38 @@ class BudgetController:
     def stop_now(self) -> bool:
         return self.policy.stop_now(self.clock())
 
+    def request_stop(self, reason: str, action: str | None) -> bool:
+        """The user's "Stop machine"/"Stop server", or the end of a cell they asked to stop
+        after: the countdown, save, export and action of a spent budget."""
+        now = self.clock()
+        started = self.policy.request_stop(now, reason, action)
+        if started is None:
+            return False
+        self._announce(started, now)
+        self._dirty = True
+        return True
+
+    def stop_when_idle(self, action: str | None) -> None:
+        """Stop (countdown, save, export, action) once no kernel is busy: when the running
+        cells or training runs have ended, finished or failed."""
+        self._after_busy = (action,)
+
+    def cancel_stop(self) -> bool:
+        """Cancel the user's own countdown, or the wait for idle kernels."""
+        waiting, self._after_busy = self._after_busy is not None, None
+        if not (self.policy.cancel_stop() or waiting):
+            return False
+        self.events.emit("cleared", messages.cleared(messages.YOU_CANCELLED))
+        return True
+
+    def _stop_if_done(self) -> None:
+        if self._after_busy is None or self.kernel_manager is None:
+            return
+        if not busy_kernels(self.kernel_manager):
+            (action,) = self._after_busy
+            self._after_busy = None
+            self.request_stop("done", action)
+
     def seen(self, client: str | None) -> None:
         """A browser polled the budget: it is expected to answer save requests."""
         self.saves.seen(client)
@@ -391,7 +429,7 @@ class BudgetController:
                 action=config.idle_action,
                 idle_s=None if since is None else round(time.monotonic() - since, 1),
             )
-        return budget_payload(
+        document = budget_payload(
             BudgetView(
                 now=self.clock(),
                 rate_usd_per_hour=self.spend.rate_usd_per_hour(),
@@ -406,6 +444,11 @@ class BudgetController:
                 hub=self.hub,
             )
         )
+        # waiting for the busy kernels to end before a stop the user asked for
+        document["stop_when_idle"] = (
+            None if self._after_busy is None else {"action": self._after_busy[0] or config.action}
+        )
+        return document
 
     def action_log(self) -> list[dict[str, Any]]:
         """This session's actions, newest first, as the API shows them."""

@@ -3,8 +3,12 @@
 1. **save**: asks every connected JupyterLab to save its notebooks with unsaved changes
    and waits (at most ``save_timeout_s``) for each to acknowledge;
 2. **export**: the checkpoint export hook (``export_hook``), a logged no-op unless set;
-3. **act**: interrupt or shut down the kernels, or stop the server (through JupyterHub
-   when the server runs under one).
+3. **act**: interrupt or shut down the kernels, stop the machine through its cloud
+   (``stop-instance``; when that fails, the server is stopped instead), or stop the server
+   (through JupyterHub when the server runs under one).
+
+Every record says what still bills afterwards: kernels stopped on a machine that runs on
+still cost its hourly price, and the message says so.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 
 from . import messages
 from .actions import (
@@ -40,6 +45,19 @@ HUB_STOP_WAIT_S = 30.0
 
 #: the checkpoint export before the action: ``async () -> what was exported``
 ExportHook = Callable[[], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class InstanceStop:
+    """The cloud's answer to stopping this machine (``ok``: it is stopping)."""
+
+    ok: bool
+    via: str
+    message: str
+
+
+#: stops the machine through its provider (``stop-instance``), off the event loop
+InstanceStopper = Callable[[], Awaitable[InstanceStop]]
 
 
 @dataclass(frozen=True)
@@ -159,10 +177,15 @@ class Enforcer:
         self.log = log
         self.clock = clock
         self.export_hook: ExportHook | None = None
+        #: stops the machine (``None``: ``stop-instance`` falls back to ``stop-server``)
+        self.stop_instance: InstanceStopper | None = None
+        #: what the machine costs per hour now (the meter's rate)
+        self.machine_rate: Callable[[], Decimal] = lambda: Decimal(0)
 
     async def enforce(self, event: Enforce) -> ActionRecord:
         started = self.clock()
-        saved = await self.saves.request_save(self.settings.action, self.settings.save_timeout_s)
+        action = event.action or self.settings.action
+        saved = await self.saves.request_save(action, self.settings.save_timeout_s)
         exported = await self._export()
         budget = None
         if event.standing is not None:
@@ -176,7 +199,7 @@ class Enforcer:
         record = ActionRecord(
             at=iso(started) or "",
             reason=event.reason,
-            action=self.settings.action,
+            action=action,
             notebooks_saved=sum(len(a.saved) for a in saved.values()),
             save_failed=tuple(sorted({p for a in saved.values() for p in a.failed})),
             browsers=len(saved),
@@ -213,30 +236,69 @@ class Enforcer:
             return f"failed: {e}"
 
     async def _act(self, record: ActionRecord) -> ActionRecord:
-        action = self.settings.action
+        action = record.action
         km = self.kernel_manager
         summary = messages.summary(record, self.settings.currency_symbol)
-        if action == "interrupt":
-            n = await interrupt_kernels(km, self.log) if km is not None else 0
+        if action in ("interrupt", "shutdown"):
+            call = interrupt_kernels if action == "interrupt" else shutdown_kernels
+            n = await call(km, self.log) if km is not None else 0
             done = record.with_outcome(
                 "done", messages.kernels_acted(summary, action, n), kernels=n
-            )
-        elif action == "shutdown":
-            n = await shutdown_kernels(km, self.log) if km is not None else 0
-            done = record.with_outcome(
-                "done", messages.kernels_acted(summary, action, n), kernels=n
-            )
+            ).with_still(self.machine_rate())
+        elif action == "stop-instance":
+            done = await self._stop_instance(record, summary)
         else:
             done = await self._stop_server(record, messages.server_stopped(summary))
+        symbol = self.settings.currency_symbol
+        done = done.with_message(
+            messages.with_still_cost(done.message, done.still_usd_per_hour, symbol)
+        )
         await self.keep(done)
-        self.events.emit("action", done.message, {"action": action, "reason": done.reason})
+        fields: dict[str, object] = {"action": action, "reason": done.reason}
+        if done.still_usd_per_hour is not None:
+            fields["still_usd_per_hour"] = float(done.still_usd_per_hour)
+        self.events.emit("action", done.message, fields)
         return done
 
-    async def _stop_server(self, record: ActionRecord, message: str) -> ActionRecord:
+    async def _stop_instance(self, record: ActionRecord, summary: str) -> ActionRecord:
+        """Kernels shut down, then the machine stopped through its cloud; on failure, loud,
+        the server is stopped instead (and the machine still costs)."""
+        km = self.kernel_manager
+        n = await shutdown_kernels(km, self.log) if km is not None else 0
+        if self.stop_instance is None:
+            answer = InstanceStop(False, "", messages.NO_INSTANCE_STOPPER)
+        else:
+            try:
+                answer = await self.stop_instance()
+            except Exception as e:  # a driver's bug must not spare the fallback
+                answer = InstanceStop(False, "", f"{type(e).__name__}: {e}")
+        if answer.ok:
+            self.log.warning("jupyter-gpucost: %s (budget)", answer.message)
+            return record.with_outcome(
+                "done",
+                messages.instance_stopped(summary, n, answer.message),
+                kernels=n,
+                via=answer.via,
+            ).with_instance(answer.message)
+        self.log.error(
+            "jupyter-gpucost: could not stop the machine: %s; stopping the server instead",
+            answer.message,
+        )
+        return await self._stop_server(
+            record.with_instance(f"failed: {answer.message}"),
+            messages.instance_failed(summary, answer.message),
+            kernels=n,
+        )
+
+    async def _stop_server(
+        self, record: ActionRecord, message: str, *, kernels: int | None = None
+    ) -> ActionRecord:
         # kernels first: they hold the GPUs, and a server stopped by a signal from the
         # hub may not get to shut them down itself
         km = self.kernel_manager
-        n = await shutdown_kernels(km, self.log) if km is not None else 0
+        if kernels is None:
+            kernels = await shutdown_kernels(km, self.log) if km is not None else 0
+        n = kernels
         hub = self.settings.hub
         if hub is not None:
             # recorded first: the hub SIGTERMs this process while it handles the request
@@ -256,4 +318,6 @@ class Enforcer:
             via, hub_detail = "self", None
         if self.stop_server is not None:
             asyncio.get_event_loop().call_later(0.5, self.stop_server)
-        return record.with_outcome("done", message, kernels=n, via=via, hub=hub_detail)
+        done = record.with_outcome("done", message, kernels=n, via=via, hub=hub_detail)
+        # stopped by itself, the server leaves the machine running: it still costs
+        return done.with_still(self.machine_rate()) if via == "self" else done

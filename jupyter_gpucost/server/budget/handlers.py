@@ -15,6 +15,7 @@ from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .controller import BudgetController
 from .policy import parse_save_answer, parse_soft_request
+from .stop_request import parse_stop_request
 
 
 class BudgetHandler(GpuCostHandler):
@@ -53,6 +54,32 @@ class StopNowHandler(BudgetHandler):
         self.write_json({"stopping": True})
 
 
+class StopHandler(BudgetHandler):
+    """``POST {"action": "stop-instance", "reason": "user"}``: stop with the countdown,
+    save and export of a budget stop (``reason`` "done": the end of a cell or training run
+    the user asked to stop after; ``"when": "idle"``: once no kernel is busy);
+    ``DELETE``: cancel that countdown, or the wait for idle kernels."""
+
+    #: ``%gpucost stop-when-done`` asks from the kernel at the end of the cell
+    kernel_methods = frozenset({"POST"})
+
+    @user_or_kernel
+    def post(self) -> None:
+        request = parse_stop_request(self.body())
+        if request.when == "idle":
+            self.budget.stop_when_idle(request.action)
+        elif not self.budget.request_stop(request.reason, request.action):
+            raise Conflict("a budget action is under way: it cannot be replaced now")
+        self.write_json(self.budget.payload())
+
+    @web.authenticated
+    @authorized
+    def delete(self) -> None:
+        if not self.budget.cancel_stop():
+            raise Conflict("there is no countdown of yours to cancel")
+        self.write_json(self.budget.payload())
+
+
 class SavedHandler(BudgetHandler):
     @web.authenticated
     @authorized
@@ -85,6 +112,7 @@ def budget_handlers() -> list[Route]:
     return [
         (f"{API_PREFIX}/budget", BudgetStateHandler),
         (f"{API_PREFIX}/budget/stop-now", StopNowHandler),
+        (f"{API_PREFIX}/budget/stop", StopHandler),
         (f"{API_PREFIX}/budget/saved", SavedHandler),
         (f"{API_PREFIX}/budget/actions", ActionsHandler),
     ]

@@ -6,9 +6,10 @@ Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's displ
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
-from ...core.money import notice
+from ...core.money import MICRO_PER_USD, notice
 from .policy import Budget
 from .record import ActionRecord
 
@@ -17,6 +18,7 @@ _ACTIONS = {
     "interrupt": "kernels interrupted",
     "shutdown": "kernels shut down",
     "stop-server": "server stopped",
+    "stop-instance": "machine stopped",
 }
 
 
@@ -51,6 +53,10 @@ def grace(
         what = f"Your {notice(budget.amount_micro_usd, symbol)} {scope_name(budget)} is spent."
     elif reason == "hub":
         what = "Your hub admin's budget is spent: the hub stops this server."
+    elif reason == "done":
+        what = "Your run is done, as you asked to stop then."
+    elif reason == "user":
+        what = "Stopping as you asked."
     else:
         what = "The GPUs have been idle while costing money."
     return (
@@ -62,6 +68,7 @@ def cleared(why: str) -> str:
     return f"Countdown stopped: {why}."
 
 
+YOU_CANCELLED = "you cancelled it"
 SAVE_REQUEST = "Saving open notebooks before the budget action."
 IDLE_SKIPPED = "Idle stop skipped: a kernel is busy."
 IDLE_SKIPPED_RECORD = "idle stop skipped: a kernel is busy"
@@ -74,6 +81,10 @@ def summary(record: ActionRecord, symbol: str) -> str:
         head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
     elif record.reason == "hub":
         head = f"stopped for the hub at {at} UTC"
+    elif record.reason == "done":
+        head = f"stopped when done at {at} UTC"
+    elif record.reason == "user":
+        head = f"stopped as you asked at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
     saved = record.notebooks_saved
@@ -87,3 +98,27 @@ def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
 
 def server_stopped(summary_text: str) -> str:
     return f"{summary_text}; server stopped"
+
+
+NO_INSTANCE_STOPPER = "no way to stop this machine is known (see docs/budgets.md)"
+
+
+def instance_stopped(summary_text: str, kernels: int, answer: str) -> str:
+    """``...; 1 kernel(s) shut down; machine stopping (EC2 is stopping i-0abc); its disks
+    still bill``."""
+    return (
+        f"{summary_text}; {kernels} kernel(s) shut down; machine stopping ({answer}); "
+        "its disks still bill"
+    )
+
+
+def instance_failed(summary_text: str, why: str) -> str:
+    return f"{summary_text}; could not stop the machine ({why}); server stopped instead"
+
+
+def with_still_cost(text: str, still_usd_per_hour: Decimal | None, symbol: str) -> str:
+    """``kernels stopped; this machine still costs $6.86/h`` when it still costs."""
+    if still_usd_per_hour is None or still_usd_per_hour <= 0:
+        return text
+    micro = int(still_usd_per_hour * MICRO_PER_USD)
+    return f"{text}; this machine still costs {notice(micro, symbol)}/h"

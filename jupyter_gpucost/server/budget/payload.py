@@ -12,7 +12,7 @@ from typing import Any
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.money import usd
 from .events import iso
-from .policy import SCOPES, BudgetPolicy, Standing
+from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing
 from .record import ActionRecord
 
 #: events shown by the API
@@ -112,6 +112,9 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
             "remaining_s": max(0.0, round((p.grace_ends - now).total_seconds(), 1)),
             "reason": p.grace_reason,
             "can_raise": binding is not None and binding.budget.kind == "soft",
+            # the action at the end of this countdown, and whether the user may cancel it
+            "action": p.grace_action or view.action,
+            "can_cancel": p.grace_reason in USER_REASONS,
         }
     return {
         "state": p.state,

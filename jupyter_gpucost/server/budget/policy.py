@@ -36,7 +36,7 @@ from ..inputs import shown
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
 SCOPES: tuple[Scope, ...] = ("session", "day", "month")
-ACTIONS = ("interrupt", "shutdown", "stop-server")
+ACTIONS = ("interrupt", "shutdown", "stop-server", "stop-instance")
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 95)
 #: the most a budget may be, so a typo of many zeros is refused rather than ignored
 MAX_BUDGET_MICRO_USD = 10**6 * 10**6
@@ -261,7 +261,12 @@ class Enforce:
 
     standing: Standing | None
     reason: str
+    #: the action the user asked for (``None``: the configured one)
+    action: str | None = None
 
+
+#: why a countdown runs that the user started (and may cancel): "stop now", "when done"
+USER_REASONS = ("user", "done")
 
 PolicyEvent = ThresholdCrossed | GraceStarted | GraceCleared | Enforce
 
@@ -286,6 +291,8 @@ class BudgetPolicy:
     grace_ends: datetime | None = None
     grace_standing: Standing | None = None
     grace_reason: str = "budget"
+    #: the action the user asked for with ``request_stop`` (``None``: the configured one)
+    grace_action: str | None = None
     #: the arming key the last enforcement was for: it is not enforced twice
     acted_key: str | None = None
 
@@ -319,6 +326,24 @@ class BudgetPolicy:
         if self.state != "grace":
             return False
         self.grace_ends = now
+        return True
+
+    def request_stop(self, now: datetime, reason: str, action: str | None) -> GraceStarted | None:
+        """The user's "stop the machine" / "stop when done": the same countdown, save and
+        action as a spent budget (``None``: an action is being taken already)."""
+        if self.state == "enforcing" or (
+            self.state == "grace" and self.grace_reason not in USER_REASONS
+        ):
+            return None
+        started = self._start_grace(now, None, reason)
+        self.grace_action = action
+        return started
+
+    def cancel_stop(self) -> bool:
+        """Cancel the user's own countdown (never a budget's)."""
+        if self.state != "grace" or self.grace_reason not in USER_REASONS:
+            return False
+        self.cancel_grace()
         return True
 
     def acted(self) -> None:
@@ -370,6 +395,7 @@ class BudgetPolicy:
                 binding is not None
                 or (self.grace_reason == "idle" and idle)
                 or (self.grace_reason == "hub" and hub_stop)
+                or self.grace_reason in USER_REASONS
             )
             if still and self.deadline is not None and self.grace_started is not None:
                 # the hub's stop time came or moved while the countdown ran
@@ -380,8 +406,10 @@ class BudgetPolicy:
                 events.append(GraceCleared("the budget is no longer spent"))
             elif self.grace_ends is not None and now >= self.grace_ends:
                 self.state = "enforcing"
-                self.acted_key = self.grace_standing.key if self.grace_standing else None
-                events.append(Enforce(self.grace_standing, self.grace_reason))
+                if self.grace_reason not in USER_REASONS:
+                    # a stop the user asked for leaves the budgets' own record as it was
+                    self.acted_key = self.grace_standing.key if self.grace_standing else None
+                events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
                 return events
             else:
                 if binding is not None:
@@ -428,6 +456,7 @@ class BudgetPolicy:
         self.grace_started = self.grace_ends = None
         self.grace_standing = None
         self.grace_reason = "budget"
+        self.grace_action = None
 
     def _thresholds(self, standing: Standing) -> list[PolicyEvent]:
         share = standing.share

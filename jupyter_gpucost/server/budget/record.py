@@ -57,6 +57,11 @@ class ActionRecord:
     #: why the action was skipped
     detail: str | None = None
     message: str = ""
+    #: the cloud's answer to ``stop-instance`` ("failed: why" when it did not stop)
+    instance: str | None = None
+    #: what the machine still costs per hour after the action (``None``: not known, or
+    #: the machine is stopping)
+    still_usd_per_hour: Decimal | None = None
 
     def with_outcome(
         self,
@@ -71,6 +76,15 @@ class ActionRecord:
         return replace(
             self, result=result, message=message, kernels=kernels, via=via, hub=hub, detail=detail
         )
+
+    def with_still(self, rate_usd_per_hour: Decimal) -> ActionRecord:
+        return replace(self, still_usd_per_hour=rate_usd_per_hour)
+
+    def with_instance(self, answer: str) -> ActionRecord:
+        return replace(self, instance=answer)
+
+    def with_message(self, message: str) -> ActionRecord:
+        return replace(self, message=message)
 
     # -- the edges: JSON in, JSON out -----------------------------------------------------
 
@@ -102,6 +116,10 @@ class ActionRecord:
             out["via"] = self.via
             out["kernels"] = self.kernels
             out["hub"] = self.hub
+        if self.instance is not None:
+            out["instance"] = self.instance
+        if self.still_usd_per_hour is not None:
+            out["still_usd_per_hour"] = float(self.still_usd_per_hour)
         out["message"] = self.message
         return out
 
@@ -126,6 +144,7 @@ class ActionRecord:
             return None if value is None else str(value)
 
         kernels = raw.get("kernels")
+        still = raw.get("still_usd_per_hour")
         return cls(
             at=str(raw.get("at", "")),
             reason=str(raw.get("reason", "budget")),
@@ -141,4 +160,6 @@ class ActionRecord:
             hub=text("hub"),
             detail=text("detail"),
             message=str(raw.get("message", "")),
+            instance=text("instance"),
+            still_usd_per_hour=None if still is None else Decimal(str(still)),
         )

@@ -138,7 +138,10 @@ export class BudgetController {
         break;
       case 'grace':
         if (event.grace_ends) {
-          this._countdown.show(event.grace_ends, event.budget_kind === 'soft');
+          this._countdown.show(event.grace_ends, event.budget_kind === 'soft', {
+            reason: event.reason,
+            action: event.action
+          });
         }
         break;
       case 'cleared':

@@ -38,9 +38,15 @@ export class BudgetCountdown {
   /**
    * Show the countdown to `endsIso` (or move it there).
    */
-  show(endsIso: string, canRaise: boolean): void {
+  show(
+    endsIso: string,
+    canRaise: boolean,
+    pushed: { reason?: string; action?: string } = {}
+  ): void {
     this._endsAt = new Date(endsIso).getTime();
     this._canRaise = canRaise;
+    // the pushed event's why and what, until a status with the countdown arrives
+    this._pushed = pushed;
     if (this._timer !== null) {
       this.tick();
       return;
@@ -107,23 +113,35 @@ export class BudgetCountdown {
     const status = this._host.status;
     const left = (this._endsAt - Date.now()) / 1000;
     const budget = bindingBudget(status);
-    const action = status?.action ?? 'shutdown';
+    // the user's own stop names its action; a budget's is the configured one
+    const grace = status?.state === 'grace' ? status.grace : null;
+    const action =
+      grace?.action ?? this._pushed.action ?? status?.action ?? 'shutdown';
     const what =
-      action === 'stop-server'
-        ? 'the server stops'
-        : action === 'interrupt'
-          ? 'the kernels are interrupted'
-          : 'the kernels shut down';
+      action === 'stop-instance'
+        ? 'the machine stops'
+        : action === 'stop-server'
+          ? 'the server stops'
+          : action === 'interrupt'
+            ? 'the kernels are interrupted'
+            : 'the kernels shut down';
     const whose =
       budget?.kind === 'hub' || status?.grace?.reason === 'hub'
         ? "Your hub admin's"
         : budget?.locked
           ? "The administrator's"
           : 'Your';
+    const reason = grace?.reason ?? this._pushed.reason;
+    const head =
+      reason === 'user'
+        ? 'Stopping as you asked.'
+        : reason === 'done'
+          ? 'Your run is done, as you asked to stop then.'
+          : `${whose} budget is spent.`;
     if (this._stopping || status?.state === 'enforcing') {
-      return `${whose} budget is spent. Saving notebooks, then ${what}.`;
+      return `${head} Saving notebooks, then ${what}.`;
     }
-    return `${whose} budget is spent. Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
+    return `${head} Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
   }
 
   private actions(): Notification.IAction[] {
@@ -173,4 +191,5 @@ export class BudgetCountdown {
   private _canRaise = false;
   private _stopping = false;
   private _closingMessage: string | null = null;
+  private _pushed: { reason?: string; action?: string } = {};
 }

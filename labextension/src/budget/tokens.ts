@@ -48,9 +48,13 @@ export interface IBudgetGrace {
   started: string;
   ends: string;
   remaining_s: number;
-  reason: 'budget' | 'idle' | 'user' | 'hub';
+  reason: 'budget' | 'idle' | 'user' | 'hub' | 'done';
   /** Whether the binding budget is the user's, so it can be raised. */
   can_raise: boolean;
+  /** The action at the end of the countdown (older servers leave it out). */
+  action?: string;
+  /** Whether the user started this countdown and may cancel it. */
+  can_cancel?: boolean;
 }
 
 /**
@@ -120,4 +124,8 @@ export interface IBudgetEvent {
   request_id?: string;
   runs_out_at?: string;
   reason?: string;
+  /** The action at the end of the countdown (kind grace and action). */
+  action?: string;
+  /** What the machine still costs per hour after the action (kind action). */
+  still_usd_per_hour?: number;
 }

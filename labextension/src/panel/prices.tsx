@@ -2,6 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatDuration, formatRate } from '../format';
+import { machineLine } from '../machine/format';
 import { IPanelStatus } from './types';
 
 /*
@@ -27,10 +28,12 @@ export function Prices(props: {
     }
   }
   const catalogDate = status.prices.catalog_date;
+  const machine = machineLine(status, symbol, trans);
   return (
     <section className="jp-gpucost-panel-prices">
       <h3>{trans.__('Prices')}</h3>
       <ul>
+        {machine !== null && <li data-field="machine">{machine}</li>}
         {[...sources.entries()].map(([label, source]) => (
           <li key={label}>
             <strong>{label}</strong>: {source}

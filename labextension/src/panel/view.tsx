@@ -11,6 +11,7 @@ import { currencySymbol } from '../format';
 import { Budget } from './budget-form';
 import { History } from './history';
 import { Kernels } from './kernels';
+import { Machine } from './machine';
 import { CostPanelModel } from './model';
 import { Prices } from './prices';
 import { Cells, Exports } from './recent';
@@ -108,6 +109,7 @@ namespace Private {
         <Source status={s} trans={trans} />
         <Totals status={s} symbol={symbol} trans={trans} />
         <Budget model={model} status={s} symbol={symbol} trans={trans} />
+        <Machine status={s} symbol={symbol} trans={trans} />
         <History {...props} symbol={symbol} />
         <Kernels
           model={model}

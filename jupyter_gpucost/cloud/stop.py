@@ -1,0 +1,243 @@
+"""Stops the machine through its provider: the ``stop-instance`` budget action.
+
+One driver per provider, each doing what the provider documents:
+
+* AWS: EC2 ``StopInstances`` on the instance's own id, with the instance's role (boto3,
+  an optional dependency; ``AWS_ENDPOINT_URL_EC2`` honoured as boto3 does);
+* GCP: ``instances.stop`` with the token of the VM's service account from the metadata
+  server;
+* Azure: ``virtualMachines/deallocate`` with the VM's managed identity (a token from IMDS);
+* RunPod: ``POST /pods/{podId}/stop`` with the pod's ``RUNPOD_API_KEY``;
+* or the admin's ``stop_instance_command``.
+
+Blocking: run in a worker thread. A failure is a :class:`StopResult` whose message says
+why and which permission to grant; tokens and keys never appear in it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from ..core.machine import Machine
+from .detect import Endpoints
+from .http import HttpFailure, request
+
+AZURE_COMPUTE_API_VERSION = "2024-07-01"
+AZURE_TOKEN_API_VERSION = "2018-02-01"
+
+
+@dataclass(frozen=True)
+class StopSettings:
+    command: tuple[str, ...] = ()
+    gcp_compute_url: str = "https://compute.googleapis.com"
+    azure_management_url: str = "https://management.azure.com"
+    runpod_api_url: str = "https://rest.runpod.io/v1"
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class StopResult:
+    ok: bool
+    #: how: "aws", "gcp", "azure", "runpod", "command" ("" when nothing could be tried)
+    via: str
+    message: str
+
+
+def _fail(via: str, message: str) -> StopResult:
+    return StopResult(False, via, message)
+
+
+def stop_instance(
+    machine: Machine | None,
+    settings: StopSettings,
+    endpoints: Endpoints,
+    environ: Mapping[str, str],
+) -> StopResult:
+    """Ask the provider to stop this machine; never raises."""
+    if settings.command:
+        return _command(settings)
+    if machine is None:
+        return _fail(
+            "",
+            "this machine is not a detected cloud instance: set c.GpuCost.stop_instance_command",
+        )
+    if machine.shared:
+        return _fail(
+            machine.provider,
+            "this server runs in a Kubernetes pod: its node is shared and is not stopped "
+            "from inside",
+        )
+    try:
+        if machine.provider == "aws":
+            return _aws(machine, environ)
+        if machine.provider == "gcp":
+            return _gcp(machine, settings, endpoints)
+        if machine.provider == "azure":
+            return _azure(machine, settings, endpoints)
+        if machine.provider == "runpod":
+            return _runpod(machine, settings, environ)
+    except HttpFailure as e:
+        return _fail(machine.provider, str(e))
+    return _fail(
+        machine.provider,
+        f"no API to stop a {machine.provider} machine: set c.GpuCost.stop_instance_command",
+    )
+
+
+def _command(settings: StopSettings) -> StopResult:
+    argv = list(settings.command)
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=settings.timeout_s * 6, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return _fail("command", f"c.GpuCost.stop_instance_command failed: {e}")
+    if done.returncode != 0:
+        tail = " ".join((done.stderr or done.stdout)[-300:].split())
+        return _fail(
+            "command", f"c.GpuCost.stop_instance_command exited with {done.returncode}: {tail}"
+        )
+    return StopResult(True, "command", f"stop command run: {' '.join(argv)}")
+
+
+def _aws(machine: Machine, environ: Mapping[str, str]) -> StopResult:
+    if not machine.instance_id:
+        return _fail("aws", "the EC2 instance id is not known (IMDS did not answer)")
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    except ImportError:
+        return _fail(
+            "aws", "boto3 is not installed: pip install 'jupyter-gpucost[aws]' to stop EC2"
+        )
+    region = machine.region or environ.get("AWS_DEFAULT_REGION", "") or None
+    grant = (
+        f"grant ec2:StopInstances on arn:aws:ec2:{machine.region or '*'}:*:instance/"
+        f"{machine.instance_id} to the instance's role"
+    )
+    try:
+        # a session of its own: credentials are read now (the instance role's, refreshed)
+        client = boto3.session.Session(region_name=region).client("ec2")
+        answer = client.stop_instances(InstanceIds=[machine.instance_id])
+    except NoCredentialsError:
+        return _fail("aws", f"no AWS credentials: attach an instance role and {grant}")
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        text = e.response.get("Error", {}).get("Message", "")
+        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
+            return _fail("aws", f"EC2 refused StopInstances ({code}): {grant}")
+        return _fail("aws", f"EC2 StopInstances failed ({code}): {text}")
+    except BotoCoreError as e:
+        return _fail("aws", f"EC2 StopInstances failed: {e}")
+    states = [
+        str(s.get("CurrentState", {}).get("Name", "")) for s in answer.get("StoppingInstances", [])
+    ]
+    state = states[0] if states else "stopping"
+    return StopResult(True, "aws", f"EC2 is stopping {machine.instance_id} ({state})")
+
+
+def _token(answer_body: str) -> str:
+    try:
+        value = json.loads(answer_body).get("access_token", "")
+    except (ValueError, AttributeError):
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def _gcp(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> StopResult:
+    if not (machine.project and machine.zone and machine.name):
+        return _fail("gcp", "the VM's project, zone or name is not known (metadata did not answer)")
+    token_url = f"{endpoints.gce_base()}/computeMetadata/v1/instance/service-accounts/default/token"
+    got = request(
+        "GET", token_url, headers={"Metadata-Flavor": "Google"}, timeout_s=settings.timeout_s
+    )
+    token = _token(got.body) if got.status == 200 else ""
+    grant = (
+        "grant compute.instances.stop (e.g. roles/compute.instanceAdmin.v1) on this VM to its "
+        "service account, with the cloud-platform access scope"
+    )
+    if not token:
+        return _fail("gcp", f"the VM has no service account token ({got.status}): {grant}")
+    url = (
+        f"{settings.gcp_compute_url.rstrip('/')}/compute/v1/projects/{quote(machine.project)}"
+        f"/zones/{quote(machine.zone)}/instances/{quote(machine.name)}/stop"
+    )
+    answer = request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer {token}"},
+        body=b"",
+        timeout_s=settings.timeout_s,
+    )
+    if answer.status in (401, 403):
+        return _fail("gcp", f"Compute Engine refused instances.stop ({answer.status}): {grant}")
+    if answer.status != 200:
+        return _fail("gcp", f"instances.stop answered {answer.status}: {answer.snippet()}")
+    return StopResult(True, "gcp", f"Compute Engine is stopping {machine.name}")
+
+
+def _azure(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> StopResult:
+    resource = quote(settings.azure_management_url.rstrip("/") + "/", safe="")
+    token_url = (
+        f"{endpoints.azure_imds.rstrip('/')}/metadata/identity/oauth2/token"
+        f"?api-version={AZURE_TOKEN_API_VERSION}&resource={resource}"
+    )
+    got = request("GET", token_url, headers={"Metadata": "true"}, timeout_s=settings.timeout_s)
+    token = _token(got.body) if got.status == 200 else ""
+    grant = (
+        "grant Microsoft.Compute/virtualMachines/deallocate/action (e.g. the Virtual Machine "
+        "Contributor role) on this VM to its managed identity"
+    )
+    if not token:
+        return _fail(
+            "azure",
+            f"the VM has no managed identity token ({got.status}): turn on its system-assigned "
+            f"identity and {grant}",
+        )
+    url = (
+        f"{settings.azure_management_url.rstrip('/')}/subscriptions/"
+        f"{quote(machine.subscription_id)}/resourceGroups/{quote(machine.resource_group)}"
+        f"/providers/Microsoft.Compute/virtualMachines/{quote(machine.name)}/deallocate"
+        f"?api-version={AZURE_COMPUTE_API_VERSION}"
+    )
+    answer = request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer {token}"},
+        body=b"",
+        timeout_s=settings.timeout_s,
+    )
+    if answer.status in (401, 403):
+        return _fail("azure", f"Azure refused deallocate ({answer.status}): {grant}")
+    if answer.status not in (200, 202):
+        return _fail("azure", f"deallocate answered {answer.status}: {answer.snippet()}")
+    return StopResult(True, "azure", f"Azure is deallocating {machine.name}")
+
+
+def _runpod(machine: Machine, settings: StopSettings, environ: Mapping[str, str]) -> StopResult:
+    key = environ.get("RUNPOD_API_KEY", "")
+    if not key:
+        return _fail(
+            "runpod", "RUNPOD_API_KEY is not set: give the pod an API key allowed to stop pods"
+        )
+    url = f"{settings.runpod_api_url.rstrip('/')}/pods/{quote(machine.instance_id)}/stop"
+    answer = request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer {key}"},
+        body=b"",
+        timeout_s=settings.timeout_s,
+    )
+    if answer.status in (401, 403):
+        return _fail(
+            "runpod",
+            f"RunPod refused to stop the pod ({answer.status}): RUNPOD_API_KEY needs write "
+            "access to pods",
+        )
+    if answer.status != 200:
+        return _fail("runpod", f"RunPod answered {answer.status}: {answer.snippet()}")
+    return StopResult(True, "runpod", f"RunPod is stopping pod {machine.instance_id}")

@@ -1,0 +1,189 @@
+"""Whole-instance prices: what a cloud bills for one instance type (GPUs, CPU, RAM).
+
+``[[instance]]`` tables of the price catalog (``jupyter_gpucost/data/prices.toml``), each
+with its source, date and confidence. A detected instance with a row is priced whole: the
+row's hourly price split into one share per GPU of the instance (micro-dollars, rounded
+down) and the remainder as the base price, so that the instance's GPUs together with the
+base cost exactly the row's price.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
+from importlib import resources
+from pathlib import Path
+
+from .catalog import CONFIDENCE_LEVELS, MARKETS, CatalogError, Price, parse_price
+
+MICRO = Decimal("0.000001")
+
+
+@dataclass(frozen=True)
+class InstanceRow:
+    provider: str
+    instance: str
+    #: the catalog model of its GPUs (``A10G``, ``H100-80GB``)
+    gpu_model: str
+    gpus: int
+    usd_per_hour: Decimal
+    market: str
+    region: str
+    source: str
+    as_of: str | None
+    confidence: str
+
+
+@dataclass(frozen=True)
+class InstancePricing:
+    """How a whole-instance row prices the meter: a price per GPU and a base price."""
+
+    row: InstanceRow
+    per_gpu: Price
+    base_usd_per_hour: Decimal
+
+
+def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...]:
+    """The ``[[instance]]`` rows of the shipped catalog or of the TOML file at ``path``."""
+    if path:
+        try:
+            text = Path(path).read_bytes()
+        except OSError as e:
+            raise CatalogError(f"cannot read price catalog {path}: {e.strerror}") from None
+        origin = str(path)
+    else:
+        text = resources.files("jupyter_gpucost").joinpath("data", "prices.toml").read_bytes()
+        origin = "the shipped catalog"
+    try:
+        data = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise CatalogError(f"{origin} is not valid TOML: {e}") from None
+    raw_rows = data.get("instance", [])
+    if not isinstance(raw_rows, list):
+        raise CatalogError(f"{origin}: 'instance' must be [[instance]] tables")
+    return tuple(_row(f"{origin}, instance row {i}", raw) for i, raw in enumerate(raw_rows, 1))
+
+
+def _row(where: str, raw: object) -> InstanceRow:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: not a table")
+    needed = ("provider", "instance", "gpu_model", "gpus", "usd_per_hour", "market")
+    missing = [k for k in needed if k not in raw]
+    if missing:
+        raise CatalogError(f"{where}: missing {', '.join(missing)}")
+    market = str(raw["market"])
+    if market not in MARKETS:
+        raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
+    confidence = str(raw.get("confidence", "listed"))
+    if confidence not in CONFIDENCE_LEVELS:
+        raise CatalogError(f"{where}: confidence {confidence!r} is not one of the levels")
+    gpus = raw["gpus"]
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise CatalogError(f"{where}: gpus must be a whole number >= 1")
+    try:
+        price = parse_price(raw["usd_per_hour"], what=where)
+    except ValueError as e:
+        raise CatalogError(str(e)) from None
+    return InstanceRow(
+        provider=str(raw["provider"]),
+        instance=str(raw["instance"]),
+        gpu_model=str(raw["gpu_model"]),
+        gpus=gpus,
+        usd_per_hour=price,
+        market=market,
+        region=str(raw.get("region", "")),
+        source=str(raw.get("source", "")),
+        as_of=str(raw.get("as_of") or "") or None,
+        confidence=confidence,
+    )
+
+
+def find_instance(
+    rows: tuple[InstanceRow, ...], *, provider: str, instance: str, market: str
+) -> InstanceRow | None:
+    """The row of this instance type at this market (instance names compare as written)."""
+    for row in rows:
+        if row.provider == provider and row.instance == instance and row.market == market:
+            return row
+    return None
+
+
+def whole_instance(row: InstanceRow) -> InstancePricing:
+    """The row's price as one share per GPU plus the remainder (exact to the micro-dollar)."""
+    share = (row.usd_per_hour / row.gpus).quantize(MICRO, rounding=ROUND_DOWN)
+    base = row.usd_per_hour - share * row.gpus
+    where = " ".join(x for x in (row.provider, row.instance, row.market, row.region) if x)
+    date = f"as of {row.as_of}" if row.as_of else "undated"
+    source = f"{where}: {row.usd_per_hour} USD/h per instance / {row.gpus} GPU(s), {date}"
+    if row.source:
+        source += f"; source: {row.source}"
+    price = Price(
+        model=row.gpu_model,
+        usd_per_gpu_hour=share,
+        source=source,
+        as_of=row.as_of,
+        confidence=row.confidence,
+    )
+    return InstancePricing(row=row, per_gpu=price, base_usd_per_hour=base)
+
+
+@dataclass(frozen=True)
+class AdminPrices:
+    """The price settings an admin set (``None``/``False``: left to their defaults)."""
+
+    provider: str | None = None
+    market: str | None = None
+    instance: str | None = None
+    base_set: bool = False
+
+
+@dataclass(frozen=True)
+class PricePlan:
+    """Which prices are in force, and what the UI says about them."""
+
+    provider: str
+    market: str
+    #: the detected instance's whole-instance row (``None``: per-GPU prices)
+    whole: InstancePricing | None = None
+    #: why the machine is not priced whole (``""``: it is, or none was detected)
+    note: str = ""
+
+
+def plan_prices(
+    admin: AdminPrices,
+    *,
+    provider: str | None,
+    instance_type: str,
+    market: str,
+    shared: bool,
+    providers: tuple[str, ...],
+    rows: tuple[InstanceRow, ...],
+    default_provider: str = "aws",
+) -> PricePlan:
+    """The admin's settings win; then the detected machine; then the defaults.
+
+    ``provider`` etc. describe the detected machine (``provider=None``: none detected). A
+    machine is priced whole only when the admin set none of provider, instance or base
+    price, it is its own (not a shared Kubernetes node) and the catalog has its row.
+    """
+    if provider is None:
+        return PricePlan(admin.provider or default_provider, admin.market or "on-demand")
+    market = admin.market or market or "on-demand"
+    known = provider in providers
+    chosen = admin.provider or (provider if known else default_provider)
+    if admin.provider or admin.instance or admin.base_set:
+        return PricePlan(chosen, market)
+    if not known:
+        return PricePlan(
+            chosen, market, note=f"the catalog has no {provider} prices: {chosen} GPU prices"
+        )
+    if shared:
+        return PricePlan(
+            chosen, market, note="this server runs in a Kubernetes pod: per-GPU prices"
+        )
+    row = find_instance(rows, provider=provider, instance=instance_type, market=market)
+    if row is None:
+        what = f"{instance_type} {market}" if instance_type else f"this {provider} {market} machine"
+        return PricePlan(chosen, market, note=f"no whole-instance price for {what}: per-GPU prices")
+    return PricePlan(chosen, market, whole=whole_instance(row))

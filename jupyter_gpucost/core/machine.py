@@ -1,0 +1,230 @@
+"""The machine's identity: which cloud, instance type, region, market and instance id.
+
+Pure rules, no I/O: the adapter (:mod:`jupyter_gpucost.cloud.detect`) reads the DMI files,
+the environment and, only on a machine whose local signals name that cloud, its metadata
+service, and hands the texts to the functions here.
+
+Local signals follow cloud-init's ``ds-identify``: DMI ``sys_vendor``/``product_name``/
+``product_version``/``chassis_asset_tag``/``board_asset_tag``, and the variables RunPod and
+Vast.ai set in their containers. A Kubernetes pod (``KUBERNETES_SERVICE_HOST``) shares its
+node: its machine is named but never priced whole nor stopped from inside.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Provider = Literal["aws", "gcp", "azure", "runpod", "vast"]
+#: the providers whose API ``stop-instance`` calls
+STOPPABLE = ("aws", "gcp", "azure", "runpod")
+#: the providers whose metadata service is asked (only when DMI names them)
+METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure")
+#: the DMI files read (under ``c.GpuCost.dmi_path``)
+DMI_FILES = (
+    "sys_vendor",
+    "product_name",
+    "product_version",
+    "chassis_asset_tag",
+    "board_asset_tag",
+)
+#: the chassis asset tag every Azure VM carries (ds-identify's ``dscheck_Azure``)
+AZURE_CHASSIS_TAG = "7783-7084-3265-9085-8269-3286-77"
+#: environment variables the machine's identity is read from (nothing else is looked at)
+ENV_NAMES = (
+    "RUNPOD_POD_ID",
+    "RUNPOD_GPU_COUNT",
+    "RUNPOD_DC_ID",
+    "VAST_CONTAINERLABEL",
+    "CONTAINER_ID",
+    "KUBERNETES_SERVICE_HOST",
+)
+
+
+class MetadataError(ValueError):
+    """A metadata document that is not what the provider documents; the message says why."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this server runs on, and how that was found."""
+
+    provider: str
+    instance_type: str = ""
+    region: str = ""
+    #: "on-demand" or "spot" ("" when not known)
+    market: str = ""
+    instance_id: str = ""
+    #: how it was found: "dmi", "dmi+metadata", "environment"
+    source: str = ""
+    #: a Kubernetes pod: the node is shared, never priced whole nor stopped from inside
+    shared: bool = False
+    # where the provider's API finds the instance (never shown: the stop drivers use them)
+    zone: str = ""
+    project: str = ""
+    name: str = ""
+    resource_group: str = ""
+    subscription_id: str = ""
+    #: why the metadata service gave no answer (the machine is then known from DMI only)
+    note: str = ""
+
+    @property
+    def stoppable(self) -> bool:
+        """Whether its provider's API can stop it from inside (``stop-instance``)."""
+        return self.provider in STOPPABLE and not self.shared
+
+    def to_json(self) -> dict[str, object]:
+        """The ``machine`` object of ``GET /gpucost/api/status``."""
+        return {
+            "provider": self.provider,
+            "instance_type": self.instance_type or None,
+            "region": self.region or None,
+            "market": self.market or None,
+            "instance_id": self.instance_id or None,
+            "source": self.source,
+            "shared": self.shared,
+            "stoppable": self.stoppable,
+            "note": self.note or None,
+        }
+
+
+@dataclass(frozen=True)
+class LocalSignals:
+    """The DMI fields (name -> text, stripped) and the environment variables of ENV_NAMES."""
+
+    dmi: Mapping[str, str]
+    env: Mapping[str, str]
+
+
+def cloud_from_dmi(dmi: Mapping[str, str]) -> Provider | None:
+    """The cloud the DMI fields name, or ``None`` (then no metadata service is asked)."""
+    vendor = dmi.get("sys_vendor", "").lower()
+    product = dmi.get("product_name", "").lower()
+    version = dmi.get("product_version", "").lower()
+    if vendor == "amazon ec2" or "amazon" in version:
+        return "aws"
+    if product == "google compute engine" or vendor == "google":
+        return "gcp"
+    if dmi.get("chassis_asset_tag", "") == AZURE_CHASSIS_TAG:
+        return "azure"
+    return None
+
+
+def from_environment(env: Mapping[str, str]) -> Machine | None:
+    """RunPod and Vast.ai name their containers in the environment."""
+    shared = bool(env.get("KUBERNETES_SERVICE_HOST"))
+    pod = env.get("RUNPOD_POD_ID", "")
+    if pod:
+        return Machine(
+            "runpod",
+            region=env.get("RUNPOD_DC_ID", ""),
+            instance_id=pod,
+            source="environment",
+            shared=shared,
+        )
+    label = env.get("VAST_CONTAINERLABEL", "")
+    if label:
+        return Machine("vast", instance_id=label, source="environment", shared=shared)
+    return None
+
+
+def from_dmi(provider: Provider, signals: LocalSignals, note: str = "") -> Machine:
+    """The machine known from DMI alone (its metadata service did not answer)."""
+    instance_id = signals.dmi.get("board_asset_tag", "") if provider == "aws" else ""
+    return Machine(
+        provider,
+        instance_id=instance_id if instance_id.startswith("i-") else "",
+        source="dmi",
+        shared=bool(signals.env.get("KUBERNETES_SERVICE_HOST")),
+        note=note,
+    )
+
+
+def _object(text: str, what: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        raise MetadataError(f"{what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise MetadataError(f"{what} is not a JSON object")
+    return value
+
+
+def _text(doc: Mapping[str, object], key: str, what: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value:
+        raise MetadataError(f"{what} has no {key}")
+    return value
+
+
+def parse_aws(identity_document: str, life_cycle: str, *, shared: bool = False) -> Machine:
+    """EC2's instance identity document and ``meta-data/instance-life-cycle``."""
+    what = "the EC2 instance identity document"
+    doc = _object(identity_document, what)
+    cycle = life_cycle.strip()
+    return Machine(
+        "aws",
+        instance_type=_text(doc, "instanceType", what),
+        region=_text(doc, "region", what),
+        market="spot" if cycle == "spot" else "on-demand",
+        instance_id=_text(doc, "instanceId", what),
+        source="dmi+metadata",
+        shared=shared,
+        zone=str(doc.get("availabilityZone", "")),
+    )
+
+
+def _last(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def parse_gcp(instance_document: str, project_id: str, *, shared: bool = False) -> Machine:
+    """GCE's ``computeMetadata/v1/instance/?recursive=true`` and ``project/project-id``."""
+    what = "the GCE instance metadata"
+    doc = _object(instance_document, what)
+    zone = _last(_text(doc, "zone", what))
+    scheduling = doc.get("scheduling")
+    spot = False
+    if isinstance(scheduling, dict):
+        model = str(scheduling.get("provisioningModel", "")).upper()
+        spot = model == "SPOT" or str(scheduling.get("preemptible", "")).upper() == "TRUE"
+    return Machine(
+        "gcp",
+        instance_type=_last(_text(doc, "machineType", what)),
+        region=zone.rsplit("-", 1)[0],
+        market="spot" if spot else "on-demand",
+        instance_id=str(doc.get("id", "")),
+        source="dmi+metadata",
+        shared=shared,
+        zone=zone,
+        project=project_id.strip(),
+        name=_text(doc, "name", what),
+    )
+
+
+def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
+    """Azure IMDS ``/metadata/instance`` (its ``compute`` part)."""
+    what = "the Azure instance metadata"
+    compute = _object(instance_document, what).get("compute")
+    if not isinstance(compute, dict):
+        raise MetadataError(f"{what} has no compute")
+    return Machine(
+        "azure",
+        instance_type=_text(compute, "vmSize", what),
+        region=str(compute.get("location", "")),
+        market="spot" if str(compute.get("priority", "")).lower() == "spot" else "on-demand",
+        instance_id=str(compute.get("vmId", "")),
+        source="dmi+metadata",
+        shared=shared,
+        name=_text(compute, "name", what),
+        resource_group=_text(compute, "resourceGroupName", what),
+        subscription_id=_text(compute, "subscriptionId", what),
+    )
+
+
+def describe(machine: Machine) -> str:
+    """``g5.xlarge, spot, us-east-1 (detected)``."""
+    parts = [machine.instance_type or machine.provider, machine.market, machine.region]
+    return ", ".join(p for p in parts if p) + " (detected)"

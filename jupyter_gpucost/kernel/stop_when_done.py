@@ -1,0 +1,96 @@
+"""``%gpucost stop-when-done``: when this cell ends (finishes or fails), stop.
+
+The server then runs a budget stop's countdown (which the user can cancel in JupyterLab),
+saves the open notebooks, exports the checkpoints configured for a budget stop
+(``c.GpuCost.export_on_budget_paths``) and takes the action: by default ``stop-instance``,
+the machine stopped through its cloud (the server is stopped instead when that fails).
+A training loop asks the same when it ends: ``guard(..., stop_when_done="stop-instance")``
+or ``request_stop()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from IPython.core.error import UsageError
+
+from .auto import Shell
+from .link import LinkError, link
+
+USAGE = "%gpucost stop-when-done [--action stop-instance|stop-server|shutdown] | off"
+ACTIONS = ("stop-instance", "stop-server", "shutdown", "interrupt")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\nusage: {USAGE}")
+
+
+def request_stop(action: str | None = "stop-instance", reason: str = "done") -> str:
+    """Ask the server to stop now, with the countdown and cancel of a budget stop; the
+    sentence to show. Raises ``LinkError`` when the server cannot be asked."""
+    server = link()
+    if server is None:
+        raise LinkError(
+            "stopping is done by the jupyter-gpucost server extension, and this kernel was "
+            "not started by a Jupyter server that has it",
+            "unreachable",
+        )
+    state = server.request_stop(action, reason)
+    grace = state.get("grace") or {}
+    ends = grace.get("ends")
+    when = f" at {str(ends)[11:19]} UTC" if ends else ""
+    return (
+        f"gpucost: stopping{when} ({action or 'the configured action'}): notebooks are saved "
+        "first; cancel the countdown in JupyterLab."
+    )
+
+
+class StopWhenDone:
+    """Fires once, after the cell that asked for it (finished or failed)."""
+
+    def __init__(self, shell: Shell, action: str) -> None:
+        self.shell = shell
+        self.action = action
+
+    def post_run_cell(self, result: Any) -> None:
+        self.cancel()
+        failed = getattr(result, "error_in_exec", None) is not None
+        try:
+            print(("gpucost: the cell failed. " if failed else "") + request_stop(self.action))
+        except LinkError as e:
+            print(f"gpucost: could not ask the server to stop: {e}")
+
+    def cancel(self) -> None:
+        if self.post_run_cell in self.shell.events.callbacks["post_run_cell"]:
+            self.shell.events.unregister("post_run_cell", self.post_run_cell)
+        if getattr(self.shell, "gpucost_stop_when_done", None) is self:
+            self.shell.gpucost_stop_when_done = None
+
+
+def stop_when_done(shell: Shell, words: list[str]) -> None:
+    """``%gpucost stop-when-done [--action ...]`` or ``%gpucost stop-when-done off``."""
+    pending: StopWhenDone | None = getattr(shell, "gpucost_stop_when_done", None)
+    if words == ["off"]:
+        if pending is not None:
+            pending.cancel()
+        print("gpucost: nothing will be stopped when this cell ends.")
+        return
+    parser = _Parser(prog="%gpucost stop-when-done", add_help=False)
+    parser.add_argument("--action", default="stop-instance", choices=ACTIONS)
+    args = parser.parse_args(words)
+    if link() is None:
+        raise UsageError(
+            "stopping is done by the jupyter-gpucost server extension, and this kernel was "
+            "not started by a Jupyter server that has it"
+        )
+    if pending is not None:
+        pending.cancel()
+    hook = StopWhenDone(shell, args.action)
+    shell.gpucost_stop_when_done = hook
+    shell.events.register("post_run_cell", hook.post_run_cell)
+    print(
+        f"gpucost: when this cell ends (finished or failed): save, export, then {args.action} "
+        "(a countdown you can cancel in JupyterLab)."
+    )

@@ -1,0 +1,258 @@
+"""The machine's settings and its wiring: detection at start-up, prices, the stop driver.
+
+The ``GpuCost`` traits of this concern live here (:class:`MachineTraits`, a base of the
+extension app); :func:`detect_machine` runs the detection (:mod:`..cloud.detect`) in a
+worker thread, bounded, before the server serves; :func:`price_plan` applies the rule of
+:func:`..core.instance_prices.plan_prices`: the admin's settings always win.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from traitlets import Bool, Float, HasTraits, List, Unicode, validate
+from traitlets.config import Config
+
+from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+from ..cloud.stop import StopSettings, stop_instance
+from ..core.catalog import Catalog
+from ..core.instance_prices import (
+    AdminPrices,
+    InstanceRow,
+    PricePlan,
+    load_instance_rows,
+    plan_prices,
+)
+from ..core.machine import Machine
+from .budget.enforce import InstanceStop, InstanceStopper
+from .traits import within
+
+#: metadata requests made by one detection at most (AWS: token, document, life cycle)
+MAX_REQUESTS = 3
+
+
+class MachineTraits(HasTraits):
+    """The settings of the machine's detection and of ``stop-instance``."""
+
+    detect_machine = Bool(
+        True,
+        config=True,
+        help="Detect the cloud machine this server runs on (DMI files and the environment; "
+        "then, only where those name a cloud, its metadata service) to price it whole and "
+        "to let budget_action 'stop-instance' stop it. False: prices from the price_* "
+        "settings only, and no metadata service is ever asked.",
+    )
+    dmi_path = Unicode(
+        DEFAULT_DMI_PATH,
+        config=True,
+        help="The folder of the machine's DMI files (sys_vendor, product_name, ...).",
+    )
+    azure_imds_url = Unicode(
+        AZURE_IMDS,
+        config=True,
+        help="Azure's Instance Metadata Service (asked only on a machine whose DMI says Azure).",
+    )
+    machine_detect_timeout_s = Float(
+        1.0,
+        config=True,
+        help="Seconds one metadata request may take (0.1 to 10); a detection makes at most three.",
+    )
+    stop_instance_command = List(
+        Unicode(),
+        config=True,
+        help="A command that stops this machine, run by budget_action 'stop-instance' "
+        "instead of the cloud's API, e.g. ['sudo', 'shutdown', '-h', 'now'] where the "
+        "instance stops on shutdown. Empty: the cloud's API.",
+    )
+    gcp_compute_url = Unicode(
+        "https://compute.googleapis.com",
+        config=True,
+        help="The Compute Engine API that 'stop-instance' calls on GCP.",
+    )
+    azure_management_url = Unicode(
+        "https://management.azure.com",
+        config=True,
+        help="The Azure Resource Manager API that 'stop-instance' calls on Azure.",
+    )
+    runpod_api_url = Unicode(
+        "https://rest.runpod.io/v1",
+        config=True,
+        help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
+    )
+
+    @validate("machine_detect_timeout_s")
+    def _check_timeout(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        within("machine_detect_timeout_s", value, 0.1, 10, "seconds from 0.1 to 10")
+        return value
+
+
+@dataclass(frozen=True)
+class MachineSettings:
+    """The traits above, read once."""
+
+    detect: bool
+    detect_settings: DetectSettings
+    stop: StopSettings
+
+
+def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
+    return MachineSettings(
+        detect=bool(traits.detect_machine),
+        detect_settings=DetectSettings(
+            dmi_path=str(traits.dmi_path),
+            endpoints=Endpoints.from_environ(environ, azure_imds=str(traits.azure_imds_url)),
+            timeout_s=float(traits.machine_detect_timeout_s),
+        ),
+        stop=StopSettings(
+            command=tuple(str(c) for c in traits.stop_instance_command),
+            gcp_compute_url=str(traits.gcp_compute_url),
+            azure_management_url=str(traits.azure_management_url),
+            runpod_api_url=str(traits.runpod_api_url),
+            timeout_s=10.0,
+        ),
+    )
+
+
+def detect_machine(
+    settings: MachineSettings, environ: Mapping[str, str], log: logging.Logger
+) -> Machine | None:
+    """The machine, found in a worker thread within the bounded time (``None``: not found)."""
+    if not settings.detect:
+        return None
+    limit_s = settings.detect_settings.timeout_s * MAX_REQUESTS + 1
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-machine")
+    try:
+        machine = pool.submit(detect, settings.detect_settings, dict(environ)).result(limit_s)
+    except FutureTimeout:
+        log.warning("jupyter-gpucost: machine detection took over %g s: not used", limit_s)
+        return None
+    except Exception as e:  # detection must never stop the server
+        log.warning("jupyter-gpucost: machine detection failed: %s", e)
+        return None
+    finally:
+        pool.shutdown(wait=False)
+    if machine is not None:
+        log.info(
+            "jupyter-gpucost: machine %s %s %s %s (%s)%s",
+            machine.provider,
+            machine.instance_type or "?",
+            machine.market or "?",
+            machine.region or "?",
+            machine.source,
+            f"; {machine.note}" if machine.note else "",
+        )
+    return machine
+
+
+def admin_prices(config: Config, values: Mapping[str, str]) -> AdminPrices:
+    """The price settings the admin set (in the ``GpuCost`` section of the config, from a
+    file or the command line), with their validated ``values``; nothing from the
+    environment counts as the admin's."""
+    section = config.get("GpuCost", {})
+    names = set(section) if isinstance(section, Mapping) else set()
+
+    def given(name: str) -> str | None:
+        return (values.get(name) or None) if name in names else None
+
+    return AdminPrices(
+        provider=given("price_provider"),
+        market=given("price_market"),
+        instance=given("price_instance"),
+        base_set="base_price_usd_per_hour" in names,
+    )
+
+
+def check_provider(catalog: Catalog, provider: str, instance: str) -> None:
+    """The admin's ``price_provider`` and ``price_instance`` name catalog rows (else
+    ValueError, naming the setting and what it accepts)."""
+    if provider not in catalog.providers:
+        raise ValueError(
+            f"c.GpuCost.price_provider = {provider!r} is not valid: "
+            f"use one of {', '.join(catalog.providers)}."
+        )
+    if instance and instance not in catalog.instances(provider):
+        raise ValueError(
+            f"c.GpuCost.price_instance = {instance!r} is not valid for {provider}: use one of "
+            f"{', '.join(i for i in catalog.instances(provider) if i)}."
+        )
+
+
+def price_plan(
+    admin: AdminPrices,
+    machine: Machine | None,
+    catalog: Catalog,
+    rows: tuple[InstanceRow, ...],
+) -> PricePlan:
+    return plan_prices(
+        admin,
+        provider=None if machine is None else machine.provider,
+        instance_type="" if machine is None else machine.instance_type,
+        market="" if machine is None else machine.market,
+        shared=machine is not None and machine.shared,
+        providers=catalog.providers,
+        rows=rows,
+    )
+
+
+@dataclass(frozen=True)
+class MachinePrices:
+    """The detected machine and the prices it brings (built once at start-up)."""
+
+    settings: MachineSettings
+    machine: Machine | None
+    plan: PricePlan
+
+
+def resolve_machine(
+    traits: MachineTraits,
+    config: Config,
+    catalog: Catalog,
+    catalog_path: str | None,
+    environ: Mapping[str, str],
+    log: logging.Logger,
+) -> MachinePrices:
+    """Detect the machine (unless turned off) and choose the prices in force."""
+    settings = machine_settings(traits, environ)
+    machine = detect_machine(settings, environ, log)
+    rows = load_instance_rows(catalog_path)
+    values = {
+        "price_provider": str(getattr(traits, "price_provider", "")),
+        "price_market": str(getattr(traits, "price_market", "")),
+        "price_instance": str(getattr(traits, "price_instance", "")),
+    }
+    plan = price_plan(admin_prices(config, values), machine, catalog, rows)
+    if plan.note:
+        log.info("jupyter-gpucost: %s", plan.note)
+    return MachinePrices(settings=settings, machine=machine, plan=plan)
+
+
+def machine_can_stop(found: MachinePrices) -> bool:
+    """Whether ``stop-instance`` has a way to stop this machine."""
+    return bool(found.settings.stop.command) or (
+        found.machine is not None and found.machine.stoppable
+    )
+
+
+def instance_stopper(found: MachinePrices, environ: Mapping[str, str]) -> InstanceStopper:
+    """``stop-instance``: the cloud's stop for this machine, in a worker thread."""
+    env = dict(environ)
+
+    async def stop() -> InstanceStop:
+        result = await asyncio.get_running_loop().run_in_executor(
+            None,
+            stop_instance,
+            found.machine,
+            found.settings.stop,
+            found.settings.detect_settings.endpoints,
+            env,
+        )
+        return InstanceStop(result.ok, result.via, result.message)
+
+    return stop

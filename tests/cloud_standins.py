@@ -1,0 +1,292 @@
+"""Loopback stand-ins of the clouds' metadata services and stop APIs, as documented.
+
+* EC2 IMDSv2: ``PUT /latest/api/token`` with ``X-aws-ec2-metadata-token-ttl-seconds``
+  (1-21600, else 400); GETs need ``X-aws-ec2-metadata-token`` (else 401);
+  ``/latest/dynamic/instance-identity/document`` and ``/latest/meta-data/instance-life-cycle``.
+* GCE metadata server: ``Metadata-Flavor: Google`` required (else 403) and sent back;
+  ``/computeMetadata/v1/instance/?recursive=true``, ``project/project-id`` and
+  ``instance/service-accounts/default/token``; Compute API ``POST .../instances/{name}/stop``
+  answers an Operation (200) or 403 with the missing permission.
+* Azure IMDS: ``Metadata: true`` required (else 400); ``/metadata/instance`` and
+  ``/metadata/identity/oauth2/token`` (400 "Identity not found" without an identity); ARM
+  ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
+  AuthorizationFailed.
+* RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+IMDS_TOKEN = "AQAEAImds-session-token-secret"
+GCE_TOKEN = "ya29.gce-secret-token"
+AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
+RUNPOD_KEY = "rpa_secret_key"
+
+
+@dataclass
+class Cloud:
+    """What the stand-ins answer, and every request they saw."""
+
+    aws_identity: dict[str, Any] = field(
+        default_factory=lambda: {
+            "accountId": "123456789012",
+            "architecture": "x86_64",
+            "availabilityZone": "us-east-1a",
+            "imageId": "ami-0abcdef1234567890",
+            "instanceId": "i-0123456789abcdef0",
+            "instanceType": "p5.48xlarge",
+            "pendingTime": "2026-11-25T09:00:00Z",
+            "privateIp": "10.0.0.12",
+            "region": "us-east-1",
+            "version": "2017-09-30",
+        }
+    )
+    aws_life_cycle: str = "on-demand"
+    gce_instance: dict[str, Any] = field(
+        default_factory=lambda: {
+            "id": 4520031799277581759,
+            "machineType": "projects/123456789012/machineTypes/a3-highgpu-1g",
+            "name": "train-1",
+            "zone": "projects/123456789012/zones/us-central1-a",
+            "scheduling": {
+                "automaticRestart": "FALSE",
+                "onHostMaintenance": "TERMINATE",
+                "preemptible": "TRUE",
+                "provisioningModel": "SPOT",
+            },
+        }
+    )
+    gce_project: str = "my-project"
+    azure_compute: dict[str, Any] = field(
+        default_factory=lambda: {
+            "location": "eastus",
+            "name": "gpu-vm",
+            "priority": "Regular",
+            "resourceGroupName": "ml-rg",
+            "subscriptionId": "8d10da13-8125-4ba9-a717-bf7490507b3d",
+            "vmId": "02aab8a4-74ef-476e-8182-f6d2ba4166a6",
+            "vmSize": "Standard_NC24ads_A100_v4",
+        }
+    )
+    #: the VM's identity may stop it (False: 403 with the missing permission)
+    allowed: bool = True
+    #: the VM has a service account / managed identity
+    identity: bool = True
+    requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_PUT(self) -> None:
+        self._route("PUT")
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self._route("POST")
+
+    def _route(self, method: str) -> None:
+        cloud = self.server.cloud
+        url = urlsplit(self.path)
+        cloud.requests.append((method, self.path, dict(self.headers.items())))
+        path = url.path
+        if path.startswith("/latest/"):
+            return self._aws(method, path)
+        if path.startswith("/computeMetadata/"):
+            return self._gce(path, url.query)
+        if path.startswith("/compute/v1/"):
+            return self._compute(method, path)
+        if path.startswith("/metadata/"):
+            return self._azure_imds(path, url.query)
+        if path.startswith("/subscriptions/"):
+            return self._arm(method, path, url.query)
+        if path.startswith("/v1/pods/"):
+            return self._runpod(method, path)
+        self._send(404, "not found")
+
+    # -- EC2 IMDSv2 -------------------------------------------------------------------
+    def _aws(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+        if path == "/latest/api/token":
+            ttl = self.headers.get("X-aws-ec2-metadata-token-ttl-seconds", "")
+            if method != "PUT" or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+                return self._send(400, "")
+            return self._send(200, IMDS_TOKEN, {"X-aws-ec2-metadata-token-ttl-seconds": ttl})
+        if self.headers.get("X-aws-ec2-metadata-token") != IMDS_TOKEN:
+            return self._send(401, "")
+        if path == "/latest/dynamic/instance-identity/document":
+            return self._send(200, cloud.aws_identity, {"Content-Type": "text/plain"})
+        if path == "/latest/meta-data/instance-life-cycle":
+            return self._send(200, cloud.aws_life_cycle, {"Content-Type": "text/plain"})
+        return self._send(404, "")
+
+    # -- GCE metadata server and Compute API -------------------------------------------
+    def _gce(self, path: str, query: str) -> None:
+        cloud = self.server.cloud
+        flavor = {"Metadata-Flavor": "Google"}
+        if self.headers.get("Metadata-Flavor") != "Google":
+            return self._send(403, "Missing Metadata-Flavor:Google header.", flavor)
+        if path == "/computeMetadata/v1/instance/" and "recursive=true" in query:
+            return self._send(
+                200, cloud.gce_instance, {**flavor, "Content-Type": "application/json"}
+            )
+        if path == "/computeMetadata/v1/project/project-id":
+            return self._send(200, cloud.gce_project, flavor)
+        if path == "/computeMetadata/v1/instance/service-accounts/default/token":
+            if not cloud.identity:
+                return self._send(404, "Not Found", flavor)
+            token = {"access_token": GCE_TOKEN, "expires_in": 3599, "token_type": "Bearer"}
+            return self._send(200, token, {**flavor, "Content-Type": "application/json"})
+        return self._send(404, "Not Found", flavor)
+
+    def _compute(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {GCE_TOKEN}":
+            return self._send(401, {"error": {"code": 401, "message": "Invalid Credentials"}})
+        parts = path.split("/")
+        # /compute/v1/projects/{p}/zones/{z}/instances/{name}/stop
+        if method != "POST" or len(parts) != 10 or parts[-1] != "stop":
+            return self._send(404, {"error": {"code": 404, "message": "Not Found"}})
+        project, zone, name = parts[4], parts[6], parts[8]
+        target = f"projects/{project}/zones/{zone}/instances/{name}"
+        if not cloud.allowed:
+            message = f"Required 'compute.instances.stop' permission for '{target}'"
+            error = {"code": 403, "message": message, "errors": [{"reason": "forbidden"}]}
+            return self._send(403, {"error": error})
+        cloud.stopped.append(target)
+        operation = {
+            "kind": "compute#operation",
+            "id": "7127550864823803662",
+            "name": "operation-1732526400000-stop",
+            "operationType": "stop",
+            "status": "RUNNING",
+            "targetLink": f"https://compute.googleapis.com/compute/v1/{target}",
+        }
+        return self._send(200, operation, {"Content-Type": "application/json"})
+
+    # -- Azure IMDS and ARM ---------------------------------------------------------------
+    def _azure_imds(self, path: str, query: str) -> None:
+        cloud = self.server.cloud
+        if self.headers.get("Metadata") != "true":
+            error = {"error": "Bad request. Required metadata header not specified"}
+            return self._send(400, error)
+        params = parse_qs(query)
+        if "api-version" not in params:
+            return self._send(400, {"error": "Bad request. api-version was not specified"})
+        if path == "/metadata/instance":
+            return self._send(200, {"compute": cloud.azure_compute, "network": {"interface": []}})
+        if path == "/metadata/identity/oauth2/token":
+            if not cloud.identity:
+                error = {"error": "invalid_request", "error_description": "Identity not found"}
+                return self._send(400, error)
+            token = {
+                "access_token": AZURE_TOKEN,
+                "expires_in": "86399",
+                "resource": params.get("resource", [""])[0],
+                "token_type": "Bearer",
+            }
+            return self._send(200, token)
+        return self._send(404, {"error": "Not found"})
+
+    def _arm(self, method: str, path: str, query: str) -> None:
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {AZURE_TOKEN}":
+            return self._send(401, {"error": {"code": "InvalidAuthenticationToken"}})
+        if method != "POST" or not path.endswith("/deallocate") or "api-version" not in query:
+            return self._send(404, {"error": {"code": "NotFound"}})
+        scope = path.rsplit("/deallocate", 1)[0]
+        if not cloud.allowed:
+            message = (
+                "The client does not have authorization to perform action "
+                f"'Microsoft.Compute/virtualMachines/deallocate/action' over scope '{scope}'"
+            )
+            return self._send(403, {"error": {"code": "AuthorizationFailed", "message": message}})
+        cloud.stopped.append(scope)
+        return self._send(202, "", {"Azure-AsyncOperation": f"{scope}/operations/1"})
+
+    # -- RunPod -------------------------------------------------------------------------
+    def _runpod(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {RUNPOD_KEY}":
+            return self._send(401, {"error": "unauthorized"})
+        parts = path.split("/")
+        if method != "POST" or len(parts) != 5 or parts[-1] != "stop":
+            return self._send(404, {"error": "not found"})
+        if not cloud.allowed:
+            return self._send(403, {"error": "forbidden"})
+        cloud.stopped.append(parts[3])
+        return self._send(200, {"id": parts[3], "desiredStatus": "EXITED"})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    cloud: Cloud
+
+
+@dataclass
+class StandIn:
+    url: str
+    host: str
+    cloud: Cloud
+
+    def paths(self) -> list[str]:
+        return [p for _, p, _ in self.cloud.requests]
+
+
+def serve(cloud: Cloud | None = None) -> Iterator[StandIn]:
+    """Serve the stand-ins on a free loopback port until the generator is closed."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.cloud = cloud or Cloud()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        yield StandIn(f"http://{host}", host, server.cloud)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def write_dmi(folder: Any, provider: str) -> str:
+    """DMI files as each cloud's machines show them."""
+    files = {
+        "aws": {
+            "sys_vendor": "Amazon EC2",
+            "product_name": "p5.48xlarge",
+            "board_asset_tag": "i-0123456789abcdef0",
+        },
+        "gcp": {"sys_vendor": "Google", "product_name": "Google Compute Engine"},
+        "azure": {
+            "sys_vendor": "Microsoft Corporation",
+            "product_name": "Virtual Machine",
+            "chassis_asset_tag": "7783-7084-3265-9085-8269-3286-77",
+        },
+    }[provider]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text + "\n")
+    return str(folder)
