@@ -20,6 +20,8 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
 from ..core.catalog import MARKETS, Catalog, CatalogError, load_catalog, parse_price
+from ..core.currency import is_currency_code
+from ..core.currency import symbol as currency_symbol
 from . import kernel_auth
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
@@ -98,12 +100,19 @@ class GpuCost(ExtensionApp):
         "the cost. 0 to count GPUs only.",
     )
     currency = Unicode(
-        "USD",
+        "",
         config=True,
-        help="The currency of the prices (label only: no conversion is done; overrides "
-        "and the catalog must be in this currency).",
+        help="The ISO 4217 code of the session's currency (e.g. 'CNY', 'EUR'). Empty: the "
+        "currency of price_provider's catalog prices (USD for aws, CNY for autodl). No "
+        "conversion is done: price_overrides, base_price_usd_per_hour and budgets are in "
+        "this currency, and catalog prices in another currency are not used.",
     )
-    currency_symbol = Unicode("$", config=True, help="The symbol shown before amounts.")
+    currency_symbol = Unicode(
+        "",
+        config=True,
+        help="The symbol shown before amounts. Empty: the currency's own, in the reader's "
+        "language ('CN¥' in English and '¥' in Chinese for CNY, '€' for EUR).",
+    )
     simulated_trace = Unicode(
         "",
         config=True,
@@ -383,8 +392,9 @@ class GpuCost(ExtensionApp):
             base_usd_per_hour=parse_price(
                 self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
             ),
-            currency=self.currency,
-            currency_symbol=self.currency_symbol,
+            currency=self._session_currency(catalog),
+            currency_symbol=self.currency_symbol
+            or currency_symbol(self._session_currency(catalog)),
             simulated_trace=self.simulated_trace,
             ledger_url=self.ledger_url,
             data_dir=jupyter_data_dir(),
@@ -392,6 +402,19 @@ class GpuCost(ExtensionApp):
             ledger_timezone=self.ledger_timezone,
             carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
+
+    def _session_currency(self, catalog: Catalog) -> str:
+        return self.currency or catalog.currency_of(self.price_provider)
+
+    @validate("currency")
+    def _check_currency(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"])
+        if value and not is_currency_code(value):
+            raise TraitError(
+                f"c.GpuCost.currency = {value!r} is not valid: use an ISO 4217 code such "
+                "as 'USD', 'EUR' or 'CNY', or leave it empty for the provider's."
+            )
+        return value
 
     def _check_provider(self, catalog: Catalog) -> None:
         if self.price_provider not in catalog.providers:

@@ -99,6 +99,7 @@ class CostService:
             market=config.market,
             instance=config.instance,
             overrides=dict(config.overrides),
+            currency=config.currency,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
         self.source = open_source(
@@ -193,12 +194,13 @@ class CostService:
         for gpu in self.sampler.latest.snapshot.unpriced:
             self.log.warning(
                 "jupyter-gpucost: no %s %s price for GPU %d (%s): it is NOT counted in "
-                "the cost. Set c.GpuCost.price_overrides = {%r: <USD per hour>}.",
+                "the cost. Set c.GpuCost.price_overrides = {%r: <%s per hour>}.",
                 self.policy.provider,
                 self.policy.market,
                 gpu.index,
                 gpu.name,
                 gpu.model or gpu.name,
+                self.policy.session_currency,
             )
 
     def attach_budget(self, budget: BudgetDocument) -> None:

@@ -77,7 +77,8 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, st
                 "message": (
                     f"No {policy.provider} {policy.market} price for GPU {g.index} ({g.name}): "
                     "it is not counted in the cost. An admin can set "
-                    f"c.GpuCost.price_overrides = {{{(g.model or g.name)!r}: <USD per hour>}}."
+                    f"c.GpuCost.price_overrides = {{{(g.model or g.name)!r}: "
+                    f"<{policy.session_currency} per hour>}}."
                 ),
             }
         )

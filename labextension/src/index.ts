@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 import { budgetPlugin } from './budget';
 import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
+import { setMoneyLocale } from './format';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { IGpuCostModel } from './tokens';
@@ -52,11 +53,13 @@ export const modelPlugin: JupyterFrontEndPlugin<IGpuCostModel> = {
     'The live cost of the notebook session on rented GPUs, pushed from the server and shared by every view.',
   autoStart: true,
   provides: IGpuCostModel,
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
   ): IGpuCostModel => {
+    setMoneyLocale(translator?.languageCode ?? 'en');
     const model = new GpuCostModel({
       serverSettings: app.serviceManager.serverSettings,
       events: app.serviceManager.events,
