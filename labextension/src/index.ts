@@ -13,6 +13,7 @@ import { budgetPlugin } from './budget';
 import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
 import { setMoneyLocale } from './format';
+import { setTranslator } from './i18n';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { IGpuCostModel } from './tokens';
@@ -60,6 +61,9 @@ export const modelPlugin: JupyterFrontEndPlugin<IGpuCostModel> = {
     translator: ITranslator | null
   ): IGpuCostModel => {
     setMoneyLocale(translator?.languageCode ?? 'en');
+    if (translator) {
+      setTranslator(translator);
+    }
     const model = new GpuCostModel({
       serverSettings: app.serviceManager.serverSettings,
       events: app.serviceManager.events,

@@ -1,6 +1,7 @@
 import { Notification } from '@jupyterlab/apputils';
 
 import { formatCountdown } from '../format';
+import { trans } from '../i18n';
 import { bindingBudget } from './format';
 import { IBudgetStatus } from './tokens';
 
@@ -110,20 +111,20 @@ export class BudgetCountdown {
     const action = status?.action ?? 'shutdown';
     const what =
       action === 'stop-server'
-        ? 'the server stops'
+        ? trans().__('the server stops')
         : action === 'interrupt'
-          ? 'the kernels are interrupted'
-          : 'the kernels shut down';
-    const whose =
+          ? trans().__('the kernels are interrupted')
+          : trans().__('the kernels shut down');
+    const spent =
       budget?.kind === 'hub' || status?.grace?.reason === 'hub'
-        ? "Your hub admin's"
+        ? trans().__("Your hub admin's budget is spent.")
         : budget?.locked
-          ? "The administrator's"
-          : 'Your';
+          ? trans().__("The administrator's budget is spent.")
+          : trans().__('Your budget is spent.');
     if (this._stopping || status?.state === 'enforcing') {
-      return `${whose} budget is spent. Saving notebooks, then ${what}.`;
+      return `${spent} ${trans().__('Saving notebooks, then %1.', what)}`;
     }
-    return `${whose} budget is spent. Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
+    return `${spent} ${trans().__('Notebooks are saved and %1 in %2.', what, formatCountdown(left))}`;
   }
 
   private actions(): Notification.IAction[] {
@@ -137,8 +138,10 @@ export class BudgetCountdown {
     // each callback prevents the default, which would dismiss the countdown
     const actions: Notification.IAction[] = [
       {
-        label: 'Save and stop now',
-        caption: 'Save the open notebooks and take the budget action now',
+        label: trans().__('Save and stop now'),
+        caption: trans().__(
+          'Save the open notebooks and take the budget action now'
+        ),
         displayType: 'warn',
         callback: event => {
           event.preventDefault();
@@ -154,8 +157,8 @@ export class BudgetCountdown {
     ];
     if (this._canRaise) {
       actions.push({
-        label: 'Raise budget',
-        caption: 'Set a higher budget of your own',
+        label: trans().__('Raise budget'),
+        caption: trans().__('Set a higher budget of your own'),
         displayType: 'accent',
         callback: event => {
           event.preventDefault();
