@@ -25,6 +25,7 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -38,6 +39,9 @@ TEMPLATE = LOCALE / f"{DOMAIN}.pot"
 TS_SOURCES = ROOT / "labextension" / "src"
 SCHEMAS = ROOT / "labextension" / "schema"
 CONTEXT_SEPARATOR = "\x04"
+#: the catalogs' header: no dates or line numbers, so that they change only with the messages
+HEADER = "# jupyter-gpucost's messages. Update with `make i18n`; see docs/translations.md.\n#"
+FIXED_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 #: the languages shipped, and their plural rule as gettext writes it
 LANGUAGES = {"zh_CN": "nplurals=1; plural=0;"}
 
@@ -151,10 +155,19 @@ def extract() -> list[Message]:
 
 
 def _template(messages: list[Message]) -> Catalog:
-    catalog = Catalog(domain=DOMAIN, project="jupyter-gpucost", fuzzy=False)
+    catalog = Catalog(
+        domain=DOMAIN,
+        project="jupyter-gpucost",
+        fuzzy=False,
+        header_comment=HEADER,
+        creation_date=FIXED_DATE,
+        revision_date=FIXED_DATE,
+    )
     for m in messages:
         msgid = (m.msgid, m.plural) if m.plural else m.msgid
-        catalog.add(msgid, locations=[(m.where, None)], context=m.context)
+        # the file only: a line number would change with every edit around it
+        where = m.where.split(":")[0].split("#")[0]
+        catalog.add(msgid, locations=[(where, None)], context=m.context)  # type: ignore[list-item]
     return catalog
 
 
@@ -169,7 +182,14 @@ def json_path(language: str) -> Path:
 def _read(language: str) -> Catalog:
     path = po_path(language)
     if not path.exists():
-        return Catalog(locale=language, domain=DOMAIN, project="jupyter-gpucost")
+        return Catalog(
+            locale=language,
+            domain=DOMAIN,
+            project="jupyter-gpucost",
+            header_comment=HEADER,
+            creation_date=FIXED_DATE,
+            revision_date=FIXED_DATE,
+        )
     with path.open("rb") as f:
         return read_po(f, locale=language, domain=DOMAIN)
 
@@ -177,7 +197,7 @@ def _read(language: str) -> Catalog:
 def _write(path: Path, catalog: Catalog) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:
-        write_po(f, catalog, width=100, omit_header=False, sort_output=False)
+        write_po(f, catalog, width=100, sort_output=False, include_lineno=False)
 
 
 def cmd_extract() -> None:
@@ -185,8 +205,11 @@ def cmd_extract() -> None:
     _write(TEMPLATE, template)
     for language in LANGUAGES:
         catalog = _read(language)
-        catalog.update(template, no_fuzzy_matching=True)
+        catalog.update(template, no_fuzzy_matching=True, update_creation_date=False)
         catalog.obsolete.clear()
+        catalog.header_comment = HEADER
+        catalog.fuzzy = False
+        catalog.creation_date = catalog.revision_date = FIXED_DATE
         _write(po_path(language), catalog)
 
 
@@ -205,8 +228,9 @@ def compiled(language: str) -> dict[str, object]:
     for message in catalog:
         if not message.id or message.fuzzy:
             continue
-        forms = list(message.string) if message.pluralizable else [message.string]
-        if not all(isinstance(f, str) and f for f in forms):
+        string = message.string
+        forms = [string] if isinstance(string, str) else list(string or ())
+        if not forms or not all(isinstance(f, str) and f for f in forms):
             continue
         msgid = message.id[0] if message.pluralizable else message.id
         key = f"{message.context}{CONTEXT_SEPARATOR}{msgid}" if message.context else msgid

@@ -20,8 +20,6 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
 from ..core.catalog import MARKETS, Catalog, CatalogError, load_catalog, parse_price
-from ..core.currency import is_currency_code
-from ..core.currency import symbol as currency_symbol
 from . import kernel_auth
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
@@ -33,7 +31,8 @@ from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_status_events
-from .traits import RANGES, in_range, one_of
+from .traits import RANGES, currency_code, in_range, one_of
+from .translations import follow_jupyterlab_language
 
 
 class ConfigError(ValueError):
@@ -99,20 +98,8 @@ class GpuCost(ExtensionApp):
         help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
         "the cost. 0 to count GPUs only.",
     )
-    currency = Unicode(
-        "",
-        config=True,
-        help="The ISO 4217 code of the session's currency (e.g. 'CNY', 'EUR'). Empty: the "
-        "currency of price_provider's catalog prices (USD for aws, CNY for autodl). No "
-        "conversion is done: price_overrides, base_price_usd_per_hour and budgets are in "
-        "this currency, and catalog prices in another currency are not used.",
-    )
-    currency_symbol = Unicode(
-        "",
-        config=True,
-        help="The symbol shown before amounts. Empty: the currency's own, in the reader's "
-        "language ('CN¥' in English and '¥' in Chinese for CNY, '€' for EUR).",
-    )
+    currency = Unicode("", config=True, help="ISO 4217 code of all amounts; empty: the provider's.")
+    currency_symbol = Unicode("", config=True, help="Symbol before amounts; empty: the currency's.")
     simulated_trace = Unicode(
         "",
         config=True,
@@ -392,9 +379,8 @@ class GpuCost(ExtensionApp):
             base_usd_per_hour=parse_price(
                 self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
             ),
-            currency=self._session_currency(catalog),
-            currency_symbol=self.currency_symbol
-            or currency_symbol(self._session_currency(catalog)),
+            currency=self.currency,
+            currency_symbol=self.currency_symbol,
             simulated_trace=self.simulated_trace,
             ledger_url=self.ledger_url,
             data_dir=jupyter_data_dir(),
@@ -403,18 +389,9 @@ class GpuCost(ExtensionApp):
             carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
 
-    def _session_currency(self, catalog: Catalog) -> str:
-        return self.currency or catalog.currency_of(self.price_provider)
-
     @validate("currency")
     def _check_currency(self, proposal: dict[str, Any]) -> str:
-        value = str(proposal["value"])
-        if value and not is_currency_code(value):
-            raise TraitError(
-                f"c.GpuCost.currency = {value!r} is not valid: use an ISO 4217 code such "
-                "as 'USD', 'EUR' or 'CNY', or leave it empty for the provider's."
-            )
-        return value
+        return currency_code(proposal["value"])
 
     def _check_provider(self, catalog: Catalog) -> None:
         if self.price_provider not in catalog.providers:
@@ -432,6 +409,7 @@ class GpuCost(ExtensionApp):
             )
 
     def initialize_settings(self) -> None:
+        follow_jupyterlab_language(self.log)
         try:
             config = self.cost_config()
         except ConfigError as e:

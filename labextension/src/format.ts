@@ -79,6 +79,26 @@ export function formatMoney(amount: number, symbol: string): string {
 }
 
 /**
+ * Format a budget (an amount someone set): two decimals at least and every
+ * micro-unit it has, `$5.00`, `$1,000.50`, `$0.000001`; never `$0.00` for a
+ * budget that is not zero. The same rule as the server's
+ * `jupyter_gpucost.core.money.budget`.
+ */
+export function formatBudget(amount: number, symbol: string): string {
+  if (!Number.isFinite(amount)) {
+    return `${symbol}—`;
+  }
+  const micro = Math.round(Math.abs(amount) * 1e6);
+  const whole = Math.floor(micro / 1e6);
+  const decimals = String(micro % 1e6)
+    .padStart(6, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0');
+  const sign = amount < 0 && micro > 0 ? '-' : '';
+  return `${sign}${symbol}${Private.fixed(whole, 0)}.${decimals}`;
+}
+
+/**
  * Format an hourly rate with two decimals, e.g. `$6.86/h`.
  */
 export function formatRate(

@@ -41,9 +41,7 @@ def test_autodl_prices_show_yuan_in_the_status_bar_and_the_panel(
     expect(panel).to_be_visible(timeout=30_000)
     rate = panel.locator("[data-total='rate'] .jp-gpucost-total-value")
     expect(rate).to_have_text("CN¥15.96/h", timeout=30_000)
-    expect(panel.locator("[data-total='session'] .jp-gpucost-total-value")).to_contain_text(
-        "CN¥"
-    )
+    expect(panel.locator("[data-total='session'] .jp-gpucost-total-value")).to_contain_text("CN¥")
     # the figures agree with the server's, to the rule both sides follow
     status: Any = lab.api("gpucost/api/status")
     assert status["currency"] == "CNY"

@@ -3,6 +3,7 @@ import { nullTranslator } from '@jupyterlab/translation';
 import { deriveState, describe as describeStatus, groupGpus } from '../display';
 import {
   currencySymbol,
+  formatBudget,
   formatMoney,
   formatRate,
   setMoneyLocale
@@ -317,5 +318,16 @@ describe('describe: the tooltip', () => {
     expect(lines[1]).toBe(
       `⚠ Stale: showing the value from ${new Date(receivedAt).toLocaleTimeString()}; the last request failed (Failed to fetch). Retrying.`
     );
+  });
+});
+
+describe('formatBudget', () => {
+  it('shows every micro-unit a budget has, and two decimals at least', () => {
+    expect(formatBudget(5, '$')).toBe('$5.00');
+    expect(formatBudget(0.000001, '$')).toBe('$0.000001');
+    expect(formatBudget(0.05, '$')).toBe('$0.05');
+    expect(formatBudget(1000.5, 'CN¥')).toBe('CN¥1,000.50');
+    expect(formatBudget(1.234567, '€')).toBe('€1.234567');
+    expect(formatBudget(0, '$')).toBe('$0.00');
   });
 });

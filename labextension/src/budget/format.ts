@@ -1,4 +1,4 @@
-import { formatCountdown, formatMoney } from '../format';
+import { formatBudget, formatCountdown, formatMoney } from '../format';
 import { trans } from '../i18n';
 import { IBudgetStanding, IBudgetStatus } from './tokens';
 
@@ -245,7 +245,7 @@ export function budgetText(
     return '';
   }
   const lock = budget.locked ? '🔒 ' : '';
-  const amount = formatMoney(budget.amount_usd, symbol);
+  const amount = formatBudget(budget.amount_usd, symbol);
   if (status.state === 'grace' && status.grace) {
     const left = (new Date(status.grace.ends).getTime() - now) / 1000;
     return (
@@ -286,8 +286,8 @@ export function budgetTitle(
       trans().__(
         '%1: %2 per %3, %4.',
         who,
-        formatMoney(budget.amount_usd, symbol),
-        trans().__(budget.scope),
+        formatBudget(budget.amount_usd, symbol),
+        scopeName(budget.scope),
         spent
       )
     );
@@ -301,7 +301,7 @@ export function budgetTitle(
       trans().__(
         'Warnings at %1 %; when spent: save notebooks, then %2 after %3 s.',
         status.thresholds_pct.join('/'),
-        trans().__(status.action),
+        actionName(status.action),
         status.grace_s
       )
     );
@@ -325,4 +325,36 @@ export function budgetTitle(
     lines.push(trans().__('Last action: %1.', status.last_action.message));
   }
   return lines.join('\n');
+}
+
+/**
+ * A budget's scope as the UI says it: `session`, `day`, `month`.
+ */
+export function scopeName(scope: string): string {
+  switch (scope) {
+    case 'session':
+      return trans().__('session');
+    case 'day':
+      return trans().__('day');
+    case 'month':
+      return trans().__('month');
+    default:
+      return scope;
+  }
+}
+
+/**
+ * A budget action as the UI says it: `shutdown`, `interrupt`, `stop-server`.
+ */
+export function actionName(action: string): string {
+  switch (action) {
+    case 'shutdown':
+      return trans().__('shutdown');
+    case 'interrupt':
+      return trans().__('interrupt');
+    case 'stop-server':
+      return trans().__('stop-server');
+    default:
+      return action;
+  }
 }

@@ -54,7 +54,13 @@ export function badgeText(record: ICellRecord, symbol: string): string {
     parts.push(trans().__('peak %1', formatBytes(record.peak_memory_bytes)));
   }
   if (record.status !== 'ok') {
-    parts.push(trans().__(record.status));
+    parts.push(
+      record.status === 'error'
+        ? trans().__('error')
+        : record.status === 'interrupted'
+          ? trans().__('interrupted')
+          : record.status
+    );
   }
   return parts.join(' · ');
 }
