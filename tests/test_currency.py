@@ -118,6 +118,12 @@ class TestAutodlSession:
         assert status_bar(cost, status["currency_symbol"]).startswith(("CN¥", "< CN¥"))
         assert not [w for w in status["warnings"] if w["code"] == "unpriced-gpu"]
 
+    @pytest.mark.usefixtures("jp_serverapp")
+    async def test_the_metrics_name_the_currency(self, jp_fetch: Any) -> None:
+        await jp_fetch("gpucost", "api", "status")
+        text = (await jp_fetch("metrics")).body.decode()
+        assert 'jupyter_gpucost_currency_info{currency="CNY",user=""} 1.0' in text
+
 
 class TestCurrencyWithoutCatalogPrices:
     @pytest.fixture

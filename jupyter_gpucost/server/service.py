@@ -150,7 +150,7 @@ class CostService:
             log=self.log,
         )
         self.sampler.listeners.append(self.recorder.on_sample)
-        self.metrics = Metrics(self.session_id)
+        self.metrics = Metrics(self.session_id, currency=config.currency)
         self.recorder.listeners.append(self.metrics.on_sample)
 
     def _open_ledger(self) -> Ledger | None:

@@ -64,8 +64,8 @@ def test_jupyterlab_in_chinese_shows_the_cost_in_chinese(
 
     # the settings schemas are translated by the server, in JupyterLab's language
     schema: Any = lab.api("lab/api/settings/jupyter-gpucost:budget")
-    assert schema["schema"]["title"] == "GPU 费用：预算"
-    assert schema["schema"]["properties"]["softBudgetUsd"]["title"] == "预算（以服务器的货币计）"
+    assert schema["schema"]["title"] == "GPU 费用：预算"  # noqa: RUF001
+    assert schema["schema"]["properties"]["softBudgetUsd"]["title"] == "预算（以服务器的货币计）"  # noqa: RUF001
 
 
 def _contains(text: str) -> Any:
