@@ -116,3 +116,18 @@ def test_the_guard_line_shows_tiny_amounts_with_seven_decimals() -> None:
     assert money.guard_line(Decimal("0.0042")) == "0.0042"
     assert money.guard_line(Decimal("0.00000123")) == "0.0000012"
     assert money.guard_line(Decimal(0)) == "0.0000"
+
+
+def test_the_browser_rule_cases_are_the_servers() -> None:
+    """The cases the front end's formatMoney/formatBudget are tested against
+    (labextension/src/__tests__/money-rule.json) are what this module writes."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "labextension/src/__tests__/money-rule.json"
+    cases = json.loads(path.read_text())["cases"]
+    assert len(cases) > 50
+    for case in cases:
+        amount = Decimal(str(case["amount"]))
+        assert money.status_bar(amount) == case["spent"]
+        assert money.budget(amount) == case["budget"]

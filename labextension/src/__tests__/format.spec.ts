@@ -9,6 +9,7 @@ import {
   setMoneyLocale
 } from '../format';
 import { IGpuCostSnapshot, IGpuCostStatus } from '../tokens';
+import moneyRule from './money-rule.json';
 import {
   makeGpu,
   makeNoTelemetryStatus,
@@ -329,5 +330,20 @@ describe('formatBudget', () => {
     expect(formatBudget(1000.5, 'CN¥')).toBe('CN¥1,000.50');
     expect(formatBudget(1.234567, '€')).toBe('€1.234567');
     expect(formatBudget(0, '$')).toBe('$0.00');
+  });
+});
+
+describe('the money rule, as the server writes it', () => {
+  it('formatMoney and formatBudget agree with money.status_bar and money.budget', () => {
+    for (const c of moneyRule.cases) {
+      expect([c.amount, formatMoney(c.amount, '$')]).toEqual([
+        c.amount,
+        c.spent
+      ]);
+      expect([c.amount, formatBudget(c.amount, '$')]).toEqual([
+        c.amount,
+        c.budget
+      ]);
+    }
   });
 });
