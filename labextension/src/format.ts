@@ -38,10 +38,14 @@ export function currencySymbol(
 
 /**
  * Set the UI's language for currency symbols (the translator's language code,
- * e.g. `zh-CN`); the plugin calls this once at start.
+ * e.g. `zh-CN`); the plugin calls this once at start. Only the languages the
+ * extension speaks change the symbols (as `jupyter_gpucost.core.currency` on
+ * the server): in any other the amounts read as in English (`$1.23`, not
+ * `1,23 $US` half-written as `$US1.23`).
  */
 export function setMoneyLocale(languageCode: string): void {
-  Private.ui.locale = languageCode.replace('_', '-') || 'en';
+  const code = languageCode.replace('_', '-');
+  Private.ui.locale = /^zh\b/i.test(code) ? code : 'en';
 }
 
 /*

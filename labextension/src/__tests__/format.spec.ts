@@ -89,6 +89,12 @@ describe('formatMoney', () => {
       setMoneyLocale('zh-CN');
       expect(currencySymbol(yuan)).toBe('¥');
       expect(formatMoney(12.5, currencySymbol(yuan))).toBe('¥12.50');
+      // a language the extension does not speak reads as English
+      setMoneyLocale('fr-FR');
+      expect(currencySymbol({ currency: 'USD', currency_symbol: '$' })).toBe(
+        '$'
+      );
+      setMoneyLocale('zh_CN');
       // a symbol the admin chose is kept in every language
       expect(currencySymbol({ currency: 'CNY', currency_symbol: 'RMB ' })).toBe(
         'RMB '
