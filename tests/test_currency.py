@@ -117,6 +117,10 @@ class TestAutodlSession:
         assert cost == cost.quantize(Decimal("0.000001"))
         assert status_bar(cost, status["currency_symbol"]).startswith(("CN¥", "< CN¥"))
         assert not [w for w in status["warnings"] if w["code"] == "unpriced-gpu"]
+        # the shipped yuan rows are unverified: the warning says so, in yuan
+        unverified = [w["message"] for w in status["warnings"] if w["code"] == "price-unverified"]
+        assert unverified
+        assert "(A100-80GB, 7.98 CNY/h) is unverified" in unverified[0]
 
     @pytest.mark.usefixtures("jp_serverapp")
     async def test_the_metrics_name_the_currency(self, jp_fetch: Any) -> None:

@@ -35,6 +35,7 @@ def test_autodl_prices_show_yuan_in_the_status_bar_and_the_panel(
     title = item.get_attribute("title") or ""
     assert "CN¥" in title
     assert "$" not in title
+    assert "USD" not in title
     assert "autodl" in title
     item.click()
     panel = page.locator(PANEL)
@@ -49,4 +50,5 @@ def test_autodl_prices_show_yuan_in_the_status_bar_and_the_panel(
     panel_text = panel.inner_text()
     assert "CN¥" in panel_text
     assert "$" not in panel_text, panel_text
+    assert "USD" not in panel_text, panel_text
     screenshot(page, "panel-autodl-yuan.png")
