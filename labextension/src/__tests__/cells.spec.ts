@@ -49,6 +49,13 @@ describe('cell badge', () => {
     expect(badgeSeconds(3 * 3600 + 65)).toBe('3 h 01 min');
   });
 
+  it('names the magic that priced the cell', () => {
+    expect(badgeTitle(record({ mode: 'magic' }), '$')).toContain('(%%gpucost)');
+    expect(badgeTitle(record({ mode: 'auto' }), '$')).toContain(
+      '(%gpucost auto)'
+    );
+  });
+
   it('never badges a trivial cell $0.0000', () => {
     const trivial = record({ cost_usd: 0.000021, gpu_busy_s: null });
     expect(badgeText(trivial, '$')).toMatch(/^< \$0\.0001 · /);

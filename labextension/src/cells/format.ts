@@ -81,9 +81,11 @@ export function badgeTitle(record: ICellRecord, symbol: string): string {
           formatRate(record.rate_usd_per_hour, symbol, trans())
         )
       : trans().__('This cell cost %1: %2 of wall time', cost, wall),
-    record.mode === 'magic'
-      ? trans().__('Ended %1 (%%gpucost)', ended)
-      : trans().__('Ended %1 (%gpucost auto)', ended)
+    trans().__(
+      'Ended %1 (%2)',
+      ended,
+      record.mode === 'magic' ? '%%gpucost' : '%gpucost auto'
+    )
   ];
   for (const [index, seconds] of Object.entries(record.gpu_busy_s ?? {})) {
     lines.push(
