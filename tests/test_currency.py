@@ -142,3 +142,17 @@ class TestCurrencyWithoutCatalogPrices:
         assert (status["currency"], status["currency_symbol"]) == ("EUR", "€")
         assert [g["priced"] for g in status["gpus"]] == [False, False]
         assert "<EUR per hour>" in status["warnings"][0]["message"]
+
+
+def test_the_hub_pages_write_amounts_by_the_money_rule_in_the_hubs_currency() -> None:
+    from jupyter_gpucost.hub import handlers
+
+    env = handlers.templates("CN¥")
+    page = env.from_string(
+        '{% import "gpucost_page.html" as page with context %}'
+        "{{ page.money(12.5) }} {{ page.money(0.00002) }} {{ page.money(0) }}"
+    )
+    # HTML-escaped: the browser shows "< CN¥0.0001"
+    assert page.render(static_url=lambda *a, **k: "", service_url="/") == (
+        "CN¥12.50 &lt; CN¥0.0001 CN¥0.00"
+    )
