@@ -68,3 +68,26 @@ def test_the_server_reads_the_same_catalog() -> None:
     finally:
         i18n.set_language("en")
     assert i18n._("Raise budget") == "Raise budget"
+
+
+def test_the_server_follows_jupyterlabs_language_and_translates_the_schemas() -> None:
+    import logging
+
+    from jupyterlab_server.translation_utils import translator
+
+    from jupyter_gpucost.server.translations import follow_jupyterlab_language
+
+    schema = json.loads((ROOT / "labextension/schema/budget.json").read_text())
+    assert follow_jupyterlab_language(logging.getLogger("test"))
+    try:
+        translator.set_locale("zh_CN")
+        assert i18n.current_language() == "zh_CN"
+        translated = translator.translate_schema(schema)
+        assert translated["title"] == "GPU 费用：预算"  # noqa: RUF001
+        assert i18n._("session budget") == "会话预算"
+        # a language whose pack is not installed: JupyterLab shows English, so does the server
+        translator.set_locale("fr_FR")
+        assert i18n.current_language() == "en"
+    finally:
+        translator.set_locale("en")
+        i18n.set_language("en")

@@ -12,6 +12,7 @@ the server's messages.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 
 from ..core.i18n import DOMAIN, GettextAdapter, messages_for, set_language
@@ -29,9 +30,12 @@ def follow_jupyterlab_language(log: logging.Logger) -> bool:
         """The domain's translations, from the package's own catalog."""
 
         def update_locale(self, locale_: str) -> None:
+            # JupyterLab serves an extension's translations to the browser only for a
+            # language whose language pack is installed: the server speaks the same
+            language = locale_ if _has_language_pack(locale_) else "en"
             self._locale = locale_
-            self._translator = GettextAdapter(messages_for(locale_))
-            set_language(locale_)
+            self._translator = GettextAdapter(messages_for(language))
+            set_language(language)
 
     translator = translation_utils.translator
     registry = getattr(translator, "_TRANSLATORS", None)
@@ -40,3 +44,10 @@ def follow_jupyterlab_language(log: logging.Logger) -> bool:
         return False
     registry[DOMAIN] = Bundle(DOMAIN, str(getattr(translator, "_LOCALE", "en")))
     return True
+
+
+def _has_language_pack(locale_: str) -> bool:
+    try:
+        return importlib.util.find_spec(f"jupyterlab_language_pack_{locale_}") is not None
+    except (ImportError, ValueError):
+        return False
