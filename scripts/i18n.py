@@ -195,9 +195,12 @@ def _read(language: str) -> Catalog:
 
 
 def _write(path: Path, catalog: Catalog) -> None:
+    """Write the catalog, replacing the file only once it is written whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as f:
         write_po(f, catalog, width=100, sort_output=False, include_lineno=False)
+    partial.replace(path)
 
 
 def cmd_extract() -> None:
@@ -210,6 +213,8 @@ def cmd_extract() -> None:
         catalog.header_comment = HEADER
         catalog.fuzzy = False
         catalog.creation_date = catalog.revision_date = FIXED_DATE
+        catalog.last_translator = catalog.language_team = "jupyter-gpucost"
+        catalog.msgid_bugs_address = ""
         _write(po_path(language), catalog)
 
 
