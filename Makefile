@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs bench-hub clean
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs bench-hub clean i18n i18n-check
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -64,6 +64,16 @@ chromium:
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; \
 	fi
+
+# translations: extract every message (front end, server, settings schemas) into the .pot
+# and each language's .po, then compile the .po into the .json JupyterLab and the server read
+i18n: install
+	$(PY) scripts/i18n.py extract
+	$(PY) scripts/i18n.py compile
+
+# lists every message with no translation (and a stale .json); fails if there is one
+i18n-check: install
+	$(PY) scripts/i18n.py check
 
 lint: install
 	$(BIN)/ruff check .

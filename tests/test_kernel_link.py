@@ -252,7 +252,7 @@ def test_without_a_server_auto_mode_prints_and_budgets_say_why_not() -> None:
     )
     assert "printed under each cell (no jupyter-gpucost server" in text(nb.cells[1])
     line = text(nb.cells[2])
-    assert line.startswith("gpucost: $0.0000 · 0.2")
+    assert line.startswith("gpucost: $0.00 · 0.2")
     assert "no jupyter-gpucost server: catalog prices" in line
     assert "budgets are kept by the jupyter-gpucost server extension" in text(nb.cells[3])
     assert "usage: %gpucost auto on|off" in text(nb.cells[4])

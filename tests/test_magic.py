@@ -113,7 +113,8 @@ def _no_stale_prices(monkeypatch: pytest.MonkeyPatch) -> None:
         ("0.006312", {}, "€0.0063"),
         ("0.09996", {}, "€0.10"),
         ("1234567.891", {}, "€1,234,567.89"),
-        ("0", {}, "€0.0000"),
+        ("0", {}, "€0.00"),
+        ("0.00004", {}, "< €0.0001"),
         # "a budget above ...": never below what was spent
         ("2.494001", {"round_up": True}, "€2.50"),
         ("0.012301", {"round_up": True}, "€0.0124"),

@@ -55,14 +55,60 @@ def test_an_amount_someone_set_shows_every_micro_dollar_it_has(
     assert money.exact(amount) == shown
 
 
-def test_a_notification_shows_two_decimals() -> None:
+def test_a_notification_shows_two_decimals_and_every_micro_dollar_the_budget_has() -> None:
     assert money.notice(5_000_000) == "$5.00"
-    assert money.notice(1_234_567, "€") == "€1.23"
+    assert money.notice(1_234_567, "€") == "€1.234567"
+    assert money.notice(1_000_500_000, "CN¥") == "CN¥1,000.50"
+    # a budget of one micro-dollar is not announced as nothing
+    assert money.notice(1) == "$0.000001"
 
 
-def test_the_ticker_shows_four_decimals_under_ten_dollars() -> None:
-    assert money.ticker(Decimal("0.42")) == "$0.4200"
+def test_the_ticker_shows_amounts_spent_by_the_one_rule() -> None:
+    assert money.ticker(Decimal("0.42")) == "$0.42"
+    assert money.ticker(Decimal("0.042")) == "$0.0420"
     assert money.ticker(Decimal("1234.5"), "€") == "€1,234.50"
+    assert money.ticker(Decimal("0.00002")) == "< $0.0001"
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [
+        ("0", "$0.00"),
+        ("0.000001", "< $0.0001"),
+        ("0.000099", "< $0.0001"),
+        ("0.0001", "$0.0001"),
+        ("0.00015", "$0.0002"),
+        ("0.0999", "$0.0999"),
+        ("0.09996", "$0.10"),
+        ("2.512254", "$2.51"),
+        ("1234567.891", "$1,234,567.89"),
+        ("-0.00002", "> -$0.0001"),
+        ("-2.5", "-$2.50"),
+    ],
+)
+def test_an_amount_spent_is_shown_by_size(amount: str, shown: str) -> None:
+    assert money.status_bar(amount) == shown
+
+
+@given(st.integers(min_value=-(10**15), max_value=10**15))
+def test_an_amount_spent_is_never_shown_as_zero_unless_it_is_zero(micro: int) -> None:
+    shown = money.status_bar(money.to_usd(micro), "CN¥")
+    digits = "".join(c for c in shown if c.isdigit())
+    assert (set(digits) == {"0"}) == (micro == 0)
+    if 0 < abs(micro) < 100:
+        assert shown in ("< CN¥0.0001", "> -CN¥0.0001")
+    elif micro != 0:
+        # the figure shown is within half a step of the amount
+        step = Decimal("0.0001") if abs(micro) < 99_995 else Decimal("0.01")
+        number = Decimal(shown.replace("CN¥", "").replace(",", ""))
+        assert abs(number - money.to_usd(micro)) <= step / 2
+
+
+@given(st.integers(min_value=0, max_value=10**15))
+def test_a_budget_is_announced_exactly(micro: int) -> None:
+    shown = money.notice(micro, "€")
+    assert Decimal(shown.removeprefix("€").replace(",", "")) == money.to_usd(micro)
+    assert len(shown.partition(".")[2]) >= 2
 
 
 def test_the_guard_line_shows_tiny_amounts_with_seven_decimals() -> None:
@@ -70,3 +116,18 @@ def test_the_guard_line_shows_tiny_amounts_with_seven_decimals() -> None:
     assert money.guard_line(Decimal("0.0042")) == "0.0042"
     assert money.guard_line(Decimal("0.00000123")) == "0.0000012"
     assert money.guard_line(Decimal(0)) == "0.0000"
+
+
+def test_the_browser_rule_cases_are_the_servers() -> None:
+    """The cases the front end's formatMoney/formatBudget are tested against
+    (labextension/src/__tests__/money-rule.json) are what this module writes."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "labextension/src/__tests__/money-rule.json"
+    cases = json.loads(path.read_text())["cases"]
+    assert len(cases) > 50
+    for case in cases:
+        amount = Decimal(str(case["amount"]))
+        assert money.status_bar(amount) == case["spent"]
+        assert money.budget(amount) == case["budget"]

@@ -40,7 +40,8 @@ GIB = 1024**3
         ("NVIDIA H100 NVL", 94 * GIB, "H100-NVL"),
         ("NVIDIA H200", 141 * GIB, "H200"),
         ("NVIDIA H200 NVL", 141 * GIB, "H200-NVL"),
-        ("NVIDIA GeForce RTX 4090", 24 * GIB, None),
+        ("NVIDIA GeForce RTX 4090", 24 * GIB, "RTX-4090"),
+        ("NVIDIA GeForce RTX 3090", 24 * GIB, "RTX-3090"),
         ("NVIDIA T400", 2 * GIB, None),
     ],
 )
@@ -102,16 +103,16 @@ def test_instance_picks_among_rows_of_one_provider() -> None:
 def test_overrides_by_model_and_by_nvml_name_beat_the_catalog() -> None:
     policy = PricePolicy(
         catalog=load_catalog(),
-        overrides={"A100-80GB": Decimal("2.10"), "NVIDIA GeForce RTX 4090": Decimal("0.44")},
+        overrides={"A100-80GB": Decimal("2.10"), "NVIDIA RTX A4000": Decimal("0.44")},
     )
     a100 = policy.price_for("NVIDIA A100-SXM4-80GB", 80 * GIB)
     assert a100 is not None
     assert a100.usd_per_gpu_hour == Decimal("2.10")
     assert a100.overridden
-    rtx = policy.price_for("NVIDIA GeForce RTX 4090", 24 * GIB)
+    rtx = policy.price_for("NVIDIA RTX A4000", 16 * GIB)
     assert rtx is not None
     assert rtx.usd_per_gpu_hour == Decimal("0.44")
-    assert rtx.model == "NVIDIA GeForce RTX 4090"
+    assert rtx.model == "NVIDIA RTX A4000"
 
 
 @pytest.mark.parametrize(

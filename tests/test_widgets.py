@@ -142,7 +142,7 @@ def test_without_a_server_the_ticker_says_it_uses_catalog_prices() -> None:
     )
     assert text(nb.cells[0]).splitlines() == [
         "no server: catalog prices, this kernel since it started (no GPU here)",
-        "<b>session $0.0000</b> · $0/h",
+        "<b>session $0.00</b> · $0/h",
         "$0.00 of $2.00 (yours) 0.0",
     ]
 

@@ -1,6 +1,7 @@
 """The dated price catalog and how a GPU finds its price.
 
-Prices are per GPU-hour, exact (``Decimal``), each with its source and date. A device is
+Prices are per GPU-hour, exact (``Decimal``), each with its source, date and currency
+(:mod:`jupyter_gpucost.core.currency`; one currency per provider). A device is
 matched to a catalog *model* from the name NVML reports (and, where the name is
 ambiguous, its memory size). A device with no price is *unpriced*: it is reported as such
 and never silently counted as $0.
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from pathlib import Path
+
+from .currency import DEFAULT_CURRENCY, is_currency_code
 
 MARKETS = ("on-demand", "spot")
 CONFIDENCE_LEVELS = ("listed", "third-party", "uncertain", "unverified")
@@ -43,6 +46,8 @@ class PriceRow:
     #: ISO date the price was seen, or ``None`` when the source is undated
     as_of: str | None
     confidence: str
+    #: ISO 4217 code of the price (``usd_per_gpu_hour`` is in this currency)
+    currency: str = DEFAULT_CURRENCY
 
     def describe(self) -> str:
         where = " ".join(x for x in (self.provider, self.market, self.region) if x)
@@ -62,6 +67,8 @@ class Price:
     as_of: str | None
     confidence: str
     overridden: bool = False
+    #: ISO 4217 code of the price (``usd_per_gpu_hour`` is in this currency)
+    currency: str = DEFAULT_CURRENCY
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,13 @@ class Catalog:
     @property
     def providers(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r.provider for r in self.rows))
+
+    def currency_of(self, provider: str) -> str:
+        """The currency of a provider's prices (every row of a provider has the same)."""
+        for row in self.rows:
+            if row.provider == provider:
+                return row.currency
+        return DEFAULT_CURRENCY
 
     def instances(self, provider: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(r.instance for r in self.rows if r.provider == provider))
@@ -98,7 +112,7 @@ class Catalog:
 def parse_price(value: object, *, what: str) -> Decimal:
     """A non-negative price with at most six decimals, exactly as written."""
     if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise ValueError(f"{what}: expected a number of dollars per hour, got {value!r}")
+        raise ValueError(f"{what}: expected a number (a price per hour), got {value!r}")
     try:
         # str() of a float is its shortest round-tripping decimal: 0.1 -> "0.1"
         price = Decimal(str(value))
@@ -109,7 +123,7 @@ def parse_price(value: object, *, what: str) -> Decimal:
     exponent = price.as_tuple().exponent
     if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
         raise ValueError(
-            f"{what}: {value!r} has more than {MAX_PRICE_DECIMALS} decimals (micro-dollars)"
+            f"{what}: {value!r} has more than {MAX_PRICE_DECIMALS} decimals (micro-units)"
         )
     return price
 
@@ -133,6 +147,14 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if not isinstance(raw_rows, list) or not raw_rows:
         raise CatalogError(f"{origin} has no [[price]] rows")
     rows = tuple(_row(origin, i, raw) for i, raw in enumerate(raw_rows, start=1))
+    currencies: dict[str, str] = {}
+    for row in rows:
+        seen = currencies.setdefault(row.provider, row.currency)
+        if seen != row.currency:
+            raise CatalogError(
+                f"{origin}: provider {row.provider!r} has prices in {seen} and in "
+                f"{row.currency}; one provider's prices must be in one currency"
+            )
     catalog_date = data.get("catalog_date")
     return Catalog(rows=rows, catalog_date=str(catalog_date) if catalog_date else None)
 
@@ -141,9 +163,22 @@ def _row(origin: str, number: int, raw: object) -> PriceRow:
     where = f"{origin}, price row {number}"
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: not a table")
-    missing = [k for k in ("provider", "model", "usd_per_gpu_hour", "market") if k not in raw]
+    missing = [k for k in ("provider", "model", "market") if k not in raw]
+    # a price in dollars is usd_per_gpu_hour; in another currency, price_per_gpu_hour
+    keys = [k for k in ("usd_per_gpu_hour", "price_per_gpu_hour") if k in raw]
+    if not keys:
+        missing.append("price_per_gpu_hour")
     if missing:
         raise CatalogError(f"{where}: missing {', '.join(missing)}")
+    if len(keys) > 1:
+        raise CatalogError(f"{where}: has both usd_per_gpu_hour and price_per_gpu_hour")
+    currency = str(raw.get("currency", DEFAULT_CURRENCY))
+    if not is_currency_code(currency):
+        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
+    if keys[0] == "usd_per_gpu_hour" and currency != "USD":
+        raise CatalogError(
+            f"{where}: a price in {currency} is written price_per_gpu_hour, not usd_per_gpu_hour"
+        )
     market = str(raw["market"])
     if market not in MARKETS:
         raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
@@ -153,7 +188,7 @@ def _row(origin: str, number: int, raw: object) -> PriceRow:
             f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
         )
     try:
-        price = parse_price(raw["usd_per_gpu_hour"], what=where)
+        price = parse_price(raw[keys[0]], what=where)
     except ValueError as e:
         raise CatalogError(str(e)) from None
     as_of = str(raw.get("as_of") or "") or None
@@ -168,6 +203,7 @@ def _row(origin: str, number: int, raw: object) -> PriceRow:
         source=str(raw.get("source", "")),
         as_of=as_of,
         confidence=confidence,
+        currency=currency,
     )
 
 
@@ -189,6 +225,8 @@ _MODEL_RULES: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bV100\b"), "V100"),
     (re.compile(r"\bT4\b"), "T4"),
     (re.compile(r"\bB200\b"), "B200"),
+    (re.compile(r"\bRTX\s?4090\b"), "RTX-4090"),
+    (re.compile(r"\bRTX\s?3090\b"), "RTX-3090"),
 ]
 
 
@@ -214,7 +252,9 @@ def model_for(nvml_name: str, memory_total_bytes: int | None = None) -> str | No
 
 @dataclass(frozen=True)
 class PricePolicy:
-    """Which prices are in force: provider, market, optional instance, admin overrides."""
+    """Which prices are in force: provider, market, optional instance, admin overrides,
+    and their currency. Catalog rows in another currency than the session's are never
+    used (nothing is converted): the admin's overrides price those GPUs."""
 
     catalog: Catalog
     provider: str = "aws"
@@ -225,6 +265,13 @@ class PricePolicy:
     #: model -> the share of the detected instance's whole-instance price (after the
     #: admin's overrides, before the per-GPU rows; see core.instance_prices)
     whole: Mapping[str, Price] | None = None
+    #: the currency of the session (and of the overrides); ``None``: the provider's
+    currency: str | None = None
+
+    @property
+    def session_currency(self) -> str:
+        """The currency every amount of the session is in."""
+        return self.currency or self.catalog.currency_of(self.provider)
 
     def price_for(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
         overrides = self.overrides or {}
@@ -238,6 +285,7 @@ class PricePolicy:
                     as_of=None,
                     confidence="listed",
                     overridden=True,
+                    currency=self.session_currency,
                 )
         if model is None:
             return None
@@ -246,7 +294,7 @@ class PricePolicy:
         row = self.catalog.find(
             provider=self.provider, market=self.market, model=model, instance=self.instance
         )
-        if row is None:
+        if row is None or row.currency != self.session_currency:
             return None
         return Price(
             model=model,
@@ -254,4 +302,5 @@ class PricePolicy:
             source=row.describe() + (f"; source: {row.source}" if row.source else ""),
             as_of=row.as_of,
             confidence=row.confidence,
+            currency=row.currency,
         )

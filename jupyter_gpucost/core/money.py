@@ -12,14 +12,21 @@ The display rules, by where they are seen:
 rule                      where                                           example
 ========================  ==============================================  ==============
 :func:`usd`               every ``*_usd`` number in the REST API / events ``1.234567``
-:func:`status_bar`        amounts spent: status bar, panel, ``%%gpucost``  ``$2.51``,
-                          report, ``%gpucost``                            ``$0.0042``
+:func:`status_bar`        amounts spent, by size: status bar, panel,      ``$2.51``,
+                          ``%%gpucost`` report, ``%gpucost``, the ticker  ``$0.0042``,
+                                                                          ``< $0.0001``
 :func:`exact`             an amount someone set: a budget, a price        ``$1,000,000``,
                                                                           ``$1.234567``
-:func:`notice`            the budget's notifications and messages         ``$5.00``
-:func:`ticker`            the live ipywidgets ticker                      ``$0.4200``
+:func:`budget`            a budget in notifications, records, the ticker  ``$5.00``,
+(:func:`notice`)                                                          ``$0.000001``
+:func:`ticker`            the live ipywidgets ticker (:func:`status_bar`) ``$0.42``
 :func:`guard_line`        the training-loop guard's line (no symbol)      ``0.0042``
 ========================  ==============================================  ==============
+
+Amounts are in the session's currency (:mod:`jupyter_gpucost.core.currency`): a
+"micro-dollar" here is a micro-unit of that currency, and ``symbol`` is its symbol. The
+browser's ``formatMoney`` (``labextension/src/format.ts``) follows the same rule as
+:func:`status_bar`.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ MICRO_PER_USD = 1_000_000
 MICRO = Decimal("0.000001")
 #: below this an amount spent is shown with four decimals, as in the status bar
 SMALL_AMOUNT = Decimal("0.1")
+#: the smallest amount spent that is written out; a smaller one, not zero, is ``< $0.0001``
+SMALLEST_SHOWN = Decimal("0.0001")
 
 Amount = Decimal | float | int | str
 
@@ -86,29 +95,41 @@ def exact(amount: Amount, symbol: str = "$") -> str:
 
 
 def status_bar(amount: Amount, symbol: str = "$", *, round_up: bool = False) -> str:
-    """An amount spent as JupyterLab's status bar and panel show it: ``$2.51``,
-    ``$0.0042`` (four decimals under ten cents), thousands separated by commas.
-    ``round_up`` rounds towards the larger amount, for "a budget above ..."."""
+    """An amount spent, by size, as every view shows it: ``$2.51``, ``$0.0042`` (four
+    decimals under ten cents), ``< $0.0001`` (never ``$0.0000`` for an amount that is not
+    zero), ``$0.00`` (nothing at all), thousands separated by commas. ``round_up`` rounds
+    towards the larger amount, for "a budget above ..."."""
     value = as_decimal(amount)
     sign = "-" if value < 0 else ""
     value = abs(value)
-    small = value.quantize(Decimal("0.0001")) < SMALL_AMOUNT
-    step = Decimal("0.0001") if small else Decimal("0.01")
+    if value == 0:
+        return f"{symbol}0.00"
+    if value < SMALLEST_SHOWN and not round_up:
+        return f"> -{symbol}{SMALLEST_SHOWN}" if sign else f"< {symbol}{SMALLEST_SHOWN}"
+    small = value.quantize(SMALLEST_SHOWN) < SMALL_AMOUNT
+    step = SMALLEST_SHOWN if small else Decimal("0.01")
     rounding = ROUND_CEILING if round_up else ROUND_HALF_UP
     value = value.quantize(step, rounding=rounding)
-    if value == 0:
-        sign = ""
     return f"{sign}{symbol}{value:,}"
 
 
 def notice(micro_usd: int, symbol: str = "$") -> str:
-    """A budget in a notification or message: two decimals, ``$5.00``."""
-    return f"{symbol}{Decimal(micro_usd) / Decimal(MICRO_PER_USD):.2f}"
+    """A budget in a notification, a message or a record: :func:`budget` of whole
+    micro-units."""
+    return budget(to_usd(micro_usd), symbol)
+
+
+def budget(amount: Amount, symbol: str = "$") -> str:
+    """A budget as it is announced: two decimals at least, and every micro-unit it has
+    (``$5.00``, ``$1,000.50``, ``$0.000001``; never ``$0.00`` for a budget that is not
+    zero)."""
+    text = exact(amount, symbol)
+    return text if "." in text else f"{text}.00"
 
 
 def ticker(amount: Decimal, symbol: str = "$") -> str:
-    """The live ticker's session total: ``$12.34`` from ten dollars, ``$0.4200`` below."""
-    return f"{symbol}{amount:,.2f}" if amount >= 10 else f"{symbol}{amount:.4f}"
+    """The live ticker's session total: the rule of every amount spent (:func:`status_bar`)."""
+    return status_bar(amount, symbol)
 
 
 def guard_line(value: Decimal) -> str:

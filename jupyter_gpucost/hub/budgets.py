@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from ..core.hub_protocol import HUB_SCOPES, HUB_SOURCE_LABEL, HubBudget, HubScope
-from ..core.money import MICRO_PER_USD, notice
+from ..core.money import MICRO_PER_USD, notice, status_bar, to_usd
 from .model import GroupTotals, HubConfigError, UserTotals
 
 USER_SETTING = "c.GpuCostHub.user_budgets"
@@ -220,7 +220,8 @@ def describe(budget: HubBudget) -> str:
     state = "is spent" if budget.exceeded else "stands at"
     return (
         f"{whose} {budget.scope} budget of {notice(budget.amount_micro_usd)} "
-        f"({HUB_SOURCE_LABEL}) {state}: {notice(budget.spent_micro_usd)} {_PERIOD[budget.scope]}."
+        f"({HUB_SOURCE_LABEL}) {state}: {status_bar(to_usd(budget.spent_micro_usd))} "
+        f"{_PERIOD[budget.scope]}."
     )
 
 

@@ -38,6 +38,7 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 from tornado import web
 
 from ..core.hub_protocol import REPORT_PATH
+from ..core.money import as_decimal, status_bar
 from . import views
 from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
@@ -247,8 +248,10 @@ class AdminPage(PageBase):
         self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
 
 
-def templates() -> jinja2.Environment:
-    return jinja2.Environment(
+def templates(currency_symbol: str = "$") -> jinja2.Environment:
+    """The pages' templates; amounts are written by the one money rule, in the currency of
+    the hub's prices (``money_text``)."""
+    env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(
             [
                 jinja2.FileSystemLoader(str(HERE / "templates")),
@@ -257,6 +260,8 @@ def templates() -> jinja2.Environment:
         ),
         autoescape=True,
     )
+    env.globals["money_text"] = lambda amount: status_bar(as_decimal(amount), currency_symbol)
+    return env
 
 
 def log_request(handler: web.RequestHandler) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
+from ..core.currency import symbol as currency_symbol
 from . import handlers
 from .hubapi import HubApi, HubApiError
 
@@ -78,7 +79,7 @@ async def run(app: GpuCostHub) -> None:
         admin_groups=frozenset(app.admin_groups),
         hub_admins_are_admins=app.hub_admins_are_admins,
         max_report_bytes=int(app.max_report_bytes),
-        templates=handlers.templates(),
+        templates=handlers.templates(currency_symbol(parts.currency)),
     )
     web = handlers.make_app(ctx, app.base_url, cookie_secret(parts.data_dir))
     bind = urlparse(app.bind_url)

@@ -30,6 +30,8 @@ class Parts:
     data_dir: Path
     #: the ledger's URL without a password
     ledger_label: str
+    #: ISO 4217 code of the hub's prices, and so of every amount it shows
+    currency: str = "USD"
 
 
 def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
@@ -55,4 +57,10 @@ def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
     except Exception as e:
         raise HubConfigError(f"{SETTING}.ledger_url: the ledger cannot be opened: {e}") from None
     service = HubService(ledger, allocation.rate_for, budgets, enforcer)
-    return Parts(service=service, tz=tz, data_dir=data_dir, ledger_label=ledger.url)
+    return Parts(
+        service=service,
+        tz=tz,
+        data_dir=data_dir,
+        ledger_label=ledger.url,
+        currency=prices.session_currency,
+    )

@@ -32,7 +32,8 @@ from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_status_events
-from .traits import RANGES, in_range, one_of
+from .traits import RANGES, currency_code, in_range, one_of
+from .translations import follow_jupyterlab_language
 
 
 class ConfigError(ValueError):
@@ -100,13 +101,8 @@ class GpuCost(MachineTraits, ExtensionApp):
         help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
         "the cost. 0 to count GPUs only.",
     )
-    currency = Unicode(
-        "USD",
-        config=True,
-        help="The currency of the prices (label only: no conversion is done; overrides "
-        "and the catalog must be in this currency).",
-    )
-    currency_symbol = Unicode("$", config=True, help="The symbol shown before amounts.")
+    currency = Unicode("", config=True, help="ISO 4217 code of all amounts; empty: the provider's.")
+    currency_symbol = Unicode("", config=True, help="Symbol before amounts; empty: the currency's.")
     simulated_trace = Unicode(
         "",
         config=True,
@@ -410,7 +406,12 @@ class GpuCost(MachineTraits, ExtensionApp):
             carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
 
+    @validate("currency")
+    def _check_currency(self, proposal: dict[str, Any]) -> str:
+        return currency_code(proposal["value"])
+
     def initialize_settings(self) -> None:
+        follow_jupyterlab_language(self.log)
         try:
             config = self.cost_config()
         except ConfigError as e:

@@ -32,22 +32,22 @@ def _create() -> dict[str, Any]:
             _metrics = {
                 "cost": Counter(
                     "jupyter_gpucost_cost_usd",
-                    "Billed cost of the server's sessions (GPUs and base price), in USD.",
+                    "Billed cost of the server's sessions (GPUs and base price), in the currency.",
                     ["user"],
                 ),
                 "idle": Counter(
                     "jupyter_gpucost_idle_cost_usd",
-                    "Cost of GPU time paid while the GPUs were idle, in USD.",
+                    "Cost of GPU time paid while the GPUs were idle, in the currency.",
                     ["user"],
                 ),
                 "rate": Gauge(
                     "jupyter_gpucost_cost_rate_usd_per_hour",
-                    "What the server's GPUs and base price cost per hour now, in USD.",
+                    "What the server's GPUs and base price cost per hour now, in the currency.",
                     ["user"],
                 ),
                 "session": Gauge(
                     "jupyter_gpucost_session_cost_usd",
-                    "Billed cost of the running session so far, in USD.",
+                    "Billed cost of the running session so far, in the currency.",
                     ["user", "session_id"],
                 ),
                 "gpu_hourly": Gauge(
@@ -78,12 +78,17 @@ def _create() -> dict[str, Any]:
                 ),
                 "kernel": Gauge(
                     "jupyter_gpucost_kernel_cost_usd",
-                    "GPU cost attributed to each kernel of the running session, in USD.",
+                    "GPU cost attributed to each kernel of the running session, in the currency.",
                     ["user", "kernel_id", "notebook"],
+                ),
+                "currency": Gauge(
+                    "jupyter_gpucost_currency_info",
+                    "The currency of every amount (ISO 4217 code in the label), always 1.",
+                    ["user", "currency"],
                 ),
                 "unattributed": Gauge(
                     "jupyter_gpucost_unattributed_cost_usd",
-                    "GPU cost of the running session attributed to no kernel, in USD.",
+                    "GPU cost of the running session attributed to no kernel, in the currency.",
                     ["user"],
                 ),
             }
@@ -93,9 +98,10 @@ def _create() -> dict[str, Any]:
 class Metrics:
     """Feeds the metrics from one service's samples."""
 
-    def __init__(self, session_id: str, user: str | None = None) -> None:
+    def __init__(self, session_id: str, user: str | None = None, *, currency: str = "USD") -> None:
         self.m = _create()
         self.user = user if user is not None else os.environ.get("JUPYTERHUB_USER", "")
+        self.m["currency"].labels(self.user, currency).set(1)
         self.session_id = session_id
         self._last_energy: dict[int, float] = {}
         self._kernel_labels: set[tuple[str, str]] = set()

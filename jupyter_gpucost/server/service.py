@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -16,6 +16,7 @@ from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
+from ..core.currency import symbol as currency_symbol
 from ..core.meter import Meter
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
@@ -49,8 +50,10 @@ class CostConfig:
     granularity_s: int = 1
     minimum_charge_s: int = 60
     base_usd_per_hour: Decimal = Decimal(0)
-    currency: str = "USD"
-    currency_symbol: str = "$"
+    #: ISO 4217 code; empty: the provider's (:func:`with_session_currency` resolves it)
+    currency: str = ""
+    #: empty: the currency's own symbol
+    currency_symbol: str = ""
     simulated_trace: str = ""
     #: SQLAlchemy URL of the ledger; empty: SQLite in ``data_dir``; "none": no ledger
     ledger_url: str = ""
@@ -93,14 +96,25 @@ def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) ->
     return source
 
 
+def with_session_currency(config: CostConfig, catalog: Catalog) -> CostConfig:
+    """The configuration with the session's currency and symbol filled in: the admin's, else
+    the price provider's currency and that currency's symbol."""
+    code = config.currency or catalog.currency_of(config.provider)
+    return replace(
+        config, currency=code, currency_symbol=config.currency_symbol or currency_symbol(code)
+    )
+
+
 class CostService:
     def __init__(self, config: CostConfig, *, log: logging.Logger | None = None) -> None:
-        self.config = config
         self.log = log or logging.getLogger("jupyter_gpucost")
-        if config.catalog is None:
+        catalog = config.catalog
+        if catalog is None:
             raise ValueError("CostConfig.catalog is required")
+        config = with_session_currency(config, catalog)
+        self.config = config
         self.policy = PricePolicy(
-            catalog=config.catalog,
+            catalog=catalog,
             provider=config.provider,
             market=config.market,
             instance=config.instance,
@@ -108,6 +122,7 @@ class CostService:
             whole=None
             if config.plan is None or config.plan.whole is None
             else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
+            currency=config.currency,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
         self.source = open_source(
@@ -144,7 +159,7 @@ class CostService:
             log=self.log,
         )
         self.sampler.listeners.append(self.recorder.on_sample)
-        self.metrics = Metrics(self.session_id)
+        self.metrics = Metrics(self.session_id, currency=config.currency)
         self.recorder.listeners.append(self.metrics.on_sample)
 
     def _open_ledger(self) -> Ledger | None:
@@ -202,12 +217,13 @@ class CostService:
         for gpu in self.sampler.latest.snapshot.unpriced:
             self.log.warning(
                 "jupyter-gpucost: no %s %s price for GPU %d (%s): it is NOT counted in "
-                "the cost. Set c.GpuCost.price_overrides = {%r: <USD per hour>}.",
+                "the cost. Set c.GpuCost.price_overrides = {%r: <%s per hour>}.",
                 self.policy.provider,
                 self.policy.market,
                 gpu.index,
                 gpu.name,
                 gpu.model or gpu.name,
+                self.policy.session_currency,
             )
 
     def attach_budget(self, budget: BudgetDocument) -> None:

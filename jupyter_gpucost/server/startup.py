@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jupyter_server.serverapp import ServerApp
@@ -99,7 +99,8 @@ def start_budget_and_exports(
     """Validate the budget and export traits, then start both (raises TraitError or
     BudgetError, naming the setting, before anything starts)."""
     spend = meter_spend(service)
-    config = budget_config(traits, spend)
+    # the session's symbol: the admin's, else its currency's (resolved with the catalog)
+    config = replace(budget_config(traits, spend), currency_symbol=service.config.currency_symbol)
     hub = hub_link_config(traits)
     root_dir = str(getattr(serverapp, "root_dir", "") or Path.cwd())
     settings = export_settings(traits, root_dir)

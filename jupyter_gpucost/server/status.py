@@ -23,6 +23,7 @@ from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe
+from ..core.i18n import _
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not
@@ -72,34 +73,36 @@ def _gpu(g: GpuCost) -> dict[str, Any]:
 
 def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, str]]:
     warnings = []
+    currency = policy.session_currency
     for g in snapshot.unpriced:
-        warnings.append(
-            {
-                "code": "unpriced-gpu",
-                "message": (
-                    f"No {policy.provider} {policy.market} price for GPU {g.index} ({g.name}): "
-                    "it is not counted in the cost. An admin can set "
-                    f"c.GpuCost.price_overrides = {{{(g.model or g.name)!r}: <USD per hour>}}."
-                ),
-            }
+        text = _(
+            "No {provider} {market} price for GPU {index} ({name}): it is not counted in the "
+            "cost. An admin can set c.GpuCost.price_overrides = {{{model!r}: <{currency} per "
+            "hour>}}."
         )
+        values = {"provider": policy.provider, "market": policy.market, "index": g.index}
+        message = text.format(**values, name=g.name, model=g.model or g.name, currency=currency)
+        warnings.append({"code": "unpriced-gpu", "message": message})
     for g in snapshot.gpus:
         if g.price is not None and g.price.confidence in DOUBTFUL_CONFIDENCE:
-            warnings.append(
-                {
-                    "code": "price-unverified",
-                    "message": (
-                        f"The price of GPU {g.index} ({g.model}, {g.price.usd_per_gpu_hour} "
-                        f"USD/h) is {g.price.confidence}: check it against your bill."
-                    ),
-                }
+            text = _(
+                "The price of GPU {index} ({model}, {price} {currency}/h) is {confidence}: "
+                "check it against your bill."
             )
+            message = text.format(
+                index=g.index,
+                model=g.model,
+                price=g.price.usd_per_gpu_hour,
+                currency=g.price.currency,
+                confidence={"uncertain": _("uncertain"), "unverified": _("unverified")}.get(
+                    g.price.confidence, g.price.confidence
+                ),
+            )
+            warnings.append({"code": "price-unverified", "message": message})
         if g.reading is not None and g.reading.lost:
+            text = _("GPU {index} ({name}) stopped answering; it is still billed.")
             warnings.append(
-                {
-                    "code": "gpu-lost",
-                    "message": f"GPU {g.index} ({g.name}) stopped answering; it is still billed.",
-                }
+                {"code": "gpu-lost", "message": text.format(index=g.index, name=g.name)}
             )
     return warnings
 

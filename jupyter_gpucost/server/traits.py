@@ -10,12 +10,25 @@ from dataclasses import dataclass
 
 from traitlets import HasTraits, TraitError
 
+from ..core.currency import is_currency_code
+
 
 def one_of(setting: str, raw: object, choices: tuple[str, ...]) -> str:
     value = str(raw).strip().lower()
     if value not in choices:
         raise TraitError(
             f"c.GpuCost.{setting} = {raw!r} is not valid: use one of {', '.join(choices)}."
+        )
+    return value
+
+
+def currency_code(raw: object) -> str:
+    """``c.GpuCost.currency``: an ISO 4217 code, or empty for the price provider's."""
+    value = str(raw).strip()
+    if value and not is_currency_code(value):
+        raise TraitError(
+            f"c.GpuCost.currency = {raw!r} is not valid: use an ISO 4217 code such as 'USD', "
+            "'EUR' or 'CNY', or leave it empty for the price provider's currency."
         )
     return value
 

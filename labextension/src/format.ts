@@ -9,15 +9,43 @@ import { IGpuCostStatus } from './tokens';
 export const SMALL_AMOUNT = 0.1;
 
 /**
- * The currency symbol to print before amounts.
+ * The smallest amount spent that is written out: a smaller one, not zero, is
+ * `< $0.0001`, never `$0.0000`.
+ */
+export const SMALLEST_SHOWN = 0.0001;
+
+/**
+ * The currency symbol to print before amounts: the admin's symbol when one is
+ * set, else the currency's symbol in the UI's language (`Intl.NumberFormat`):
+ * `CN¥` in English, `¥` in Chinese, `€`, `$`.
  */
 export function currencySymbol(
   status: Pick<IGpuCostStatus, 'currency' | 'currency_symbol'>
 ): string {
+  const code = status.currency;
+  if (code) {
+    const english = Private.intlSymbol(code, 'en');
+    // the server sends the English symbol unless the admin chose another one
+    if (english !== null && status.currency_symbol === english) {
+      return Private.intlSymbol(code, Private.ui.locale) ?? english;
+    }
+  }
   if (status.currency_symbol) {
     return status.currency_symbol;
   }
-  return status.currency ? `${status.currency} ` : '$';
+  return code ? `${code} ` : '$';
+}
+
+/**
+ * Set the UI's language for currency symbols (the translator's language code,
+ * e.g. `zh-CN`); the plugin calls this once at start. Only the languages the
+ * extension speaks change the symbols (as `jupyter_gpucost.core.currency` on
+ * the server): in any other the amounts read as in English (`$1.23`, not
+ * `1,23 $US` half-written as `$US1.23`).
+ */
+export function setMoneyLocale(languageCode: string): void {
+  const code = languageCode.replace('_', '-');
+  Private.ui.locale = /^zh\b/i.test(code) ? code : 'en';
 }
 
 /*
@@ -27,19 +55,51 @@ export function currencySymbol(
  */
 
 /**
- * Format an amount of money: two decimals, or four under $0.10.
+ * Format an amount of money, by size: two decimals, four under $0.10,
+ * `< $0.0001` under that (never `$0.0000` for an amount that is not zero),
+ * `$0.00` for nothing at all. The same rule as the server's
+ * `jupyter_gpucost.core.money.status_bar`.
  *
  * `formatMoney(1.234, '$')` is `$1.23`, `formatMoney(0.01234, '$')` is
- * `$0.0123`.
+ * `$0.0123`, `formatMoney(0.00002, 'CN¥')` is `< CN¥0.0001`.
  */
 export function formatMoney(amount: number, symbol: string): string {
   if (!Number.isFinite(amount)) {
     return `${symbol}—`;
   }
-  const magnitude = Math.abs(amount);
-  const digits = Number(magnitude.toFixed(4)) < SMALL_AMOUNT ? 4 : 2;
-  const sign = amount < 0 && Number(magnitude.toFixed(digits)) > 0 ? '-' : '';
-  return `${sign}${symbol}${Private.fixed(magnitude, digits)}`;
+  // whole micro-units, rounded half up as the server rounds them
+  const micro = Math.round(Math.abs(amount) * 1e6);
+  if (micro === 0) {
+    return `${symbol}0.00`;
+  }
+  if (micro < SMALLEST_SHOWN * 1e6) {
+    return amount < 0 ? `> -${symbol}0.0001` : `< ${symbol}0.0001`;
+  }
+  const small = Private.roundMicro(micro, 4) < SMALL_AMOUNT * 1e6;
+  const digits = small ? 4 : 2;
+  const sign = amount < 0 ? '-' : '';
+  const rounded = Private.roundMicro(micro, digits) / 1e6;
+  return `${sign}${symbol}${Private.fixed(rounded, digits)}`;
+}
+
+/**
+ * Format a budget (an amount someone set): two decimals at least and every
+ * micro-unit it has, `$5.00`, `$1,000.50`, `$0.000001`; never `$0.00` for a
+ * budget that is not zero. The same rule as the server's
+ * `jupyter_gpucost.core.money.budget`.
+ */
+export function formatBudget(amount: number, symbol: string): string {
+  if (!Number.isFinite(amount)) {
+    return `${symbol}—`;
+  }
+  const micro = Math.round(Math.abs(amount) * 1e6);
+  const whole = Math.floor(micro / 1e6);
+  const decimals = String(micro % 1e6)
+    .padStart(6, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0');
+  const sign = amount < 0 && micro > 0 ? '-' : '';
+  return `${sign}${symbol}${Private.fixed(whole, 0)}.${decimals}`;
 }
 
 /**
@@ -150,6 +210,37 @@ export function formatCo2(grams: number | null | undefined): string {
  * Module-private helpers.
  */
 namespace Private {
+  /**
+   * The UI's language, for currency symbols.
+   */
+  export const ui = { locale: 'en' };
+
+  /**
+   * The symbol `Intl.NumberFormat` writes for a currency in a language, or
+   * `null` when the code is not a currency it knows.
+   */
+  export function intlSymbol(code: string, language: string): string | null {
+    try {
+      const parts = new Intl.NumberFormat(language, {
+        style: 'currency',
+        currency: code
+      }).formatToParts(0);
+      const symbol = parts.find(part => part.type === 'currency')?.value;
+      return symbol ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Whole micro-units rounded half up to `digits` decimals (still in
+   * micro-units): exact, unlike `toFixed` on a binary fraction.
+   */
+  export function roundMicro(micro: number, digits: number): number {
+    const step = 10 ** (6 - digits);
+    return Math.floor((micro + step / 2) / step) * step;
+  }
+
   /**
    * A non-negative number with fixed decimals and thousands separators.
    */

@@ -13,6 +13,8 @@ import { budgetPlugin } from './budget';
 import { machinePlugin } from './machine';
 import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
+import { setMoneyLocale } from './format';
+import { setTranslator } from './i18n';
 import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { IGpuCostModel } from './tokens';
@@ -53,11 +55,16 @@ export const modelPlugin: JupyterFrontEndPlugin<IGpuCostModel> = {
     'The live cost of the notebook session on rented GPUs, pushed from the server and shared by every view.',
   autoStart: true,
   provides: IGpuCostModel,
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
   ): IGpuCostModel => {
+    setMoneyLocale(translator?.languageCode ?? 'en');
+    if (translator) {
+      setTranslator(translator);
+    }
     const model = new GpuCostModel({
       serverSettings: app.serviceManager.serverSettings,
       events: app.serviceManager.events,

@@ -1,6 +1,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { trans } from './i18n';
 import { IGpuCostStatus } from './tokens';
 
 /**
@@ -51,7 +52,7 @@ export async function requestStatus(
   if (status === null) {
     throw new GpuCostRequestError(
       'invalid',
-      `unexpected answer from ${STATUS_ROUTE}`,
+      trans().__('unexpected answer from %1', STATUS_ROUTE),
       200
     );
   }
@@ -109,7 +110,7 @@ export async function requestJson(
   if (body === null) {
     throw new GpuCostRequestError(
       'invalid',
-      `unexpected answer from ${route}`,
+      trans().__('unexpected answer from %1', route),
       response.status
     );
   }

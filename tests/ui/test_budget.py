@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+
+from jupyter_gpucost.core.money import budget as budget_text
 
 from .conftest import screenshot, wait_until
 
@@ -69,14 +72,16 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
 
     # a budget of mine that runs out in about 6 s at the simulated $6.86/h
     spent = lab.api("gpucost/api/status")["cost_usd"]  # type: ignore[index]
-    body = lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": round(spent + 0.012, 6)})
+    amount = round(spent + 0.012, 6)
+    body = lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": amount})
     assert body["soft"]["locked"] is False  # type: ignore[index]
 
     item = page.locator("#jp-gpucost-budget")
     expect(item).to_be_visible(timeout=15_000)
     # the 95 % warning, pushed by the server, and the status bar's warning state
     expect(
-        page.get_by_text(re.compile(r"95% of your \$0\.\d\d session budget is spent"))
+        # the budget as it was set, every micro-dollar of it (not rounded to cents)
+        page.get_by_text(f"95% of your {budget_text(Decimal(str(amount)))} session budget is spent")
     ).to_be_visible(timeout=30_000)
     expect(page.locator("#jp-gpucost-status")).to_have_attribute(
         "data-budget", re.compile("warning|exceeded"), timeout=15_000
@@ -105,7 +110,12 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     assert last["kernels"] == 1
     assert "1 notebook saved" in last["message"]
     expect(
-        page.get_by_text(re.compile(r"stopped at \$0\.\d\d budget at .*1 notebook saved"))
+        page.get_by_text(
+            re.compile(
+                rf"stopped at {re.escape(budget_text(Decimal(str(amount))))} budget at "
+                ".*1 notebook saved"
+            )
+        )
     ).to_be_visible(timeout=15_000)
     # the notebook shows its kernel is gone
     expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text(

@@ -13,7 +13,8 @@ from .conftest import open_notebook, screenshot
 pytestmark = pytest.mark.browser
 
 PANEL = "#jp-gpucost-panel"
-MONEY = re.compile(r"^\$\d+\.\d+$")
+# an amount by the money rule: `$0.0042`, `$2.51`, or `< $0.0001` (never `$0.0000`)
+MONEY = re.compile(r"^(\$\d+\.\d+|< \$0\.0001)$")
 
 NOTEBOOK = {
     "cells": [

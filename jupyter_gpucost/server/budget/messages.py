@@ -1,6 +1,8 @@
 """The sentences a person reads about their budget: notifications and the action summary.
 
-Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule.
+Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule;
+the sentences through the package's message catalog (:mod:`jupyter_gpucost.core.i18n`), in
+JupyterLab's language.
 """
 
 from __future__ import annotations
@@ -9,63 +11,85 @@ from datetime import datetime
 from decimal import Decimal
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
+from ...core.i18n import _
 from ...core.money import MICRO_PER_USD, notice
 from .policy import Budget
 from .record import ActionRecord
 
-_SCOPES = {"session": "session budget", "day": "daily budget", "month": "monthly budget"}
-_ACTIONS = {
-    "interrupt": "kernels interrupted",
-    "shutdown": "kernels shut down",
-    "stop-server": "server stopped",
-    "stop-instance": "machine stopped",
-}
+
+def _scope(scope: str) -> str:
+    return {
+        "session": _("session budget"),
+        "day": _("daily budget"),
+        "month": _("monthly budget"),
+    }.get(scope, scope)
 
 
 def scope_name(budget: Budget) -> str:
     """``admin's daily budget``, ``monthly budget set by your hub admin``, ``session budget``."""
     if budget.kind == "hub":
-        return f"{_SCOPES[budget.scope]} {HUB_SOURCE_LABEL}"
-    who = "admin's" if budget.kind == "hard" else ""
-    return f"{who} {_SCOPES[budget.scope]}".strip()
+        return f"{_scope(budget.scope)} {HUB_SOURCE_LABEL}"
+    if budget.kind == "hard":
+        return _("admin's {budget}").format(budget=_scope(budget.scope))
+    return _scope(budget.scope)
 
 
 def action_name(action: str) -> str:
-    return _ACTIONS.get(action, action)
+    return {
+        "interrupt": _("kernels interrupted"),
+        "shutdown": _("kernels shut down"),
+        "stop-server": _("server stopped"),
+        "stop-instance": _("machine stopped"),
+    }.get(action, action)
 
 
 def idle(minutes: float, *, act: bool) -> str:
-    return f"The GPUs have been idle for {minutes:g} minutes while costing money" + (
-        ": the kernels will be stopped unless you use them." if act else "."
-    )
+    if act:
+        text = _(
+            "The GPUs have been idle for {minutes} minutes while costing money: the kernels "
+            "will be stopped unless you use them."
+        )
+    else:
+        text = _("The GPUs have been idle for {minutes} minutes while costing money.")
+    return text.format(minutes=f"{minutes:g}")
 
 
 def threshold(pct: int, budget: Budget, runs_out_at: datetime | None, symbol: str) -> str:
-    when = f"; at the current rate it runs out at {runs_out_at:%H:%M} UTC" if runs_out_at else ""
     amount = notice(budget.amount_micro_usd, symbol)
-    return f"{pct}% of your {amount} {scope_name(budget)} is spent{when}."
+    if runs_out_at:
+        text = _(
+            "{pct}% of your {amount} {budget} is spent; at the current rate it runs out at "
+            "{time} UTC."
+        )
+    else:
+        text = _("{pct}% of your {amount} {budget} is spent.")
+    time = f"{runs_out_at:%H:%M}" if runs_out_at else ""
+    return text.format(pct=pct, amount=amount, budget=scope_name(budget), time=time)
 
 
 def grace(
     budget: Budget | None, action: str, grace_s: float, symbol: str, *, reason: str = "budget"
 ) -> str:
     if budget is not None:
-        what = f"Your {notice(budget.amount_micro_usd, symbol)} {scope_name(budget)} is spent."
+        what = _("Your {amount} {budget} is spent.").format(
+            amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
+        )
     elif reason == "hub":
-        what = "Your hub admin's budget is spent: the hub stops this server."
+        what = _("Your hub admin's budget is spent: the hub stops this server.")
     elif reason == "done":
-        what = "Your run is done, as you asked to stop then."
+        what = _("Your run is done, as you asked to stop then.")
     elif reason == "user":
-        what = "Stopping as you asked."
+        what = _("Stopping as you asked.")
     else:
-        what = "The GPUs have been idle while costing money."
-    return (
-        f"{what} Notebooks will be saved and the {action_name(action)} in {round(grace_s, 1):g} s."
+        what = _("The GPUs have been idle while costing money.")
+    then = _("Notebooks will be saved and the {action} in {seconds} s.").format(
+        action=action_name(action), seconds=f"{round(grace_s, 1):g}"
     )
+    return f"{what} {then}"
 
 
 def cleared(why: str) -> str:
-    return f"Countdown stopped: {why}."
+    return _("Countdown stopped: {why}.").format(why=why)
 
 
 YOU_CANCELLED = "you cancelled it"

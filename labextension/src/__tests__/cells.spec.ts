@@ -49,6 +49,22 @@ describe('cell badge', () => {
     expect(badgeSeconds(3 * 3600 + 65)).toBe('3 h 01 min');
   });
 
+  it('names the magic that priced the cell', () => {
+    expect(badgeTitle(record({ mode: 'magic' }), '$')).toContain('(%%gpucost)');
+    expect(badgeTitle(record({ mode: 'auto' }), '$')).toContain(
+      '(%gpucost auto)'
+    );
+  });
+
+  it('never badges a trivial cell $0.0000', () => {
+    const trivial = record({ cost_usd: 0.000021, gpu_busy_s: null });
+    expect(badgeText(trivial, '$')).toMatch(/^< \$0\.0001 · /);
+    expect(badgeTitle(trivial, '$')).toContain('This cell cost < $0.0001');
+    expect(badgeText(record({ cost_usd: 0, gpu_busy_s: null }), '$')).toMatch(
+      /^\$0\.00 · /
+    );
+  });
+
   it('says cost, wall time, the busiest GPU and the peak memory', () => {
     expect(badgeText(record(), '$')).toBe(
       '$0.0061 · 3.20 s · GPU 2.95 s · peak 1.20 GiB'

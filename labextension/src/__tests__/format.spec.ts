@@ -1,8 +1,15 @@
 import { nullTranslator } from '@jupyterlab/translation';
 
 import { deriveState, describe as describeStatus, groupGpus } from '../display';
-import { currencySymbol, formatMoney, formatRate } from '../format';
+import {
+  currencySymbol,
+  formatBudget,
+  formatMoney,
+  formatRate,
+  setMoneyLocale
+} from '../format';
 import { IGpuCostSnapshot, IGpuCostStatus } from '../tokens';
+import moneyRule from './money-rule.json';
 import {
   makeGpu,
   makeNoTelemetryStatus,
@@ -50,8 +57,21 @@ describe('formatMoney', () => {
   it('shows four decimals under $0.10, so a fresh session visibly rises', () => {
     expect(formatMoney(0.01234, '$')).toBe('$0.0123');
     expect(formatMoney(0.0999, '$')).toBe('$0.0999');
-    expect(formatMoney(0, '$')).toBe('$0.0000');
-    expect(formatMoney(0.000057, '$')).toBe('$0.0001');
+    expect(formatMoney(0.0001, '$')).toBe('$0.0001');
+    expect(formatMoney(0.00015, '$')).toBe('$0.0002');
+  });
+
+  it('never shows $0.0000: nothing is $0.00, a trace is < $0.0001', () => {
+    expect(formatMoney(0, '$')).toBe('$0.00');
+    expect(formatMoney(0.000057, '$')).toBe('< $0.0001');
+    expect(formatMoney(0.000001, 'CN¥')).toBe('< CN¥0.0001');
+    expect(formatMoney(-0.000001, '$')).toBe('> -$0.0001');
+    for (let micro = 1; micro < 100; micro++) {
+      expect(formatMoney(micro / 1e6, '$')).toBe('< $0.0001');
+    }
+    for (let micro = 100; micro < 2000; micro += 7) {
+      expect(formatMoney(micro / 1e6, '$')).not.toMatch(/^\$0\.0+$/);
+    }
   });
 
   it('does not show $0.1000 for an amount that rounds up to ten cents', () => {
@@ -60,6 +80,28 @@ describe('formatMoney', () => {
 
   it('groups thousands', () => {
     expect(formatMoney(12345.678, '$')).toBe('$12,345.68');
+  });
+
+  it("writes the currency's symbol in the UI's language", () => {
+    const yuan = { currency: 'CNY', currency_symbol: 'CN¥' };
+    try {
+      expect(currencySymbol(yuan)).toBe('CN¥');
+      setMoneyLocale('zh-CN');
+      expect(currencySymbol(yuan)).toBe('¥');
+      expect(formatMoney(12.5, currencySymbol(yuan))).toBe('¥12.50');
+      // a language the extension does not speak reads as English
+      setMoneyLocale('fr-FR');
+      expect(currencySymbol({ currency: 'USD', currency_symbol: '$' })).toBe(
+        '$'
+      );
+      setMoneyLocale('zh_CN');
+      // a symbol the admin chose is kept in every language
+      expect(currencySymbol({ currency: 'CNY', currency_symbol: 'RMB ' })).toBe(
+        'RMB '
+      );
+    } finally {
+      setMoneyLocale('en');
+    }
   });
 
   it('uses the currency symbol of the API', () => {
@@ -283,5 +325,31 @@ describe('describe: the tooltip', () => {
     expect(lines[1]).toBe(
       `⚠ Stale: showing the value from ${new Date(receivedAt).toLocaleTimeString()}; the last request failed (Failed to fetch). Retrying.`
     );
+  });
+});
+
+describe('formatBudget', () => {
+  it('shows every micro-unit a budget has, and two decimals at least', () => {
+    expect(formatBudget(5, '$')).toBe('$5.00');
+    expect(formatBudget(0.000001, '$')).toBe('$0.000001');
+    expect(formatBudget(0.05, '$')).toBe('$0.05');
+    expect(formatBudget(1000.5, 'CN¥')).toBe('CN¥1,000.50');
+    expect(formatBudget(1.234567, '€')).toBe('€1.234567');
+    expect(formatBudget(0, '$')).toBe('$0.00');
+  });
+});
+
+describe('the money rule, as the server writes it', () => {
+  it('formatMoney and formatBudget agree with money.status_bar and money.budget', () => {
+    for (const c of moneyRule.cases) {
+      expect([c.amount, formatMoney(c.amount, '$')]).toEqual([
+        c.amount,
+        c.spent
+      ]);
+      expect([c.amount, formatBudget(c.amount, '$')]).toEqual([
+        c.amount,
+        c.budget
+      ]);
+    }
   });
 });

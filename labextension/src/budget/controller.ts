@@ -4,6 +4,7 @@ import { Event, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { currencySymbol } from '../format';
+import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { BudgetCountdown } from './countdown';
 import {
@@ -245,10 +246,10 @@ export class BudgetController {
     const current = soft?.amount_usd ?? 0;
     const symbol = currencyLabel(this.symbol);
     const result = await InputDialog.getText({
-      title: 'Raise your budget',
+      title: trans().__('Raise your budget'),
       label: symbol
-        ? `New budget (${symbol}, up to 6 decimals)`
-        : 'New budget (up to 6 decimals)',
+        ? trans().__('New budget (%1, up to 6 decimals)', symbol)
+        : trans().__('New budget (up to 6 decimals)'),
       text: String(Math.ceil(current * 2 * 100) / 100),
       pattern: AMOUNT_PATTERN,
       required: true
@@ -258,7 +259,7 @@ export class BudgetController {
     }
     const amount = parseAmount(result.value);
     if (amount.error !== null) {
-      Notification.error(`Budget not raised: ${amount.error}`, {
+      Notification.error(trans().__('Budget not raised: %1', amount.error), {
         autoClose: 8000
       });
       return;
@@ -266,9 +267,12 @@ export class BudgetController {
     try {
       await this._setSoftBudget(amount.value, soft?.scope ?? 'session');
     } catch (reason) {
-      Notification.error(`Budget not raised: ${(reason as Error).message}`, {
-        autoClose: 8000
-      });
+      Notification.error(
+        trans().__('Budget not raised: %1', (reason as Error).message),
+        {
+          autoClose: 8000
+        }
+      );
     }
   }
 

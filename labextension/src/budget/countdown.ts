@@ -1,6 +1,7 @@
 import { Notification } from '@jupyterlab/apputils';
 
 import { formatCountdown } from '../format';
+import { trans } from '../i18n';
 import { bindingBudget } from './format';
 import { IBudgetStatus } from './tokens';
 
@@ -119,29 +120,29 @@ export class BudgetCountdown {
       grace?.action ?? this._pushed.action ?? status?.action ?? 'shutdown';
     const what =
       action === 'stop-instance'
-        ? 'the machine stops'
+        ? trans().__('the machine stops')
         : action === 'stop-server'
-          ? 'the server stops'
+          ? trans().__('the server stops')
           : action === 'interrupt'
-            ? 'the kernels are interrupted'
-            : 'the kernels shut down';
-    const whose =
+            ? trans().__('the kernels are interrupted')
+            : trans().__('the kernels shut down');
+    const spent =
       budget?.kind === 'hub' || status?.grace?.reason === 'hub'
-        ? "Your hub admin's"
+        ? trans().__("Your hub admin's budget is spent.")
         : budget?.locked
-          ? "The administrator's"
-          : 'Your';
+          ? trans().__("The administrator's budget is spent.")
+          : trans().__('Your budget is spent.');
     const reason = grace?.reason ?? this._pushed.reason;
     const head =
       reason === 'user'
-        ? 'Stopping as you asked.'
+        ? trans().__('Stopping as you asked.')
         : reason === 'done'
-          ? 'Your run is done, as you asked to stop then.'
-          : `${whose} budget is spent.`;
+          ? trans().__('Your run is done, as you asked to stop then.')
+          : spent;
     if (this._stopping || status?.state === 'enforcing') {
-      return `${head} Saving notebooks, then ${what}.`;
+      return `${head} ${trans().__('Saving notebooks, then %1.', what)}`;
     }
-    return `${head} Notebooks are saved and ${what} in ${formatCountdown(left)}.`;
+    return `${head} ${trans().__('Notebooks are saved and %1 in %2.', what, formatCountdown(left))}`;
   }
 
   private actions(): Notification.IAction[] {
@@ -155,8 +156,10 @@ export class BudgetCountdown {
     // each callback prevents the default, which would dismiss the countdown
     const actions: Notification.IAction[] = [
       {
-        label: 'Save and stop now',
-        caption: 'Save the open notebooks and take the budget action now',
+        label: trans().__('Save and stop now'),
+        caption: trans().__(
+          'Save the open notebooks and take the budget action now'
+        ),
         displayType: 'warn',
         callback: event => {
           event.preventDefault();
@@ -172,8 +175,8 @@ export class BudgetCountdown {
     ];
     if (this._canRaise) {
       actions.push({
-        label: 'Raise budget',
-        caption: 'Set a higher budget of your own',
+        label: trans().__('Raise budget'),
+        caption: trans().__('Set a higher budget of your own'),
         displayType: 'accent',
         callback: event => {
           event.preventDefault();

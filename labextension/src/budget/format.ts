@@ -1,4 +1,5 @@
-import { formatCountdown, formatMoney } from '../format';
+import { formatBudget, formatCountdown, formatMoney } from '../format';
+import { trans } from '../i18n';
 import { IBudgetStanding, IBudgetStatus } from './tokens';
 
 /**
@@ -72,16 +73,18 @@ export function allBudgets(status: IBudgetStatus): IBudgetStanding[] {
  */
 export function budgetOwner(budget: IBudgetStanding): string {
   if (!budget.locked) {
-    return 'Your budget';
+    return trans().__('Your budget');
   }
   const source = budget.source ? `, ${budget.source}` : '';
   if (budget.kind === 'hub') {
     const group = budget.owner?.startsWith('group:')
-      ? ` for group ${budget.owner.slice('group:'.length)}`
+      ? budget.owner.slice('group:'.length)
       : '';
-    return `Hub budget${group} (locked${source})`;
+    return group
+      ? trans().__('Hub budget for group %1 (locked%2)', group, source)
+      : trans().__('Hub budget (locked%1)', source);
   }
-  return `Administrator's budget (locked${source})`;
+  return trans().__("Administrator's budget (locked%1)", source);
 }
 
 /**
@@ -202,14 +205,19 @@ export function parseAmount(
   if (!/^(\d+(\.\d*)?|\.\d+)$/.test(plain)) {
     return {
       value: null,
-      error: 'Enter the amount as a plain decimal number, e.g. 5 or 7.50.'
+      error: trans().__(
+        'Enter the amount as a plain decimal number, e.g. 5 or 7.50.'
+      )
     };
   }
   const decimals = plain.split('.')[1] ?? '';
   if (decimals.length > AMOUNT_DECIMALS) {
     return {
       value: null,
-      error: `Enter the amount with at most ${AMOUNT_DECIMALS} decimals.`
+      error: trans().__(
+        'Enter the amount with at most %1 decimals.',
+        AMOUNT_DECIMALS
+      )
     };
   }
   return { value: Number(plain), error: null };
@@ -237,18 +245,22 @@ export function budgetText(
     return '';
   }
   const lock = budget.locked ? '🔒 ' : '';
-  const amount = formatMoney(budget.amount_usd, symbol);
+  const amount = formatBudget(budget.amount_usd, symbol);
   if (status.state === 'grace' && status.grace) {
     const left = (new Date(status.grace.ends).getTime() - now) / 1000;
-    return `${lock}budget spent · stop in ${formatCountdown(left)}`;
+    return (
+      lock + trans().__('budget spent · stop in %1', formatCountdown(left))
+    );
   }
   if (status.state === 'enforcing') {
-    return `${lock}budget spent · saving and stopping`;
+    return lock + trans().__('budget spent · saving and stopping');
   }
   if (status.state === 'acted') {
-    return `${lock}budget of ${amount} spent`;
+    return lock + trans().__('budget of %1 spent', amount);
   }
-  return `${lock}budget ${budgetPercent(budget.share)}% of ${amount}`;
+  return (
+    lock + trans().__('budget %1% of %2', budgetPercent(budget.share), amount)
+  );
 }
 
 /**
@@ -268,33 +280,81 @@ export function budgetTitle(
     const who = budgetOwner(budget);
     const spent =
       budget.spent_usd === null
-        ? 'spent: not known'
-        : `${formatMoney(budget.spent_usd, symbol)} spent`;
+        ? trans().__('spent: not known')
+        : trans().__('%1 spent', formatMoney(budget.spent_usd, symbol));
     lines.push(
-      `${who}: ${formatMoney(budget.amount_usd, symbol)} per ${budget.scope}, ${spent}.`
+      trans().__(
+        '%1: %2 per %3, %4.',
+        who,
+        formatBudget(budget.amount_usd, symbol),
+        scopeName(budget.scope),
+        spent
+      )
     );
     const runOut = runOutText(budget, now);
     if (runOut) {
-      lines.push(`At the current rate it runs out at ${runOut}.`);
+      lines.push(trans().__('At the current rate it runs out at %1.', runOut));
     }
   }
   if (lines.length) {
     lines.push(
-      `Warnings at ${status.thresholds_pct.join('/')} %; when spent: save notebooks, then ${status.action} after ${status.grace_s} s.`
+      trans().__(
+        'Warnings at %1 %; when spent: save notebooks, then %2 after %3 s.',
+        status.thresholds_pct.join('/'),
+        actionName(status.action),
+        status.grace_s
+      )
     );
   }
   if (status.hub?.stop_at) {
+    const at = formatLocalTime(status.hub.stop_at, now);
     lines.push(
-      `The hub stops this server at ${formatLocalTime(status.hub.stop_at, now)}${
-        status.hub.reason ? ` (${status.hub.reason})` : ''
-      }.`
+      status.hub.reason
+        ? trans().__(
+            'The hub stops this server at %1 (%2).',
+            at,
+            status.hub.reason
+          )
+        : trans().__('The hub stops this server at %1.', at)
     );
   }
   if (status.hub?.error) {
-    lines.push(`Hub: ${status.hub.error}.`);
+    lines.push(trans().__('Hub: %1.', status.hub.error));
   }
   if (status.last_action?.message) {
-    lines.push(`Last action: ${status.last_action.message}.`);
+    lines.push(trans().__('Last action: %1.', status.last_action.message));
   }
   return lines.join('\n');
+}
+
+/**
+ * A budget's scope as the UI says it: `session`, `day`, `month`.
+ */
+export function scopeName(scope: string): string {
+  switch (scope) {
+    case 'session':
+      return trans().__('session');
+    case 'day':
+      return trans().__('day');
+    case 'month':
+      return trans().__('month');
+    default:
+      return scope;
+  }
+}
+
+/**
+ * A budget action as the UI says it: `shutdown`, `interrupt`, `stop-server`.
+ */
+export function actionName(action: string): string {
+  switch (action) {
+    case 'shutdown':
+      return trans().__('shutdown');
+    case 'interrupt':
+      return trans().__('interrupt');
+    case 'stop-server':
+      return trans().__('stop-server');
+    default:
+      return action;
+  }
 }

@@ -1,6 +1,7 @@
 import { Notification } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
+import { trans } from '../i18n';
 import { IBudgetStatus } from './tokens';
 
 /**
@@ -61,9 +62,12 @@ export class BudgetSettingsSync {
     try {
       await this._host.setSoftBudget(amount, scope);
     } catch (reason) {
-      Notification.error(`Budget not set: ${(reason as Error).message}`, {
-        autoClose: 8000
-      });
+      Notification.error(
+        trans().__('Budget not set: %1', (reason as Error).message),
+        {
+          autoClose: 8000
+        }
+      );
       // the settings show the server's budget again
       void this.sync();
     }

@@ -5,6 +5,7 @@ import {
   formatMoney,
   formatRate
 } from '../format';
+import { trans } from '../i18n';
 import { ICellCost } from '../panel/types';
 
 /**
@@ -47,13 +48,19 @@ export function badgeText(record: ICellRecord, symbol: string): string {
   ];
   const busy = Object.values(record.gpu_busy_s ?? {});
   if (busy.length) {
-    parts.push(`GPU ${badgeSeconds(Math.max(...busy))}`);
+    parts.push(trans().__('GPU %1', badgeSeconds(Math.max(...busy))));
   }
   if (record.peak_memory_bytes) {
-    parts.push(`peak ${formatBytes(record.peak_memory_bytes)}`);
+    parts.push(trans().__('peak %1', formatBytes(record.peak_memory_bytes)));
   }
   if (record.status !== 'ok') {
-    parts.push(record.status);
+    parts.push(
+      record.status === 'error'
+        ? trans().__('error')
+        : record.status === 'interrupted'
+          ? trans().__('interrupted')
+          : record.status
+    );
   }
   return parts.join(' · ');
 }
@@ -62,24 +69,35 @@ export function badgeText(record: ICellRecord, symbol: string): string {
  * The badge's tooltip: how the figure was made.
  */
 export function badgeTitle(record: ICellRecord, symbol: string): string {
+  const cost = badgeMoney(record.cost_usd, symbol);
+  const wall = badgeSeconds(record.wall_s);
+  const ended = formatLocalTime(record.ended, Date.now(), { seconds: true });
   const lines = [
-    `This cell cost ${badgeMoney(record.cost_usd, symbol)}: ${badgeSeconds(
-      record.wall_s
-    )} of wall time` +
-      (record.rate_usd_per_hour !== null &&
-      record.rate_usd_per_hour !== undefined
-        ? ` at ${formatRate(record.rate_usd_per_hour, symbol)} (the kernel's GPUs and the instance)`
-        : ''),
-    `Ended ${formatLocalTime(record.ended, Date.now(), { seconds: true })}` +
-      (record.mode === 'magic' ? ' (%%gpucost)' : ' (%gpucost auto)')
+    record.rate_usd_per_hour !== null && record.rate_usd_per_hour !== undefined
+      ? trans().__(
+          "This cell cost %1: %2 of wall time at %3 (the kernel's GPUs and the instance)",
+          cost,
+          wall,
+          formatRate(record.rate_usd_per_hour, symbol, trans())
+        )
+      : trans().__('This cell cost %1: %2 of wall time', cost, wall),
+    trans().__(
+      'Ended %1 (%2)',
+      ended,
+      record.mode === 'magic' ? '%%gpucost' : '%gpucost auto'
+    )
   ];
   for (const [index, seconds] of Object.entries(record.gpu_busy_s ?? {})) {
     lines.push(
-      `GPU ${index}: ${badgeSeconds(seconds)} between the cell's CUDA events`
+      trans().__(
+        "GPU %1: %2 between the cell's CUDA events",
+        index,
+        badgeSeconds(seconds)
+      )
     );
   }
   if (record.energy_j) {
-    lines.push(`Energy: ${record.energy_j.toFixed(1)} J`);
+    lines.push(trans().__('Energy: %1 J', record.energy_j.toFixed(1)));
   }
   return lines.join('\n');
 }

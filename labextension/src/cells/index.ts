@@ -14,9 +14,11 @@ import {
 } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
+import { setTranslator, trans } from '../i18n';
 import { requestJson } from '../request';
 import {
   AUTO_STATE_EXPRESSION,
@@ -217,7 +219,9 @@ export class CellCostController {
     if (!kernel) {
       if (!options.quiet) {
         Notification.warning(
-          'Start a kernel first: cells are priced by the kernel that runs them.',
+          trans().__(
+            'Start a kernel first: cells are priced by the kernel that runs them.'
+          ),
           { autoClose: 5000 }
         );
       }
@@ -235,9 +239,10 @@ export class CellCostController {
       // the kernel went away meanwhile (shut down, restarted)
       if (!options.quiet) {
         Notification.warning(
-          `Cells cannot be priced in this kernel: ${
+          trans().__(
+            'Cells cannot be priced in this kernel: %1',
             reason instanceof Error ? reason.message : String(reason)
-          }`,
+          ),
           { autoClose: 5000 }
         );
       }
@@ -245,8 +250,10 @@ export class CellCostController {
     }
     if (content.status !== 'ok') {
       Notification.warning(
-        `Cells cannot be priced in this kernel: ${content.evalue ?? content.status}. ` +
-          'Install jupyter-gpucost in the kernel’s environment.',
+        trans().__(
+          'Cells cannot be priced in this kernel: %1. Install jupyter-gpucost in the kernel’s environment.',
+          content.evalue ?? content.status
+        ),
         { autoClose: false }
       );
       this._mark(panel, false);
@@ -329,8 +336,9 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
     const button = new ToolbarButton({
       className: 'jp-gpucost-cell-toggle',
       label: '$/cell',
-      tooltip:
-        'Price every cell (jupyter-gpucost): its cost is shown next to it, nothing is added to the notebook',
+      tooltip: trans().__(
+        'Price every cell (jupyter-gpucost): its cost is shown next to it, nothing is added to the notebook'
+      ),
       pressed: this._controller.isOn(panel),
       onClick: () => {
         void this._controller.toggle(panel);
@@ -352,12 +360,16 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
     'Shows what each cell cost next to it, and switches per-cell pricing from the toolbar.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
   ): void => {
+    if (translator) {
+      setTranslator(translator);
+    }
     const controller = new CellCostController(
       app.serviceManager.serverSettings
     );
@@ -371,7 +383,7 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
       void controller.executed(panelOf(args.notebook), args.cell);
     });
     app.commands.addCommand(TOGGLE_COMMAND, {
-      label: 'Price Every Cell (GPU Cost)',
+      label: () => trans().__('Price Every Cell (GPU Cost)'),
       isToggled: () =>
         tracker.currentWidget !== null &&
         controller.isOn(tracker.currentWidget),

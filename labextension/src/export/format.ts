@@ -1,4 +1,5 @@
 import { formatBytes, formatDuration } from '../format';
+import { trans } from '../i18n';
 import { IExportJob, IExportTarget } from './request';
 
 /**
@@ -31,7 +32,7 @@ export function describePaths(paths: string[]): string {
   if (names.length <= 1) {
     return names[0] ?? '';
   }
-  return `${names[0]} and ${names.length - 1} more`;
+  return trans().__('%1 and %2 more', names[0], names.length - 1);
 }
 
 /**
@@ -48,19 +49,31 @@ export function targetLabel(targets: IExportTarget[], name: string): string {
 export function progressText(job: IExportJob): string {
   const what = describePaths(job.paths);
   if (job.state === 'queued') {
-    return `Export of ${what} is waiting for another export to finish`;
+    return trans().__(
+      'Export of %1 is waiting for another export to finish',
+      what
+    );
   }
   const parts = [
     `${Math.floor(job.progress * 100)}%`,
-    `${formatBytes(job.bytes_done)} of ${formatBytes(job.bytes_total)}`
+    trans().__(
+      '%1 of %2',
+      formatBytes(job.bytes_done),
+      formatBytes(job.bytes_total)
+    )
   ];
   if (job.rate_bytes_per_s) {
     parts.push(`${formatBytes(job.rate_bytes_per_s)}/s`);
   }
   if (job.eta_s !== null && job.eta_s !== undefined) {
-    parts.push(`${formatDuration(job.eta_s)} left`);
+    parts.push(trans().__('%1 left', formatDuration(job.eta_s)));
   }
-  return `Exporting ${what} to ${job.target}: ${parts.join(' · ')}`;
+  return trans().__(
+    'Exporting %1 to %2: %3',
+    what,
+    job.target,
+    parts.join(' · ')
+  );
 }
 
 /**
@@ -70,11 +83,23 @@ export function endText(job: IExportJob): string {
   const what = describePaths(job.paths);
   switch (job.state) {
     case 'done':
-      return `Exported ${what} to ${job.results.map(r => r.url).join(', ')}`;
+      return trans().__(
+        'Exported %1 to %2',
+        what,
+        job.results.map(r => r.url).join(', ')
+      );
     case 'cancelled':
-      return `Export of ${what} cancelled: nothing was left at ${job.target_url}`;
+      return trans().__(
+        'Export of %1 cancelled: nothing was left at %2',
+        what,
+        job.target_url
+      );
     case 'failed':
-      return `Export of ${what} failed: ${job.error ?? 'unknown error'}`;
+      return trans().__(
+        'Export of %1 failed: %2',
+        what,
+        job.error ?? trans().__('unknown error')
+      );
     default:
       return progressText(job);
   }
@@ -120,8 +145,15 @@ export function missingTargetText(
   missing: string
 ): string {
   const available = targets.map(t => t.name).join(', ');
-  return (
-    `The export target "${missing}" set in the settings (GPU Cost: checkpoint export → Export target) ` +
-    `is not a target of this server (${targets.length === 1 ? 'its target is' : 'its targets are'} ${available}): pick one.`
-  );
+  return targets.length === 1
+    ? trans().__(
+        'The export target "%1" set in the settings (GPU Cost: checkpoint export → Export target) is not a target of this server (its target is %2): pick one.',
+        missing,
+        available
+      )
+    : trans().__(
+        'The export target "%1" set in the settings (GPU Cost: checkpoint export → Export target) is not a target of this server (its targets are %2): pick one.',
+        missing,
+        available
+      );
 }

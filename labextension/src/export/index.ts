@@ -11,8 +11,10 @@ import {
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
+import { setTranslator, trans } from '../i18n';
 import {
   describePaths,
   endText,
@@ -59,10 +61,10 @@ export class TargetPicker extends Widget {
       this.node.appendChild(paragraph);
     }
     const label = document.createElement('label');
-    label.textContent = 'Export to ';
+    label.textContent = trans().__('Export to') + ' ';
     this._select = document.createElement('select');
     this._select.className = 'jp-mod-styled';
-    this._select.setAttribute('aria-label', 'Export target');
+    this._select.setAttribute('aria-label', trans().__('Export target'));
     for (const target of targets) {
       const option = document.createElement('option');
       option.value = target.name;
@@ -95,16 +97,18 @@ export async function followExport(
 ): Promise<IExportJob> {
   let cancelled = false;
   const cancelAction = {
-    label: 'Cancel',
-    caption: 'Stop the export and remove what it wrote',
+    label: trans().__('Cancel'),
+    caption: trans().__('Stop the export and remove what it wrote'),
     callback: (event: Event) => {
       event.preventDefault(); // keep the notification: it shows the outcome
       cancelled = true;
       cancelExport(settings, job.id).catch(reason => {
         Notification.error(
-          `Could not cancel the export of ${describePaths(job.paths)}: ${String(
-            reason instanceof Error ? reason.message : reason
-          )}`
+          trans().__(
+            'Could not cancel the export of %1: %2',
+            describePaths(job.paths),
+            String(reason instanceof Error ? reason.message : reason)
+          )
         );
       });
     }
@@ -122,9 +126,11 @@ export async function followExport(
     } catch (reason) {
       Notification.update({
         id,
-        message: `Lost track of the export of ${describePaths(job.paths)}: ${String(
-          reason instanceof Error ? reason.message : reason
-        )}`,
+        message: trans().__(
+          'Lost track of the export of %1: %2',
+          describePaths(job.paths),
+          String(reason instanceof Error ? reason.message : reason)
+        ),
         type: 'error',
         autoClose: false,
         actions: []
@@ -135,7 +141,7 @@ export async function followExport(
       Notification.update({
         id,
         message: cancelled
-          ? `Cancelling the export of ${describePaths(job.paths)}…`
+          ? trans().__('Cancelling the export of %1…', describePaths(job.paths))
           : progressText(current),
         type: 'in-progress',
         progress: current.progress,
@@ -154,7 +160,7 @@ export async function followExport(
       autoClose: false,
       actions: [
         {
-          label: 'Copy address',
+          label: trans().__('Copy address'),
           caption: address,
           callback: (event: Event) => {
             event.preventDefault();
@@ -185,12 +191,16 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
     'Exports checkpoints and folders from the file browser to object storage, with progress.',
   autoStart: true,
   requires: [IFileBrowserFactory],
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     factory: IFileBrowserFactory,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
   ): void => {
+    if (translator) {
+      setTranslator(translator);
+    }
     const services = app.serviceManager;
     let preferred = '';
     let targets: IExportTarget[] = [];
@@ -219,11 +229,13 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
       label: () => {
         const chosen = targetWithoutAsking(targets, preferred);
         return chosen
-          ? `Export to ${targetLabel(targets, chosen)}`
-          : 'Export to…';
+          ? trans().__('Export to %1', targetLabel(targets, chosen))
+          : trans().__('Export to…');
       },
-      caption:
-        'Copy to object storage, with a manifest (sha256, what the session cost)',
+      caption: () =>
+        trans().__(
+          'Copy to object storage, with a manifest (sha256, what the session cost)'
+        ),
       isVisible: () => {
         const items = selected();
         return items.length > 0 && items.every(isExportable);
@@ -240,7 +252,10 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           await refreshTargets();
         } catch (reason) {
           Notification.error(
-            `Cannot export: ${reason instanceof Error ? reason.message : String(reason)}`
+            trans().__(
+              'Cannot export: %1',
+              reason instanceof Error ? reason.message : String(reason)
+            )
           );
           return;
         }
@@ -251,7 +266,9 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
         if (target === null) {
           if (!targets.length) {
             Notification.error(
-              'Cannot export: the server has no export target configured.'
+              trans().__(
+                'Cannot export: the server has no export target configured.'
+              )
             );
             return;
           }
@@ -262,7 +279,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
               ? null
               : missingDefaultTarget(targets, preferred);
           const result = await showDialog({
-            title: `Export ${describePaths(paths)}`,
+            title: trans().__('Export %1', describePaths(paths)),
             body: new TargetPicker(
               targets,
               serverDefault,
@@ -270,7 +287,7 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
             ),
             buttons: [
               Dialog.cancelButton(),
-              Dialog.okButton({ label: 'Export' })
+              Dialog.okButton({ label: trans().__('Export') })
             ]
           });
           if (!result.button.accept || !result.value) {
@@ -283,9 +300,11 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
           job = await startExport(services.serverSettings, paths, target);
         } catch (reason) {
           Notification.error(
-            `Cannot export ${describePaths(paths)}: ${
+            trans().__(
+              'Cannot export %1: %2',
+              describePaths(paths),
               reason instanceof Error ? reason.message : String(reason)
-            }`,
+            ),
             { autoClose: false }
           );
           return;

@@ -1,6 +1,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { trans } from '../i18n';
 import { GpuCostRequestError, sendJson } from '../request';
 
 /**
@@ -82,7 +83,9 @@ export async function exportRequest<T>(
     return await sendJson<T>(settings, url, init);
   } catch (reason) {
     if (reason instanceof ServerConnection.NetworkError) {
-      throw new Error(`the server could not be reached (${reason.message})`);
+      throw new Error(
+        trans().__('the server could not be reached (%1)', reason.message)
+      );
     }
     if (
       reason instanceof GpuCostRequestError &&

@@ -5,10 +5,11 @@ import {
   currencyLabel,
   formatLocalTime,
   parseAmount,
-  runOutText
+  runOutText,
+  scopeName
 } from '../budget/format';
 
-import { formatMoney } from '../format';
+import { formatBudget, formatMoney } from '../format';
 import { CostPanelModel } from './model';
 import { IBudgetLine, IPanelStatus } from './types';
 
@@ -47,8 +48,8 @@ export function BudgetLine(props: {
       {trans.__(
         '%1 of %2 per %3 spent (%4%)',
         line.spent_usd === null ? '—' : formatMoney(line.spent_usd, symbol),
-        formatMoney(line.amount_usd, symbol),
-        line.scope,
+        formatBudget(line.amount_usd, symbol),
+        scopeName(line.scope),
         line.share === null ? '—' : budgetPercent(line.share)
       )}
       {runOut !== null &&
@@ -151,7 +152,7 @@ export function Budget(props: {
         >
           {budget.scopes.map(s => (
             <option key={s} value={s}>
-              {s}
+              {scopeName(s)}
             </option>
           ))}
         </select>{' '}

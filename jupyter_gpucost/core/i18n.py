@@ -1,0 +1,135 @@
+"""The one catalog of the package's user-visible messages, and their translations.
+
+The translations ship with the package as JupyterLab reads an extension's own:
+``jupyter_gpucost/locale/<language>/LC_MESSAGES/jupyter_gpucost.json`` (found through
+the package's ``jupyterlab.locale`` entry point), compiled from the ``.po`` file beside it
+by ``make i18n``. The browser loads that file as the ``jupyter_gpucost`` domain of
+``ITranslator``; the server reads the same file here, so a message has one translation
+wherever it is shown.
+
+Server code writes ``_("Budget not set")`` (or :func:`ngettext`, :func:`pgettext`); the
+server extension follows JupyterLab's language setting (:func:`set_language`), and a
+language with no catalog reads English.
+"""
+
+from __future__ import annotations
+
+import gettext
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+#: the translation domain: the front end's ``translator.load(DOMAIN)`` and the file name
+DOMAIN = "jupyter_gpucost"
+#: the language messages are written in
+SOURCE_LANGUAGE = "en"
+#: separates a message's context from its text in a compiled catalog (as gettext does)
+CONTEXT_SEPARATOR = "\x04"
+
+
+@dataclass(frozen=True)
+class Messages:
+    """One language's translations: msgid (``context\\x04msgid``) -> forms."""
+
+    language: str
+    entries: dict[str, list[str]] = field(default_factory=dict)
+    #: how many plural forms the language has (1 for Chinese, 2 for English)
+    plurals: int = 2
+
+    def gettext(self, msgid: str) -> str:
+        forms = self.entries.get(msgid)
+        return forms[0] if forms and forms[0] else msgid
+
+    def ngettext(self, singular: str, plural: str, n: int) -> str:
+        return self.plural(self.entries.get(singular), singular, plural, n)
+
+    def plural(self, forms: list[str] | None, singular: str, plural: str, n: int) -> str:
+        """The form for ``n`` of a translated message (English when not translated)."""
+        if forms and all(forms[: self.plurals]):
+            return forms[0] if self.plurals == 1 else forms[0 if n == 1 else 1]
+        return singular if n == 1 else plural
+
+    def pgettext(self, context: str, msgid: str) -> str:
+        forms = self.entries.get(f"{context}{CONTEXT_SEPARATOR}{msgid}")
+        return forms[0] if forms and forms[0] else msgid
+
+
+class GettextAdapter(gettext.NullTranslations):
+    """:class:`Messages` as the standard library's translations object (what
+    ``jupyterlab_server`` translates settings schemas with)."""
+
+    def __init__(self, messages: Messages) -> None:
+        super().__init__()
+        self.messages = messages
+
+    def gettext(self, message: str) -> str:
+        return self.messages.gettext(message)
+
+    def ngettext(self, msgid1: str, msgid2: str, n: int) -> str:
+        return self.messages.ngettext(msgid1, msgid2, n)
+
+    def pgettext(self, context: str, message: str) -> str:
+        return self.messages.pgettext(context, message)
+
+    def npgettext(self, context: str, msgid1: str, msgid2: str, n: int) -> str:
+        forms = self.messages.entries.get(f"{context}{CONTEXT_SEPARATOR}{msgid1}")
+        return self.messages.plural(forms, msgid1, msgid2, n)
+
+
+def normalise(language: str) -> str:
+    """``zh-cn`` / ``zh_CN.UTF-8`` -> ``zh_CN``; empty -> English."""
+    base = language.split(".", 1)[0].replace("-", "_")
+    if not base:
+        return SOURCE_LANGUAGE
+    head, _, region = base.partition("_")
+    return f"{head.lower()}_{region.upper()}" if region else head.lower()
+
+
+@cache
+def messages_for(language: str) -> Messages:
+    """The shipped translations into ``language`` (none for English or an unknown one)."""
+    language = normalise(language)
+    path = resources.files("jupyter_gpucost").joinpath(
+        "locale", language, "LC_MESSAGES", f"{DOMAIN}.json"
+    )
+    if not path.is_file():
+        return Messages(language)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    header = data.pop("", {})
+    plural_forms = str(header.get("plural_forms", "nplurals=2;"))
+    plurals = 1 if "nplurals=1" in plural_forms.replace(" ", "") else 2
+    entries = {k: [str(f) for f in v] for k, v in data.items() if isinstance(v, list)}
+    return Messages(language, entries, plurals)
+
+
+@dataclass
+class _State:
+    language: str = SOURCE_LANGUAGE
+
+
+_STATE = _State()
+
+
+def set_language(language: str) -> None:
+    """The language of the server's messages from now on (JupyterLab's language setting)."""
+    _STATE.language = normalise(language)
+
+
+def current_language() -> str:
+    return _STATE.language
+
+
+def _(msgid: str) -> str:
+    """A message in the current language."""
+    return messages_for(_STATE.language).gettext(msgid)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """A message with a count, in the current language's plural form."""
+    return messages_for(_STATE.language).ngettext(singular, plural, n)
+
+
+def pgettext(context: str, msgid: str) -> str:
+    """A message in a context (e.g. ``"settings"``), in the current language."""
+    return messages_for(_STATE.language).pgettext(context, msgid)

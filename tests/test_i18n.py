@@ -1,0 +1,93 @@
+"""Translations: every message has its Simplified Chinese translation, shipped where
+JupyterLab finds an extension's own, and the server reads the same catalog."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+
+from jupyter_gpucost.core import i18n
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpucost_i18n", ROOT / "scripts" / "i18n.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+TOOL = _tool()
+
+
+def test_every_message_of_the_sources_has_a_chinese_translation() -> None:
+    """Fails listing each message with no zh_CN translation: run `make i18n`, translate the
+    empty msgstr in jupyter_gpucost/locale/zh_CN/LC_MESSAGES/jupyter_gpucost.po, `make i18n`."""
+    problems = TOOL.report()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_extraction_finds_front_end_server_and_schema_messages() -> None:
+    keys = {m.key for m in TOOL.extract()}
+    assert "Raise budget" in keys  # labextension/src/budget/countdown.ts
+    assert "budget spent · stop in %1" in keys  # the status item's countdown
+    assert "settings\x04Budget (in the server's currency)" in keys  # schema/budget.json
+    assert "Your {amount} {budget} is spent." in keys  # server/budget/messages.py
+
+
+def test_jupyterlab_finds_the_translations_through_the_locale_entry_point() -> None:
+    from jupyterlab_server.translation_utils import get_language_pack
+
+    (found,) = [e for e in entry_points(group="jupyterlab.locale") if e.name == i18n.DOMAIN]
+    assert found.value == "jupyter_gpucost"
+    data, message = get_language_pack("zh_CN")
+    assert i18n.DOMAIN in data, message
+    assert data[i18n.DOMAIN]["Raise budget"] == ["提高预算"]
+    assert data[i18n.DOMAIN][""]["plural_forms"] == "nplurals=1; plural=0;"
+
+
+def test_the_server_reads_the_same_catalog() -> None:
+    shipped = json.loads(
+        (ROOT / "jupyter_gpucost/locale/zh_CN/LC_MESSAGES/jupyter_gpucost.json").read_text()
+    )
+    messages = i18n.messages_for("zh-CN")
+    assert messages.gettext("Raise budget") == shipped["Raise budget"][0]
+    assert messages.pgettext("settings", "Price every cell") == "为每个单元格计价"
+    assert i18n.messages_for("fr").gettext("Raise budget") == "Raise budget"
+    try:
+        i18n.set_language("zh_CN")
+        assert i18n._("Raise budget") == "提高预算"
+    finally:
+        i18n.set_language("en")
+    assert i18n._("Raise budget") == "Raise budget"
+
+
+def test_the_server_follows_jupyterlabs_language_and_translates_the_schemas() -> None:
+    import logging
+
+    from jupyterlab_server.translation_utils import translator
+
+    from jupyter_gpucost.server.translations import follow_jupyterlab_language
+
+    schema = json.loads((ROOT / "labextension/schema/budget.json").read_text())
+    assert follow_jupyterlab_language(logging.getLogger("test"))
+    try:
+        translator.set_locale("zh_CN")
+        assert i18n.current_language() == "zh_CN"
+        translated = translator.translate_schema(schema)
+        assert translated["title"] == "GPU 费用：预算"  # noqa: RUF001
+        assert i18n._("session budget") == "会话预算"
+        # a language whose pack is not installed: JupyterLab shows English, so does the server
+        translator.set_locale("fr_FR")
+        assert i18n.current_language() == "en"
+    finally:
+        translator.set_locale("en")
+        i18n.set_language("en")

@@ -1,0 +1,74 @@
+"""JupyterLab set to 中文: the cost's status item, panel, budget and countdown, and the
+settings schemas, are in Simplified Chinese (headless Chromium)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+ITEM = "#jp-gpucost-status"
+BUDGET = "#jp-gpucost-budget"
+PANEL = "#jp-gpucost-panel"
+
+
+def test_jupyterlab_in_chinese_shows_the_cost_in_chinese(
+    lab_factory: Any, page: Any, tmp_path: Path
+) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.minimum_charge_s=0",
+        # an administrator's budget of one micro-dollar: spent at once, a long countdown
+        "--GpuCost.hard_budget_usd=0.000001",
+        "--GpuCost.budget_grace_s=600",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+    )
+    lab.api(
+        "lab/api/settings/@jupyterlab/translation-extension:plugin",
+        method="PUT",
+        body={"raw": json.dumps({"locale": "zh_CN"})},
+    )
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    item = page.locator(ITEM)
+    item.wait_for(state="visible", timeout=60_000)
+    # JupyterLab itself is in Chinese (its language pack)...
+    expect(page.locator("#jp-menu-panel, .lm-MenuBar-content").first).to_contain_text(
+        "文件", timeout=30_000
+    )
+    # ... and so is the cost: the status item's tooltip, the budget item, the countdown
+    expect(item).to_have_attribute("title", _contains("本次会话在"), timeout=30_000)
+    budget = page.locator(BUDGET)
+    expect(budget).to_contain_text("预算已用完", timeout=30_000)
+    expect(budget).to_contain_text("后停止")
+    countdown = page.get_by_text("管理员设置的预算已用完。")
+    expect(countdown.first).to_be_visible(timeout=30_000)
+    expect(countdown.first).to_contain_text("后内核将关闭")
+    expect(page.get_by_role("button", name="立即保存并停止")).to_be_visible()
+    screenshot(page, "zh-countdown.png")
+
+    item.click()
+    panel = page.locator(PANEL)
+    expect(panel).to_be_visible(timeout=30_000)
+    for label in ("本次会话", "今天", "本月", "当前费率", "内核", "价格"):
+        expect(panel).to_contain_text(label)
+    for english in ("This session", "Rate now", "Kernels", "Prices"):
+        expect(panel).not_to_contain_text(english)
+    screenshot(page, "zh-panel.png")
+
+    # the settings schemas are translated by the server, in JupyterLab's language
+    schema: Any = lab.api("lab/api/settings/jupyter-gpucost:budget")
+    assert schema["schema"]["title"] == "GPU 费用：预算"  # noqa: RUF001
+    assert schema["schema"]["properties"]["softBudgetUsd"]["title"] == "预算（以服务器的货币计）"  # noqa: RUF001
+
+
+def _contains(text: str) -> Any:
+    import re
+
+    return re.compile(f".*{re.escape(text)}.*", re.S)
