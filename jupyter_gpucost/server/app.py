@@ -32,7 +32,7 @@ from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_status_events
-from .traits import RANGES, currency_code, in_range, one_of
+from .traits import RANGES, CurrencyTraits, in_range, one_of
 from .translations import follow_jupyterlab_language
 
 
@@ -40,7 +40,7 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(MachineTraits, ExtensionApp):
+class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
     #: the detected machine and its prices (set by ``cost_config``)
@@ -101,8 +101,6 @@ class GpuCost(MachineTraits, ExtensionApp):
         help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
         "the cost. 0 to count GPUs only.",
     )
-    currency = Unicode("", config=True, help="ISO 4217 code of all amounts; empty: the provider's.")
-    currency_symbol = Unicode("", config=True, help="Symbol before amounts; empty: the currency's.")
     simulated_trace = Unicode(
         "",
         config=True,
@@ -405,10 +403,6 @@ class GpuCost(MachineTraits, ExtensionApp):
             ledger_timezone=self.ledger_timezone,
             carbon_intensity_g_per_kwh=self.carbon_intensity_g_per_kwh,
         )
-
-    @validate("currency")
-    def _check_currency(self, proposal: dict[str, Any]) -> str:
-        return currency_code(proposal["value"])
 
     def initialize_settings(self) -> None:
         follow_jupyterlab_language(self.log)

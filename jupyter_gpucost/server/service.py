@@ -14,9 +14,9 @@ from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
+from ..core.currency import symbol as currency_symbol
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
-from ..core.currency import symbol as currency_symbol
 from ..core.meter import Meter
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices

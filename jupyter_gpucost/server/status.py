@@ -21,9 +21,9 @@ from typing import Any
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
+from ..core.i18n import _
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe
-from ..core.i18n import _
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not

@@ -7,8 +7,9 @@ valid: use ...``): an invalid value stops the server at start-up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from traitlets import HasTraits, TraitError
+from traitlets import HasTraits, TraitError, Unicode, validate
 
 from ..core.currency import is_currency_code
 
@@ -100,3 +101,14 @@ def trait_strings(traits: HasTraits, name: str) -> list[str]:
 
 def trait_dict(traits: HasTraits, name: str) -> dict[str, object]:
     return {str(k): v for k, v in dict(getattr(traits, name)).items()}
+
+
+class CurrencyTraits(HasTraits):
+    """The session's currency: one code for every amount, and the symbol before them."""
+
+    currency = Unicode("", config=True, help="ISO 4217 code of all amounts; empty: the provider's.")
+    currency_symbol = Unicode("", config=True, help="Symbol before amounts; empty: the currency's.")
+
+    @validate("currency")
+    def _check_currency(self, proposal: dict[str, Any]) -> str:
+        return currency_code(proposal["value"])
