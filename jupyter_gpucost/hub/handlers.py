@@ -41,6 +41,7 @@ from ..core.hub_protocol import REPORT_PATH
 from . import views
 from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
+from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token
 from .service import HubService
 
@@ -65,6 +66,7 @@ class Context:
     hub_admins_are_admins: bool
     max_report_bytes: int
     templates: jinja2.Environment
+    report_limit: RateLimit
 
     def is_admin(self, user: Identity) -> bool:
         if ADMIN_SCOPE in user.scopes:

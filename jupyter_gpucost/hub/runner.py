@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from . import handlers
 from .hubapi import HubApi, HubApiError
+from .ratelimit import RateLimit
 
 if TYPE_CHECKING:
     from .app import GpuCostHub
@@ -79,6 +80,7 @@ async def run(app: GpuCostHub) -> None:
         hub_admins_are_admins=app.hub_admins_are_admins,
         max_report_bytes=int(app.max_report_bytes),
         templates=handlers.templates(),
+        report_limit=RateLimit(app.report_rate_per_s, app.report_burst),
     )
     web = handlers.make_app(ctx, app.base_url, cookie_secret(parts.data_dir))
     bind = urlparse(app.bind_url)
