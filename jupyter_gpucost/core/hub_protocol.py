@@ -105,13 +105,16 @@ class SpendReport:
         kernels = []
         for i, raw in enumerate(kernels_raw):
             k = _object(raw, f"kernels[{i}]")
-            kernels.append(
-                KernelSpend(
-                    _text(k, "kernel_id", 200),
-                    _text(k, "name", 200),
-                    _amount(k, "cost_micro_usd", MAX_REPORT_MICRO_USD),
+            try:
+                kernels.append(
+                    KernelSpend(
+                        _text(k, "kernel_id", 200),
+                        _text(k, "name", 200),
+                        _amount(k, "cost_micro_usd", MAX_REPORT_MICRO_USD),
+                    )
                 )
-            )
+            except ProtocolError as e:
+                raise ProtocolError(f"kernels[{i}].{e}") from None
         models_raw = doc.get("gpu_models", [])
         if not isinstance(models_raw, list) or len(models_raw) > 64:
             raise ProtocolError("gpu_models: must be a list of at most 64 names")
