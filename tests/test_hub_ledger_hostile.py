@@ -175,3 +175,30 @@ def test_days_before_this_month_are_left_out_of_the_month(ledger_url: str) -> No
     totals = ledger.totals("ann", at(0))
     assert (totals.today_micro_usd, totals.month_micro_usd) == (1_999_999, 3_999_998)
     ledger.close()
+
+
+def test_a_restart_of_the_service_keeps_a_servers_grace_deadline(ledger_url: str) -> None:
+    from jupyter_gpucost.hub.budgets import BudgetPolicy
+    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.service import HubService
+
+    def service() -> HubService:
+        ledger = HubLedger(ledger_url)
+        # alice's day budget: $0.10, spent after 100 s of her T4 ($3.60 an hour)
+        budgets = BudgetPolicy({"alice": {"day": 0.1}})
+        return HubService(ledger, lambda _: T4, budgets, Enforcer(300))
+
+    first = service()
+    first.sync([server("alice")], at(150))
+    (row,) = first.rows.values()
+    stop_at = first.reply(row).stop_at
+    assert stop_at == at(450)
+    first.close(at(150))
+    # restarted 200 s into the grace: the deadline is the one it had, not 300 s from now
+    second = service()
+    second.sync([server("alice")], at(350))
+    (row,) = second.rows.values()
+    assert second.reply(row).stop_at == at(450)
+    assert [r.user for r in second.due(at(449))] == []
+    assert [r.user for r in second.due(at(450))] == ["alice"]
+    second.close(at(450))

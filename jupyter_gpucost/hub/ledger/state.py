@@ -24,7 +24,7 @@ from datetime import date, datetime, tzinfo
 
 from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
-from ..accounting import allocated_by_day, allocated_micro_usd, day_of
+from ..accounting import allocated_by_day, allocated_micro_usd, billed_by_day, day_of
 from ..model import Rate, ServerRow
 
 #: the most any figure of one server and day may be in the ledger ($1 billion): far above
@@ -117,20 +117,20 @@ class OpenServer:
         # days before the last flush's day are complete: their allocation is flushed
         since = max(day_of(row.started, tz), day_of(row.last_seen, tz))
         allocated = allocated_by_day(row.rate, billing, row.started, until, tz, since=since)
-        out: dict[date, Day] = {}
-        cum_allocated = cum_reported = bill_before = 0
-        for d in sorted({*self.flushed, *allocated, *self.reported, *self.idle}):
-            old = self.flushed.get(d, Day())
-            a = max(old.allocated, allocated.get(d, 0))
-            r = max(old.reported, self.reported.get(d, 0))
-            cum_allocated += a
-            cum_reported += r
-            bill = max(cum_allocated, cum_reported)
-            out[d] = Day(
-                a, r, max(old.idle, self.idle.get(d, 0)), max(old.billed, bill - bill_before)
+        days = sorted({*self.flushed, *allocated, *self.reported, *self.idle})
+        flushed = {d: self.flushed.get(d, Day()) for d in days}
+        a = {d: max(flushed[d].allocated, allocated.get(d, 0)) for d in days}
+        r = {d: max(flushed[d].reported, self.reported.get(d, 0)) for d in days}
+        bill = billed_by_day(a, r)
+        return {
+            d: Day(
+                a[d],
+                r[d],
+                max(flushed[d].idle, self.idle.get(d, 0)),
+                max(flushed[d].billed, bill[d]),
             )
-            bill_before = bill
-        return out
+            for d in days
+        }
 
     def changes(self, until: datetime, billing: BillingRule, tz: tzinfo) -> dict[date, Day]:
         """The days whose figures differ from the database's."""
