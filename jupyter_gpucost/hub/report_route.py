@@ -7,9 +7,11 @@ this route uses none of it: it is a message delegate of its own that reads the t
 the body, asks the tornado-free core, and writes one JSON answer on the kept-alive
 connection.
 
-A body over ``max_report_bytes`` is never kept: it is read and dropped (up to
-:data:`DISCARD_LIMIT`, so that the client, still sending, reads the answer instead of a
-reset connection), then answered 413 with a message. Each user's reports are rate-limited
+A body over ``max_report_bytes`` is never kept: from a user the Hub named for the token
+(cached), it is read and dropped (up to :data:`DISCARD_LIMIT`, so that the client, still
+sending, reads the answer instead of a reset connection), then answered 413 with a
+message; from anyone else, or past that, the 413 is sent at once and the connection
+closed. Each user's reports are rate-limited
 (:mod:`.ratelimit`) before their body is parsed.
 
 Who may report: a user's server, with that user's own Hub token
@@ -182,11 +184,20 @@ class _ReportMessage(httputil.HTTPMessageDelegate):
         if length > self.limit:
             # past the connection's own limit tornado would answer a bare 400
             self.connection.set_max_body_size(length)
-            if length > DISCARD_LIMIT:
-                # too much to read for nothing: answered now, and the connection closed
+            if length > DISCARD_LIMIT or not self._known_user(headers):
+                # too much to read for nothing, or a sender the Hub has not named (just
+                # now) as a user: answered at once, and the connection closed
                 self._too_large()
             # else it is read (and dropped): the client reads the 413 after its body
         return None
+
+    def _known_user(self, headers: httputil.HTTPHeaders) -> bool:
+        try:
+            token = bearer_token(headers.get("Authorization", ""))
+        except Refused:
+            return False
+        found, who = self.route.ctx.hub.known(token)
+        return found and who is not None and who.kind == "user"
 
     def data_received(self, chunk: bytes) -> Awaitable[None] | None:
         self.size += len(chunk)
