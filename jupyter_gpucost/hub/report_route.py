@@ -37,10 +37,12 @@ from tornado import httputil
 from tornado.http1connection import HTTP1Connection
 
 from ..core.hub_protocol import ProtocolError, SpendReport
-from .hubapi import HubApi, HubApiError, Identity
+from .hubapi import HubApi, Identity
 from .ratelimit import RateLimit
 from .service import HubService, ReportRejected
 
+#: tokens being checked with the Hub at once, at most
+MAX_PENDING_CHECKS = 256
 #: the largest body read (and dropped) to answer 413 on a connection kept open; past
 #: this, the 413 is sent at once and the connection closed
 DISCARD_LIMIT = 64 << 20
@@ -92,7 +94,12 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
         if found:
             self._report(request, who)
             return
-        # a token not seen in the last minute: ask the Hub, off this call
+        # a token not seen in the last minute: ask the Hub, off this call; a flood of
+        # unknown tokens is not passed on to the Hub
+        if len(self._pending) >= MAX_PENDING_CHECKS:
+            message = "too many tokens are being checked with the Hub; try again shortly"
+            answer(request, 503, {"status": 503, "message": message})
+            return
         task = asyncio.ensure_future(self._identify_then_report(request, token))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -107,7 +114,7 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
     async def _identify_then_report(self, request: httputil.HTTPServerRequest, token: str) -> None:
         try:
             who = await self.ctx.hub.identify(token)
-        except HubApiError as e:
+        except Exception as e:  # HubApiError, or an answer of the Hub's not understood
             log.error("cannot check a token with the Hub: %s", e)
             message = "the Hub cannot be reached to check the token"
             answer(request, 503, {"status": 503, "message": message})
