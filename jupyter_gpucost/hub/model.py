@@ -134,8 +134,9 @@ class HubLedgerApi(Protocol):
         """Servers the ledger believes are running (not stopped)."""
 
     def add_report(self, server_id: int, report: SpendReport, received: datetime) -> None:
-        """Keep a server's latest report (in memory until :meth:`flush`); a report can
-        raise what was reported, never lower the bill below the allocation."""
+        """Keep a server's report (in memory until :meth:`flush`); a report can raise what
+        was reported, up to the :class:`ReportCeiling`, never lower the bill below the
+        allocation."""
 
     def flush(self, now: datetime) -> None:
         """Write what is pending: each running server's allocation up to ``now`` and its
