@@ -165,7 +165,7 @@ def test_a_report_lower_than_the_allocation_does_not_lower_the_bill(hub: Hub) ->
     # a higher report (within what her server's GPUs could cost) raises carol's bill, and
     # only hers
     bob_before = me(hub, "bob")["today_usd"]
-    higher = 4 * allocated_so_far_usd(hub, "carol")
+    higher = round(4 * allocated_so_far_usd(hub, "carol"), 6)  # whole micro-dollars
     code, reply = hub.svc("POST", "api/report", carol, report(higher))
     assert code == 200, reply
     hub.wait("carol's bill to take the report", lambda: me(hub, "carol")["today_usd"] >= higher, 10)
@@ -206,7 +206,7 @@ def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
 
 def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
     carol = hub.token_for("carol")
-    reported = 5 * allocated_so_far_usd(hub, "carol")
+    reported = round(5 * allocated_so_far_usd(hub, "carol"), 6)
     code, reply = hub.svc("POST", "api/report", carol, report(reported))
     assert code == 200, reply
     # a flush period (and a poll) later, the report is in the ledger
@@ -239,7 +239,7 @@ def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
 def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
     carol = hub.token_for("carol")
     # more than anything she reported before (a report counts only past the highest)
-    reported = 6 * allocated_so_far_usd(hub, "carol")
+    reported = round(6 * allocated_so_far_usd(hub, "carol"), 6)
     code, _ = hub.svc("POST", "api/report", carol, report(reported, session_id="s-2"))
     assert code == 200
     # SIGTERM: the service flushes before it exits, whatever the flush period
