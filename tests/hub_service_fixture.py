@@ -214,7 +214,7 @@ SERVICE_CONFIG = """
 c.GpuCostHub.default_gpu = "A100-80GB x 2"
 c.GpuCostHub.minimum_charge_s = 0
 c.GpuCostHub.user_budgets = {budgets!r}
-c.GpuCostHub.group_budgets = {{"finance": {{"month": 1000}}}}
+c.GpuCostHub.group_budgets = {group_budgets!r}
 c.GpuCostHub.grace_s = 2
 c.GpuCostHub.poll_interval_s = 1
 c.GpuCostHub.flush_interval_s = {flush_s}
@@ -234,7 +234,19 @@ def running_hub(
     budgets: dict[str, dict[str, float]],
     flush_s: float = 2.0,
     proxy: bool = False,
+    users: tuple[str, ...] = ("alice", "bob", "carol"),
+    groups: dict[str, list[str]] | None = None,
+    group_budgets: dict[str, dict[str, float]] | None = None,
+    user_configs: dict[str, str] | None = None,
+    service_extra: str = "",
+    hub_extra: str = "",
 ) -> Iterator[Hub]:
+    """A hub with ``users`` in ``groups`` (default: carol in finance, whose month budget
+    is $1,000); each user's own Jupyter config from ``user_configs`` (default: alice's
+    disables the extension); more lines for the service's and the Hub's config."""
+    groups = {"finance": ["carol"]} if groups is None else groups
+    group_budgets = {"finance": {"month": 1000}} if group_budgets is None else group_budgets
+    user_configs = {"alice": NO_EXTENSION} if user_configs is None else user_configs
     token, service_token = secrets.token_hex(16), secrets.token_hex(16)
     prometheus_token = secrets.token_hex(16)
     hub_port, svc_port, public = free_port(), free_port(), free_port()
@@ -244,10 +256,19 @@ def running_hub(
             "configurable-http-proxy not found: `npm install configurable-http-proxy` "
             "(or set GPUCOST_CHP to its path)"
         )
-    (root / "config" / "alice").mkdir(parents=True)
-    (root / "config" / "alice" / "jupyter_server_config.py").write_text(NO_EXTENSION)
+    for user, text in user_configs.items():
+        (root / "config" / user).mkdir(parents=True)
+        (root / "config" / user / "jupyter_server_config.py").write_text(text)
     (root / "gpucost_hub_config.py").write_text(
-        textwrap.dedent(SERVICE_CONFIG.format(budgets=budgets, flush_s=flush_s, root=root))
+        textwrap.dedent(
+            SERVICE_CONFIG.format(
+                budgets=budgets,
+                group_budgets=group_budgets,
+                flush_s=flush_s,
+                root=root,
+            )
+        )
+        + service_extra
     )
     config = root / "jupyterhub_config.py"
     config.write_text(
@@ -268,6 +289,7 @@ def running_hub(
                 scopes=SERVICE_SCOPES,
             )
         )
+        + hub_extra
     )
     log = root / "hub.log"
     env = {
@@ -307,13 +329,14 @@ def running_hub(
 
     try:
         hub.wait("the hub and the gpucost service to start", up, 90)
-        for user in ("alice", "bob", "carol"):
+        for user in users:
             code, body = hub.call("POST", f"/users/{user}")
             assert code == 201, body
-        code, body = hub.call("POST", "/groups/finance")
-        assert code == 201, body
-        code, body = hub.call("POST", "/groups/finance/users", {"users": ["carol"]})
-        assert code == 200, body
+        for group, members in groups.items():
+            code, body = hub.call("POST", f"/groups/{group}")
+            assert code == 201, body
+            code, body = hub.call("POST", f"/groups/{group}/users", {"users": members})
+            assert code == 200, body
         yield hub
     finally:
         if process.poll() is None:

@@ -10,6 +10,8 @@ from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
@@ -241,7 +243,27 @@ def test_split_days_add_up_for_awkward_rates_and_minimum_charges() -> None:
 def test_the_bill_is_the_allocation_unless_the_server_reported_more() -> None:
     allocated = {date(2026, 11, 23): 500, date(2026, 11, 24): 800}
     reported = {date(2026, 11, 23): 100, date(2026, 11, 24): 900}
-    assert billed_by_day(allocated, reported) == {date(2026, 11, 23): 500, date(2026, 11, 24): 900}
+    # the session: 1,300 allocated, 1,000 reported; the 24th adds what it grew that day
+    assert billed_by_day(allocated, reported) == {date(2026, 11, 23): 500, date(2026, 11, 24): 800}
+    # reported 1,900 in all, 1,800 of it on the 24th: billed once, not on both days
+    reported = {date(2026, 11, 23): 100, date(2026, 11, 24): 1_800}
+    assert billed_by_day(allocated, reported) == {
+        date(2026, 11, 23): 500,
+        date(2026, 11, 24): 1_400,
+    }
+
+
+@given(
+    st.dictionaries(st.dates(), st.integers(0, 10**12), max_size=5),
+    st.dictionaries(st.dates(), st.integers(0, 10**12), max_size=5),
+)
+def test_the_days_add_up_to_the_sessions_bill(
+    allocated: dict[date, int], reported: dict[date, int]
+) -> None:
+    by_day = billed_by_day(allocated, reported)
+    # exactly the session's bill, never a day below zero: a report is never billed twice
+    assert sum(by_day.values()) == max(sum(allocated.values()), sum(reported.values()))
+    assert all(v >= 0 for v in by_day.values())
 
 
 def test_today_and_this_month_are_calendar_days_and_months() -> None:

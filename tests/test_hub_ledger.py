@@ -21,7 +21,14 @@ from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import SpendReport
 from jupyter_gpucost.hub.ledger import HubLedger, default_url, rates_table
 from jupyter_gpucost.hub.ledger.schema import meta_table
-from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, HubLedgerApi, Rate, ServerInfo
+from jupyter_gpucost.hub.model import (
+    GpuAllocation,
+    HubConfigError,
+    HubLedgerApi,
+    Rate,
+    ReportCeiling,
+    ServerInfo,
+)
 
 T = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 #: 3.60 $ an hour: 1,000 micro-dollars a second, so seconds read as thousands
@@ -81,27 +88,28 @@ def test_one_users_totals_never_include_another_users(ledger_url: str) -> None:
     alice = ledger.open_server(server("alice"), T4)
     bob = ledger.open_server(server("bob"), A100_X2)  # 2 GPUs at 1.80: 1,000 µ$ a second too
     quote = ledger.open_server(server("o'brien", started=at(50)), T4)
-    ledger.add_report(alice.server_id, report(500_000), at(30))  # alice reports more
+    # alice reports more (within what 8 GPUs could cost)
+    ledger.add_report(alice.server_id, report(200_000), at(30))
     ledger.flush(at(60))
     ledger.close_server(bob.server_id, at(80))
 
     assert ledger.totals("bob", at(100)).today_micro_usd == 80_000
     assert ledger.totals("bob", at(100)).sessions_micro_usd == {}  # no longer running
-    assert ledger.totals("alice", at(100)).today_micro_usd == 500_000
+    assert ledger.totals("alice", at(100)).today_micro_usd == 200_000
     assert ledger.totals("o'brien", at(100)).today_micro_usd == 50_000
     assert ledger.totals("carol", at(100)).today_micro_usd == 0
     everyone = ledger.all_totals(at(100))
     assert {u: t.today_micro_usd for u, t in everyone.items()} == {
-        "alice": 500_000,
+        "alice": 200_000,
         "bob": 80_000,
         "o'brien": 50_000,
     }
-    assert everyone["alice"].sessions_micro_usd == {alice.server_id: 500_000}
+    assert everyone["alice"].sessions_micro_usd == {alice.server_id: 200_000}
     assert everyone["o'brien"].sessions_micro_usd == {quote.server_id: 50_000}
     assert ledger.daily(T.date(), "bob") == [(T.date(), "bob", 80_000)]
     assert ledger.daily(T.date(), "bob", now=at(100)) == [(T.date(), "bob", 80_000)]
     assert ledger.daily(T.date(), now=at(100)) == [
-        (T.date(), "alice", 500_000),
+        (T.date(), "alice", 200_000),
         (T.date(), "bob", 80_000),
         (T.date(), "o'brien", 50_000),
     ]
@@ -119,15 +127,20 @@ def test_a_report_lower_than_the_allocation_does_not_lower_the_bill(ledger_url: 
     ledger.add_report(row.server_id, report(250_000, idle=9_000), at(110))
     ledger.flush(at(120))
     assert ledger.totals("alice", at(120)).today_micro_usd == 250_000
-    # its meter goes back (restarted within the same session): nothing is taken back ...
+    # a report lower than an earlier one (out of order, or a meter gone back) takes
+    # nothing back and adds nothing ...
     ledger.add_report(row.server_id, report(5_000), at(130))
     ledger.flush(at(140))
     assert ledger.totals("alice", at(140)).today_micro_usd == 250_000
-    # ... and what it counts from its new start is added
     ledger.add_report(row.server_id, report(8_000), at(150))
-    assert ledger.totals("alice", at(150)).today_micro_usd == 253_000
-    # a new meter (another session id) counts from zero
+    assert ledger.totals("alice", at(150)).today_micro_usd == 250_000
+    # ... nor does a new session id: the session is the Hub's spawn, not the report's word
     ledger.add_report(row.server_id, report(2_000, session="s2"), at(160))
+    ledger.add_report(row.server_id, report(240_000, session="s3"), at(160))
+    ledger.flush(at(160))
+    assert ledger.totals("alice", at(160)).today_micro_usd == 250_000
+    # what the meter counts past its highest report is added
+    ledger.add_report(row.server_id, report(255_000, session="s3"), at(160))
     ledger.flush(at(160))
     assert ledger.totals("alice", at(160)).today_micro_usd == 255_000
     ledger.close()
@@ -141,7 +154,24 @@ def test_a_report_lower_than_the_allocation_does_not_lower_the_bill(ledger_url: 
     again.close()
 
 
-def test_a_report_below_the_allocation_on_one_day_does_not_borrow_from_another(
+def test_a_report_counts_only_what_the_servers_gpus_could_cost(ledger_url: str) -> None:
+    # 8 GPUs at $3.60 (the ceiling): at most 8,000 micro-dollars a second since the start
+    ceiling = ReportCeiling(max_gpus=8, usd_per_gpu_hour=Decimal("3.6"))
+    ledger = HubLedger(ledger_url, ceiling=ceiling)
+    row = ledger.open_server(server("alice"), T4)
+    ledger.open_server(server("bob"), T4)
+    ledger.add_report(row.server_id, report(999_999_999_999_999 // 10), at(10))
+    assert ledger.totals("alice", at(10)).today_micro_usd == 80_000
+    # the ceiling grows with time, and a report can fill it later, never past it
+    ledger.add_report(row.server_id, report(10**14), at(20))
+    ledger.flush(at(20))
+    assert ledger.totals("alice", at(20)).today_micro_usd == 160_000
+    assert ledger.totals("alice", at(30)).today_micro_usd == 160_000
+    assert ledger.totals("bob", at(30)).today_micro_usd == 30_000
+    ledger.close()
+
+
+def test_a_report_spanning_two_days_is_not_counted_on_both(
     ledger_url: str,
 ) -> None:
     ledger = HubLedger(ledger_url)
@@ -152,11 +182,13 @@ def test_a_report_below_the_allocation_on_one_day_does_not_borrow_from_another(
     ledger.add_report(row.server_id, report(9_000_000), started + timedelta(minutes=70))
     now = started + timedelta(minutes=90)
     ledger.flush(now)
+    # the session's bill is max(allocated, reported) = $9: the 24th adds what the report
+    # says beyond what the 23rd already billed, not the report over again
     assert ledger.daily(date(2026, 11, 23)) == [
         (date(2026, 11, 23), "alice", 3_600_000),
-        (date(2026, 11, 24), "alice", 8_999_000),
+        (date(2026, 11, 24), "alice", 9_000_000 - 3_600_000),
     ]
-    assert ledger.totals("alice", now).month_micro_usd == 3_600_000 + 8_999_000
+    assert ledger.totals("alice", now).month_micro_usd == 9_000_000
     ledger.close()
 
 
@@ -396,7 +428,8 @@ def test_a_service_killed_with_sigkill_loses_only_what_came_after_its_last_flush
 
 
 def test_reports_that_come_in_while_a_flush_writes_are_not_lost(ledger_url: str) -> None:
-    ledger = HubLedger(ledger_url)
+    # a ceiling of 1,000 GPUs: 30 million micro-dollars by 30 s, far above these reports
+    ledger = HubLedger(ledger_url, ceiling=ReportCeiling(max_gpus=1000))
     rows = [ledger.open_server(server(f"user{i}"), T4) for i in range(20)]
     stop = threading.Event()
     last: dict[int, int] = {}
@@ -404,7 +437,7 @@ def test_reports_that_come_in_while_a_flush_writes_are_not_lost(ledger_url: str)
     def report_forever() -> None:
         cost = 1_000_000
         while not stop.is_set():
-            cost += 1_000
+            cost += 1
             for row in rows:
                 ledger.add_report(row.server_id, report(cost), at(30))
                 last[row.server_id] = cost

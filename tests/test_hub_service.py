@@ -55,6 +55,14 @@ def report(cost_usd: float, server_name: str = "", **extra: Any) -> dict[str, An
     }
 
 
+def allocated_so_far_usd(hub: Hub, user: str) -> float:
+    """What ``user``'s running server has been allocated since the Hub started it: a report
+    may raise the bill up to about 8 times this (8 GPUs at the dearest price, against 2)."""
+    (running,) = me(hub, user)["running"]
+    started = datetime.fromisoformat(running["started"])
+    return (datetime.now(UTC) - started).total_seconds() * USD_PER_S
+
+
 def me(hub: Hub, user: str) -> dict[str, Any]:
     code, body = hub.svc("GET", "api/me", hub.token_for(user))
     assert code == 200, body
@@ -154,12 +162,14 @@ def test_a_report_lower_than_the_allocation_does_not_lower_the_bill(hub: Hub) ->
     assert reply["user"] == "carol"
     time.sleep(2.5)
     assert me(hub, "carol")["today_usd"] >= before
-    # a higher report raises carol's bill, and only hers
+    # a higher report (within what her server's GPUs could cost) raises carol's bill, and
+    # only hers
     bob_before = me(hub, "bob")["today_usd"]
-    code, reply = hub.svc("POST", "api/report", carol, report(4.0))
+    higher = round(4 * allocated_so_far_usd(hub, "carol"), 6)  # whole micro-dollars
+    code, reply = hub.svc("POST", "api/report", carol, report(higher))
     assert code == 200, reply
-    hub.wait("carol's bill to take the report", lambda: me(hub, "carol")["today_usd"] >= 4.0, 10)
-    assert me(hub, "bob")["today_usd"] < bob_before + 1.0
+    hub.wait("carol's bill to take the report", lambda: me(hub, "carol")["today_usd"] >= higher, 10)
+    assert me(hub, "bob")["today_usd"] < bob_before + higher
 
 
 def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
@@ -196,12 +206,13 @@ def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
 
 def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
     carol = hub.token_for("carol")
-    code, reply = hub.svc("POST", "api/report", carol, report(6.0))
+    reported = round(5 * allocated_so_far_usd(hub, "carol"), 6)
+    code, reply = hub.svc("POST", "api/report", carol, report(reported))
     assert code == 200, reply
     # a flush period (and a poll) later, the report is in the ledger
     time.sleep(FLUSH_S + 1.5)
     carol_before = me(hub, "carol")["today_usd"]
-    assert carol_before >= 6.0
+    assert carol_before >= reported
     bob_before = me(hub, "bob")["today_usd"]
     pid = service_pid(hub)
     os.kill(pid, signal.SIGKILL)
@@ -227,8 +238,9 @@ def test_sigkill_and_restart_lose_at_most_one_flush_period(hub: Hub) -> None:
 
 def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
     carol = hub.token_for("carol")
-    before = me(hub, "carol")["today_usd"]
-    code, _ = hub.svc("POST", "api/report", carol, report(7.5, session_id="s-2"))
+    # more than anything she reported before (a report counts only past the highest)
+    reported = round(6 * allocated_so_far_usd(hub, "carol"), 6)
+    code, _ = hub.svc("POST", "api/report", carol, report(reported, session_id="s-2"))
     assert code == 200
     # SIGTERM: the service flushes before it exits, whatever the flush period
     pid = service_pid(hub)
@@ -241,7 +253,7 @@ def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
             return False
 
     hub.wait("the hub to restart the gpucost service", back, 90)
-    assert me(hub, "carol")["today_usd"] >= before + 7.5 - 1e-6
+    assert me(hub, "carol")["today_usd"] >= reported - 1e-6
 
 
 # -- without a hub: the settings and the spawn hook's behaviour when the service is down ----

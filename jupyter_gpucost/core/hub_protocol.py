@@ -14,7 +14,7 @@ Pure: no I/O, no tornado. Both sides encode and decode through this module only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 #: where a single-user server finds the service (set by the spawner's environment)
@@ -27,6 +27,22 @@ HubScope = Literal["session", "day", "month"]
 HUB_SCOPES: tuple[HubScope, ...] = ("session", "day", "month")
 #: the words the UI shows for where a hub budget comes from
 HUB_SOURCE_LABEL = "set by your hub admin"
+
+# What a report can physically say. Each bound is far above any real server (64 GPUs at
+# $100 an hour for a year is $56 million) and far below what breaks a 64-bit sum: a value
+# past one is a 400 naming the field, never a row in the ledger.
+#: micro-dollars in one report's figure ($100 million)
+MAX_REPORT_MICRO_USD = 10**14
+#: micro-dollars a second (64 GPUs at $100 an hour is 1.8 million)
+MAX_RATE_MICRO_USD_PER_S = 10**7
+#: watt-hours (64 GPUs at 1 kW for a year is 5.6 × 10^8)
+MAX_ENERGY_WH = 1e9
+#: cells run in one session
+MAX_CELLS = 10**9
+#: how far ahead of the service's clock a report's times may be (clock skew)
+MAX_CLOCK_SKEW = timedelta(minutes=10)
+#: the years a report's times may fall in
+YEARS = (2000, 2200)
 
 
 class ProtocolError(ValueError):
@@ -89,38 +105,57 @@ class SpendReport:
         kernels = []
         for i, raw in enumerate(kernels_raw):
             k = _object(raw, f"kernels[{i}]")
-            kernels.append(
-                KernelSpend(
-                    _text(k, "kernel_id", 200),
-                    _text(k, "name", 200),
-                    _amount(k, "cost_micro_usd"),
+            try:
+                kernels.append(
+                    KernelSpend(
+                        _text(k, "kernel_id", 200),
+                        _text(k, "name", 200),
+                        _amount(k, "cost_micro_usd", MAX_REPORT_MICRO_USD),
+                    )
                 )
-            )
+            except ProtocolError as e:
+                raise ProtocolError(f"kernels[{i}].{e}") from None
         models_raw = doc.get("gpu_models", [])
         if not isinstance(models_raw, list) or len(models_raw) > 64:
             raise ProtocolError("gpu_models: must be a list of at most 64 names")
         models = tuple(_text({"m": m}, "m", 200) for m in models_raw)
         energy = doc.get("energy_wh")
         if energy is not None and (
-            isinstance(energy, bool) or not isinstance(energy, int | float) or energy < 0
+            isinstance(energy, bool)
+            or not isinstance(energy, int | float)
+            or not 0 <= energy <= MAX_ENERGY_WH  # False for NaN
         ):
-            raise ProtocolError("energy_wh: must be a number of watt-hours, 0 or more")
-        cells = doc.get("cells", 0)
-        if isinstance(cells, bool) or not isinstance(cells, int) or cells < 0:
-            raise ProtocolError("cells: must be a whole number, 0 or more")
+            raise ProtocolError(
+                f"energy_wh: must be a finite number of watt-hours from 0 to {MAX_ENERGY_WH:.0e}"
+            )
+        cells = _whole(doc, "cells", MAX_CELLS, default=0)
+        started = _when(doc, "started")
+        sent = _when(doc, "sent")
+        if started > sent:
+            raise ProtocolError("started: must not be after sent")
+        cost = _amount(doc, "cost_micro_usd", MAX_REPORT_MICRO_USD)
+        idle = _amount(doc, "idle_micro_usd", MAX_REPORT_MICRO_USD)
+        if idle > cost:
+            raise ProtocolError("idle_micro_usd: must not be more than cost_micro_usd")
         return cls(
             session_id=_text(doc, "session_id", 200, empty=False),
             server_name=_text(doc, "server_name", 255),
-            started=_when(doc, "started"),
-            sent=_when(doc, "sent"),
-            cost_micro_usd=_amount(doc, "cost_micro_usd"),
-            idle_micro_usd=_amount(doc, "idle_micro_usd"),
-            rate_micro_usd_per_s=_amount(doc, "rate_micro_usd_per_s"),
+            started=started,
+            sent=sent,
+            cost_micro_usd=cost,
+            idle_micro_usd=idle,
+            rate_micro_usd_per_s=_amount(doc, "rate_micro_usd_per_s", MAX_RATE_MICRO_USD_PER_S),
             energy_wh=None if energy is None else float(energy),
             cells=cells,
             kernels=tuple(kernels),
             gpu_models=models,
         )
+
+    def check_times(self, now: datetime) -> None:
+        """:class:`ProtocolError` when the report says it was sent in the future (beyond
+        :data:`MAX_CLOCK_SKEW` of ``now``, the receiver's clock)."""
+        if self.sent > now + MAX_CLOCK_SKEW:
+            raise ProtocolError("sent: is in the future of the service's clock")
 
 
 @dataclass(frozen=True)
@@ -228,10 +263,17 @@ def _text(doc: dict[str, object], key: str, limit: int, *, empty: bool = True) -
     return value
 
 
-def _amount(doc: dict[str, object], key: str) -> int:
+def _amount(doc: dict[str, object], key: str, limit: int = MAX_REPORT_MICRO_USD) -> int:
     value = doc.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**15:
-        raise ProtocolError(f"{key}: must be a whole number of micro-dollars, 0 or more")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise ProtocolError(f"{key}: must be a whole number of micro-dollars from 0 to {limit}")
+    return value
+
+
+def _whole(doc: dict[str, object], key: str, limit: int, *, default: int) -> int:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise ProtocolError(f"{key}: must be a whole number from 0 to {limit}")
     return value
 
 
@@ -242,7 +284,9 @@ def _when(doc: dict[str, object], key: str) -> datetime:
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise ProtocolError(f"{key}: {value!r} is not an ISO 8601 time") from None
-    if when.tzinfo is None:
+        raise ProtocolError(f"{key}: {value[:40]!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None or when.utcoffset() is None:
         raise ProtocolError(f"{key}: {value!r} has no time zone")
+    if not YEARS[0] <= when.year < YEARS[1]:
+        raise ProtocolError(f"{key}: {value!r} is not between {YEARS[0]} and {YEARS[1]}")
     return when

@@ -9,8 +9,12 @@ local day, and never less than what the server itself reported.
   its end (or at the instant) minus the rounded cumulative cost at its start. The shares
   are whole micro-dollars and add up exactly to the whole; the minimum charge falls on the
   first day.
-* The **bill** of a server for a day is ``max(allocated, reported)``: a report can raise it
-  (the server saw more, e.g. a price override), never lower it below the allocation.
+* The **bill** of a server session (one spawn) is ``max(allocated, reported)`` so far: a
+  report can raise it (the server saw more, e.g. a price override), never lower it below
+  the allocation. A day's bill is how much the session's bill grew that day
+  (:func:`billed_by_day`), so the days add up to the session's bill: a report that comes
+  in after midnight and covers the day before is not billed on both days. (What a report
+  may count at all, the ceiling, is the ledger's: :mod:`.ledger.state`.)
 
 Pure: no I/O, no tornado. Instants must carry their time zone.
 """
@@ -111,15 +115,23 @@ def allocated_by_day(
 
 
 def billed(allocated: int, reported: int) -> int:
-    """A server's bill for one day: its allocation, or more if it reported more."""
+    """A session's bill so far: its allocation, or more if it reported more."""
     return max(allocated, reported)
 
 
 def billed_by_day(allocated: Mapping[date, int], reported: Mapping[date, int]) -> dict[date, int]:
-    """``max(allocated, reported)`` for each day either names."""
-    return {
-        d: billed(allocated.get(d, 0), reported.get(d, 0)) for d in sorted({*allocated, *reported})
-    }
+    """Each day's share of the session's bill: the bill (:func:`billed`) of the days up to
+    its end minus that of the days before it. ``allocated`` is each day's allocation,
+    ``reported`` what the reports added each day; the shares add up to the session's bill."""
+    out: dict[date, int] = {}
+    cum_allocated = cum_reported = before = 0
+    for d in sorted({*allocated, *reported}):
+        cum_allocated += allocated.get(d, 0)
+        cum_reported += reported.get(d, 0)
+        bill = billed(cum_allocated, cum_reported)
+        out[d] = bill - before
+        before = bill
+    return out
 
 
 def today_and_month(by_day: Iterable[tuple[date, int]], today: date) -> tuple[int, int]:

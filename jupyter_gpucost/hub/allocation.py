@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 
 from ..core.catalog import PricePolicy, model_for
-from .model import GpuAllocation, HubConfigError, Rate, ServerInfo
+from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
 DEFAULT_SETTING = "c.GpuCostHub.default_gpu"
@@ -270,3 +270,11 @@ def describe(allocation: GpuAllocation) -> str:
     if allocation.count == 0:
         return "no GPU"
     return f"{allocation.count} × {allocation.model}"
+
+
+def report_ceiling(prices: PricePolicy, max_gpus: int) -> ReportCeiling:
+    """The most a server's reports can bill: ``max_gpus`` at the dearest price per
+    GPU-hour in the catalog (any provider, market or instance) or the admin's overrides."""
+    dearest = max(r.usd_per_gpu_hour for r in prices.catalog.rows)
+    dearest = max([dearest, *(prices.overrides or {}).values()])
+    return ReportCeiling(max_gpus=max_gpus, usd_per_gpu_hour=dearest)

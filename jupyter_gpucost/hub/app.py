@@ -44,6 +44,9 @@ RANGES: dict[str, tuple[float, float, str]] = {
     "flush_interval_s": (0.5, 3_600, "seconds from 0.5 to 3600"),
     "identity_cache_s": (0, 3_600, "seconds from 0 to 3600"),
     "max_report_bytes": (1_024, 10_000_000, "bytes from 1024 to 10000000"),
+    "report_rate_per_s": (0.01, 1_000, "reports a second from 0.01 to 1000"),
+    "report_burst": (1, 100_000, "reports from 1 to 100000"),
+    "max_gpus_per_server": (0, 1_024, "whole GPUs from 0 to 1024"),
     "billing_granularity_s": (1, 86_400, "whole seconds from 1 to 86400"),
     "minimum_charge_s": (0, 86_400, "whole seconds from 0 to 86400"),
 }
@@ -167,6 +170,18 @@ class GpuCostHub(Application):
     ).tag(config=True)
     identity_cache_s = Float(60.0, help="How long who owns a token is remembered.").tag(config=True)
     max_report_bytes = Float(65_536, help="The largest report body taken.").tag(config=True)
+    report_rate_per_s = Float(
+        2.0,
+        help="Reports a second one user's servers may send on average (a server reports "
+        "every 10 s); past it the service answers 429.",
+    ).tag(config=True)
+    report_burst = Float(30.0, help="Reports one user's servers may send at once.").tag(config=True)
+    max_gpus_per_server = Float(
+        8,
+        help="The most GPUs one server can have on this hub (a node's GPUs): a server's "
+        "reports bill at most this many GPUs (or its allocation's, if more) at the dearest "
+        "price in force.",
+    ).tag(config=True)
 
     # -- who sees what ------------------------------------------------------------------
     admin_users = Set(Unicode(), help="Users who see every user's spend.").tag(config=True)

@@ -11,9 +11,9 @@ A pure state machine the service ticks with each server's exceeded budgets:
 Servers are keyed by ``(user, server_name, started)``: a server started again is a new
 session with no deadline inherited from the old one.
 
-Nothing is kept across restarts of the service: after a restart a server still over
-budget gets a fresh grace from the first tick (so a restart can give at most one more
-grace period). The server's own countdown and the work it saves do not depend on this.
+The service keeps each deadline in its ledger and :meth:`Enforcer.restore` s them after a
+restart: a restart does not give a server a new grace period. The server's own countdown
+and the work it saves do not depend on this.
 
 Pure: no I/O, no clock (``now`` is given), no tornado.
 """
@@ -65,6 +65,11 @@ class Enforcer:
             deadline = Deadline(key, now, now + self.grace, " ".join(describe(b) for b in over))
             self._deadlines[key] = deadline
         return deadline
+
+    def restore(self, key: ServerKey, since: datetime, stop_at: datetime, reason: str) -> None:
+        """A deadline set before a restart of the service (kept until the server is
+        within its budgets again, like any other)."""
+        self._deadlines[key] = Deadline(key, since, stop_at, reason)
 
     def deadline(self, key: ServerKey) -> Deadline | None:
         return self._deadlines.get(key)

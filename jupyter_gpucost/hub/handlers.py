@@ -42,6 +42,7 @@ from ..core.money import as_decimal, status_bar
 from . import views
 from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
+from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token
 from .service import HubService
 
@@ -66,6 +67,7 @@ class Context:
     hub_admins_are_admins: bool
     max_report_bytes: int
     templates: jinja2.Environment
+    report_limit: RateLimit
 
     def is_admin(self, user: Identity) -> bool:
         if ADMIN_SCOPE in user.scopes:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from .model import ServerInfo
 
@@ -114,7 +114,8 @@ class HubApi:
         )
         try:
             response = await self._http.fetch(request, raise_error=False)
-        except OSError as e:
+        except (OSError, HTTPClientError) as e:
+            # refused, reset, or no answer in time (a timeout is raised, not returned)
             raise HubApiError(
                 f"{method} {self.api_url}{path}: the Hub is unreachable ({e})"
             ) from None

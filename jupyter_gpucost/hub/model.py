@@ -60,6 +60,32 @@ class Rate:
 
 
 @dataclass(frozen=True)
+class ReportCeiling:
+    """The most a server's reports can bill: what its GPUs could physically cost.
+
+    A server reports what it says it spent; the hub bills ``max(allocation, report)``, but
+    a report counts only up to this ceiling: ``max_gpus`` GPUs (or the allocation's count,
+    if larger) at the dearest price per GPU-hour in force (or the allocation's, if dearer),
+    over the server's time since the Hub started it, under the billing rule.
+    """
+
+    #: the most GPUs one server can have on this hub (a node's GPUs)
+    max_gpus: int = 8
+    #: the dearest price per GPU-hour the hub's catalog and overrides name
+    usd_per_gpu_hour: Decimal = Decimal(0)
+
+    def rate(self, allocated: Rate) -> Rate:
+        """The ceiling's rate for a server with ``allocated`` (never below it)."""
+        return Rate(
+            GpuAllocation(
+                allocated.allocation.model, max(self.max_gpus, allocated.allocation.count)
+            ),
+            max(self.usd_per_gpu_hour, allocated.usd_per_gpu_hour),
+            "the most the server's GPUs could cost",
+        )
+
+
+@dataclass(frozen=True)
 class ServerRow:
     """A server's session as the hub ledger keeps it."""
 
@@ -108,8 +134,9 @@ class HubLedgerApi(Protocol):
         """Servers the ledger believes are running (not stopped)."""
 
     def add_report(self, server_id: int, report: SpendReport, received: datetime) -> None:
-        """Keep a server's latest report (in memory until :meth:`flush`); a report can
-        raise what was reported, never lower the bill below the allocation."""
+        """Keep a server's report (in memory until :meth:`flush`); a report can raise what
+        was reported, up to the :class:`ReportCeiling`, never lower the bill below the
+        allocation."""
 
     def flush(self, now: datetime) -> None:
         """Write what is pending: each running server's allocation up to ``now`` and its
@@ -136,5 +163,15 @@ class HubLedgerApi(Protocol):
     ) -> list[dict[str, object]]:
         """A user's server sessions, newest first (start, stop, profile, GPUs, bill); the
         running ones as of the last flush, or up to ``now`` when it is given."""
+
+    def save_deadline(
+        self, server_id: int, since: datetime, stop_at: datetime, reason: str
+    ) -> None:
+        """Keep a server's grace deadline across restarts of the service."""
+
+    def clear_deadline(self, server_id: int) -> None: ...
+
+    def deadlines(self) -> dict[int, tuple[datetime, datetime, str]]:
+        """server_id → (since, stop_at, reason) of every kept grace deadline."""
 
     def close(self) -> None: ...

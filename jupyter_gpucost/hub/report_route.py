@@ -3,15 +3,23 @@
 Every server reports every few seconds, so this route is the service's hot path (100
 requests a second at 1,000 users). A tornado ``RequestHandler`` costs more per request
 than the report itself (cookies, XSRF, header bookkeeping: see docs/benchmarks.md), and
-this route uses none of it: it is a plain callable route that reads the token and the
-body, asks the tornado-free core, and writes one JSON answer on the kept-alive connection.
+this route uses none of it: it is a message delegate of its own that reads the token and
+the body, asks the tornado-free core, and writes one JSON answer on the kept-alive
+connection.
+
+A body over ``max_report_bytes`` is never kept: from a user the Hub named for the token
+(cached), it is read and dropped (up to :data:`DISCARD_LIMIT`, so that the client, still
+sending, reads the answer instead of a reset connection), then answered 413 with a
+message; from anyone else, or past that, the 413 is sent at once and the connection
+closed. Each user's reports are rate-limited
+(:mod:`.ratelimit`) before their body is parsed.
 
 Who may report: a user's server, with that user's own Hub token
 (``Authorization: token …``); the Hub names the user (cached per token). No cookies, so
 no XSRF to check. Answers: 200 with the :class:`~jupyter_gpucost.core.hub_protocol.HubReply`;
 401 without a token the Hub knows; 403 for a token that is not a user's; 400 naming the
 field that is wrong; 409 when the user runs no such server; 413 over the size limit;
-405 for another method; 503 when the Hub cannot be asked.
+429 over the rate limit; 405 for another method; 503 when the Hub cannot be asked.
 """
 
 from __future__ import annotations
@@ -19,16 +27,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from http import HTTPStatus
-from typing import Protocol
+from typing import Protocol, cast
 
 from tornado import httputil
+from tornado.http1connection import HTTP1Connection
 
 from ..core.hub_protocol import ProtocolError, SpendReport
-from .hubapi import HubApi, HubApiError, Identity
+from .hubapi import HubApi, Identity
+from .ratelimit import RateLimit
 from .service import HubService, ReportRejected
+
+#: tokens being checked with the Hub at once, at most
+MAX_PENDING_CHECKS = 256
+#: the largest body read (and dropped) to answer 413 on a connection kept open; past
+#: this, the 413 is sent at once and the connection closed
+DISCARD_LIMIT = 64 << 20
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -44,6 +61,8 @@ class ReportContext(Protocol):
     def now(self) -> Callable[[], datetime]: ...
     @property
     def max_report_bytes(self) -> int: ...
+    @property
+    def report_limit(self) -> RateLimit: ...
 
 
 class Refused(Exception):
@@ -52,13 +71,18 @@ class Refused(Exception):
         self.code = code
 
 
-class ReportRoute:
-    """The callable tornado routes ``POST api/report`` to (one instance per app)."""
+class ReportRoute(httputil.HTTPServerConnectionDelegate):
+    """What tornado routes ``POST api/report`` to (one instance per app)."""
 
     def __init__(self, ctx: ReportContext) -> None:
         self.ctx = ctx
         #: requests waiting for the Hub to say who owns their token
         self._pending: set[asyncio.Task[None]] = set()
+
+    def start_request(
+        self, server_conn: object, request_conn: httputil.HTTPConnection
+    ) -> httputil.HTTPMessageDelegate:
+        return _ReportMessage(self, request_conn)
 
     def __call__(self, request: httputil.HTTPServerRequest) -> None:
         try:
@@ -70,7 +94,12 @@ class ReportRoute:
         if found:
             self._report(request, who)
             return
-        # a token not seen in the last minute: ask the Hub, off this call
+        # a token not seen in the last minute: ask the Hub, off this call; a flood of
+        # unknown tokens is not passed on to the Hub
+        if len(self._pending) >= MAX_PENDING_CHECKS:
+            message = "too many tokens are being checked with the Hub; try again shortly"
+            answer(request, 503, {"status": 503, "message": message})
+            return
         task = asyncio.ensure_future(self._identify_then_report(request, token))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -85,7 +114,7 @@ class ReportRoute:
     async def _identify_then_report(self, request: httputil.HTTPServerRequest, token: str) -> None:
         try:
             who = await self.ctx.hub.identify(token)
-        except HubApiError as e:
+        except Exception as e:  # HubApiError, or an answer of the Hub's not understood
             log.error("cannot check a token with the Hub: %s", e)
             message = "the Hub cannot be reached to check the token"
             answer(request, 503, {"status": 503, "message": message})
@@ -98,16 +127,26 @@ class ReportRoute:
                 raise Refused(401, "the Hub does not know this token")
             if who.kind != "user":
                 raise Refused(403, "only a user's server reports its spend")
+            limit = self.ctx.report_limit
+            if not limit.allow(who.name, time.monotonic()):
+                wait_s = limit.retry_after_s(who.name)
+                raise Refused(
+                    429,
+                    f"too many reports: {who.name}'s servers may send {limit.rate_per_s:g} a "
+                    f"second on average; try again in {wait_s:.1f} s",
+                )
             try:
                 body = json.loads(request.body or b"null")
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise Refused(400, "the body is not JSON") from None
+            now = self.ctx.now()
             try:
                 report = SpendReport.from_json(body)
+                report.check_times(now)
             except ProtocolError as e:
                 raise Refused(400, str(e)) from None
             try:
-                reply = self.ctx.service.report(who.name, report, self.ctx.now())
+                reply = self.ctx.service.report(who.name, report, now)
             except ReportRejected as e:
                 raise Refused(e.code, str(e)) from None
         except Refused as e:
@@ -118,6 +157,82 @@ class ReportRoute:
             answer(request, 500, {"status": 500, "message": "Internal Server Error"})
             return
         answer(request, 200, reply.to_json())
+
+
+class _ReportMessage(httputil.HTTPMessageDelegate):
+    """One request to the report route: its body kept only while it is within the size
+    limit, then handed to :class:`ReportRoute` whole."""
+
+    def __init__(self, route: ReportRoute, connection: httputil.HTTPConnection) -> None:
+        self.route = route
+        # the server side of an HTTP/1 connection: its body limit can be raised per request
+        assert isinstance(connection, HTTP1Connection)
+        self.connection = connection
+        self.limit = route.ctx.max_report_bytes
+        self.request: httputil.HTTPServerRequest | None = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.answered = False
+
+    def headers_received(
+        self,
+        start_line: httputil.RequestStartLine | httputil.ResponseStartLine,
+        headers: httputil.HTTPHeaders,
+    ) -> Awaitable[None] | None:
+        self.request = httputil.HTTPServerRequest(
+            connection=self.connection,
+            start_line=cast(httputil.RequestStartLine, start_line),
+            headers=headers,
+        )
+        try:
+            length = int(headers.get("Content-Length", "0"))
+        except ValueError:
+            length = 0
+        if length > self.limit:
+            # past the connection's own limit tornado would answer a bare 400
+            self.connection.set_max_body_size(length)
+            if length > DISCARD_LIMIT or not self._known_user(headers):
+                # too much to read for nothing, or a sender the Hub has not named (just
+                # now) as a user: answered at once, and the connection closed
+                self._too_large()
+            # else it is read (and dropped): the client reads the 413 after its body
+        return None
+
+    def _known_user(self, headers: httputil.HTTPHeaders) -> bool:
+        try:
+            token = bearer_token(headers.get("Authorization", ""))
+        except Refused:
+            return False
+        found, who = self.route.ctx.hub.known(token)
+        return found and who is not None and who.kind == "user"
+
+    def data_received(self, chunk: bytes) -> Awaitable[None] | None:
+        self.size += len(chunk)
+        if self.size <= self.limit:
+            self.chunks.append(chunk)
+        else:
+            self.chunks.clear()
+        return None
+
+    def finish(self) -> None:
+        if self.answered:
+            return
+        if self.size > self.limit:
+            self._too_large()
+            return
+        assert self.request is not None
+        self.request.body = b"".join(self.chunks)
+        self.chunks.clear()
+        self.route(self.request)
+
+    def on_connection_close(self) -> None:
+        self.chunks.clear()
+
+    def _too_large(self) -> None:
+        assert self.request is not None
+        self.answered = True
+        message = f"a report is at most {self.limit} bytes"
+        answer(self.request, 413, {"status": 413, "message": message})
 
 
 def bearer_token(header: str) -> str:

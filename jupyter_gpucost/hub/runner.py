@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from ..core.currency import symbol as currency_symbol
 from . import handlers
 from .hubapi import HubApi, HubApiError
+from .ratelimit import RateLimit
 
 if TYPE_CHECKING:
     from .app import GpuCostHub
@@ -80,6 +81,7 @@ async def run(app: GpuCostHub) -> None:
         hub_admins_are_admins=app.hub_admins_are_admins,
         max_report_bytes=int(app.max_report_bytes),
         templates=handlers.templates(currency_symbol(parts.currency)),
+        report_limit=RateLimit(app.report_rate_per_s, app.report_burst),
     )
     web = handlers.make_app(ctx, app.base_url, cookie_secret(parts.data_dir))
     bind = urlparse(app.bind_url)

@@ -2,10 +2,13 @@
 each flush.
 
 Each poll, the Hub's running servers open (or keep) their rows in the hub ledger at the
-:class:`Rate` of their allocation, and servers the Hub no longer runs are closed where the
-service last saw them. Then every running user's budgets are weighed against the ledger's
-totals; a server over a budget gets a ``stop_at`` (the grace period), and a server past its
-``stop_at`` is stopped through the Hub API, whatever the server itself does.
+:class:`Rate` of their allocation, and servers the Hub no longer lists are closed where the
+service last saw them. A server the Hub is still stopping (``pending: "stop"``: a process
+that ignores SIGTERM takes the spawner's whole signal sequence) is still listed, so it is
+billed until it is gone, not until the stop was asked. Then every running user's budgets
+are weighed against the ledger's totals; a server over a budget gets a ``stop_at`` (the
+grace period, kept in the ledger so a restart of the service does not give a new one), and
+a server past its ``stop_at`` is stopped through the Hub API, whatever the server does.
 
 Reports come in with the user the Hub named for the report's token: a report is kept only
 for that user's server of the same name, and the ledger never lets it lower the bill.
@@ -13,6 +16,7 @@ for that user's server of the same name, and the ledger never lets it lower the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +48,7 @@ Key = tuple[str, str]
 
 
 class HubClient(Protocol):
-    """The two Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
+    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
 
     async def active_servers(self) -> list[ServerInfo]: ...
 
@@ -101,6 +105,12 @@ class HubService:
         self.rows: dict[Key, ServerRow] = {
             (row.user, row.server_name): row for row in ledger.running()
         }
+        # a grace period that began before a restart ends when it would have
+        kept = ledger.deadlines()
+        for row in self.rows.values():
+            if row.server_id in kept:
+                since, stop_at, reason = kept[row.server_id]
+                enforcer.restore(server_key(row), since, stop_at, reason)
         #: when each running server was last seen in the Hub's list (this process)
         self.seen: dict[Key, datetime] = {}
         self.state: dict[int, Standing] = {}
@@ -111,6 +121,8 @@ class HubService:
         self._asked_stop: dict[int, float] = {}
         self._bad_profiles: set[str] = set()
         self._groups_listed = -GROUPS_EVERY_S
+        #: stops asked of the Hub and not answered yet (the Hub may take its time)
+        self._stopping: set[asyncio.Task[None]] = set()
         self.last_poll: datetime | None = None
         self.last_poll_s: float = 0.0
 
@@ -122,16 +134,21 @@ class HubService:
         started = time.perf_counter()
         result = PollResult()
         listed: dict[Key, ServerInfo] = {}
+        present: dict[Key, ServerInfo] = {}
         for server in servers:
             self.groups_of[server.user] = server.groups
+            present[(server.user, server.server_name)] = server
             if server.ready:
                 listed[(server.user, server.server_name)] = server
         for key, row in list(self.rows.items()):
-            still = listed.get(key)
+            # still starting or still stopping is still running: billed until gone
+            still = present.get(key)
             if still is None or still.started != row.started:
                 # gone (or restarted): billed up to where it was last seen running
                 stopped = self.seen.get(key, row.last_seen)
                 self.ledger.close_server(row.server_id, max(stopped, row.started))
+                if self.enforcer.deadline(server_key(row)) is not None:
+                    log.info("%s/%s is gone; billed until %s", row.user, row.server_name, stopped)
                 self.enforcer.forget(server_key(row))
                 self.state.pop(row.server_id, None)
                 self._asked_stop.pop(row.server_id, None)
@@ -145,8 +162,9 @@ class HubService:
                     continue
                 self.rows[key] = self.ledger.open_server(server, rate)
                 result.opened += 1
+        for key in self.rows:
             self.seen[key] = now
-        self.servers = listed
+        self.servers = {k: present[k] for k in self.rows if k in present}
         self.totals = self.ledger.all_totals(now)
         self.group_totals = self._group_totals(now)
         for row in self.rows.values():
@@ -182,7 +200,16 @@ class HubService:
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
         session = totals.sessions_micro_usd.get(row.server_id, 0)
         budgets = tuple(self.budgets_for(row.user, session))
-        deadline = self.enforcer.update(server_key(row), budgets, now)
+        key = server_key(row)
+        before = self.enforcer.deadline(key)
+        deadline = self.enforcer.update(key, budgets, now)
+        if deadline != before:
+            if deadline is None:
+                self.ledger.clear_deadline(row.server_id)
+            else:
+                self.ledger.save_deadline(
+                    row.server_id, deadline.since, deadline.stop_at, deadline.reason
+                )
         self.state[row.server_id] = Standing(
             row,
             session,
@@ -225,12 +252,25 @@ class HubService:
         result = self.sync(servers, now())
         for row in self.due(now()):
             standing = self.state.get(row.server_id)
-            why = standing.reason if standing else "a budget is spent"
-            name = f"{row.user}/{row.server_name}" if row.server_name else row.user
-            outcome = await hub.stop_server(row.user, row.server_name)
-            log.warning("stopping %s: %s (the Hub says %s)", name, why, outcome)
+            why = (standing.reason if standing else None) or "a budget is spent"
+            # the Hub answers a DELETE once the server stopped or after its
+            # slow_stop_timeout: the next poll does not wait for it
+            task = asyncio.ensure_future(self._stop(hub, row, why))
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
             result.stopped.append((row.user, row.server_name))
         return result
+
+    @staticmethod
+    async def _stop(hub: HubClient, row: ServerRow, why: str) -> None:
+        name = f"{row.user}/{row.server_name}" if row.server_name else row.user
+        log.warning("stopping %s: %s", name, why)
+        try:
+            outcome = await hub.stop_server(row.user, row.server_name)
+        except Exception as e:  # the next poll past the retry delay asks again
+            log.error("stopping %s: %s", name, e)
+            return
+        log.warning("stopping %s: the Hub says %s", name, outcome)
 
     # -- reports ------------------------------------------------------------------------
 
@@ -268,5 +308,7 @@ class HubService:
         """Flush what is pending and close the ledger (servers stay open: still running)."""
         try:
             self.ledger.flush(now)
+        except Exception:
+            log.exception("the last flush failed")
         finally:
             self.ledger.close()

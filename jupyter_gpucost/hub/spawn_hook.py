@@ -12,18 +12,23 @@ token) before each spawn. When a day or month budget of the user, or of one of t
 is spent, it raises an error whose message the Hub shows on the spawn page (and returns in
 ``POST /hub/api/users/{name}/server``).
 
-When the service cannot be asked (down, slow, refusing the token), ``fail_open`` decides:
+When the service cannot be asked (down, hung, a reset connection, refusing the token, an
+answer that is not an allowance), ``fail_open`` decides:
 ``False`` (the default) refuses the spawn with a message saying the budget service is
 unavailable — no spend goes unchecked; ``True`` lets the spawn go ahead and logs a warning —
 nobody is locked out while the service restarts (the service still bills the server and
 enforces its budgets once it is back: a server that started while the service was down is
 billed from its start).
 
+The whole call is bounded by ``timeout_s`` (connecting and answering together), so a
+service that accepts and never answers delays a spawn by at most that.
+
 Runs inside the Hub process: it imports only the standard library and tornado.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -75,13 +80,24 @@ def refuse_over_budget(
         problem: str | None = None
         allowance: dict[str, Any] = {}
         try:
-            response = await AsyncHTTPClient().fetch(request, raise_error=False)
+            response = await asyncio.wait_for(
+                AsyncHTTPClient().fetch(request, raise_error=False), timeout_s
+            )
             if response.code == 200:
                 allowance = json.loads(response.body)
+                if not isinstance(allowance, dict) or not isinstance(
+                    allowance.get("allowed"), bool
+                ):
+                    allowance = {}
+                    problem = "the budget service's answer is not an allowance"
+            elif response.code == 599:
+                problem = f"the budget service cannot be reached ({response.error})"
             else:
                 problem = f"the budget service answered {response.code}"
-        except (OSError, ValueError) as e:
-            problem = f"the budget service cannot be reached ({e.__class__.__name__})"
+        except TimeoutError:
+            problem = f"the budget service did not answer within {timeout_s:g} s"
+        except Exception as e:  # reset, refused, a timeout of tornado's, a body not JSON
+            problem = f"the budget service cannot be reached ({e.__class__.__name__}: {e})"
         if problem is not None:
             if fail_open:
                 log.warning("gpucost: %s; %s may start unchecked (fail_open)", problem, user)
@@ -92,7 +108,7 @@ def refuse_over_budget(
                 "Try again in a minute, or ask your hub admin.",
                 503,
             )
-        if not allowance.get("allowed", False):
+        if not allowance["allowed"]:
             reason = str(allowance.get("reason") or "Your GPU budget is spent.")
             log.info("gpucost: refusing %s's spawn: %s", user, reason)
             raise SpawnRefused(reason)

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
 from ..core.catalog import PricePolicy
-from .allocation import AllocationPolicy
+from .allocation import AllocationPolicy, report_ceiling
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer
 from .ledger import HubLedger, default_url
@@ -51,7 +51,8 @@ def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
         raise HubConfigError(f"{SETTING}.billing_granularity_s / minimum_charge_s: {e}") from None
     url = app.ledger_url or default_url(data_dir)
     try:
-        ledger = HubLedger(url, tz=tz, billing=billing)
+        ceiling = report_ceiling(prices, int(app.max_gpus_per_server))
+        ledger = HubLedger(url, tz=tz, billing=billing, ceiling=ceiling)
     except HubConfigError:
         raise
     except Exception as e:

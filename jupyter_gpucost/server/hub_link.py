@@ -122,7 +122,8 @@ def build_report(
         started=snapshot.started,
         sent=sent,
         cost_micro_usd=snapshot.cost_micro_usd,
-        idle_micro_usd=max(0, idle),
+        # the protocol refuses more idle than cost: never send it, whatever the rounding
+        idle_micro_usd=min(max(0, idle), snapshot.cost_micro_usd),
         rate_micro_usd_per_s=rate,
         energy_wh=None if energy_j is None else energy_j / 3600,
         cells=cells,

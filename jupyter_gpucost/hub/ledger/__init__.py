@@ -10,9 +10,14 @@ How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerA
 * :meth:`HubLedger.flush` writes, in one transaction, every day whose figures changed and
   every running server's ``last_seen``: 1,000 servers reporting every 10 s cost one
   transaction per flush, not 100 writes a second.
-* A day's bill is ``max(allocated, reported)`` and never goes down: a report below the
-  allocation does not lower it, and a meter that went back (the server restarted it) does
-  not take back what was counted.
+* A session's bill is ``max(allocated, reported)``, the report counted only up to what
+  the server's GPUs could physically cost (:class:`~..model.ReportCeiling`); a day's bill
+  is that session bill's growth over the day (:mod:`.state`), and never goes down: a report
+  below the allocation does not lower it, and a report below an earlier one (out of order,
+  or a meter gone back) takes nothing back and adds nothing.
+* No figure outside what the ledger may hold is ever written; one found when the ledger
+  is opened is moved to quarantine (:mod:`.quarantine`), and a flush that cannot write
+  one server writes the others. Sums are exact and cannot overflow (:mod:`.queries`).
 * :meth:`HubLedger.totals` and :meth:`HubLedger.all_totals` are exact up to ``now``: the
   database's sums (as of the last flush) plus, for each running server, what it has
   allocated and reported since. They are the user's own: rows are selected by user name.
@@ -34,6 +39,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -41,10 +47,21 @@ from sqlalchemy.engine import Connection
 from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
 from ..accounting import day_of, month_start
-from ..model import GroupTotals, Rate, ServerInfo, ServerRow, UserTotals
+from ..model import GroupTotals, Rate, ReportCeiling, ServerInfo, ServerRow, UserTotals
+from .quarantine import keep, quarantine_bad_rows
 from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
-from .schema import daily_table, open_engine, rates_table, safe_url, servers_table, to_us
-from .state import Day, LastReport, OpenServer
+from .schema import (
+    daily_table,
+    deadlines_table,
+    from_us,
+    open_engine,
+    rates_table,
+    safe_url,
+    servers_table,
+    to_us,
+)
+from .state import Day, OpenServer
+from .writes import report_values, write, write_days
 
 __all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_table"]
 
@@ -61,7 +78,8 @@ class HubLedger:
     """One hub ledger. Thread-safe: reports may come in while a flush writes.
 
     ``tz`` is the time zone days and months are cut in; ``billing`` the provider's rule
-    (granularity, minimum charge) the allocation is billed under.
+    (granularity, minimum charge) the allocation is billed under; ``ceiling`` the most a
+    server's reports can bill.
     """
 
     def __init__(
@@ -70,13 +88,17 @@ class HubLedger:
         *,
         tz: tzinfo = UTC,
         billing: BillingRule | None = None,
+        ceiling: ReportCeiling | None = None,
         log: logging.Logger | None = None,
     ) -> None:
         self.url = safe_url(url)
         self.tz = tz
         self.billing = billing or BillingRule()
+        self.ceiling = ceiling or ReportCeiling()
         self.log = log or logging.getLogger("jupyter_gpucost.hub")
         self.engine = open_engine(url, str(getattr(tz, "key", tz)), self.log)
+        with self.engine.begin() as conn:
+            quarantine_bad_rows(conn, to_us(datetime.now(UTC)), self.log)
         #: guards the servers in memory (held briefly, never during I/O)
         self._lock = threading.Lock()
         #: held while the database and memory must be seen together (writes, totals)
@@ -85,7 +107,7 @@ class HubLedger:
         self._keys: dict[tuple[str, str, int], int] = {}
         self._by_user: dict[str, set[int]] = {}
         with self.engine.connect() as conn:
-            for server in load_open(conn, _s.stopped_us.is_(None)):
+            for server in load_open(conn, _s.stopped_us.is_(None), self.ceiling):
                 self._track(server)
 
     def close(self) -> None:
@@ -130,7 +152,7 @@ class HubLedger:
                     conn.execute(
                         servers_table.update().where(_s.id == found).values(stopped_us=None)
                     )
-                (opened,) = load_open(conn, _s.id == found)
+                (opened,) = load_open(conn, _s.id == found, self.ceiling)
             with self._lock:
                 self._track(opened)
             return opened.row
@@ -163,15 +185,18 @@ class HubLedger:
                 last = server.last
                 last_seen = max(server.row.last_seen, stopped)
             with self.engine.begin() as conn:
-                self._write_days(conn, [(server, days)])
+                write_days(conn, [(server, days)])
                 conn.execute(
                     servers_table.update()
                     .where(_s.id == server_id)
                     .values(
                         stopped_us=to_us(stopped),
                         last_seen_us=to_us(last_seen),
-                        **_report_values(last),
+                        **report_values(last),
                     )
+                )
+                conn.execute(
+                    deadlines_table.delete().where(deadlines_table.c.server_id == server_id)
                 )
             with self._lock:
                 self._untrack(server_id)
@@ -189,39 +214,57 @@ class HubLedger:
             server = self._open.get(server_id)
             if server is None:
                 raise KeyError(f"server {server_id} is not running")
-            server.add_report(report, received, self.tz)
+            over = server.add_report(report, received, self.billing, self.tz)
+            first = over and not server.capped
+            server.capped = server.capped or over
+        if first:
+            self.log.warning(
+                "gpucost hub: %s/%s reported %d micro-dollars, more than its GPUs could cost "
+                "(%s GPUs at $%s an hour since it started): it is billed at most that",
+                server.row.user,
+                server.row.server_name,
+                report.cost_micro_usd,
+                server.ceiling.allocation.count,
+                server.ceiling.usd_per_gpu_hour,
+            )
 
     def flush(self, now: datetime) -> None:
         """Write every running server's changed days up to ``now``, its latest report and
-        ``last_seen = now``, in one transaction."""
+        ``last_seen = now``, in one transaction. A server whose figures cannot be written
+        is quarantined and logged; the others are written all the same."""
         with self._view:
             with self._lock:
-                batch = [(s, s.changes(now, self.billing, self.tz)) for s in self._open.values()]
-                reports = [
-                    (s.row.server_id, s.last) for s in self._open.values() if s.report_pending
-                ]
+                batch, refused = [], []
                 for s in self._open.values():
+                    days = s.changes(now, self.billing, self.tz)
+                    if s.quarantined:
+                        continue
+                    if all(v.in_range() for v in days.values()):
+                        batch.append((s, days))
+                    else:
+                        refused.append((s, days))
+                reports = [(s.row.server_id, s.last) for s, _ in batch if s.report_pending]
+                for s, _ in batch:
                     s.report_pending = False
+            for server, days in refused:
+                self._quarantine(server, days, now, "a figure outside what the ledger holds")
             try:
                 with self.engine.begin() as conn:
-                    self._write_days(conn, batch)
-                    conn.execute(
-                        servers_table.update()
-                        .where(_s.stopped_us.is_(None), _s.last_seen_us < to_us(now))
-                        .values(last_seen_us=to_us(now))
-                    )
-                    if reports:
-                        conn.execute(
-                            servers_table.update()
-                            .where(_s.id == sa.bindparam("b_id"))
-                            .values(
-                                {k: sa.bindparam(f"b_{k}") for k in _report_values(LastReport())}
-                            ),
-                            [
-                                {"b_id": i, **{f"b_{k}": v for k, v in _report_values(r).items()}}
-                                for i, r in reports
-                            ],
-                        )
+                    write(conn, batch, reports, now)
+            except sa.exc.SQLAlchemyError as e:
+                # one server's row the database refuses must not stop the others'
+                self.log.error("gpucost hub: the flush failed (%s); writing server by server", e)
+                for one in batch:
+                    mine = [(i, r) for i, r in reports if i == one[0].row.server_id]
+                    try:
+                        with self.engine.begin() as conn:
+                            write(conn, [one], mine, now)
+                    except sa.exc.SQLAlchemyError as why:
+                        self._quarantine(one[0], one[1], now, f"the database refused it: {why}")
+                        continue
+                    with self._lock:
+                        one[0].written(one[1], now)
+                return
             except BaseException:
                 with self._lock:
                     for i, _ in reports:
@@ -232,48 +275,55 @@ class HubLedger:
                 for server, days in batch:
                     server.written(days, now)
 
-    def _write_days(
-        self, conn: Connection, batch: Iterable[tuple[OpenServer, Mapping[date, Day]]]
+    def _quarantine(
+        self, server: OpenServer, days: Mapping[date, Day], now: datetime, reason: str
     ) -> None:
-        inserts: list[dict[str, object]] = []
-        updates: list[dict[str, object]] = []
-        for server, days in batch:
-            for d, v in days.items():
-                values = {
-                    "allocated_micro_usd": v.allocated,
-                    "reported_micro_usd": v.reported,
-                    "idle_micro_usd": v.idle,
-                    "billed_micro_usd": v.billed,
-                }
-                if d in server.flushed:
-                    updates.append(
-                        {"b_id": server.row.server_id, "b_day": d}
-                        | {f"b_{k}": x for k, x in values.items()}
-                    )
-                else:
-                    inserts.append(
-                        {"server_id": server.row.server_id, "day": d, "user_name": server.row.user}
-                        | values
-                    )
-        if inserts:
-            conn.execute(daily_table.insert(), inserts)
-        if updates:
+        """Stop writing ``server`` (its figures are kept in quarantine, and logged)."""
+        with self._lock:
+            server.quarantined = True
+        row: dict[str, Any] = {
+            "server_id": server.row.server_id,
+            "user_name": server.row.user,
+            "server_name": server.row.server_name,
+            "days": {d.isoformat(): v for d, v in days.items()},
+        }
+        try:
+            with self.engine.begin() as conn:
+                keep(conn, now_us=to_us(now), source="flush", row=row, reason=reason, log=self.log)
+        except sa.exc.SQLAlchemyError as e:
+            self.log.error("gpucost hub: cannot quarantine %r (%s): %s", row, reason, e)
+
+    # -- grace deadlines ----------------------------------------------------------------
+
+    def save_deadline(
+        self, server_id: int, since: datetime, stop_at: datetime, reason: str
+    ) -> None:
+        """Keep a server's grace deadline (a restart of the service keeps it)."""
+        table = deadlines_table
+        with self.engine.begin() as conn:
+            conn.execute(table.delete().where(table.c.server_id == server_id))
             conn.execute(
-                daily_table.update()
-                .where(_d.server_id == sa.bindparam("b_id"), _d.day == sa.bindparam("b_day"))
-                .values(
-                    {
-                        k: sa.bindparam(f"b_{k}")
-                        for k in (
-                            "allocated_micro_usd",
-                            "reported_micro_usd",
-                            "idle_micro_usd",
-                            "billed_micro_usd",
-                        )
-                    }
-                ),
-                updates,
+                table.insert().values(
+                    server_id=server_id,
+                    since_us=to_us(since),
+                    stop_at_us=to_us(stop_at),
+                    reason=reason[:2000],
+                )
             )
+
+    def clear_deadline(self, server_id: int) -> None:
+        table = deadlines_table
+        with self.engine.begin() as conn:
+            conn.execute(table.delete().where(table.c.server_id == server_id))
+
+    def deadlines(self) -> dict[int, tuple[datetime, datetime, str]]:
+        """server_id → (since, stop_at, reason) of every kept grace deadline."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(deadlines_table)).mappings().all()
+        return {
+            int(r["server_id"]): (from_us(r["since_us"]), from_us(r["stop_at_us"]), r["reason"])
+            for r in rows
+        }
 
     # -- totals -------------------------------------------------------------------------
 
@@ -379,13 +429,3 @@ class HubLedger:
                     row["idle_micro_usd"] = sum(v.idle for v in days)
                     row["billed_micro_usd"] = sum(v.billed for v in days)
         return rows
-
-
-def _report_values(last: LastReport) -> dict[str, object]:
-    return {
-        "report_session": last.session_id,
-        "report_cost_micro_usd": last.cost_micro_usd,
-        "report_idle_micro_usd": last.idle_micro_usd,
-        "report_energy_wh": last.energy_wh,
-        "report_cells": last.cells,
-    }

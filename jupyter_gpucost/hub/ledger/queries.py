@@ -1,8 +1,16 @@
 """What the hub ledger reads back: month and day sums per user, days for the chart,
-a user's sessions, and the running servers to take up again after a restart."""
+a user's sessions, and the running servers to take up again after a restart.
+
+Every sum of micro-dollars is taken in two parts, whole dollars and the micro-dollars
+left over (:func:`_exact_sum`), and joined in Python: no 64-bit sum in the database can
+overflow with any figure the ledger holds (at most
+:data:`~.state.MAX_ROW_MICRO_USD` a row), on SQLite (whose ``SUM`` raises on overflow)
+as on PostgreSQL.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from datetime import date
 from decimal import Decimal
@@ -12,9 +20,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..accounting import month_start
-from ..model import GpuAllocation, Rate, ServerRow
+from ..model import GpuAllocation, Rate, ReportCeiling, ServerRow
 from .schema import daily_table, from_us, rates_table, servers_table
 from .state import Day, LastReport, OpenServer
+
+_MICRO = 1_000_000
 
 _d = daily_table.c
 _s = servers_table.c
@@ -24,13 +34,31 @@ _with_rate = servers_table.join(rates_table, _r.id == _s.rate_id)
 _rate_columns = (_r.gpu_model, _r.gpu_count, _r.usd_per_gpu_hour, _r.source.label("rate_source"))
 
 
+def _exact_sum(value: Any, label: str) -> list[Any]:
+    """The sum of ``value`` as two sums that cannot overflow: whole dollars, and the
+    micro-dollars left over (:func:`_joined` puts them together)."""
+    return [
+        sa.func.sum(value // _MICRO).label(f"{label}_usd"),
+        sa.func.sum(value % _MICRO).label(f"{label}_micro"),
+    ]
+
+
+def _joined(usd: Any, micro: Any) -> int:
+    """The exact sum of :func:`_exact_sum`'s two parts (NULL: no rows)."""
+    return int(usd or 0) * _MICRO + int(micro or 0)
+
+
 def sums_by_user(
     conn: Connection, today: date, users: Collection[str] | None = None
 ) -> dict[str, tuple[int, int]]:
     """user → (today, this month) as flushed, for ``users`` or every user with rows."""
-    today_sum = sa.func.sum(sa.case((_d.day == today, _d.billed_micro_usd), else_=0))
+    on_today = sa.case((_d.day == today, _d.billed_micro_usd), else_=0)
     query = (
-        sa.select(_d.user_name, today_sum, sa.func.sum(_d.billed_micro_usd))
+        sa.select(
+            _d.user_name,
+            *_exact_sum(on_today, "today"),
+            *_exact_sum(_d.billed_micro_usd, "month"),
+        )
         .where(_d.day >= month_start(today), _d.day <= today)
         .group_by(_d.user_name)
     )
@@ -38,29 +66,29 @@ def sums_by_user(
         if not users:
             return {}
         query = query.where(_d.user_name.in_(sorted(users)))
-    return {u: (int(t or 0), int(m or 0)) for u, t, m in conn.execute(query)}
+    return {u: (_joined(t1, t2), _joined(m1, m2)) for u, t1, t2, m1, m2 in conn.execute(query)}
 
 
 def daily_rows(conn: Connection, since: date, user: str | None) -> list[tuple[date, str, int]]:
     query = (
-        sa.select(_d.day, _d.user_name, sa.func.sum(_d.billed_micro_usd))
+        sa.select(_d.day, _d.user_name, *_exact_sum(_d.billed_micro_usd, "billed"))
         .where(_d.day >= since)
         .group_by(_d.day, _d.user_name)
         .order_by(_d.day, _d.user_name)
     )
     if user is not None:
         query = query.where(_d.user_name == user)
-    return [(_day(d), u, int(v)) for d, u, v in conn.execute(query)]
+    return [(_day(d), u, _joined(v1, v2)) for d, u, v1, v2 in conn.execute(query)]
+
+
+_FIGURES = ("allocated", "reported", "idle", "billed")
 
 
 def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, object]]:
     sums = (
         sa.select(
             _d.server_id,
-            sa.func.sum(_d.allocated_micro_usd).label("allocated"),
-            sa.func.sum(_d.reported_micro_usd).label("reported"),
-            sa.func.sum(_d.idle_micro_usd).label("idle"),
-            sa.func.sum(_d.billed_micro_usd).label("billed"),
+            *(c for f in _FIGURES for c in _exact_sum(_d[f"{f}_micro_usd"], f)),
         )
         .where(_d.user_name == user)
         .group_by(_d.server_id)
@@ -70,10 +98,7 @@ def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, obje
         sa.select(
             servers_table,
             *_rate_columns,
-            sums.c.allocated,
-            sums.c.reported,
-            sums.c.idle,
-            sums.c.billed,
+            *(sums.c[f"{f}_{part}"] for f in _FIGURES for part in ("usd", "micro")),
         )
         .select_from(_with_rate.outerjoin(sums, sums.c.server_id == _s.id))
         .where(_s.user_name == user)
@@ -98,15 +123,19 @@ def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, obje
                 "gpu_count": r["gpu_count"],
                 "usd_per_gpu_hour": r["usd_per_gpu_hour"],
                 "rate_source": r["rate_source"],
-                "allocated_micro_usd": int(r["allocated"] or 0),
-                "reported_micro_usd": int(r["reported"] or 0),
-                "idle_micro_usd": int(r["idle"] or 0),
-                "billed_micro_usd": int(r["billed"] or 0),
-                "energy_wh": r["report_energy_wh"],
+                **{f"{f}_micro_usd": _joined(r[f"{f}_usd"], r[f"{f}_micro"]) for f in _FIGURES},
+                "energy_wh": finite(r["report_energy_wh"]),
                 "cells": r["report_cells"],
             }
         )
     return out
+
+
+def finite(value: object) -> float | None:
+    """A float column's value, or None when it is not a finite number (JSON has none)."""
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def server_row(r: Any) -> ServerRow:
@@ -126,18 +155,20 @@ def server_row(r: Any) -> ServerRow:
     )
 
 
-def load_open(conn: Connection, where: Any) -> list[OpenServer]:
+def load_open(conn: Connection, where: Any, ceiling: ReportCeiling) -> list[OpenServer]:
     """The servers matching ``where`` with their days and latest report, as in memory."""
     servers: dict[int, OpenServer] = {}
     query = sa.select(servers_table, *_rate_columns).select_from(_with_rate).where(where)
     for r in conn.execute(query).mappings():
+        row = server_row(r)
         server = OpenServer(
-            server_row(r),
+            row,
+            ceiling.rate(row.rate),
             last=LastReport(
                 r["report_session"],
                 int(r["report_cost_micro_usd"] or 0),
                 int(r["report_idle_micro_usd"] or 0),
-                r["report_energy_wh"],
+                finite(r["report_energy_wh"]),
                 r["report_cells"],
             ),
         )
@@ -149,7 +180,10 @@ def load_open(conn: Connection, where: Any) -> list[OpenServer]:
         server = servers[int(r["server_id"])]
         d = _day(r["day"])
         server.flushed[d] = Day(
-            int(r["allocated_micro_usd"]), int(r["reported_micro_usd"]), int(r["idle_micro_usd"])
+            int(r["allocated_micro_usd"]),
+            int(r["reported_micro_usd"]),
+            int(r["idle_micro_usd"]),
+            int(r["billed_micro_usd"]),
         )
         server.reported[d] = int(r["reported_micro_usd"])
         server.idle[d] = int(r["idle_micro_usd"])

@@ -8,7 +8,13 @@
 * ``hub_daily``: per server and local day, what was allocated, what the server reported,
   and the bill (``max`` of the two), in integer micro-dollars; the user's name is kept
   here too, so that "every user this month" is one indexed scan with no join;
+* ``hub_deadlines``: the servers in their grace period and when the service stops them,
+  so that a restart of the service does not give them a new grace;
+* ``hub_quarantine``: rows taken out of the bill because they held a figure the ledger
+  cannot hold (written by an older version, or by hand), kept as text for an admin;
 * ``hub_meta``: the schema version and the time zone the days were cut in.
+
+Tables added since a ledger was created are added when it is opened.
 """
 
 from __future__ import annotations
@@ -84,6 +90,29 @@ daily_table = sa.Table(
     # covering indexes: every user this month, and one user's days
     sa.Index("ix_hub_daily_day_user", "day", "user_name", "billed_micro_usd"),
     sa.Index("ix_hub_daily_user_day", "user_name", "day", "billed_micro_usd"),
+)
+
+deadlines_table = sa.Table(
+    "hub_deadlines",
+    metadata,
+    sa.Column("server_id", sa.Integer, primary_key=True),
+    sa.Column("since_us", sa.BigInteger, nullable=False),
+    sa.Column("stop_at_us", sa.BigInteger, nullable=False),
+    sa.Column("reason", sa.String(2000), nullable=False),
+)
+
+quarantine_table = sa.Table(
+    "hub_quarantine",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("quarantined_us", sa.BigInteger, nullable=False),
+    #: which table the row came from
+    sa.Column("source", sa.String(64), nullable=False),
+    sa.Column("user_name", sa.String(255), nullable=True),
+    sa.Column("server_id", sa.Integer, nullable=True),
+    #: the row's values as text (exact, whatever they were)
+    sa.Column("row_text", sa.String(4000), nullable=False),
+    sa.Column("reason", sa.String(500), nullable=False),
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
