@@ -154,6 +154,8 @@ def test_a_users_config_file_and_command_line_cannot_lift_the_spawners_budget(
             "--ServerApp.open_browser=False", "--allow-root",
             f"--ServerApp.root_dir={tmp_path}",
             "--GpuCost.telemetry=none",
+            # no metadata service is ever asked, whatever machine runs the tests
+            "--GpuCost.detect_machine=False",
             "--GpuCost.hard_budget_usd=999999",
         ],
         env=env,

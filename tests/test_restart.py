@@ -49,6 +49,8 @@ class Server:
                 f"--ServerApp.root_dir={tmp / 'root'}",
                 "--ServerApp.jpserver_extensions={'jupyter_gpucost': True}",
                 "--GpuCost.telemetry=simulated",
+                # no metadata service is ever asked, whatever machine runs the tests
+                "--GpuCost.detect_machine=False",
                 "--GpuCost.minimum_charge_s=0",
                 f"--GpuCost.sample_interval_s={SAMPLE_S}",
                 f"--GpuCost.ledger_url=sqlite:///{ledger}",
