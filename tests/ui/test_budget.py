@@ -96,8 +96,14 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     assert first != second, (first, second)
     screenshot(page, "budget-countdown.png")
 
-    # then: the notebook saved by the page, the kernel shut down
-    wait_until("the typed text on disk", lambda: "4242" in on_disk(lab), 60)
+    # then: the notebook saved by the page, the kernel shut down. The action's record is
+    # written only after the page acknowledged its save (its save request had completed), so
+    # the notebook is read once the record is there: never while the save is writing it
+    wait_until(
+        "the budget's action recorded",
+        lambda: lab.api("gpucost/api/budget")["last_action"] is not None,  # type: ignore[index]
+        60,
+    )
     wait_until("the kernel shut down", lambda: lab.api("api/kernels") == [], 60)
     assert TYPED in on_disk(lab)
     last = lab.api("gpucost/api/budget")["last_action"]  # type: ignore[index]
