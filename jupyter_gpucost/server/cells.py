@@ -174,6 +174,12 @@ class CellLog:
         if self.ledger is not None:
             self.ledger.add_cell(self.session_id, record)
 
+    def in_memory(self, limit: int) -> list[dict[str, Any]]:
+        """This server's newest cells, newest first (no ledger read)."""
+        with self._lock:
+            kept = list(self._recent)[-limit:]
+        return kept[::-1]
+
     def recent(
         self, limit: int, *, cell_id: str | None = None, notebook_path: str | None = None
     ) -> list[dict[str, Any]]:

@@ -289,6 +289,21 @@ class CostService:
             "kernels": kernels,
         }
 
+    def newest_point(self) -> dict[str, Any] | None:
+        """The newest point of the history's 5-second step (in memory), or ``None``."""
+        snapshot = self.sampler.latest.snapshot
+        end_s = snapshot.as_of.timestamp()
+        step_s = hist.STEPS_S["5s"]
+        start_s = end_s - step_s
+        points = hist.from_ring(
+            self.ring.since(start_s), start_s, end_s, step_s, [g.index for g in snapshot.gpus]
+        )
+        return points[-1] if points else None
+
+    def session_cells(self, limit: int) -> list[dict[str, Any]]:
+        """This session's newest cells, newest first (in memory: no ledger read)."""
+        return self.cells.in_memory(limit)
+
     def history(self, window: str | None, step: str | None) -> dict[str, Any]:
         """Spend rate and readings over a window (raises ``HistoryError`` on bad input)."""
         window_s = hist.parse_window(window)

@@ -14,6 +14,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { DEFAULT_INTERVAL_S } from '../model';
 import { IGpuCostModel } from '../tokens';
+import { PanelFeed } from './feed';
 import { CostPanelModel } from './model';
 import { CostPanel } from './view';
 
@@ -53,6 +54,9 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<CostPanel>>({
       namespace: 'jupyter-gpucost'
     });
+    // the panel's live parts are pushed from the page's load on, so an opened
+    // panel shows the kernels and exports at once
+    const feed = new PanelFeed(app.serviceManager.events ?? null);
     let intervalS = DEFAULT_INTERVAL_S;
     let current: MainAreaWidget<CostPanel> | null = null;
 
@@ -64,7 +68,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
           const model = new CostPanelModel({
             serverSettings: app.serviceManager.serverSettings,
             intervalSeconds: intervalS,
-            cost
+            cost,
+            feed
           });
           const content = new CostPanel(model, translator ?? undefined);
           current = new MainAreaWidget({ content });
