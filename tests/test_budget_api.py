@@ -138,7 +138,7 @@ class TestSoftBudget:
     @pytest.mark.parametrize(
         ("body", "message"),
         [
-            ({"amount_usd": "abc"}, "amount_usd must be a number of dollars"),
+            ({"amount_usd": "abc"}, "The budget must be a number of dollars"),
             ({"amount_usd": -5}, "must be more than 0"),
             ({"amount_usd": 0}, "must be more than 0"),
             ({"amount_usd": 1.0000001}, "more than 6 decimals"),

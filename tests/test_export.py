@@ -284,6 +284,8 @@ class TestStoreGoingAway:
         ("/etc/passwd", 403, "relative to the Jupyter root folder"),
         (".secret/model.pt", 403, "hidden"),
         ("missing.pt", 404, "does not exist"),
+        # a % in a name is written as it is, never doubled by a log format
+        ("50%.pt", 404, "'50%.pt' does not exist"),
         ("link-out", 403, "outside the Jupyter root folder"),
         ("link-file.pt", 403, "outside the Jupyter root folder"),
         ("with-link", 403, "a symlink leading outside"),
