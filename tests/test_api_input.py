@@ -444,6 +444,19 @@ def cell(**changes: Any) -> dict[str, Any]:
         (json.dumps(cell(kernel_id="k" * 65)), "kernel_id must be a string of at most 64"),
         (json.dumps(cell(started=1700000000)), "started must be a string, not a number"),
         (json.dumps(cell(ended="2026-13-40T99:00:00+00:00")), "ended must be an ISO 8601"),
+        # implausible times: a clock gone wrong, or a client's mistake
+        (
+            json.dumps(cell(started="0001-01-01T00:00:00+00:00")),
+            "started must be a time between 2000-01-01 and a day from now",
+        ),
+        (
+            json.dumps(cell(ended="9999-12-31T23:59:59+00:00")),
+            "ended must be a time between 2000-01-01 and a day from now",
+        ),
+        (
+            json.dumps(cell(ended="9999-12-31T23:59:59-14:00")),
+            "ended must be a time between 2000-01-01",
+        ),
         (json.dumps(cell(status=["ok"])), "status must be one of ok, error, interrupted"),
         (json.dumps(cell(mode="manual")), "mode must be one of auto, magic, not 'manual'"),
         (json.dumps(cell(mode=None)), "mode must be one of auto, magic, not null"),

@@ -242,6 +242,15 @@ describe('budget run-out time', () => {
     ).toBe('Nov 22, 09:02:05 AM EST');
   });
 
+  it('gives the year of a time that is not this year', () => {
+    expect(formatLocalTime('2025-11-22T14:02:05Z', now)).toBe(
+      'Nov 22, 2025, 09:02 AM EST'
+    );
+    expect(formatLocalTime('9999-06-01T12:00:00Z', now)).toBe(
+      'Jun 1, 9999, 08:00 AM EDT'
+    );
+  });
+
   it('is not shown once the budget is spent', () => {
     const line = {
       share: 0.5,

@@ -87,7 +87,8 @@ export function budgetOwner(budget: IBudgetStanding): string {
 /**
  * A time in the browser's local time and time zone: `01:33 PM EST` (the
  * locale's clock), `01:33:57 PM EST` with `seconds`, with the date in front
- * when it is not today (`Nov 24, 01:33 PM EST`). Every time of day the budget
+ * when it is not today (`Nov 24, 01:33 PM EST`), and the year when it is not this
+ * year (`Nov 24, 2025, 01:33 PM EST`). Every time of day the budget
  * and the panel show is written by this function.
  */
 export function formatLocalTime(
@@ -108,7 +109,13 @@ export function formatLocalTime(
   if (date.toDateString() === new Date(now).toDateString()) {
     return time;
   }
-  const day = date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+  // the year too when it is not this one (`Jan 3, 2025, 01:33 PM EST`)
+  const otherYear = date.getFullYear() !== new Date(now).getFullYear();
+  const day = date.toLocaleDateString([], {
+    month: 'short',
+    day: 'numeric',
+    ...(otherYear ? { year: 'numeric' as const } : {})
+  });
   return `${day}, ${time}`;
 }
 
