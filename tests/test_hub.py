@@ -204,7 +204,7 @@ def test_the_hub_stops_the_server_when_its_budget_runs_out(hub: Hub) -> None:
     assert action["via"] == "jupyterhub"
     assert action["budget_kind"] == "hard"
     assert action["amount_usd"] == float(BUDGET_USD)
-    assert action["message"].startswith("stopped at $0.01 budget at ")
+    assert action["message"].startswith("stopped at $0.0060 budget at ")
     # the server asked with its own token (alice), not the admin service
     assert "DELETE /hub/api/users/alice/server (alice@127.0.0.1)" in hub.log.read_text()
 

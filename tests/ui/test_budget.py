@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from jupyter_gpucost.core.money import status_bar
+
 from .conftest import screenshot, wait_until
 
 pytestmark = pytest.mark.browser
@@ -69,14 +71,17 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
 
     # a budget of mine that runs out in about 6 s at the simulated $6.86/h
     spent = lab.api("gpucost/api/status")["cost_usd"]  # type: ignore[index]
-    body = lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": round(spent + 0.012, 6)})
+    amount = round(spent + 0.012, 6)
+    body = lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": amount})
     assert body["soft"]["locked"] is False  # type: ignore[index]
+    # the budget as the status bar writes it, in every message about it
+    shown = re.escape(status_bar(amount))
 
     item = page.locator("#jp-gpucost-budget")
     expect(item).to_be_visible(timeout=15_000)
     # the 95 % warning, pushed by the server, and the status bar's warning state
     expect(
-        page.get_by_text(re.compile(r"95% of your \$0\.\d\d session budget is spent"))
+        page.get_by_text(re.compile(rf"95% of your {shown} session budget is spent"))
     ).to_be_visible(timeout=30_000)
     expect(page.locator("#jp-gpucost-status")).to_have_attribute(
         "data-budget", re.compile("warning|exceeded"), timeout=15_000
@@ -111,7 +116,7 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     assert last["kernels"] == 1
     assert "1 notebook saved" in last["message"]
     expect(
-        page.get_by_text(re.compile(r"stopped at \$0\.\d\d budget at .*1 notebook saved"))
+        page.get_by_text(re.compile(rf"stopped at {shown} budget at .*1 notebook saved"))
     ).to_be_visible(timeout=15_000)
     # the notebook shows its kernel is gone
     expect(page.locator(".jp-Toolbar-kernelName").first).to_contain_text(
@@ -139,6 +144,10 @@ def test_raise_budget_from_the_countdown(lab_factory: Any, page: Any, tmp_path: 
     raise_button.click()
     dialog = page.locator(".jp-Dialog")
     expect(dialog).to_contain_text("Raise your budget", timeout=10_000)
+    # it says what is spent, and proposes an amount above it
+    expect(dialog).to_contain_text("spent so far")
+    spent_now = lab.api("gpucost/api/budget")["soft"]["spent_usd"]  # type: ignore[index]
+    assert float(dialog.locator("input").input_value()) > spent_now
     dialog.locator("input").fill("50")
     dialog.get_by_role("button", name=re.compile("^OK$", re.IGNORECASE)).click()
 

@@ -190,7 +190,7 @@ class Enforcer:
                 record = record.with_outcome(
                     "skipped",
                     messages.IDLE_SKIPPED_RECORD,
-                    detail=f"{len(busy)} kernel(s) busy",
+                    detail=messages.kernels_busy(len(busy)),
                 )
                 self.policy.cancel_grace()
                 await self.keep(record)
@@ -229,7 +229,9 @@ class Enforcer:
         else:
             done = await self._stop_server(record, messages.server_stopped(summary))
         await self.keep(done)
-        self.events.emit("action", done.message, {"action": action, "reason": done.reason})
+        self.events.emit(
+            "action", done.message, {"action": action, "reason": done.reason, "at": done.at}
+        )
         return done
 
     async def _stop_server(self, record: ActionRecord, message: str) -> ActionRecord:

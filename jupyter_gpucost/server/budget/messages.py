@@ -1,14 +1,19 @@
 """The sentences a person reads about their budget: notifications and the action summary.
 
-Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule.
+Amounts go through :func:`jupyter_gpucost.core.money.status_bar`, the rule the status bar
+and the panel write money by, so a budget reads the same in a notification as on screen.
+Counts go through :func:`ngettext` (plural forms, as a message catalog gives them). Times
+are UTC with ``UTC`` after them; the front end writes them in the browser's local time
+from the event's or the record's own time fields.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from gettext import NullTranslations
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
-from ...core.money import notice
+from ...core.money import status_bar, to_usd
 from .policy import Budget
 from .record import ActionRecord
 
@@ -18,6 +23,20 @@ _ACTIONS = {
     "shutdown": "kernels shut down",
     "stop-server": "server stopped",
 }
+
+
+#: the catalog the sentences' plural forms come from (English: the one without a catalog)
+_CATALOG = NullTranslations()
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of a sentence for ``n`` (``{n}`` in it is replaced by ``n``)."""
+    return _CATALOG.ngettext(singular, plural, n).replace("{n}", str(n))
+
+
+def notice(micro_usd: int, symbol: str) -> str:
+    """A budget as the status bar and the panel write it (``$0.0500``, ``$5.00``)."""
+    return status_bar(to_usd(micro_usd), symbol)
 
 
 def scope_name(budget: Budget) -> str:
@@ -76,13 +95,20 @@ def summary(record: ActionRecord, symbol: str) -> str:
         head = f"stopped for the hub at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
-    saved = record.notebooks_saved
-    return f"{head}; {saved} notebook{'s' if saved != 1 else ''} saved"
+    saved = ngettext("{n} notebook saved", "{n} notebooks saved", record.notebooks_saved)
+    return f"{head}; {saved}"
 
 
 def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
-    done = "interrupted" if action == "interrupt" else "shut down"
-    return f"{summary_text}; {kernels} kernel(s) {done}"
+    if action == "interrupt":
+        done = ngettext("{n} kernel interrupted", "{n} kernels interrupted", kernels)
+    else:
+        done = ngettext("{n} kernel shut down", "{n} kernels shut down", kernels)
+    return f"{summary_text}; {done}"
+
+
+def kernels_busy(n: int) -> str:
+    return ngettext("{n} kernel busy", "{n} kernels busy", n)
 
 
 def server_stopped(summary_text: str) -> str:

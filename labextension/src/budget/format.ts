@@ -128,6 +128,36 @@ export function formatRunOut(iso: string, now: number = Date.now()): string {
 }
 
 /**
+ * A server message with the time of its action (`stopped at $5.00 budget at
+ * 14:02 UTC`) written by `formatLocalTime` instead, from the action's `at`;
+ * the message as it is when it has no such time.
+ */
+export function localizeActionTime(
+  message: string,
+  at: string | null | undefined,
+  now: number = Date.now()
+): string {
+  if (!at || Number.isNaN(new Date(at).getTime())) {
+    return message;
+  }
+  return message.replace(
+    /\bat \d{1,2}:\d{2}(?::\d{2})? UTC/,
+    `at ${formatLocalTime(at, now)}`
+  );
+}
+
+/**
+ * The amount "Raise budget" proposes: twice the larger of the budget and what
+ * is spent, rounded up to the cent, so that it is always above what is spent.
+ */
+export function proposeRaise(amount: number, spent: number): number {
+  const base = Math.max(amount, spent, 0);
+  const cents = Math.ceil(Number((base * 200).toFixed(6)));
+  const proposal = Math.max(cents, 1) / 100;
+  return proposal > spent ? proposal : Math.ceil(spent * 100 + 1) / 100;
+}
+
+/**
  * Whether all of a budget is spent: it then has no run-out time to show.
  */
 export function isSpent(
@@ -301,7 +331,9 @@ export function budgetTitle(
     lines.push(`Hub: ${status.hub.error}.`);
   }
   if (status.last_action?.message) {
-    lines.push(`Last action: ${status.last_action.message}.`);
+    lines.push(
+      `Last action: ${localizeActionTime(status.last_action.message, status.last_action.at)}.`
+    );
   }
   return lines.join('\n');
 }

@@ -119,5 +119,7 @@ export interface IBudgetEvent {
   grace_ends?: string;
   request_id?: string;
   runs_out_at?: string;
+  /** When the action was taken (kind `action`). */
+  at?: string;
   reason?: string;
 }

@@ -4,6 +4,7 @@ import {
   budgetPercent,
   currencyLabel,
   formatLocalTime,
+  localizeActionTime,
   parseAmount,
   runOutText
 } from '../budget/format';
@@ -118,7 +119,13 @@ export function Budget(props: {
       )}
       {budget.last_action?.message && (
         <p data-field="last-action">
-          {trans.__('Last action: %1', budget.last_action.message)}
+          {trans.__(
+            'Last action: %1',
+            localizeActionTime(
+              budget.last_action.message,
+              budget.last_action.at
+            )
+          )}
         </p>
       )}
       <form

@@ -63,7 +63,7 @@ export interface IPanelBudget {
     error: string | null;
   } | null;
   scopes: string[];
-  last_action: { message?: string } | null;
+  last_action: { message?: string; at?: string } | null;
 }
 
 /**
