@@ -253,6 +253,7 @@ class CostService:
                 "total_usd": 0.0,
                 "idle_usd": 0.0,
                 "unattributed_usd": 0.0,
+                "minimum_charge_usd": 0.0,
                 "kernels": [],
             }
         kernels = []
@@ -274,6 +275,10 @@ class CostService:
                     "cost_micro_usd": k.cost_micro_usd,
                 }
             )
+        # the part of unattributed that is the billing rule's (minimum charge, rounding):
+        # billed whether or not anything ran, so the panel names it apart
+        adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
+        minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
         return {
             "as_of": attribution.snapshot.as_of.isoformat(),
             "pids_visible": attribution.pids_visible,
@@ -281,10 +286,12 @@ class CostService:
             "total_usd": usd(attribution.total_micro_usd),
             "idle_usd": usd(attribution.idle_micro_usd),
             "unattributed_usd": usd(attribution.unattributed_micro_usd),
+            "minimum_charge_usd": usd(minimum),
             "micro_usd": {
                 "total": attribution.total_micro_usd,
                 "idle": attribution.idle_micro_usd,
                 "unattributed": attribution.unattributed_micro_usd,
+                "minimum_charge": minimum,
             },
             "kernels": kernels,
         }

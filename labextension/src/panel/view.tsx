@@ -115,7 +115,12 @@ namespace Private {
           symbol={symbol}
           trans={trans}
         />
-        <Waste status={s} symbol={symbol} trans={trans} />
+        <Waste
+          status={s}
+          kernels={model.kernels.value}
+          symbol={symbol}
+          trans={trans}
+        />
         <Energy status={s} trans={trans} />
         <Cells model={model} symbol={symbol} trans={trans} />
         <Exports model={model} trans={trans} />
