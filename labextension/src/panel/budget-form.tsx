@@ -1,4 +1,5 @@
 import { TranslationBundle } from '@jupyterlab/translation';
+import { HTMLSelect } from '@jupyterlab/ui-components';
 import * as React from 'react';
 import {
   budgetPercent,
@@ -151,17 +152,18 @@ export function Budget(props: {
             onChange={event => setAmount(event.target.value)}
           />
         </label>{' '}
-        <select
-          className="jp-mod-styled"
+        <HTMLSelect
+          className="jp-gpucost-budget-scope"
+          aria-label={trans.__('Budget period')}
           value={scope}
           onChange={event => setScope(event.target.value)}
         >
           {budget.scopes.map(s => (
             <option key={s} value={s}>
-              {s}
+              {scopeLabel(s, trans)}
             </option>
           ))}
-        </select>{' '}
+        </HTMLSelect>{' '}
         <button className="jp-mod-styled jp-mod-accept" type="submit">
           {trans.__('Set')}
         </button>
@@ -182,4 +184,20 @@ export function Budget(props: {
       )}
     </section>
   );
+}
+
+/**
+ * A budget's period as the scope picker names it.
+ */
+function scopeLabel(scope: string, trans: TranslationBundle): string {
+  switch (scope) {
+    case 'session':
+      return trans.__('session');
+    case 'day':
+      return trans.__('day');
+    case 'month':
+      return trans.__('month');
+    default:
+      return scope;
+  }
 }
