@@ -68,9 +68,11 @@ def test_in_notebook_7s_sidebar_the_kernels_cost_is_seen_and_the_scope_follows_t
     # the Cost column is on screen, inside the sidebar, without scrolling
     box = panel.bounding_box()
     header = cost.bounding_box()
-    assert box and header
+    assert box
+    assert header
     assert header["x"] + header["width"] <= box["x"] + box["width"] + 1, (box, header)
     idle = panel.locator("tr[data-kind='idle'] td").last.bounding_box()
-    assert idle and idle["x"] + idle["width"] <= box["x"] + box["width"] + 1, (box, idle)
+    assert idle
+    assert idle["x"] + idle["width"] <= box["x"] + box["width"] + 1, (box, idle)
     cost.scroll_into_view_if_needed()
     screenshot(page, f"panel-notebook7-{theme.split()[-1].lower()}-kernels.png")
