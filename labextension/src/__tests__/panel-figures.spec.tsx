@@ -9,8 +9,9 @@ import { Widget } from '@lumino/widgets';
 import { PANEL_EVENT_SCHEMA, PanelFeed } from '../panel/feed';
 import { kernelRows } from '../panel/format';
 import { Kernels } from '../panel/kernels';
+import { cellName } from '../panel/recent';
 import { CostPanelModel } from '../panel/model';
-import { IKernelsAnswer, IPanelStatus } from '../panel/types';
+import { ICellCost, IKernelsAnswer, IPanelStatus } from '../panel/types';
 import { Waste } from '../panel/waste';
 import { makeStatus } from './fixtures';
 
@@ -118,5 +119,34 @@ describe('figures that say what they are', () => {
     expect(html).toContain('data-state="note"');
     expect(html).toContain(note);
     model.dispose();
+  });
+});
+
+describe('recent cells', () => {
+  const cell = {
+    cell_id: '8a5e1f0c-77aa-4c1e-9d1b-1f2e3d4c5b6a',
+    notebook_path: 'work/train.ipynb',
+    ended: '2026-11-25T10:00:00Z'
+  } as ICellCost;
+
+  it('name the cell, not only the notebook', () => {
+    const open = new CostPanelModel({
+      autoStart: false,
+      cellLabel: (path, id) =>
+        path === 'work/train.ipynb' && id === cell.cell_id
+          ? { name: 'cell 3', title: 'model.fit(x)' }
+          : null
+    });
+    expect(cellName(open, cell, trans)).toBe('work/train.ipynb · cell 3');
+    open.dispose();
+    // the notebook is not open: the start of the cell's id
+    const closed = new CostPanelModel({ autoStart: false });
+    expect(cellName(closed, cell, trans)).toBe(
+      'work/train.ipynb · cell 8a5e1f0c'
+    );
+    expect(cellName(closed, { ...cell, notebook_path: null }, trans)).toBe(
+      'cell 8a5e1f0c'
+    );
+    closed.dispose();
   });
 });

@@ -63,6 +63,7 @@ export class CostPanelModel extends VDomModel {
       options.serverSettings ?? ServerConnection.makeSettings();
     this._cost = options.cost ?? null;
     this._feed = options.feed ?? null;
+    this.cellLabel = options.cellLabel ?? (() => null);
     this._active = options.active ?? true;
     if (this._cost) {
       this._cost.stateChanged.connect(this._onCost, this);
@@ -88,6 +89,12 @@ export class CostPanelModel extends VDomModel {
       }
     }
   }
+
+  /**
+   * How a recent cell is named where its notebook is open (`cell 3`), else
+   * `null`.
+   */
+  readonly cellLabel: CostPanelModel.CellLabel;
 
   get status(): IPart<IPanelStatus> {
     return this._status;
@@ -397,6 +404,15 @@ export class CostPanelModel extends VDomModel {
  * A namespace for `CostPanelModel` statics.
  */
 export namespace CostPanelModel {
+  /**
+   * A cell's name for people (`cell 3`, with its first line of code), from
+   * its notebook's path and its id; `null` when the notebook is not open.
+   */
+  export type CellLabel = (
+    notebookPath: string | null,
+    cellId: string
+  ) => { name: string; title: string } | null;
+
   export interface IOptions {
     serverSettings?: ServerConnection.ISettings;
     /** The shared cost model: the status and the budget come from it. */
@@ -405,6 +421,8 @@ export namespace CostPanelModel {
     feed?: PanelFeed;
     /** Whether the panel is on screen at first (default `true`). */
     active?: boolean;
+    /** How a recent cell is named (its place in its open notebook). */
+    cellLabel?: CellLabel;
     intervalSeconds?: number;
     autoStart?: boolean;
   }

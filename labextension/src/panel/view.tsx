@@ -7,6 +7,7 @@ import {
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { formatLocalTime } from '../budget/format';
 import { currencySymbol } from '../format';
 import { Budget } from './budget-form';
 import { History } from './history';
@@ -101,7 +102,7 @@ namespace Private {
             {trans.__(
               'The server did not answer (%1): the figures below are from %2.',
               status.error,
-              new Date(s.as_of).toLocaleTimeString()
+              formatLocalTime(s.as_of, Date.now(), { seconds: true })
             )}
           </div>
         )}
