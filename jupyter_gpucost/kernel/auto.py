@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any, TypeAlias
 
 from ..core.billing import cost_micro_usd
-from ..core.money import round_micro
+from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, torch_cuda
 from .link import kernel_id, link, notebook_path
 from .measure import prices, start_events
@@ -194,6 +194,6 @@ class AutoPricer:
         else:
             symbol = p.currency_symbol
             print(
-                f"gpucost: {symbol}{micro / 1_000_000:.4f} · {wall_s:.2f} s "
+                f"gpucost: {status_bar(to_usd(micro), symbol)} · {wall_s:.2f} s "
                 f"at {symbol}{rate:.2f}/h (no jupyter-gpucost server: catalog prices)"
             )

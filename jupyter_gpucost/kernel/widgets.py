@@ -35,7 +35,7 @@ from typing import Any
 import ipywidgets as w
 
 from ..core.billing import US_PER_S, cost_micro_usd
-from ..core.money import round_micro, ticker, to_usd
+from ..core.money import round_micro, status_bar, ticker, to_usd
 from ..core.protocol import binding_standing
 from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink
 
@@ -211,7 +211,9 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         sym = self.currency_symbol
         if self.budget_usd is not None:
             share = float(total / self.budget_usd)
-            return share, f"{sym}{total:,.2f} of {sym}{self.budget_usd:,.2f} (yours)"
+            # amounts as the status bar and the panel write them
+            spent_text, budget_text = status_bar(total, sym), status_bar(self.budget_usd, sym)
+            return share, f"{spent_text} of {budget_text} (yours)"
         standing = binding_standing(budget)
         if standing is None:
             return None, "no budget"
@@ -223,7 +225,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         share = float(spent / amount)
         scope = standing.get("scope")
         scope_text = f", {scope}" if scope else ""
-        return share, f"{sym}{spent:,.2f} of {sym}{amount:,.2f} ({kind} budget{scope_text})"
+        spent_text, amount_text = status_bar(spent, sym), status_bar(amount, sym)
+        return share, f"{spent_text} of {amount_text} ({kind} budget{scope_text})"
 
     # -- the thread -------------------------------------------------------------------
 
