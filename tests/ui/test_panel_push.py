@@ -51,3 +51,24 @@ def test_the_open_panel_makes_at_most_3_requests_in_30_s_and_follows_the_pushes(
     requests.clear()
     page.wait_for_timeout(10_000)
     assert requests == [], requests
+
+
+def test_in_notebook_7s_sidebar_the_open_panel_is_pushed_too(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    kernel = lab.api("api/kernels", method="POST", body={})
+    page.goto(f"{lab.url}/tree?token={lab.token}", timeout=60_000)
+    top_bar = page.locator(".jp-gpucost-TopBarItem")
+    expect(top_bar).to_contain_text("$", timeout=60_000)
+    page.wait_for_timeout(2_000)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if GPUCOST.search(r.url) else None)
+    started = time.monotonic()
+    top_bar.click()
+    panel = page.locator(PANEL)
+    expect(panel).to_be_visible(timeout=30_000)
+    row = panel.locator(f"tr[data-kernel-id='{kernel['id']}']")  # type: ignore[index]
+    expect(row).to_be_visible(timeout=30_000)
+    uptime = row.locator("td").nth(2).inner_text()
+    page.wait_for_timeout(max(0.0, 30 - (time.monotonic() - started)) * 1000)
+    assert row.locator("td").nth(2).inner_text() != uptime
+    assert len(requests) <= 3, requests
