@@ -15,6 +15,7 @@ pytestmark = pytest.mark.browser
 
 PANEL = "#jp-gpucost-panel"
 TOP_BAR = ".jp-gpucost-TopBarItem"
+STATUS_ITEM = "#jp-gpucost-status"
 
 
 def luminance(css: str) -> float:
@@ -26,10 +27,18 @@ def luminance(css: str) -> float:
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
 
-@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
-def test_in_notebook_7s_sidebar_the_kernels_cost_is_seen_and_the_scope_follows_the_theme(
-    lab_factory: Any, page: Any, tmp_path: Path, theme: str
+@pytest.mark.parametrize(
+    ("front_end", "theme"),
+    [
+        ("tree", "JupyterLab Light"),
+        ("tree", "JupyterLab Dark"),
+        ("lab", "JupyterLab Dark"),
+    ],
+)
+def test_the_kernels_cost_is_seen_and_the_scope_follows_the_theme(
+    lab_factory: Any, page: Any, tmp_path: Path, front_end: str, theme: str
 ) -> None:
+    """Notebook 7 (``tree``: the panel in its right sidebar) and JupyterLab."""
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
@@ -40,9 +49,9 @@ def test_in_notebook_7s_sidebar_the_kernels_cost_is_seen_and_the_scope_follows_t
         body={"raw": f'{{"theme": "{theme}"}}'},
     )
     lab.api("api/kernels", method="POST", body={})
-    page.goto(f"{lab.url}/tree?token={lab.token}", timeout=60_000)
+    page.goto(f"{lab.url}/{front_end}?token={lab.token}", timeout=60_000)
     expect(page.locator("body")).to_have_attribute("data-jp-theme-name", theme, timeout=60_000)
-    page.locator(TOP_BAR).click(timeout=60_000)
+    page.locator(TOP_BAR if front_end == "tree" else STATUS_ITEM).click(timeout=60_000)
     panel = page.locator(PANEL)
     expect(panel).to_be_visible(timeout=30_000)
     cost = panel.locator("table.jp-gpucost-kernels th", has_text="Cost")
@@ -51,7 +60,7 @@ def test_in_notebook_7s_sidebar_the_kernels_cost_is_seen_and_the_scope_follows_t
         re.compile(r"^\$\d"), timeout=30_000
     )
     page.wait_for_timeout(500)
-    screenshot(page, f"panel-notebook7-{theme.split()[-1].lower()}.png")
+    screenshot(page, f"panel-{front_end}-{theme.split()[-1].lower()}.png")
     # the budget's scope picker is drawn in the theme's colours
     select = panel.locator(".jp-gpucost-budget-form select")
     expect(select).to_be_visible()
@@ -75,4 +84,4 @@ def test_in_notebook_7s_sidebar_the_kernels_cost_is_seen_and_the_scope_follows_t
     assert idle
     assert idle["x"] + idle["width"] <= box["x"] + box["width"] + 1, (box, idle)
     cost.scroll_into_view_if_needed()
-    screenshot(page, f"panel-notebook7-{theme.split()[-1].lower()}-kernels.png")
+    screenshot(page, f"panel-{front_end}-{theme.split()[-1].lower()}-kernels.png")
