@@ -80,7 +80,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         ("budget",),
         {"body": json.dumps({"amount_usd": 0})},
         400,
-        "amount_usd must be more than 0 (remove the budget instead)",
+        "The budget must be more than 0 (remove the budget instead)",
     ),
     (
         "PUT",

@@ -138,7 +138,7 @@ class TestSoftBudget:
     @pytest.mark.parametrize(
         ("body", "message"),
         [
-            ({"amount_usd": "abc"}, "amount_usd must be a number of dollars"),
+            ({"amount_usd": "abc"}, "The budget must be a number of dollars"),
             ({"amount_usd": -5}, "must be more than 0"),
             ({"amount_usd": 0}, "must be more than 0"),
             ({"amount_usd": 1.0000001}, "more than 6 decimals"),
@@ -288,7 +288,7 @@ class TestAtTheBudget:
         assert last["kernels"] == 1
         # the $0.006 budget is announced as it is, not rounded to $0.01
         assert last["message"].startswith("stopped at $0.006 budget at ")
-        assert "2 notebooks saved; 1 kernel(s) shut down" in last["message"]
+        assert "2 notebooks saved; 1 kernel shut down" in last["message"]
         # the kernels are stopped, the machine is not: the message says what still bills
         assert last["message"].endswith("; this machine still costs $6.86/h")
         assert last["still_usd_per_hour"] == 6.862

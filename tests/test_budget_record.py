@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_gpucost.server.budget.messages import summary
+from jupyter_gpucost.server.budget.messages import kernels_acted, summary
 from jupyter_gpucost.server.budget.policy import Budget
 from jupyter_gpucost.server.budget.record import ActionRecord, BudgetFigures
 from jupyter_gpucost.server.budget.store import BudgetStore, StoredState
@@ -138,3 +138,20 @@ def test_the_summary_reads_the_typed_record() -> None:
     assert summary(BASE, "$") == "stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved"
     idle = ActionRecord(at="2026-11-22T09:30:00Z", reason="idle", action="shutdown")
     assert summary(idle, "€") == "stopped idle GPUs at 09:30 UTC; 0 notebooks saved"
+
+
+def test_a_budget_reads_as_the_status_bar_writes_it_and_counts_take_their_plural() -> None:
+    small = ActionRecord(
+        at="2026-11-22T14:02:00Z",
+        reason="budget",
+        action="shutdown",
+        notebooks_saved=1,
+        budget=BudgetFigures(
+            kind="soft", scope="session", amount_micro_usd=50_000, spent_micro_usd=50_000
+        ),
+    )
+    # $0.0500 in the status bar, the panel and the tooltip: the same in the message
+    text = summary(small, "$")
+    assert text == "stopped at $0.0500 budget at 14:02 UTC; 1 notebook saved"
+    assert kernels_acted(text, "shutdown", 1).endswith("; 1 kernel shut down")
+    assert kernels_acted(text, "interrupt", 3).endswith("; 3 kernels interrupted")

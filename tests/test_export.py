@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import hashlib
 import json
 import logging
@@ -14,6 +15,8 @@ import boto3
 import pytest
 from s3_server import BUCKET, free_port, start_moto
 from tornado.httpclient import HTTPClientError
+
+from jupyter_gpucost.server.export.jobs import manifest_user
 
 #: a secret that must never reach the browser or the log
 SECRET = "s3cr3t-never-shown-0xC0FFEE"
@@ -173,7 +176,8 @@ async def test_a_multipart_export_lands_whole_with_its_manifest(
     assert [g["name"] for g in manifest["gpus"]] == ["NVIDIA A100-SXM4-80GB"] * 2
     assert manifest["software"]["torch"]  # the test environment has CPU torch
     assert manifest["exported_at"].endswith("+00:00")
-    assert manifest["user"]
+    # outside JupyterHub: the operating system's user, not the token's random id
+    assert manifest["user"] == getpass.getuser()
     assert "CRC32" in manifest["verified"]
     assert SECRET not in caplog.text
 
@@ -284,6 +288,8 @@ class TestStoreGoingAway:
         ("/etc/passwd", 403, "relative to the Jupyter root folder"),
         (".secret/model.pt", 403, "hidden"),
         ("missing.pt", 404, "does not exist"),
+        # a % in a name is written as it is, never doubled by a log format
+        ("50%.pt", 404, "'50%.pt' does not exist"),
         ("link-out", 403, "outside the Jupyter root folder"),
         ("link-file.pt", 403, "outside the Jupyter root folder"),
         ("with-link", 403, "a symlink leading outside"),
@@ -354,3 +360,19 @@ async def test_a_cookie_request_without_xsrf_is_refused(
     assert response.code == 403
     after = await http_server_client.fetch(url, headers={"Cookie": cookies})
     assert json.loads(after.body)["jobs"] == []
+
+
+@pytest.mark.parametrize(
+    ("environ", "username", "expected"),
+    [
+        ({"JUPYTERHUB_USER": "alice"}, "alice", "alice"),
+        ({"JUPYTERHUB_USER": "alice"}, "0123456789abcdef0123456789abcdef", "alice"),
+        ({}, "0123456789abcdef0123456789abcdef", getpass.getuser()),
+        ({}, None, getpass.getuser()),
+        ({}, "bob", "bob"),
+    ],
+)
+def test_the_manifest_names_a_stable_user(
+    environ: dict[str, str], username: str | None, expected: str
+) -> None:
+    assert manifest_user(environ, username) == expected

@@ -137,13 +137,16 @@ def test_without_a_server_the_ticker_says_it_uses_catalog_prices() -> None:
         [
             "from jupyter_gpucost.widgets import CostTicker\nt = CostTicker(budget_usd=2)\n"
             "print(t.source.value)\nprint(t.cost.value)\nprint(t.budget_label.value, t.bar.value)\n"
-            "t.stop()",
+            "t.stop()\nsmall = CostTicker(budget_usd=0.05)\nprint(small.budget_label.value)\n"
+            "small.stop()",
         ]
     )
+    # spend as the status bar writes it, a budget by its own rule: a $0.05 budget is $0.05
     assert text(nb.cells[0]).splitlines() == [
         "no server: catalog prices, this kernel since it started (no GPU here)",
         "<b>session $0.00</b> · $0/h",
         "$0.00 of $2.00 (yours) 0.0",
+        "$0.00 of $0.05 (yours)",
     ]
 
 

@@ -9,8 +9,10 @@ specifications (decimal GB as sold; compared with the peak in bytes).
 Memory is not the only limit: a smaller GPU computes more slowly, so a session that kept
 its GPUs busy would run longer on it, and its cost there cannot be read off the price.
 Advice is therefore only given when the GPUs were busy at most ``MAX_BUSY_SHARE`` of the
-observed time (the session was not compute-bound); otherwise :func:`advise` says why
-there is none.
+observed time (the session was not compute-bound), and only once the session has held its
+GPUs for ``MIN_OBSERVED_S`` (a session 17 s old has not shown what it does yet: the run
+that fills the GPU may start a minute later); otherwise :func:`why_not` says why there is
+none.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from .money import round_micro
 GB = 10**9
 #: above this share of busy GPU time, no cheaper GPU is recommended
 MAX_BUSY_SHARE = 0.3
+#: no advice before the session has held its GPUs this long (seconds)
+MIN_OBSERVED_S = 300
 
 #: board memory of each catalog model, in bytes (vendor specifications)
 MODEL_MEMORY_BYTES: dict[str, int] = {
@@ -75,6 +79,12 @@ def busy_share(snapshot: MeterSnapshot) -> float | None:
 
 def why_not(snapshot: MeterSnapshot) -> str | None:
     """Why no advice is given although the GPUs are priced, or ``None``."""
+    held_s = snapshot.elapsed_us / 1_000_000
+    if snapshot.gpus and held_s < MIN_OBSERVED_S:
+        return (
+            f"Too early to tell: advice is given once the session has held its GPUs for "
+            f"{MIN_OBSERVED_S // 60} minutes ({int(held_s)} s so far)."
+        )
     share = busy_share(snapshot)
     if share is not None and share > MAX_BUSY_SHARE:
         return (

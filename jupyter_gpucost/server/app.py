@@ -31,7 +31,7 @@ from .machine import MachinePrices, MachineTraits, check_provider, resolve_machi
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
-from .status_events import StatusPublisher, listeners, start_status_events
+from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, CurrencyTraits, in_range, one_of
 from .translations import follow_jupyterlab_language
 
@@ -428,8 +428,8 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         self._hub_link = started.hub
         # the status pushed on the event bus; pages listening there are asked to save too
         event_logger = getattr(self.serverapp, "event_logger", None)
-        self._status_events = start_status_events(
-            event_logger, service.status, config.sample_interval_s
+        self._events = start_live_events(
+            event_logger, service, started.exports, config.sample_interval_s
         )
         started.budget.count_listening_pages(lambda: listeners(event_logger))
         self.log.info(
@@ -474,9 +474,9 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         watch = getattr(self, "_kernel_watch", None)
         if watch is not None:
             watch.stop()
-        status_events: StatusPublisher | None = getattr(self, "_status_events", None)
-        if status_events is not None:
-            await status_events.stop()
+        events: list[StatusPublisher] = getattr(self, "_events", [])
+        for publisher in events:
+            await publisher.stop()
         hub_link: HubReporter | None = getattr(self, "_hub_link", None)
         if hub_link is not None:
             await hub_link.stop()

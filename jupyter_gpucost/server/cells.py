@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from .errors import RequestError
@@ -31,6 +31,10 @@ MAX_SECONDS = 100 * 365 * 86400
 MAX_JOULES = 1e15
 MAX_BYTES = 2**53
 MAX_GPUS = 64
+#: a cell's times must lie between these: before is a clock or a client gone wrong (year
+#: 0001), and a cell cannot end more than a day after the server's clock (year 9999)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_AHEAD = timedelta(days=1)
 
 
 class CellRecordError(RequestError):
@@ -77,7 +81,7 @@ def _number(
     return number
 
 
-def _time(record: dict[str, Any], key: str) -> str:
+def _time(record: dict[str, Any], key: str, now: datetime) -> str:
     value = _text(record, key, required=True, limit=64)
     assert value is not None
     try:
@@ -86,6 +90,15 @@ def _time(record: dict[str, Any], key: str) -> str:
         raise CellRecordError(f"{key} must be an ISO 8601 time, not {value!r}") from None
     if moment.tzinfo is None:
         raise CellRecordError(f"{key} must say its time zone (e.g. +00:00)")
+    try:
+        plausible = EARLIEST <= moment <= now + MAX_AHEAD
+    except OverflowError:  # a time zone that moves it past year 1 or 9999
+        plausible = False
+    if not plausible:
+        raise CellRecordError(
+            f"{key} must be a time between {EARLIEST:%Y-%m-%d} and a day from now "
+            f"({(now + MAX_AHEAD):%Y-%m-%d %H:%M} UTC), not {value!r}"
+        )
     return value
 
 
@@ -109,8 +122,10 @@ def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, floa
     return out
 
 
-def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
-    """The record as stored, or ``CellRecordError``."""
+def clean(
+    record: object, *, kernel_id: str | None = None, now: datetime | None = None
+) -> dict[str, Any]:
+    """The record as stored, or ``CellRecordError``; ``now``: the server's clock."""
     if not isinstance(record, dict):
         raise CellRecordError("the body must be a JSON object")
     status = record.get("status", "ok")
@@ -131,7 +146,8 @@ def clean(record: object, *, kernel_id: str | None = None) -> dict[str, Any]:
     cell_id = _text(record, "cell_id", required=True, limit=200)
     notebook_path = _text(record, "notebook_path", required=False)
     recorded_kernel = _text(record, "kernel_id", required=False, limit=64) or kernel_id
-    started, ended = _time(record, "started"), _time(record, "ended")
+    clock = now or datetime.now(UTC)
+    started, ended = _time(record, "started", clock), _time(record, "ended", clock)
     cleaned: dict[str, Any] = {
         "cell_id": cell_id,
         "notebook_path": notebook_path,
@@ -182,6 +198,12 @@ class CellLog:
             self.count += 1
         if self.ledger is not None:
             self.ledger.add_cell(self.session_id, record)
+
+    def in_memory(self, limit: int) -> list[dict[str, Any]]:
+        """This server's newest cells, newest first (no ledger read)."""
+        with self._lock:
+            kept = list(self._recent)[-limit:]
+        return kept[::-1]
 
     def recent(
         self, limit: int, *, cell_id: str | None = None, notebook_path: str | None = None

@@ -12,9 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from .attribution import Attribution
 from .sampler import Published
@@ -24,21 +27,56 @@ _lock = threading.Lock()
 _metrics: dict[str, Any] | None = None
 
 
+class MicroCounters(Collector):
+    """Counters of money kept in exact integer micro-dollars and exported as dollars on a
+    scrape, so that they read ``1.482954``: a float counter that adds a sample's dollars
+    at a time drifts (``1.4829539999999874``)."""
+
+    def __init__(self, families: dict[str, tuple[str, str]]) -> None:
+        #: key -> (metric name, help)
+        self.families = families
+        self._totals: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def inc(self, key: str, user: str, micro_usd: int) -> None:
+        if micro_usd <= 0:
+            return
+        with self._lock:
+            self._totals[(key, user)] = self._totals.get((key, user), 0) + micro_usd
+
+    def value(self, key: str, user: str) -> int:
+        with self._lock:
+            return self._totals.get((key, user), 0)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        with self._lock:
+            totals = dict(self._totals)
+        for key, (name, documentation) in self.families.items():
+            family = CounterMetricFamily(name, documentation, labels=["user"])
+            for (k, user), micro in sorted(totals.items()):
+                if k == key:
+                    family.add_metric([user], micro / 1_000_000)
+            yield family
+
+
 def _create() -> dict[str, Any]:
     """Create the metrics once per process (the default registry refuses duplicates)."""
     global _metrics
     with _lock:
         if _metrics is None:
             _metrics = {
-                "cost": Counter(
-                    "jupyter_gpucost_cost_usd",
-                    "Billed cost of the server's sessions (GPUs and base price), in the currency.",
-                    ["user"],
-                ),
-                "idle": Counter(
-                    "jupyter_gpucost_idle_cost_usd",
-                    "Cost of GPU time paid while the GPUs were idle, in the currency.",
-                    ["user"],
+                "money": MicroCounters(
+                    {
+                        "cost": (
+                            "jupyter_gpucost_cost_usd",
+                            "Billed cost of the server's sessions (GPUs and base price), "
+                            "in the currency.",
+                        ),
+                        "idle": (
+                            "jupyter_gpucost_idle_cost_usd",
+                            "Cost of GPU time paid while the GPUs were idle, in the currency.",
+                        ),
+                    }
                 ),
                 "rate": Gauge(
                     "jupyter_gpucost_cost_rate_usd_per_hour",
@@ -92,6 +130,7 @@ def _create() -> dict[str, Any]:
                     ["user"],
                 ),
             }
+            REGISTRY.register(_metrics["money"])
         return _metrics
 
 
@@ -111,8 +150,8 @@ class Metrics:
         user = self.user
         m = self.m
         # a counter never goes down: the idle part's rounding may move it by -1
-        m["cost"].labels(user).inc(max(snap.cost_delta_micro_usd, 0) / 1e6)
-        m["idle"].labels(user).inc(max(snap.idle_delta_micro_usd, 0) / 1e6)
+        m["money"].inc("cost", user, snap.cost_delta_micro_usd)
+        m["money"].inc("idle", user, snap.idle_delta_micro_usd)
         m["rate"].labels(user).set(float(snap.rate_usd_per_hour))
         m["session"].labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
         for g in snap.gpus:

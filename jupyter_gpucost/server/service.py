@@ -280,6 +280,7 @@ class CostService:
                 "total_usd": 0.0,
                 "idle_usd": 0.0,
                 "unattributed_usd": 0.0,
+                "minimum_charge_usd": 0.0,
                 "kernels": [],
             }
         kernels = []
@@ -302,6 +303,10 @@ class CostService:
                     "cost_micro_usd": k.cost_micro_usd,
                 }
             )
+        # the part of unattributed that is the billing rule's (minimum charge, rounding):
+        # billed whether or not anything ran, so the panel names it apart
+        adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
+        minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
         return {
             "as_of": attribution.snapshot.as_of.isoformat(),
             "pids_visible": attribution.pids_visible,
@@ -309,13 +314,30 @@ class CostService:
             "total_usd": usd(attribution.total_micro_usd),
             "idle_usd": usd(attribution.idle_micro_usd),
             "unattributed_usd": usd(attribution.unattributed_micro_usd),
+            "minimum_charge_usd": usd(minimum),
             "micro_usd": {
                 "total": attribution.total_micro_usd,
                 "idle": attribution.idle_micro_usd,
                 "unattributed": attribution.unattributed_micro_usd,
+                "minimum_charge": minimum,
             },
             "kernels": kernels,
         }
+
+    def newest_point(self) -> dict[str, Any] | None:
+        """The newest point of the history's 5-second step (in memory), or ``None``."""
+        snapshot = self.sampler.latest.snapshot
+        end_s = snapshot.as_of.timestamp()
+        step_s = hist.STEPS_S["5s"]
+        start_s = end_s - step_s
+        points = hist.from_ring(
+            self.ring.since(start_s), start_s, end_s, step_s, [g.index for g in snapshot.gpus]
+        )
+        return points[-1] if points else None
+
+    def session_cells(self, limit: int) -> list[dict[str, Any]]:
+        """This session's newest cells, newest first (in memory: no ledger read)."""
+        return self.cells.in_memory(limit)
 
     def history(self, window: str | None, step: str | None) -> dict[str, Any]:
         """Spend rate and readings over a window (raises ``HistoryError`` on bad input)."""

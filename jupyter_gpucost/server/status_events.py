@@ -9,6 +9,13 @@ to ``/api/events/subscribe`` receives it.
 Throttled: when nothing but the clock fields changed (``as_of``, ``elapsed_s``,
 ``samples``), the document is sent again only every ``heartbeat_s`` seconds, so that pages
 still know the bus is alive; when no one listens, nothing is built at all.
+
+The cost panel's live parts travel the same way, as
+``https://events.jupyter-gpucost.org/panel/v1`` events: the kernels (``GET
+/gpucost/api/kernels``), this session's newest cells, the export jobs (``GET
+/gpucost/api/exports``) and the chart's newest point, all read from memory, so that an open
+panel needs no poll. The panel asks the server only for what memory does not hold: a
+history window when it opens or changes, and earlier sessions' cells.
 """
 
 from __future__ import annotations
@@ -19,10 +26,14 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 STATUS_EVENT_SCHEMA_ID = "https://events.jupyter-gpucost.org/status/v1"
 STATUS_EVENT_SCHEMA_PATH = Path(__file__).with_name("status_event.yaml")
+PANEL_EVENT_SCHEMA_ID = "https://events.jupyter-gpucost.org/panel/v1"
+PANEL_EVENT_SCHEMA_PATH = Path(__file__).with_name("panel_event.yaml")
+#: the newest cells of this session a panel event carries (the panel lists 20)
+PANEL_CELLS = 20
 
 #: the shortest time between two events, in seconds, whatever the sampling interval
 MIN_PERIOD_S = 1.0
@@ -49,11 +60,43 @@ def without_clock(status: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in status.items() if k not in CLOCK_FIELDS}
 
 
+class PanelSource(Protocol):
+    """What the panel event reads: in-memory values only (``CostService``)."""
+
+    def kernels(self) -> dict[str, Any]: ...
+
+    def newest_point(self) -> dict[str, Any] | None: ...
+
+    def session_cells(self, limit: int) -> list[dict[str, Any]]: ...
+
+
+class LiveSource(PanelSource, Protocol):
+    """The status and the panel's live parts (``CostService``)."""
+
+    def status(self) -> dict[str, Any]: ...
+
+
+class ExportsSource(Protocol):
+    def payload(self) -> dict[str, Any]: ...
+
+
+def panel_document(source: PanelSource, exports: ExportsSource | None) -> dict[str, Any]:
+    """The panel's live parts, as their routes answer them (``exports``: ``None`` when the
+    server runs no export manager)."""
+    return {
+        "kernels": source.kernels(),
+        "cells": source.session_cells(PANEL_CELLS),
+        "exports": None if exports is None else exports.payload(),
+        "point": source.newest_point(),
+    }
+
+
 class StatusPublisher:
     """Emits the status on the event bus at the sampling cadence, throttled.
 
     ``status`` builds the document (``CostService.status``); ``emit`` sends one event's
     data; ``audience`` says how many listen (0: nothing is built). All on the event loop.
+    ``key`` names the document in the event's data (``status``, or ``panel``).
     """
 
     def __init__(
@@ -65,7 +108,9 @@ class StatusPublisher:
         audience: Callable[[], int] = lambda: 1,
         heartbeat_s: float = HEARTBEAT_S,
         clock: Callable[[], float] = time.monotonic,
+        key: str = "status",
     ) -> None:
+        self.key = key
         self.status = status
         self.emit = emit
         self.period_s = max(float(interval_s), MIN_PERIOD_S)
@@ -94,7 +139,7 @@ class StatusPublisher:
             return False
         self.emit(
             {
-                "status": status,
+                self.key: status,
                 "interval_s": self.period_s,
                 "heartbeat_s": self.heartbeat_s,
             }
@@ -125,28 +170,58 @@ class StatusPublisher:
 
 
 def start_status_events(
-    event_logger: Any, status: Callable[[], dict[str, Any]], interval_s: float
+    event_logger: Any,
+    status: Callable[[], dict[str, Any]],
+    interval_s: float,
+    *,
+    schema: tuple[str, Path] = (STATUS_EVENT_SCHEMA_ID, STATUS_EVENT_SCHEMA_PATH),
+    key: str = "status",
 ) -> StatusPublisher | None:
-    """Register the status event's schema and start publishing (``None``: no event bus)."""
+    """Register the event's schema and start publishing ``status`` (``None``: no event
+    bus); ``schema``: its id and file, the status's by default."""
     if event_logger is None:
         return None
-    if STATUS_EVENT_SCHEMA_ID not in event_logger.schemas:
-        event_logger.register_event_schema(STATUS_EVENT_SCHEMA_PATH)
+    schema_id, schema_path = schema
+    if schema_id not in event_logger.schemas:
+        event_logger.register_event_schema(schema_path)
 
     def emit(data: dict[str, Any]) -> None:
-        event_logger.emit(schema_id=STATUS_EVENT_SCHEMA_ID, data=data)
+        event_logger.emit(schema_id=schema_id, data=data)
 
     publisher = StatusPublisher(
-        status, emit, interval_s=interval_s, audience=lambda: listeners(event_logger)
+        status,
+        emit,
+        interval_s=interval_s,
+        audience=lambda: listeners(event_logger, schema_id),
+        key=key,
     )
     publisher.start()
     return publisher
 
 
+def start_live_events(
+    event_logger: Any, source: LiveSource, exports: ExportsSource | None, interval_s: float
+) -> list[StatusPublisher]:
+    """Publish the status and the panel's live parts (:func:`panel_document`); none
+    without an event bus."""
+    status = start_status_events(event_logger, source.status, interval_s)
+    panel = start_status_events(
+        event_logger,
+        lambda: panel_document(source, exports),
+        interval_s,
+        schema=(PANEL_EVENT_SCHEMA_ID, PANEL_EVENT_SCHEMA_PATH),
+        key="panel",
+    )
+    return [p for p in (status, panel) if p is not None]
+
+
 __all__ = [
     "HEARTBEAT_S",
+    "PANEL_EVENT_SCHEMA_ID",
     "STATUS_EVENT_SCHEMA_ID",
     "StatusPublisher",
     "listeners",
+    "panel_document",
+    "start_live_events",
     "start_status_events",
 ]

@@ -52,8 +52,8 @@ def as_http_error(error: BaseException) -> web.HTTPError | None:
     status = error_status(error)
     if status is None:
         return None
-    # the message as it is: tornado formats log_message with % only when given args
-    return web.HTTPError(status, str(error))
+    # given as an argument: tornado doubles every % of a log_message given alone
+    return web.HTTPError(status, "%s", str(error))
 
 
 class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
@@ -107,10 +107,12 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
         exc_info = kwargs.get("exc_info")
         converted = None if exc_info is None else as_http_error(exc_info[1])
         if exc_info is not None and converted is not None:
-            # tornado answered 500 for an exception it does not know: say what it is
-            status_code = converted.status_code
-            self.set_status(status_code)
-            kwargs["exc_info"] = (web.HTTPError, converted, exc_info[2])
+            # tornado answered 500 for an exception it does not know: say what it is, in
+            # the words it has (jupyter_server's reply would show a log format string)
+            self.set_status(converted.status_code)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": str(exc_info[1]), "reason": None}))
+            return
         super().write_error(status_code, **kwargs)
 
 

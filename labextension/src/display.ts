@@ -1,5 +1,6 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
+import { formatLocalTime } from './budget/format';
 import { currencySymbol, formatMoney, formatRate } from './format';
 import { machineLine } from './machine/format';
 import {
@@ -185,7 +186,13 @@ export function describe(
     const when =
       snapshot.receivedAt === null
         ? ''
-        : new Date(snapshot.receivedAt).toLocaleTimeString();
+        : formatLocalTime(
+            new Date(snapshot.receivedAt).toISOString(),
+            Date.now(),
+            {
+              seconds: true
+            }
+          );
     lines.push(
       trans.__(
         '⚠ Stale: showing the value from %1; the last request failed (%2). Retrying.',

@@ -75,7 +75,6 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     amount = round(spent + 0.012, 6)
     body = lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": amount})
     assert body["soft"]["locked"] is False  # type: ignore[index]
-
     item = page.locator("#jp-gpucost-budget")
     expect(item).to_be_visible(timeout=15_000)
     # the 95 % warning, pushed by the server, and the status bar's warning state
@@ -101,8 +100,14 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     assert first != second, (first, second)
     screenshot(page, "budget-countdown.png")
 
-    # then: the notebook saved by the page, the kernel shut down
-    wait_until("the typed text on disk", lambda: "4242" in on_disk(lab), 60)
+    # then: the notebook saved by the page, the kernel shut down. The action's record is
+    # written only after the page acknowledged its save (its save request had completed), so
+    # the notebook is read once the record is there: never while the save is writing it
+    wait_until(
+        "the budget's action recorded",
+        lambda: lab.api("gpucost/api/budget")["last_action"] is not None,  # type: ignore[index]
+        60,
+    )
     wait_until("the kernel shut down", lambda: lab.api("api/kernels") == [], 60)
     assert TYPED in on_disk(lab)
     last = lab.api("gpucost/api/budget")["last_action"]  # type: ignore[index]
@@ -143,6 +148,10 @@ def test_raise_budget_from_the_countdown(lab_factory: Any, page: Any, tmp_path: 
     raise_button.click()
     dialog = page.locator(".jp-Dialog")
     expect(dialog).to_contain_text("Raise your budget", timeout=10_000)
+    # it says what is spent, and proposes an amount above it
+    expect(dialog).to_contain_text("spent so far")
+    spent_now = lab.api("gpucost/api/budget")["soft"]["spent_usd"]  # type: ignore[index]
+    assert float(dialog.locator("input").input_value()) > spent_now
     dialog.locator("input").fill("50")
     dialog.get_by_role("button", name=re.compile("^OK$", re.IGNORECASE)).click()
 

@@ -89,6 +89,11 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     recent = page.locator("#jp-gpucost-panel .jp-gpucost-panel-cells")
     expect(recent).to_contain_text("train.ipynb", timeout=30_000)
     expect(recent.locator("tr[data-status='error']")).to_have_count(1)
+    # each names its cell: its place in the open notebook, its first line as the title
+    expect(recent.locator("tr[data-status='error'] td").first).to_have_text("train.ipynb · cell 2")
+    ok = recent.locator("tr[data-status='ok'] td").first
+    expect(ok).to_have_text("train.ipynb · cell 1")
+    assert ok.get_attribute("title") == "import time, torch"
     screenshot(page, "cells-in-panel.png")
 
     # nothing of it is in the saved notebook

@@ -213,7 +213,7 @@ class Enforcer:
                 record = record.with_outcome(
                     "skipped",
                     messages.IDLE_SKIPPED_RECORD,
-                    detail=f"{len(busy)} kernel(s) busy",
+                    detail=messages.kernels_busy(len(busy)),
                 )
                 self.policy.cancel_grace()
                 await self.keep(record)
@@ -254,7 +254,7 @@ class Enforcer:
             messages.with_still_cost(done.message, done.still_usd_per_hour, symbol)
         )
         await self.keep(done)
-        fields: dict[str, object] = {"action": action, "reason": done.reason}
+        fields: dict[str, object] = {"action": action, "reason": done.reason, "at": done.at}
         if done.still_usd_per_hour is not None:
             fields["still_usd_per_hour"] = float(done.still_usd_per_hour)
         self.events.emit("action", done.message, fields)

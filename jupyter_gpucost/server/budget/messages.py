@@ -1,8 +1,10 @@
 """The sentences a person reads about their budget: notifications and the action summary.
 
-Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule;
-the sentences through the package's message catalog (:mod:`jupyter_gpucost.core.i18n`), in
-JupyterLab's language.
+Amounts go through :func:`jupyter_gpucost.core.money.notice`, the budget's display rule
+(the same as the status bar's and the panel's for a budget); the sentences and their plural
+forms through the package's message catalog (:mod:`jupyter_gpucost.core.i18n`), in
+JupyterLab's language. Times are UTC with ``UTC`` after them; the front end writes them in
+the browser's local time from the event's or the record's own time fields.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from decimal import Decimal
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
 from ...core.i18n import _
+from ...core.i18n import ngettext as _n
 from ...core.money import MICRO_PER_USD, notice
 from .policy import Budget
 from .record import ActionRecord
@@ -23,6 +26,11 @@ def _scope(scope: str) -> str:
         "day": _("daily budget"),
         "month": _("monthly budget"),
     }.get(scope, scope)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of a sentence for ``n`` from the catalog (``{n}`` in it is replaced by ``n``)."""
+    return _n(singular, plural, n).replace("{n}", str(n))
 
 
 def scope_name(budget: Budget) -> str:
@@ -111,13 +119,20 @@ def summary(record: ActionRecord, symbol: str) -> str:
         head = f"stopped as you asked at {at} UTC"
     else:
         head = f"stopped idle GPUs at {at} UTC"
-    saved = record.notebooks_saved
-    return f"{head}; {saved} notebook{'s' if saved != 1 else ''} saved"
+    saved = ngettext("{n} notebook saved", "{n} notebooks saved", record.notebooks_saved)
+    return f"{head}; {saved}"
 
 
 def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
-    done = "interrupted" if action == "interrupt" else "shut down"
-    return f"{summary_text}; {kernels} kernel(s) {done}"
+    if action == "interrupt":
+        done = ngettext("{n} kernel interrupted", "{n} kernels interrupted", kernels)
+    else:
+        done = ngettext("{n} kernel shut down", "{n} kernels shut down", kernels)
+    return f"{summary_text}; {done}"
+
+
+def kernels_busy(n: int) -> str:
+    return ngettext("{n} kernel busy", "{n} kernels busy", n)
 
 
 def server_stopped(summary_text: str) -> str:
@@ -128,12 +143,10 @@ NO_INSTANCE_STOPPER = "no way to stop this machine is known (see docs/budgets.md
 
 
 def instance_stopped(summary_text: str, kernels: int, answer: str) -> str:
-    """``...; 1 kernel(s) shut down; machine stopping (EC2 is stopping i-0abc); its disks
+    """``...; 1 kernel shut down; machine stopping (EC2 is stopping i-0abc); its disks
     still bill``."""
-    return (
-        f"{summary_text}; {kernels} kernel(s) shut down; machine stopping ({answer}); "
-        "its disks still bill"
-    )
+    acted = kernels_acted(summary_text, "shutdown", kernels)
+    return f"{acted}; machine stopping ({answer}); its disks still bill"
 
 
 def instance_failed(summary_text: str, why: str) -> str:

@@ -64,7 +64,7 @@ def parse_amount(raw: object, *, what: str) -> int:
         raise BudgetError(f"{what} must be more than 0 (remove the budget instead)")
     # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
     if value > MAX_BUDGET_MICRO_USD // 1_000_000:
-        raise BudgetError(f"{what} must be at most 1000000 dollars")
+        raise BudgetError(f"{what} must be at most 1000000")
     if value != value.quantize(Decimal("0.000001")):
         raise BudgetError(f"{what} has more than 6 decimals")
     return int(value.scaleb(6))
@@ -109,7 +109,8 @@ def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
         if body.get("scope") is not None:
             parse_scope(body["scope"], what="scope")
         return None
-    amount = parse_amount(body["amount_usd"], what="amount_usd")
+    # the user reads this in the panel or the dialog: the budget, not the field's name
+    amount = parse_amount(body["amount_usd"], what="The budget")
     scope = parse_scope(body.get("scope", "session"), what="scope")
     return Budget("soft", amount, scope)
 

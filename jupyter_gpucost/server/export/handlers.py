@@ -6,13 +6,15 @@ the client as a JSON error from the base handler (:mod:`jupyter_gpucost.server.w
 
 from __future__ import annotations
 
+import os
+
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..errors import RequestError, Unavailable
 from ..web import API_PREFIX, GpuCostHandler, Route
-from .jobs import ExportManager
+from .jobs import ExportManager, manifest_user
 
 
 class ExportHandler(GpuCostHandler):
@@ -24,8 +26,7 @@ class ExportHandler(GpuCostHandler):
         return manager
 
     def user_name(self) -> str:
-        user = self.current_user
-        return str(getattr(user, "username", None) or getattr(user, "name", None) or "")
+        return manifest_user(os.environ, getattr(self.current_user, "username", None))
 
 
 class ExportsHandler(ExportHandler):

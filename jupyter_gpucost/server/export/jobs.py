@@ -9,13 +9,15 @@ and what the session had cost when it was exported.
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
+import re
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -358,6 +360,26 @@ class ExportManager:
             "user": job.user or None,
             **job.context,
         }
+
+
+#: the user name jupyter_server's default identity gives a token's user: a new random id
+#: each time the server starts, which names nobody
+_ANONYMOUS = re.compile(r"^[0-9a-f]{32}$")
+
+
+def manifest_user(environ: Mapping[str, str], username: str | None) -> str:
+    """Who exported, as the manifest names them: on JupyterHub the hub's user; elsewhere
+    the user an identity provider names, else (a token's anonymous random id) the
+    operating system's user running the server, the same at every start."""
+    hub_user = environ.get("JUPYTERHUB_USER", "")
+    if hub_user:
+        return hub_user
+    if username and not _ANONYMOUS.match(username):
+        return username
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a uid with no name (some containers)
+        return username or ""
 
 
 def export_context(service: Any, user_agent_versions: dict[str, str | None]) -> dict[str, Any]:

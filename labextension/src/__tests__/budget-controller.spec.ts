@@ -423,10 +423,11 @@ describe('the countdown', () => {
     await controller.refresh();
     click(action('Raise budget'));
     const input = await dialogInput();
+    // what is spent is said, and the amount proposed is above it
     expect(document.querySelector('.jp-Dialog label')?.textContent).toBe(
-      'New budget (€, up to 6 decimals)'
+      '€0.13 spent so far. New budget (€, up to 6 decimals)'
     );
-    expect(input.value).toBe('0.24');
+    expect(input.value).toBe('0.26');
     for (const ok of ['0.24', '7.5', '0.3', '12.123456', '50']) {
       input.value = ok;
       expect([ok, input.checkValidity()]).toEqual([ok, true]);
@@ -439,8 +440,42 @@ describe('the countdown', () => {
     pressDialog(/ok/i);
     await until('the PUT', () => server.puts().length === 1);
     expect(server.puts()).toEqual([{ amount_usd: 7.5, scope: 'session' }]);
+    expect(stillSpentWarnings()).toEqual([]);
+  });
+
+  it('says so when the amount chosen is still spent', async () => {
+    // $1.85 spent under a $0.50 budget
+    const server = new BudgetServer(
+      budget({
+        ...graceBudget(),
+        soft: standing({
+          amount_usd: 0.5,
+          spent_usd: 1.85,
+          remaining_usd: 0,
+          share: 3.7
+        })
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    click(action('Raise budget'));
+    const input = await dialogInput();
+    expect(Number(input.value)).toBeGreaterThan(1.85);
+    input.value = '1';
+    pressDialog(/ok/i);
+    await until('the PUT', () => server.puts().length === 1);
+    await until('the warning', () => stillSpentWarnings().length === 1);
+    expect(stillSpentWarnings()).toEqual([
+      'Your new budget of €1.00 is already spent (€2.10 spent): the countdown goes on. Raise it above €2.10 to keep working.'
+    ]);
   });
 });
+
+function stillSpentWarnings(): string[] {
+  return Notification.manager.notifications
+    .filter(n => n.message.includes('is already spent'))
+    .map(n => n.message);
+}
 
 describe('the budget warnings', () => {
   it('gives the run-out time in the browser’s time zone', () => {

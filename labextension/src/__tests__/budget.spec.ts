@@ -6,8 +6,10 @@ import {
   budgetTitle,
   formatLocalTime,
   formatRunOut,
+  localizeActionTime,
   localizeRunOut,
   parseAmount,
+  proposeRaise,
   runOutText
 } from '../budget/format';
 import { formatCountdown } from '../format';
@@ -114,7 +116,7 @@ describe('budget format', () => {
     expect(title).toContain('At the current rate it runs out at');
     expect(title).toContain('Warnings at 50/80/95 %');
     expect(title).toContain(
-      'Last action: stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved.'
+      'Last action: stopped at $5.00 budget at Nov 22, 09:02 AM EST; 2 notebooks saved.'
     );
   });
 });
@@ -242,6 +244,28 @@ describe('budget run-out time', () => {
     ).toBe('Nov 22, 09:02:05 AM EST');
   });
 
+  it("writes an action's time as every other time of the panel", () => {
+    expect(
+      localizeActionTime(
+        'stopped at $0.0500 budget at 14:02 UTC; 1 notebook saved',
+        '2026-11-23T14:02:05Z',
+        now
+      )
+    ).toBe('stopped at $0.0500 budget at 09:02 AM EST; 1 notebook saved');
+    expect(localizeActionTime('stopped at 14:02 UTC', undefined, now)).toBe(
+      'stopped at 14:02 UTC'
+    );
+  });
+
+  it('gives the year of a time that is not this year', () => {
+    expect(formatLocalTime('2025-11-22T14:02:05Z', now)).toBe(
+      'Nov 22, 2025, 09:02 AM EST'
+    );
+    expect(formatLocalTime('9999-06-01T12:00:00Z', now)).toBe(
+      'Jun 1, 9999, 08:00 AM EDT'
+    );
+  });
+
   it('is not shown once the budget is spent', () => {
     const line = {
       share: 0.5,
@@ -341,5 +365,24 @@ describe('budget URLs', () => {
     expect(budgetUrl(settings, 'stop-now')).toBe(
       'http://localhost:8888/user/alice/gpucost/api/budget/stop-now'
     );
+  });
+});
+
+describe('Raise budget', () => {
+  it('proposes an amount above what is spent', () => {
+    // $1.85 spent under a $0.50 budget: not "1", which is still spent
+    expect(proposeRaise(0.5, 1.85)).toBe(3.7);
+    expect(proposeRaise(0.5, 1.85)).toBeGreaterThan(1.85);
+    expect(proposeRaise(5, 5.01)).toBe(10.02);
+    expect(proposeRaise(0.000001, 0.000001)).toBe(0.01);
+    expect(proposeRaise(0, 0)).toBe(0.01);
+    for (const [amount, spent] of [
+      [0.1, 0.29],
+      [1, 1.005],
+      [12.5, 12.5],
+      [0.3, 0.3000001]
+    ]) {
+      expect(proposeRaise(amount, spent)).toBeGreaterThan(spent);
+    }
   });
 });

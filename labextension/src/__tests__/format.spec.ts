@@ -320,10 +320,15 @@ describe('describe: the tooltip', () => {
       missing: false,
       error: 'Failed to fetch'
     };
+    // the same day, in New York (jest.config.js): the one local time format
+    const now = jest
+      .spyOn(Date, 'now')
+      .mockReturnValue(Date.UTC(2026, 10, 22, 15, 0, 0));
     const lines = describeStatus(stale, trans).title.split('\n');
+    now.mockRestore();
     expect(lines[0]).toMatch(/^This session has cost \$2\.83 /);
     expect(lines[1]).toBe(
-      `⚠ Stale: showing the value from ${new Date(receivedAt).toLocaleTimeString()}; the last request failed (Failed to fetch). Retrying.`
+      '⚠ Stale: showing the value from 04:20:34 AM EST; the last request failed (Failed to fetch). Retrying.'
     );
   });
 });

@@ -2,16 +2,22 @@ import { InputDialog, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Event, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import {
+  ITranslator,
+  nullTranslator,
+  TranslationBundle
+} from '@jupyterlab/translation';
 
-import { currencySymbol } from '../format';
-import { trans } from '../i18n';
+import { currencySymbol, formatMoney } from '../format';
 import { IGpuCostModel } from '../tokens';
 import { BudgetCountdown } from './countdown';
 import {
   AMOUNT_PATTERN,
   currencyLabel,
+  localizeActionTime,
   localizeRunOut,
-  parseAmount
+  parseAmount,
+  proposeRaise
 } from './format';
 import { acknowledgeSave, stopNow } from './request';
 import { BudgetSettingsSync } from './settings-sync';
@@ -30,8 +36,10 @@ export class BudgetController {
     model: IGpuCostModel,
     serverSettings: ServerConnection.ISettings,
     tracker: INotebookTracker | null,
-    refreshRunning: () => Promise<void> = async () => undefined
+    refreshRunning: () => Promise<void> = async () => undefined,
+    translator?: ITranslator
   ) {
+    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this._model = model;
     this._settings = serverSettings;
     this._tracker = tracker;
@@ -156,7 +164,9 @@ export class BudgetController {
         break;
       case 'action':
         this._countdown.close();
-        Notification.error(event.message, { autoClose: false });
+        Notification.error(localizeActionTime(event.message, event.at), {
+          autoClose: false
+        });
         void this._refreshRunning().catch(reason =>
           console.error('jupyter-gpucost: could not refresh kernels', reason)
         );
@@ -190,7 +200,11 @@ export class BudgetController {
       }
     }
     this._countdown.closing(
-      `Budget spent: ${saved.length} notebook(s) saved; stopping.`
+      this._trans._n(
+        'Budget spent: %1 notebook saved; stopping.',
+        'Budget spent: %1 notebooks saved; stopping.',
+        saved.length
+      )
     );
     try {
       await acknowledgeSave(this._settings, {
@@ -242,15 +256,23 @@ export class BudgetController {
    * "Raise budget": ask for a higher budget of one's own.
    */
   private async raise(): Promise<void> {
+    const trans = this._trans;
     const soft = this._status?.soft;
     const current = soft?.amount_usd ?? 0;
+    const spent = soft?.spent_usd ?? 0;
     const symbol = currencyLabel(this.symbol);
+    const spentText = formatMoney(spent, this.symbol);
     const result = await InputDialog.getText({
-      title: trans().__('Raise your budget'),
+      title: trans.__('Raise your budget'),
       label: symbol
-        ? trans().__('New budget (%1, up to 6 decimals)', symbol)
-        : trans().__('New budget (up to 6 decimals)'),
-      text: String(Math.ceil(current * 2 * 100) / 100),
+        ? trans.__(
+            '%1 spent so far. New budget (%2, up to 6 decimals)',
+            spentText,
+            symbol
+          )
+        : trans.__('%1 spent so far. New budget (up to 6 decimals)', spentText),
+      // above what is spent: the proposal ends the countdown
+      text: String(proposeRaise(current, spent)),
       pattern: AMOUNT_PATTERN,
       required: true
     });
@@ -266,9 +288,25 @@ export class BudgetController {
     }
     try {
       await this._setSoftBudget(amount.value, soft?.scope ?? 'session');
+      const after = this._status?.soft;
+      if (
+        after &&
+        after.spent_usd !== null &&
+        after.spent_usd >= after.amount_usd
+      ) {
+        // set as asked, but it does not stop the countdown: say so
+        Notification.warning(
+          trans.__(
+            'Your new budget of %1 is already spent (%2 spent): the countdown goes on. Raise it above %2 to keep working.',
+            formatMoney(after.amount_usd, this.symbol),
+            formatMoney(after.spent_usd, this.symbol)
+          ),
+          { autoClose: false }
+        );
+      }
     } catch (reason) {
       Notification.error(
-        trans().__('Budget not raised: %1', (reason as Error).message),
+        trans.__('Budget not raised: %1', (reason as Error).message),
         {
           autoClose: 8000
         }
@@ -296,6 +334,7 @@ export class BudgetController {
   }
 
   private _model: IGpuCostModel;
+  private _trans: TranslationBundle;
   private _settings: ServerConnection.ISettings;
   private _tracker: INotebookTracker | null;
   private _refreshRunning: () => Promise<void>;

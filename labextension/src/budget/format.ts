@@ -90,7 +90,8 @@ export function budgetOwner(budget: IBudgetStanding): string {
 /**
  * A time in the browser's local time and time zone: `01:33 PM EST` (the
  * locale's clock), `01:33:57 PM EST` with `seconds`, with the date in front
- * when it is not today (`Nov 24, 01:33 PM EST`). Every time of day the budget
+ * when it is not today (`Nov 24, 01:33 PM EST`), and the year when it is not this
+ * year (`Nov 24, 2025, 01:33 PM EST`). Every time of day the budget
  * and the panel show is written by this function.
  */
 export function formatLocalTime(
@@ -111,7 +112,13 @@ export function formatLocalTime(
   if (date.toDateString() === new Date(now).toDateString()) {
     return time;
   }
-  const day = date.toLocaleDateString([], { month: 'short', day: 'numeric' });
+  // the year too when it is not this one (`Jan 3, 2025, 01:33 PM EST`)
+  const otherYear = date.getFullYear() !== new Date(now).getFullYear();
+  const day = date.toLocaleDateString([], {
+    month: 'short',
+    day: 'numeric',
+    ...(otherYear ? { year: 'numeric' as const } : {})
+  });
   return `${day}, ${time}`;
 }
 
@@ -121,6 +128,36 @@ export function formatLocalTime(
  */
 export function formatRunOut(iso: string, now: number = Date.now()): string {
   return formatLocalTime(iso, now);
+}
+
+/**
+ * A server message with the time of its action (`stopped at $5.00 budget at
+ * 14:02 UTC`) written by `formatLocalTime` instead, from the action's `at`;
+ * the message as it is when it has no such time.
+ */
+export function localizeActionTime(
+  message: string,
+  at: string | null | undefined,
+  now: number = Date.now()
+): string {
+  if (!at || Number.isNaN(new Date(at).getTime())) {
+    return message;
+  }
+  return message.replace(
+    /\bat \d{1,2}:\d{2}(?::\d{2})? UTC/,
+    `at ${formatLocalTime(at, now)}`
+  );
+}
+
+/**
+ * The amount "Raise budget" proposes: twice the larger of the budget and what
+ * is spent, rounded up to the cent, so that it is always above what is spent.
+ */
+export function proposeRaise(amount: number, spent: number): number {
+  const base = Math.max(amount, spent, 0);
+  const cents = Math.ceil(Number((base * 200).toFixed(6)));
+  const proposal = Math.max(cents, 1) / 100;
+  return proposal > spent ? proposal : Math.ceil(spent * 100 + 1) / 100;
 }
 
 /**
@@ -322,7 +359,12 @@ export function budgetTitle(
     lines.push(trans().__('Hub: %1.', status.hub.error));
   }
   if (status.last_action?.message) {
-    lines.push(trans().__('Last action: %1.', status.last_action.message));
+    lines.push(
+      trans().__(
+        'Last action: %1.',
+        localizeActionTime(status.last_action.message, status.last_action.at)
+      )
+    );
   }
   return lines.join('\n');
 }

@@ -5,6 +5,7 @@ import {
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { IGpuCostModel } from '../tokens';
 import { BudgetController } from './controller';
@@ -28,13 +29,14 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
     'Budget warnings, the countdown before the budget action, and saving notebooks before it.',
   autoStart: true,
   requires: [IGpuCostModel],
-  optional: [INotebookTracker, IStatusBar, ISettingRegistry],
+  optional: [INotebookTracker, IStatusBar, ISettingRegistry, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     model: IGpuCostModel,
     tracker: INotebookTracker | null,
     statusBar: IStatusBar | null,
-    settingRegistry: ISettingRegistry | null
+    settingRegistry: ISettingRegistry | null,
+    translator: ITranslator | null
   ): void => {
     const services = app.serviceManager;
     const controller = new BudgetController(
@@ -47,7 +49,8 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
           services.sessions.refreshRunning(),
           services.kernels.refreshRunning()
         ]);
-      }
+      },
+      translator ?? undefined
     );
     if (statusBar) {
       statusBar.registerStatusItem(budgetPlugin.id, {

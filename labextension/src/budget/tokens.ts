@@ -123,6 +123,8 @@ export interface IBudgetEvent {
   grace_ends?: string;
   request_id?: string;
   runs_out_at?: string;
+  /** When the action was taken (kind `action`). */
+  at?: string;
   reason?: string;
   /** The action at the end of the countdown (kind grace and action). */
   action?: string;

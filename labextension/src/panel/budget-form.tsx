@@ -1,9 +1,11 @@
 import { TranslationBundle } from '@jupyterlab/translation';
+import { HTMLSelect } from '@jupyterlab/ui-components';
 import * as React from 'react';
 import {
   budgetPercent,
   currencyLabel,
   formatLocalTime,
+  localizeActionTime,
   parseAmount,
   runOutText,
   scopeName
@@ -119,7 +121,13 @@ export function Budget(props: {
       )}
       {budget.last_action?.message && (
         <p data-field="last-action">
-          {trans.__('Last action: %1', budget.last_action.message)}
+          {trans.__(
+            'Last action: %1',
+            localizeActionTime(
+              budget.last_action.message,
+              budget.last_action.at
+            )
+          )}
         </p>
       )}
       <form
@@ -145,8 +153,9 @@ export function Budget(props: {
             onChange={event => setAmount(event.target.value)}
           />
         </label>{' '}
-        <select
-          className="jp-mod-styled"
+        <HTMLSelect
+          className="jp-gpucost-budget-scope"
+          aria-label={trans.__('Budget period')}
           value={scope}
           onChange={event => setScope(event.target.value)}
         >
@@ -155,7 +164,7 @@ export function Budget(props: {
               {scopeName(s)}
             </option>
           ))}
-        </select>{' '}
+        </HTMLSelect>{' '}
         <button className="jp-mod-styled jp-mod-accept" type="submit">
           {trans.__('Set')}
         </button>

@@ -347,7 +347,7 @@ export function CostChart(props: {
             />
             {s.label}
             {s.last !== null &&
-              `: ${s.key === 'rate' ? `${symbol}${s.last.toFixed(2)}` : `${Math.round(s.last)}`}`}
+              `: ${s.key === 'rate' ? formatMoney(s.last, symbol) : `${Math.round(s.last)}`}`}
           </span>
         ))}
       </figcaption>

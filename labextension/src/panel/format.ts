@@ -49,7 +49,7 @@ export interface IKernelRow {
   shareBy: string;
   cost: string;
   /** `kernel`, or one of the two rows that complete the total. */
-  kind: 'kernel' | 'unattributed' | 'idle';
+  kind: 'kernel' | 'unattributed' | 'minimum' | 'idle';
   title: string;
 }
 
@@ -100,6 +100,16 @@ export function kernelRows(
   if (!metered) {
     return rows;
   }
+  // the billing rule's part (the minimum charge) is named as such, not as GPU
+  // use by no kernel; exact in micro-units where the server gives them
+  const micro = answer.micro_usd;
+  const minimumMicro = micro?.minimum_charge ?? 0;
+  const unattributed =
+    micro && minimumMicro > 0
+      ? (micro.unattributed - minimumMicro) / 1_000_000
+      : answer.unattributed_usd;
+  // nothing but the minimum charge: no row of GPU use by no kernel at all
+  const onlyMinimum = minimumMicro > 0 && micro?.unattributed === minimumMicro;
   rows.push({
     key: 'unattributed',
     label: trans.__('Not attributed to a kernel'),
@@ -107,12 +117,30 @@ export function kernelRows(
     uptime: '',
     share: '',
     shareBy: '',
-    cost: formatMoney(answer.unattributed_usd, symbol),
+    cost: formatMoney(unattributed, symbol),
     kind: 'unattributed',
     title: trans.__(
       'GPU time used by processes that belong to no kernel of this server (or that could not be matched).'
     )
   });
+  if (onlyMinimum) {
+    rows.pop();
+  }
+  if (minimumMicro > 0) {
+    rows.push({
+      key: 'minimum',
+      label: trans.__('Minimum charge'),
+      state: '',
+      uptime: '',
+      share: '',
+      shareBy: '',
+      cost: formatMoney(minimumMicro / 1_000_000, symbol),
+      kind: 'minimum',
+      title: trans.__(
+        'What the billing rule adds to the time the GPUs were held (its minimum charge and rounding): billed whether or not anything ran.'
+      )
+    });
+  }
   rows.push({
     key: 'idle',
     label: trans.__('Idle GPUs'),

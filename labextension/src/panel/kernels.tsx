@@ -63,6 +63,11 @@ export function Kernels(props: {
             )}
         </div>
       )}
+      {metered && answer.pids_visible && answer.note && (
+        <div className="jp-gpucost-panel-note" data-state="note">
+          {answer.note}
+        </div>
+      )}
       {part.error && (
         <div className="jp-gpucost-panel-note" data-state="error">
           {part.error}

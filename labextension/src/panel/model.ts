@@ -9,6 +9,13 @@ import { EXPORTS_ROUTE, IExportsPayload } from '../export/request';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
 import { IGpuCostModel } from '../tokens';
 import {
+  historyDue,
+  IPanelLive,
+  mergeCells,
+  PanelFeed,
+  withNewestPoint
+} from './feed';
+import {
   HistoryWindow,
   ICellsAnswer,
   IHistoryAnswer,
@@ -24,6 +31,11 @@ export const HISTORY_ROUTE = 'gpucost/api/history';
 export const BUDGET_ROUTE = 'gpucost/api/budget';
 
 /**
+ * How many recent cells the panel lists.
+ */
+export const CELLS_LISTED = 20;
+
+/**
  * How one part of the panel stands: its last answer and how the last request
  * went. A part whose route answers 404 is `missing` (an older server, or a
  * feature that is not enabled) and the panel hides or explains it.
@@ -36,8 +48,13 @@ export interface IPart<T> {
 
 /**
  * Everything the cost panel shows. The status and the budget come from the
- * shared cost model (pushed by the server); the kernels, history, cells and
- * exports are refreshed by one poll while the panel is visible.
+ * shared cost model (pushed by the server); the kernels, this session's cells,
+ * the exports and the chart's newest point come from the panel events the
+ * server pushes (`PanelFeed`). The panel asks the server only for a history
+ * window when it is shown or the window changes (and, for a window coarser
+ * than the pushed point, once per step) and for earlier sessions' cells when
+ * it is shown. While no push arrives (the event socket is down, or an older
+ * server), one poll refreshes every part while the panel is visible.
  */
 export class CostPanelModel extends VDomModel {
   constructor(options: CostPanelModel.IOptions = {}) {
@@ -45,6 +62,9 @@ export class CostPanelModel extends VDomModel {
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
     this._cost = options.cost ?? null;
+    this._feed = options.feed ?? null;
+    this.cellLabel = options.cellLabel ?? (() => null);
+    this._active = options.active ?? true;
     if (this._cost) {
       this._cost.stateChanged.connect(this._onCost, this);
       this._onCost();
@@ -57,9 +77,24 @@ export class CostPanelModel extends VDomModel {
       factory: () => this.fetch(),
       frequency: pollFrequency(this._intervalS),
       name: 'jupyter-gpucost:panel',
-      standby: () => (this._active ? 'when-hidden' : true)
+      standby: () => (this._active && !this._pushed() ? 'when-hidden' : true)
     });
+    if (this._feed) {
+      this._feed.changed.connect(this._onPanel, this);
+      if (this._feed.latest) {
+        this._applyPanel(this._feed.latest);
+      }
+      if (this._active && this._pushed()) {
+        void this._fetchDetails(true);
+      }
+    }
   }
+
+  /**
+   * How a recent cell is named where its notebook is open (`cell 3`), else
+   * `null`.
+   */
+  readonly cellLabel: CostPanelModel.CellLabel;
 
   get status(): IPart<IPanelStatus> {
     return this._status;
@@ -90,7 +125,11 @@ export class CostPanelModel extends VDomModel {
     this._window = value;
     this._history = { value: null, missing: false, error: null };
     this.stateChanged.emit();
-    void this._poll.refresh();
+    if (this._pushed()) {
+      void this._fetchDetails(false);
+    } else {
+      void this._poll.refresh();
+    }
   }
 
   /**
@@ -104,7 +143,15 @@ export class CostPanelModel extends VDomModel {
       return;
     }
     this._active = value;
-    if (value) {
+    if (!value) {
+      return;
+    }
+    if (this._feed?.latest) {
+      this._applyPanel(this._feed.latest);
+    }
+    if (this._pushed()) {
+      void this._fetchDetails(true);
+    } else {
       void this._poll.refresh();
     }
   }
@@ -142,11 +189,7 @@ export class CostPanelModel extends VDomModel {
           window: this._window
         }) as Promise<IHistoryAnswer>
       ),
-      settle(
-        requestJson(settings, CELLS_ROUTE, {
-          limit: '20'
-        }) as Promise<ICellsAnswer>
-      ),
+      settle(this._requestCells()),
       settle(requestJson(settings, EXPORTS_ROUTE) as Promise<IExportsPayload>)
     ]);
     if (this.isDisposed) {
@@ -155,6 +198,7 @@ export class CostPanelModel extends VDomModel {
     this._status = merge(this._status, status);
     this._kernels = merge(this._kernels, kernels);
     this._history = merge(this._history, history);
+    this._fetchedCells = cells.value ?? this._fetchedCells;
     this._cells = merge(this._cells, cells);
     this._exports = merge(this._exports, exportJobs);
     this.stateChanged.emit();
@@ -222,8 +266,95 @@ export class CostPanelModel extends VDomModel {
       return;
     }
     this._cost?.stateChanged.disconnect(this._onCost, this);
+    this._feed?.changed.disconnect(this._onPanel, this);
     this._poll.dispose();
     super.dispose();
+  }
+
+  /**
+   * Whether the panel's live parts are pushed (no poll is needed).
+   */
+  private _pushed(): boolean {
+    return this._feed?.live ?? false;
+  }
+
+  private _requestCells(): Promise<ICellsAnswer> {
+    return requestJson(this._serverSettings, CELLS_ROUTE, {
+      limit: String(CELLS_LISTED)
+    }) as Promise<ICellsAnswer>;
+  }
+
+  /**
+   * Ask for what the pushes do not carry: the history window, and (`cells`)
+   * earlier sessions' cells.
+   */
+  private async _fetchDetails(cells: boolean): Promise<void> {
+    const settings = this._serverSettings;
+    const window = this._window;
+    const [history, found] = await Promise.all([
+      settle(
+        requestJson(settings, HISTORY_ROUTE, {
+          window
+        }) as Promise<IHistoryAnswer>
+      ),
+      cells ? settle(this._requestCells()) : Promise.resolve(null)
+    ]);
+    if (this.isDisposed || window !== this._window) {
+      return;
+    }
+    this._history = merge(this._history, history);
+    if (found !== null) {
+      this._fetchedCells = found.value ?? this._fetchedCells;
+      if (found.value === null) {
+        this._cells = merge(this._cells, found);
+      }
+    }
+    if (this._feed?.latest) {
+      this._applyPanel(this._feed.latest);
+    }
+    this.stateChanged.emit();
+  }
+
+  /**
+   * A panel event: the kernels, cells and exports it carries, and its point
+   * added to the chart.
+   */
+  private _onPanel(_: PanelFeed, live: IPanelLive): void {
+    if (this.isDisposed || !this._active) {
+      return;
+    }
+    this._applyPanel(live);
+    this.stateChanged.emit();
+  }
+
+  private _applyPanel(live: IPanelLive): void {
+    this._kernels = { value: live.kernels, missing: false, error: null };
+    if (live.exports !== null) {
+      this._exports = { value: live.exports, missing: false, error: null };
+    }
+    if (!this._cells.missing) {
+      this._cells = {
+        value: mergeCells(live.cells, this._fetchedCells, CELLS_LISTED),
+        missing: false,
+        error: null
+      };
+    }
+    const history = this._history.value;
+    if (history && live.point) {
+      const next = withNewestPoint(history, live.point);
+      if (next !== null) {
+        this._history = { ...this._history, value: next };
+      } else if (
+        this._active &&
+        !this._historyPending &&
+        historyDue(history, live.point)
+      ) {
+        this._historyPending = true;
+        void this._fetchDetails(false).finally(() => {
+          this._historyPending = false;
+        });
+      }
+    }
   }
 
   /**
@@ -255,9 +386,12 @@ export class CostPanelModel extends VDomModel {
 
   private _serverSettings: ServerConnection.ISettings;
   private _cost: IGpuCostModel | null;
+  private _feed: PanelFeed | null;
+  private _fetchedCells: ICellsAnswer | null = null;
+  private _historyPending = false;
   private _poll: Poll;
   private _intervalS: number;
-  private _active = true;
+  private _active: boolean;
   private _window: HistoryWindow = '1h';
   private _status: IPart<IPanelStatus> = empty();
   private _kernels: IPart<IKernelsAnswer> = empty();
@@ -270,10 +404,25 @@ export class CostPanelModel extends VDomModel {
  * A namespace for `CostPanelModel` statics.
  */
 export namespace CostPanelModel {
+  /**
+   * A cell's name for people (`cell 3`, with its first line of code), from
+   * its notebook's path and its id; `null` when the notebook is not open.
+   */
+  export type CellLabel = (
+    notebookPath: string | null,
+    cellId: string
+  ) => { name: string; title: string } | null;
+
   export interface IOptions {
     serverSettings?: ServerConnection.ISettings;
     /** The shared cost model: the status and the budget come from it. */
     cost?: IGpuCostModel;
+    /** The page's panel events: the live parts are pushed, not polled. */
+    feed?: PanelFeed;
+    /** Whether the panel is on screen at first (default `true`). */
+    active?: boolean;
+    /** How a recent cell is named (its place in its open notebook). */
+    cellLabel?: CellLabel;
     intervalSeconds?: number;
     autoStart?: boolean;
   }

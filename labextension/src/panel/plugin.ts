@@ -9,11 +9,17 @@ import {
   MainAreaWidget,
   WidgetTracker
 } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import {
+  ITranslator,
+  nullTranslator,
+  TranslationBundle
+} from '@jupyterlab/translation';
 
 import { DEFAULT_INTERVAL_S } from '../model';
 import { IGpuCostModel } from '../tokens';
+import { PanelFeed } from './feed';
 import { CostPanelModel } from './model';
 import { CostPanel } from './view';
 
@@ -36,7 +42,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     ILayoutRestorer,
     ISettingRegistry,
     ITranslator,
-    ILabShell
+    ILabShell,
+    INotebookTracker
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -45,7 +52,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
     translator: ITranslator | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    notebooks: INotebookTracker | null
   ): void => {
     // JupyterLab: the main area; Notebook 7 (no ILabShell): the right sidebar
     const area = labShell ? 'main' : 'right';
@@ -53,6 +61,9 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<CostPanel>>({
       namespace: 'jupyter-gpucost'
     });
+    // the panel's live parts are pushed from the page's load on, so an opened
+    // panel shows the kernels and exports at once
+    const feed = new PanelFeed(app.serviceManager.events ?? null);
     let intervalS = DEFAULT_INTERVAL_S;
     let current: MainAreaWidget<CostPanel> | null = null;
 
@@ -64,7 +75,10 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
           const model = new CostPanelModel({
             serverSettings: app.serviceManager.serverSettings,
             intervalSeconds: intervalS,
-            cost
+            cost,
+            feed,
+            cellLabel: (path, cellId) =>
+              Private.cellLabel(notebooks, path, cellId, trans)
           });
           const content = new CostPanel(model, translator ?? undefined);
           current = new MainAreaWidget({ content });
@@ -116,3 +130,31 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     }
   }
 };
+
+namespace Private {
+  /**
+   * A cell's place in its notebook, where the notebook is open: `cell 3`,
+   * with the cell's first line of code as its title.
+   */
+  export function cellLabel(
+    notebooks: INotebookTracker | null,
+    path: string | null,
+    cellId: string,
+    trans: TranslationBundle
+  ): { name: string; title: string } | null {
+    if (!notebooks || !path) {
+      return null;
+    }
+    const panel = notebooks.find(p => p.context.path === path);
+    const cells = panel?.content.widgets ?? [];
+    const index = cells.findIndex(c => c.model.id === cellId);
+    if (index < 0) {
+      return null;
+    }
+    const first = cells[index].model.sharedModel.getSource().split('\n')[0];
+    return {
+      name: trans.__('cell %1', index + 1),
+      title: first.length > 80 ? `${first.slice(0, 79)}…` : first
+    };
+  }
+}

@@ -6,6 +6,7 @@ import { describePaths } from '../export/format';
 import { formatBytes, formatDuration, formatMoney } from '../format';
 import { CostPanelModel } from './model';
 import { PanelTable } from './table';
+import { ICellCost } from './types';
 
 /*
  * Recent cells and checkpoint exports.
@@ -31,8 +32,11 @@ export function Cells(props: {
         rowAttributes={cell => ({ 'data-status': cell.status })}
         columns={[
           {
-            header: trans.__('Notebook'),
-            cell: cell => cell.notebook_path ?? cell.cell_id
+            header: trans.__('Cell'),
+            cell: cell => cellName(model, cell, trans),
+            title: cell =>
+              model.cellLabel(cell.notebook_path, cell.cell_id)?.title ??
+              trans.__('Cell %1', cell.cell_id)
           },
           {
             header: trans.__('Ended'),
@@ -56,6 +60,21 @@ export function Cells(props: {
       />
     </section>
   );
+}
+
+/**
+ * A recent cell as people know it: its notebook and its place there
+ * (`train.ipynb · cell 3`); where the notebook is not open, the start of the
+ * cell's id.
+ */
+export function cellName(
+  model: CostPanelModel,
+  cell: ICellCost,
+  trans: TranslationBundle
+): string {
+  const label = model.cellLabel(cell.notebook_path, cell.cell_id);
+  const name = label?.name ?? trans.__('cell %1', cell.cell_id.slice(0, 8));
+  return cell.notebook_path ? `${cell.notebook_path} · ${name}` : name;
 }
 
 export function Exports(props: {

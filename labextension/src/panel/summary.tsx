@@ -1,6 +1,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { formatLocalTime } from '../budget/format';
 import { formatMoney, formatRate } from '../format';
 import { IPanelStatus } from './types';
 
@@ -71,7 +72,7 @@ export function Totals(props: {
         status.cost_usd,
         trans.__(
           'Since the server started at %1, at %2',
-          new Date(status.session_started).toLocaleString(),
+          formatLocalTime(status.session_started, Date.now()),
           formatRate(status.rate_usd_per_hour, symbol, trans)
         )
       )}

@@ -63,7 +63,7 @@ export interface IPanelBudget {
     error: string | null;
   } | null;
   scopes: string[];
-  last_action: { message?: string } | null;
+  last_action: { message?: string; at?: string } | null;
 }
 
 /**
@@ -119,6 +119,18 @@ export interface IKernelsAnswer {
   total_usd: number;
   idle_usd: number;
   unattributed_usd: number;
+  /**
+   * The part of `unattributed_usd` the billing rule adds (minimum charge,
+   * rounding); absent from older servers.
+   */
+  minimum_charge_usd?: number;
+  /** The same figures in exact micro-units. */
+  micro_usd?: {
+    total: number;
+    idle: number;
+    unattributed: number;
+    minimum_charge?: number;
+  };
   kernels: IKernelCost[];
 }
 

@@ -7,6 +7,7 @@ import {
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { formatLocalTime } from '../budget/format';
 import { currencySymbol } from '../format';
 import { Budget } from './budget-form';
 import { History } from './history';
@@ -102,7 +103,7 @@ namespace Private {
             {trans.__(
               'The server did not answer (%1): the figures below are from %2.',
               status.error,
-              new Date(s.as_of).toLocaleTimeString()
+              formatLocalTime(s.as_of, Date.now(), { seconds: true })
             )}
           </div>
         )}
@@ -117,7 +118,12 @@ namespace Private {
           symbol={symbol}
           trans={trans}
         />
-        <Waste status={s} symbol={symbol} trans={trans} />
+        <Waste
+          status={s}
+          kernels={model.kernels.value}
+          symbol={symbol}
+          trans={trans}
+        />
         <Energy status={s} trans={trans} />
         <Cells model={model} symbol={symbol} trans={trans} />
         <Exports model={model} trans={trans} />

@@ -3,7 +3,7 @@ import * as React from 'react';
 
 import { formatBytes, formatCo2, formatEnergy, formatMoney } from '../format';
 import { rightsizingText } from './format';
-import { IPanelStatus } from './types';
+import { IKernelsAnswer, IPanelStatus } from './types';
 
 /*
  * Idle cost, right-sizing advice, energy and CO₂.
@@ -11,10 +11,12 @@ import { IPanelStatus } from './types';
 
 export function Waste(props: {
   status: IPanelStatus;
+  /** The kernel table's figures: the idle cost is read there, so both agree. */
+  kernels?: IKernelsAnswer | null;
   symbol: string;
   trans: TranslationBundle;
 }): React.ReactElement {
-  const { status, symbol, trans } = props;
+  const { status, kernels, symbol, trans } = props;
   if (status.gpus.length === 0) {
     // nothing idles and nothing can be swapped for a cheaper GPU
     return (
@@ -28,10 +30,11 @@ export function Waste(props: {
       </section>
     );
   }
-  const share =
-    status.gpu_cost_usd > 0
-      ? Math.round((100 * status.idle_cost_usd) / status.gpu_cost_usd)
-      : 0;
+  // one source for the idle cost: the kernel table's when it is there (the
+  // same sample as its rows), else the status's
+  const idle = kernels ? kernels.idle_usd : status.idle_cost_usd;
+  const gpuCost = kernels ? kernels.total_usd : status.gpu_cost_usd;
+  const share = gpuCost > 0 ? Math.round((100 * idle) / gpuCost) : 0;
   const advice = rightsizingText(status.rightsizing, symbol, trans);
   const priced = status.gpus.some(gpu => gpu.priced);
   return (
@@ -40,7 +43,7 @@ export function Waste(props: {
       <p data-field="idle">
         {trans.__(
           'Idle GPUs cost %1 (%2% of the GPU cost).',
-          formatMoney(status.idle_cost_usd, symbol),
+          formatMoney(idle, symbol),
           share
         )}
       </p>

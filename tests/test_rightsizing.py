@@ -1,0 +1,38 @@
+"""Right-sizing advice waits for enough readings: none 17 s into a session."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from test_attribution import CATALOG, GIB, T0, gpu, meter
+
+from jupyter_gpucost.core.billing import US_PER_S
+from jupyter_gpucost.core.meter import MeterSnapshot
+from jupyter_gpucost.core.rightsizing import MIN_OBSERVED_S, advise, why_not
+
+
+def snapshot_after(seconds: int, util: float) -> MeterSnapshot:
+    m = meter()
+    readings = [replace(gpu(0, util, []), name="NVIDIA H100 80GB HBM3")]
+    m.update(readings, 0, T0)
+    return m.update(readings, seconds * US_PER_S, T0 + timedelta(seconds=seconds))
+
+
+def test_no_advice_17_s_into_a_session_and_the_note_says_why() -> None:
+    snap = snapshot_after(17, 5.0)
+    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    note = why_not(snap)
+    assert note is not None
+    assert note.startswith("Too early to tell")
+    assert "(17 s so far)" in note
+
+
+def test_advice_once_the_gpus_were_observed_long_enough() -> None:
+    early = snapshot_after(MIN_OBSERVED_S - 1, 5.0)
+    assert advise(early, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    snap = snapshot_after(MIN_OBSERVED_S, 5.0)
+    advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB)
+    assert advice is not None
+    assert advice.model == "T4"
+    assert why_not(snap) is None
