@@ -281,7 +281,7 @@ export class BudgetController {
     }
     const amount = parseAmount(result.value);
     if (amount.error !== null) {
-      Notification.error(trans().__('Budget not raised: %1', amount.error), {
+      Notification.error(trans.__('Budget not raised: %1', amount.error), {
         autoClose: 8000
       });
       return;
