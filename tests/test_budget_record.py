@@ -140,7 +140,7 @@ def test_the_summary_reads_the_typed_record() -> None:
     assert summary(idle, "€") == "stopped idle GPUs at 09:30 UTC; 0 notebooks saved"
 
 
-def test_a_budget_reads_as_the_status_bar_writes_it_and_counts_take_their_plural() -> None:
+def test_a_budget_reads_as_everywhere_else_and_counts_take_their_plural() -> None:
     small = ActionRecord(
         at="2026-11-22T14:02:00Z",
         reason="budget",
@@ -150,8 +150,9 @@ def test_a_budget_reads_as_the_status_bar_writes_it_and_counts_take_their_plural
             kind="soft", scope="session", amount_micro_usd=50_000, spent_micro_usd=50_000
         ),
     )
-    # $0.0500 in the status bar, the panel and the tooltip: the same in the message
+    # a budget reads by the budget's rule ($0.05) in the status bar, the panel, the
+    # tooltip and the message alike
     text = summary(small, "$")
-    assert text == "stopped at $0.0500 budget at 14:02 UTC; 1 notebook saved"
+    assert text == "stopped at $0.05 budget at 14:02 UTC; 1 notebook saved"
     assert kernels_acted(text, "shutdown", 1).endswith("; 1 kernel shut down")
     assert kernels_acted(text, "interrupt", 3).endswith("; 3 kernels interrupted")

@@ -127,6 +127,15 @@ def budget(amount: Amount, symbol: str = "$") -> str:
     return text if "." in text else f"{text}.00"
 
 
+def rate(per_hour: Amount, symbol: str = "$") -> str:
+    """An hourly rate as the status bar writes it: two decimals, ``$6.86/h`` (the front
+    end's ``formatRate``)."""
+    value = as_decimal(per_hour)
+    sign = "-" if value < 0 else ""
+    shown = abs(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return f"{sign}{symbol}{shown:,}/h"
+
+
 def ticker(amount: Decimal, symbol: str = "$") -> str:
     """The live ticker's session total: the rule of every amount spent (:func:`status_bar`)."""
     return status_bar(amount, symbol)

@@ -15,7 +15,7 @@ from decimal import Decimal
 from ...core.hub_protocol import HUB_SOURCE_LABEL
 from ...core.i18n import _
 from ...core.i18n import ngettext as _n
-from ...core.money import MICRO_PER_USD, notice
+from ...core.money import notice, rate
 from .policy import Budget
 from .record import ActionRecord
 
@@ -157,5 +157,4 @@ def with_still_cost(text: str, still_usd_per_hour: Decimal | None, symbol: str) 
     """``kernels stopped; this machine still costs $6.86/h`` when it still costs."""
     if still_usd_per_hour is None or still_usd_per_hour <= 0:
         return text
-    micro = int(still_usd_per_hour * MICRO_PER_USD)
-    return f"{text}; this machine still costs {notice(micro, symbol)}/h"
+    return f"{text}; this machine still costs {rate(still_usd_per_hour, symbol)}"

@@ -8,7 +8,7 @@ import {
   TranslationBundle
 } from '@jupyterlab/translation';
 
-import { currencySymbol, formatMoney } from '../format';
+import { currencySymbol, formatBudget, formatMoney } from '../format';
 import { IGpuCostModel } from '../tokens';
 import { BudgetCountdown } from './countdown';
 import {
@@ -298,7 +298,7 @@ export class BudgetController {
         Notification.warning(
           trans.__(
             'Your new budget of %1 is already spent (%2 spent): the countdown goes on. Raise it above %2 to keep working.',
-            formatMoney(after.amount_usd, this.symbol),
+            formatBudget(after.amount_usd, this.symbol),
             formatMoney(after.spent_usd, this.symbol)
           ),
           { autoClose: false }
