@@ -128,8 +128,9 @@ def parse_price(value: object, *, what: str) -> Decimal:
     return price
 
 
-def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load the shipped catalog, or the TOML file at ``path``."""
+def read_catalog_toml(path: str | Path | None = None) -> tuple[dict[str, object], str]:
+    """The parsed TOML of the shipped catalog or of the file at ``path``, and where it came
+    from (for messages)."""
     if path:
         try:
             text = Path(path).read_bytes()
@@ -140,9 +141,14 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
         text = resources.files("jupyter_gpucost").joinpath("data", "prices.toml").read_bytes()
         origin = "the shipped catalog"
     try:
-        data = tomllib.loads(text.decode("utf-8"))
+        return tomllib.loads(text.decode("utf-8")), origin
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise CatalogError(f"{origin} is not valid TOML: {e}") from None
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Load the shipped catalog, or the TOML file at ``path``."""
+    data, origin = read_catalog_toml(path)
     raw_rows = data.get("price")
     if not isinstance(raw_rows, list) or not raw_rows:
         raise CatalogError(f"{origin} has no [[price]] rows")

@@ -9,13 +9,18 @@ base cost exactly the row's price.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
-from importlib import resources
 from pathlib import Path
 
-from .catalog import CONFIDENCE_LEVELS, MARKETS, CatalogError, Price, parse_price
+from .catalog import (
+    CONFIDENCE_LEVELS,
+    MARKETS,
+    CatalogError,
+    Price,
+    parse_price,
+    read_catalog_toml,
+)
 
 MICRO = Decimal("0.000001")
 
@@ -46,19 +51,7 @@ class InstancePricing:
 
 def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...]:
     """The ``[[instance]]`` rows of the shipped catalog or of the TOML file at ``path``."""
-    if path:
-        try:
-            text = Path(path).read_bytes()
-        except OSError as e:
-            raise CatalogError(f"cannot read price catalog {path}: {e.strerror}") from None
-        origin = str(path)
-    else:
-        text = resources.files("jupyter_gpucost").joinpath("data", "prices.toml").read_bytes()
-        origin = "the shipped catalog"
-    try:
-        data = tomllib.loads(text.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise CatalogError(f"{origin} is not valid TOML: {e}") from None
+    data, origin = read_catalog_toml(path)
     raw_rows = data.get("instance", [])
     if not isinstance(raw_rows, list):
         raise CatalogError(f"{origin}: 'instance' must be [[instance]] tables")
