@@ -12,12 +12,18 @@
   ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
   AuthorizationFailed.
 * RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
+
+And the hostile answers a client must survive: a refusal whose body echoes the credential
+it was sent, any status, raw bodies of any size for any path, an answer that is not HTTP
+(echoing the credential too), and an answer that comes late.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -79,6 +85,16 @@ class Cloud:
     allowed: bool = True
     #: the VM has a service account / managed identity
     identity: bool = True
+    #: the status of a refusal (``allowed=False``): 403 as documented, or any other
+    refusal_status: int = 403
+    #: a refusal's body quotes the credential the request carried
+    echo_credentials: bool = False
+    #: path -> the body answered (200) instead of the documented one
+    raw: dict[str, bytes] = field(default_factory=dict)
+    #: every answer is this line, not HTTP, with the request's credential appended
+    garbage: bytes = b""
+    #: seconds to wait before answering
+    delay_s: float = 0.0
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
 
@@ -90,13 +106,27 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        if isinstance(body, bytes):
+            data = body
+        else:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        # a client that reads a bounded part of a huge body hangs up
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(data)
+
+    def _credential(self) -> str:
+        return self.headers.get("Authorization") or self.headers.get("X-aws-ec2-metadata-token", "")
+
+    def _refuse(self, body: dict[str, Any]) -> None:
+        cloud = self.server.cloud
+        if cloud.echo_credentials:
+            body = {"request": {"Authorization": self._credential()}, **body}
+        self._send(cloud.refusal_status, body)
 
     def do_PUT(self) -> None:
         self._route("PUT")
@@ -114,6 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         cloud.requests.append((method, self.path, dict(self.headers.items())))
         path = url.path
+        if cloud.delay_s:
+            time.sleep(cloud.delay_s)
+        if cloud.garbage:
+            self.close_connection = True
+            self.wfile.write(cloud.garbage + b" " + self._credential().encode() + b"\r\n\r\n")
+            return None
+        if path in cloud.raw:
+            return self._send(200, cloud.raw[path], {"Metadata-Flavor": "Google"})
         if path.startswith("/latest/"):
             return self._aws(method, path)
         if path.startswith("/computeMetadata/"):
@@ -176,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not cloud.allowed:
             message = f"Required 'compute.instances.stop' permission for '{target}'"
             error = {"code": 403, "message": message, "errors": [{"reason": "forbidden"}]}
-            return self._send(403, {"error": error})
+            return self._refuse({"error": error})
         cloud.stopped.append(target)
         operation = {
             "kind": "compute#operation",
@@ -224,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "The client does not have authorization to perform action "
                 f"'Microsoft.Compute/virtualMachines/deallocate/action' over scope '{scope}'"
             )
-            return self._send(403, {"error": {"code": "AuthorizationFailed", "message": message}})
+            return self._refuse({"error": {"code": "AuthorizationFailed", "message": message}})
         cloud.stopped.append(scope)
         return self._send(202, "", {"Azure-AsyncOperation": f"{scope}/operations/1"})
 
@@ -237,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
         if method != "POST" or len(parts) != 5 or parts[-1] != "stop":
             return self._send(404, {"error": "not found"})
         if not cloud.allowed:
-            return self._send(403, {"error": "forbidden"})
+            return self._refuse({"error": "forbidden"})
         cloud.stopped.append(parts[3])
         return self._send(200, {"id": parts[3], "desiredStatus": "EXITED"})
 

@@ -11,7 +11,10 @@ One driver per provider, each doing what the provider documents:
 * or the admin's ``stop_instance_command``.
 
 Blocking: run in a worker thread. A failure is a :class:`StopResult` whose message says
-why and which permission to grant; tokens and keys never appear in it.
+why and which permission to grant; tokens and keys never appear in it: the HTTP client
+blanks out the credentials a request carried (:meth:`..http.Answer.snippet`), and
+:func:`stop_instance` blanks out, as the last step, the keys of :data:`SECRET_VARIABLES`
+and the AWS session's credentials, whatever a cloud echoed back.
 """
 
 from __future__ import annotations
@@ -24,10 +27,17 @@ from urllib.parse import quote
 
 from ..core.machine import Machine
 from .detect import Endpoints
-from .http import HttpFailure, request
+from .http import HttpFailure, redact, request
 
 AZURE_COMPUTE_API_VERSION = "2024-07-01"
 AZURE_TOKEN_API_VERSION = "2018-02-01"
+#: environment variables holding credentials: never in a message
+SECRET_VARIABLES = (
+    "RUNPOD_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,19 @@ def stop_instance(
     endpoints: Endpoints,
     environ: Mapping[str, str],
 ) -> StopResult:
-    """Ask the provider to stop this machine; never raises."""
+    """Ask the provider to stop this machine; never raises, and never says a credential."""
+    secrets: list[str] = [environ.get(name, "") for name in SECRET_VARIABLES]
+    result = _stop(machine, settings, endpoints, environ, secrets)
+    return StopResult(result.ok, result.via, redact(result.message, secrets))
+
+
+def _stop(
+    machine: Machine | None,
+    settings: StopSettings,
+    endpoints: Endpoints,
+    environ: Mapping[str, str],
+    secrets: list[str],
+) -> StopResult:
     if settings.command:
         return _command(settings)
     if machine is None:
@@ -73,7 +95,7 @@ def stop_instance(
         )
     try:
         if machine.provider == "aws":
-            return _aws(machine, environ)
+            return _aws(machine, environ, secrets)
         if machine.provider == "gcp":
             return _gcp(machine, settings, endpoints)
         if machine.provider == "azure":
@@ -104,7 +126,7 @@ def _command(settings: StopSettings) -> StopResult:
     return StopResult(True, "command", f"stop command run: {' '.join(argv)}")
 
 
-def _aws(machine: Machine, environ: Mapping[str, str]) -> StopResult:
+def _aws(machine: Machine, environ: Mapping[str, str], secrets: list[str]) -> StopResult:
     if not machine.instance_id:
         return _fail("aws", "the EC2 instance id is not known (IMDS did not answer)")
     try:
@@ -121,7 +143,12 @@ def _aws(machine: Machine, environ: Mapping[str, str]) -> StopResult:
     )
     try:
         # a session of its own: credentials are read now (the instance role's, refreshed)
-        client = boto3.session.Session(region_name=region).client("ec2")
+        session = boto3.session.Session(region_name=region)
+        found = session.get_credentials()
+        if found is not None:
+            frozen = found.get_frozen_credentials()
+            secrets.extend(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s)
+        client = session.client("ec2")
         answer = client.stop_instances(InstanceIds=[machine.instance_id])
     except NoCredentialsError:
         return _fail("aws", f"no AWS credentials: attach an instance role and {grant}")
