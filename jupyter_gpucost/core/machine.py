@@ -43,6 +43,10 @@ ENV_NAMES = (
 )
 
 
+#: the longest name taken from a metadata document (instance type, region, id, ...)
+MAX_FIELD_CHARS = 256
+
+
 class MetadataError(ValueError):
     """A metadata document that is not what the provider documents; the message says why."""
 
@@ -145,18 +149,33 @@ def from_dmi(provider: Provider, signals: LocalSignals, note: str = "") -> Machi
 def _object(text: str, what: str) -> dict[str, object]:
     try:
         value = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise MetadataError(f"{what} is not JSON") from None
     if not isinstance(value, dict):
         raise MetadataError(f"{what} is not a JSON object")
     return value
 
 
+def _name(value: object) -> str:
+    """A name fit to show and log: a short printable string (an integer id counts), or ""."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        return ""
+    value = value.strip()
+    return value if len(value) <= MAX_FIELD_CHARS and value.isprintable() else ""
+
+
 def _text(doc: Mapping[str, object], key: str, what: str) -> str:
     value = doc.get(key)
-    if not isinstance(value, str) or not value:
+    name = _name(value) if isinstance(value, str) else ""
+    if not name:
         raise MetadataError(f"{what} has no {key}")
-    return value
+    return name
+
+
+def _optional(doc: Mapping[str, object], key: str) -> str:
+    return _name(doc.get(key))
 
 
 def parse_aws(identity_document: str, life_cycle: str, *, shared: bool = False) -> Machine:
@@ -172,7 +191,7 @@ def parse_aws(identity_document: str, life_cycle: str, *, shared: bool = False) 
         instance_id=_text(doc, "instanceId", what),
         source="dmi+metadata",
         shared=shared,
-        zone=str(doc.get("availabilityZone", "")),
+        zone=_optional(doc, "availabilityZone"),
     )
 
 
@@ -185,21 +204,26 @@ def parse_gcp(instance_document: str, project_id: str, *, shared: bool = False) 
     what = "the GCE instance metadata"
     doc = _object(instance_document, what)
     zone = _last(_text(doc, "zone", what))
+    if not zone:
+        raise MetadataError(f"{what} has no zone")
+    machine_type = _last(_text(doc, "machineType", what))
+    if not machine_type:
+        raise MetadataError(f"{what} has no machineType")
     scheduling = doc.get("scheduling")
     spot = False
     if isinstance(scheduling, dict):
-        model = str(scheduling.get("provisioningModel", "")).upper()
-        spot = model == "SPOT" or str(scheduling.get("preemptible", "")).upper() == "TRUE"
+        model = _name(scheduling.get("provisioningModel")).upper()
+        spot = model == "SPOT" or _name(scheduling.get("preemptible")).upper() == "TRUE"
     return Machine(
         "gcp",
-        instance_type=_last(_text(doc, "machineType", what)),
+        instance_type=machine_type,
         region=zone.rsplit("-", 1)[0],
         market="spot" if spot else "on-demand",
-        instance_id=str(doc.get("id", "")),
+        instance_id=_optional(doc, "id"),
         source="dmi+metadata",
         shared=shared,
         zone=zone,
-        project=project_id.strip(),
+        project=_name(project_id),
         name=_text(doc, "name", what),
     )
 
@@ -213,9 +237,9 @@ def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
     return Machine(
         "azure",
         instance_type=_text(compute, "vmSize", what),
-        region=str(compute.get("location", "")),
-        market="spot" if str(compute.get("priority", "")).lower() == "spot" else "on-demand",
-        instance_id=str(compute.get("vmId", "")),
+        region=_optional(compute, "location"),
+        market="spot" if _optional(compute, "priority").lower() == "spot" else "on-demand",
+        instance_id=_optional(compute, "vmId"),
         source="dmi+metadata",
         shared=shared,
         name=_text(compute, "name", what),
