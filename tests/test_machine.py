@@ -253,6 +253,27 @@ def test_the_admin_s_price_settings_always_win() -> None:
     assert plan.whole.row.usd_per_hour == Decimal("10.98")
 
 
+def test_a_detected_spot_market_does_not_lower_the_admin_s_prices() -> None:
+    for admin in (
+        AdminPrices(provider="gcp"),
+        AdminPrices(instance="community"),
+        AdminPrices(base_set=True),
+    ):
+        plan = _plan(
+            admin, provider="gcp", instance_type="a3-highgpu-1g", market="spot", shared=False
+        )
+        assert plan.market == "on-demand", admin
+    # the admin's own price_market still says spot where they want it
+    plan = _plan(
+        AdminPrices(provider="gcp", market="spot"),
+        provider="gcp",
+        instance_type="a3-highgpu-1g",
+        market="on-demand",
+        shared=False,
+    )
+    assert plan.market == "spot"
+
+
 def test_no_row_and_a_shared_node_fall_back_to_per_gpu_prices_and_say_so() -> None:
     spot = _plan(
         AdminPrices(), provider="aws", instance_type="g5.xlarge", market="spot", shared=False
@@ -418,3 +439,80 @@ class TestADetectedGcpSpotVm:
         assert status["gpus"][0]["price_usd_per_hour"] == 6.57
         assert status["rate_usd_per_hour"] == 6.57
         assert "instance-gpus" not in [w["code"] for w in status["warnings"]]
+
+
+# -- what a user can set does not lower the admin's price -----------------------------------
+
+#: what a user of a single-user server can put in its environment: a cloud's variables and
+#: an IMDS endpoint of their own that claims a cheap spot instance
+USER_VARIABLES = {
+    "RUNPOD_POD_ID": "cheap-pod",
+    "RUNPOD_DC_ID": "EU-RO-1",
+    "VAST_CONTAINERLABEL": "C.123456",
+}
+#: the admin's config, the DMI the machine shows, and the price per H100-hour in force
+ADMIN_CASES = {
+    # a GCP VM the stand-in calls spot: the admin's provider is priced at its market
+    # (on-demand unless price_market says spot), never at the detected spot price
+    "gcp-provider": ({"price_provider": "gcp"}, "gcp", ("gcp", "on-demand", "")),
+    # a machine with no DMI and a RunPod/Vast.ai environment: the admin's row holds
+    "runpod-instance": (
+        {"price_provider": "runpod", "price_instance": "secure"},
+        "",
+        ("runpod", "on-demand", "secure"),
+    ),
+    # an AWS machine whose IMDS endpoint the user points at a stand-in: the admin's
+    # override of the H100's price holds against the whole-instance row
+    "override": ({"price_overrides": {"H100-80GB": 9.99}}, "aws", None),
+}
+
+
+class TestAUserCannotLowerTheAdminsPrice:
+    @pytest.fixture(params=sorted(ADMIN_CASES))
+    def case(self, request: pytest.FixtureRequest) -> str:
+        return str(request.param)
+
+    @pytest.fixture
+    def standin(self) -> Iterator[StandIn]:
+        cloud = Cloud()
+        cloud.aws_life_cycle = "spot"
+        yield from serve(cloud)
+
+    @pytest.fixture
+    def gpucost_config(
+        self, case: str, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, object]:
+        admin, dmi, _ = ADMIN_CASES[case]
+        for name, value in USER_VARIABLES.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", standin.url)
+        monkeypatch.setenv("GCE_METADATA_HOST", standin.host)
+        config: dict[str, object] = {
+            "telemetry": "simulated",
+            "simulated_trace": "h100-live",
+            "sample_interval_s": 0.2,
+            "ledger_url": "none",
+            **admin,
+        }
+        if dmi:
+            config["dmi_path"] = write_dmi(tmp_path / "dmi", dmi)
+        return config
+
+    async def test_the_price_in_force_is_the_admin_s(self, case: str, jp_fetch: Any) -> None:
+        from jupyter_gpucost.core.catalog import PricePolicy
+
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        gpu = status["gpus"][0]
+        _, dmi, expected = ADMIN_CASES[case]
+        # the machine is still named as detected
+        assert status["machine"]["provider"] == (dmi or "runpod")
+        if expected is None:
+            assert gpu["price_usd_per_hour"] == 9.99
+            assert "admin override" in gpu["price_source"]
+            return
+        provider, market, instance = expected
+        assert status["machine"]["priced"] == "gpu"
+        assert (status["prices"]["provider"], status["prices"]["market"]) == (provider, market)
+        price = PricePolicy(CATALOG, provider, market, instance).price_for(gpu["name"], None)
+        assert price is not None
+        assert gpu["price_usd_per_hour"] == float(price.usd_per_gpu_hour)

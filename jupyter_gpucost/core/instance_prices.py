@@ -166,7 +166,9 @@ def plan_prices(
     known = provider in providers
     chosen = admin.provider or (provider if known else default_provider)
     if admin.provider or admin.instance or admin.base_set:
-        return PricePlan(chosen, market)
+        # priced by the admin's settings alone: a detected market (read from the
+        # environment a user may control) does not lower them to spot
+        return PricePlan(chosen, admin.market or "on-demand")
     if not known:
         return PricePlan(
             chosen, market, note=f"the catalog has no {provider} prices: {chosen} GPU prices"
