@@ -11,8 +11,8 @@
 
 - the front end (``labextension/src``): ``trans.__('…')``, ``trans._n('…', '…', n)``,
   ``trans._p('context', '…')``, with one literal string per argument;
-- the server and kernel (``jupyter_gpucost``): ``_("…")``, ``ngettext("…", "…", n)``,
-  ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
+- the server and kernel (``jupyter_gpucost``): ``_("…")``, ``N_("…")``,
+  ``ngettext("…", "…", n)``, ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
 - the settings schemas (``labextension/schema``): the strings JupyterLab translates, with
   its own contexts (``schema``, ``settings``, ``toolbar``, ``menu``).
 """
@@ -115,7 +115,7 @@ def _py_messages() -> Iterator[Message]:
             texts = [a for a in args if isinstance(a, str)]
             where = f"{path.relative_to(ROOT)}:{node.lineno}"
             name = node.func.id
-            if name == "_" and len(texts) == 1:
+            if name in ("_", "N_") and len(texts) == 1:
                 yield Message(texts[0], None, None, where)
             elif name == "ngettext" and len(texts) == 2:
                 yield Message(texts[0], texts[1], None, where)

@@ -125,6 +125,13 @@ def _(msgid: str) -> str:
     return messages_for(_STATE.language).gettext(msgid)
 
 
+def N_(msgid: str) -> str:
+    """A message marked for the catalog but translated later, where it is shown
+    (``LABEL = N_("...")`` then ``_(LABEL)``): for a constant that identifies something
+    as well as naming it."""
+    return msgid
+
+
 def ngettext(singular: str, plural: str, n: int) -> str:
     """A message with a count, in the current language's plural form."""
     return messages_for(_STATE.language).ngettext(singular, plural, n)

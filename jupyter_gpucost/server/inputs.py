@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.i18n import _
 from .errors import RequestError
 
 #: how much of a refused value a message quotes
@@ -69,9 +70,11 @@ def json_object(raw: bytes | None) -> dict[str, Any]:
     except RecursionError:
         raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep") from None
     except ValueError:
-        raise RequestError("the body must be JSON") from None
+        raise RequestError(_("the body must be JSON")) from None
     if not isinstance(body, dict):
-        raise RequestError(f"the body must be a JSON object, not {type_name(body)}")
+        raise RequestError(
+            _("the body must be a JSON object, not {what}").format(what=type_name(body))
+        )
     _check(body, "", 1)
     return body
 
