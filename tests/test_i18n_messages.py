@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from decimal import Decimal
@@ -112,3 +113,29 @@ def test_in_english_the_errors_are_as_before() -> None:
 
     with pytest.raises(BudgetError, match=r"^The budget must be more than 0 \(remove"):
         parse_soft_request({"amount_usd": 0})
+
+
+def test_the_server_hands_jupyterlabs_language_to_the_kernels_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import logging
+
+    from jupyterlab_server.translation_utils import translator
+
+    from jupyter_gpucost.core.protocol import ENV_LANGUAGE
+    from jupyter_gpucost.kernel.link import follow_server_language
+    from jupyter_gpucost.server.translations import follow_jupyterlab_language
+
+    monkeypatch.setenv(ENV_LANGUAGE, "")  # restored (removed) after the test
+    assert follow_jupyterlab_language(logging.getLogger("test"))
+    try:
+        translator.set_locale("zh_CN")
+        assert os.environ[ENV_LANGUAGE] == "zh_CN"
+        i18n.set_language("en")
+        assert follow_server_language() == "zh_CN"
+        translator.set_locale("fr_FR")
+        assert os.environ[ENV_LANGUAGE] == "en"
+    finally:
+        translator.set_locale("en")
+        i18n.set_language("en")
+    assert follow_server_language({}) == "en"
