@@ -90,7 +90,13 @@ def test_cells_are_priced_with_the_servers_prices() -> None:
 
 def test_the_kernel_writes_in_the_language_the_server_hands_it() -> None:
     cells = ["%load_ext jupyter_gpucost", "%gpucost", "%gpucost auto on", "%gpucost auto off"]
-    nb = run_notebook(cells, env={ENV_PRICES: H100_SERVER_PRICES, ENV_LANGUAGE: "zh_CN"})
+    nb = run_notebook(
+        [*cells, "%%gpucost\nx = 1"], env={ENV_PRICES: H100_SERVER_PRICES, ENV_LANGUAGE: "zh_CN"}
+    )
+    report = html(nb.cells[4])
+    for label in ("费用", "墙钟时间", "CPU 时间", "价格"):
+        assert f">{label}</th>" in report
+    assert "wall time" not in report
     assert "jupyter-gpucost：单元格按 $7.3800/小时 计价" in text(nb.cells[1])  # noqa: RUF001
     assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/h" in text(nb.cells[1])
     assert text(nb.cells[2]).startswith("gpucost：从现在起每个单元格都会计价")  # noqa: RUF001
