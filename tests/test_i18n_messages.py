@@ -139,3 +139,13 @@ def test_the_server_hands_jupyterlabs_language_to_the_kernels_it_starts(
         translator.set_locale("en")
         i18n.set_language("en")
     assert follow_server_language({}) == "en"
+
+
+def test_the_hub_pages_follow_the_browsers_accept_language() -> None:
+    assert i18n.accept_language("zh-CN,zh;q=0.9,en;q=0.8") == "zh_CN"
+    assert i18n.accept_language("zh-TW") == "zh_CN"
+    assert i18n.accept_language("en-US,en;q=0.9,zh;q=0.8") == "en"
+    assert i18n.accept_language("fr-FR,zh;q=0.5") == "zh_CN"
+    assert i18n.accept_language("de, fr;q=0.8") == "en"
+    assert i18n.accept_language("zh;q=0, en") == "en"
+    assert i18n.accept_language("") == "en"

@@ -103,6 +103,31 @@ def messages_for(language: str) -> Messages:
     return Messages(language, entries, plurals)
 
 
+def accept_language(header: str) -> str:
+    """The shipped language a browser asks for first (``Accept-Language: zh-CN,zh;q=0.9``
+    -> ``zh_CN``; any Chinese is Simplified), English when it asks for none of them."""
+    ranked: list[tuple[float, int, str]] = []
+    for n, part in enumerate(header.split(",")):
+        tag, _sep, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and quality > 0:
+            ranked.append((-quality, n, tag))
+    for _q, _n, tag in sorted(ranked):
+        language = normalise(tag)
+        if language.split("_")[0] == "en":
+            return SOURCE_LANGUAGE
+        if language.split("_")[0] == "zh":
+            return "zh_CN"
+        if messages_for(language).entries:
+            return language
+    return SOURCE_LANGUAGE
+
+
 @dataclass
 class _State:
     language: str = SOURCE_LANGUAGE
