@@ -46,7 +46,9 @@ def _check(value: object, where: str, depth: int) -> None:
     if isinstance(value, str):
         if not is_unicode(value):
             raise RequestError(
-                f"{where or 'the body'} is not valid Unicode text (a lone surrogate)"
+                _("{where} is not valid Unicode text (a lone surrogate)").format(
+                    where=where or _("the body")
+                )
             )
     elif isinstance(value, dict):
         for key, item in value.items():
