@@ -354,20 +354,32 @@ def show_summary(shell: Shell) -> None:
             binding = binding_standing(state)
             if binding:
                 spent = binding.get("spent_usd")
+                text = _("  budget: {spent} of {amount} per {scope} ({kind})")
                 print(
-                    f"  budget: {'unknown' if spent is None else status_bar(spent, symbol)} of "
-                    f"{exact(binding['amount_usd'], symbol)} per {binding['scope']} "
-                    f"({binding['kind']})"
+                    text.format(
+                        spent=_("unknown") if spent is None else status_bar(spent, symbol),
+                        amount=exact(binding["amount_usd"], symbol),
+                        scope=binding["scope"],
+                        kind=binding["kind"],
+                    )
                 )
     tally = getattr(shell, "gpucost_tally", None)
     if tally is not None and tally.total_cells:
         pricer = getattr(shell, "gpucost_auto", None)
         auto_off = pricer is not None and not pricer.enabled
+        text = _(
+            "  cells priced in this kernel: {n} ({auto} by auto mode, {magic} by %%gpucost), "
+            "{cost} in all"
+        )
+        total = status_bar(to_usd(tally.total_micro_usd), symbol)
         print(
-            f"  cells priced in this kernel: {tally.total_cells} "
-            f"({tally.cells['auto']} by auto mode, {tally.cells['magic']} by %%gpucost), "
-            f"{status_bar(to_usd(tally.total_micro_usd), symbol)} in all"
-            + (" (auto is off)" if auto_off else "")
+            text.format(
+                n=tally.total_cells,
+                auto=tally.cells["auto"],
+                magic=tally.cells["magic"],
+                cost=total,
+            )
+            + (_(" (auto is off)") if auto_off else "")
         )
     show_prices()
 
