@@ -11,8 +11,9 @@
 
 - the front end (``labextension/src``): ``trans.__('…')``, ``trans._n('…', '…', n)``,
   ``trans._p('context', '…')``, with one literal string per argument;
-- the server and kernel (``jupyter_gpucost``): ``_("…")``, ``ngettext("…", "…", n)``,
-  ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
+- the server and kernel (``jupyter_gpucost``): ``_("…")``, ``N_("…")``,
+  ``ngettext("…", "…", n)``, ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
+- the hub service's page templates (``jupyter_gpucost/hub/templates``): ``{{ _("…") }}``;
 - the settings schemas (``labextension/schema``): the strings JupyterLab translates, with
   its own contexts (``schema``, ``settings``, ``toolbar``, ``menu``).
 """
@@ -115,12 +116,25 @@ def _py_messages() -> Iterator[Message]:
             texts = [a for a in args if isinstance(a, str)]
             where = f"{path.relative_to(ROOT)}:{node.lineno}"
             name = node.func.id
-            if name == "_" and len(texts) == 1:
+            if name in ("_", "N_") and len(texts) == 1:
                 yield Message(texts[0], None, None, where)
             elif name == "ngettext" and len(texts) == 2:
                 yield Message(texts[0], texts[1], None, where)
             elif name == "pgettext" and len(texts) == 2:
                 yield Message(texts[1], None, texts[0], where)
+
+
+_TEMPLATE_CALL = re.compile(r"""\b_\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\s*\)""")
+
+
+def _template_messages() -> Iterator[Message]:
+    """``{{ _("Today") }}`` in the hub service's page templates."""
+    for path in sorted((PACKAGE / "hub" / "templates").glob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        for match in _TEMPLATE_CALL.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            where = f"{path.relative_to(ROOT)}:{line}"
+            yield Message(_js_literal(match.group(1)), None, None, where)
 
 
 def _schema_strings(value: object, path: str) -> Iterator[tuple[str, str]]:
@@ -149,7 +163,7 @@ def _schema_messages() -> Iterator[Message]:
 def extract() -> list[Message]:
     """Every message of the sources, once each (the first place it is used)."""
     seen: dict[str, Message] = {}
-    for message in (*_ts_messages(), *_py_messages(), *_schema_messages()):
+    for message in (*_ts_messages(), *_py_messages(), *_template_messages(), *_schema_messages()):
         seen.setdefault(message.key, message)
     return list(seen.values())
 

@@ -230,3 +230,23 @@ def test_the_route_table_has_one_handler_per_route() -> None:
     assert len(set(patterns)) == len(patterns)
     assert all(pattern.startswith("/gpucost/api/") for pattern in patterns)
     assert all(issubclass(handler, GpuCostHandler) for _, handler in table)
+
+
+async def test_refusals_are_written_in_jupyterlabs_language(jp_fetch: Any) -> None:
+    from jupyter_gpucost.core import i18n
+
+    i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+    try:
+        assert await refusal(jp_fetch, "PUT", "budget", body="{not json") == (
+            400,
+            refused_as("请求体必须是 JSON"),
+        )
+        status, document = await refusal(
+            jp_fetch, "PUT", "budget", body=json.dumps({"amount_usd": 0})
+        )
+        assert (status, document["message"]) == (400, "预算必须大于 0（如不需要，请删除预算）")  # noqa: RUF001
+        status, document = await refusal(jp_fetch, "DELETE", "exports", "0123456789ab")
+        assert status == 404
+        assert document["message"].startswith("没有导出 '0123456789ab'")
+    finally:
+        i18n.set_language("en")

@@ -180,6 +180,35 @@ def test_projection_leaves_out_the_first_step_and_stops_at_the_budget() -> None:
         g.step()
 
 
+def test_the_guard_speaks_the_language_the_server_hands_the_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.core.protocol import ENV_LANGUAGE
+
+    monkeypatch.setenv(ENV_LANGUAGE, "zh_CN")
+    clock = Clock()
+    try:
+        g = Guard(5, 100, warmup_steps=2, usd_per_hour=3600, display=False, clock=clock)
+
+        def run() -> None:
+            with g:
+                for _ in range(100):
+                    clock.t += 1
+                    g.step()
+
+        with (
+            pytest.warns(BudgetWarning, match="预计该循环 100 步将花费"),
+            pytest.raises(BudgetExceeded, match=r"^已在第 \d+/100 步后停止"),
+        ):
+            run()
+        line = g.summary().line()
+        assert line.startswith(f"第 {g.steps}/100 步 · 已花费 $")
+        assert line.endswith("已在预算用完前停止")
+    finally:
+        i18n.set_language("en")
+
+
 def test_money_is_exact() -> None:
     clock = Clock()
     g = Guard("0.5", 10, warmup_steps=2, usd_per_hour="2.75", display=False, clock=clock)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kernel_notebook import H100_SERVER_PRICES, run_notebook, text
 
-from jupyter_gpucost.core.protocol import ENV_PRICES
+from jupyter_gpucost.core.protocol import ENV_LANGUAGE, ENV_PRICES
 
 
 def html(cell: Any) -> str:
@@ -86,6 +86,25 @@ def test_cells_are_priced_with_the_servers_prices() -> None:
     assert lines[0] == "7.38 the server's aws on-demand prices"
     assert lines[1] == "True"
     assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/h" in text(nb.cells[3])
+
+
+def test_the_kernel_writes_in_the_language_the_server_hands_it() -> None:
+    cells = ["%load_ext jupyter_gpucost", "%gpucost", "%gpucost auto on", "%gpucost auto off"]
+    nb = run_notebook(
+        [*cells, "%%gpucost\nx = 1"], env={ENV_PRICES: H100_SERVER_PRICES, ENV_LANGUAGE: "zh_CN"}
+    )
+    report = html(nb.cells[4])
+    for label in ("费用", "墙钟时间", "CPU 时间", "价格"):
+        assert f">{label}</th>" in report
+    assert "wall time" not in report
+    assert "jupyter-gpucost：单元格按 $7.3800/小时 计价" in text(nb.cells[1])  # noqa: RUF001
+    assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/h" in text(nb.cells[1])
+    assert text(nb.cells[2]).startswith("gpucost：从现在起每个单元格都会计价")  # noqa: RUF001
+    assert text(nb.cells[3]).strip() == "gpucost：单元格不再计价。"  # noqa: RUF001
+    # an unknown language, or none: English
+    nb = run_notebook(cells[:3], env={ENV_PRICES: H100_SERVER_PRICES, ENV_LANGUAGE: "xx"})
+    assert "jupyter-gpucost: cells are priced at $7.3800/h" in text(nb.cells[1])
+    assert text(nb.cells[2]).startswith("gpucost: every cell is priced from now on")
 
 
 def test_without_a_server_the_catalog_is_used_and_said() -> None:

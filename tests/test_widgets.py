@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kernel_notebook import H100_SERVER_PRICES, displays, run_notebook, text
 
-from jupyter_gpucost.core.protocol import ENV_PRICES
+from jupyter_gpucost.core.protocol import ENV_LANGUAGE, ENV_PRICES
 
 TOKEN = "k3rnel-t0ken"
 
@@ -147,6 +147,23 @@ def test_without_a_server_the_ticker_says_it_uses_catalog_prices() -> None:
         "<b>session $0.00</b> · $0/h",
         "$0.00 of $2.00 (yours) 0.0",
         "$0.00 of $0.05 (yours)",
+    ]
+
+
+def test_the_ticker_speaks_the_language_the_server_hands_the_kernel() -> None:
+    nb = run_notebook(
+        [
+            "from jupyter_gpucost.widgets import CostTicker\nt = CostTicker(budget_usd=2)\n"
+            "print(t.source.value)\nprint(t.cost.value)\nprint(t.budget_label.value)\n"
+            "print(t.bar.description)\nt.stop()",
+        ],
+        env={ENV_LANGUAGE: "zh_CN"},
+    )
+    assert text(nb.cells[0]).splitlines() == [
+        "没有服务器：按目录价格，此内核自启动以来（此处没有 GPU）",  # noqa: RUF001
+        "<b>本次会话 $0.00</b> · $0/h",
+        "$0.00 / $2.00（您的预算）",  # noqa: RUF001
+        "预算",
     ]
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from .i18n import N_
+
 #: where a single-user server finds the service (set by the spawner's environment)
 ENV_HUB_URL = "GPUCOST_HUB_URL"
 #: the report route, relative to the service's URL
@@ -26,7 +28,7 @@ PROTOCOL_VERSION = 1
 HubScope = Literal["session", "day", "month"]
 HUB_SCOPES: tuple[HubScope, ...] = ("session", "day", "month")
 #: the words the UI shows for where a hub budget comes from
-HUB_SOURCE_LABEL = "set by your hub admin"
+HUB_SOURCE_LABEL = N_("set by your hub admin")
 
 # What a report can physically say. Each bound is far above any real server (64 GPUs at
 # $100 an hour for a year is $56 million) and far below what breaks a 64-bit sum: a value

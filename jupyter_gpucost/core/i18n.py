@@ -103,6 +103,31 @@ def messages_for(language: str) -> Messages:
     return Messages(language, entries, plurals)
 
 
+def accept_language(header: str) -> str:
+    """The shipped language a browser asks for first (``Accept-Language: zh-CN,zh;q=0.9``
+    -> ``zh_CN``; any Chinese is Simplified), English when it asks for none of them."""
+    ranked: list[tuple[float, int, str]] = []
+    for n, part in enumerate(header.split(",")):
+        tag, _sep, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and quality > 0:
+            ranked.append((-quality, n, tag))
+    for _q, _n, tag in sorted(ranked):
+        language = normalise(tag)
+        if language.split("_")[0] == "en":
+            return SOURCE_LANGUAGE
+        if language.split("_")[0] == "zh":
+            return "zh_CN"
+        if messages_for(language).entries:
+            return language
+    return SOURCE_LANGUAGE
+
+
 @dataclass
 class _State:
     language: str = SOURCE_LANGUAGE
@@ -123,6 +148,13 @@ def current_language() -> str:
 def _(msgid: str) -> str:
     """A message in the current language."""
     return messages_for(_STATE.language).gettext(msgid)
+
+
+def N_(msgid: str) -> str:
+    """A message marked for the catalog but translated later, where it is shown
+    (``LABEL = N_("...")`` then ``_(LABEL)``): for a constant that identifies something
+    as well as naming it."""
+    return msgid
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:

@@ -10,7 +10,9 @@ it (:mod:`jupyter_gpucost.kernel.link`). Pure: no I/O, no tornado, no IPython.
   <token>`` to the few routes a kernel may call (:data:`STATUS_PATH`, :data:`CELLS_PATH`,
   :data:`BUDGET_PATH`);
 - ``JUPYTER_GPUCOST_PRICES``: the prices in force, as JSON (:func:`encode_prices`,
-  :func:`decode_prices`), so that ``%%gpucost`` prices cells as the server does.
+  :func:`decode_prices`), so that ``%%gpucost`` prices cells as the server does;
+- ``JUPYTER_GPUCOST_LANGUAGE``: JupyterLab's language (``zh_CN``), which the kernel's own
+  output is written in (English when absent or not shipped).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from typing import Any
 ENV_URL = "JUPYTER_GPUCOST_URL"
 ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
 ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
+ENV_LANGUAGE = "JUPYTER_GPUCOST_LANGUAGE"
 #: every name the server puts in its kernels' environment
-KERNEL_ENV = (ENV_URL, ENV_TOKEN, ENV_PRICES)
+KERNEL_ENV = (ENV_URL, ENV_TOKEN, ENV_PRICES, ENV_LANGUAGE)
 
 #: the extension's REST API, relative to the server's base URL
 API_PATH = "gpucost/api"

@@ -38,6 +38,7 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 from tornado import web
 
 from ..core.hub_protocol import REPORT_PATH
+from ..core.i18n import SOURCE_LANGUAGE, accept_language, messages_for
 from ..core.money import as_decimal, status_bar
 from . import views
 from .budgets import spawn_refusal
@@ -212,7 +213,10 @@ class PageBase(OAuthBase):
         hub = auth.hub_prefix
         who = self.user()
         template = self.ctx.templates.get_template(name)
+        # the page in the language the browser asks for (Chinese or English)
+        language = accept_language(self.request.headers.get("Accept-Language", ""))
         html = template.render(
+            _=messages_for(language).gettext,
             static_url=lambda path, include_version=True: f"{hub}static/{path}",
             base_url=hub,
             prefix=hub[: -len("hub/")] if hub.endswith("hub/") else "/",
@@ -263,6 +267,8 @@ def templates(currency_symbol: str = "$") -> jinja2.Environment:
         autoescape=True,
     )
     env.globals["money_text"] = lambda amount: status_bar(as_decimal(amount), currency_symbol)
+    # English unless the page is rendered for a browser that asks for another language
+    env.globals["_"] = messages_for(SOURCE_LANGUAGE).gettext
     return env
 
 

@@ -42,6 +42,7 @@ from types import TracebackType
 from typing import TypeAlias
 
 from ..core.billing import US_PER_HOUR, US_PER_S
+from ..core.i18n import _
 from ..core.money import MICRO, guard_line, round_usd
 from .cuda import torch_cuda
 from .guard_display import LiveLine, show_warning
@@ -95,6 +96,9 @@ class Guard:
         wall_clock: Callable[[], datetime] | None = None,
         stop_when_done: str | None = None,
     ) -> None:
+        from .link import follow_server_language
+
+        follow_server_language()  # the guard's lines in the kernel's language
         budget = _money(budget_usd, "budget_usd")
         if budget <= 0:
             raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
@@ -342,20 +346,28 @@ class Guard:
         sym = self.currency_symbol
         next_step = self._next_step_micro()
         per_step = Decimal(0) if next_step is None else round_usd(next_step, NANO)
-        return (
-            f"stopped after step {self.steps:,} of {self.total_steps:,}: "
-            f"{sym}{guard_line(self.spent_usd)} spent, and one more step "
-            f"({sym}{guard_line(per_step)}) would go over the budget of "
-            f"{sym}{guard_line(self.budget_usd)}"
+        text = _(
+            "stopped after step {n} of {total}: {spent} spent, and one more step ({step}) "
+            "would go over the budget of {budget}"
+        )
+        return text.format(
+            n=f"{self.steps:,}",
+            total=f"{self.total_steps:,}",
+            spent=f"{sym}{guard_line(self.spent_usd)}",
+            step=f"{sym}{guard_line(per_step)}",
+            budget=f"{sym}{guard_line(self.budget_usd)}",
         )
 
     def _warn(self) -> None:
         sym = self.currency_symbol
         projected = self.projected_usd or Decimal(0)
-        message = (
-            f"the loop is projected to cost {sym}{guard_line(projected)} for "
-            f"{self.total_steps:,} steps, over its budget of {sym}{guard_line(self.budget_usd)}: "
-            "it will be stopped before the budget is spent"
+        message = _(
+            "the loop is projected to cost {cost} for {total} steps, over its budget of "
+            "{budget}: it will be stopped before the budget is spent"
+        ).format(
+            cost=f"{sym}{guard_line(projected)}",
+            total=f"{self.total_steps:,}",
+            budget=f"{sym}{guard_line(self.budget_usd)}",
         )
         warnings.warn(message, BudgetWarning, stacklevel=3)
         if self.display:

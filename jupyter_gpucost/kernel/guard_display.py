@@ -12,6 +12,8 @@ from collections.abc import Callable
 from html import escape
 from typing import Protocol
 
+from ..core.i18n import _
+
 #: the live line is redrawn at most this often (seconds)
 DISPLAY_EVERY_S = 1.0
 #: outside IPython, a progress line is printed at most this often (seconds)
@@ -67,9 +69,10 @@ def _display(obj: object, *, display_id: bool = False) -> _DisplayHandle | None:
 def show_warning(message: str) -> None:
     """The budget warning, under the cell (IPython) or on standard output."""
     if in_ipython():
-        _display(GuardHtml(f"budget warning: {message}", warning=True))
+        _display(GuardHtml(_("budget warning: {message}").format(message=message), warning=True))
     else:
-        print(f"jupyter-gpucost: budget warning: {message}", flush=True)
+        text = _("budget warning: {message}").format(message=message)
+        print(f"jupyter-gpucost: {text}", flush=True)
 
 
 class LiveLine:

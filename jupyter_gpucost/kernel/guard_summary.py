@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from ..core.i18n import _
 from ..core.money import guard_line
 
 
@@ -52,23 +53,28 @@ class GuardSummary:
         """One line for the live display."""
         sym = self.currency_symbol
         parts = [
-            f"step {self.steps:,}/{self.total_steps:,}",
-            f"{sym}{guard_line(self.spent_usd)} spent of {sym}{guard_line(self.budget_usd)}",
+            _("step {n}/{total}").format(n=f"{self.steps:,}", total=f"{self.total_steps:,}"),
+            _("{spent} spent of {budget}").format(
+                spent=f"{sym}{guard_line(self.spent_usd)}",
+                budget=f"{sym}{guard_line(self.budget_usd)}",
+            ),
         ]
         if self.usd_per_step is not None:
-            parts.append(f"{sym}{guard_line(self.usd_per_step)}/step")
+            parts.append(_("{cost}/step").format(cost=f"{sym}{guard_line(self.usd_per_step)}"))
         if self.usd_per_1k_tokens is not None:
-            parts.append(f"{sym}{guard_line(self.usd_per_1k_tokens)}/1k tokens")
+            cost = f"{sym}{guard_line(self.usd_per_1k_tokens)}"
+            parts.append(_("{cost}/1k tokens").format(cost=cost))
         if self.projected_usd is not None and self.projected_end is not None:
-            over = " (over budget)" if self.projected_usd > self.budget_usd else ""
-            ends = "" if self.stopped else f", ends {_when(self.projected_end)}"
-            parts.append(f"projected {sym}{guard_line(self.projected_usd)}{over}{ends}")
+            over = _(" (over budget)") if self.projected_usd > self.budget_usd else ""
+            ends = "" if self.stopped else _(", ends {when}").format(when=_when(self.projected_end))
+            cost = f"{sym}{guard_line(self.projected_usd)}"
+            parts.append(_("projected {cost}{over}{ends}").format(cost=cost, over=over, ends=ends))
         elif self.steps < self.total_steps and not self.stopped:
-            parts.append("measuring the step rate")
+            parts.append(_("measuring the step rate"))
         if self.usd_per_hour == 0:
-            parts.append("rate 0/h: no priced GPU here")
+            parts.append(_("rate 0/h: no priced GPU here"))
         if self.stopped:
-            parts.append("stopped before the budget ran out")
+            parts.append(_("stopped before the budget ran out"))
         return " · ".join(parts)
 
     def __str__(self) -> str:

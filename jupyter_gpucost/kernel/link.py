@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..core.i18n import SOURCE_LANGUAGE, current_language, set_language
 from ..core.protocol import (
     BUDGET_PATH,
     CELLS_PATH,
+    ENV_LANGUAGE,
     ENV_PRICES,
     ENV_TOKEN,
     ENV_URL,
@@ -89,6 +91,14 @@ def published_prices(environ: Mapping[str, str] | None = None) -> PublishedPrice
     version cannot read)."""
     raw = (os.environ if environ is None else environ).get(ENV_PRICES)
     return decode_prices(raw) if raw else None
+
+
+def follow_server_language(environ: Mapping[str, str] | None = None) -> str:
+    """Write this kernel's output in the language the server handed it (JupyterLab's), or
+    English; the language chosen."""
+    language = (os.environ if environ is None else environ).get(ENV_LANGUAGE) or ""
+    set_language(language or SOURCE_LANGUAGE)
+    return current_language()
 
 
 @dataclass

@@ -19,10 +19,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
+from ..core.i18n import _
 from ..core.money import exact, status_bar, to_usd
 from ..core.protocol import binding_standing
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
-from .link import LinkError, ServerLink, link
+from .link import LinkError, ServerLink, follow_server_language, link
 from .measure import CellCost, Measurement, prices
 from .stop_when_done import stop_when_done
 
@@ -195,14 +196,15 @@ def auto(shell: Shell, words: list[str]) -> None:
         pricer.enable()
         server = link()
         where = (
-            "shown next to each cell"
+            _("shown next to each cell")
             if server is not None
-            else "printed under each cell (no jupyter-gpucost server for this kernel)"
+            else _("printed under each cell (no jupyter-gpucost server for this kernel)")
         )
-        print(f"gpucost: every cell is priced from now on, {where}. %gpucost auto off stops.")
+        text = _("gpucost: every cell is priced from now on, {where}. %gpucost auto off stops.")
+        print(text.format(where=where))
     else:
         pricer.disable()
-        print("gpucost: cells are no longer priced.")
+        print(_("gpucost: cells are no longer priced."))
 
 
 class _BudgetParser(argparse.ArgumentParser):
@@ -334,30 +336,50 @@ def show_summary(shell: Shell) -> None:
             symbol = status.get("currency_symbol") or symbol
             elapsed = float(status.get("elapsed_s") or 0)
             telemetry = status.get("telemetry") or {}
-            simulated = " (simulated GPUs)" if telemetry.get("simulated") else ""
+            simulated = _(" (simulated GPUs)") if telemetry.get("simulated") else ""
+            text = _(
+                "gpucost: this session has cost {cost} in {hours} h {minutes} min, now "
+                "{rate}/h{simulated}"
+            )
             print(
-                f"gpucost: this session has cost {status_bar(status['cost_usd'], symbol)} "
-                f"in {int(elapsed // 3600)} h {int(elapsed % 3600 // 60):02d} min, now "
-                f"{symbol}{float(status['rate_usd_per_hour']):,.2f}/h{simulated}"
+                text.format(
+                    cost=status_bar(status["cost_usd"], symbol),
+                    hours=int(elapsed // 3600),
+                    minutes=f"{int(elapsed % 3600 // 60):02d}",
+                    rate=f"{symbol}{float(status['rate_usd_per_hour']):,.2f}",
+                    simulated=simulated,
+                )
             )
             state = status.get("budget") or {}
             binding = binding_standing(state)
             if binding:
                 spent = binding.get("spent_usd")
+                text = _("  budget: {spent} of {amount} per {scope} ({kind})")
                 print(
-                    f"  budget: {'unknown' if spent is None else status_bar(spent, symbol)} of "
-                    f"{exact(binding['amount_usd'], symbol)} per {binding['scope']} "
-                    f"({binding['kind']})"
+                    text.format(
+                        spent=_("unknown") if spent is None else status_bar(spent, symbol),
+                        amount=exact(binding["amount_usd"], symbol),
+                        scope=binding["scope"],
+                        kind=binding["kind"],
+                    )
                 )
     tally = getattr(shell, "gpucost_tally", None)
     if tally is not None and tally.total_cells:
         pricer = getattr(shell, "gpucost_auto", None)
         auto_off = pricer is not None and not pricer.enabled
+        text = _(
+            "  cells priced in this kernel: {n} ({auto} by auto mode, {magic} by %%gpucost), "
+            "{cost} in all"
+        )
+        total = status_bar(to_usd(tally.total_micro_usd), symbol)
         print(
-            f"  cells priced in this kernel: {tally.total_cells} "
-            f"({tally.cells['auto']} by auto mode, {tally.cells['magic']} by %%gpucost), "
-            f"{status_bar(to_usd(tally.total_micro_usd), symbol)} in all"
-            + (" (auto is off)" if auto_off else "")
+            text.format(
+                n=tally.total_cells,
+                auto=tally.cells["auto"],
+                magic=tally.cells["magic"],
+                cost=total,
+            )
+            + (_(" (auto is off)") if auto_off else "")
         )
     show_prices()
 
@@ -374,19 +396,18 @@ def shlex_split(line: str) -> list[str]:
 
 def show_prices() -> None:
     p = prices()
-    print(
-        f"jupyter-gpucost: cells are priced at {p.currency_symbol}"
-        f"{p.rate_usd_per_hour():.4f}/h ({p.source})"
-    )
+    text = _("jupyter-gpucost: cells are priced at {rate}/h ({source})")
+    print(text.format(rate=f"{p.currency_symbol}{p.rate_usd_per_hour():.4f}", source=p.source))
     for uuid, (name, price) in p.gpus.items():
-        shown = "no price" if price is None else f"{p.currency_symbol}{price}/h"
+        shown = _("no price") if price is None else f"{p.currency_symbol}{price}/h"
         print(f"  {name} ({uuid}): {shown}")
     if p.simulated and p.gpus:
         by = f" ({p.simulated_by})" if p.simulated_by else ""
-        print(
-            f"  these GPUs are simulated by the server{by}: not real GPUs; the cost is what "
+        text = _(
+            "  these GPUs are simulated by the server{by}: not real GPUs; the cost is what "
             "they would cost"
         )
+        print(text.format(by=by))
 
 
 class _FitParser(argparse.ArgumentParser):
@@ -453,6 +474,7 @@ def gpu_memory() -> tuple[list[GpuMemory], str]:
 def load(shell: Shell) -> None:
     if getattr(shell, "gpucost_timer", None) is not None:
         return
+    follow_server_language()
     timer = CellTimer(shell)
     shell.gpucost_timer = timer
     shell.input_transformers_cleanup.insert(0, timer.transform)

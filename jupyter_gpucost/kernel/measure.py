@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..core.billing import cost_micro_usd
+from ..core.i18n import _
 from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, torch_cuda
 from .energy import EnergyReader, Mark
@@ -82,42 +83,43 @@ class CellCost:
         return status_bar(to_usd(micro), self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
+        rate = f"{self.currency_symbol}{self.rate_usd_per_hour:.2f}"
         rows = [
             (
-                "cost",
-                f"{self._money(self.cost_micro_usd)} at "
-                f"{self.currency_symbol}{self.rate_usd_per_hour:.2f}/h",
+                _("cost"),
+                _("{cost} at {rate}/h").format(cost=self._money(self.cost_micro_usd), rate=rate),
             ),
-            ("wall time", f"{self.wall_s:.3f} s"),
-            ("CPU time", f"{self.cpu_s:.3f} s"),
+            (_("wall time"), f"{self.wall_s:.3f} s"),
+            (_("CPU time"), f"{self.cpu_s:.3f} s"),
         ]
         for i, seconds in sorted(self.gpu_busy_s.items()):
-            rows.append((f"GPU {i} busy ({self.gpu_busy_by})", f"{seconds:.3f} s"))
+            label = _("GPU {i} busy ({by})").format(i=i, by=self.gpu_busy_by)
+            rows.append((label, f"{seconds:.3f} s"))
         for i, seconds in sorted(self.gpu_span_s.items()):
-            rows.append((f"GPU {i} span (CUDA events, idle included)", f"{seconds:.3f} s"))
+            label = _("GPU {i} span (CUDA events, idle included)").format(i=i)
+            rows.append((label, f"{seconds:.3f} s"))
         for i, peak in sorted(self.peak_memory_bytes.items()):
-            rows.append((f"GPU {i} peak memory", f"{peak / 2**30:.2f} GiB"))
+            rows.append((_("GPU {i} peak memory").format(i=i), f"{peak / 2**30:.2f} GiB"))
         for i, joules in sorted(self.energy_j.items()):
-            rows.append((f"GPU {i} energy", f"{joules:.1f} J"))
+            rows.append((_("GPU {i} energy").format(i=i), f"{joules:.1f} J"))
         if self.gpu_names and self.simulated:
             by = f" ({self.simulated_by})" if self.simulated_by else ""
-            rows.append(
-                (
-                    "GPUs (simulated)",
-                    f"{', '.join(self.gpu_names)}: simulated by the server{by}, not real "
-                    "GPUs; the cost is what they would cost",
-                )
+            text = _(
+                "{gpus}: simulated by the server{by}, not real GPUs; the cost is what they "
+                "would cost"
             )
+            gpus = ", ".join(self.gpu_names)
+            rows.append((_("GPUs (simulated)"), text.format(gpus=gpus, by=by)))
         elif self.gpu_names:
-            rows.append(("GPUs", ", ".join(self.gpu_names)))
-        rows.append(("prices", self.price_source))
+            rows.append((_("GPUs"), ", ".join(self.gpu_names)))
+        rows.append((_("prices"), self.price_source))
         return rows
 
     def __repr__(self) -> str:
         head = "%%gpucost" + ("" if self.status == "ok" else f" ({self.status})")
         out = [head] + [f"  {k}: {v}" for k, v in self.lines()]
         if self.ops:
-            out.append(f"  top operators by {self.ops_by}:")
+            out.append(_("  top operators by {by}:").format(by=self.ops_by))
             for op in self.ops:
                 out.append(
                     f"    {op.name:<40} {op.self_time_s * 1e3:10.3f} ms "
@@ -142,11 +144,12 @@ class CellCost:
                 f"<td>{escape(self._money(o.cost_micro_usd))}</td></tr>"
                 for o in self.ops
             )
-            ops = (
-                f"<div>Top operators by {escape(self.ops_by)}</div><table>"
-                "<tr><th>operator</th><th>calls</th><th>self time</th><th>share</th>"
-                f"<th>cost</th></tr>{body}</table>"
+            heads = "".join(
+                f"<th>{escape(h)}</th>"
+                for h in (_("operator"), _("calls"), _("self time"), _("share"), _("cost"))
             )
+            top = _("Top operators by {by}").format(by=self.ops_by)
+            ops = f"<div>{escape(top)}</div><table><tr>{heads}</tr>{body}</table>"
         notes = "".join(f"<div><em>{escape(n)}</em></div>" for n in self.notes)
         status = "" if self.status == "ok" else f" ({escape(self.status)})"
         return (

@@ -35,10 +35,11 @@ from typing import Any
 import ipywidgets as w
 
 from ..core.billing import US_PER_S, cost_micro_usd
+from ..core.i18n import _
 from ..core.money import budget as budget_text
 from ..core.money import round_micro, status_bar, ticker, to_usd
 from ..core.protocol import binding_standing
-from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink
+from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink, follow_server_language
 
 
 class StatusError(Exception):
@@ -49,12 +50,18 @@ def status_error(error: LinkError) -> StatusError:
     """What the ticker says when the link could not read the status."""
     if error.failure == "http":
         if error.http_status in (401, 403):
-            return StatusError(f"the server refused the kernel's token (HTTP {error.http_status})")
-        return StatusError(f"the server answered HTTP {error.http_status}")
+            return StatusError(
+                _("the server refused the kernel's token (HTTP {status})").format(
+                    status=error.http_status
+                )
+            )
+        return StatusError(_("the server answered HTTP {status}").format(status=error.http_status))
     if error.failure == "unreachable":
-        return StatusError(f"the server is not reachable ({error.detail})")
+        return StatusError(_("the server is not reachable ({why})").format(why=error.detail))
     if error.failure in ("broken", "unreadable"):
-        return StatusError(f"the server's status could not be read ({error.detail})")
+        return StatusError(
+            _("the server's status could not be read ({why})").format(why=error.detail)
+        )
     return StatusError(str(error))  # "unexpected": the link's words
 
 
@@ -105,6 +112,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         if self.budget_usd is not None and self.budget_usd <= 0:
             raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
         self.usd_per_hour = None if usd_per_hour is None else Decimal(str(usd_per_hour))
+        # in the language the server handed this kernel (without %load_ext too)
+        follow_server_language()
         # the server this kernel was started by, read now (not the cached link: a ticker
         # made after the environment changed uses what it says now)
         self.server = (
@@ -121,7 +130,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
 
         self.cost = w.HTML(value="…")
         self.bar = w.FloatProgress(
-            value=0.0, min=0.0, max=100.0, description="budget", bar_style="success"
+            value=0.0, min=0.0, max=100.0, description=_("budget"), bar_style="success"
         )
         self.budget_label = w.Label(value="")
         self.source = w.Label(value="")
@@ -147,17 +156,17 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
 
         started = psutil.Process(os.getpid()).create_time()
         if self.usd_per_hour is not None:
-            return started, self.usd_per_hour, "this kernel since it started, at the rate given"
+            return started, self.usd_per_hour, _("this kernel since it started, at the rate given")
         from .measure import prices
 
         p = prices()
         self.currency_symbol = p.currency_symbol
         if p.from_server:
-            label = "no server connection: this kernel since it started, at the server's prices"
+            label = _("no server connection: this kernel since it started, at the server's prices")
         else:
-            label = "no server: catalog prices, this kernel since it started"
+            label = _("no server: catalog prices, this kernel since it started")
             if not p.gpus:
-                label += " (no GPU here)"
+                label += _(" (no GPU here)")
         return started, p.rate_usd_per_hour(), label
 
     def refresh(self) -> None:
@@ -174,7 +183,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
                 status = read_status(self.server)
             except StatusError as e:
                 self.error = str(e)
-                shown = "; last figures shown" if self.updates else ""
+                shown = _("; last figures shown") if self.updates else ""
                 self.source.value = f"jupyter-gpucost server: {e}{shown}"
                 return
             self.error = None
@@ -182,8 +191,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             total = _decimal(status.get("total_usd", status.get("cost_usd"))) or Decimal(0)
             rate = _decimal(status.get("rate_usd_per_hour")) or Decimal(0)
             simulated = bool((status.get("telemetry") or {}).get("simulated"))
-            label = "the jupyter-gpucost server: this session, all kernels" + (
-                " (simulated GPUs)" if simulated else ""
+            label = _("the jupyter-gpucost server: this session, all kernels") + (
+                _(" (simulated GPUs)") if simulated else ""
             )
             self._show(total, rate, status.get("budget"), label)
 
@@ -193,7 +202,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         sym = self.currency_symbol
         self.total_usd = total
         self.rate_usd_per_hour = rate
-        self.cost.value = f"<b>session {ticker(total, sym)}</b> · {sym}{rate.normalize():f}/h"
+        session = _("session {cost}").format(cost=ticker(total, sym))
+        self.cost.value = f"<b>{session}</b> · {sym}{rate.normalize():f}/h"
         share, text = self._budget(total, budget)
         self.budget_share = share
         if share is None:
@@ -212,20 +222,24 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         sym = self.currency_symbol
         if self.budget_usd is not None:
             share = float(total / self.budget_usd)
-            return share, f"{status_bar(total, sym)} of {budget_text(self.budget_usd, sym)} (yours)"
+            text = _("{spent} of {amount} (yours)")
+            return share, text.format(
+                spent=status_bar(total, sym), amount=budget_text(self.budget_usd, sym)
+            )
         standing = binding_standing(budget)
         if standing is None:
-            return None, "no budget"
+            return None, _("no budget")
         kind = str(standing.get("kind", ""))
         amount = _decimal(standing.get("amount_usd"))
         spent = _decimal(standing.get("spent_usd"))
         if amount is None or amount <= 0 or spent is None:
-            return None, "no budget"
+            return None, _("no budget")
         share = float(spent / amount)
         scope = standing.get("scope")
-        scope_text = f", {scope}" if scope else ""
-        return share, (
-            f"{status_bar(spent, sym)} of {budget_text(amount, sym)} ({kind} budget{scope_text})"
+        text = _("{spent} of {amount} ({kind} budget, {scope})") if scope else ""
+        text = text or _("{spent} of {amount} ({kind} budget)")
+        return share, text.format(
+            spent=status_bar(spent, sym), amount=budget_text(amount, sym), kind=kind, scope=scope
         )
 
     # -- the thread -------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.i18n import _
 from .errors import RequestError
 
 #: how much of a refused value a message quotes
@@ -45,7 +46,9 @@ def _check(value: object, where: str, depth: int) -> None:
     if isinstance(value, str):
         if not is_unicode(value):
             raise RequestError(
-                f"{where or 'the body'} is not valid Unicode text (a lone surrogate)"
+                _("{where} is not valid Unicode text (a lone surrogate)").format(
+                    where=where or _("the body")
+                )
             )
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -69,9 +72,11 @@ def json_object(raw: bytes | None) -> dict[str, Any]:
     except RecursionError:
         raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep") from None
     except ValueError:
-        raise RequestError("the body must be JSON") from None
+        raise RequestError(_("the body must be JSON")) from None
     if not isinstance(body, dict):
-        raise RequestError(f"the body must be a JSON object, not {type_name(body)}")
+        raise RequestError(
+            _("the body must be a JSON object, not {what}").format(what=type_name(body))
+        )
     _check(body, "", 1)
     return body
 

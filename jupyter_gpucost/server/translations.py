@@ -7,15 +7,18 @@ the installed language pack; an extension's own translations (its ``jupyterlab.l
 entry point) reach the browser but not the schemas. This registers the extension's domain
 with the shipped catalog (:mod:`jupyter_gpucost.core.i18n`), so that the Settings Editor
 shows the schemas in the user's language, and the same locale change sets the language of
-the server's messages.
+the server's messages, and of the kernels it starts from then on (their environment's
+``JUPYTER_GPUCOST_LANGUAGE``, :mod:`jupyter_gpucost.core.protocol`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 
 from ..core.i18n import DOMAIN, GettextAdapter, messages_for, set_language
+from ..core.protocol import ENV_LANGUAGE
 
 
 def follow_jupyterlab_language(log: logging.Logger) -> bool:
@@ -36,6 +39,8 @@ def follow_jupyterlab_language(log: logging.Logger) -> bool:
             self._locale = locale_
             self._translator = GettextAdapter(messages_for(language))
             set_language(language)
+            # kernels started from now on write their own output in it (kernel.link)
+            os.environ[ENV_LANGUAGE] = language
 
     translator = translation_utils.translator
     registry = getattr(translator, "_TRANSLATORS", None)

@@ -68,6 +68,22 @@ def test_a_user_sees_only_their_own_spend(hub: Hub, page: Any) -> None:
     assert response.status == 403
 
 
+def test_a_browser_that_asks_for_chinese_reads_the_pages_in_chinese(hub: Hub, page: Any) -> None:
+    page.set_extra_http_headers({"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    login(page, hub, "bob")
+    open_service(page, hub)
+    expect(page.locator("#gpucost-user-name")).to_have_text("bob")
+    expect(page.locator("h1")).to_contain_text("的 GPU 花费")
+    for label in ("今天", "本月", "正在运行", "会话"):
+        expect(page.locator("#gpucost-user")).to_contain_text(label)
+    expect(page.locator("#gpucost-sessions thead")).to_contain_text("服务器")
+    expect(page.locator("#gpucost-nav-me")).to_have_text("我的 GPU 花费")
+    expect(page.locator(".gpucost-budget").first).to_contain_text("已花费")
+    for english in ("Today", "This month", "Sessions", "GPU spend of"):
+        expect(page.locator("#gpucost-user")).not_to_contain_text(english)
+    screenshot(page, "hub-user-page-zh.png")
+
+
 def test_an_admin_sees_every_user(hub: Hub, page: Any) -> None:
     login(page, hub, "carol")
     response = open_service(page, hub, "admin")

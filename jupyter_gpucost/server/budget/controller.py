@@ -23,6 +23,7 @@ from typing import Any
 from tornado.ioloop import IOLoop
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
+from ...core.i18n import _
 from ...core.money import usd
 from . import messages
 from .actions import HubTarget, KernelManager, busy_kernels
@@ -365,8 +366,10 @@ class BudgetController:
     async def set_soft(self, budget: Budget | None) -> None:
         if budget is not None and not self.spend.supports(budget.scope):
             raise BudgetError(
-                f"a {budget.scope} budget needs the ledger (today/month totals), which "
-                "this server does not have: use the session scope"
+                _(
+                    "a {scope} budget needs the ledger (today/month totals), which this "
+                    "server does not have: use the session scope"
+                ).format(scope=budget.scope)
             )
         if budget is None:
             self.policy.set_soft(None)

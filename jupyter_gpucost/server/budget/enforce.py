@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from ...core.i18n import _
 from . import messages
 from .actions import (
     HubTarget,
@@ -107,7 +108,7 @@ class BrowserSaves:
         request = SaveRequest(secrets.token_hex(8), now, live, {}, pages=pages)
         self.request = request
         self.events.emit(
-            "save-request", messages.SAVE_REQUEST, {"request_id": request.id, "action": action}
+            "save-request", _(messages.SAVE_REQUEST), {"request_id": request.id, "action": action}
         )
         if not live and not pages:
             self.log.warning(
@@ -212,12 +213,12 @@ class Enforcer:
                 # a kernel started working during the grace period: it is not idle
                 record = record.with_outcome(
                     "skipped",
-                    messages.IDLE_SKIPPED_RECORD,
+                    _(messages.IDLE_SKIPPED_RECORD),
                     detail=messages.kernels_busy(len(busy)),
                 )
                 self.policy.cancel_grace()
                 await self.keep(record)
-                self.events.emit("cleared", messages.IDLE_SKIPPED, {"reason": "idle"})
+                self.events.emit("cleared", _(messages.IDLE_SKIPPED), {"reason": "idle"})
                 return record
         record = await self._act(record)
         self.policy.acted()
@@ -266,7 +267,7 @@ class Enforcer:
         km = self.kernel_manager
         n = await shutdown_kernels(km, self.log) if km is not None else 0
         if self.stop_instance is None:
-            answer = InstanceStop(False, "", messages.NO_INSTANCE_STOPPER)
+            answer = InstanceStop(False, "", messages.no_instance_stopper())
         else:
             try:
                 answer = await self.stop_instance()

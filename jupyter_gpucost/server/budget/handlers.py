@@ -10,6 +10,7 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ...core.i18n import _
 from ..errors import Conflict, Unavailable
 from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
@@ -23,7 +24,7 @@ class BudgetHandler(GpuCostHandler):
     def budget(self) -> BudgetController:
         controller: BudgetController | None = self.settings.get("gpucost_budget")
         if controller is None:
-            raise Unavailable("the budget is not running on this server")
+            raise Unavailable(_("the budget is not running on this server"))
         return controller
 
 
@@ -50,7 +51,7 @@ class StopNowHandler(BudgetHandler):
     def post(self) -> None:
         """ "Save and stop now": end the grace period at once."""
         if not self.budget.stop_now():
-            raise Conflict("there is no budget countdown to end now")
+            raise Conflict(_("there is no budget countdown to end now"))
         self.write_json({"stopping": True})
 
 
@@ -69,14 +70,14 @@ class StopHandler(BudgetHandler):
         if request.when == "idle":
             self.budget.stop_when_idle(request.action)
         elif not self.budget.request_stop(request.reason, request.action):
-            raise Conflict("a budget action is under way: it cannot be replaced now")
+            raise Conflict(_("a budget action is under way: it cannot be replaced now"))
         self.write_json(self.budget.payload())
 
     @web.authenticated
     @authorized
     def delete(self) -> None:
         if not self.budget.cancel_stop():
-            raise Conflict("there is no countdown of yours to cancel")
+            raise Conflict(_("there is no countdown of yours to cancel"))
         self.write_json(self.budget.payload())
 
 
@@ -90,7 +91,7 @@ class SavedHandler(BudgetHandler):
         if not self.budget.acknowledge(
             answer.request_id, answer.client, answer.saved, answer.failed
         ):
-            raise Conflict(f"no save request {answer.request_id!r} is pending")
+            raise Conflict(_("no save request {id} is pending").format(id=repr(answer.request_id)))
         self.write_json({"acknowledged": True})
 
 

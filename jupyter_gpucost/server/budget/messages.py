@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL
-from ...core.i18n import _
+from ...core.i18n import N_, _, pgettext
 from ...core.i18n import ngettext as _n
 from ...core.money import notice, rate
 from .policy import Budget
@@ -36,7 +36,9 @@ def ngettext(singular: str, plural: str, n: int) -> str:
 def scope_name(budget: Budget) -> str:
     """``admin's daily budget``, ``monthly budget set by your hub admin``, ``session budget``."""
     if budget.kind == "hub":
-        return f"{_scope(budget.scope)} {HUB_SOURCE_LABEL}"
+        return _("{budget} {source}").format(
+            budget=_scope(budget.scope), source=_(HUB_SOURCE_LABEL)
+        )
     if budget.kind == "hard":
         return _("admin's {budget}").format(budget=_scope(budget.scope))
     return _scope(budget.scope)
@@ -97,30 +99,46 @@ def grace(
 
 
 def cleared(why: str) -> str:
-    return _("Countdown stopped: {why}.").format(why=why)
+    """``Countdown stopped: you cancelled it.``; ``why`` is translated here (a constant of
+    this module, or a sentence already in the current language)."""
+    return _("Countdown stopped: {why}.").format(why=_(why))
 
 
-YOU_CANCELLED = "you cancelled it"
-SAVE_REQUEST = "Saving open notebooks before the budget action."
-IDLE_SKIPPED = "Idle stop skipped: a kernel is busy."
-IDLE_SKIPPED_RECORD = "idle stop skipped: a kernel is busy"
+#: reasons a countdown stops, and the notices said once (translated where they are sent)
+YOU_CANCELLED = N_("you cancelled it")
+SAVE_REQUEST = N_("Saving open notebooks before the budget action.")
+IDLE_SKIPPED = N_("Idle stop skipped: a kernel is busy.")
+IDLE_SKIPPED_RECORD = N_("idle stop skipped: a kernel is busy")
 
 
 def summary(record: ActionRecord, symbol: str) -> str:
-    """``stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved`` (before the outcome)."""
+    """``stopped at $5.00 budget at 14:02 UTC; 2 notebooks saved`` (before the outcome).
+
+    The time stays ``HH:MM UTC`` in every language: the front end finds it there and writes
+    it in the browser's local time. A record keeps its sentences in the language of the
+    moment it was made.
+    """
     at = record.at[11:16]
     if record.budget is not None:
-        head = f"stopped at {notice(record.budget.amount_micro_usd, symbol)} budget at {at} UTC"
+        head = _("stopped at {amount} budget at {time} UTC").format(
+            amount=notice(record.budget.amount_micro_usd, symbol), time=at
+        )
     elif record.reason == "hub":
-        head = f"stopped for the hub at {at} UTC"
+        head = _("stopped for the hub at {time} UTC").format(time=at)
     elif record.reason == "done":
-        head = f"stopped when done at {at} UTC"
+        head = _("stopped when done at {time} UTC").format(time=at)
     elif record.reason == "user":
-        head = f"stopped as you asked at {at} UTC"
+        head = _("stopped as you asked at {time} UTC").format(time=at)
     else:
-        head = f"stopped idle GPUs at {at} UTC"
+        head = _("stopped idle GPUs at {time} UTC").format(time=at)
     saved = ngettext("{n} notebook saved", "{n} notebooks saved", record.notebooks_saved)
-    return f"{head}; {saved}"
+    return _join(head, saved)
+
+
+def _join(*parts: str) -> str:
+    """The parts of an outcome, one after the other (``a; b``, the language's own
+    separator)."""
+    return _("; ").join(parts)
 
 
 def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
@@ -128,7 +146,7 @@ def kernels_acted(summary_text: str, action: str, kernels: int) -> str:
         done = ngettext("{n} kernel interrupted", "{n} kernels interrupted", kernels)
     else:
         done = ngettext("{n} kernel shut down", "{n} kernels shut down", kernels)
-    return f"{summary_text}; {done}"
+    return _join(summary_text, done)
 
 
 def kernels_busy(n: int) -> str:
@@ -136,25 +154,33 @@ def kernels_busy(n: int) -> str:
 
 
 def server_stopped(summary_text: str) -> str:
-    return f"{summary_text}; server stopped"
+    return _join(summary_text, pgettext("outcome", "server stopped"))
 
 
-NO_INSTANCE_STOPPER = "no way to stop this machine is known (see docs/budgets.md)"
+def no_instance_stopper() -> str:
+    return _("no way to stop this machine is known (see docs/budgets.md)")
 
 
 def instance_stopped(summary_text: str, kernels: int, answer: str) -> str:
     """``...; 1 kernel shut down; machine stopping (EC2 is stopping i-0abc); its disks
     still bill``."""
     acted = kernels_acted(summary_text, "shutdown", kernels)
-    return f"{acted}; machine stopping ({answer}); its disks still bill"
+    return _join(
+        acted, _("machine stopping ({answer})").format(answer=answer), _("its disks still bill")
+    )
 
 
 def instance_failed(summary_text: str, why: str) -> str:
-    return f"{summary_text}; could not stop the machine ({why}); server stopped instead"
+    return _join(
+        summary_text,
+        _("could not stop the machine ({why})").format(why=why),
+        _("server stopped instead"),
+    )
 
 
 def with_still_cost(text: str, still_usd_per_hour: Decimal | None, symbol: str) -> str:
     """``kernels stopped; this machine still costs $6.86/h`` when it still costs."""
     if still_usd_per_hour is None or still_usd_per_hour <= 0:
         return text
-    return f"{text}; this machine still costs {rate(still_usd_per_hour, symbol)}"
+    still = _("this machine still costs {rate}").format(rate=rate(still_usd_per_hour, symbol))
+    return _join(text, still)

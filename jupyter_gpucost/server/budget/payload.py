@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
+from ...core.i18n import _
 from ...core.money import usd
 from .events import iso
 from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing
@@ -69,7 +70,7 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
-        "source": s.budget.source or None,
+        "source": _(s.budget.source) if s.budget.source else None,
         "scope": s.budget.scope,
         "amount_usd": usd(s.budget.amount_micro_usd),
         "spent_usd": None if s.spent_micro_usd is None else usd(s.spent_micro_usd),
@@ -86,7 +87,7 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
 def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
     reply = hub.reply
     return {
-        "source": HUB_SOURCE_LABEL,
+        "source": _(HUB_SOURCE_LABEL),
         "budgets": [_standing(view, s) for s in view.standings if s.budget.kind == "hub"],
         "user": None if reply is None else reply.user,
         "session_usd": None if reply is None else usd(reply.session_micro_usd),

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from ...core.i18n import N_, _
 from ..inputs import shown
 
 Kind = Literal["hard", "soft", "hub"]
@@ -48,25 +49,28 @@ class BudgetError(ValueError):
 
 def parse_amount(raw: object, *, what: str) -> int:
     """Dollars (number or string) → integer micro-dollars, > 0, at most 6 decimals."""
+    number = _("{what} must be a number of dollars, e.g. 5 or 12.50").format(what=what)
     if isinstance(raw, bool) or raw is None or not isinstance(raw, int | float | str):
-        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50")
+        raise BudgetError(number)
     text = str(raw).strip()
     if not text.isascii() or len(text) > 64:
-        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50")
+        raise BudgetError(number)
     try:
         # exact: a Decimal made from text is never rounded
         value = Decimal(text)
     except InvalidOperation:
-        raise BudgetError(f"{what} must be a number of dollars, e.g. 5 or 12.50") from None
+        raise BudgetError(number) from None
     if not value.is_finite():
-        raise BudgetError(f"{what} must be a finite number of dollars")
+        raise BudgetError(_("{what} must be a finite number of dollars").format(what=what))
     if value <= 0:
-        raise BudgetError(f"{what} must be more than 0 (remove the budget instead)")
+        raise BudgetError(
+            _("{what} must be more than 0 (remove the budget instead)").format(what=what)
+        )
     # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
     if value > MAX_BUDGET_MICRO_USD // 1_000_000:
-        raise BudgetError(f"{what} must be at most 1000000")
+        raise BudgetError(_("{what} must be at most 1000000").format(what=what))
     if value != value.quantize(Decimal("0.000001")):
-        raise BudgetError(f"{what} has more than 6 decimals")
+        raise BudgetError(_("{what} has more than 6 decimals").format(what=what))
     return int(value.scaleb(6))
 
 
@@ -110,7 +114,7 @@ def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
             parse_scope(body["scope"], what="scope")
         return None
     # the user reads this in the panel or the dialog: the budget, not the field's name
-    amount = parse_amount(body["amount_usd"], what="The budget")
+    amount = parse_amount(body["amount_usd"], what=_("The budget"))
     scope = parse_scope(body.get("scope", "session"), what="scope")
     return Budget("soft", amount, scope)
 
@@ -404,7 +408,7 @@ class BudgetPolicy:
                 self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
                 self.cancel_grace()
-                events.append(GraceCleared("the budget is no longer spent"))
+                events.append(GraceCleared(N_("the budget is no longer spent")))
             elif self.grace_ends is not None and now >= self.grace_ends:
                 self.state = "enforcing"
                 if self.grace_reason not in USER_REASONS:

@@ -25,14 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ...core.i18n import N_
 from ...core.money import exact, to_usd
 from .policy import ACTIONS, Budget, Scope
 
 T = TypeVar("T")
 
 #: the budget's ``source`` for each place a locked budget can come from
-SPAWNER_LABEL = "set by the spawner (GPUCOST_BUDGET_USD)"
-CONFIG_LABEL = "set in the server's config (c.GpuCost.hard_budget_usd)"
+#: (in English: each is translated where it is shown, :mod:`.payload`)
+SPAWNER_LABEL = N_("set by the spawner (GPUCOST_BUDGET_USD)")
+CONFIG_LABEL = N_("set in the server's config (c.GpuCost.hard_budget_usd)")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ...core.i18n import _
 from ..errors import RequestError, Unavailable
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .jobs import ExportManager, manifest_user
@@ -22,7 +23,7 @@ class ExportHandler(GpuCostHandler):
     def exports(self) -> ExportManager:
         manager: ExportManager | None = self.settings.get("gpucost_exports")
         if manager is None:
-            raise Unavailable("checkpoint export is not running on this server")
+            raise Unavailable(_("checkpoint export is not running on this server"))
         return manager
 
     def user_name(self) -> str:
@@ -43,7 +44,9 @@ class ExportsHandler(ExportHandler):
         unknown = set(body) - {"paths", "target"}
         if unknown:
             raise RequestError(
-                f"unknown field(s) {', '.join(sorted(unknown))}: send paths and target"
+                _("unknown field(s) {names}: send paths and target").format(
+                    names=", ".join(sorted(unknown))
+                )
             )
         exports, user = self.exports, self.user_name()
         # resolving paths walks folders: off the event loop

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ...core.i18n import _
 from ..errors import Conflict, NotFound, RequestError, Unavailable
 from ..inputs import shown
 from .sources import Source, resolve_source
@@ -154,18 +155,25 @@ class ExportManager:
     def start(self, paths: object, target: object = None, *, user: str = "") -> ExportJob:
         """Check a request and start its job (blocking: call it off the event loop)."""
         if self._closed:
-            raise Unavailable("the server is stopping")
+            raise Unavailable(_("the server is stopping"))
         if not isinstance(paths, list) or not paths:
-            raise RequestError(f"paths must be a non-empty list of paths, not {shown(paths)}")
+            raise RequestError(
+                _("paths must be a non-empty list of paths, not {value}").format(value=shown(paths))
+            )
         if len(paths) > 1000:
-            raise RequestError("at most 1000 paths per export")
+            raise RequestError(_("at most 1000 paths per export"))
         for n, raw in enumerate(paths):
             if not isinstance(raw, str) or not raw.strip():
-                raise RequestError(f"paths[{n}] must be a non-empty string, not {shown(raw)}")
+                raise RequestError(
+                    _("paths[{n}] must be a non-empty string, not {value}").format(
+                        n=n, value=shown(raw)
+                    )
+                )
             if len(raw) > MAX_PATH_CHARS or "\x00" in raw:
                 raise RequestError(
-                    f"paths[{n}] is not a path (at most {MAX_PATH_CHARS} characters, no NUL): "
-                    f"{shown(raw)}"
+                    _(
+                        "paths[{n}] is not a path (at most {max} characters, no NUL): {value}"
+                    ).format(n=n, max=MAX_PATH_CHARS, value=shown(raw))
                 )
         try:
             chosen = resolve(
@@ -191,7 +199,9 @@ class ExportManager:
                 raise RequestError(str(e), getattr(e, "status", 400)) from None
             if source.name in names:
                 raise RequestError(
-                    f"two paths have the name {source.name!r}: export them one at a time"
+                    _("two paths have the name {name}: export them one at a time").format(
+                        name=repr(source.name)
+                    )
                 )
             names.add(source.name)
             sources.append(source)
@@ -221,8 +231,10 @@ class ExportManager:
         job = self.get(job_id)
         if job is None:
             raise NotFound(
-                f"there is no export {shown(job_id)}: export ids are 12 hexadecimal "
-                "characters, as POST /gpucost/api/exports answers"
+                _(
+                    "there is no export {id}: export ids are 12 hexadecimal characters, as "
+                    "POST /gpucost/api/exports answers"
+                ).format(id=shown(job_id))
             )
         return job
 
@@ -230,7 +242,11 @@ class ExportManager:
         job = self.job(job_id)
         with job.lock:
             if job.state in FINISHED:
-                raise Conflict(f"the export {job_id} has already ended ({job.state})")
+                raise Conflict(
+                    _("the export {id} has already ended ({state})").format(
+                        id=job_id, state=job.state
+                    )
+                )
             job.cancel.set()
             if job.state == "queued":
                 job.state = "cancelled"

@@ -257,6 +257,19 @@ describe('budget run-out time', () => {
     );
   });
 
+  it("writes an action's time in a Chinese summary as in an English one", () => {
+    expect(
+      localizeActionTime(
+        '已于 14:02 UTC 因 ¥5.00 预算停止；已保存 1 个笔记本',
+        '2026-11-23T14:02:05Z',
+        now
+      )
+    ).toBe('已于 09:02 AM EST 因 ¥5.00 预算停止；已保存 1 个笔记本');
+    expect(
+      localizeActionTime('已于14:02 UTC停止', '2026-11-23T14:02:05Z', now)
+    ).toBe('已于09:02 AM EST停止');
+  });
+
   it('gives the year of a time that is not this year', () => {
     expect(formatLocalTime('2025-11-22T14:02:05Z', now)).toBe(
       'Nov 22, 2025, 09:02 AM EST'

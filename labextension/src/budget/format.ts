@@ -132,8 +132,9 @@ export function formatRunOut(iso: string, now: number = Date.now()): string {
 
 /**
  * A server message with the time of its action (`stopped at $5.00 budget at
- * 14:02 UTC`) written by `formatLocalTime` instead, from the action's `at`;
- * the message as it is when it has no such time.
+ * 14:02 UTC`, `已于 14:02 UTC 因 $5.00 预算停止`) written by `formatLocalTime`
+ * instead, from the action's `at`: the server keeps the `HH:MM UTC` token in
+ * every language. The message as it is when it has no such time.
  */
 export function localizeActionTime(
   message: string,
@@ -144,8 +145,8 @@ export function localizeActionTime(
     return message;
   }
   return message.replace(
-    /\bat \d{1,2}:\d{2}(?::\d{2})? UTC/,
-    `at ${formatLocalTime(at, now)}`
+    /\b\d{1,2}:\d{2}(?::\d{2})? UTC\b/,
+    formatLocalTime(at, now)
   );
 }
 
