@@ -100,7 +100,11 @@ export function Kernels(props: {
           footer={
             metered && (
               <tr data-kind="total">
-                <td colSpan={4}>{trans.__('GPU total')}</td>
+                {/* one cell per column after the label's two, so that a narrow
+                    panel can leave out the Uptime column (the third) */}
+                <td colSpan={2}>{trans.__('GPU total')}</td>
+                <td />
+                <td />
                 <td className="jp-gpucost-num">
                   {formatMoney(answer.total_usd, symbol)}
                 </td>
