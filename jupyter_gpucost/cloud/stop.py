@@ -175,6 +175,32 @@ def _token(answer_body: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _post_stop(
+    via: str,
+    url: str,
+    token: str,
+    settings: StopSettings,
+    ok: tuple[int, ...],
+    refused: str,
+    grant: str,
+    answered: str,
+) -> StopResult | None:
+    """POST a stop with the instance's own bearer token: ``None`` when the cloud took it,
+    else the failure (a refusal names the permission to grant)."""
+    answer = request(
+        "POST",
+        url,
+        headers={"Authorization": f"Bearer {token}"},
+        body=b"",
+        timeout_s=settings.timeout_s,
+    )
+    if answer.status in (401, 403):
+        return _fail(via, f"{refused} ({answer.status}): {grant}")
+    if answer.status not in ok:
+        return _fail(via, f"{answered} {answer.status}: {answer.snippet()}")
+    return None
+
+
 def _gcp(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> StopResult:
     if not (machine.project and machine.zone and machine.name):
         return _fail("gcp", "the VM's project, zone or name is not known (metadata did not answer)")
@@ -193,18 +219,17 @@ def _gcp(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> Stop
         f"{settings.gcp_compute_url.rstrip('/')}/compute/v1/projects/{quote(machine.project)}"
         f"/zones/{quote(machine.zone)}/instances/{quote(machine.name)}/stop"
     )
-    answer = request(
-        "POST",
+    refused = _post_stop(
+        "gcp",
         url,
-        headers={"Authorization": f"Bearer {token}"},
-        body=b"",
-        timeout_s=settings.timeout_s,
+        token,
+        settings,
+        (200,),
+        "Compute Engine refused instances.stop",
+        grant,
+        "instances.stop answered",
     )
-    if answer.status in (401, 403):
-        return _fail("gcp", f"Compute Engine refused instances.stop ({answer.status}): {grant}")
-    if answer.status != 200:
-        return _fail("gcp", f"instances.stop answered {answer.status}: {answer.snippet()}")
-    return StopResult(True, "gcp", f"Compute Engine is stopping {machine.name}")
+    return refused or StopResult(True, "gcp", f"Compute Engine is stopping {machine.name}")
 
 
 def _azure(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> StopResult:
@@ -231,18 +256,17 @@ def _azure(machine: Machine, settings: StopSettings, endpoints: Endpoints) -> St
         f"/providers/Microsoft.Compute/virtualMachines/{quote(machine.name)}/deallocate"
         f"?api-version={AZURE_COMPUTE_API_VERSION}"
     )
-    answer = request(
-        "POST",
+    refused = _post_stop(
+        "azure",
         url,
-        headers={"Authorization": f"Bearer {token}"},
-        body=b"",
-        timeout_s=settings.timeout_s,
+        token,
+        settings,
+        (200, 202),
+        "Azure refused deallocate",
+        grant,
+        "deallocate answered",
     )
-    if answer.status in (401, 403):
-        return _fail("azure", f"Azure refused deallocate ({answer.status}): {grant}")
-    if answer.status not in (200, 202):
-        return _fail("azure", f"deallocate answered {answer.status}: {answer.snippet()}")
-    return StopResult(True, "azure", f"Azure is deallocating {machine.name}")
+    return refused or StopResult(True, "azure", f"Azure is deallocating {machine.name}")
 
 
 def _runpod(machine: Machine, settings: StopSettings, environ: Mapping[str, str]) -> StopResult:
