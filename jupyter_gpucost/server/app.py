@@ -33,7 +33,7 @@ from .service import TELEMETRY_MODES, CostConfig, CostService
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, CurrencyTraits, in_range, one_of
-from .translations import follow_jupyterlab_language
+from .translations import follow_jupyterlab_language, watch_jupyterlab_language
 
 
 class ConfigError(ValueError):
@@ -405,7 +405,8 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        follow_jupyterlab_language(self.log)
+        if follow_jupyterlab_language(self.log):
+            self._language_watch = watch_jupyterlab_language(self.serverapp, self.log)
         try:
             config = self.cost_config()
         except ConfigError as e:
@@ -471,9 +472,10 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
-        watch = getattr(self, "_kernel_watch", None)
-        if watch is not None:
-            watch.stop()
+        for name in ("_kernel_watch", "_language_watch"):
+            watch = getattr(self, name, None)
+            if watch is not None:
+                watch.stop()
         events: list[StatusPublisher] = getattr(self, "_events", [])
         for publisher in events:
             await publisher.stop()
