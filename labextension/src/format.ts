@@ -1,4 +1,6 @@
-import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { trans as extensionTrans } from './i18n';
 
 import { IGpuCostStatus } from './tokens';
 
@@ -108,7 +110,7 @@ export function formatBudget(amount: number, symbol: string): string {
 export function formatRate(
   ratePerHour: number,
   symbol: string,
-  trans: TranslationBundle = nullTranslator.load('jupyter_gpucost')
+  trans: TranslationBundle = extensionTrans()
 ): string {
   const amount = Number.isFinite(ratePerHour)
     ? `${ratePerHour < 0 ? '-' : ''}${symbol}${Private.fixed(Math.abs(ratePerHour), 2)}`

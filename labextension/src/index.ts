@@ -61,6 +61,8 @@ export const modelPlugin: JupyterFrontEndPlugin<IGpuCostModel> = {
     settingRegistry: ISettingRegistry | null,
     translator: ITranslator | null
   ): IGpuCostModel => {
+    // the one place the extension's translations are loaded (every other
+    // plugin activates after this one and reads them with `trans()`)
     setMoneyLocale(translator?.languageCode ?? 'en');
     if (translator) {
       setTranslator(translator);
@@ -114,18 +116,17 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
     'Shows in the status bar what the notebook session has cost so far on rented GPUs.',
   autoStart: true,
   requires: [IGpuCostModel],
-  optional: [IStatusBar, ITranslator],
+  optional: [IStatusBar],
   activate: (
     app: JupyterFrontEnd,
     model: IGpuCostModel,
-    statusBar: IStatusBar | null,
-    translator: ITranslator | null
+    statusBar: IStatusBar | null
   ): void => {
     if (!statusBar) {
       // no status bar (Notebook 7): the top-bar item shows the cost
       return;
     }
-    const view = new GpuCostStatus(model, translator ?? undefined);
+    const view = new GpuCostStatus(model);
     view.node.addEventListener('click', () => openPanel(app));
     statusBar.registerStatusItem(statusPlugin.id, {
       item: view,
@@ -145,14 +146,13 @@ export const topBarPlugin: JupyterFrontEndPlugin<void> = {
     'Shows the cost, rate and budget in the top bar (Notebook 7, and JupyterLab on request).',
   autoStart: true,
   requires: [IGpuCostModel],
-  optional: [IToolbarWidgetRegistry, ILabShell, ISettingRegistry, ITranslator],
+  optional: [IToolbarWidgetRegistry, ILabShell, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     model: IGpuCostModel,
     toolbarRegistry: IToolbarWidgetRegistry | null,
     labShell: ILabShell | null,
-    settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    settingRegistry: ISettingRegistry | null
   ): void => {
     if (!toolbarRegistry) {
       return;
@@ -168,7 +168,6 @@ export const topBarPlugin: JupyterFrontEndPlugin<void> = {
     toolbarRegistry.addFactory('TopBar', TOP_BAR_ITEM_NAME, () => {
       const item = new GpuCostTopBarItem({
         model,
-        translator: translator ?? undefined,
         onClick: () => openPanel(app)
       });
       items.push(item);

@@ -1,13 +1,9 @@
 import { VDomRenderer } from '@jupyterlab/apputils';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { budgetDisplayState, budgetText } from './budget/format';
 import { describe } from './display';
+import { trans } from './i18n';
 import { CostText } from './view';
 import { currencySymbol } from './format';
 import { IGpuCostModel } from './tokens';
@@ -25,9 +21,6 @@ export const TOP_BAR_ITEM_CLASS = 'jp-gpucost-TopBarItem';
 export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
   constructor(options: GpuCostTopBarItem.IOptions) {
     super(options.model);
-    this._trans = (options.translator ?? nullTranslator).load(
-      'jupyter_gpucost'
-    );
     this.addClass(TOP_BAR_ITEM_CLASS);
     this.node.setAttribute('role', 'button');
     this.node.tabIndex = 0;
@@ -44,7 +37,7 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
   }
 
   protected render(): React.ReactElement {
-    const display = describe(this.model, this._trans);
+    const display = describe(this.model, trans());
     const status = this.model.status;
     const budget = this.model.budget;
     const symbol = status ? currencySymbol(status) : '';
@@ -56,14 +49,14 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     this.node.title = [
       display.title,
       budgetLine,
-      this._trans.__('Click for the cost panel.')
+      trans().__('Click for the cost panel.')
     ]
       .filter(line => line !== '')
       .join('\n');
     const separator = ' · ';
     return (
       <span className="jp-gpucost-topbar-text">
-        <CostText display={display} trans={this._trans} />
+        <CostText display={display} trans={trans()} />
         {budgetLine !== '' && (
           <span className="jp-gpucost-topbar-budget" data-budget={budgetState}>
             {separator}
@@ -73,8 +66,6 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
       </span>
     );
   }
-
-  private _trans: TranslationBundle;
 }
 
 /**
@@ -83,7 +74,6 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
 export namespace GpuCostTopBarItem {
   export interface IOptions {
     model: IGpuCostModel;
-    translator?: ITranslator;
     /** What a click does (open the cost panel). */
     onClick?: () => void;
   }

@@ -1,12 +1,9 @@
 import { VDomRenderer } from '@jupyterlab/apputils';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
+import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { describe, IStatusDisplay } from './display';
+import { trans } from './i18n';
 import { IGpuCostModel } from './tokens';
 
 /**
@@ -19,9 +16,8 @@ export const STATUS_ITEM_ID = 'jp-gpucost-status';
  * and the breakdown in the tooltip.
  */
 export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
-  constructor(model: IGpuCostModel, translator?: ITranslator) {
+  constructor(model: IGpuCostModel) {
     super(model);
-    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this.id = STATUS_ITEM_ID;
     this.addClass('jp-gpucost-StatusItem');
     this.node.dataset.state = model.state;
@@ -31,7 +27,7 @@ export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
    * What the item shows now.
    */
   get display(): IStatusDisplay {
-    return describe(this.model, this._trans);
+    return describe(this.model, trans());
   }
 
   /**
@@ -43,12 +39,10 @@ export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
     this.node.title = display.title;
     return (
       <span className="jp-StatusBar-TextItem jp-gpucost-text">
-        <CostText display={display} trans={this._trans} />
+        <CostText display={display} trans={trans()} />
       </span>
     );
   }
-
-  private _trans: TranslationBundle;
 }
 
 /**

@@ -2,6 +2,11 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Event } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import {
+  ITranslator,
+  nullTranslator,
+  TranslationBundle
+} from '@jupyterlab/translation';
 import { CommandRegistry } from '@lumino/commands';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
@@ -12,7 +17,10 @@ import {
   statusPlugin as plugin,
   topBarPlugin
 } from '../index';
+import { setTranslator } from '../i18n';
 import { GpuCostModel } from '../model';
+import { CostPanelModel } from '../panel/model';
+import { CostPanel } from '../panel/view';
 import { IGpuCostModel } from '../tokens';
 import { GpuCostTopBarItem } from '../topbar';
 import { GpuCostStatus } from '../view';
@@ -179,6 +187,54 @@ describe('jupyter-gpucost:top-bar', () => {
     const item = env.factories['gpucost']();
     await new Promise(resolve => setTimeout(resolve, 20));
     expect(item.isHidden).toBe(true);
+    item.dispose();
+  });
+});
+
+describe("the extension's messages", () => {
+  /** A translator marking every message it translates: «message». */
+  function markingTranslator(): ITranslator {
+    const fill = (text: string, args: unknown[]): string =>
+      args.reduce<string>(
+        (out, arg, i) => out.split(`%${i + 1}`).join(String(arg)),
+        text
+      );
+    const bundle = {
+      __: (msg: string, ...args: unknown[]) => `«${fill(msg, args)}»`,
+      _n: (one: string, many: string, n: number, ...args: unknown[]) =>
+        `«${fill(n === 1 ? one : many, [n, ...args])}»`,
+      _p: (_ctx: string, msg: string, ...args: unknown[]) =>
+        `«${fill(msg, args)}»`
+    } as unknown as TranslationBundle;
+    return {
+      languageCode: 'en',
+      load: jest.fn(() => bundle)
+    } as unknown as ITranslator;
+  }
+
+  afterEach(() => setTranslator(nullTranslator));
+
+  it('are loaded once, by the model plugin, and read by every view', async () => {
+    const translator = markingTranslator();
+    const env = setup();
+    const model = modelPlugin.activate(
+      env.app,
+      null,
+      translator
+    ) as IGpuCostModel;
+    models.push(model);
+    expect(translator.load).toHaveBeenCalledTimes(1);
+    expect(translator.load).toHaveBeenCalledWith('jupyter_gpucost');
+    // views made after it take no translator of their own
+    const item = new GpuCostTopBarItem({ model });
+    Widget.attach(item, document.body);
+    (model as GpuCostModel).stateChanged.emit();
+    await new Promise(resolve => requestAnimationFrame(resolve));
+    expect(item.node.title).toContain('«Click for the cost panel.»');
+    const panel = new CostPanel(new CostPanelModel({ autoStart: false }));
+    expect(panel.title.label).toBe('«GPU Cost»');
+    expect(translator.load).toHaveBeenCalledTimes(1);
+    panel.dispose();
     item.dispose();
   });
 });

@@ -2,13 +2,9 @@ import { InputDialog, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Event, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
 
 import { currencySymbol, formatBudget, formatMoney } from '../format';
+import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { BudgetCountdown } from './countdown';
 import {
@@ -36,10 +32,8 @@ export class BudgetController {
     model: IGpuCostModel,
     serverSettings: ServerConnection.ISettings,
     tracker: INotebookTracker | null,
-    refreshRunning: () => Promise<void> = async () => undefined,
-    translator?: ITranslator
+    refreshRunning: () => Promise<void> = async () => undefined
   ) {
-    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this._model = model;
     this._settings = serverSettings;
     this._tracker = tracker;
@@ -200,7 +194,7 @@ export class BudgetController {
       }
     }
     this._countdown.closing(
-      this._trans._n(
+      trans()._n(
         'Budget spent: %1 notebook saved; stopping.',
         'Budget spent: %1 notebooks saved; stopping.',
         saved.length
@@ -256,21 +250,23 @@ export class BudgetController {
    * "Raise budget": ask for a higher budget of one's own.
    */
   private async raise(): Promise<void> {
-    const trans = this._trans;
     const soft = this._status?.soft;
     const current = soft?.amount_usd ?? 0;
     const spent = soft?.spent_usd ?? 0;
     const symbol = currencyLabel(this.symbol);
     const spentText = formatMoney(spent, this.symbol);
     const result = await InputDialog.getText({
-      title: trans.__('Raise your budget'),
+      title: trans().__('Raise your budget'),
       label: symbol
-        ? trans.__(
+        ? trans().__(
             '%1 spent so far. New budget (%2, up to 6 decimals)',
             spentText,
             symbol
           )
-        : trans.__('%1 spent so far. New budget (up to 6 decimals)', spentText),
+        : trans().__(
+            '%1 spent so far. New budget (up to 6 decimals)',
+            spentText
+          ),
       // above what is spent: the proposal ends the countdown
       text: String(proposeRaise(current, spent)),
       pattern: AMOUNT_PATTERN,
@@ -281,7 +277,7 @@ export class BudgetController {
     }
     const amount = parseAmount(result.value);
     if (amount.error !== null) {
-      Notification.error(trans.__('Budget not raised: %1', amount.error), {
+      Notification.error(trans().__('Budget not raised: %1', amount.error), {
         autoClose: 8000
       });
       return;
@@ -296,7 +292,7 @@ export class BudgetController {
       ) {
         // set as asked, but it does not stop the countdown: say so
         Notification.warning(
-          trans.__(
+          trans().__(
             'Your new budget of %1 is already spent (%2 spent): the countdown goes on. Raise it above %2 to keep working.',
             formatBudget(after.amount_usd, this.symbol),
             formatMoney(after.spent_usd, this.symbol)
@@ -306,7 +302,7 @@ export class BudgetController {
       }
     } catch (reason) {
       Notification.error(
-        trans.__('Budget not raised: %1', (reason as Error).message),
+        trans().__('Budget not raised: %1', (reason as Error).message),
         {
           autoClose: 8000
         }
@@ -334,7 +330,6 @@ export class BudgetController {
   }
 
   private _model: IGpuCostModel;
-  private _trans: TranslationBundle;
   private _settings: ServerConnection.ISettings;
   private _tracker: INotebookTracker | null;
   private _refreshRunning: () => Promise<void>;

@@ -5,7 +5,6 @@ import {
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
-import { ITranslator } from '@jupyterlab/translation';
 
 import { IGpuCostModel } from '../tokens';
 import { BudgetController } from './controller';
@@ -29,14 +28,13 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
     'Budget warnings, the countdown before the budget action, and saving notebooks before it.',
   autoStart: true,
   requires: [IGpuCostModel],
-  optional: [INotebookTracker, IStatusBar, ISettingRegistry, ITranslator],
+  optional: [INotebookTracker, IStatusBar, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     model: IGpuCostModel,
     tracker: INotebookTracker | null,
     statusBar: IStatusBar | null,
-    settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    settingRegistry: ISettingRegistry | null
   ): void => {
     const services = app.serviceManager;
     const controller = new BudgetController(
@@ -49,8 +47,7 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
           services.sessions.refreshRunning(),
           services.kernels.refreshRunning()
         ]);
-      },
-      translator ?? undefined
+      }
     );
     if (statusBar) {
       statusBar.registerStatusItem(budgetPlugin.id, {

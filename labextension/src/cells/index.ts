@@ -14,11 +14,11 @@ import {
 } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ITranslator } from '@jupyterlab/translation';
 import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
-import { setTranslator, trans } from '../i18n';
+import { trans } from '../i18n';
+import { IGpuCostModel } from '../tokens';
 import { requestJson } from '../request';
 import {
   AUTO_STATE_EXPRESSION,
@@ -360,16 +360,14 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
     'Shows what each cell cost next to it, and switches per-cell pricing from the toolbar.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry, ITranslator],
+  // after the model's plugin, which loads the extension's translations
+  optional: [ISettingRegistry, IGpuCostModel],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    _model?: IGpuCostModel | null
   ): void => {
-    if (translator) {
-      setTranslator(translator);
-    }
     const controller = new CellCostController(
       app.serviceManager.serverSettings
     );

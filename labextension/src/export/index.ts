@@ -11,10 +11,10 @@ import {
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ITranslator } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { setTranslator, trans } from '../i18n';
+import { trans } from '../i18n';
+import { IGpuCostModel } from '../tokens';
 import {
   describePaths,
   endText,
@@ -191,16 +191,14 @@ export const exportPlugin: JupyterFrontEndPlugin<void> = {
     'Exports checkpoints and folders from the file browser to object storage, with progress.',
   autoStart: true,
   requires: [IFileBrowserFactory],
-  optional: [ISettingRegistry, ITranslator],
+  // after the model's plugin, which loads the extension's translations
+  optional: [ISettingRegistry, IGpuCostModel],
   activate: (
     app: JupyterFrontEnd,
     factory: IFileBrowserFactory,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    _model?: IGpuCostModel | null
   ): void => {
-    if (translator) {
-      setTranslator(translator);
-    }
     const services = app.serviceManager;
     let preferred = '';
     let targets: IExportTarget[] = [];

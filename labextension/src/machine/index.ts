@@ -3,17 +3,13 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { IStatusBar } from '@jupyterlab/statusbar';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { budgetRequest } from '../budget/request';
 import { IBudgetStatus } from '../budget/tokens';
 import { currencySymbol } from '../format';
+import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { machineOf, stillCosts, stillCostsText } from './format';
 
@@ -56,11 +52,9 @@ export function cancelStop(
 export class MachineItem extends Widget {
   constructor(
     private _model: IGpuCostModel,
-    private _settings: ServerConnection.ISettings,
-    translator?: ITranslator
+    private _settings: ServerConnection.ISettings
   ) {
     super();
-    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this.id = MACHINE_ITEM_ID;
     this.addClass('jp-gpucost-MachineItem');
     this.addClass('jp-StatusBar-TextItem');
@@ -88,7 +82,7 @@ export class MachineItem extends Widget {
     if (budget?.state === 'grace' && budget.grace?.can_cancel) {
       node.dataset.machine = 'stopping';
       node.append(
-        this._button(this._trans.__('Cancel stop'), () =>
+        this._button(trans().__('Cancel stop'), () =>
           cancelStop(this._settings)
         )
       );
@@ -103,18 +97,18 @@ export class MachineItem extends Widget {
     node.dataset.machine = 'still-costs';
     const text = document.createElement('span');
     text.className = 'jp-gpucost-still-costs';
-    text.textContent = stillCostsText(still, symbol, this._trans);
+    text.textContent = stillCostsText(still, symbol, trans());
     node.append(text);
     const machine = machineOf(status);
     if (machine?.stoppable) {
       node.append(
-        this._button(this._trans.__('Stop machine'), () =>
+        this._button(trans().__('Stop machine'), () =>
           requestStop(this._settings, 'stop-instance')
         )
       );
     } else {
       node.append(
-        this._button(this._trans.__('Stop server'), () =>
+        this._button(trans().__('Stop server'), () =>
           requestStop(this._settings, 'stop-server')
         )
       );
@@ -139,8 +133,6 @@ export class MachineItem extends Widget {
     });
     return button;
   }
-
-  private _trans: TranslationBundle;
 }
 
 /**
@@ -152,21 +144,16 @@ export const machinePlugin: JupyterFrontEndPlugin<void> = {
     'What the machine still costs after a budget action, with a button to stop it.',
   autoStart: true,
   requires: [IGpuCostModel],
-  optional: [IStatusBar, ITranslator],
+  optional: [IStatusBar],
   activate: (
     app: JupyterFrontEnd,
     model: IGpuCostModel,
-    statusBar: IStatusBar | null,
-    translator: ITranslator | null
+    statusBar: IStatusBar | null
   ): void => {
     if (!statusBar) {
       return;
     }
-    const item = new MachineItem(
-      model,
-      app.serviceManager.serverSettings,
-      translator ?? undefined
-    );
+    const item = new MachineItem(model, app.serviceManager.serverSettings);
     statusBar.registerStatusItem(machinePlugin.id, {
       item,
       align: 'left',

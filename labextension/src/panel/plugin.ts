@@ -11,12 +11,9 @@ import {
 } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
+import { TranslationBundle } from '@jupyterlab/translation';
 
+import { trans } from '../i18n';
 import { DEFAULT_INTERVAL_S } from '../model';
 import { IGpuCostModel } from '../tokens';
 import { PanelFeed } from './feed';
@@ -41,7 +38,6 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     ICommandPalette,
     ILayoutRestorer,
     ISettingRegistry,
-    ITranslator,
     ILabShell,
     INotebookTracker
   ],
@@ -51,13 +47,11 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null,
     labShell: ILabShell | null,
     notebooks: INotebookTracker | null
   ): void => {
     // JupyterLab: the main area; Notebook 7 (no ILabShell): the right sidebar
     const area = labShell ? 'main' : 'right';
-    const trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     const tracker = new WidgetTracker<MainAreaWidget<CostPanel>>({
       namespace: 'jupyter-gpucost'
     });
@@ -68,8 +62,10 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     let current: MainAreaWidget<CostPanel> | null = null;
 
     app.commands.addCommand(OPEN_PANEL_COMMAND, {
-      label: trans.__('GPU Cost'),
-      caption: trans.__('Where the money went: per kernel, per GPU, over time'),
+      label: trans().__('GPU Cost'),
+      caption: trans().__(
+        'Where the money went: per kernel, per GPU, over time'
+      ),
       execute: () => {
         if (!current || current.isDisposed) {
           const model = new CostPanelModel({
@@ -78,12 +74,12 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
             cost,
             feed,
             cellLabel: (path, cellId) =>
-              Private.cellLabel(notebooks, path, cellId, trans)
+              Private.cellLabel(notebooks, path, cellId, trans())
           });
-          const content = new CostPanel(model, translator ?? undefined);
+          const content = new CostPanel(model);
           current = new MainAreaWidget({ content });
           current.id = 'jp-gpucost-panel-widget';
-          current.title.label = trans.__('GPU Cost');
+          current.title.label = trans().__('GPU Cost');
           current.title.closable = true;
           current.disposed.connect(() => model.dispose());
           void tracker.add(current);
@@ -97,7 +93,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     });
     palette?.addItem({
       command: OPEN_PANEL_COMMAND,
-      category: trans.__('GPU Cost')
+      category: trans().__('GPU Cost')
     });
     if (restorer) {
       void restorer.restore(tracker, {

@@ -1,14 +1,11 @@
 import { VDomRenderer } from '@jupyterlab/apputils';
-import {
-  ITranslator,
-  nullTranslator,
-  TranslationBundle
-} from '@jupyterlab/translation';
+import { TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { formatLocalTime } from '../budget/format';
 import { currencySymbol } from '../format';
+import { trans } from '../i18n';
 import { Budget } from './budget-form';
 import { History } from './history';
 import { Kernels } from './kernels';
@@ -29,13 +26,12 @@ export const PANEL_ID = 'jp-gpucost-panel';
  * The cost panel: where the money went.
  */
 export class CostPanel extends VDomRenderer<CostPanelModel> {
-  constructor(model: CostPanelModel, translator?: ITranslator) {
+  constructor(model: CostPanelModel) {
     super(model);
-    this._trans = (translator ?? nullTranslator).load('jupyter_gpucost');
     this.id = PANEL_ID;
     this.addClass('jp-gpucost-Panel');
-    this.title.label = this._trans.__('GPU Cost');
-    this.title.caption = this._trans.__(
+    this.title.label = trans().__('GPU Cost');
+    this.title.caption = trans().__(
       'What this session has cost, where the money went'
     );
   }
@@ -54,15 +50,13 @@ export class CostPanel extends VDomRenderer<CostPanelModel> {
     return (
       <Private.Panel
         model={this.model}
-        trans={this._trans}
+        trans={trans()}
         onWindow={w => {
           this.model.window = w;
         }}
       />
     );
   }
-
-  private _trans: TranslationBundle;
 }
 
 namespace Private {
