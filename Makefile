@@ -58,11 +58,13 @@ demo: install
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(DEMO_PORT) --no-browser $(ROOT_FLAG) \
 		--GpuCost.telemetry=$$TELEMETRY --GpuCost.detect_machine=False
 
+# Chromium, and a Chinese font so that the screenshots of the Chinese UI are legible
+CJK_FONT = /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 chromium:
-	@if [ ! -x "$(CHROMIUM)" ]; then \
-		echo "Installing Chromium from Debian (needed by the browser tests)"; \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; \
+	@if [ ! -x "$(CHROMIUM)" ] || [ ! -f "$(CJK_FONT)" ]; then \
+		echo "Installing Chromium and a Chinese font from Debian (needed by the browser tests)"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null; fi; \
 	fi
 
 # translations: extract every message (front end, server, settings schemas) into the .pot

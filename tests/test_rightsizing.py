@@ -36,3 +36,20 @@ def test_advice_once_the_gpus_were_observed_long_enough() -> None:
     assert advice is not None
     assert advice.model == "T4"
     assert why_not(snap) is None
+
+
+def test_the_notes_the_panel_shows_are_in_the_servers_language() -> None:
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.server.attribution import NOTE_SIMULATED
+
+    i18n.set_language("zh_CN")
+    try:
+        note = why_not(snapshot_after(17, 5.0))
+        busy = why_not(snapshot_after(MIN_OBSERVED_S + 60, 100.0))
+        simulated = i18n._(NOTE_SIMULATED)
+    finally:
+        i18n.set_language("en")
+    assert note == "尚无法判断：会话占用 GPU 满 5 分钟后才给出建议（目前 17 秒）。"  # noqa: RUF001
+    assert busy is not None
+    assert busy.startswith("GPU 有 100% 的时间在忙")
+    assert simulated.startswith("模拟遥测")

@@ -327,7 +327,8 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
             "rightsizing_note": why_not(snapshot) if advice is None else None,
             "attribution": {
                 "pids_visible": attribution.pids_visible if attribution else True,
-                "note": attribution.note if attribution else None,
+                # a constant of the catalog, translated where it is shown
+                "note": _(attribution.note) if attribution and attribution.note else None,
             },
             "budget": inputs.budget,
             "machine": machine,
