@@ -1,7 +1,7 @@
 import { VDomRenderer } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import { budgetDisplayState, budgetText } from './budget/format';
+import { budgetDisplayState, budgetText, budgetTitle } from './budget/format';
 import { describe } from './display';
 import { trans } from './i18n';
 import { CostText } from './view';
@@ -46,9 +46,11 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     this.node.dataset.state = display.state;
     this.node.dataset.budget = budgetState;
     this.node.dataset.transport = this.model.transport;
+    // the budget's own tooltip (its amount, what is spent, the last action), as
+    // JupyterLab's budget item has it: Notebook 7 has no such item
     this.node.title = [
       display.title,
-      budgetLine,
+      budget ? budgetTitle(budget, symbol) : '',
       trans().__('Click for the cost panel.')
     ]
       .filter(line => line !== '')

@@ -216,6 +216,9 @@ describe('budget share', () => {
     expect(budgetPercent(0.9999)).toBe('99');
     expect(budgetPercent(1)).toBe('100');
     expect(budgetPercent(1.91)).toBe('191');
+    expect(budgetPercent(9.999)).toBe('999');
+    expect(budgetPercent(10)).toBe('>999');
+    expect(budgetPercent(114367)).toBe('>999');
     expect(budgetPercent(null)).toBe('?');
     expect(
       budgetText(budget({ soft: standing({ share: 0.0354 }) }), 0, '$')

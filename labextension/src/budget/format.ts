@@ -209,11 +209,16 @@ export function localizeRunOut(
 /**
  * The share of a budget spent, as a whole percentage, rounded down (a budget
  * shows 100% only once it is all spent); `?` when not known. The status bar and
- * the panel both show this.
+ * the panel both show this. Past ten times the budget it reads `>999`: a
+ * budget of a micro-unit spent a hundred thousand times over is not a figure
+ * anyone reads.
  */
 export function budgetPercent(share: number | null): string {
   if (share === null || !Number.isFinite(share)) {
     return '?';
+  }
+  if (share >= 10) {
+    return '>999';
   }
   // to millionths first, so that 0.57 (56.99999… × 100) is 57, not 56
   return String(Math.floor(Math.round(share * 1_000_000) / 10_000));

@@ -136,7 +136,7 @@ export function Budget(props: {
           event.preventDefault();
           const parsed = parseAmount(amount);
           if (parsed.error !== null) {
-            setError(trans.__(parsed.error));
+            setError(parsed.error);
             return;
           }
           submit(parsed.value);
