@@ -47,6 +47,11 @@ _MAX_BYTES = 5_000_000
 def read(path: str, setting: str = SETTING) -> ProfileSource:
     """The profile list at ``path``; :class:`HubConfigError` naming ``setting``."""
     file = Path(path)
+    if file.suffix not in (".yaml", ".yml", ".py"):
+        raise HubConfigError(
+            f"{setting} = {path!r}: use a Zero to JupyterHub values.yaml (.yaml, .yml) or a "
+            "jupyterhub_config.py (.py)"
+        )
     try:
         if file.stat().st_size > _MAX_BYTES:
             raise HubConfigError(f"{setting} = {path!r}: larger than {_MAX_BYTES} bytes")
@@ -55,12 +60,7 @@ def read(path: str, setting: str = SETTING) -> ProfileSource:
         raise HubConfigError(f"{setting} = {path!r} cannot be read: {e}") from None
     if file.suffix in (".yaml", ".yml"):
         return from_values(text, path, setting)
-    if file.suffix == ".py":
-        return from_python(text, path, setting)
-    raise HubConfigError(
-        f"{setting} = {path!r}: use a Zero to JupyterHub values.yaml (.yaml, .yml) or a "
-        "jupyterhub_config.py (.py)"
-    )
+    return from_python(text, path, setting)
 
 
 def _get(tree: object, *keys: str) -> object:

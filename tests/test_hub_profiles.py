@@ -1,0 +1,441 @@
+"""Profiles priced from the hub's own KubeSpawner config (``c.GpuCostHub.profiles_from``)
+and ``python -m jupyter_gpucost.hub check-profiles``.
+
+The profile files are in tests/data/profiles: a Zero to JupyterHub values.yaml for GKE
+and a jupyterhub_config.py for EKS with Karpenter (one profile with a callable override),
+and one whose profile list is a callable.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.hub import check_profiles, profile_source
+from jupyter_gpucost.hub.kube_profiles import initialized, load, slugify
+from jupyter_gpucost.hub.model import HubConfigError, ServerInfo
+from jupyter_gpucost.hub.profile_gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profiles_setup import (
+    Allocations,
+    ProfileSettings,
+    build,
+    derived_prices,
+)
+
+DATA = Path(__file__).parent / "data" / "profiles"
+VALUES = DATA / "z2jh_values.yaml"
+HUB_CONFIG = DATA / "jupyterhub_config.py"
+CALLABLE = DATA / "jupyterhub_config_callable.py"
+ROOT = Path(__file__).resolve().parents[1]
+#: GKE's catalog rows have no per-GPU T4 or A100 80GB: the admin names their prices
+GCP_CONFIG = """
+c.GpuCostHub.price_provider = "gcp"
+c.GpuCostHub.price_overrides = {{"T4": "0.35", "A100-80GB": "5.07"}}
+c.GpuCostHub.profiles_from = {path!r}
+"""
+
+
+def run_check(tmp_path: Path, config: str, *extra: str) -> tuple[int, str, str]:
+    (tmp_path / "gpucost_hub_config.py").write_text(config)
+    out, err = io.StringIO(), io.StringIO()
+    code = check_profiles.main(
+        ["--config", str(tmp_path / "gpucost_hub_config.py"), *extra], out, err
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+def row(output: str, slug: str, choice: str) -> list[str]:
+    """The columns of one line of check-profiles' table (split on two spaces or more)."""
+    for line in output.splitlines():
+        cells = [c for c in line.split("  ") if c.strip()]
+        if len(cells) >= 5 and cells[0].strip() == slug and cells[1].strip() == choice:
+            return [c.strip() for c in cells]
+    raise AssertionError(f"no line for {slug} {choice} in:\n{output}")
+
+
+def gcp() -> PricePolicy:
+    return PricePolicy(
+        catalog=load_catalog(),
+        provider="gcp",
+        overrides={"T4": Decimal("0.35"), "A100-80GB": Decimal("5.07")},
+    )
+
+
+# -- check-profiles -------------------------------------------------------------------
+
+
+def test_check_profiles_prices_every_profile_and_choice_of_a_z2jh_values_yaml(
+    tmp_path: Path,
+) -> None:
+    code, out, err = run_check(tmp_path, GCP_CONFIG.format(path=str(VALUES)))
+    assert code == 0, err
+    assert out.startswith(f"profiles from {VALUES} singleuser.profileList\n")
+    # the default profile, slug derived from its display name, no GPU
+    assert row(out, "small-cpu", "-")[2:4] == ["no GPU", "$0.00/h"]
+    t4 = row(out, "t4", "image=pytorch")
+    assert t4[2:4] == ["1 × T4", "$0.35/h"]
+    assert "cloud.google.com/gke-accelerator=nvidia-tesla-t4" in t4[4]
+    assert "extra_resource_limits nvidia.com/gpu" in t4[4]
+    assert "admin override (c.GpuCostHub.price_overrides['T4'])" in t4[4]
+    assert row(out, "t4", "image=tensorflow")[2:4] == ["1 × T4", "$0.35/h"]
+    # an unlisted image does not change the GPU: priced like the profile
+    assert row(out, "t4", "image=(unlisted)")[2:4] == ["1 × T4", "$0.35/h"]
+    # the choice's overrides are merged over the profile's (count 1 → 2, selector added)
+    assert row(out, "large-gpu", "gpu=l4")[2:4] == ["1 × L4", "$0.71/h"]
+    a100 = row(out, "large-gpu", "gpu=a100")
+    assert a100[2:4] == ["2 × A100-80GB", "$10.14/h"]
+    assert "2 (extra_resource_limits nvidia.com/gpu)" in a100[4]
+    # a named instance type: its whole-instance price
+    g2 = row(out, "g2-node", "-")
+    assert g2[2:4] == ["1 × L4", "$0.71/h"]
+    assert g2[4].startswith(
+        "whole instance g2-standard-4 (node_selector node.kubernetes.io/instance-type)"
+    )
+    # a required node affinity
+    h100 = row(out, "h100", "-")
+    assert h100[2:4] == ["1 × H100-80GB", "$10.98/h"]
+    assert "node_affinity_required cloud.google.com/gke-accelerator In" in h100[4]
+
+
+def test_the_check_runs_as_a_module_command(tmp_path: Path) -> None:
+    (tmp_path / "gpucost_hub_config.py").write_text(GCP_CONFIG.format(path=str(VALUES)))
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub", "check-profiles"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert row(done.stdout, "large-gpu", "gpu=a100")[2:4] == ["2 × A100-80GB", "$10.14/h"]
+
+
+def test_a_jupyterhub_config_py_is_read_without_running_it(tmp_path: Path) -> None:
+    sentinel = tmp_path / "ran"
+    config = tmp_path / "jupyterhub_config.py"
+    # had it been run, this line would have created the file
+    config.write_text(HUB_CONFIG.read_text() + f"\nopen({str(sentinel)!r}, 'w').close()\n")
+    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(config)!r}\n")
+    assert not sentinel.exists()
+    assert code == 2
+    assert row(out, "cpu", "-")[2:4] == ["no GPU", "$0.00/h"]
+    a10g = row(out, "gpu", "gpu=a10g")
+    assert a10g[2:4] == ["1 × A10G", "$1.006/h"]
+    assert "karpenter.k8s.aws/instance-gpu-name=a10g" in a10g[4]
+    # 2i2c's way: the instance type directly under kubespawner_override; the whole node
+    l4 = row(out, "gpu", "gpu=4x-l4")
+    assert l4[2:4] == ["4 × L4", "$4.6016/h"]
+    assert "kubespawner_override node.kubernetes.io/instance-type" in l4[4]
+    # the unlisted choice puts the user's text into the node selector
+    text = row(out, "gpu", "gpu=(unlisted)")
+    assert text[2:4] == ["from the text", "at run time"]
+    assert "any other at the dearest profile ($55.04/h)" in text[4]
+    assert row(out, "p5", "-")[2:4] == ["8 × H100-80GB", "$55.04/h"]
+    # the callable cannot be read: said, and the exit code says the service won't start
+    team = row(out, "team-gpu", "-")
+    assert team[3] == "CANNOT PRICE"
+    assert "extra_resource_limits cannot be read statically" in team[4]
+    assert "kubespawner_override extra_resource_limits is a callable" in team[4]
+    assert "cannot price: profile 'team-gpu'" in err
+
+
+def test_profile_gpus_covers_a_profile_that_cannot_be_read(tmp_path: Path) -> None:
+    config = (
+        f"c.GpuCostHub.profiles_from = {str(HUB_CONFIG)!r}\n"
+        'c.GpuCostHub.profile_gpus = {"team-gpu": "A100-80GB x 2"}\n'
+    )
+    code, out, err = run_check(tmp_path, config)
+    assert code == 0, err
+    team = row(out, "team-gpu", "-")
+    assert team[2:4] == ["2 × A100-80GB", "$6.862/h"]
+    assert team[4].startswith("c.GpuCostHub.profile_gpus['team-gpu'] override")
+
+
+def test_a_callable_profile_list_is_named_and_fails_the_check(tmp_path: Path) -> None:
+    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(CALLABLE)!r}\n")
+    assert code == 2
+    assert "the profile list is the function profiles_for() (a callable)" in out
+    assert "it cannot be read statically" in err
+    # with profile_gpus and default_gpu, the admin prices every server: the check passes
+    code, out, err = run_check(
+        tmp_path,
+        f"c.GpuCostHub.profiles_from = {str(CALLABLE)!r}\n"
+        'c.GpuCostHub.profile_gpus = {"gpu": "T4"}\nc.GpuCostHub.default_gpu = "none"\n',
+    )
+    assert code == 0, err
+    assert "cannot be read statically" in out
+
+
+def test_a_profile_with_no_price_stops_the_service_at_start(tmp_path: Path) -> None:
+    # a GPU limit with nothing that names the GPU's model
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        "singleuser:\n  profileList:\n"
+        "    - display_name: MI300\n"
+        "      kubespawner_override:\n"
+        "        extra_resource_limits: {amd.com/gpu: 1, nvidia.com/gpu: 1}\n"
+        "    - display_name: T4\n"
+        "      kubespawner_override:\n"
+        "        extra_resource_limits: {nvidia.com/gpu: 1}\n"
+        "        node_selector: {nvidia.com/gpu.product: Tesla-T4}\n"
+    )
+    (tmp_path / "gpucost_hub_config.py").write_text(
+        f"c.GpuCostHub.profiles_from = {str(values)!r}\n"
+        f"c.GpuCostHub.data_dir = {str(tmp_path / 'data')!r}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_gpucost.hub", "--config", "gpucost_hub_config.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "JUPYTERHUB_API_TOKEN": "x" * 32},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "gpucost-hub: c.GpuCostHub.profiles_from: cannot price profile 'mi300': "
+        "extra_resource_limits nvidia.com/gpu asks 1 GPU(s) but no node selector or "
+        "affinity names their model"
+    ), done.stderr
+
+
+# -- KubeSpawner's reading of a profile list ------------------------------------------
+
+
+def test_slugs_defaults_and_merging_follow_kubespawner() -> None:
+    assert slugify("T4 GPU (16 GB)") == "t4-gpu-16-gb"
+    assert slugify("Élodie's  GPU!") == "elodies-gpu"
+    # a dict of profiles is its values sorted by key; no default: the first is
+    profiles = initialized(
+        {
+            "b": {"display_name": "B", "kubespawner_override": {"node_selector": {"x": "1"}}},
+            "a": {"display_name": "A"},
+        }
+    )
+    assert [p["slug"] for p in profiles] == ["a", "b"]
+    assert profiles[0]["default"] is True
+    base = {"node_selector": {"pool": "user", "x": "0"}}
+    selection, state = load({"profile": "b"}, profiles, base)
+    assert selection.slug == "b"
+    assert state["node_selector"] == {"pool": "user", "x": "1"}
+    # {} is the default profile; the spawner's own settings stay
+    selection, state = load({}, profiles, base)
+    assert (selection.slug, state["node_selector"]) == ("a", {"pool": "user", "x": "0"})
+
+
+def test_a_choice_overrides_the_profile_recursively_and_none_removes_a_key() -> None:
+    profiles = initialized(
+        [
+            {
+                "display_name": "GPU",
+                "kubespawner_override": {
+                    "extra_resource_limits": {"nvidia.com/gpu": "1"},
+                    "node_selector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+                },
+                "profile_options": {
+                    "size": {
+                        "display_name": "Size",
+                        "choices": {
+                            "one": {"display_name": "1"},
+                            "four": {
+                                "display_name": "4",
+                                "kubespawner_override": {
+                                    "extra_resource_limits": {"nvidia.com/gpu": "4"}
+                                },
+                            },
+                            "cpu": {
+                                "display_name": "no GPU",
+                                "kubespawner_override": {
+                                    "extra_resource_limits": {"nvidia.com/gpu": None},
+                                    "node_selector": {"cloud.google.com/gke-accelerator": None},
+                                },
+                            },
+                        },
+                    }
+                },
+            }
+        ]
+    )
+    prices = derived_prices(gcp())
+    rates = {}
+    for choice in ("one", "four", "cpu"):
+        _, state = load({"profile": "gpu", "size": choice}, profiles, {})
+        rates[choice] = rate_of(state, prices)
+    assert [(r.allocation.count, r.usd_per_hour) for r in rates.values()] == [
+        (1, Decimal("0.71")),
+        (4, Decimal("2.84")),
+        (0, Decimal(0)),
+    ]
+    # the first choice is the default when none says so
+    _, state = load({}, profiles, {})
+    assert rate_of(state, prices).allocation.count == 1
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        (
+            {
+                "extra_resource_limits": {"nvidia.com/gpu": "1"},
+                "node_selector": {
+                    "cloud.google.com/gke-accelerator": "nvidia-tesla-t4",
+                    "node.kubernetes.io/instance-type": "g2-standard-4",
+                },
+            },
+            "node_selector node.kubernetes.io/instance-type=g2-standard-4 has L4 GPUs, but "
+            "node_selector cloud.google.com/gke-accelerator=nvidia-tesla-t4 names T4",
+        ),
+        (
+            {
+                "extra_resource_limits": {"nvidia.com/gpu": "2"},
+                "node_selector": {"node.kubernetes.io/instance-type": "g2-standard-4"},
+            },
+            "extra_resource_limits nvidia.com/gpu asks 2 GPUs of g2-standard-4, which has 1",
+        ),
+        (
+            {"node_selector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"}},
+            "is a MIG slice: price it with profile_gpus",
+        ),
+        (
+            {"node_selector": {"karpenter.k8s.aws/instance-gpu-name": "a100"}},
+            "karpenter.k8s.aws/instance-gpu-name='a100' is 40 or 80 GB",
+        ),
+        (
+            {"extra_resource_limits": {"nvidia.com/gpu": "1.5"}},
+            "'1.5' is not a whole number of GPUs",
+        ),
+    ],
+)
+def test_what_cannot_be_priced_says_why(state: dict[str, object], reason: str) -> None:
+    with pytest.raises(Unpriced, match=None) as e:
+        rate_of(state, derived_prices(gcp()))
+    assert reason in str(e.value)
+
+
+def test_several_possible_nodes_bill_the_dearest() -> None:
+    state: dict[str, object] = {
+        "extra_resource_limits": {"nvidia.com/gpu": "1"},
+        "node_affinity_required": [
+            {
+                "matchExpressions": [
+                    {
+                        "key": "cloud.google.com/gke-accelerator",
+                        "operator": "In",
+                        "values": ["nvidia-l4", "nvidia-h100-80gb"],
+                    }
+                ]
+            }
+        ],
+    }
+    rate = rate_of(state, derived_prices(gcp()))
+    assert (rate.allocation.model, rate.usd_per_hour) == ("H100-80GB", Decimal("10.98"))
+    assert rate.source.startswith("the dearest of L4, H100-80GB (the pod may land on any)")
+
+
+def test_reading_a_values_yaml_takes_hub_config_last_and_refuses_extra_config(
+    tmp_path: Path,
+) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        "singleuser:\n"
+        "  nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}\n"
+        "  extraResource: {limits: {nvidia.com/gpu: 1}}\n"
+        "  profileList: [{display_name: ignored}]\n"
+        "hub:\n  config:\n    KubeSpawner:\n      profile_list: [{display_name: Wins}]\n"
+    )
+    source = profile_source.read(str(values))
+    assert source.profiles == [{"display_name": "Wins"}]
+    assert source.base == {
+        "node_selector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+        "extra_resource_limits": {"nvidia.com/gpu": 1},
+    }
+    values.write_text(
+        values.read_text()
+        + "  extraConfig:\n    gpus: |\n      c.KubeSpawner.profile_list = make()\n"
+    )
+    assert str(profile_source.read(str(values)).profiles) == (
+        "<set in Python by hub.extraConfig.gpus>"
+    )
+    with pytest.raises(HubConfigError, match=r"profiles_from = '.*nope.json': use a Zero"):
+        profile_source.read(str(tmp_path / "nope.json"))
+
+
+# -- forged user_options ---------------------------------------------------------------
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+LABELS = [
+    "nvidia-tesla-t4",
+    "nvidia-l4",
+    "nvidia-h100-80gb",
+    "t4",
+    "a10g",
+    "l4",
+    "h100",
+    "a100",
+    "Tesla-T4",
+]
+
+
+@cache
+def gke_allocations() -> Allocations:
+    return build(ProfileSettings(prices=gcp(), profiles_from=str(VALUES)))
+
+
+def _text() -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.sampled_from(LABELS),
+        st.text(max_size=40),
+        st.text(min_size=300, max_size=2000),
+        st.integers(),
+        st.none(),
+        st.lists(st.text(max_size=3), max_size=2),
+    )
+
+
+@st.composite
+def forged_options(draw: st.DrawFn) -> dict[str, object]:
+    keys = st.sampled_from(
+        ["profile", "image", "gpu", "image--unlisted-choice", "gpu--unlisted-choice", "x"]
+    )
+    values = st.one_of(
+        st.sampled_from(
+            ["t4", "large-gpu", "small-cpu", "g2-node", "h100", "gpu", "p5", "cpu", "nope"]
+        ),
+        st.sampled_from(["a100", "l4", "pytorch", "tensorflow", "a10g", "4x-l4", ""]),
+        _text(),
+    )
+    return draw(st.dictionaries(keys, values, max_size=4))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(options=forged_options())
+def test_forged_user_options_never_bill_below_the_profile_they_name(
+    options: dict[str, object],
+) -> None:
+    """Whatever a user sends, the bill is the rate of a profile KubeSpawner would start
+    with those options, or the dearest: never less than what the pod got."""
+    allocations = gke_allocations()
+    assert allocations.policy.derived is not None
+    assert allocations.table is not None
+    dearest = max(line.rate.usd_per_hour for line in allocations.table.lines if line.rate)
+    server = ServerInfo("u", "", started=T0, ready=True, user_options=options)
+    rate = allocations.policy.rate_for(server)
+    slug = options.get("profile") or "small-cpu"
+    if slug not in ("t4", "large-gpu", "small-cpu", "g2-node", "h100"):
+        assert rate.usd_per_hour == dearest
+        assert "KubeSpawner would not start these user_options" in rate.source
+    assert rate.usd_per_hour >= 0
+    # an allocation is a catalog model × count, never text the user sent
+    assert rate.allocation.model in ("", "T4", "L4", "A100-80GB", "H100-80GB")
