@@ -100,6 +100,11 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
     try:
         yield Kube(loop, spawner_class)
     finally:
+        # KubeSpawner's shared API client leaves a task that closes it
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
         if before is None:
             os.environ.pop("KUBECONFIG", None)
