@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.hub import check_profiles, profile_source
 from jupyter_gpucost.hub.kube_profiles import initialized, load, slugify
-from jupyter_gpucost.hub.model import HubConfigError, ServerInfo
+from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, ServerInfo
 from jupyter_gpucost.hub.profile_gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profile_table import ProfileSource, ProfileTable
 from jupyter_gpucost.hub.profiles_setup import (
     Allocations,
     ProfileSettings,
@@ -141,7 +142,7 @@ def test_a_jupyterhub_config_py_is_read_without_running_it(tmp_path: Path) -> No
     # the unlisted choice puts the user's text into the node selector
     text = row(out, "gpu", "gpu=(unlisted)")
     assert text[2:4] == ["from the text", "at run time"]
-    assert "any other at the dearest profile ($55.04/h)" in text[4]
+    assert "any other at the dearest rate ($63.296/h)" in text[4]
     assert row(out, "p5", "-")[2:4] == ["8 × H100-80GB", "$55.04/h"]
     # the callable cannot be read: said, and the exit code says the service won't start
     team = row(out, "team-gpu", "-")
@@ -439,3 +440,58 @@ def test_forged_user_options_never_bill_below_the_profile_they_name(
     assert rate.usd_per_hour >= 0
     # an allocation is a catalog model × count, never text the user sent
     assert rate.allocation.model in ("", "T4", "L4", "A100-80GB", "H100-80GB")
+
+
+def test_an_instance_type_typed_by_a_user_must_have_a_price() -> None:
+    """A node pool the catalog has no row for is "no GPU" when the admin names it (a CPU
+    pool, said in the source), but a user's text naming one is billed the dearest: it
+    could be a GPU node."""
+    source = ProfileSource(
+        "test",
+        [
+            {
+                "display_name": "Pick a node",
+                "kubespawner_override": {
+                    "node_selector": {"node.kubernetes.io/instance-type": "r5.xlarge"}
+                },
+                "profile_options": {
+                    "node": {
+                        "display_name": "Node",
+                        "choices": {"cpu": {"display_name": "CPU"}},
+                        "unlisted_choice": {
+                            "enabled": True,
+                            "kubespawner_override": {
+                                "node_selector": {"node.kubernetes.io/instance-type": "{value}"}
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+        {},
+    )
+    table = ProfileTable(source, derived_prices(PricePolicy(catalog=load_catalog())), {})
+    assert table.problems == []
+    cpu = table.rate_for({})
+    assert (cpu.allocation.count, cpu.usd_per_hour) == (0, 0)
+    assert cpu.source == (
+        "no GPU (no nvidia.com/gpu limit, no GPU node label; node_selector "
+        "node.kubernetes.io/instance-type=r5.xlarge has no whole-instance row (aws on-demand))"
+    )
+    typed = {"profile": "pick-a-node", "node--unlisted-choice": "g5.12xlarge"}
+    whole = table.rate_for(typed)
+    assert (whole.allocation, whole.usd_per_hour) == (
+        GpuAllocation("A10G", 4),
+        Decimal("5.672"),
+    )
+    # the dearest AWS instance the catalog prices whole (p5.48xlarge, 8 × H100)
+    unknown = table.rate_for({**typed, "node--unlisted-choice": "g6.4xlarge"})
+    assert (unknown.allocation, unknown.usd_per_hour) == (
+        GpuAllocation("H100-80GB", 8),
+        Decimal("55.04"),
+    )
+    assert "has no whole-instance price" in unknown.source
+    assert unknown.source.endswith(
+        "billed at the dearest rate (the dearest instance priced at aws on-demand: "
+        "p5.48xlarge, 55.04 USD/h)"
+    )

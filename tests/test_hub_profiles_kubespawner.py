@@ -200,7 +200,7 @@ def test_the_rate_is_the_pods_price_as_kubespawner_makes_the_pod(
     except Unpriced:
         theirs = None  # e.g. a text that names no GPU: no node has that label
     assert ours.usd_per_hour >= (theirs.usd_per_hour if theirs else 0), (options, ours)
-    trusted = "billed at the dearest profile" not in ours.source
+    trusted = "billed at the dearest rate" not in ours.source
     if trusted:
         assert theirs is not None, (options, ours)
         assert (ours.allocation, ours.usd_per_hour) == (theirs.allocation, theirs.usd_per_hour)
@@ -222,6 +222,6 @@ def test_a_cheaper_gpu_typed_as_an_unlisted_choice_is_the_gpu_the_pod_gets(kube:
     # a text KubeSpawner's regex refuses, or one no node carries, is billed the dearest
     for text in ("T4 GPU please", "t4x"):
         forged = {"profile": "gpu", "gpu--unlisted-choice": text}
-        assert table.rate_for(forged).usd_per_hour == Decimal("55.04")
+        assert table.rate_for(forged).usd_per_hour == Decimal("63.296")
     server = ServerInfo("u", "", T0, True, "gpu", {"profile": "gpu", "gpu": "nope"})
-    assert table.rate_for(server.user_options).usd_per_hour == Decimal("55.04")
+    assert table.rate_for(server.user_options).usd_per_hour == Decimal("63.296")

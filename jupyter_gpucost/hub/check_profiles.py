@@ -131,6 +131,6 @@ def _row(line: Line, table: ProfileTable, sign: str) -> tuple[str, str, str, str
             "from the text",
             "at run time",
             "the unlisted choice's text names the GPU: a text naming a priced GPU exactly "
-            f"is billed at its price, any other at the dearest profile ({fallback})",
+            f"is billed at its price, any other at the dearest rate ({fallback})",
         )
     return (line.slug, line.choice, "?", "CANNOT PRICE", line.problem)

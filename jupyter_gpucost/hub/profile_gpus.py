@@ -132,12 +132,16 @@ def _count(state: State) -> tuple[int | None, str]:
     return max(counts)
 
 
-def rate_of(state: State, prices: Prices) -> Rate:
-    """The rate of a pod with these settings; :class:`Unpriced` with the reason."""
+def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
+    """The rate of a pod with these settings; :class:`Unpriced` with the reason.
+
+    ``strict`` (settings that hold a user's text): an instance type with no whole-instance
+    row is not taken as "no GPU" but is :class:`Unpriced`."""
     count, count_from = _count(state)
     options: list[Rate] = []
     models: dict[str, list[str]] = {}
     instances: list[tuple[InstanceRow, str]] = []
+    unknown: list[str] = []
     for c in _candidates(state):
         if c.key in INSTANCE_LABELS:
             if not isinstance(c.value, str):
@@ -151,6 +155,10 @@ def rate_of(state: State, prices: Prices) -> Rate:
             # whole-instance rows are in USD: another currency is priced per GPU
             if row is not None and prices.policy.session_currency == "USD":
                 instances.append((row, c.where))
+            elif strict:
+                raise Unpriced(f"{c.where}={c.value!r} has no whole-instance price")
+            else:
+                unknown.append(f"{c.where}={c.value}")
             continue
         try:
             model = model_from_label(c.key, c.value, c.memory)
@@ -175,7 +183,11 @@ def rate_of(state: State, prices: Prices) -> Rate:
         return Rate(NO_GPU, Decimal(0), f"no GPU ({count_from} is 0)")
     if not models:
         if count is None:
-            return Rate(NO_GPU, Decimal(0), "no GPU (no nvidia.com/gpu limit, no GPU node label)")
+            why = "no nvidia.com/gpu limit, no GPU node label"
+            if unknown:
+                why += f"; {', '.join(unknown)} has no whole-instance row "
+                why += f"({prices.policy.provider} {prices.policy.market})"
+            return Rate(NO_GPU, Decimal(0), f"no GPU ({why})")
         raise Unpriced(
             f"{count_from} asks {count} GPU(s) but no node selector or affinity names their model"
         )

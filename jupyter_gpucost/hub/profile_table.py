@@ -12,7 +12,8 @@ server of this profile list: it is billed at the dearest rate of the table, so a
 ``user_options`` never lowers a bill. An enabled unlisted choice whose text goes into a
 GPU setting (``node_selector: {cloud.google.com/gke-accelerator: "{value}"}``) is priced
 from that text at run time, looked up exactly; a text that names no priced GPU is billed
-at the dearest rate.
+at the dearest rate, which for such a list also counts the dearest GPU and the dearest
+whole instance the prices know at the provider (the text could name any node).
 
 Pure: no I/O.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import ROUND_CEILING
 
 from .kube_profiles import (
     UNLISTED,
@@ -34,7 +36,7 @@ from .kube_profiles import (
     uses_text,
 )
 from .model import GpuAllocation, Rate
-from .profile_gpus import Prices, Unpriced, rate_of
+from .profile_gpus import MICRO, Prices, Unpriced, rate_of
 
 #: shown where a profile's figure is the admin's restatement
 OVERRIDE = "c.GpuCostHub.profile_gpus"
@@ -99,6 +101,10 @@ class ProfileTable:
             self._add(options)
         known = [line.rate for line in self.lines if line.rate is not None]
         known += list(self.overrides.values())
+        if any(line.from_text for line in self.lines):
+            # a text may name any GPU: the fallback is the dearest the prices know
+            counts = [r.allocation.count for r in known]
+            known += _catalog_dearest(prices, max([1, *counts]))
         self.dearest = max(known, key=lambda r: r.usd_per_hour) if known else None
 
     def _add(self, options: Mapping[str, object]) -> None:
@@ -163,14 +169,55 @@ class ProfileTable:
         if known is not None:
             return known
         try:
-            return rate_of(state, self.prices)
+            # the settings hold the user's text: an unknown instance type is not "no GPU"
+            return rate_of(state, self.prices, strict=True)
         except Unpriced as e:
             return _dearest(dearest, f"the unlisted choice names no priced GPU ({e})")
+
+
+def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
+    """The dearest GPU at the policy's provider and market (``count`` of them, the most
+    any profile has) and its dearest whole instance."""
+    policy = prices.policy
+    found: list[Rate] = []
+    rows = [
+        r
+        for r in policy.catalog.rows
+        if r.provider == policy.provider
+        and r.market == policy.market
+        and r.currency == policy.session_currency
+    ]
+    if rows:
+        row = max(rows, key=lambda r: r.usd_per_gpu_hour)
+        found.append(
+            Rate(
+                GpuAllocation(row.model, count),
+                row.usd_per_gpu_hour,
+                f"the dearest GPU priced at {policy.provider} {policy.market}: {row.describe()}",
+            )
+        )
+    for model, usd in (policy.overrides or {}).items():
+        found.append(Rate(GpuAllocation(model, count), usd, f"admin override for {model}"))
+    whole = [
+        r for r in prices.instances if r.provider == policy.provider and r.market == policy.market
+    ]
+    if whole and policy.session_currency == "USD":
+        top = max(whole, key=lambda r: r.usd_per_hour)
+        share = (top.usd_per_hour / top.gpus).quantize(MICRO, rounding=ROUND_CEILING)
+        found.append(
+            Rate(
+                GpuAllocation(top.gpu_model, top.gpus),
+                share,
+                f"the dearest instance priced at {policy.provider} {policy.market}: "
+                f"{top.instance}, {top.usd_per_hour} USD/h",
+            )
+        )
+    return found
 
 
 def _dearest(dearest: Rate, why: str) -> Rate:
     return Rate(
         GpuAllocation(dearest.allocation.model, dearest.allocation.count),
         dearest.usd_per_gpu_hour,
-        f"{why}: billed at the dearest profile ({dearest.source})",
+        f"{why}: billed at the dearest rate ({dearest.source})",
     )
