@@ -148,7 +148,7 @@ def test_a_jupyterhub_config_py_is_read_without_running_it(tmp_path: Path) -> No
     team = row(out, "team-gpu", "-")
     assert team[3] == "CANNOT PRICE"
     assert "extra_resource_limits cannot be read statically" in team[4]
-    assert "kubespawner_override extra_resource_limits is a callable" in team[4]
+    assert "kubespawner_override extra_resource_limits is a lambda at line" in team[4]
     assert "cannot price: profile 'team-gpu'" in err
 
 
@@ -495,3 +495,21 @@ def test_an_instance_type_typed_by_a_user_must_have_a_price() -> None:
         "billed at the dearest rate (the dearest instance priced at aws on-demand: "
         "p5.48xlarge, 55.04 USD/h)"
     )
+
+
+def test_a_config_that_hands_kubespawner_to_code_is_not_read_as_empty(tmp_path: Path) -> None:
+    # the shape of Zero to JupyterHub's own jupyterhub_config.py: the profile list comes
+    # from the chart's values through a helper, so the file alone does not say it
+    config = tmp_path / "jupyterhub_config.py"
+    config.write_text(
+        "from z2jh import get_config, set_config_if_not_none\n"
+        "c.KubeSpawner.cpu_limit = 2\n"
+        "for trait, key in (('profile_list', 'singleuser.profileList'),):\n"
+        "    set_config_if_not_none(c.KubeSpawner, trait, key)\n"
+    )
+    source = profile_source.read(str(config))
+    assert str(source.profiles) == "<possibly set by the call at line 4>"
+    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(config)!r}\n")
+    assert code == 2
+    assert "the profile list is possibly set by the call at line 4" in out
+    assert "cannot be read statically" in err

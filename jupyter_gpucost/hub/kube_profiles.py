@@ -116,10 +116,14 @@ def initialized(profile_list: object) -> list[dict[str, object]]:
         )
     profiles = copy.deepcopy(list(profile_list))
     for number, profile in enumerate(profiles, 1):
+        if isinstance(profile, Unreadable):
+            raise ProfileListError(f"profile {number} cannot be read statically ({profile.what})")
         if not isinstance(profile, dict):
             raise ProfileListError(f"profile {number} is not a mapping")
+        _readable(profile.get("slug"), f"profile {number}: slug")
         if "slug" not in profile:
             name = profile.get("display_name")
+            _readable(name, f"profile {number}: display_name")
             if not isinstance(name, str):
                 raise ProfileListError(f"profile {number} has neither a slug nor a display_name")
             profile["slug"] = slugify(name)
@@ -127,12 +131,15 @@ def initialized(profile_list: object) -> list[dict[str, object]]:
             raise ProfileListError(f"profile {number}: slug {profile['slug']!r} is not text")
         slug = profile["slug"]
         options = profile.get("profile_options") or {}
+        _readable(options, f"profile {slug!r}: profile_options")
         if not isinstance(options, dict):
             raise ProfileListError(f"profile {profile['slug']!r}: profile_options is not a mapping")
         for name, option in options.items():
             if not isinstance(option, dict):
                 raise ProfileListError(f"profile {slug!r}: option {name!r} is not a mapping")
             choices = option.get("choices")
+            _readable(choices, f"profile {slug!r}: option {name!r}: choices")
+            _readable(option.get("unlisted_choice"), f"profile {slug!r}: option {name!r}")
             if choices is not None and not isinstance(choices, dict):
                 raise ProfileListError(
                     f"profile {profile['slug']!r}: option {name!r}: choices is not a mapping"
@@ -153,6 +160,11 @@ def initialized(profile_list: object) -> list[dict[str, object]]:
     if profiles and not any(p.get("default") for p in profiles):
         profiles[0]["default"] = True
     return profiles
+
+
+def _readable(value: object, what: str) -> None:
+    if isinstance(value, Unreadable):
+        raise ProfileListError(f"{what} cannot be read statically ({value.what})")
 
 
 def _is_dict(value: object) -> bool:
@@ -253,7 +265,10 @@ def apply_overrides(state: State, override: object, where: str) -> None:
         if name not in GPU_SETTINGS:
             continue
         if isinstance(value, Unreadable) or callable(value):
-            state[name] = Unreadable(f"{where}: kubespawner_override {name} is a callable")
+            what = value.what if isinstance(value, Unreadable) else "a callable"
+            state[name] = Unreadable(f"{where}: kubespawner_override {name} is {what}")
+        elif isinstance(value, dict) and isinstance(state.get(name), Unreadable):
+            pass  # merged into a value only code knows: still unknown
         elif isinstance(value, dict) and isinstance(state.get(name), dict):
             current = state[name]
             assert isinstance(current, dict)

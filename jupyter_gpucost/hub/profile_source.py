@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from .kube_profiles import GPU_SETTINGS, Unreadable
+from .kube_profiles import DICT_SETTINGS, GPU_SETTINGS, LIST_SETTINGS, Unreadable
 from .model import HubConfigError
 from .profile_table import ProfileSource
 
@@ -122,12 +122,39 @@ def from_python(text: str, path: str, setting: str = SETTING) -> ProfileSource:
         for name in _targets(node):
             line = getattr(node, "lineno", 0)
             found[name] = Unreadable(f"set at line {line} by code the service does not run")
+    # c.KubeSpawner handed to code (Z2JH's set_config_if_not_none(c.KubeSpawner, ...),
+    # setattr, c["KubeSpawner"]): what it sets there is not known
+    handed = _handed_over(tree)
+    if handed:
+        for name in ("profile_list", *DICT_SETTINGS, *LIST_SETTINGS):
+            if name not in found:
+                found[name] = Unreadable(f"possibly set by {handed}")
     base = {k: v for k, v in found.items() if k in GPU_SETTINGS}
     return ProfileSource(
         origin=f"{path} c.KubeSpawner.profile_list",
         profiles=found.get("profile_list", []),
         base=base,
     )
+
+
+def _handed_over(tree: ast.Module) -> str:
+    """Where the config gives ``c.KubeSpawner`` (or ``c`` itself) to code, if it does."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if _is_c(arg) or (
+                    isinstance(arg, ast.Attribute)
+                    and arg.attr == "KubeSpawner"
+                    and _is_c(arg.value)
+                ):
+                    return f"the call at line {node.lineno}"
+        if isinstance(node, ast.Subscript) and _is_c(node.value):
+            return f"c[...] at line {node.lineno}"
+    return ""
+
+
+def _is_c(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "c"
 
 
 def _kubespawner_setting(target: ast.expr) -> str | None:
