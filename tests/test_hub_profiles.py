@@ -513,3 +513,26 @@ def test_a_config_that_hands_kubespawner_to_code_is_not_read_as_empty(tmp_path: 
     assert code == 2
     assert "the profile list is possibly set by the call at line 4" in out
     assert "cannot be read statically" in err
+
+
+def test_a_callable_profile_gpus_prices_first_and_its_none_falls_back() -> None:
+    def by_group(server: ServerInfo) -> str | None:
+        return "A100-80GB x 4" if "team" in server.groups else None
+
+    allocations = build(
+        ProfileSettings(
+            prices=PricePolicy(catalog=load_catalog()),
+            profiles_from=str(HUB_CONFIG),
+            profile_gpus=by_group,
+        )
+    )
+    policy = allocations.policy
+    team = {"profile": "team-gpu"}
+    rate = policy.rate_for(ServerInfo("u", "", T0, True, "team-gpu", team, ("team",)))
+    assert (rate.allocation.count, rate.usd_per_hour) == (4, Decimal("13.724"))
+    # the callable says nothing: the derived price, or the dearest where there is none
+    other = policy.rate_for(ServerInfo("u", "", T0, True, "team-gpu", team))
+    assert other.usd_per_hour == Decimal("63.296")
+    assert "billed at the dearest rate" in other.source
+    a10g = policy.rate_for(ServerInfo("u", "", T0, True, "gpu", {"profile": "gpu"}))
+    assert (a10g.allocation.model, a10g.usd_per_hour) == ("A10G", Decimal("1.006"))

@@ -243,7 +243,7 @@ class AllocationPolicy:
             if table.unreadable and covered:
                 # the admin's profile_gpus (and default_gpu) price every server
                 pass
-            elif table.problems:
+            elif table.problems and not callable(self.profiles):
                 first = table.problems[:3]
                 more = len(table.problems) - len(first)
                 raise HubConfigError(
@@ -254,6 +254,8 @@ class AllocationPolicy:
                     f"and {DEFAULT_SETTING} for a list that cannot be read; see check-profiles)"
                 )
             else:
+                # (with a callable profile_gpus, a profile it returns None for that
+                # cannot be priced bills the table's dearest rate)
                 self.derived = table
                 self.default_rate = table.rate_for({})
                 return

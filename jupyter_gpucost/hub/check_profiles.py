@@ -85,7 +85,16 @@ def _check(settings: profiles_setup.ProfileSettings, out: TextIO, err: TextIO) -
     if table.unreadable:
         rows.append(("?", "-", "?", "?", table.unreadable))
     if callable(settings.profile_gpus):
-        rows.append(("*", "-", "?", "?", f"{PROFILES_SETTING} is a callable: it prices first"))
+        rows.append(
+            (
+                "*",
+                "-",
+                "?",
+                "?",
+                f"{PROFILES_SETTING} is a callable: it prices first; where it returns None, "
+                "a line it cannot price bills the dearest rate",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         cells = [r[i].ljust(widths[i]) for i in range(4)]

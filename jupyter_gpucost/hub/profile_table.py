@@ -101,8 +101,9 @@ class ProfileTable:
             self._add(options)
         known = [line.rate for line in self.lines if line.rate is not None]
         known += list(self.overrides.values())
-        if any(line.from_text for line in self.lines):
-            # a text may name any GPU: the fallback is the dearest the prices know
+        if not known or any(line.from_text or line.problem for line in self.lines):
+            # a text may name any GPU (or a profile has no price): the fallback is the
+            # dearest the prices know
             counts = [r.allocation.count for r in known]
             known += _catalog_dearest(prices, max([1, *counts]))
         self.dearest = max(known, key=lambda r: r.usd_per_hour) if known else None

@@ -44,6 +44,8 @@ def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
     if allocations.table is not None and allocations.source is not None:
         if allocation.derived is None:
             log.warning("%s; every server is priced by profile_gpus", allocations.table.unreadable)
+        elif profiles.default_gpu is not None:
+            log.info("default_gpu is not used: a server with no profile has the default profile")
         for line in allocations.table.lines:
             if line.rate is not None:
                 log.info(
