@@ -156,7 +156,7 @@ class ProfileTable:
     def rate_for(self, user_options: Mapping[str, object]) -> Rate:
         """A server's rate from its ``user_options``; never below what the pod got."""
         dearest = self.dearest
-        assert dearest is not None, "a table with problems is not used"
+        assert dearest is not None, "an unreadable table is not used"
         try:
             selection, state = load(user_options, self.profiles, self.source.base)
         except SpawnRefused as e:
@@ -173,7 +173,7 @@ class ProfileTable:
             # the settings hold the user's text: an unknown instance type is not "no GPU"
             return rate_of(state, self.prices, strict=True)
         except Unpriced as e:
-            return _dearest(dearest, f"the unlisted choice names no priced GPU ({e})")
+            return _dearest(dearest, f"no price for this profile's pod ({e})")
 
 
 def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
