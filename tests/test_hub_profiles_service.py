@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import shutil
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
