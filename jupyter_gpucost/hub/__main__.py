@@ -1,6 +1,13 @@
-"""``python -m jupyter_gpucost.hub``: run the gpucost JupyterHub service."""
+"""``python -m jupyter_gpucost.hub``: run the gpucost JupyterHub service;
+``python -m jupyter_gpucost.hub check-profiles``: print how each profile is billed."""
 
-from .app import main
+import sys
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["check-profiles"]:
+        from .check_profiles import main as check_profiles
+
+        sys.exit(check_profiles(sys.argv[2:]))
+    from .app import main
+
     main()

@@ -29,11 +29,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Protocol
 
 from ..core.catalog import PricePolicy, model_for
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
+PROFILES_FROM_SETTING = "c.GpuCostHub.profiles_from"
 DEFAULT_SETTING = "c.GpuCostHub.default_gpu"
 OVERRIDES_SETTING = "c.GpuCostHub.price_overrides"
 
@@ -176,12 +178,35 @@ def price(
     return Rate(GpuAllocation(model, allocation.count), row.usd_per_gpu_hour, source)
 
 
+class DerivedProfiles(Protocol):
+    """Rates derived from the hub's own KubeSpawner ``profile_list``
+    (:class:`~.profile_table.ProfileTable`)."""
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per profile or choice that cannot be priced (none: all can)."""
+
+    @property
+    def unreadable(self) -> str:
+        """Why the whole list cannot be read ("" when it can)."""
+
+    def rate_for(self, user_options: Mapping[str, object]) -> Rate:
+        """A server's rate from its ``user_options`` (``{}``: the default profile)."""
+
+
+#: builds the derived rates once ``profile_gpus`` is priced (profile slug → its rate)
+DerivedFactory = Callable[[Mapping[str, Rate]], DerivedProfiles]
+
+
 class AllocationPolicy:
     """Each server's rate, from its profile. Built once at start: every allocation the
     config names is priced then, so a missing price stops the start with a clear message.
 
     ``profiles`` and ``default`` are as the admin wrote them (:func:`parse_profiles`,
-    :func:`parse_allocation` are applied here).
+    :func:`parse_allocation` are applied here). With ``derived`` (``profiles_from``), a
+    server's rate comes from its ``user_options`` through the hub's own profile list;
+    ``profile_gpus[slug]`` beats what is derived for that profile, and ``default`` is not
+    needed (``{}`` is KubeSpawner's default profile).
     """
 
     def __init__(
@@ -193,11 +218,47 @@ class AllocationPolicy:
         profiles_setting: str = PROFILES_SETTING,
         default_setting: str = DEFAULT_SETTING,
         overrides_setting: str = OVERRIDES_SETTING,
+        derived: DerivedFactory | None = None,
     ) -> None:
         self.prices = prices
         self._profiles_setting = profiles_setting
         self._overrides_setting = overrides_setting
         self.profiles = parse_profiles(profiles, setting=profiles_setting)
+        self._rates: dict[GpuAllocation, Rate] = {}
+        if isinstance(self.profiles, Mapping):
+            for name, allocation in self.profiles.items():
+                self._rates[allocation] = price(
+                    allocation,
+                    prices,
+                    setting=f"{profiles_setting}[{name!r}]",
+                    overrides_setting=overrides_setting,
+                )
+        self.derived: DerivedProfiles | None = None
+        if derived is not None:
+            by_slug = {}
+            if isinstance(self.profiles, Mapping):
+                by_slug = {name: self._rates[a] for name, a in self.profiles.items()}
+            table = derived(by_slug)
+            covered = callable(self.profiles) or default is not None
+            if table.unreadable and covered:
+                # the admin's profile_gpus (and default_gpu) price every server
+                pass
+            elif table.problems and not callable(self.profiles):
+                first = table.problems[:3]
+                more = len(table.problems) - len(first)
+                raise HubConfigError(
+                    f"{PROFILES_FROM_SETTING}: cannot price "
+                    + "; ".join(first)
+                    + (f"; and {more} more" if more else "")
+                    + f" (set {profiles_setting}[slug] for a profile, or {profiles_setting} "
+                    f"and {DEFAULT_SETTING} for a list that cannot be read; see check-profiles)"
+                )
+            else:
+                # (with a callable profile_gpus, a profile it returns None for that
+                # cannot be priced bills the table's dearest rate)
+                self.derived = table
+                self.default_rate = table.rate_for({})
+                return
         if default is None:
             raise HubConfigError(
                 f"{default_setting} is not set: servers with no profile, or a profile "
@@ -210,20 +271,13 @@ class AllocationPolicy:
             setting=default_setting,
             overrides_setting=overrides_setting,
         )
-        self._rates: dict[GpuAllocation, Rate] = {}
-        if isinstance(self.profiles, Mapping):
-            for name, allocation in self.profiles.items():
-                self._rates[allocation] = price(
-                    allocation,
-                    prices,
-                    setting=f"{profiles_setting}[{name!r}]",
-                    overrides_setting=overrides_setting,
-                )
 
     def rate_for(self, server: ServerInfo) -> Rate:
         """The rate of ``server``'s allocation (the default one when it has none)."""
         profile = profile_of(server)
         if isinstance(self.profiles, Mapping):
+            if self.derived is not None:
+                return self.derived.rate_for(server.user_options)
             if profile is not None and profile in self.profiles:
                 return self._rates[self.profiles[profile]]
             return self.default_rate
@@ -236,6 +290,8 @@ class AllocationPolicy:
         try:
             raw = fn(server)
             if raw is None:
+                if self.derived is not None:
+                    return self.derived.rate_for(server.user_options)
                 return self.default_rate
             allocation = parse_allocation(raw, setting=setting)
             if allocation not in self._rates:

@@ -29,6 +29,7 @@ from traitlets.config import Application
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .model import HubConfigError
+from .profiles_setup import ProfileSettings
 
 if TYPE_CHECKING:
     from .wiring import Parts
@@ -143,6 +144,13 @@ class GpuCostHub(Application):
         allow_none=True,
         help="The allocation of a server with no (known) profile, e.g. 'T4' or 'none'.",
     ).tag(config=True)
+    profiles_from = Unicode(
+        "",
+        help="A Zero to JupyterHub values.yaml (singleuser.profileList) or a "
+        "jupyterhub_config.py (c.KubeSpawner.profile_list, read without running it): each "
+        "profile's and option choice's GPUs are derived from it and priced; profile_gpus "
+        "still overrides a profile.",
+    ).tag(config=True)
 
     # -- budgets ------------------------------------------------------------------------
     user_budgets = AnyTrait(
@@ -196,6 +204,28 @@ class GpuCostHub(Application):
     def validate(self) -> Parts:
         """Every setting checked; the parts built from them. :class:`HubConfigError` names
         the first setting that cannot be used."""
+        self._check_service_settings()
+        try:
+            tz = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise HubConfigError(
+                f"{SETTING}.timezone = {self.timezone!r} is not valid: use an IANA time zone "
+                "such as UTC or Europe/Paris"
+            ) from None
+        from . import wiring
+
+        return wiring.build(self, self.profile_settings(), tz)
+
+    def profile_settings(self) -> ProfileSettings:
+        """The settings that decide each server's allocation (prices included), checked."""
+        return ProfileSettings(
+            prices=self.price_policy(),
+            profiles_from=self.profiles_from,
+            profile_gpus=self.profile_gpus,
+            default_gpu=self.default_gpu,
+        )
+
+    def _check_service_settings(self) -> None:
         for name, (low, high, accepted) in RANGES.items():
             value = getattr(self, name)
             if not low <= value <= high:
@@ -217,13 +247,10 @@ class GpuCostHub(Application):
                 f"{SETTING}.base_url = {self.base_url!r} is not valid: use a path such as "
                 "/services/gpucost/"
             )
-        try:
-            tz = ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise HubConfigError(
-                f"{SETTING}.timezone = {self.timezone!r} is not valid: use an IANA time zone "
-                "such as UTC or Europe/Paris"
-            ) from None
+
+    def price_policy(self) -> PricePolicy:
+        """The prices in force, from the price settings; :class:`HubConfigError` names one
+        that cannot be used."""
         overrides: dict[str, Decimal] = {}
         for model, raw in self.price_overrides.items():
             try:
@@ -246,16 +273,13 @@ class GpuCostHub(Application):
                 f"{SETTING}.price_provider = {self.price_provider!r} is not valid: use one of "
                 + ", ".join(catalog.providers)
             )
-        prices = PricePolicy(
+        return PricePolicy(
             catalog=catalog,
             provider=self.price_provider,
             market=self.price_market,
             instance=self.price_instance,
             overrides=overrides,
         )
-        from . import wiring
-
-        return wiring.build(self, prices, tz)
 
     def start(self) -> None:
         from .runner import run

@@ -3,24 +3,27 @@ budgets and the grace clock, joined in a :class:`~.service.HubService`."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
-from ..core.catalog import PricePolicy
-from .allocation import AllocationPolicy, report_ceiling
+from . import profiles_setup
+from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer
 from .ledger import HubLedger, default_url
 from .model import HubConfigError
+from .profiles_setup import ProfileSettings
 from .service import HubService
 
 if TYPE_CHECKING:
     from .app import GpuCostHub
 
 SETTING = "c.GpuCostHub"
+log = logging.getLogger("jupyter_gpucost.hub")
 
 
 @dataclass
@@ -34,8 +37,25 @@ class Parts:
     currency: str = "USD"
 
 
-def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
-    allocation = AllocationPolicy(app.profile_gpus, app.default_gpu, prices)
+def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
+    prices = profiles.prices
+    allocations = profiles_setup.build(profiles)
+    allocation = allocations.policy
+    if allocations.table is not None and allocations.source is not None:
+        if allocation.derived is None:
+            log.warning("%s; every server is priced by profile_gpus", allocations.table.unreadable)
+        elif profiles.default_gpu is not None:
+            log.info("default_gpu is not used: a server with no profile has the default profile")
+        for line in allocations.table.lines:
+            if line.rate is not None:
+                log.info(
+                    "profile %s (%s): %s at %s/h: %s",
+                    line.slug,
+                    line.choice,
+                    describe(line.rate.allocation),
+                    line.rate.usd_per_hour,
+                    line.rate.source,
+                )
     budgets = BudgetPolicy(app.user_budgets, app.group_budgets)
     enforcer = Enforcer(app.grace_s)
     data_dir = Path(app.data_dir)

@@ -1,0 +1,70 @@
+"""The allocation policy from the admin's settings: ``profile_gpus``, ``default_gpu`` and,
+with ``profiles_from``, the hub's own KubeSpawner profile list priced
+(:mod:`~.profile_table`). Used at the service's start and by ``check-profiles``.
+
+Reads the profile file and the catalog's whole-instance rows (blocking, once at start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..core.catalog import CatalogError, PricePolicy
+from ..core.instance_prices import load_instance_rows
+from . import profile_source
+from .allocation import AllocationPolicy
+from .model import HubConfigError, Rate
+from .profile_gpus import Prices
+from .profile_table import ProfileSource, ProfileTable
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """The settings that decide each server's allocation, read once from the traits."""
+
+    prices: PricePolicy
+    #: ``c.GpuCostHub.profiles_from`` ("" when unset)
+    profiles_from: str = ""
+    #: ``c.GpuCostHub.profile_gpus`` as written (a dict, a callable or None)
+    profile_gpus: object = None
+    #: ``c.GpuCostHub.default_gpu`` as written
+    default_gpu: object = None
+
+
+@dataclass(frozen=True)
+class Allocations:
+    """The policy, and the derived table when ``profiles_from`` is set (for check-profiles
+    and the start's log line)."""
+
+    policy: AllocationPolicy
+    table: ProfileTable | None = None
+    source: ProfileSource | None = None
+
+
+def derived_prices(policy: PricePolicy) -> Prices:
+    try:
+        rows = load_instance_rows()
+    except CatalogError as e:
+        raise HubConfigError(f"the price catalog: {e}") from None
+    return Prices(policy=policy, instances=rows)
+
+
+def build(settings: ProfileSettings) -> Allocations:
+    """The allocation policy; :class:`HubConfigError` naming what cannot be priced."""
+    if not settings.profiles_from:
+        return Allocations(
+            AllocationPolicy(settings.profile_gpus, settings.default_gpu, settings.prices)
+        )
+    source = profile_source.read(settings.profiles_from)
+    prices = derived_prices(settings.prices)
+    tables: list[ProfileTable] = []
+
+    def factory(overrides: Mapping[str, Rate]) -> ProfileTable:
+        tables.append(ProfileTable(source, prices, overrides))
+        return tables[-1]
+
+    policy = AllocationPolicy(
+        settings.profile_gpus, settings.default_gpu, settings.prices, derived=factory
+    )
+    return Allocations(policy, tables[-1] if tables else None, source)
