@@ -12,8 +12,10 @@ from ..core.billing import BillingRule
 from ..core.catalog import PricePolicy
 from .allocation import AllocationPolicy, report_ceiling
 from .budgets import BudgetPolicy
+from .cluster_settings import ClusterSettings
 from .enforcer import Enforcer
 from .ledger import HubLedger, default_url
+from .ledger.usage import UsageLedger
 from .model import HubConfigError
 from .service import HubService
 
@@ -32,9 +34,15 @@ class Parts:
     ledger_label: str
     #: ISO 4217 code of the hub's prices, and so of every amount it shows
     currency: str = "USD"
+    #: GPU use from the cluster's Prometheus (None: not configured), its ledger table and
+    #: the billing rule its split follows
+    cluster: ClusterSettings | None = None
+    usage_ledger: UsageLedger | None = None
+    billing: BillingRule | None = None
 
 
 def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
+    cluster = app.cluster_settings()
     allocation = AllocationPolicy(app.profile_gpus, app.default_gpu, prices)
     budgets = BudgetPolicy(app.user_budgets, app.group_budgets)
     enforcer = Enforcer(app.grace_s)
@@ -64,4 +72,7 @@ def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
         data_dir=data_dir,
         ledger_label=ledger.url,
         currency=prices.session_currency,
+        cluster=cluster,
+        usage_ledger=UsageLedger(ledger.engine) if cluster else None,
+        billing=billing,
     )
