@@ -27,7 +27,8 @@ from dcgm_exporter_standin import Exporter, Gpu
 from prometheus_server import Prometheus as PrometheusProcess
 
 from jupyter_gpucost.core.billing import BillingRule
-from jupyter_gpucost.hub import views
+from jupyter_gpucost.core.i18n import messages_for
+from jupyter_gpucost.hub import handlers, views
 from jupyter_gpucost.hub.accounting import allocated_micro_usd
 from jupyter_gpucost.hub.activity import GpuActivity
 from jupyter_gpucost.hub.budgets import BudgetPolicy
@@ -141,6 +142,35 @@ def test_both_label_shapes_reach_prometheus_as_a_real_scrape_writes_them(
         labels = series["metric"]
         assert labels["pod"] == "nvidia-dcgm-exporter-7xkq2"  # type: ignore[index]
         assert labels["hostname"] == "gpu-node-2"  # type: ignore[index]
+
+
+def admin_page(service: HubService, language: str = "en") -> str:
+    """The admin page's HTML as the service renders it (what PageBase.render_page gives)."""
+    data = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
+    return (
+        handlers.templates("$")
+        .get_template("gpucost_admin.html")
+        .render(
+            _=messages_for(language).gettext,
+            static_url=lambda path, include_version=True: f"/hub/static/{path}",
+            base_url="/hub/",
+            prefix="/",
+            service_url="/services/gpucost/",
+            user={"name": "admin", "json_escaped_name": "admin"},
+            is_admin=True,
+            admin_access=False,
+            no_spawner_check=True,
+            xsrf_token="x",
+            logout_url="/hub/logout",
+            login_url="/hub/login",
+            parsed_scopes={},
+            services=[],
+            announcement=None,
+            version_hash="",
+            data=data,
+            chart=views.bars(data["daily"]),
+        )
+    )
 
 
 def server(user: str, name: str, profile: str, age_s: float) -> ServerInfo:
@@ -281,6 +311,11 @@ def test_a_report_that_disagrees_with_dcgm_is_flagged(
     users = {u["user"]: u["gpu_use"] for u in summary["users"]}
     assert users["alice"]["disagreements"] >= 1
     assert users["bob"]["disagreements"] == 0
+    page = admin_page(service)
+    assert "its report says 5.0 % busy, DCGM 87.0 %" in page
+    assert "DCGM: 87 % busy, 250 W" in page
+    assert "DCGM: 0 / 0 % busy, 55 W" in page
+    assert "GPU use from dcgm-exporter through" in page
 
 
 def test_a_restarted_service_goes_on_where_it_left_the_split(
@@ -334,6 +369,8 @@ def test_prometheus_down_bills_the_allocation_and_says_since_when(tmp_path: Path
     assert f"127.0.0.1:{closed} is unreachable" in (usage.status.error or "")
     summary = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
     assert summary["gpu_use"]["down_since"] == usage.status.down_since.isoformat()
+    assert "Prometheus unreachable since" in admin_page(service)
+    assert "起无法连接 Prometheus" in admin_page(service, "zh_CN")
     # the bill is the allocation, as always
     (row,) = service.rows.values()
     billed = service.ledger.all_totals(datetime.now(UTC))["alice"].today_micro_usd
