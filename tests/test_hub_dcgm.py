@@ -342,3 +342,23 @@ def test_credentials_are_never_shown(tmp_path: Path) -> None:
     assert PrometheusAuth(username="u", password_file=str(secret)).header() == (
         "Basic dTpodW50ZXIyLXNlY3JldA=="
     )
+
+
+def test_the_documented_settings_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    text = (Path(__file__).parent.parent / "docs" / "jupyterhub.md").read_text()
+    section = text.split("## GPU use from the cluster's Prometheus (dcgm-exporter)", 1)[1]
+    section = section.split("### Settings", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match
+    (tmp_path / "gpucost_hub_config.py").write_text(match.group(1))
+    monkeypatch.chdir(tmp_path)
+    app = GpuCostHub()
+    app.initialize([])
+    config = app.cluster_settings()
+    assert config is not None
+    assert config.namespace == "jhub"
+    assert config.pods.pod_name("alice", "gpu") == "jupyter-alice--gpu"
