@@ -4,6 +4,7 @@ scrape interval and its database in a temporary folder; stopped by its own pid."
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import signal
@@ -23,7 +24,13 @@ def free_port() -> int:
 
 
 class Prometheus:
-    def __init__(self, scrape_configs: list[dict[str, object]]) -> None:
+    def __init__(
+        self,
+        scrape_configs: list[dict[str, object]],
+        *,
+        basic_auth: tuple[str, str, str] | None = None,
+    ) -> None:
+        """``basic_auth``: (user, password, its bcrypt hash) Prometheus then requires."""
         binary = shutil.which("prometheus")
         if binary is None:
             raise RuntimeError("Prometheus is not installed: run `make prometheus`")
@@ -36,6 +43,14 @@ class Prometheus:
         }
         # JSON is YAML
         (self.root / "prometheus.yml").write_text(json.dumps(config))
+        self.headers: dict[str, str] = {}
+        web: list[str] = []
+        if basic_auth is not None:
+            user, password, hashed = basic_auth
+            (self.root / "web.yml").write_text(json.dumps({"basic_auth_users": {user: hashed}}))
+            web = [f"--web.config.file={self.root / 'web.yml'}"]
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self.headers = {"Authorization": f"Basic {token}"}
         self.log = open(self.root / "log", "wb")  # noqa: SIM115 (closed in stop)
         self.process = subprocess.Popen(
             [
@@ -43,6 +58,7 @@ class Prometheus:
                 f"--config.file={self.root / 'prometheus.yml'}",
                 f"--storage.tsdb.path={self.root / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                *web,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -56,7 +72,8 @@ class Prometheus:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {self.logged()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                ready = urllib.request.Request(f"{self.url}/-/ready", headers=self.headers)
+                with urllib.request.urlopen(ready, timeout=1) as r:
                     if r.status == 200:
                         return
             except OSError:
@@ -69,7 +86,9 @@ class Prometheus:
 
     def query(self, promql: str) -> list[dict[str, object]]:
         url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=self.headers), timeout=5
+        ) as r:
             doc = json.load(r)
         result: list[dict[str, object]] = doc["data"]["result"]
         return result

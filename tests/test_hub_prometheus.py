@@ -17,9 +17,11 @@ import dataclasses
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -465,7 +467,10 @@ def http(body: bytes, status: str = "200 OK") -> bytes:
             ),
             "more than 20000",
         ),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n" + b"x" * 1000, "unreachable"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n" + b"x" * 1000,
+            "answered more than 16777216 bytes",
+        ),
     ],
     ids=["html", "error", "matrix", "too-many-series", "too-large"],
 )
@@ -514,3 +519,76 @@ def test_a_prometheus_that_never_answers_does_not_stall_the_poll(tmp_path: Path)
         )
     finally:
         hanging.close()
+
+
+def bcrypt(password: str) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt
+
+    return crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+
+
+def test_basic_auth_to_a_prometheus_that_requires_it(tmp_path: Path) -> None:
+    password = "pr0m-" + "s3cret"
+    prometheus = PrometheusProcess([], basic_auth=("gpucost", password, bcrypt(password)))
+    try:
+        (tmp_path / "password").write_text(password + "\n")
+        (tmp_path / "wrong").write_text("not-it\n")
+        for file, ok in (("password", True), ("wrong", False)):
+            (tmp_path / f"db-{file}").mkdir()
+            service = make_service(tmp_path / f"db-{file}")
+            service.sync([server("alice", "", "a100", 30)], datetime.now(UTC))
+            auth = PrometheusAuth(username="gpucost", password_file=str(tmp_path / file))
+            usage = cluster_usage(service, settings(prometheus.url, auth=auth))
+            asyncio.run(usage.poll(service, datetime.now(UTC)))
+            if ok:
+                assert usage.status.down_since is None, usage.status.error
+                assert usage.status.ok_at is not None
+            else:
+                assert "refused the service's credentials (401)" in (usage.status.error or "")
+            assert password not in (usage.status.error or "")
+    finally:
+        prometheus.stop()
+
+
+def test_a_bearer_token_is_read_again_at_each_query(tmp_path: Path) -> None:
+    """Kubernetes rotates projected tokens: the file is read at each query."""
+    seen: list[str] = []
+    empty = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            seen.append(self.headers.get("Authorization", ""))
+            ok = self.headers.get("Authorization") == f"Bearer {token.read_text().strip()}"
+            body = empty if ok else b'{"status":"error","errorType":"unauthorized","error":"no"}'
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        service = make_service(tmp_path)
+        service.sync([server("alice", "", "a100", 30)], datetime.now(UTC))
+        auth = PrometheusAuth(bearer_token_file=str(token))
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        usage = cluster_usage(service, settings(url, auth=auth))
+        asyncio.run(usage.poll(service, datetime.now(UTC)))
+        assert usage.status.down_since is None, usage.status.error
+        token.write_text("second-token\n")
+        asyncio.run(usage.poll(service, datetime.now(UTC)))
+        assert usage.status.down_since is None, usage.status.error
+        assert set(seen) == {"Bearer first-token", "Bearer second-token"}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

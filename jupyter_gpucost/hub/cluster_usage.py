@@ -21,7 +21,7 @@ from typing import Protocol
 
 from ..core.billing import BillingRule
 from .accounting import allocated_micro_usd, day_of
-from .activity import GpuActivity
+from .activity import GpuActivity, ServerKey
 from .cluster_settings import ClusterSettings
 from .dcgm import (
     UTIL,
@@ -41,6 +41,9 @@ from .prometheus import PrometheusError
 from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
+
+#: deltas kept for the ledger while it refuses them (a day of polls of 100 servers)
+MAX_PENDING = 150_000
 
 
 class QueryClient(Protocol):
@@ -100,6 +103,8 @@ class ClusterUsage:
         self.status = ClusterStatus(client.shown)
         self.tracked: dict[int, Tracked] = {}
         self._logged_down = False
+        #: what the ledger could not take yet (written with the next poll's)
+        self._pending: list[UsageDelta] = []
 
     # -- one poll -------------------------------------------------------------------------
 
@@ -116,9 +121,24 @@ class ClusterUsage:
         except PrometheusError as e:
             deltas = self._down(service, now, str(e))
         else:
-            deltas = self._split(service, rows, answers, now, window_s)
+            pods = {
+                (self.settings.namespace, self.settings.pods.pod_name(user, name)): (user, name)
+                for (user, name) in rows
+            }
+            # thousands of series to sort and join: off the event loop
+            seen, refused = await asyncio.to_thread(
+                activities, answers, pods, at=now, window_s=window_s, max_gpus=self.max_gpus
+            )
+            deltas = self._split(service, rows, seen, refused, now, window_s)
+        deltas = self._pending + deltas
+        self._pending = []
         if deltas:
-            await asyncio.to_thread(self.ledger.add, deltas)
+            try:
+                await asyncio.to_thread(self.ledger.add, deltas)
+            except Exception:
+                # written at the next poll (the split has moved on: nothing is split twice)
+                self._pending = deltas[-MAX_PENDING:]
+                raise
 
     def _follow(
         self, rows: Mapping[tuple[str, str], ServerRow], known: Mapping[int, datetime]
@@ -179,7 +199,8 @@ class ClusterUsage:
         self,
         service: HubService,
         rows: Mapping[tuple[str, str], ServerRow],
-        answers: Mapping[str, Vector],
+        seen: Mapping[ServerKey, Seen],
+        refused: int,
         now: datetime,
         window_s: float,
     ) -> list[UsageDelta]:
@@ -189,11 +210,6 @@ class ClusterUsage:
                 self.status.down_since.isoformat(timespec="seconds"),
             )
         self._logged_down = False
-        pods = {
-            (self.settings.namespace, self.settings.pods.pod_name(user, name)): (user, name)
-            for (user, name) in rows
-        }
-        seen, refused = activities(answers, pods, at=now, window_s=window_s, max_gpus=self.max_gpus)
         self.status = ClusterStatus(self.status.url, now, None, None, refused)
         start = now - timedelta(seconds=window_s)
         deltas = []

@@ -115,8 +115,21 @@ class Prometheus:
         body = urlencode(
             {"query": promql, "time": f"{at.timestamp():.3f}", "timeout": f"{self.timeout_s:g}s"}
         )
+        body_read = bytearray()
+        declared = [0]
+
+        def on_header(line: str) -> None:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length" and value.strip().isdigit():
+                declared[0] = int(value.strip())
+
+        def on_chunk(chunk: bytes) -> None:
+            body_read.extend(chunk)
+
         request = HTTPRequest(
             f"{self._endpoint}/api/v1/query",
+            header_callback=on_header,
+            streaming_callback=on_chunk,
             method="POST",
             headers=headers,
             body=body,
@@ -124,13 +137,24 @@ class Prometheus:
             connect_timeout=self.timeout_s,
             follow_redirects=False,
         )
+
+        def failed(error: object) -> PrometheusError:
+            if max(declared[0], len(body_read)) > MAX_ANSWER_BYTES - 65_536:
+                return PrometheusError(f"{self.shown} answered more than {MAX_ANSWER_BYTES} bytes")
+            return PrometheusError(f"{self.shown} is unreachable ({_why(error)})")
+
         try:
             response = await self._http.fetch(request, raise_error=False)
         except (OSError, HTTPClientError) as e:
-            raise PrometheusError(f"{self.shown} is unreachable ({_why(e)})") from None
+            raise failed(e) from None
         if response.code == 599:
-            raise PrometheusError(f"{self.shown} is unreachable ({_why(response.error)})")
-        raw = response.body or b""
+            raise failed(response.error)
+        if response.code in (401, 403):
+            raise PrometheusError(
+                f"{self.shown} refused the service's credentials ({response.code}): see "
+                "c.GpuCostHub.prometheus_bearer_token_file or prometheus_username"
+            )
+        raw = bytes(body_read)
         try:
             # parsing a large answer takes a while: off the event loop
             vector = await asyncio.to_thread(parse_vector, raw)

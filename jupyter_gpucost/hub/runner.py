@@ -138,9 +138,10 @@ async def run(app: GpuCostHub) -> None:
     # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
     if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
         cluster = parts.cluster
+        prometheus = Prometheus(cluster.url, timeout_s=cluster.timeout_s, auth=cluster.auth)
         service.cluster = ClusterUsage(
             cluster,
-            Prometheus(cluster.url, timeout_s=cluster.timeout_s, auth=cluster.auth),
+            prometheus,
             parts.usage_ledger,
             billing=parts.billing,
             tz=parts.tz,
@@ -164,5 +165,7 @@ async def run(app: GpuCostHub) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if service.cluster is not None:
+            prometheus.close()
         service.close(now_utc())
         log.info("gpucost hub service stopped; the ledger is flushed")
