@@ -184,7 +184,14 @@ def one(metric: str, labels: dict[str, str], value: float) -> dict[str, Vector]:
     return {metric: Vector((Sample(labels, value),))}
 
 
-@pytest.mark.parametrize("labels", [LABELS, RENAMED, OLD], ids=["pod", "exported_pod", "pod_name"])
+#: honor_labels false, a target with a namespace label and no pod label: only the
+#: namespace is renamed
+MIXED = {**LABELS, "exported_namespace": "jhub", "namespace": "gpu-operator"}
+
+
+@pytest.mark.parametrize(
+    "labels", [LABELS, RENAMED, OLD, MIXED], ids=["pod", "exported_pod", "pod_name", "mixed"]
+)
 def test_each_label_shape_joins_to_the_server(labels: dict[str, str]) -> None:
     answers = {
         UTIL: Vector((Sample(labels, 40.0),)),

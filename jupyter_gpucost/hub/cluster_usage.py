@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Protocol
 
@@ -77,8 +77,6 @@ class Tracked:
     until: datetime
     seen: Seen | None = None
     flag: Disagreement | None = None
-    #: what was split in this process, not yet in the ledger's figures read at start
-    totals: UsageTotals = field(default_factory=UsageTotals)
 
 
 class ClusterUsage:
@@ -268,7 +266,6 @@ class ClusterUsage:
             1 if flag is not None else 0,
         )
         tracked.until = until
-        tracked.totals = tracked.totals + figures
         return [UsageDelta(row.server_id, row.user, day_of(until, self.tz), figures, until)]
 
     # -- what the pages show --------------------------------------------------------------

@@ -36,14 +36,11 @@ MAX_POWER_W = 5_000.0
 #: a Kubernetes namespace
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
-#: (pod label, namespace label), in the order they are believed: a renamed label first
-#: (the target's own ``pod`` is then the exporter's pod), then the old names
-POD_LABELS = (
-    ("exported_pod", "exported_namespace"),
-    ("pod_name", "pod_namespace"),
-    ("pod", "namespace"),
-)
-NAMESPACE_LABELS = tuple(ns for _, ns in POD_LABELS)
+#: the labels a series' pod and namespace may be under, in the order they are believed:
+#: a renamed label first (the target's own ``pod``/``namespace`` are then the exporter's;
+#: Prometheus renames only the labels the target also has), then the old names
+POD_LABELS = ("exported_pod", "pod_name", "pod")
+NAMESPACE_LABELS = ("exported_namespace", "pod_namespace", "namespace")
 
 
 def window_text(window_s: float) -> str:
@@ -72,11 +69,10 @@ def queries(namespace: str, window_s: float) -> dict[str, str]:
 
 def pod_of(labels: Mapping[str, str]) -> tuple[str, str] | None:
     """(namespace, pod) a series belongs to, or None for a GPU no pod holds."""
-    for pod_label, ns_label in POD_LABELS:
-        pod = labels.get(pod_label)
-        if pod:
-            return labels.get(ns_label, ""), pod
-    return None
+    pod = next((labels[k] for k in POD_LABELS if labels.get(k)), "")
+    if not pod:
+        return None
+    return next((labels[k] for k in NAMESPACE_LABELS if labels.get(k)), ""), pod
 
 
 def gpu_of(labels: Mapping[str, str]) -> str:
