@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..core.billing import BillingRule
 from .accounting import allocated_micro_usd, day_of
@@ -270,8 +270,9 @@ class ClusterUsage:
 
     # -- what the pages show --------------------------------------------------------------
 
-    def admin(self, today: date) -> dict[str, object]:
-        """The admin page's part: the status, each user's month, each running server."""
+    def admin(self, today: date) -> dict[str, Any]:
+        """The admin page's part, as JSON (:func:`.views.admin_summary`): the status, each
+        user's month, each running server."""
         status = self.status
         users = self.ledger.by_user(today)
         totals = self.ledger.by_server(self.tracked)

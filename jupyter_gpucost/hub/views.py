@@ -172,8 +172,8 @@ def _gpu_use(service: HubService, users: list[dict[str, Any]], today: date) -> A
     if service.cluster is None:
         return None
     found = service.cluster.admin(today)
-    by_user: dict[str, Any] = found["users"]  # type: ignore[assignment]
-    by_server: dict[str, Any] = found["servers"]  # type: ignore[assignment]
+    by_user: dict[str, Any] = found["users"]
+    by_server: dict[str, Any] = found["servers"]
     none = usage_json(UsageTotals())
     for entry in users:
         entry["gpu_use"] = by_user.get(entry["user"], none)
