@@ -304,7 +304,11 @@ def test_a_report_that_disagrees_with_dcgm_is_flagged(
     service.activity[("bob", "gpu")] = {
         "report": GpuActivity("report", at=now, window_s=10, gpu_util_pct=(1.0, 0.0))
     }
-    poll(service, usage, until=lambda: "dcgm" in service.activity[("alice", "")])
+
+    def flagged() -> bool:
+        return any(t.flag is not None for t in usage.tracked.values())
+
+    poll(service, usage, until=flagged)
     summary = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
     running = {(u["user"], s["server_name"]): s for u in summary["users"] for s in u["running"]}
     flag = running[("alice", "")]["gpu_use"]["flag"]
@@ -318,6 +322,32 @@ def test_a_report_that_disagrees_with_dcgm_is_flagged(
     assert "DCGM: 87 % busy, 250 W" in page
     assert "DCGM: 0 / 0 % busy, 55 W" in page
     assert "GPU use from dcgm-exporter through" in page
+
+
+def test_one_poll_of_disagreement_is_not_flagged(
+    cluster: tuple[PrometheusProcess, Exporter, Exporter], tmp_path: Path
+) -> None:
+    """A burst that began within the window: the report saw it, DCGM's mean not yet."""
+    prometheus, _, _ = cluster
+    service = make_service(tmp_path)
+    service.sync([server("alice", "", "a100", 30)], datetime.now(UTC))
+    usage = cluster_usage(service, settings(prometheus.url))
+    key = ("alice", "")
+
+    def report(pct: float) -> None:
+        activity = GpuActivity("report", at=datetime.now(UTC), window_s=10, gpu_util_pct=(pct,))
+        service.activity.setdefault(key, {})["report"] = activity
+
+    report(5.0)
+    poll(service, usage, until=lambda: "dcgm" in service.activity.get(key, {}))
+    (tracked,) = usage.tracked.values()
+    assert tracked.streak == 1
+    report(87.0)
+    asyncio.run(usage.poll(service, datetime.now(UTC)))
+    assert tracked.streak == 0
+    assert tracked.flag is None
+    summary = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
+    assert summary["users"][0]["gpu_use"]["disagreements"] == 0
 
 
 def test_a_restarted_service_goes_on_where_it_left_the_split(

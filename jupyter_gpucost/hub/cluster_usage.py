@@ -42,6 +42,8 @@ from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
+#: polls in a row a server's report must disagree with DCGM before it is flagged
+FLAG_AFTER_POLLS = 2
 #: deltas kept for the ledger while it refuses them (a day of polls of 100 servers)
 MAX_PENDING = 150_000
 
@@ -76,7 +78,9 @@ class Tracked:
     #: its allocation is split up to here (from its start)
     until: datetime
     seen: Seen | None = None
+    #: the last disagreement flagged, and how many polls in a row disagreed
     flag: Disagreement | None = None
+    streak: int = 0
 
 
 class ClusterUsage:
@@ -224,11 +228,16 @@ class ClusterUsage:
             if tracked.until < start:
                 deltas.extend(self._classify(tracked, start, None, None))
             report = kinds.get("report")
-            flag = None
-            if found is not None:
-                flag = disagreement(found.activity, report, self.settings.tolerance_pct)
-                if flag is not None:
-                    tracked.flag = flag
+            said = (
+                disagreement(found.activity, report, self.settings.tolerance_pct) if found else None
+            )
+            # a burst that began within the window is not a lie: the disagreement must hold
+            # over consecutive polls
+            tracked.streak = tracked.streak + 1 if said else 0
+            flag = said if tracked.streak >= FLAG_AFTER_POLLS else None
+            if flag is not None:
+                tracked.flag = flag
+                if tracked.streak == FLAG_AFTER_POLLS:
                     log.warning(
                         "%s/%s: its report says %.0f %% GPU use, dcgm-exporter %.0f %%",
                         row.user,
