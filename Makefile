@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres bench bench-tabs bench-hub clean i18n i18n-check
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub clean i18n i18n-check
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -96,7 +96,16 @@ postgres:
 		else sudo apt-get update -qq && sudo apt-get install -y -qq postgresql >/dev/null; fi; \
 	fi
 
-test-python: install postgres
+# Prometheus from Debian: the tests of GPU use from the cluster's Prometheus run a real one
+# on loopback, scraping a stand-in for dcgm-exporter
+prometheus:
+	@if ! command -v prometheus >/dev/null 2>&1; then \
+		echo "Installing Prometheus from Debian (needed by the cluster GPU use tests)"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq prometheus >/dev/null; fi; \
+	fi
+
+test-python: install postgres prometheus
 	$(PY) -m pytest tests --ignore=tests/ui
 
 test-js: install

@@ -28,6 +28,7 @@ from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
+from .cluster_settings import ClusterTraits
 from .model import HubConfigError
 from .profiles_setup import ProfileSettings
 
@@ -57,7 +58,7 @@ def env(name: str, fallback: str) -> str:
     return os.environ.get(name) or fallback
 
 
-class GpuCostHub(Application):
+class GpuCostHub(ClusterTraits, Application):
     """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
     outside the users' servers, and pages for users and admins."""
 

@@ -19,7 +19,9 @@ from zoneinfo import ZoneInfo
 
 from ..core.currency import symbol as currency_symbol
 from . import handlers
+from .cluster_usage import ClusterUsage
 from .hubapi import HubApi, HubApiError
+from .prometheus import Prometheus
 from .ratelimit import RateLimit
 
 if TYPE_CHECKING:
@@ -133,6 +135,29 @@ async def run(app: GpuCostHub) -> None:
         asyncio.create_task(every(app.poll_interval_s, "poll of the Hub", poll, stop)),
         asyncio.create_task(every(app.flush_interval_s, "ledger flush", flush, stop)),
     ]
+    # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
+    if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
+        cluster = parts.cluster
+        prometheus = Prometheus(cluster.url, timeout_s=cluster.timeout_s, auth=cluster.auth)
+        service.cluster = ClusterUsage(
+            cluster,
+            prometheus,
+            parts.usage_ledger,
+            billing=parts.billing,
+            tz=parts.tz,
+            max_gpus=int(app.max_gpus_per_server),
+        )
+        usage = service.cluster
+
+        async def ask_cluster() -> None:
+            await usage.poll(service, now_utc())
+
+        log.info("GPU use from %r every %.0f s", cluster, cluster.interval_s)
+        tasks.append(
+            asyncio.create_task(
+                every(cluster.interval_s, "GPU use from Prometheus", ask_cluster, stop)
+            )
+        )
     try:
         await stop.wait()
     finally:
@@ -140,5 +165,7 @@ async def run(app: GpuCostHub) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if service.cluster is not None:
+            prometheus.close()
         service.close(now_utc())
         log.info("gpucost hub service stopped; the ledger is flushed")

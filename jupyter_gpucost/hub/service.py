@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.hub_protocol import HubBudget, HubReply, SpendReport
+from .activity import ActivitySource, GpuActivity
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer, ServerKey
 from .model import (
@@ -36,6 +37,9 @@ from .model import (
     ServerRow,
     UserTotals,
 )
+
+if TYPE_CHECKING:
+    from .cluster_usage import ClusterUsage
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -125,6 +129,13 @@ class HubService:
         self._stopping: set[asyncio.Task[None]] = set()
         self.last_poll: datetime | None = None
         self.last_poll_s: float = 0.0
+        # -- GPU activity ------------------------------------------------------------------
+        #: what each running server's GPUs did lately, newest per source ("dcgm": the
+        #: cluster's Prometheus, :mod:`.cluster_usage`; "report": the server's own
+        #: reports); a server's entries go when it stops
+        self.activity: dict[Key, dict[ActivitySource, GpuActivity]] = {}
+        #: the poll of the cluster's Prometheus, when c.GpuCostHub.prometheus_url is set
+        self.cluster: ClusterUsage | None = None
 
     # -- each poll ----------------------------------------------------------------------
 
@@ -154,6 +165,7 @@ class HubService:
                 self._asked_stop.pop(row.server_id, None)
                 del self.rows[key]
                 self.seen.pop(key, None)
+                self.activity.pop(key, None)
                 result.closed += 1
         for key, server in listed.items():
             if key not in self.rows:

@@ -12,6 +12,8 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..core.hub_protocol import HubBudget
+from .cluster_usage import usage_json
+from .ledger.usage import UsageTotals
 from .model import ServerRow, UserTotals
 from .service import HubService
 
@@ -148,7 +150,9 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
             g["today_usd"] = round(g["today_usd"] + entry["today_usd"], 6)
             g["month_usd"] = round(g["month_usd"] + entry["month_usd"], 6)
     since = today - timedelta(days=CHART_DAYS - 1)
+    gpu_use = _gpu_use(service, users, today)
     return {
+        "gpu_use": gpu_use,
         "generated": now.isoformat(),
         "last_poll": service.last_poll.isoformat() if service.last_poll else None,
         "users": users,
@@ -160,6 +164,22 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
         "month_usd": round(sum(u["month_usd"] for u in users), 6),
         "daily": _chart(service.ledger.daily(since, now=now), today),
     }
+
+
+def _gpu_use(service: HubService, users: list[dict[str, Any]], today: date) -> Any:
+    """GPU use from the cluster's Prometheus (None when not configured), also put on each
+    user (this month) and each running server (its session, what DCGM saw last)."""
+    if service.cluster is None:
+        return None
+    found = service.cluster.admin(today)
+    by_user: dict[str, Any] = found["users"]
+    by_server: dict[str, Any] = found["servers"]
+    none = usage_json(UsageTotals())
+    for entry in users:
+        entry["gpu_use"] = by_user.get(entry["user"], none)
+        for server in entry["running"]:
+            server["gpu_use"] = by_server.get(f"{entry['user']}/{server['server_name']}")
+    return found
 
 
 def _dedupe(budgets: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,8 +13,10 @@ from ..core.billing import BillingRule
 from . import profiles_setup
 from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
+from .cluster_settings import ClusterSettings
 from .enforcer import Enforcer
 from .ledger import HubLedger, default_url
+from .ledger.usage import UsageLedger
 from .model import HubConfigError
 from .profiles_setup import ProfileSettings
 from .service import HubService
@@ -35,9 +37,15 @@ class Parts:
     ledger_label: str
     #: ISO 4217 code of the hub's prices, and so of every amount it shows
     currency: str = "USD"
+    #: GPU use from the cluster's Prometheus (None: not configured), its ledger table and
+    #: the billing rule its split follows
+    cluster: ClusterSettings | None = None
+    usage_ledger: UsageLedger | None = None
+    billing: BillingRule | None = None
 
 
 def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
+    cluster = app.cluster_settings()
     prices = profiles.prices
     allocations = profiles_setup.build(profiles)
     allocation = allocations.policy
@@ -84,4 +92,7 @@ def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
         data_dir=data_dir,
         ledger_label=ledger.url,
         currency=prices.session_currency,
+        cluster=cluster,
+        usage_ledger=UsageLedger(ledger.engine) if cluster else None,
+        billing=billing,
     )

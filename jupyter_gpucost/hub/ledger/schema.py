@@ -12,6 +12,9 @@
   so that a restart of the service does not give them a new grace;
 * ``hub_quarantine``: rows taken out of the bill because they held a figure the ledger
   cannot hold (written by an older version, or by hand), kept as text for an admin;
+* ``hub_usage``: per server and local day, how its allocation split by what the cluster's
+  dcgm-exporter saw (used, idle, unknown, in integer micro-dollars), the energy its GPUs
+  drew (mJ) and how many polls found its own report disagreeing (:mod:`.usage`);
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -113,6 +116,24 @@ quarantine_table = sa.Table(
     #: the row's values as text (exact, whatever they were)
     sa.Column("row_text", sa.String(4000), nullable=False),
     sa.Column("reason", sa.String(500), nullable=False),
+)
+
+#: the allocation split by what dcgm-exporter saw (:mod:`.usage`)
+usage_table = sa.Table(
+    "hub_usage",
+    metadata,
+    sa.Column("server_id", sa.Integer, primary_key=True),
+    sa.Column("day", sa.Date, primary_key=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    sa.Column("used_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("idle_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("unknown_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("energy_mj", sa.BigInteger, nullable=False),
+    sa.Column("idle_energy_mj", sa.BigInteger, nullable=False),
+    sa.Column("disagreements", sa.Integer, nullable=False),
+    #: the server's allocation is split up to here (a restart of the service goes on)
+    sa.Column("until_us", sa.BigInteger, nullable=False),
+    sa.Index("ix_hub_usage_day_user", "day", "user_name"),
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
