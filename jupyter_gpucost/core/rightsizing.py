@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from .billing import cost_micro_usd
 from .catalog import Catalog
+from .i18n import _
 from .meter import MeterSnapshot
 from .money import round_micro
 
@@ -81,16 +82,18 @@ def why_not(snapshot: MeterSnapshot) -> str | None:
     """Why no advice is given although the GPUs are priced, or ``None``."""
     held_s = snapshot.elapsed_us / 1_000_000
     if snapshot.gpus and held_s < MIN_OBSERVED_S:
-        return (
-            f"Too early to tell: advice is given once the session has held its GPUs for "
-            f"{MIN_OBSERVED_S // 60} minutes ({int(held_s)} s so far)."
+        text = _(
+            "Too early to tell: advice is given once the session has held its GPUs for "
+            "{minutes} minutes ({seconds} s so far)."
         )
+        return text.format(minutes=MIN_OBSERVED_S // 60, seconds=int(held_s))
     share = busy_share(snapshot)
     if share is not None and share > MAX_BUSY_SHARE:
-        return (
-            f"The GPUs were busy {share:.0%} of the time: a smaller GPU would compute more "
+        text = _(
+            "The GPUs were busy {share} of the time: a smaller GPU would compute more "
             "slowly, so what the session would have cost on it cannot be told from its price."
         )
+        return text.format(share=f"{share:.0%}")
     return None
 
 

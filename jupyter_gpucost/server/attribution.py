@@ -40,16 +40,19 @@ from fractions import Fraction
 
 import psutil
 
+from ..core.i18n import N_
 from ..core.meter import MeterSnapshot, apportion
 from ..telemetry.base import ProcessReading
 from .kernel_procs import KernelInfo
 
-NOTE_CONTAINER = (
+#: the notes an attribution carries, in English (the catalog's ids): the API's answers
+#: translate them when they are sent
+NOTE_CONTAINER = N_(
     "The GPU driver lists processes that do not exist in this server's process namespace "
     "(the server runs in a container, and NVML reports host pids): GPU use is not "
     "attributed to kernels; it is counted as not attributed."
 )
-NOTE_SIMULATED = (
+NOTE_SIMULATED = N_(
     "Simulated telemetry: the recorded session's GPU processes are attributed to the "
     "oldest running kernel."
 )

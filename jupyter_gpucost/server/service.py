@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.currency import symbol as currency_symbol
+from ..core.i18n import _
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import Meter
@@ -310,7 +311,7 @@ class CostService:
         return {
             "as_of": attribution.snapshot.as_of.isoformat(),
             "pids_visible": attribution.pids_visible,
-            "note": attribution.note,
+            "note": _(attribution.note) if attribution.note else None,
             "total_usd": usd(attribution.total_micro_usd),
             "idle_usd": usd(attribution.idle_micro_usd),
             "unattributed_usd": usd(attribution.unattributed_micro_usd),

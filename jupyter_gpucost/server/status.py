@@ -198,17 +198,19 @@ def ledger_warnings(ledger: LedgerFacts) -> list[dict[str, str]]:
         return [
             {
                 "code": "ledger-unavailable",
-                "message": f"No ledger ({ledger.error}): today's and this month's "
-                "totals are not kept.",
+                "message": _(
+                    "No ledger ({why}): today's and this month's totals are not kept."
+                ).format(why=ledger.error),
             }
         ]
     if ledger.enabled and ledger.reset_from:
         return [
             {
                 "code": "ledger-reset",
-                "message": "The ledger could not be read and was moved to "
-                f"{os.path.basename(ledger.reset_from)}; a fresh one was started, "
-                "so earlier sessions are not in today's and this month's totals.",
+                "message": _(
+                    "The ledger could not be read and was moved to {file}; a fresh one was "
+                    "started, so earlier sessions are not in today's and this month's totals."
+                ).format(file=os.path.basename(ledger.reset_from)),
             }
         ]
     return []
@@ -262,15 +264,20 @@ def machine_json(
             warnings.append(
                 {
                     "code": "instance-gpus",
-                    "message": (
-                        f"A {whole.row.instance} has {whole.row.gpus} {whole.row.gpu_model} "
-                        f"GPU(s); {seen} are visible here, so {seen} of its "
-                        f"{whole.row.gpus} shares of the instance price are counted."
+                    "message": _(
+                        "A {instance} has {n} {model} GPU(s); {seen} are visible here, so "
+                        "{seen} of its {n} shares of the instance price are counted."
+                    ).format(
+                        instance=whole.row.instance,
+                        n=whole.row.gpus,
+                        model=whole.row.gpu_model,
+                        seen=seen,
                     ),
                 }
             )
     elif plan is not None and plan.note:
-        warnings.append({"code": "instance-unpriced", "message": f"Machine: {plan.note}."})
+        message = _("Machine: {note}.").format(note=plan.note)
+        warnings.append({"code": "instance-unpriced", "message": message})
     return doc, warnings
 
 
@@ -327,7 +334,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
             "rightsizing_note": why_not(snapshot) if advice is None else None,
             "attribution": {
                 "pids_visible": attribution.pids_visible if attribution else True,
-                "note": attribution.note if attribution else None,
+                "note": _(attribution.note) if attribution and attribution.note else None,
             },
             "budget": inputs.budget,
             "machine": machine,
