@@ -92,8 +92,8 @@ class GuardSummary:
             (_("rate"), _("{price}/h").format(price=exact(self.usd_per_hour, sym))),
             (
                 _("spent"),
-                _("{spent} of {budget}").format(
-                    spent=status_bar(self.spent_usd, sym), budget=budget(self.budget_usd, sym)
+                _("{n} of {total}").format(
+                    n=status_bar(self.spent_usd, sym), total=budget(self.budget_usd, sym)
                 ),
             ),
         ]
@@ -112,8 +112,8 @@ class GuardSummary:
             rows.append((_("projected"), text.format(cost=cost, when=when)))
         if self.stopped:
             rows.append((_("stopped"), _("one more step would have gone over the budget")))
-        label = _("{label}:")
-        lines = [f"  {label.format(label=k)} {v}" for k, v in rows]
+        row = _("{label}: {value}")
+        lines = ["  " + row.format(label=k, value=v) for k, v in rows]
         return "\n".join([_("guard"), *lines])
 
 
