@@ -260,6 +260,29 @@ async def test_rest_errors_of_cells_history_and_exports_are_in_chinese(
     assert message.startswith("只能导出到已配置的目标（local）")
 
 
+@pytest.mark.usefixtures("jp_serverapp", "chinese")
+async def test_the_budgets_remaining_refusals_are_in_chinese(jp_fetch: Any) -> None:
+    body = json.dumps({"amount_usd": 1, "scope": "week"})
+    assert await _refusal(jp_fetch, "PUT", "budget", body=body) == (
+        400,
+        "scope 必须是 session, day, month 之一，而不是 'week'",
+    )
+    body = json.dumps({"hard_usd": 1})
+    status, message = await _refusal(jp_fetch, "PUT", "budget", body=body)
+    assert (status, message.split("（")[0]) == (403, "硬预算由管理员设置")
+    body = json.dumps({"amount_usd": 1, "limit": 2})
+    assert await _refusal(jp_fetch, "PUT", "budget", body=body) == (
+        400,
+        "未知字段 limit：请发送 amount_usd 和 scope",
+    )
+    body = json.dumps({"action": "reboot"})
+    status, message = await _refusal(jp_fetch, "POST", "budget", "stop", body=body)
+    assert (status, message.split(" 之一")[0]) == (
+        400,
+        "action 必须是 interrupt, shutdown, stop-server, stop-instance",
+    )
+
+
 @pytest.mark.usefixtures("jp_serverapp")
 async def test_rest_errors_in_english_keep_their_words(jp_fetch: Any) -> None:
     cell = {"cell_id": "c1", "started": "x", "ended": "x", "wall_s": [1], "cost_usd": 0.1}

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..core.i18n import _
 from .errors import RequestError
-from .inputs import is_unicode, shown, type_name
+from .inputs import is_unicode, one_of, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
@@ -44,12 +44,6 @@ class CellRecordError(RequestError):
 
 def _required(key: str) -> str:
     return _("{key} is required").format(key=key)
-
-
-def _one_of(key: str, allowed: tuple[str, ...], value: object) -> str:
-    return _("{key} must be one of {allowed}, not {value}").format(
-        key=key, allowed=", ".join(allowed), value=shown(value)
-    )
 
 
 def _text(record: dict[str, Any], key: str, *, required: bool, limit: int = 1024) -> str | None:
@@ -168,13 +162,13 @@ def clean(
         )
     status = record.get("status", "ok")
     if not isinstance(status, str) or status not in STATUSES:
-        raise CellRecordError(_one_of("status", STATUSES, status))
+        raise CellRecordError(one_of("status", STATUSES, status))
     mode = record.get("mode", "auto")
     if not isinstance(mode, str) or mode not in MODES:
-        raise CellRecordError(_one_of("mode", MODES, mode))
+        raise CellRecordError(one_of("mode", MODES, mode))
     busy_by = record.get("gpu_busy_by")
     if busy_by is not None and (not isinstance(busy_by, str) or busy_by not in BUSY_BY):
-        raise CellRecordError(_one_of("gpu_busy_by", BUSY_BY, busy_by))
+        raise CellRecordError(one_of("gpu_busy_by", BUSY_BY, busy_by))
     peak = _per_gpu(record, "peak_memory_bytes_by_gpu", most=MAX_BYTES)
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:

@@ -8,6 +8,7 @@ that names the offending field (the base handler turns it into a ``400``), never
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..core.i18n import _
@@ -82,6 +83,13 @@ def json_object(raw: bytes | None) -> dict[str, Any]:
         )
     _check(body, "", 1)
     return body
+
+
+def one_of(what: str, allowed: Iterable[str], value: object) -> str:
+    """``scope must be one of session, day, month, not 'week'``, in the server's language."""
+    return _("{key} must be one of {allowed}, not {value}").format(
+        key=what, allowed=", ".join(allowed), value=shown(value)
+    )
 
 
 def _too_deep() -> str:
