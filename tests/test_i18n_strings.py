@@ -232,7 +232,7 @@ async def test_rest_errors_of_cells_history_and_exports_are_in_chinese(
     )
     assert await _refusal(jp_fetch, "POST", "cells", body="[1]") == (
         400,
-        "请求体必须是 JSON 对象，而不是 数组",
+        "请求体必须是 JSON 对象，而不是数组",
     )
     cell.update(cost_usd=0.1, started="0001-01-01T00:00:00+00:00")
     status, message = await _refusal(jp_fetch, "POST", "cells", body=json.dumps(cell))
