@@ -82,6 +82,57 @@ def test_fit_check_budget_and_the_guard_answer_in_the_kernels_language() -> None
     assert "budget_usd 必须大于 0，而不是 -1" in text(nb.cells[6])
 
 
+class TestTheBudgetMagicInChinese:
+    """A real server on simulated GPUs, in yuan, and a kernel it started in Chinese."""
+
+    @pytest.fixture
+    def gpucost_config(self) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "ledger_url": "none",
+            "currency_symbol": "¥",
+            "budget_grace_s": 600.0,
+            "budget_action": "interrupt",
+        }
+
+    @pytest.mark.usefixtures("jp_serverapp")
+    async def test_budget_set_spent_and_removed(
+        self, jp_fetch: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import nbformat
+        from nbclient import NotebookClient
+
+        monkeypatch.setenv(ENV_LANGUAGE, "zh_CN")  # the kernel inherits the server's
+        await asyncio.sleep(0.5)  # the minimum charge is spent from the first sample
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            nbformat.v4.new_code_cell(source)
+            for source in (
+                "%load_ext jupyter_gpucost",
+                "%gpucost budget 1234.5",
+                "%gpucost",
+                "%gpucost budget 0.01",
+                "%gpucost budget off",
+            )
+        ]
+        await NotebookClient(nb, timeout=120, kernel_name="python3").async_execute()
+        assert text(nb.cells[1]).startswith("gpucost：您的预算现为每会话 ¥1,234.50；目前已花费 ¥0.")
+        summary = text(nb.cells[2])
+        assert "  预算：已花费 ¥0." in summary
+        assert " / 每会话 ¥1,234.50（由您设置）" in summary
+        spent = text(nb.cells[3])
+        assert spent.startswith("gpucost：您的预算现为每会话 ¥0.01，并且已经用完：目前已花费 ¥0.")
+        assert re.search(
+            r"服务器已开始倒计时：(10 分 00 秒|9 分 5\d 秒)后，它将保存打开的笔记本，并中断所有内核",
+            spent,
+        ), spent
+        assert "如需撤销：%gpucost budget off，或设置高于 ¥0." in spent
+        assert text(nb.cells[4]) == "gpucost：您的预算已移除。\n"
+        for cell in nb.cells[1:]:
+            assert not re.search(r"\b(budget is|per session|spent so far|countdown)\b", text(cell))
+
+
 def test_fit_and_check_in_english_are_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     from jupyter_gpucost.kernel.check import Facts, report
     from jupyter_gpucost.kernel.fit import Option, estimate
