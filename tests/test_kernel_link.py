@@ -291,7 +291,7 @@ class TestSimulatedServerInEuros:
         assert "your budget is now €1,234.50 per session" in text(nb.cells[2])
         summary = text(nb.cells[3])
         assert "budget: €0.1" in summary
-        assert "of €1,234.50 per session (soft)" in summary
+        assert "of €1,234.50 per session (yours)" in summary  # not the API's word "soft"
         assert "$" not in summary
         spent = text(nb.cells[4])
         assert "your budget is now €0.01 per session, and it is ALREADY SPENT" in spent

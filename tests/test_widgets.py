@@ -187,7 +187,8 @@ def test_the_ticker_reads_the_servers_status_with_the_kernel_token(
     assert lines[0] == "1.235567 True 6.862 None"
     assert lines[1].startswith("<b>session $1.2")
     assert lines[1].endswith("</b> · $6.862/h")
-    assert lines[2] == "$4.10 of $5.00 (soft budget, session) 82.0 warning"
+    # the budget's scope and whose it is in words, not the API's values (soft, session)
+    assert lines[2] == "$4.10 of $5.00 per session (yours) 82.0 warning"
     assert lines[3] == "the jupyter-gpucost server: this session, all kernels (simulated GPUs)"
     good = [auth for path, auth in seen if auth == f"token {TOKEN}"]
     assert len(good) >= 4  # the first read, then every 0.3 s while the other cell slept

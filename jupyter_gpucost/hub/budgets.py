@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from ..core.hub_protocol import HUB_SCOPES, HUB_SOURCE_LABEL, HubBudget, HubScope
+from ..core.i18n import Messages, messages_for
 from ..core.money import MICRO_PER_USD, notice, status_bar, to_usd
+from ..core.wording import period, scope_word
 from .model import GroupTotals, HubConfigError, UserTotals
 
 USER_SETTING = "c.GpuCostHub.user_budgets"
@@ -210,18 +212,33 @@ def exceeded(standings: Iterable[HubBudget]) -> list[HubBudget]:
     return [b for b in standings if b.exceeded]
 
 
-_PERIOD = {"session": "this session", "day": "today", "month": "this month"}
-
-
-def describe(budget: HubBudget) -> str:
+def describe(budget: HubBudget, messages: Messages | None = None, symbol: str = "$") -> str:
     """A sentence for the user: ``"Your day budget of $20.00 (set by your hub admin) is
-    spent: $20.41 today."``"""
-    whose = "Your" if budget.source == "user" else f"Group {budget.source.partition(':')[2]}'s"
-    state = "is spent" if budget.exceeded else "stands at"
-    return (
-        f"{whose} {budget.scope} budget of {notice(budget.amount_micro_usd)} "
-        f"({HUB_SOURCE_LABEL}) {state}: {status_bar(to_usd(budget.spent_micro_usd))} "
-        f"{_PERIOD[budget.scope]}."
+    spent: $20.41 today."``, in the language of ``messages`` (English when none: the
+    Hub's own messages, its spawn refusals and the deadlines it keeps)."""
+    tr = messages if messages is not None else messages_for("en")
+    _ = tr.gettext  # by this name, the catalog's tool finds the sentences
+    group = budget.source.partition(":")[2]
+    if budget.source == "user":
+        if budget.exceeded:
+            text = _("Your {scope} budget of {amount} ({source}) is spent: {spent} {period}.")
+        else:
+            text = _("Your {scope} budget of {amount} ({source}) stands at: {spent} {period}.")
+    elif budget.exceeded:
+        text = _(
+            "Group {group}'s {scope} budget of {amount} ({source}) is spent: {spent} {period}."
+        )
+    else:
+        text = _(
+            "Group {group}'s {scope} budget of {amount} ({source}) stands at: {spent} {period}."
+        )
+    return text.format(
+        group=group,
+        scope=scope_word(budget.scope, tr),
+        amount=notice(budget.amount_micro_usd, symbol),
+        source=tr.gettext(HUB_SOURCE_LABEL),
+        spent=status_bar(to_usd(budget.spent_micro_usd), symbol),
+        period=period(budget.scope, tr),
     )
 
 

@@ -43,6 +43,7 @@ from ..core.money import as_decimal, status_bar
 from . import views
 from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
+from .page_words import page_words
 from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token
 from .service import HubService
@@ -215,8 +216,11 @@ class PageBase(OAuthBase):
         template = self.ctx.templates.get_template(name)
         # the page in the language the browser asks for (Chinese or English)
         language = accept_language(self.request.headers.get("Accept-Language", ""))
+        messages = messages_for(language)
+        symbol = str(self.ctx.templates.globals.get("currency_symbol", "$"))
         html = template.render(
-            _=messages_for(language).gettext,
+            _=messages.gettext,
+            **page_words(messages, symbol),
             static_url=lambda path, include_version=True: f"{hub}static/{path}",
             base_url=hub,
             prefix=hub[: -len("hub/")] if hub.endswith("hub/") else "/",
@@ -267,8 +271,10 @@ def templates(currency_symbol: str = "$") -> jinja2.Environment:
         autoescape=True,
     )
     env.globals["money_text"] = lambda amount: status_bar(as_decimal(amount), currency_symbol)
+    env.globals["currency_symbol"] = currency_symbol
     # English unless the page is rendered for a browser that asks for another language
     env.globals["_"] = messages_for(SOURCE_LANGUAGE).gettext
+    env.globals.update(page_words(messages_for(SOURCE_LANGUAGE), currency_symbol))
     return env
 
 

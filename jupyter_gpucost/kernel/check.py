@@ -16,6 +16,9 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.i18n import _
+from ..core.wording import columns, pad
+
 
 @dataclass
 class Facts:
@@ -59,7 +62,7 @@ def _torch_facts(facts: Facts) -> None:
     try:
         import torch
     except Exception as e:  # installed but broken (missing libraries, ABI mismatch)
-        facts.torch_error = f"import torch failed: {e}"
+        facts.torch_error = _("import torch failed: {error}").format(error=e)
         return
     facts.torch_version = str(torch.__version__)
     facts.torch_cuda = getattr(torch.version, "cuda", None)
@@ -77,7 +80,7 @@ def _torch_facts(facts: Facts) -> None:
     try:
         facts.cuda_available = bool(torch.cuda.is_available())
     except Exception as e:
-        facts.torch_error = f"torch.cuda.is_available() failed: {e}"
+        facts.torch_error = _("torch.cuda.is_available() failed: {error}").format(error=e)
         return
     if facts.cuda_available:
         for i in range(torch.cuda.device_count()):
@@ -96,10 +99,10 @@ def _driver_facts(facts: Facts) -> None:
         facts.driver_gpus = [r.name for r in source.read()]
         facts.driver_how = "NVML"
         return
-    reason = nvml().reason or "NVML is not available"
+    reason = nvml().reason or _("NVML is not available")
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        facts.driver_how = f"{reason}; nvidia-smi not found"
+        facts.driver_how = _("{reason}; nvidia-smi not found").format(reason=reason)
         return
     try:
         out = subprocess.run([smi], capture_output=True, text=True, timeout=15, check=False).stdout
@@ -111,7 +114,7 @@ def _driver_facts(facts: Facts) -> None:
             check=False,
         ).stdout
     except (OSError, subprocess.SubprocessError) as e:
-        facts.driver_how = f"{reason}; nvidia-smi failed: {e}"
+        facts.driver_how = _("{reason}; nvidia-smi failed: {error}").format(reason=reason, error=e)
         return
     driver = re.search(r"Driver Version:\s*([\d.]+)", out)
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", out)
@@ -152,106 +155,125 @@ def findings(facts: Facts) -> tuple[list[str], list[str]]:
         warn.append(facts.torch_error)
     if facts.torch_version is None:
         if not facts.torch_error:
-            notes.append("torch not installed: nothing to match against the GPUs")
+            notes.append(_("torch not installed: nothing to match against the GPUs"))
         return warn, notes
     if facts.torch_hip:
-        notes.append(f"torch is a ROCm (HIP {facts.torch_hip}) build: the NVIDIA checks skip it")
+        text = _("torch is a ROCm (HIP {hip}) build: the NVIDIA checks skip it")
+        notes.append(text.format(hip=facts.torch_hip))
         return warn, notes
+    version = facts.torch_version
     if facts.torch_cuda is None:
         if gpu_count:
-            warn.append(
-                f"torch {facts.torch_version} is a CPU-only build, but this machine has "
-                f"{gpu_count} NVIDIA GPU(s): cells run on the CPU. Install a CUDA build "
+            text = _(
+                "torch {version} is a CPU-only build, but this machine has {n} NVIDIA GPU(s): "
+                "cells run on the CPU. Install a CUDA build "
                 "(https://pytorch.org/get-started/locally/)."
             )
+            warn.append(text.format(version=version, n=gpu_count))
         else:
-            notes.append(f"torch {facts.torch_version} is a CPU-only build (and no GPU here)")
+            text = _("torch {version} is a CPU-only build (and no GPU here)")
+            notes.append(text.format(version=version))
         return warn, notes
     built = _version(facts.torch_cuda)
     supports = _version(facts.driver_cuda)
+    figures = {
+        "cuda": facts.torch_cuda,
+        "driver": facts.driver_version,
+        "driver_cuda": facts.driver_cuda,
+        "how": facts.driver_how,
+    }
     if facts.driver_version is None and facts.driver_cuda is None:
-        warn.append(
-            f"torch is built with CUDA {facts.torch_cuda}, but no NVIDIA driver was found "
-            f"({facts.driver_how}): cells run on the CPU"
+        text = _(
+            "torch is built with CUDA {cuda}, but no NVIDIA driver was found ({how}): cells "
+            "run on the CPU"
         )
+        warn.append(text.format(**figures))
     elif built and supports:
         if built[0] > supports[0]:
-            warn.append(
-                f"torch is built with CUDA {facts.torch_cuda}, but the driver "
-                f"{facts.driver_version} supports CUDA up to {facts.driver_cuda}: CUDA cannot "
-                "start. Update the NVIDIA driver, or install a torch built for CUDA "
-                f"{supports[0]}.x."
+            text = _(
+                "torch is built with CUDA {cuda}, but the driver {driver} supports CUDA up to "
+                "{driver_cuda}: CUDA cannot start. Update the NVIDIA driver, or install a "
+                "torch built for CUDA {major}.x."
             )
+            warn.append(text.format(major=supports[0], **figures))
         elif built > supports:
-            warn.append(
-                f"torch is built with CUDA {facts.torch_cuda}, newer than the CUDA "
-                f"{facts.driver_cuda} the driver {facts.driver_version} supports: it runs "
-                "through CUDA minor-version compatibility, but code that needs a newer driver "
-                "(PTX compiled at run time, some new features) fails with 'unsupported "
-                "toolchain' errors. Updating the driver removes the risk."
+            text = _(
+                "torch is built with CUDA {cuda}, newer than the CUDA {driver_cuda} the "
+                "driver {driver} supports: it runs through CUDA minor-version compatibility, "
+                "but code that needs a newer driver (PTX compiled at run time, some new "
+                "features) fails with 'unsupported toolchain' errors. Updating the driver "
+                "removes the risk."
             )
+            warn.append(text.format(**figures))
     if gpu_count and not facts.cuda_available:
-        warn.append(
-            "torch.cuda.is_available() is False although the driver lists "
-            f"{gpu_count} GPU(s): check CUDA_VISIBLE_DEVICES and the driver"
+        text = _(
+            "torch.cuda.is_available() is False although the driver lists {n} GPU(s): check "
+            "CUDA_VISIBLE_DEVICES and the driver"
         )
+        warn.append(text.format(n=gpu_count))
     for i, (name, capability) in enumerate(facts.torch_gpus):
         runs = _runs_on(capability, facts.arch_list) if facts.arch_list else "native"
         sm = f"sm_{capability[0]}{capability[1]}"
         if runs == "no":
-            warn.append(
-                f"GPU {i} ({name}, {sm}) is not among the architectures this torch was "
-                f"built for ({' '.join(facts.arch_list)}): expect 'no kernel image is "
-                "available'. Install a torch build that supports it."
+            text = _(
+                "GPU {i} ({name}, {sm}) is not among the architectures this torch was built "
+                "for ({archs}): expect 'no kernel image is available'. Install a torch build "
+                "that supports it."
             )
+            warn.append(text.format(i=i, name=name, sm=sm, archs=" ".join(facts.arch_list)))
         elif runs == "ptx":
-            notes.append(
-                f"GPU {i} ({name}, {sm}) runs PTX compiled at first use (slow first start)"
-            )
+            text = _("GPU {i} ({name}, {sm}) runs PTX compiled at first use (slow first start)")
+            notes.append(text.format(i=i, name=name, sm=sm))
     if facts.cudnn is None and facts.cuda_available:
-        notes.append("cuDNN is not available to torch: convolutions are slower")
+        notes.append(_("cuDNN is not available to torch: convolutions are slower"))
     return warn, notes
 
 
 def report(facts: Facts) -> str:
     rows: list[tuple[str, str]] = []
     if facts.torch_version is None:
-        rows.append(("torch", facts.torch_error or "torch not installed"))
+        rows.append(("torch", facts.torch_error or _("torch not installed")))
     else:
         rows.append(("torch", facts.torch_version))
         if facts.torch_hip:
-            rows.append(("built with", f"ROCm/HIP {facts.torch_hip}"))
+            rows.append((_("built with"), f"ROCm/HIP {facts.torch_hip}"))
         else:
-            rows.append(
-                ("built with", f"CUDA {facts.torch_cuda}" if facts.torch_cuda else "CPU only")
-            )
-        rows.append(("cuDNN", facts.cudnn or "not available"))
-        rows.append(("CUDA available", "yes" if facts.cuda_available else "no"))
+            built = f"CUDA {facts.torch_cuda}" if facts.torch_cuda else _("CPU only")
+            rows.append((_("built with"), built))
+        rows.append(("cuDNN", facts.cudnn or _("not available")))
+        rows.append((_("CUDA available"), _("yes") if facts.cuda_available else _("no")))
+    driver = _("NVIDIA driver")
     if facts.driver_version or facts.driver_cuda:
+        text = _("{version}, supports CUDA up to {cuda} ({how})")
         rows.append(
             (
-                "NVIDIA driver",
-                f"{facts.driver_version or 'unknown'}, supports CUDA up to "
-                f"{facts.driver_cuda or 'unknown'} ({facts.driver_how})",
+                driver,
+                text.format(
+                    version=facts.driver_version or _("unknown"),
+                    cuda=facts.driver_cuda or _("unknown"),
+                    how=facts.driver_how,
+                ),
             )
         )
     else:
-        rows.append(("NVIDIA driver", f"not found: {facts.driver_how}"))
+        rows.append((driver, _("not found: {how}").format(how=facts.driver_how)))
     if facts.torch_gpus:
         for i, (name, (major, minor)) in enumerate(facts.torch_gpus):
-            rows.append((f"GPU {i}", f"{name}, compute capability {major}.{minor}"))
+            text = _("{name}, compute capability {major}.{minor}")
+            rows.append((f"GPU {i}", text.format(name=name, major=major, minor=minor)))
     elif facts.driver_gpus:
         for i, name in enumerate(facts.driver_gpus):
-            rows.append((f"GPU {i}", f"{name} (seen by the driver, not by torch)"))
+            text = _("{name} (seen by the driver, not by torch)")
+            rows.append((f"GPU {i}", text.format(name=name)))
     else:
-        rows.append(("GPUs", "none"))
+        rows.append(("GPUs", _("none")))
     warn, notes = findings(facts)
-    width = max(len(k) for k, _ in rows)
-    out = ["%gpucost check"] + [f"  {k:<{width}}  {v}" for k, v in rows]
-    out += [f"warning: {w}" for w in warn]
-    out += [f"note: {n}" for n in notes]
+    width = max(columns(k) for k, _v in rows)
+    out = ["%gpucost check"] + [f"  {pad(k, width)}  {v}" for k, v in rows]
+    out += [_("warning: {text}").format(text=w) for w in warn]
+    out += [_("note: {text}").format(text=n) for n in notes]
     if not warn:
-        out.append("no mismatch found")
+        out.append(_("no mismatch found"))
     return "\n".join(out)
 
 

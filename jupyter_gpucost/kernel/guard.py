@@ -61,22 +61,26 @@ OnStop: TypeAlias = "Callable[[Guard], object]"
 
 
 def _money(value: object, what: str) -> Decimal:
+    not_money = _("{what} must be a number of dollars, not {value}")
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        raise ValueError(f"{what} must be a number of dollars, not {value!r}")
+        raise ValueError(not_money.format(what=what, value=repr(value)))
     try:
         money = Decimal(str(value))
     except InvalidOperation:
-        raise ValueError(f"{what} must be a number of dollars, not {value!r}") from None
+        raise ValueError(not_money.format(what=what, value=repr(value))) from None
     if not money.is_finite():
-        raise ValueError(f"{what} must be a finite number of dollars, not {value!r}")
+        text = _("{what} must be a finite number of dollars, not {value}")
+        raise ValueError(text.format(what=what, value=repr(value)))
     return money
 
 
 def _count(value: object, what: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{what} must be a whole number, not {value!r}")
+        text = _("{what} must be a whole number, not {value}")
+        raise ValueError(text.format(what=what, value=repr(value)))
     if value < minimum:
-        raise ValueError(f"{what} must be at least {minimum}, not {value}")
+        text = _("{what} must be at least {minimum}, not {value}")
+        raise ValueError(text.format(what=what, minimum=minimum, value=value))
     return value
 
 
@@ -101,11 +105,16 @@ class Guard:
         follow_server_language()  # the guard's lines in the kernel's language
         budget = _money(budget_usd, "budget_usd")
         if budget <= 0:
-            raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
+            text = _("{what} must be more than 0, not {value}")
+            raise ValueError(text.format(what="budget_usd", value=repr(budget_usd)))
         self.total_steps = _count(total_steps, "total_steps", 1)
         self.warmup_steps = _count(warmup_steps, "warmup_steps", 1)
         if on_stop is not None and not callable(on_stop):
-            raise ValueError(f"on_stop must be a function taking the guard, not {on_stop!r}")
+            raise ValueError(
+                _("on_stop must be a function taking the guard, not {value}").format(
+                    value=repr(on_stop)
+                )
+            )
         self.budget_usd = budget
         self.on_stop = on_stop
         #: the action asked of the server when the loop ends, finished, failed or stopped
@@ -117,9 +126,10 @@ class Guard:
         if usd_per_hour is not None:
             rate = _money(usd_per_hour, "usd_per_hour")
             if rate < 0:
-                raise ValueError(f"usd_per_hour cannot be negative, not {usd_per_hour!r}")
+                text = _("{what} cannot be negative, not {value}")
+                raise ValueError(text.format(what="usd_per_hour", value=repr(usd_per_hour)))
             self.usd_per_hour = rate
-            self.price_source = "usd_per_hour given to the guard"
+            self.price_source = _("usd_per_hour given to the guard")
         else:
             from .measure import prices
 
@@ -150,7 +160,7 @@ class Guard:
 
     def __enter__(self) -> Guard:
         if self._t0_us is not None:
-            raise RuntimeError("this guard was already used; make a new one for a new loop")
+            raise RuntimeError(_("this guard was already used; make a new one for a new loop"))
         self._t0_us = self._now_us()
         self._show(force=True)
         return self
@@ -171,7 +181,7 @@ class Guard:
             try:
                 print(request_stop(self.stop_when_done))
             except LinkError as e:
-                print(f"gpucost: could not ask the server to stop: {e}")
+                print(_("gpucost: could not ask the server to stop: {error}").format(error=e))
         return None
 
     def step(self, tokens: int | None = None) -> None:
@@ -181,12 +191,13 @@ class Guard:
         the measured rate would take the spend over the budget.
         """
         if self._t0_us is None or self._end_us is not None:
-            raise RuntimeError("g.step() belongs inside `with guard(...) as g:`")
+            raise RuntimeError(_("g.step() belongs inside `with guard(...) as g:`"))
         if self.stopped:
             raise BudgetExceeded(self._stop_message(), self.summary())
         if tokens is not None:
             if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-                raise ValueError(f"tokens must be a whole number >= 0, not {tokens!r}")
+                text = _("{what} must be a whole number >= 0, not {value}")
+                raise ValueError(text.format(what="tokens", value=repr(tokens)))
             self._tokens_given = True
         self.steps += 1
         # the first step and the step the projection starts from are timed once the GPU

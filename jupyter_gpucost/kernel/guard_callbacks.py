@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.i18n import _
 from .guard import BudgetExceeded, Dollars, Guard, OnStop
 
 _BUILT: dict[str, type] = {}
@@ -99,9 +100,8 @@ class _Adapter:
             or not isinstance(tokens_per_step, int)
             or tokens_per_step < 0
         ):
-            raise ValueError(
-                f"tokens_per_step must be a whole number >= 0, not {tokens_per_step!r}"
-            )
+            text = _("{what} must be a whole number >= 0, not {value}")
+            raise ValueError(text.format(what="tokens_per_step", value=repr(tokens_per_step)))
         self.options = _GuardOptions(
             budget_usd=budget_usd,
             warmup_steps=warmup_steps,
@@ -120,7 +120,7 @@ class _Adapter:
         total = self.total_steps or _finite_count(trainer_steps)
         if not total or total < 1:
             raise ValueError(
-                "the trainer does not say how many steps it will run: give total_steps="
+                _("the trainer does not say how many steps it will run: give total_steps=")
             )
         options = self.options
         self.guard = Guard(

@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from ..core.i18n import _
-from ..core.money import guard_line
+from ..core.money import budget, exact, guard_line, status_bar
 
 
 class BudgetExceeded(Exception):
@@ -78,27 +78,43 @@ class GuardSummary:
         return " · ".join(parts)
 
     def __str__(self) -> str:
+        """The figures as a table, in the kernel's language; amounts by the display rules
+        (:mod:`jupyter_gpucost.core.money`): spent and projected as every view shows an
+        amount spent, the budget as a budget, the rate as a price, per step as the live
+        line."""
         sym = self.currency_symbol
         rows = [
-            ("steps", f"{self.steps:,} of {self.total_steps:,}"),
-            ("time", f"{self.elapsed_s:.1f} s"),
-            ("rate", f"{sym}{self.usd_per_hour}/h"),
-            ("spent", f"{sym}{self.spent_usd} of {sym}{self.budget_usd}"),
+            (
+                _("steps"),
+                _("{n} of {total}").format(n=f"{self.steps:,}", total=f"{self.total_steps:,}"),
+            ),
+            (_("time"), _("{seconds} s").format(seconds=f"{self.elapsed_s:.1f}")),
+            (_("rate"), _("{price}/h").format(price=exact(self.usd_per_hour, sym))),
+            (
+                _("spent"),
+                _("{n} of {total}").format(
+                    n=status_bar(self.spent_usd, sym), total=budget(self.budget_usd, sym)
+                ),
+            ),
         ]
         if self.seconds_per_step is not None:
-            rows.append(("per step", f"{self.seconds_per_step:.4f} s, {sym}{self.usd_per_step}"))
-        if self.usd_per_1k_tokens is not None:
-            rows.append(("per 1k tokens", f"{sym}{self.usd_per_1k_tokens}"))
-        if self.projected_usd is not None and self.projected_end is not None:
+            cost = "" if self.usd_per_step is None else f"{sym}{guard_line(self.usd_per_step)}"
+            per_step = _("{seconds} s, {cost}") if cost else _("{seconds} s")
             rows.append(
-                (
-                    "projected",
-                    f"{sym}{self.projected_usd}, ends {self.projected_end:%Y-%m-%d %H:%M:%S}",
-                )
+                (_("per step"), per_step.format(seconds=f"{self.seconds_per_step:.4f}", cost=cost))
             )
+        if self.usd_per_1k_tokens is not None:
+            rows.append((_("per 1k tokens"), f"{sym}{guard_line(self.usd_per_1k_tokens)}"))
+        if self.projected_usd is not None and self.projected_end is not None:
+            text = _("{cost}, ends {when}")
+            when = f"{self.projected_end:%Y-%m-%d %H:%M:%S}"
+            cost = status_bar(self.projected_usd, sym)
+            rows.append((_("projected"), text.format(cost=cost, when=when)))
         if self.stopped:
-            rows.append(("stopped", "one more step would have gone over the budget"))
-        return "guard\n" + "\n".join(f"  {k}: {v}" for k, v in rows)
+            rows.append((_("stopped"), _("one more step would have gone over the budget")))
+        row = _("{label}: {value}")
+        lines = ["  " + row.format(label=k, value=v) for k, v in rows]
+        return "\n".join([_("guard"), *lines])
 
 
 def _when(moment: datetime) -> str:
@@ -106,9 +122,10 @@ def _when(moment: datetime) -> str:
     now = datetime.now(moment.tzinfo)
     left = max(0.0, (moment - now).total_seconds())
     if left < 90:
-        return f"{moment:%H:%M:%S} (in {left:.0f} s)"
+        return _("{time} (in {n} s)").format(time=f"{moment:%H:%M:%S}", n=f"{left:.0f}")
     if left < 90 * 60:
-        return f"{moment:%H:%M} (in {left / 60:.0f} min)"
+        return _("{time} (in {n} min)").format(time=f"{moment:%H:%M}", n=f"{left / 60:.0f}")
     if left < 48 * 3600:
-        return f"{moment:%H:%M} (in {left / 3600:.1f} h)"
-    return f"{moment:%Y-%m-%d %H:%M} (in {left / 86400:.1f} days)"
+        return _("{time} (in {n} h)").format(time=f"{moment:%H:%M}", n=f"{left / 3600:.1f}")
+    days = f"{left / 86400:.1f}"
+    return _("{time} (in {n} days)").format(time=f"{moment:%Y-%m-%d %H:%M}", n=days)

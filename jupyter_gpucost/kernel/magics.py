@@ -22,8 +22,9 @@ from IPython.display import display
 from ..core.i18n import _
 from ..core.money import exact, status_bar, to_usd
 from ..core.protocol import binding_standing
+from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
-from .link import LinkError, ServerLink, follow_server_language, link
+from .link import LinkError, follow_server_language, link
 from .measure import CellCost, Measurement, prices
 from .stop_when_done import stop_when_done
 
@@ -165,6 +166,8 @@ class GpuCostMagics(Magics):
         elif words[0] == "auto":
             auto(self.shell, words[1:])
         elif words[0] == "budget":
+            from .budget_magic import budget
+
             budget(words[1:])
         elif words[0] == "stop-when-done":
             stop_when_done(self.shell, words[1:])
@@ -181,7 +184,6 @@ LINE_USAGE = (
     "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 )
 AUTO_USAGE = "%gpucost auto on|off"
-BUDGET_USAGE = "%gpucost budget AMOUNT|off [--scope session|day|month]"
 
 
 def auto(shell: Shell, words: list[str]) -> None:
@@ -205,122 +207,6 @@ def auto(shell: Shell, words: list[str]) -> None:
     else:
         pricer.disable()
         print(_("gpucost: cells are no longer priced."))
-
-
-class _BudgetParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}\nusage: {BUDGET_USAGE}")
-
-
-def budget(words: list[str]) -> None:
-    parser = _BudgetParser(prog="%gpucost budget", add_help=False)
-    parser.add_argument("amount")
-    parser.add_argument("--scope", default="session", choices=["session", "day", "month"])
-    args = parser.parse_args(words)
-    amount: float | None
-    if args.amount.lower() in ("off", "none", "remove"):
-        amount = None
-    else:
-        try:
-            amount = float(args.amount.lstrip("$"))
-        except ValueError:
-            raise UsageError(
-                f"{args.amount!r} is not an amount of dollars\nusage: {BUDGET_USAGE}"
-            ) from None
-    server = link()
-    if server is None:
-        raise UsageError(
-            "budgets are kept by the jupyter-gpucost server extension, and this kernel was "
-            "not started by a Jupyter server that has it"
-        )
-    try:
-        state = server.set_budget(amount, args.scope)
-    except LinkError as e:
-        raise UsageError(str(e)) from None
-    print(budget_reply(state, server_symbol(server)))
-
-
-def server_symbol(server: ServerLink) -> str:
-    """The server's currency symbol (its status), else the one it handed to the kernel."""
-    try:
-        symbol = server.status().get("currency_symbol")
-    except LinkError:
-        symbol = None
-    return symbol if isinstance(symbol, str) and symbol else prices().currency_symbol
-
-
-#: what the server does at the end of the countdown (``budget_action``)
-ACTION_TEXT = {
-    "interrupt": "interrupts every kernel (this one included)",
-    "shutdown": "shuts every kernel down (this one included), which frees their GPU memory",
-    "stop-server": "shuts every kernel down (this one included) and stops the server",
-    "stop-instance": "shuts every kernel down (this one included) and stops the machine",
-}
-
-
-def duration(seconds: float) -> str:
-    whole = max(0, round(seconds))
-    minutes, secs = divmod(whole, 60)
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
-
-
-def budget_reply(state: dict[str, Any], symbol: str) -> str:
-    """What ``%gpucost budget`` says about the budget the server now has."""
-    lines = []
-    soft = state.get("soft")
-    hard = state.get("hard")
-    if soft:
-        spent = soft.get("spent_usd")
-        spent_text = "" if spent is None else f"{status_bar(spent, symbol)} spent so far"
-        amount = exact(soft["amount_usd"], symbol)
-        if spent is not None and spent >= soft["amount_usd"]:
-            lines.append(
-                f"gpucost: your budget is now {amount} per {soft['scope']}, and it is "
-                f"ALREADY SPENT: {spent_text}."
-            )
-            lines.append(_what_happens_next(state, symbol))
-            above = status_bar(spent, symbol, round_up=True)
-            lines.append(
-                f"  To undo: %gpucost budget off, or a budget above {above} "
-                "(%gpucost budget AMOUNT); the countdown then ends and nothing is stopped."
-            )
-        else:
-            lines.append(
-                f"gpucost: your budget is now {amount} per {soft['scope']}"
-                + (f"; {spent_text}." if spent_text else ".")
-            )
-    else:
-        lines.append("gpucost: your budget is removed.")
-    if hard:
-        lines.append(
-            f"gpucost: the administrator's budget of {exact(hard['amount_usd'], symbol)} per "
-            f"{hard['scope']} still applies."
-        )
-    return "\n".join(lines)
-
-
-def _what_happens_next(state: dict[str, Any], symbol: str) -> str:
-    action = ACTION_TEXT.get(str(state.get("action")), f"acts ({state.get('action')})")
-    what = f"saves the open notebooks and {action}"
-    grace = state.get("grace")
-    phase = state.get("state")
-    if phase == "acted":
-        last = state.get("last_action") or {}
-        done = last.get("message") or "the budget's action was taken"
-        return f"  The server has already acted: {done}."
-    if phase == "enforcing":
-        return f"  The countdown is over: the server now {what}."
-    if grace and grace.get("reason") == "budget":
-        left = grace.get("remaining_s")
-        when = f"in {duration(float(left))}" if isinstance(left, int | float) else "when it ends"
-        return f"  The server has started its countdown: {when} it {what}."
-    grace_s = state.get("grace_s")
-    after = (
-        f"after a countdown of {duration(float(grace_s))}"
-        if isinstance(grace_s, int | float)
-        else "after a countdown"
-    )
-    return f"  The server {what} {after}."
 
 
 def show_summary(shell: Shell) -> None:
@@ -354,13 +240,14 @@ def show_summary(shell: Shell) -> None:
             binding = binding_standing(state)
             if binding:
                 spent = binding.get("spent_usd")
-                text = _("  budget: {spent} of {amount} per {scope} ({kind})")
+                text = _("  budget: {spent} of {budget} ({kind})")
                 print(
                     text.format(
                         spent=_("unknown") if spent is None else status_bar(spent, symbol),
-                        amount=exact(binding["amount_usd"], symbol),
-                        scope=binding["scope"],
-                        kind=binding["kind"],
+                        budget=per_scope(
+                            exact(binding["amount_usd"], symbol), str(binding["scope"])
+                        ),
+                        kind=budget_kind(str(binding["kind"])),
                     )
                 )
     tally = getattr(shell, "gpucost_tally", None)

@@ -39,6 +39,7 @@ from ..core.i18n import _
 from ..core.money import budget as budget_text
 from ..core.money import round_micro, status_bar, ticker, to_usd
 from ..core.protocol import binding_standing
+from ..core.wording import budget_kind, per_scope
 from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink, follow_server_language
 
 
@@ -236,10 +237,12 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             return None, _("no budget")
         share = float(spent / amount)
         scope = standing.get("scope")
-        text = _("{spent} of {amount} ({kind} budget, {scope})") if scope else ""
-        text = text or _("{spent} of {amount} ({kind} budget)")
+        shown = budget_text(amount, sym)
+        text = _("{spent} of {budget} ({kind})")
         return share, text.format(
-            spent=status_bar(spent, sym), amount=budget_text(amount, sym), kind=kind, scope=scope
+            spent=status_bar(spent, sym),
+            budget=per_scope(shown, str(scope)) if scope else shown,
+            kind=budget_kind(kind),
         )
 
     # -- the thread -------------------------------------------------------------------

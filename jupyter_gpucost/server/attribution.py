@@ -45,6 +45,8 @@ from ..core.meter import MeterSnapshot, apportion
 from ..telemetry.base import ProcessReading
 from .kernel_procs import KernelInfo
 
+#: the notes an attribution carries, in English (the catalog's ids): the API's answers
+#: translate them when they are sent
 NOTE_CONTAINER = N_(
     "The GPU driver lists processes that do not exist in this server's process namespace "
     "(the server runs in a container, and NVML reports host pids): GPU use is not "

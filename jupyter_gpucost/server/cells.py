@@ -15,8 +15,9 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from ..core.i18n import _
 from .errors import RequestError
-from .inputs import is_unicode, shown, type_name
+from .inputs import is_unicode, one_of, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
@@ -41,20 +42,28 @@ class CellRecordError(RequestError):
     """A posted record is not valid; the message says which field and why."""
 
 
+def _required(key: str) -> str:
+    return _("{key} is required").format(key=key)
+
+
 def _text(record: dict[str, Any], key: str, *, required: bool, limit: int = 1024) -> str | None:
     value = record.get(key)
     if value is None or value == "":
         if required:
-            raise CellRecordError(f"{key} is required")
+            raise CellRecordError(_required(key))
         return None
     if not isinstance(value, str):
-        raise CellRecordError(f"{key} must be a string, not {type_name(value)}")
+        raise CellRecordError(
+            _("{key} must be a string, not {what}").format(key=key, what=type_name(value))
+        )
     if len(value) > limit:
         raise CellRecordError(
-            f"{key} must be a string of at most {limit} characters, not {len(value)}"
+            _("{key} must be a string of at most {limit} characters, not {n}").format(
+                key=key, limit=limit, n=len(value)
+            )
         )
     if not is_unicode(value) or any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise CellRecordError(f"{key} must be text without control characters")
+        raise CellRecordError(_("{key} must be text without control characters").format(key=key))
     return value
 
 
@@ -64,20 +73,26 @@ def _number(
     value = record.get(key)
     if value is None:
         if required:
-            raise CellRecordError(f"{key} is required")
+            raise CellRecordError(_required(key))
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CellRecordError(f"{key} must be a finite number, not {type_name(value)}")
+        raise CellRecordError(
+            _("{key} must be a finite number, not {what}").format(key=key, what=type_name(value))
+        )
     try:
         number = float(value)
     except OverflowError:  # an integer too long for a float
         number = math.inf
     if not math.isfinite(number):
-        raise CellRecordError(f"{key} must be a finite number")
+        raise CellRecordError(_("{key} must be a finite number").format(key=key))
     if number < 0:
-        raise CellRecordError(f"{key} cannot be negative")
+        raise CellRecordError(_("{key} cannot be negative").format(key=key))
     if number > most:
-        raise CellRecordError(f"{key} must be at most {most:g}, not {number:g}")
+        raise CellRecordError(
+            _("{key} must be at most {most}, not {number}").format(
+                key=key, most=f"{most:g}", number=f"{number:g}"
+            )
+        )
     return number
 
 
@@ -87,17 +102,26 @@ def _time(record: dict[str, Any], key: str, now: datetime) -> str:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise CellRecordError(f"{key} must be an ISO 8601 time, not {value!r}") from None
+        raise CellRecordError(
+            _("{key} must be an ISO 8601 time, not {value}").format(key=key, value=shown(value))
+        ) from None
     if moment.tzinfo is None:
-        raise CellRecordError(f"{key} must say its time zone (e.g. +00:00)")
+        raise CellRecordError(_("{key} must say its time zone (e.g. +00:00)").format(key=key))
     try:
         plausible = EARLIEST <= moment <= now + MAX_AHEAD
     except OverflowError:  # a time zone that moves it past year 1 or 9999
         plausible = False
     if not plausible:
+        text = _(
+            "{key} must be a time between {earliest} and a day from now ({latest} UTC), not {value}"
+        )
         raise CellRecordError(
-            f"{key} must be a time between {EARLIEST:%Y-%m-%d} and a day from now "
-            f"({(now + MAX_AHEAD):%Y-%m-%d %H:%M} UTC), not {value!r}"
+            text.format(
+                key=key,
+                earliest=f"{EARLIEST:%Y-%m-%d}",
+                latest=f"{(now + MAX_AHEAD):%Y-%m-%d %H:%M}",
+                value=shown(value),
+            )
         )
     return value
 
@@ -108,13 +132,19 @@ def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, floa
         return None
     if not isinstance(value, dict) or len(value) > MAX_GPUS:
         raise CellRecordError(
-            f"{key} must be an object of at most {MAX_GPUS} GPUs: GPU index -> number"
+            _("{key} must be an object of at most {n} GPUs: GPU index -> number").format(
+                key=key, n=MAX_GPUS
+            )
         )
     out: dict[str, float] = {}
     for k, v in value.items():
         # ASCII digits: str.isdigit() also takes '²' and other scripts' digits
         if not (isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 3):
-            raise CellRecordError(f"{key} keys are GPU indices (0, 1, ...), not {shown(k)}")
+            raise CellRecordError(
+                _("{key} keys are GPU indices (0, 1, ...), not {value}").format(
+                    key=key, value=shown(k)
+                )
+            )
         name = f"{key}[{k}]"
         number = _number({name: v}, name, required=True, most=most)
         assert number is not None
@@ -127,18 +157,18 @@ def clean(
 ) -> dict[str, Any]:
     """The record as stored, or ``CellRecordError``; ``now``: the server's clock."""
     if not isinstance(record, dict):
-        raise CellRecordError("the body must be a JSON object")
+        raise CellRecordError(
+            _("the body must be a JSON object, not {what}").format(what=type_name(record))
+        )
     status = record.get("status", "ok")
     if not isinstance(status, str) or status not in STATUSES:
-        raise CellRecordError(f"status must be one of {', '.join(STATUSES)}, not {shown(status)}")
+        raise CellRecordError(one_of("status", STATUSES, status))
     mode = record.get("mode", "auto")
     if not isinstance(mode, str) or mode not in MODES:
-        raise CellRecordError(f"mode must be one of {', '.join(MODES)}, not {shown(mode)}")
+        raise CellRecordError(one_of("mode", MODES, mode))
     busy_by = record.get("gpu_busy_by")
     if busy_by is not None and (not isinstance(busy_by, str) or busy_by not in BUSY_BY):
-        raise CellRecordError(
-            f"gpu_busy_by must be one of {', '.join(BUSY_BY)}, not {shown(busy_by)}"
-        )
+        raise CellRecordError(one_of("gpu_busy_by", BUSY_BY, busy_by))
     peak = _per_gpu(record, "peak_memory_bytes_by_gpu", most=MAX_BYTES)
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:
@@ -168,7 +198,7 @@ def clean(
         "mode": mode,
     }
     if datetime.fromisoformat(ended) < datetime.fromisoformat(started):
-        raise CellRecordError("ended is before started")
+        raise CellRecordError(_("ended is before started"))
     return cleaned
 
 

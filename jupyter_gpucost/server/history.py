@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.i18n import _
 from ..core.money import usd
 from .errors import RequestError
 from .inputs import shown
@@ -56,7 +57,11 @@ def parse_window(value: str | None) -> int:
         return WINDOWS_S["1h"]
     if value in WINDOWS_S:
         return WINDOWS_S[value]
-    raise HistoryError(f"window={shown(value)} is not one of {', '.join(WINDOWS_S)}")
+    raise HistoryError(
+        _("window={value} is not one of {allowed}").format(
+            value=shown(value), allowed=", ".join(WINDOWS_S)
+        )
+    )
 
 
 def parse_step(value: str | None, window_s: int) -> int:
@@ -69,20 +74,23 @@ def parse_step(value: str | None, window_s: int) -> int:
                 return candidate
         return max(STEPS_S.values())
     if value not in STEPS_S:
-        raise HistoryError(f"step={shown(value)} is not one of {', '.join(STEPS_S)}")
+        raise HistoryError(
+            _("step={value} is not one of {allowed}").format(
+                value=shown(value), allowed=", ".join(STEPS_S)
+            )
+        )
     step_s = STEPS_S[value]
     if step_s > window_s:
-        raise HistoryError(f"step={value} is longer than the window")
+        raise HistoryError(_("step={value} is longer than the window").format(value=value))
     if window_s > RING_S and step_s < 60:
-        raise HistoryError(
-            f"step={value} is too fine for a window over 1h: readings older than an hour "
+        text = _(
+            "step={value} is too fine for a window over 1h: readings older than an hour "
             "are kept per minute; use step=1m or more"
         )
+        raise HistoryError(text.format(value=value))
     if window_s // step_s > MAX_POINTS:
-        raise HistoryError(
-            f"window/step gives {window_s // step_s} points, more than {MAX_POINTS}: "
-            "use a coarser step"
-        )
+        text = _("window/step gives {n} points, more than {most}: use a coarser step")
+        raise HistoryError(text.format(n=window_s // step_s, most=MAX_POINTS))
     return step_s
 
 

@@ -8,9 +8,11 @@ that names the offending field (the base handler turns it into a ``400``), never
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..core.i18n import _
+from ..core.wording import json_type
 from .errors import RequestError
 
 #: how much of a refused value a message quotes
@@ -42,7 +44,7 @@ def is_unicode(text: str) -> bool:
 
 def _check(value: object, where: str, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep")
+        raise RequestError(_too_deep())
     if isinstance(value, str):
         if not is_unicode(value):
             raise RequestError(
@@ -55,7 +57,9 @@ def _check(value: object, where: str, depth: int) -> None:
             name = f"{where}.{key}" if where else str(key)
             if not is_unicode(key):
                 raise RequestError(
-                    f"a field name in {where or 'the body'} is not valid Unicode text"
+                    _("a field name in {where} is not valid Unicode text").format(
+                        where=where or _("the body")
+                    )
                 )
             _check(item, name, depth + 1)
     elif isinstance(value, list):
@@ -70,7 +74,7 @@ def json_object(raw: bytes | None) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except RecursionError:
-        raise RequestError(f"the body nests more than {MAX_DEPTH} levels deep") from None
+        raise RequestError(_too_deep()) from None
     except ValueError:
         raise RequestError(_("the body must be JSON")) from None
     if not isinstance(body, dict):
@@ -81,19 +85,37 @@ def json_object(raw: bytes | None) -> dict[str, Any]:
     return body
 
 
-def type_name(value: object) -> str:
-    """What a JSON value is, in JSON's words."""
+def one_of(what: str, allowed: Iterable[str], value: object) -> str:
+    """``scope must be one of session, day, month, not 'week'``, in the server's language."""
+    return _("{key} must be one of {allowed}, not {value}").format(
+        key=what, allowed=", ".join(allowed), value=shown(value)
+    )
+
+
+def _too_deep() -> str:
+    return _("the body nests more than {depth} levels deep").format(depth=MAX_DEPTH)
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's own words: ``null``, ``boolean``, ``number``,
+    ``string``, ``array`` or ``object``."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return "boolean"
     if isinstance(value, int | float):
-        return "a number"
+        return "number"
     if isinstance(value, str):
-        return "a string"
+        return "string"
     if isinstance(value, list):
-        return "an array"
-    return "an object"
+        return "array"
+    return "object"
+
+
+def type_name(value: object) -> str:
+    """What a JSON value is, as a message names it (``a number``), in the server's
+    language."""
+    return json_type(json_kind(value))
 
 
 def whole_number(raw: str | None, *, what: str, default: int, low: int, high: int) -> int:
@@ -103,5 +125,9 @@ def whole_number(raw: str | None, *, what: str, default: int, low: int, high: in
     text = raw.strip()
     # ASCII digits only: int() also reads other scripts' digits and '1_000'
     if not (text.isascii() and text.isdigit() and len(text) <= 9) or not (low <= int(text) <= high):
-        raise RequestError(f"{what} must be a whole number from {low} to {high}, not {shown(raw)}")
+        raise RequestError(
+            _("{what} must be a whole number from {low} to {high}, not {value}").format(
+                what=what, low=low, high=high, value=shown(raw)
+            )
+        )
     return int(text)

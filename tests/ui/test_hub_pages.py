@@ -79,7 +79,10 @@ def test_a_browser_that_asks_for_chinese_reads_the_pages_in_chinese(hub: Hub, pa
     expect(page.locator("#gpucost-sessions thead")).to_contain_text("服务器")
     expect(page.locator("#gpucost-nav-me")).to_have_text("我的 GPU 花费")
     expect(page.locator(".gpucost-budget").first).to_contain_text("已花费")
-    for english in ("Today", "This month", "Sessions", "GPU spend of"):
+    # the budget's scope and whom it is set for in words, not the API's "month (user)"
+    month = page.locator(".gpucost-budget[data-scope='month']")
+    expect(month).to_contain_text("每月预算（个人）")  # noqa: RUF001
+    for english in ("Today", "This month", "Sessions", "GPU spend of", "month (user)"):
         expect(page.locator("#gpucost-user")).not_to_contain_text(english)
     screenshot(page, "hub-user-page-zh.png")
 

@@ -32,7 +32,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from ...core.i18n import N_, _
-from ..inputs import shown
+from ..inputs import one_of, shown
 
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
@@ -80,14 +80,14 @@ def parse_scope(raw: object, *, what: str) -> Scope:
         for scope in SCOPES:
             if value == scope:
                 return scope
-    raise BudgetError(f"{what} must be one of {', '.join(SCOPES)}, not {shown(raw)}")
+    raise BudgetError(one_of(what, SCOPES, raw))
 
 
 class HardBudgetRefused(BudgetError):
     """A request that tries to set the hard budget (HTTP 403)."""
 
 
-HARD_REFUSAL = (
+HARD_REFUSAL = N_(
     "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
     "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"
 )
@@ -100,15 +100,19 @@ MAX_PATH_CHARS = 4096
 def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
     """``{"amount_usd": 5, "scope": "session"}`` → the user's budget; ``null`` removes it."""
     if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
-        raise HardBudgetRefused(HARD_REFUSAL)
+        raise HardBudgetRefused(_(HARD_REFUSAL))
     unknown = sorted(set(body) - set(SOFT_FIELDS))
     if unknown:
         names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
-        raise BudgetError(f"unknown field(s) {names}: send amount_usd and scope")
+        raise BudgetError(
+            _("unknown field(s) {names}: send amount_usd and scope").format(names=names)
+        )
     if body.get("kind", "soft") != "soft":
-        raise BudgetError(f"kind must be 'soft', not {shown(body.get('kind'))}")
+        raise BudgetError(
+            _("kind must be 'soft', not {value}").format(value=shown(body.get("kind")))
+        )
     if "amount_usd" not in body:
-        raise BudgetError("amount_usd is required (a number of dollars, or null)")
+        raise BudgetError(_("amount_usd is required (a number of dollars, or null)"))
     if body["amount_usd"] is None:
         if body.get("scope") is not None:
             parse_scope(body["scope"], what="scope")
@@ -133,13 +137,19 @@ def parse_save_answer(body: Mapping[str, object]) -> SaveAnswer:
     unknown = sorted(set(body) - {"request_id", "client", "saved", "failed"})
     if unknown:
         names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
-        raise BudgetError(f"unknown field(s) {names}: send request_id, client, saved and failed")
+        raise BudgetError(
+            _("unknown field(s) {names}: send request_id, client, saved and failed").format(
+                names=names
+            )
+        )
     texts: dict[str, str] = {}
     for key in ("request_id", "client"):
         value = body.get(key)
         if not isinstance(value, str) or not value.strip() or len(value) > 64:
             raise BudgetError(
-                f"{key} must be a non-empty string of at most 64 characters, not {shown(value)}"
+                _("{key} must be a non-empty string of at most 64 characters, not {value}").format(
+                    key=key, value=shown(value)
+                )
             )
         texts[key] = value
     lists: dict[str, list[str]] = {}
@@ -147,15 +157,17 @@ def parse_save_answer(body: Mapping[str, object]) -> SaveAnswer:
         value = body.get(key, [])
         if not isinstance(value, list) or len(value) > MAX_SAVED_PATHS:
             raise BudgetError(
-                f"{key} must be a list of at most {MAX_SAVED_PATHS} notebook paths, "
-                f"not {shown(value)}"
+                _("{key} must be a list of at most {n} notebook paths, not {value}").format(
+                    key=key, n=MAX_SAVED_PATHS, value=shown(value)
+                )
             )
         for n, path in enumerate(value):
             if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS:
-                raise BudgetError(
-                    f"{key}[{n}] must be a notebook path (a string of 1 to {MAX_PATH_CHARS} "
-                    f"characters), not {shown(path)}"
+                text = _(
+                    "{key}[{n}] must be a notebook path (a string of 1 to {most} characters), "
+                    "not {value}"
                 )
+                raise BudgetError(text.format(key=key, n=n, most=MAX_PATH_CHARS, value=shown(path)))
         lists[key] = list(value)
     return SaveAnswer(texts["request_id"], texts["client"], lists["saved"], lists["failed"])
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..inputs import shown
+from ...core.i18n import _
+from ..inputs import one_of
 from .policy import ACTIONS, USER_REASONS, BudgetError
 
 WHEN = ("now", "idle")
@@ -28,14 +29,14 @@ class StopRequest:
 def parse_stop_request(body: Mapping[str, object]) -> StopRequest:
     unknown = sorted(set(body) - {"action", "reason", "when"})
     if unknown:
-        raise BudgetError("unknown field(s): send action, reason and when")
+        raise BudgetError(_("unknown field(s): send action, reason and when"))
     action = body.get("action")
     if action is not None and action not in ACTIONS:
-        raise BudgetError(f"action must be one of {', '.join(ACTIONS)}, not {shown(action)}")
+        raise BudgetError(one_of("action", ACTIONS, action))
     reason = body.get("reason", "user")
     if reason not in USER_REASONS:
-        raise BudgetError(f"reason must be one of {', '.join(USER_REASONS)}, not {shown(reason)}")
+        raise BudgetError(one_of("reason", USER_REASONS, reason))
     when = body.get("when", "now")
     if when not in WHEN:
-        raise BudgetError(f"when must be one of {', '.join(WHEN)}, not {shown(when)}")
+        raise BudgetError(one_of("when", WHEN, when))
     return StopRequest(None if action is None else str(action), str(reason), str(when))

@@ -28,7 +28,7 @@ from ..errors import Conflict, NotFound, RequestError, Unavailable
 from ..inputs import shown
 from .sources import Source, resolve_source
 from .stores import Cancelled, Landed, Store, StoreError, Tuning, open_store
-from .targets import Target, missing_extra, resolve
+from .targets import Target, TargetError, missing_extra, resolve
 
 FINISHED = ("done", "failed", "cancelled")
 MANIFEST_FORMAT = "jupyter-gpucost export manifest 1"
@@ -182,9 +182,10 @@ class ExportManager:
                 target,  # type: ignore[arg-type]
                 allow_urls=self.settings.allow_urls,
             )
+        except TargetError as e:
+            raise RequestError(str(e), e.status) from None
         except ValueError as e:
-            refused = "configured targets only" in str(e)
-            raise RequestError(str(e), 403 if refused else 400) from None
+            raise RequestError(str(e), 400) from None
         missing = missing_extra(chosen)
         if missing:
             raise RequestError(missing, 501)
@@ -313,7 +314,9 @@ class ExportManager:
             n += 1
             candidate = f"{stem}-{n}{dot}{ext}"
             if n > 1000:
-                raise StoreError(f"too many exports named {name!r} at the target")
+                raise StoreError(
+                    _("too many exports named {name} at the target").format(name=repr(name))
+                )
         return candidate
 
     def _export_source(

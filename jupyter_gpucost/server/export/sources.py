@@ -14,6 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ...core.i18n import _
 from ..inputs import is_unicode, shown
 
 #: file extensions the file browser offers the export on (folders always)
@@ -58,45 +59,57 @@ def _inside(path: Path, root: Path) -> bool:
 
 def resolve_source(root_dir: str, requested: object, *, allow_hidden: bool) -> Source:
     if not isinstance(requested, str) or not requested.strip():
-        raise SourceError(f"each path must be a non-empty string, not {shown(requested)}", 400)
+        text = _("each path must be a non-empty string, not {value}")
+        raise SourceError(text.format(value=shown(requested)), 400)
+    path = shown(requested)
     if len(requested) > 4096:
-        raise SourceError(
-            f"{shown(requested)} is not a path: at most 4096 characters, not {len(requested)}", 400
-        )
+        text = _("{path} is not a path: at most 4096 characters, not {n}")
+        raise SourceError(text.format(path=path, n=len(requested)), 400)
     if not is_unicode(requested) or "\x00" in requested:
-        raise SourceError(f"{shown(requested)} is not a path: it has a NUL or invalid text", 400)
+        text = _("{path} is not a path: it has a NUL or invalid text")
+        raise SourceError(text.format(path=path), 400)
     text = requested.strip().replace("\\", "/")
     pure = PurePosixPath(text)
     if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
-        raise SourceError(f"{shown(requested)}: give a path relative to the Jupyter root folder")
+        raise SourceError(
+            _("{path}: give a path relative to the Jupyter root folder").format(path=path)
+        )
     parts = [p for p in pure.parts if p not in ("", ".")]
     if not parts:
         raise SourceError(
-            "the Jupyter root folder itself cannot be exported; choose a file or folder"
+            _("the Jupyter root folder itself cannot be exported; choose a file or folder")
         )
     if ".." in parts:
-        raise SourceError(f"{shown(requested)}: '..' is not allowed in an export path")
+        raise SourceError(_("{path}: '..' is not allowed in an export path").format(path=path))
     if not allow_hidden and any(p.startswith(".") for p in parts):
-        raise SourceError(
-            f"{shown(requested)} is hidden; the administrator can allow hidden files with "
+        hidden = _(
+            "{path} is hidden; the administrator can allow hidden files with "
             "c.GpuCost.export_allow_hidden"
         )
+        raise SourceError(hidden.format(path=path))
     root = Path(root_dir).resolve()
     candidate = root.joinpath(*parts)
     if not os.path.lexists(candidate):
-        raise SourceError(f"{shown(requested)} does not exist", 404)
+        raise SourceError(_("{path} does not exist").format(path=path), 404)
     real = candidate.resolve()
     if not _inside(real, root):
-        raise SourceError(f"{shown(requested)} leads outside the Jupyter root folder (a symlink)")
+        outside = _("{path} leads outside the Jupyter root folder (a symlink)")
+        raise SourceError(outside.format(path=path))
     name = parts[-1]
     if real.is_file():
         return Source(text, name, False, (SourceFile(real, "", real.stat().st_size),))
     if not real.is_dir():
-        raise SourceError(f"{shown(requested)} is not a regular file or folder")
+        raise SourceError(_("{path} is not a regular file or folder").format(path=path))
     files = _walk(real, root, allow_hidden=allow_hidden, requested=text, seen={real})
     if not files:
-        raise SourceError(f"{shown(requested)} is an empty folder: nothing to export", 400)
+        empty = _("{path} is an empty folder: nothing to export")
+        raise SourceError(empty.format(path=path), 400)
     return Source(text, name, True, tuple(files))
+
+
+def _link_outside(requested: str, inside: Path) -> str:
+    text = _("{path} contains {inside}, a symlink leading outside the Jupyter root folder")
+    return text.format(path=shown(requested), inside=str(inside))
 
 
 def _walk(
@@ -114,10 +127,7 @@ def _walk(
                 dirnames.remove(d)
                 target = link.resolve()
                 if not _inside(target, root):
-                    raise SourceError(
-                        f"{shown(requested)} contains {link.relative_to(folder)!s}, a symlink "
-                        "leading outside the Jupyter root folder"
-                    )
+                    raise SourceError(_link_outside(requested, link.relative_to(folder)))
                 if target in seen or any(s in target.parents for s in seen):
                     continue  # a link back into what is already exported: a loop
                 seen.add(target)
@@ -133,10 +143,7 @@ def _walk(
             entry = here / f
             real = entry.resolve()
             if not _inside(real, root):
-                raise SourceError(
-                    f"{shown(requested)} contains {entry.relative_to(folder)!s}, a symlink "
-                    "leading outside the Jupyter root folder"
-                )
+                raise SourceError(_link_outside(requested, entry.relative_to(folder)))
             try:
                 info = real.stat()
             except OSError:

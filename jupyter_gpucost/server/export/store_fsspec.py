@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ...core.i18n import _
 from .store_base import (
     S3_MIN_PART_BYTES,
     Cancelled,
@@ -41,13 +42,15 @@ class FsspecStore:
         return f"{self.protocol}://{self._path(key)}"
 
     def _fail(self, what: str, error: Exception) -> StoreError:
-        return StoreError(f"{what} {self.url('')[:-1]} failed: {type(error).__name__}: {error}")
+        """``what``: a message with ``{where}`` (the target) and ``{why}`` (the error)."""
+        where = self.url("")[:-1]
+        return StoreError(what.format(where=where, why=f"{type(error).__name__}: {error}"))
 
     def exists(self, key: str) -> bool:
         try:
             return bool(self.fs.exists(self._path(key)))
         except Exception as e:
-            raise self._fail("reaching", e) from None
+            raise self._fail(_("reaching {where} failed: {why}"), e) from None
 
     def upload(self, path: Path, key: str, progress: Progress, cancel: threading.Event) -> Landed:
         sha = hashlib.sha256()
@@ -74,22 +77,23 @@ class FsspecStore:
             if isinstance(e, Cancelled | StoreError):
                 raise
             if isinstance(e, Exception):
-                raise self._fail("writing to", e) from None
+                raise self._fail(_("writing to {where} failed: {why}"), e) from None
             raise
         try:
             landed = self.fs.info(target)["size"]
         except Exception as e:
-            raise self._fail("checking the copy on", e) from None
+            raise self._fail(_("checking the copy on {where} failed: {why}"), e) from None
         if landed != size:
             self.delete(key)
-            raise StoreError(f"{self.url(key)} has {landed} bytes instead of {size}")
+            text = _("{url} has {landed} bytes instead of {size}")
+            raise StoreError(text.format(url=self.url(key), landed=landed, size=size))
         return Landed(self.url(key), size, sha.hexdigest(), "size")
 
     def put_bytes(self, key: str, data: bytes) -> None:
         try:
             self.fs.pipe_file(self._path(key), data)
         except Exception as e:
-            raise self._fail("writing to", e) from None
+            raise self._fail(_("writing to {where} failed: {why}"), e) from None
 
     def delete(self, key: str) -> None:
         with contextlib.suppress(Exception):  # best-effort clean-up

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ...core.i18n import _
 from .store_base import LOCAL_BLOCK_BYTES, Hasher, Landed, Progress, StoreError, check_cancel
 from .targets import Target
 
@@ -37,10 +38,11 @@ class LocalStore:
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StoreError(
-                f"cannot create the export folder {dest.parent} ({e.strerror or e}): check "
-                "that it exists and is writable, or configure another target"
-            ) from None
+            text = _(
+                "cannot create the export folder {folder} ({why}): check that it exists and "
+                "is writable, or configure another target"
+            )
+            raise StoreError(text.format(folder=dest.parent, why=e.strerror or e)) from None
 
     @contextlib.contextmanager
     def _replacing(self, dest: Path) -> Iterator[Path]:
@@ -52,7 +54,8 @@ class LocalStore:
             yield tmp
             os.replace(tmp, dest)
         except OSError as e:
-            raise StoreError(f"writing {dest} failed: {e.strerror or e}") from None
+            text = _("writing {path} failed: {why}")
+            raise StoreError(text.format(path=dest, why=e.strerror or e)) from None
         finally:
             if tmp.exists():
                 tmp.unlink()
@@ -76,10 +79,11 @@ class LocalStore:
                     landed_size = os.fstat(out.fileno()).st_size
                 digest = hasher.hexdigest()
                 if landed_size != size:
-                    raise StoreError(
-                        f"the copy at {dest} has {landed_size} bytes instead of {size}: the "
-                        "disk may be full"
+                    text = _(
+                        "the copy at {path} has {landed} bytes instead of {size}: the disk "
+                        "may be full"
                     )
+                    raise StoreError(text.format(path=dest, landed=landed_size, size=size))
                 check_cancel(cancel)
         finally:
             hasher.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...core.i18n import _
 from .store_base import (
     Cancelled,
     Landed,
@@ -93,26 +94,34 @@ class S3Store:
         from botocore.exceptions import ClientError, NoCredentialsError
 
         if isinstance(error, NoCredentialsError):
-            return (
-                f"no credentials for {self.where}: set AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY, an AWS profile or an instance role, or the target's "
-                "key/secret options"
+            text = _(
+                "no credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "an AWS profile or an instance role, or the target's key/secret options"
             )
+            return text.format(where=self.where)
         if isinstance(error, ClientError):
             code = error.response.get("Error", {}).get("Code", "")
             if code == "NoSuchBucket":
-                return f"the bucket {self.bucket!r} does not exist ({self.where})"
+                text = _("the bucket {bucket} does not exist ({where})")
+                return text.format(bucket=repr(self.bucket), where=self.where)
             if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403"):
-                return (
-                    f"{self.where} refused the credentials ({code}): check the key and "
-                    "that it may write to the bucket"
+                text = _(
+                    "{where} refused the credentials ({code}): check the key and that it may "
+                    "write to the bucket"
                 )
+                return text.format(where=self.where, code=code)
             message = error.response.get("Error", {}).get("Message", "")
-            return f"{self.where} answered {code or 'an error'}: {message}".rstrip(": ")
-        return (
-            f"{self.where} could not be reached ({error}): check that it is running and "
-            "that the endpoint is right"
+            if not code:
+                code = _("an error")
+            text = (
+                _("{where} answered {code}: {message}") if message else _("{where} answered {code}")
+            )
+            return text.format(where=self.where, code=code, message=message)
+        text = _(
+            "{where} could not be reached ({why}): check that it is running and that the "
+            "endpoint is right"
         )
+        return text.format(where=self.where, why=error)
 
     def _transient(self, error: Exception) -> bool:
         from botocore.exceptions import (
@@ -149,8 +158,11 @@ class S3Store:
                 return fn(**kwargs)
             except (BotoCoreError, ClientError) as e:
                 if attempt >= self.tuning.retries or not self._transient(e):
-                    tries = f" after {attempt + 1} tries" if attempt else ""
-                    raise StoreError(self._explain(e) + tries) from None
+                    explained = self._explain(e)
+                    if attempt:
+                        text = _("{error} after {n} tries")
+                        explained = text.format(error=explained, n=attempt + 1)
+                    raise StoreError(explained) from None
             if cancel is not None and cancel.wait(delay):
                 raise Cancelled()
             if cancel is None:
@@ -188,7 +200,9 @@ class S3Store:
     def _verify(self, key: str, size: int, cancel: threading.Event) -> str:
         head = self._call(cancel, self.client.head_object, Bucket=self.bucket, Key=self._key(key))
         if head["ContentLength"] != size:
-            raise StoreError(f"{self.url(key)} has {head['ContentLength']} bytes instead of {size}")
+            text = _("{url} has {landed} bytes instead of {size}")
+            landed = head["ContentLength"]
+            raise StoreError(text.format(url=self.url(key), landed=landed, size=size))
         if self.checksums:
             return "size, and the CRC32 of every part checked by the store"
         return "size"

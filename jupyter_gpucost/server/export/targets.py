@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ...core.i18n import _
 from ..inputs import shown, type_name
 
 #: the URL schemes an export can go to, and the Python extra each needs
@@ -27,7 +28,12 @@ DEFAULT_NAME = "local"
 
 
 class TargetError(ValueError):
-    """A target is not configured or not valid; the message says what to do."""
+    """A target is not configured or not valid; the message says what to do. ``status``:
+    the HTTP answer when a request named it (403: a free URL the admin does not allow)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -151,20 +157,22 @@ def resolve(
         return targets[default]
     if not isinstance(requested, str):
         raise TargetError(
-            f"target must be the name of a configured target, not {type_name(requested)}"
+            _("target must be the name of a configured target, not {what}").format(
+                what=type_name(requested)
+            )
         )
     if requested in targets:
         return targets[requested]
     if "://" in requested:
         if not allow_urls:
-            raise TargetError(
-                f"exports go to configured targets only ({', '.join(sorted(targets))}); "
-                "the administrator can allow free URLs with c.GpuCost.export_allow_urls"
+            text = _(
+                "exports go to configured targets only ({names}); the administrator can "
+                "allow free URLs with c.GpuCost.export_allow_urls"
             )
+            raise TargetError(text.format(names=", ".join(sorted(targets))), 403)
         return Target(public_url(requested), normalise_url(requested, what="target"), {})
-    raise TargetError(
-        f"there is no export target {shown(requested)}: use one of {', '.join(sorted(targets))}"
-    )
+    text = _("there is no export target {name}: use one of {names}")
+    raise TargetError(text.format(name=shown(requested), names=", ".join(sorted(targets))))
 
 
 def missing_extra(target: Target) -> str | None:
@@ -174,10 +182,12 @@ def missing_extra(target: Target) -> str | None:
         try:
             import boto3  # noqa: F401
         except ImportError:
-            return f"the target {target.name!r} needs boto3: pip install 'jupyter-gpucost[s3]'"
+            text = _("the target {name} needs boto3: pip install 'jupyter-gpucost[s3]'")
+            return text.format(name=repr(target.name))
     if extra == "gcs":
         try:
             import gcsfs  # noqa: F401
         except ImportError:
-            return f"the target {target.name!r} needs gcsfs: pip install 'jupyter-gpucost[gcs]'"
+            text = _("the target {name} needs gcsfs: pip install 'jupyter-gpucost[gcs]'")
+            return text.format(name=repr(target.name))
     return None

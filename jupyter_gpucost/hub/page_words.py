@@ -1,0 +1,48 @@
+"""The words the hub service's pages write for values that come as data (a budget's scope
+and whom it is set for, why a server is being stopped), in the page's language.
+
+The pages' JSON (:mod:`jupyter_gpucost.hub.views`) keeps the values as the API gives them
+(``"day"``, ``"group:ml"``); the templates call these functions, bound to the language of
+the browser's ``Accept-Language``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..core.hub_protocol import HubBudget
+from ..core.i18n import Messages
+from ..core.money import MICRO_PER_USD, as_decimal
+from ..core.wording import hub_source, scope_name
+from .budgets import describe
+
+
+def _micro(amount: object) -> int:
+    """An amount of the pages' JSON (six decimals at most) as whole micro-units."""
+    return int(as_decimal(str(amount)) * MICRO_PER_USD)
+
+
+def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$") -> str:
+    """Why a running server is being stopped: the budgets it is over, in the page's
+    language; else the reason the service keeps (a deadline from before a restart)."""
+    over = [b for b in server.get("budgets") or () if b.get("exceeded")]
+    if not over:
+        return str(server.get("reason") or "")
+    return " ".join(
+        describe(
+            HubBudget(b["scope"], _micro(b["amount_usd"]), _micro(b["spent_usd"]), b["source"]),
+            messages,
+            symbol,
+        )
+        for b in over
+    )
+
+
+def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[..., str]]:
+    """The templates' functions for words from data, in the language of ``messages``."""
+    return {
+        "scope_name": lambda scope: scope_name(str(scope), messages),
+        "hub_source": lambda source: hub_source(str(source), messages),
+        "stop_reason": lambda server: stop_reason(server, messages, symbol),
+    }
