@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -91,3 +92,31 @@ def test_the_server_follows_jupyterlabs_language_and_translates_the_schemas() ->
     finally:
         translator.set_locale("en")
         i18n.set_language("en")
+
+
+#: a placeholder a message fills in: Python's {name}, JupyterLab's %1 and printf's %s, %d
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z_0-9]*\}|%\d|%\([A-Za-z_]+\)[sd]|%[sd]")
+
+
+def test_every_translation_fills_in_exactly_the_placeholders_of_its_message() -> None:
+    """A translation that names a placeholder its message does not pass raises when it is
+    formatted (a 500, a broken page), and one that drops a placeholder hides a figure."""
+    from babel.messages.pofile import read_po
+
+    po = ROOT / "jupyter_gpucost" / "locale" / "zh_CN" / "LC_MESSAGES" / "jupyter_gpucost.po"
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    wrong = []
+    for message in catalog:
+        if not message.id:
+            continue
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        # a plural's forms may each leave out the count; none may bring a placeholder of
+        # its own
+        allowed = set().union(*(PLACEHOLDER.findall(i) for i in ids))
+        for text in strings:
+            found = set(PLACEHOLDER.findall(text))
+            if found - allowed or (len(ids) == 1 and found != allowed):
+                wrong.append(f"{ids[0]!r}: {sorted(found)} instead of {sorted(allowed)}")
+    assert not wrong, "\n".join(wrong)

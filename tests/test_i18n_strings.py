@@ -360,7 +360,7 @@ async def test_the_simulated_telemetry_note_is_in_the_servers_language(jp_fetch:
             break
         assert asyncio.get_running_loop().time() < deadline, "no attribution in 30 s"
         await asyncio.sleep(0.2)
-    assert kernels["note"] == "模拟遥测：录制会话中的 GPU 进程归属到运行时间最长的内核。"
+    assert kernels["note"] == "模拟遥测：录制会话的 GPU 进程归属到运行最久的内核。"
     status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
     assert status["attribution"]["note"] == kernels["note"]
     # too early for advice: said in Chinese, not English
