@@ -28,6 +28,7 @@ from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
+from .idle_traits import IdleTraits
 from .model import HubConfigError
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def env(name: str, fallback: str) -> str:
     return os.environ.get(name) or fallback
 
 
-class GpuCostHub(Application):
+class GpuCostHub(IdleTraits, Application):
     """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
     outside the users' servers, and pages for users and admins."""
 

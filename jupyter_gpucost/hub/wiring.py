@@ -13,9 +13,12 @@ from ..core.catalog import PricePolicy
 from .allocation import AllocationPolicy, report_ceiling
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer
+from .idle import IdleClock, IdlePolicy
 from .ledger import HubLedger, default_url
+from .ledger.reclaims import ReclaimStore
 from .model import HubConfigError
-from .service import HubService
+from .reclaim import Reclaimer
+from .service import HubService, log
 
 if TYPE_CHECKING:
     from .app import GpuCostHub
@@ -57,7 +60,10 @@ def build(app: GpuCostHub, prices: PricePolicy, tz: ZoneInfo) -> Parts:
         raise
     except Exception as e:
         raise HubConfigError(f"{SETTING}.ledger_url: the ledger cannot be opened: {e}") from None
-    service = HubService(ledger, allocation.rate_for, budgets, enforcer)
+    # the idle policy: an idle tick counts at most three polls (a clock that jumps)
+    idle = IdlePolicy(app.idle_policy, log.error)
+    reclaimer = Reclaimer(idle, IdleClock(3 * app.poll_interval_s), ReclaimStore(ledger.engine))
+    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
     return Parts(
         service=service,
         tz=tz,

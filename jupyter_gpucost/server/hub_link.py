@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 from ..core.hub_protocol import (
     ENV_HUB_URL,
     REPORT_PATH,
+    GpuTime,
     HubReply,
     KernelSpend,
     ProtocolError,
@@ -105,8 +106,10 @@ def build_report(
     server_name: str,
     cells: int,
     sent: datetime,
+    kernels_busy: int | None = None,
 ) -> SpendReport:
-    """What this server has spent in its session, as the protocol says it."""
+    """What this server has spent in its session, as the protocol says it; with the
+    kernels executing now and each GPU's used and idle time, for the hub's idle policy."""
     energy_j = snapshot.energy_j
     kernels: tuple[KernelSpend, ...] = ()
     idle = snapshot.idle_micro_usd
@@ -129,6 +132,8 @@ def build_report(
         cells=cells,
         kernels=kernels,
         gpu_models=tuple(sorted({g.name for g in snapshot.gpus})),
+        kernels_busy=kernels_busy,
+        gpu_time=tuple(GpuTime(max(0, g.used_us), max(0, g.idle_us)) for g in snapshot.gpus),
     )
 
 
