@@ -145,7 +145,7 @@ def test_dcgm_decides_the_gpus_over_the_servers_own_report() -> None:
         "dcgm": reading("dcgm", NOW, util=(0.0, 55.0)),
         "report": reading("report", NOW, util=(0.0, 0.0), kernel_busy=False),
     }
-    assert judge(sources, NOW) == Judgement("busy", False, False, "dcgm")
+    assert judge(sources, NOW) == Judgement("busy", False, False, "dcgm", False)
 
 
 def test_dcgm_alone_judges_a_server_that_reports_nothing() -> None:
@@ -157,7 +157,7 @@ def test_the_report_judges_the_gpus_where_dcgm_is_absent_or_stale() -> None:
         "dcgm": reading("dcgm", at(-600)),
         "report": reading("report", NOW, kernel_busy=False),
     }
-    assert judge(sources, NOW) == Judgement("idle", False, False, "report")
+    assert judge(sources, NOW) == Judgement("idle", False, False, "report", True)
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,8 @@ class Judgement:
     kernel_busy: bool = False
     #: where the GPUs' state came from
     gpu_source: ActivitySource | None = None
+    #: every GPU idle (by ``gpu_source``); ``None``: unknown
+    gpus_idle: bool | None = None
 
 
 def gpus_idle(activity: GpuActivity) -> bool | None:
@@ -196,12 +198,12 @@ def judge(
         gpu_source = None if gpu_state is None else "report"
     dcgm_idle = dcgm_state is True
     if kernel_busy or gpu_state is False:
-        return Judgement("busy", dcgm_idle, kernel_busy, gpu_source)
+        return Judgement("busy", dcgm_idle, kernel_busy, gpu_source, gpu_state)
     if gpu_state is None:
-        return Judgement("unknown", dcgm_idle, kernel_busy, gpu_source)
+        return Judgement("unknown", dcgm_idle, kernel_busy, gpu_source, gpu_state)
     # every GPU idle: the kernels' state is the report's; with no report (DCGM only) no
     # kernel is known to be busy, and idle GPUs are idle
-    return Judgement("idle", dcgm_idle, kernel_busy, gpu_source)
+    return Judgement("idle", dcgm_idle, kernel_busy, gpu_source, gpu_state)
 
 
 # -- the clock -------------------------------------------------------------------------

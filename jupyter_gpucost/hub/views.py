@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..core.hub_protocol import HubBudget
+from .idle_view import idle_json, idle_summary
 from .model import ServerRow, UserTotals
 from .service import HubService
 
@@ -63,6 +64,7 @@ def _servers(
                 "budgets": [budget_json(b) for b in standing.budgets] if standing else [],
                 "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,
                 "reason": standing.reason if standing else None,
+                **idle_json(service, row),
             }
         )
     return found
@@ -159,6 +161,7 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
         "today_usd": round(sum(u["today_usd"] for u in users), 6),
         "month_usd": round(sum(u["month_usd"] for u in users), 6),
         "daily": _chart(service.ledger.daily(since, now=now), today),
+        "idle": idle_summary(service, now),
     }
 
 
