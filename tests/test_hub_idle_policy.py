@@ -488,3 +488,27 @@ async def test_an_idle_server_is_stopped_once_and_its_reclaim_recorded(tmp_path:
     # at most the horizon, however long it stays stopped
     far = store.summary(NOW, at(10 * SAVINGS_HORIZON_S))
     assert far.saved_micro_usd == 6_862_000 * SAVINGS_HORIZON_S // 3600
+
+
+# -- the user's countdown, in their language ---------------------------------------------
+
+
+def test_the_countdown_of_an_idle_stop_says_why_in_the_users_language() -> None:
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.server.budget import messages
+
+    english = messages.grace(None, "shutdown", 30, "$", reason="hub", hub_reason=IDLE_STOP_REASON)
+    assert english.startswith(IDLE_STOP_REASON)
+    # a budget's stop by the hub keeps its own sentence
+    budget = messages.grace(None, "shutdown", 30, "$", reason="hub", hub_reason="Your day budget")
+    assert budget.startswith("Your hub admin's budget is spent")
+    i18n.set_language("zh_CN")
+    try:
+        chinese = messages.grace(
+            None, "shutdown", 30, "$", reason="hub", hub_reason=IDLE_STOP_REASON
+        )
+        cleared = messages.cleared("the hub no longer stops this server")
+    finally:
+        i18n.set_language("en")
+    assert chinese.startswith("您的服务器的 GPU 一直空闲")
+    assert cleared == "倒计时已停止\uff1aHub 不再停止此服务器。"
