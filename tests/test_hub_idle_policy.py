@@ -418,10 +418,10 @@ class Servers:
         return "stopped"
 
 
-def service(url: str) -> HubService:
+def service(url: str, policy: object = None) -> HubService:
     ledger = HubLedger(url)
     reclaimer = Reclaimer(
-        IdlePolicy({"*": {"after_min": 1, "warn_min": 0.5}}),
+        IdlePolicy({"*": {"after_min": 1, "warn_min": 0.5}} if policy is None else policy),
         IdleClock(max_step_s=10),
         ReclaimStore(ledger.engine),
     )
@@ -463,6 +463,23 @@ async def test_the_warning_is_in_the_reply_survives_a_restart_and_activity_clear
     third = service(url)
     assert third.reply(third.rows[("dora", "")]).stop_at is None
     third.close(at(81))
+
+
+async def test_a_warning_kept_from_before_is_dropped_when_the_policy_is_off_now(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    svc = service(url)
+    svc.sync([server(None)], NOW)
+    assert idle_reports(svc, 0, 70).stop_at is not None
+    svc.close(at(70))
+    off = service(url, {"*": None})
+    row = off.rows[("dora", "")]
+    assert off.reply(row).stop_at is None
+    assert off.ledger.deadlines() == {}
+    # and it stays off: idle reports give no warning
+    assert idle_reports(off, 75, 200).stop_at is None
+    off.close(at(200))
 
 
 async def test_an_idle_server_is_stopped_once_and_its_reclaim_recorded(tmp_path: Path) -> None:

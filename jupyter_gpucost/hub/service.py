@@ -118,10 +118,12 @@ class HubService:
         for row in self.rows.values():
             if row.server_id in kept:
                 since, stop_at, reason = kept[row.server_id]
-                if reason == IDLE_STOP_REASON and reclaimer is not None:
-                    reclaimer.restore(row, since, stop_at)
-                elif reason != IDLE_STOP_REASON:
+                if reason != IDLE_STOP_REASON:
                     enforcer.restore(server_key(row), since, stop_at, reason)
+                elif reclaimer is not None and reclaimer.enabled:
+                    reclaimer.restore(row, since, stop_at)
+                else:  # the idle policy is off now: no stop for idle GPUs
+                    ledger.clear_deadline(row.server_id)
         #: when each running server was last seen in the Hub's list (this process)
         self.seen: dict[Key, datetime] = {}
         self.state: dict[int, Standing] = {}
@@ -235,7 +237,7 @@ class HubService:
 
     def _idle_tick(self, row: ServerRow, now: datetime) -> None:
         """The idle policy's clock for one server, its warning kept in the ledger."""
-        if self.reclaim is None:
+        if self.reclaim is None or not self.reclaim.enabled:
             return
         key = (row.user, row.server_name)
         self.reclaim.tick(row, self.servers.get(key), self.activity.get(key), now)
@@ -333,7 +335,7 @@ class HubService:
                 409, f"server_name: {user} has no running server {label!r} the hub knows of"
             )
         self.ledger.add_report(row.server_id, report, now)
-        if self.reclaim is not None:
+        if self.reclaim is not None and self.reclaim.enabled:
             key = (user, report.server_name)
             self.reclaim.take_report(self.activity, key, report, now)
             self._idle_tick(row, now)

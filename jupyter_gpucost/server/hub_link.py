@@ -7,7 +7,9 @@ own hub token (``Authorization: token $JUPYTERHUB_API_TOKEN``), and hands the se
 :class:`~jupyter_gpucost.core.hub_protocol.HubReply` to the budget: the hub's budgets are
 shown locked ("set by your hub admin") with the spend the hub counts, and a reply with
 ``stop_at`` starts the countdown, which saves the open notebooks before the hub stops the
-server.
+server. A report also says how many kernels are executing and each GPU's used and idle time
+in the session: the hub's idle policy reads them (a reply with ``stop_kind: "idle"`` is a
+stop for idle GPUs, which anything run cancels).
 
 A user can turn reporting off (``c.GpuCost.hub_url = ""`` in their own config): the hub
 service bills what it allocated and stops the server at its budget whatever the server
