@@ -20,6 +20,7 @@ from jupyter_gpucost.core.hub_protocol import (
     ProtocolError,
     SpendReport,
 )
+from jupyter_gpucost.hub import views
 from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
@@ -364,6 +365,11 @@ def test_consecutive_reports_give_each_gpus_utilisation_over_the_window() -> Non
         last, spend(gpu_time=(GpuTime(5_000_000, 5_000_000), GpuTime(0, 10_000_000))), at(11)
     )
     assert third.gpu_util_pct == (50.0, 0.0)
+    # ... but not for long: a meter that samples nothing any more says nothing
+    silent, _ = report_activity(
+        last, spend(gpu_time=(GpuTime(5_000_000, 5_000_000), GpuTime(0, 10_000_000))), at(600)
+    )
+    assert silent.gpu_util_pct == ()
     # a new session, or figures that went back, say nothing of the GPUs
     other, _ = report_activity(last, spend("s-2", (GpuTime(9, 9), GpuTime(9, 9))), at(12))
     assert other.gpu_util_pct == ()
@@ -451,6 +457,9 @@ async def test_the_warning_is_in_the_reply_survives_a_restart_and_activity_clear
     assert reply.reason == IDLE_STOP_REASON
     assert reply.stop_at is not None
     stop_at = reply.stop_at
+    metrics = views.metrics(svc)
+    assert "gpucost_hub_servers_idle 1.000000" in metrics
+    assert "gpucost_hub_servers_idle_warned 1.000000" in metrics
     svc.close(at(70))
     # a restart: the same stop time, not a new warning
     again = service(url)

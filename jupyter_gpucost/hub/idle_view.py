@@ -74,3 +74,29 @@ def idle_summary(service: HubService, now: datetime) -> dict[str, Any] | None:
         "freed_usd_per_hour": float(summary.freed_usd_per_hour),
         "savings_horizon_h": SAVINGS_HORIZON_S / 3600,
     }
+
+
+def idle_gauges(service: HubService) -> list[tuple[str, str, float]]:
+    """``/metrics``: the running servers idle now, warned, and kept by a reported busy
+    kernel while DCGM sees their GPUs idle (none while no idle policy runs)."""
+    reclaim = service.reclaim
+    if reclaim is None or not reclaim.enabled:
+        return []
+    views = [reclaim.view(row) for row in service.rows.values()]
+    return [
+        (
+            "gpucost_hub_servers_idle",
+            "running servers with every GPU idle and no kernel busy",
+            float(sum(v.judgement.verdict == "idle" for v in views)),
+        ),
+        (
+            "gpucost_hub_servers_idle_warned",
+            "running servers warned for idle GPUs (stopping)",
+            float(sum(v.warning is not None for v in views)),
+        ),
+        (
+            "gpucost_hub_servers_kept_by_busy_kernel",
+            "running servers whose GPUs DCGM sees idle, kept by a kernel they report busy",
+            float(sum(v.spared_by_kernel for v in views)),
+        ),
+    ]

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from ..core.hub_protocol import IDLE_STOP_REASON, GpuTime, SpendReport
 from .activity import ActivitySource, GpuActivity, ServerKey
-from .idle import IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
+from .idle import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
 from .ledger.reclaims import IdleRecord, ReclaimStore
 from .model import ServerInfo, ServerRow
 
@@ -59,8 +59,9 @@ def report_activity(
         return reading((), 0.0), fresh_start
     if any(used + idle == 0 for used, idle in deltas):
         # no sample of some GPU between the two reports: wait for one, from the same
-        # baseline; the last window's figures still hold meanwhile
-        return reading(last.util, window_s), last
+        # baseline; the last window's figures hold meanwhile, but not for long (a meter
+        # that samples nothing any more says nothing)
+        return reading(last.util if window_s <= STALE_S else (), window_s), last
     util = tuple(100.0 * used / (used + idle) for used, idle in deltas)
     return reading(util, window_s), _LastReport(report.session_id, now, report.gpu_time, util)
 

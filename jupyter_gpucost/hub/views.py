@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from ..core.hub_protocol import HubBudget
-from .idle_view import idle_json, idle_summary
+from .idle_view import idle_gauges, idle_json, idle_summary
 from .model import ServerRow, UserTotals
 from .service import HubService
 
@@ -257,6 +257,8 @@ def metrics(service: HubService) -> str:
         [("", float(over))],
     )
     gauge("gpucost_hub_poll_seconds", "time of the last poll's sync", [("", service.last_poll_s)])
+    for name, help_text, value in idle_gauges(service):
+        gauge(name, help_text, [("", value)])
     return "\n".join(lines) + "\n"
 
 
