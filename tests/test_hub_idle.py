@@ -29,9 +29,9 @@ from jupyter_gpucost.core.hub_protocol import IDLE_STOP_REASON
 #: idle this long (6 s), warned; stopped this long after (15 s)
 AFTER_MIN, WARN_MIN = 0.1, 0.25
 #: evan's GPUs are busy this long after his server starts
-EVAN_BUSY_S = 40
+EVAN_BUSY_S = 60
 #: evan's cell sleeps this long
-EVAN_CELL_S = 75
+EVAN_CELL_S = 95
 
 DEVICES = [
     {"index": i, "uuid": f"GPU-0000000{i}-idle", "name": "NVIDIA A100-SXM4-80GB"} for i in (0, 1)
