@@ -22,6 +22,7 @@ from jupyter_gpucost.core.hub_protocol import (
 )
 from jupyter_gpucost.hub import views
 from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
+from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
 from jupyter_gpucost.hub.idle import (
@@ -33,7 +34,7 @@ from jupyter_gpucost.hub.idle import (
 )
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import SAVINGS_HORIZON_S, ReclaimStore
-from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo
+from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo, ServerRow
 from jupyter_gpucost.hub.reclaim import Reclaimer, report_activity
 from jupyter_gpucost.hub.service import HubService
 
@@ -538,3 +539,42 @@ def test_the_countdown_of_an_idle_stop_says_why_in_the_users_language() -> None:
         i18n.set_language("en")
     assert chinese.startswith("您的服务器的 GPU 一直空闲")
     assert cleared == "倒计时已停止\uff1aHub 不再停止此服务器。"
+
+
+report_moves = st.lists(
+    st.tuples(
+        st.one_of(st.floats(-3600, 3600, allow_nan=False), st.sampled_from([0.0, 5.0, 1e7])),
+        st.one_of(st.none(), st.integers(0, 3)),
+        st.integers(-(10**7), 10**7),
+        st.integers(-(10**7), 10**7),
+        st.sampled_from(["s-1", "s-1", "s-1", "s-2"]),
+    ),
+    max_size=60,
+)
+
+
+@given(report_moves)
+@settings(max_examples=200, deadline=None)
+def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
+    moves: list[tuple[float, int | None, int, int, str]],
+) -> None:
+    """Reports out of order, from a restarted meter or a new session, with figures that
+    go back and a clock that jumps: after a report that says a kernel is busy the server
+    has no warning and is not due, whatever came before."""
+    reclaimer = Reclaimer(
+        IdlePolicy({"*": {"after_min": 0.5, "warn_min": 0.5}}), IdleClock(max_step_s=10), None
+    )
+    row = ServerRow(1, "dora", "", NOW, None, NOW, None, RATE)
+    activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+    now = NOW
+    used = idle = 0
+    for delta, busy, d_used, d_idle, session in moves:
+        now = now + timedelta(seconds=delta)
+        used, idle = max(0, used + d_used), max(0, idle + d_idle)
+        gpus = (GpuTime(used, idle), GpuTime(used, idle))
+        report = SpendReport(session, "", NOW, now, 0, 0, 0, kernels_busy=busy, gpu_time=gpus)
+        reclaimer.take_report(activity, KEY, report, now)
+        reclaimer.tick(row, None, activity[KEY], now)
+        if busy:
+            assert reclaimer.warning(row) is None
+            assert reclaimer.due(now) == []
