@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -448,9 +447,9 @@ def idle_reports(svc: HubService, start: float, end: float, busy: int = 0) -> Hu
 
 
 async def test_the_warning_is_in_the_reply_survives_a_restart_and_activity_clears_it(
-    tmp_path: Path,
+    ledger_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    url = ledger_url
     svc = service(url)
     svc.sync([server(None)], NOW)
     reply = idle_reports(svc, 0, 70)
@@ -476,9 +475,9 @@ async def test_the_warning_is_in_the_reply_survives_a_restart_and_activity_clear
 
 
 async def test_a_warning_kept_from_before_is_dropped_when_the_policy_is_off_now(
-    tmp_path: Path,
+    ledger_url: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    url = ledger_url
     svc = service(url)
     svc.sync([server(None)], NOW)
     assert idle_reports(svc, 0, 70).stop_at is not None
@@ -492,8 +491,8 @@ async def test_a_warning_kept_from_before_is_dropped_when_the_policy_is_off_now(
     off.close(at(200))
 
 
-async def test_an_idle_server_is_stopped_once_and_its_reclaim_recorded(tmp_path: Path) -> None:
-    svc = service(f"sqlite:///{tmp_path}/ledger.sqlite")
+async def test_an_idle_server_is_stopped_once_and_its_reclaim_recorded(ledger_url: str) -> None:
+    svc = service(ledger_url)
     hub = Servers([server(None)])
     await svc.poll(hub, lambda: NOW)
     idle_reports(svc, 0, 100)
