@@ -577,3 +577,59 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
         if busy:
             assert reclaimer.warning(row) is None
             assert reclaimer.due(now) == []
+
+
+def admin_page(svc: HubService, now: datetime) -> str:
+    """The admin page as the service renders it (English)."""
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub import handlers
+
+    data = views.admin_summary(svc, now, now.date())
+    return (
+        handlers.templates("$")
+        .get_template("gpucost_admin.html")
+        .render(
+            _=messages_for("en").gettext,
+            static_url=lambda path, include_version=True: f"/hub/static/{path}",
+            base_url="/hub/",
+            prefix="/",
+            service_url="/services/gpucost/",
+            user={"name": "erin", "json_escaped_name": "erin"},
+            is_admin=True,
+            admin_access=False,
+            no_spawner_check=True,
+            xsrf_token="x",
+            logout_url="/hub/logout",
+            login_url="/hub/login",
+            parsed_scopes={},
+            services=[],
+            announcement=None,
+            version_hash="",
+            data=data,
+            chart=views.bars(data["daily"]),
+        )
+    )
+
+
+async def test_the_admin_page_shows_the_warning_the_idle_hours_and_the_savings(
+    ledger_url: str,
+) -> None:
+    svc = service(ledger_url)
+    hub = Servers([server(None)])
+    await svc.poll(hub, lambda: NOW)
+    idle_reports(svc, 0, 70)
+    page = admin_page(svc, at(70))
+    assert "idle: stops 2026-11-23 12:01:" in page
+    assert "Idle GPUs, last 30 days" in page
+    await svc.poll(hub, lambda: at(101))
+    hub.servers = []
+    await svc.poll(hub, lambda: at(102))
+    for task in list(svc._stopping):
+        await task
+    svc.flush(at(103))
+    page = admin_page(svc, at(101 + 3600))
+    block = page[page.index('id="gpucost-idle"') :]
+    assert 'Servers reclaimed</div><div class="gpucost-big">1</div>' in block
+    # an hour stopped at $6.862 an hour
+    assert "$6.86</div>" in block
+    svc.close(at(104))
