@@ -29,6 +29,14 @@ HubScope = Literal["session", "day", "month"]
 HUB_SCOPES: tuple[HubScope, ...] = ("session", "day", "month")
 #: the words the UI shows for where a hub budget comes from
 HUB_SOURCE_LABEL = N_("set by your hub admin")
+#: the reason of a stop for idle GPUs (the reply's ``reason``; the server translates it)
+IDLE_STOP_REASON = N_(
+    "Your server's GPUs have been idle with no kernel busy: the hub stops the server to "
+    "free them. Run something to keep it."
+)
+#: why the hub stops a server (the reply's ``stop_kind``)
+StopKind = Literal["budget", "idle"]
+STOP_KINDS: tuple[StopKind, ...] = ("budget", "idle")
 
 # What a report can physically say. Each bound is far above any real server (64 GPUs at
 # $100 an hour for a year is $56 million) and far below what breaks a 64-bit sum: a value
@@ -41,6 +49,10 @@ MAX_RATE_MICRO_USD_PER_S = 10**7
 MAX_ENERGY_WH = 1e9
 #: cells run in one session
 MAX_CELLS = 10**9
+#: microseconds of one GPU's time in one session (31 years)
+MAX_GPU_US = 10**15
+#: kernels of one server
+MAX_KERNELS = 1000
 #: how far ahead of the service's clock a report's times may be (clock skew)
 MAX_CLOCK_SKEW = timedelta(minutes=10)
 #: the years a report's times may fall in
@@ -56,6 +68,15 @@ class KernelSpend:
     kernel_id: str
     name: str
     cost_micro_usd: int
+
+
+@dataclass(frozen=True)
+class GpuTime:
+    """One GPU's time in the session so far, as the server's meter splits it: the hub
+    derives each GPU's utilisation over a window from two reports (the difference)."""
+
+    used_us: int
+    idle_us: int
 
 
 @dataclass(frozen=True)
@@ -76,6 +97,11 @@ class SpendReport:
     kernels: tuple[KernelSpend, ...] = ()
     #: GPU model names the server sees (informational: the hub bills its own allocation)
     gpu_models: tuple[str, ...] = ()
+    # -- for the hub's idle policy (a server that omits them: unknown, never idle) ----
+    #: kernels executing now; ``None``: the server does not say
+    kernels_busy: int | None = None
+    #: each GPU's used and idle time in the session so far, in the meter's GPU order
+    gpu_time: tuple[GpuTime, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -94,6 +120,8 @@ class SpendReport:
                 for k in self.kernels
             ],
             "gpu_models": list(self.gpu_models),
+            "kernels_busy": self.kernels_busy,
+            "gpu_time": [{"used_us": g.used_us, "idle_us": g.idle_us} for g in self.gpu_time],
         }
 
     @classmethod
@@ -131,6 +159,12 @@ class SpendReport:
                 f"energy_wh: must be a finite number of watt-hours from 0 to {MAX_ENERGY_WH:.0e}"
             )
         cells = _whole(doc, "cells", MAX_CELLS, default=0)
+        busy = (
+            None
+            if doc.get("kernels_busy") is None
+            else _whole(doc, "kernels_busy", MAX_KERNELS, default=0)
+        )
+        gpu_time = _gpu_time(doc.get("gpu_time", []))
         started = _when(doc, "started")
         sent = _when(doc, "sent")
         if started > sent:
@@ -151,6 +185,8 @@ class SpendReport:
             cells=cells,
             kernels=tuple(kernels),
             gpu_models=models,
+            kernels_busy=busy,
+            gpu_time=gpu_time,
         )
 
     def check_times(self, now: datetime) -> None:
@@ -188,6 +224,8 @@ class HubReply:
     #: when the hub will stop this server (a budget is spent); None while none is
     stop_at: datetime | None = None
     reason: str | None = None
+    #: why: a spent budget or idle GPUs (``None`` from a service that does not say)
+    stop_kind: StopKind | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -207,6 +245,7 @@ class HubReply:
             ],
             "stop_at": self.stop_at.isoformat() if self.stop_at else None,
             "reason": self.reason,
+            "stop_kind": self.stop_kind,
         }
 
     @classmethod
@@ -234,6 +273,9 @@ class HubReply:
         reason = doc.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise ProtocolError("reason: must be text")
+        kind = doc.get("stop_kind")
+        if kind is not None and kind not in STOP_KINDS:
+            raise ProtocolError(f"stop_kind: must be one of {', '.join(STOP_KINDS)}")
         return cls(
             user=_text(doc, "user", 255, empty=False),
             session_micro_usd=_amount(doc, "session_micro_usd"),
@@ -242,7 +284,26 @@ class HubReply:
             budgets=tuple(budgets),
             stop_at=stop_at,
             reason=reason,
+            stop_kind=kind,
         )
+
+
+def _gpu_time(raw: object) -> tuple[GpuTime, ...]:
+    if not isinstance(raw, list) or len(raw) > 64:
+        raise ProtocolError("gpu_time: must be a list of at most 64 GPUs")
+    out = []
+    for i, item in enumerate(raw):
+        g = _object(item, f"gpu_time[{i}]")
+        try:
+            out.append(
+                GpuTime(
+                    _whole(g, "used_us", MAX_GPU_US, default=-1),
+                    _whole(g, "idle_us", MAX_GPU_US, default=-1),
+                )
+            )
+        except ProtocolError as e:
+            raise ProtocolError(f"gpu_time[{i}].{e}") from None
+    return tuple(out)
 
 
 def _object(value: object, what: str) -> dict[str, object]:

@@ -29,6 +29,7 @@ from traitlets.config import Application
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .cluster_settings import ClusterTraits
+from .idle_traits import IdleTraits
 from .model import HubConfigError
 from .profiles_setup import ProfileSettings
 
@@ -58,7 +59,7 @@ def env(name: str, fallback: str) -> str:
     return os.environ.get(name) or fallback
 
 
-class GpuCostHub(ClusterTraits, Application):
+class GpuCostHub(ClusterTraits, IdleTraits, Application):
     """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
     outside the users' servers, and pages for users and admins."""
 

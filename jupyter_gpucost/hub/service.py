@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from ..core.hub_protocol import HubBudget, HubReply, SpendReport
+from ..core.hub_protocol import IDLE_STOP_REASON, HubBudget, HubReply, SpendReport, StopKind
 from .activity import ActivitySource, GpuActivity
+from .activity import ServerKey as ActivityKey
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer, ServerKey
 from .model import (
@@ -37,6 +38,7 @@ from .model import (
     ServerRow,
     UserTotals,
 )
+from .reclaim import Reclaimer
 
 if TYPE_CHECKING:
     from .cluster_usage import ClusterUsage
@@ -101,6 +103,7 @@ class HubService:
         rate_for: Callable[[ServerInfo], Rate],
         budgets: BudgetPolicy,
         enforcer: Enforcer,
+        reclaimer: Reclaimer | None = None,
     ) -> None:
         self.ledger = ledger
         self.rate_for = rate_for
@@ -111,10 +114,17 @@ class HubService:
         }
         # a grace period that began before a restart ends when it would have
         kept = ledger.deadlines()
+        #: the idle policy (None: never reclaimed)
+        self.reclaim = reclaimer
         for row in self.rows.values():
             if row.server_id in kept:
                 since, stop_at, reason = kept[row.server_id]
-                enforcer.restore(server_key(row), since, stop_at, reason)
+                if reason != IDLE_STOP_REASON:
+                    enforcer.restore(server_key(row), since, stop_at, reason)
+                elif reclaimer is not None and reclaimer.enabled:
+                    reclaimer.restore(row, since, stop_at)
+                else:  # the idle policy is off now: no stop for idle GPUs
+                    ledger.clear_deadline(row.server_id)
         #: when each running server was last seen in the Hub's list (this process)
         self.seen: dict[Key, datetime] = {}
         self.state: dict[int, Standing] = {}
@@ -133,7 +143,7 @@ class HubService:
         #: what each running server's GPUs did lately, newest per source ("dcgm": the
         #: cluster's Prometheus, :mod:`.cluster_usage`; "report": the server's own
         #: reports); a server's entries go when it stops
-        self.activity: dict[Key, dict[ActivitySource, GpuActivity]] = {}
+        self.activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
         #: the poll of the cluster's Prometheus, when c.GpuCostHub.prometheus_url is set
         self.cluster: ClusterUsage | None = None
 
@@ -161,11 +171,13 @@ class HubService:
                 if self.enforcer.deadline(server_key(row)) is not None:
                     log.info("%s/%s is gone; billed until %s", row.user, row.server_name, stopped)
                 self.enforcer.forget(server_key(row))
+                if self.reclaim is not None:
+                    self.reclaim.forget(row, stopped)
+                self.activity.pop(key, None)
                 self.state.pop(row.server_id, None)
                 self._asked_stop.pop(row.server_id, None)
                 del self.rows[key]
                 self.seen.pop(key, None)
-                self.activity.pop(key, None)
                 result.closed += 1
         for key, server in listed.items():
             if key not in self.rows:
@@ -181,6 +193,7 @@ class HubService:
         self.group_totals = self._group_totals(now)
         for row in self.rows.values():
             self._weigh(row, now)
+            self._idle_tick(row, now)
         self.last_poll = now
         result.seconds = self.last_poll_s = time.perf_counter() - started
         return result
@@ -230,6 +243,19 @@ class HubService:
             deadline.reason if deadline else None,
         )
 
+    def _idle_tick(self, row: ServerRow, now: datetime) -> None:
+        """The idle policy's clock for one server, its warning kept in the ledger."""
+        if self.reclaim is None or not self.reclaim.enabled:
+            return
+        key = (row.user, row.server_name)
+        self.reclaim.tick(row, self.servers.get(key), self.activity.get(key), now)
+        self.reclaim.persist(
+            row,
+            self.enforcer.deadline(server_key(row)) is not None,
+            self.ledger.save_deadline,
+            self.ledger.clear_deadline,
+        )
+
     def budgets_for(self, user: str, session_micro_usd: int = 0) -> list[HubBudget]:
         """The user's budgets and where they stand (a running session's, or a new one's)."""
         return self.budgets.standings(
@@ -255,6 +281,23 @@ class HubService:
             found.append(row)
         return found
 
+    def idle_due(self, now: datetime) -> list[ServerRow]:
+        """Servers warned for idle GPUs, past their ``stop_at`` and still idle."""
+        if self.reclaim is None:
+            return []
+        clock = time.monotonic()
+        found = []
+        for warning in self.reclaim.due(now):
+            row = self.rows.get(warning.key)
+            if row is None:
+                continue
+            if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
+                continue  # asked to stop just now (for its budget)
+            self._asked_stop[row.server_id] = clock
+            self.reclaim.reclaimed(row, now)
+            found.append(row)
+        return found
+
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
         if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
@@ -268,6 +311,11 @@ class HubService:
             # the Hub answers a DELETE once the server stopped or after its
             # slow_stop_timeout: the next poll does not wait for it
             task = asyncio.ensure_future(self._stop(hub, row, why))
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
+            result.stopped.append((row.user, row.server_name))
+        for row in self.idle_due(now()):
+            task = asyncio.ensure_future(self._stop(hub, row, "its GPUs are idle"))
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
             result.stopped.append((row.user, row.server_name))
@@ -295,31 +343,45 @@ class HubService:
                 409, f"server_name: {user} has no running server {label!r} the hub knows of"
             )
         self.ledger.add_report(row.server_id, report, now)
+        if self.reclaim is not None and self.reclaim.enabled:
+            key = (user, report.server_name)
+            self.reclaim.take_report(self.activity, key, report, now)
+            self._idle_tick(row, now)
         return self.reply(row)
 
     def reply(self, row: ServerRow) -> HubReply:
         """The hub's bill, budgets and ``stop_at`` for one running server (last poll)."""
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
         standing = self.state.get(row.server_id) or Standing(row)
+        stop_at, reason = standing.stop_at, standing.reason
+        kind: StopKind | None = None if stop_at is None else "budget"
+        warning = None if self.reclaim is None else self.reclaim.warning(row)
+        if warning is not None and (stop_at is None or warning.stop_at < stop_at):
+            stop_at, reason, kind = warning.stop_at, IDLE_STOP_REASON, "idle"
         return HubReply(
             user=row.user,
             session_micro_usd=standing.session_micro_usd,
             today_micro_usd=totals.today_micro_usd,
             month_micro_usd=totals.month_micro_usd,
             budgets=standing.budgets,
-            stop_at=standing.stop_at,
-            reason=standing.reason,
+            stop_at=stop_at,
+            reason=reason,
+            stop_kind=kind,
         )
 
     # -- flush and shutdown -------------------------------------------------------------
 
     def flush(self, now: datetime) -> None:
         self.ledger.flush(now)
+        if self.reclaim is not None:
+            self.reclaim.flush()
 
     def close(self, now: datetime) -> None:
         """Flush what is pending and close the ledger (servers stay open: still running)."""
         try:
             self.ledger.flush(now)
+            if self.reclaim is not None:
+                self.reclaim.flush()
         except Exception:
             log.exception("the last flush failed")
         finally:

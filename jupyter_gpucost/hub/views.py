@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.hub_protocol import HubBudget
 from .cluster_usage import usage_json
+from .idle_view import idle_gauges, idle_json, idle_summary
 from .ledger.usage import UsageTotals
 from .model import ServerRow, UserTotals
 from .service import HubService
@@ -65,6 +66,7 @@ def _servers(
                 "budgets": [budget_json(b) for b in standing.budgets] if standing else [],
                 "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,
                 "reason": standing.reason if standing else None,
+                **idle_json(service, row),
             }
         )
     return found
@@ -163,6 +165,7 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
         "today_usd": round(sum(u["today_usd"] for u in users), 6),
         "month_usd": round(sum(u["month_usd"] for u in users), 6),
         "daily": _chart(service.ledger.daily(since, now=now), today),
+        "idle": idle_summary(service, now),
     }
 
 
@@ -274,6 +277,8 @@ def metrics(service: HubService) -> str:
         [("", float(over))],
     )
     gauge("gpucost_hub_poll_seconds", "time of the last poll's sync", [("", service.last_poll_s)])
+    for name, help_text, value in idle_gauges(service):
+        gauge(name, help_text, [("", value)])
     return "\n".join(lines) + "\n"
 
 

@@ -15,10 +15,13 @@ from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
 from .cluster_settings import ClusterSettings
 from .enforcer import Enforcer
+from .idle import IdleClock, IdlePolicy
 from .ledger import HubLedger, default_url
+from .ledger.reclaims import ReclaimStore
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
 from .profiles_setup import ProfileSettings
+from .reclaim import Reclaimer
 from .service import HubService
 
 if TYPE_CHECKING:
@@ -85,7 +88,10 @@ def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
         raise
     except Exception as e:
         raise HubConfigError(f"{SETTING}.ledger_url: the ledger cannot be opened: {e}") from None
-    service = HubService(ledger, allocation.rate_for, budgets, enforcer)
+    # the idle policy: an idle tick counts at most three polls (a clock that jumps)
+    idle = IdlePolicy(app.idle_policy, log.error)
+    reclaimer = Reclaimer(idle, IdleClock(3 * app.poll_interval_s), ReclaimStore(ledger.engine))
+    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
     return Parts(
         service=service,
         tz=tz,

@@ -7,7 +7,9 @@ own hub token (``Authorization: token $JUPYTERHUB_API_TOKEN``), and hands the se
 :class:`~jupyter_gpucost.core.hub_protocol.HubReply` to the budget: the hub's budgets are
 shown locked ("set by your hub admin") with the spend the hub counts, and a reply with
 ``stop_at`` starts the countdown, which saves the open notebooks before the hub stops the
-server.
+server. A report also says how many kernels are executing and each GPU's used and idle time
+in the session: the hub's idle policy reads them (a reply with ``stop_kind: "idle"`` is a
+stop for idle GPUs, which anything run cancels).
 
 A user can turn reporting off (``c.GpuCost.hub_url = ""`` in their own config): the hub
 service bills what it allocated and stops the server at its budget whatever the server
@@ -44,6 +46,7 @@ from urllib.parse import urlsplit
 from ..core.hub_protocol import (
     ENV_HUB_URL,
     REPORT_PATH,
+    GpuTime,
     HubReply,
     KernelSpend,
     ProtocolError,
@@ -105,8 +108,10 @@ def build_report(
     server_name: str,
     cells: int,
     sent: datetime,
+    kernels_busy: int | None = None,
 ) -> SpendReport:
-    """What this server has spent in its session, as the protocol says it."""
+    """What this server has spent in its session, as the protocol says it; with the
+    kernels executing now and each GPU's used and idle time, for the hub's idle policy."""
     energy_j = snapshot.energy_j
     kernels: tuple[KernelSpend, ...] = ()
     idle = snapshot.idle_micro_usd
@@ -129,6 +134,8 @@ def build_report(
         cells=cells,
         kernels=kernels,
         gpu_models=tuple(sorted({g.name for g in snapshot.gpus})),
+        kernels_busy=kernels_busy,
+        gpu_time=tuple(GpuTime(max(0, g.used_us), max(0, g.idle_us)) for g in snapshot.gpus),
     )
 
 

@@ -17,6 +17,7 @@ from jupyter_server.serverapp import ServerApp
 from traitlets import HasTraits, TraitError
 
 from ..core.hub_protocol import SpendReport
+from .budget.actions import busy_kernels
 from .budget.controller import BudgetController
 from .budget.setup import ServerParts, budget_config, start_budget
 from .budget.spend import LedgerPeriods, MeterSpend
@@ -73,6 +74,8 @@ def start_hub_link(
 ) -> HubReporter:
     """Report the session's spend to the hub service; its replies go to the budget."""
 
+    manager = budget.kernel_manager
+
     def report() -> SpendReport:
         return build_report(
             service.sampler.latest.snapshot,
@@ -81,6 +84,7 @@ def start_hub_link(
             server_name=config.server_name,
             cells=service.cells.count,
             sent=now_utc(),
+            kernels_busy=None if manager is None else len(busy_kernels(manager)),
         )
 
     budget.link_hub()

@@ -10,6 +10,8 @@
   here too, so that "every user this month" is one indexed scan with no join;
 * ``hub_deadlines``: the servers in their grace period and when the service stops them,
   so that a restart of the service does not give them a new grace;
+* ``hub_idle_spans``: stretches of time a server's GPUs sat idle with no kernel busy, and
+  whether the idle policy reclaimed the server (:mod:`.reclaims`);
 * ``hub_quarantine``: rows taken out of the bill because they held a figure the ledger
   cannot hold (written by an older version, or by hand), kept as text for an admin;
 * ``hub_usage``: per server and local day, how its allocation split by what the cluster's
@@ -102,6 +104,27 @@ deadlines_table = sa.Table(
     sa.Column("since_us", sa.BigInteger, nullable=False),
     sa.Column("stop_at_us", sa.BigInteger, nullable=False),
     sa.Column("reason", sa.String(2000), nullable=False),
+)
+
+#: idle stretches of servers (the idle policy's record; see .reclaims)
+idle_spans_table = sa.Table(
+    "hub_idle_spans",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("server_id", sa.Integer, nullable=False),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    sa.Column("server_name", sa.String(255), nullable=False),
+    sa.Column("profile", sa.String(255), nullable=True),
+    sa.Column("started_us", sa.BigInteger, nullable=False),
+    sa.Column("ended_us", sa.BigInteger, nullable=False),
+    #: idle seconds counted, in microseconds
+    sa.Column("idle_us", sa.BigInteger, nullable=False),
+    sa.Column("gpu_count", sa.Integer, nullable=False),
+    #: the server's rate, exact, as text ("6.862")
+    sa.Column("usd_per_hour", sa.String(32), nullable=False),
+    #: "active", "reclaimed" or "gone"
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Index("ix_hub_idle_spans_ended", "ended_us"),
 )
 
 quarantine_table = sa.Table(

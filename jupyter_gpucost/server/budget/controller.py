@@ -291,6 +291,7 @@ class BudgetController:
                     max(0.0, (event.ends - now).total_seconds()),
                     sym,
                     reason=event.reason,
+                    hub_reason=self._hub_reason(),
                 ),
                 {
                     "grace_ends": iso(event.ends),
@@ -304,6 +305,10 @@ class BudgetController:
             self.events.emit("cleared", messages.cleared(event.why))
         elif isinstance(event, Enforce):
             self._enforcing = asyncio.get_event_loop().create_task(self.enforce(event))
+
+    def _hub_reason(self) -> str | None:
+        reply = None if self.hub is None else self.hub.reply
+        return None if reply is None else reply.reason
 
     def _budget_fields(self, s: Standing, now: datetime) -> dict[str, Any]:
         out = s.runs_out_at(now, self.spend.rate_usd_per_hour())

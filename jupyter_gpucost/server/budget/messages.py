@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from ...core.hub_protocol import HUB_SOURCE_LABEL
+from ...core.hub_protocol import HUB_SOURCE_LABEL, IDLE_STOP_REASON
 from ...core.i18n import N_, _, pgettext
 from ...core.i18n import ngettext as _n
 from ...core.money import notice, rate
@@ -78,12 +78,21 @@ def threshold(pct: int, budget: Budget, runs_out_at: datetime | None, symbol: st
 
 
 def grace(
-    budget: Budget | None, action: str, grace_s: float, symbol: str, *, reason: str = "budget"
+    budget: Budget | None,
+    action: str,
+    grace_s: float,
+    symbol: str,
+    *,
+    reason: str = "budget",
+    hub_reason: str | None = None,
 ) -> str:
+    """``hub_reason``: the hub's own reason for its stop (a sentence of the catalog)."""
     if budget is not None:
         what = _("Your {amount} {budget} is spent.").format(
             amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
         )
+    elif reason == "hub" and hub_reason == IDLE_STOP_REASON:
+        what = _(IDLE_STOP_REASON)
     elif reason == "hub":
         what = _("Your hub admin's budget is spent: the hub stops this server.")
     elif reason == "done":

@@ -94,7 +94,9 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
         "today_usd": None if reply is None else usd(reply.today_micro_usd),
         "month_usd": None if reply is None else usd(reply.month_micro_usd),
         "stop_at": None if reply is None else iso(reply.stop_at),
-        "reason": None if reply is None else reply.reason,
+        # the hub's reason in this server's language (a sentence of the catalog)
+        "reason": None if reply is None or reply.reason is None else _(reply.reason),
+        "stop_kind": None if reply is None else reply.stop_kind,
         "reported_at": iso(hub.reported_at),
         "error": hub.error,
     }

@@ -419,8 +419,13 @@ class BudgetPolicy:
                 ends = self._grace_end(now, self.grace_started, binding)
                 self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
+                why = (
+                    N_("the hub no longer stops this server")
+                    if self.grace_reason == "hub"
+                    else N_("the budget is no longer spent")
+                )
                 self.cancel_grace()
-                events.append(GraceCleared(N_("the budget is no longer spent")))
+                events.append(GraceCleared(why))
             elif self.grace_ends is not None and now >= self.grace_ends:
                 self.state = "enforcing"
                 if self.grace_reason not in USER_REASONS:

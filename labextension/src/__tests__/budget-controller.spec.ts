@@ -380,6 +380,45 @@ describe('the countdown', () => {
     expect(server.puts()).toEqual([]);
   });
 
+  it("says the GPUs are idle when the hub's stop is for idle GPUs", async () => {
+    const ends = new Date(Date.now() + 60_000).toISOString();
+    const server = new BudgetServer(
+      budget({
+        state: 'grace',
+        soft: null,
+        binding: null,
+        grace: {
+          started: new Date().toISOString(),
+          ends,
+          remaining_s: 60,
+          reason: 'hub',
+          can_raise: false
+        },
+        hub: {
+          source: 'set by your hub admin',
+          budgets: [],
+          user: 'alice',
+          today_usd: 1,
+          month_usd: 2,
+          stop_at: ends,
+          reason: 'idle',
+          stop_kind: 'idle',
+          reported_at: new Date().toISOString(),
+          error: null
+        }
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    const shown = Notification.manager.notifications.find(n =>
+      n.message.includes('have been idle')
+    );
+    expect(shown?.message).toMatch(
+      /^Your server's GPUs have been idle with no kernel busy: the hub stops the server to free them\. Run something to keep it\. Notebooks are saved and the kernels shut down in (1:00|0:5\d)\.$/
+    );
+    expect(shown?.message).not.toMatch(/budget is spent/);
+  });
+
   it('comes back when its notification is dismissed', async () => {
     const server = new BudgetServer(graceBudget());
     const controller = makeController(server);

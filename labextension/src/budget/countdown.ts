@@ -126,8 +126,13 @@ export class BudgetCountdown {
           : action === 'interrupt'
             ? trans().__('the kernels are interrupted')
             : trans().__('the kernels shut down');
-    const spent =
-      budget?.kind === 'hub' || status?.grace?.reason === 'hub'
+    const idleStop =
+      status?.grace?.reason === 'hub' && status?.hub?.stop_kind === 'idle';
+    const spent = idleStop
+      ? trans().__(
+          "Your server's GPUs have been idle with no kernel busy: the hub stops the server to free them. Run something to keep it."
+        )
+      : budget?.kind === 'hub' || status?.grace?.reason === 'hub'
         ? trans().__("Your hub admin's budget is spent.")
         : budget?.locked
           ? trans().__("The administrator's budget is spent.")

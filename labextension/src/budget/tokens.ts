@@ -84,6 +84,11 @@ export interface IBudgetHub {
   /** When the hub stops this server (ISO-8601 UTC), `null` while it does not. */
   stop_at: string | null;
   reason: string | null;
+  /**
+   * Why the hub stops it: a spent `budget`, or `idle` GPUs (anything run
+   * clears it); `null` or absent from a server that does not say.
+   */
+  stop_kind?: 'budget' | 'idle' | null;
   reported_at: string | null;
   /** Why the last report did not get through, `null` when it did. */
   error: string | null;
