@@ -40,11 +40,14 @@ def chinese() -> Iterator[None]:
 
 @pytest.mark.usefixtures("chinese")
 def test_the_budget_action_summary_and_outcomes_are_in_chinese_with_the_utc_time_kept() -> None:
-    text = messages.summary(RECORD, "¥")
+    # the session's symbol for yuan (CN¥), written as a Chinese reader knows it (¥)
+    text = messages.summary(RECORD, "CN¥")
     assert text == "已于 14:02 UTC 因 ¥5.00 预算用完而停止；已保存 2 个笔记本"
     assert UTC_TIME.search(text)
     for reason in ("hub", "done", "user", "idle"):
-        other = messages.summary(ActionRecord(at=RECORD.at, reason=reason, action="shutdown"), "¥")
+        other = messages.summary(
+            ActionRecord(at=RECORD.at, reason=reason, action="shutdown"), "CN¥"
+        )
         assert UTC_TIME.search(other)
         assert HAN.search(other)
         assert "stopped" not in other
@@ -56,8 +59,12 @@ def test_the_budget_action_summary_and_outcomes_are_in_chinese_with_the_utc_time
     failed = messages.instance_failed(text, messages.no_instance_stopper())
     assert "无法停止机器" in failed
     assert "stop this" not in failed
-    still = messages.with_still_cost(text, Decimal("6.86"), "¥")
-    assert still.endswith("；这台机器仍在计费 ¥6.86/h")
+    still = messages.with_still_cost(text, Decimal("6.86"), "CN¥")
+    assert still.endswith("；这台机器仍在计费 ¥6.86/小时")
+    # dollars as the status bar writes them in Chinese: US$ (Intl.NumberFormat's rule)
+    dollars = messages.with_still_cost(messages.summary(RECORD, "$"), Decimal("6.86"), "$")
+    assert "因 US$5.00 预算用完而停止" in dollars
+    assert dollars.endswith("；这台机器仍在计费 US$6.86/小时")
 
 
 @pytest.mark.usefixtures("chinese")

@@ -116,3 +116,32 @@ async def test_a_server_started_with_chinese_set_speaks_chinese_before_any_page_
 
 async def _is(message: Any, start: str) -> bool:
     return str(await message).startswith(start)
+
+
+async def test_a_half_written_setting_keeps_the_language_until_it_can_be_read(
+    jp_serverapp: Any, tmp_path: Path
+) -> None:
+    from jupyter_gpucost.server.translations import LanguageSetting, lab_settings_place
+
+    place = lab_settings_place(jp_serverapp)
+    assert place is not None
+    assert place.user_settings_dir == str(tmp_path / "user-settings")
+    setting = LanguageSetting(place)
+
+    def check() -> None:
+        file = Path(place.language_file)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text('{"locale": "zh_CN"}')
+        assert setting.changed_locale() == "zh_CN"
+        assert setting.changed_locale() is None  # unchanged: not read again
+        # caught while JupyterLab writes it: no change yet, read again next time
+        file.write_text('{"locale": "e')
+        assert setting.changed_locale() is None
+        file.write_text('{"locale": "en"}')
+        assert setting.changed_locale() == "en"
+        # a file that stays unreadable means JupyterLab's default, as for its pages
+        file.write_text("{not json")
+        assert setting.changed_locale() is None
+        assert setting.changed_locale() == setting.locale()
+
+    await asyncio.to_thread(check)

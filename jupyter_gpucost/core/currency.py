@@ -51,6 +51,16 @@ def is_currency_code(code: str) -> bool:
     return bool(_CODE.fullmatch(code))
 
 
+def in_language(shown: str, language: str) -> str:
+    """A currency's own symbol (the English one: ``$``, ``CN¥``) as a reader of
+    ``language`` knows it (``US$``, ``¥`` in Chinese), as ``Intl.NumberFormat`` writes it
+    in the browser; a symbol the admin chose is kept as it is."""
+    for code, english in _SYMBOLS_EN.items():
+        if english == shown:
+            return symbol(code, language)
+    return shown
+
+
 def symbol(code: str, language: str = "en") -> str:
     """The symbol written before amounts in ``code`` for a reader of ``language``:
     ``symbol("CNY")`` is ``CN¥``, ``symbol("CNY", "zh_CN")`` is ``¥``; a currency with no

@@ -122,10 +122,13 @@ class LanguageSetting:
         self.place = place
         self._overrides = _overrides(place.app_settings_dir)
         self._seen: tuple[int, int, int] | bool | None = False  # False: never looked
+        self._unreadable: tuple[int, int, int] | bool | None = False
 
     def changed_locale(self) -> str | None:
         """The setting's locale when its file changed since the last call (or on the
-        first call), else None."""
+        first call), else None. A file that cannot be read is read again at the next call
+        (it may be half written); one that still cannot be read, unchanged, means
+        JupyterLab's default, as for JupyterLab's pages."""
         try:
             info = os.stat(self.place.language_file)
             seen: tuple[int, int, int] | None = (info.st_mtime_ns, info.st_size, info.st_ino)
@@ -133,25 +136,41 @@ class LanguageSetting:
             seen = None
         if seen == self._seen:
             return None
+        try:
+            settings = self._read()
+        except Exception:
+            if seen != self._unreadable:
+                self._unreadable = seen
+                return None  # again next time: the previous language until then
+            settings = {}
         self._seen = seen
-        return self.locale()
+        return self._locale(settings)
 
     def locale(self) -> str:
         """The locale JupyterLab's pages load (``get_current_locale`` of its settings API)."""
+        try:
+            settings = self._read()
+        except Exception:
+            settings = {}
+        return self._locale(settings)
+
+    def _read(self) -> dict[str, Any]:
         from jupyterlab_server import settings_utils as su
+
+        settings, _warnings = su.get_settings(
+            self.place.app_settings_dir,
+            self.place.schemas_dir,
+            self.place.user_settings_dir,
+            schema_name=LANGUAGE_PLUGIN,
+            overrides=self._overrides,
+            labextensions_path=list(self.place.labextensions_path),
+        )
+        return dict(settings)
+
+    @staticmethod
+    def _locale(settings: dict[str, Any]) -> str:
         from jupyterlab_server import translation_utils as tu
 
-        try:
-            settings, _warnings = su.get_settings(
-                self.place.app_settings_dir,
-                self.place.schemas_dir,
-                self.place.user_settings_dir,
-                schema_name=LANGUAGE_PLUGIN,
-                overrides=self._overrides,
-                labextensions_path=list(self.place.labextensions_path),
-            )
-        except Exception:  # a missing schema, a file being written: JupyterLab's default
-            settings = {}
         chosen = settings.get("settings", {}).get("locale") or tu.SYS_LOCALE
         if chosen == "default":
             chosen = tu.SYS_LOCALE

@@ -121,8 +121,8 @@ export function formatRate(
 /**
  * A duration: `42 s`, `5 min 03 s`, `2 h 07 min`, `3 d 4 h`; `—` when not known.
  *
- * With `fraction`, durations under a minute keep decimals (`3.20 s`, `42.4 s`):
- * what a cell took.
+ * With `fraction`, durations under a minute keep decimals (`3.20 s`, `42.4 s`,
+ * `< 0.01 s`): what a cell took.
  */
 export function formatDuration(
   seconds: number | null | undefined,
@@ -137,6 +137,10 @@ export function formatDuration(
     return '—';
   }
   const pad = (n: number): string => String(n).padStart(2, '0');
+  if (fraction && seconds > 0 && seconds < 0.005) {
+    // by size, as money is: a trivial cell's few milliseconds are not `0.00 s`
+    return '< 0.01 s';
+  }
   if (fraction && seconds < 10) {
     return `${seconds.toFixed(2)} s`;
   }

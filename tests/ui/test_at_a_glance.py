@@ -126,6 +126,19 @@ def test_every_defect_a_user_saw_is_gone_in_both_front_ends_and_themes(
         assert luminance(background) > 0.8, background
         assert luminance(colour) < 0.4, colour
 
+    # a kernel's state is one word on one line, never cut in two (`starti|ng`)
+    state_lines = (
+        kernels.locator("tr[data-kind='kernel'] td")
+        .nth(1)
+        .evaluate(
+            "n => { const r = document.createRange(); r.selectNodeContents(n);"
+            " return r.getClientRects().length; }"
+        )
+    )
+    assert state_lines == 1, state_lines
+    cost.scroll_into_view_if_needed()
+    screenshot(page, f"glance-{name}-kernels.png")
+
     # -- recent cells: named by notebook and cell, last year's with its year ---------
     tiny = cells.locator("tr", has_text=f"cell {TINY_CELL[:8]}")
     expect(tiny).to_contain_text(f"work.ipynb · cell {TINY_CELL[:8]}")

@@ -26,6 +26,24 @@ def code_cell(cell_id: str, source: str) -> dict[str, Any]:
     }
 
 
+#: a badge's amount and seconds: `$0.0012 · 3.20 s`, `< $0.0001 · < 0.01 s`
+BADGE = re.compile(r"^(< \$0\.0001|\$\d+\.\d{4}) · (< 0\.01|\d+\.\d{2}) s")
+
+
+def assert_money_rule(badge: str, usd_per_hour: float = 6.862) -> None:
+    """A badge's amount by the one money rule: what cost less than $0.0001 reads
+    `< $0.0001`, never `$0.0000` (the seconds shown are rounded: a cell of 0.05 s costs
+    $0.000095 at $6.862/h, one of 0.06 s $0.000114)."""
+    found = BADGE.match(badge)
+    assert found, badge
+    amount, seconds = found.group(1), float(found.group(2).lstrip("< "))
+    assert amount != "$0.0000", badge
+    if seconds * usd_per_hour / 3600 < 0.0001 - 0.005 * usd_per_hour / 3600:
+        assert amount == "< $0.0001", badge
+    elif seconds * usd_per_hour / 3600 >= 0.0001 + 0.005 * usd_per_hour / 3600:
+        assert amount != "< $0.0001", badge
+
+
 NOTEBOOK = {
     "cells": [
         code_cell(
@@ -117,7 +135,10 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
     notebook = {
         **NOTEBOOK,
-        "cells": [code_cell("magic-cell", "%%gpucost\nimport time\ntime.sleep(0.3)")],
+        "cells": [
+            code_cell("magic-cell", "%%gpucost\nimport time\ntime.sleep(0.3)"),
+            code_cell("trivial-cell", "%%gpucost\n1 + 1"),
+        ],
     }
     lab.api("api/contents/m.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
     cell: Any = open_notebook(page, lab, "m.ipynb").first  # type: ignore[attr-defined]
@@ -133,6 +154,13 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
     badge = cell.locator(".jp-gpucost-cell-badge")
     expect(badge).to_have_attribute("data-mode", "magic", timeout=30_000)
     assert "(%%gpucost)" in (badge.get_attribute("title") or "")
+    assert_money_rule(badge.inner_text())
+    # a trivial cell: its few milliseconds cost less than the smallest amount shown
+    trivial: Any = page.locator(".jp-Notebook .jp-Cell").nth(1)
+    page.keyboard.press("Shift+Enter")  # the trivial cell (now selected)
+    trivial_badge = trivial.locator(".jp-gpucost-cell-badge")
+    expect(trivial_badge).to_have_text(BADGE, timeout=30_000)
+    assert_money_rule(trivial_badge.inner_text())
 
 
 def test_after_a_reload_the_button_and_badges_follow_the_kernel(

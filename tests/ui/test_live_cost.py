@@ -190,12 +190,15 @@ def test_jupyterlab_top_bar_item_is_a_setting(lab_factory: Any, page: Any) -> No
 
 
 def test_notebook7_per_cell_badges(lab_factory: Any, page: Any) -> None:
-    from .test_cells import code_cell
+    from .test_cells import BADGE, assert_money_rule, code_cell
 
     lab = simulated_lab(lab_factory)
     notebook = {
         **NOTEBOOK,
-        "cells": [code_cell("sleepy", "import time\ntime.sleep(0.5)\nprint('done')")],
+        "cells": [
+            code_cell("sleepy", "import time\ntime.sleep(0.5)\nprint('done')"),
+            code_cell("trivial", "1 + 1"),
+        ],
     }
     lab.api(
         "api/contents/cells.ipynb", method="PUT", body={"type": "notebook", "content": notebook}
@@ -216,4 +219,9 @@ def test_notebook7_per_cell_badges(lab_factory: Any, page: Any) -> None:
     cost, seconds = (float(x) for x in re.findall(r"[\d.]+", badge.inner_text()))
     assert seconds >= 0.5
     assert cost == pytest.approx(seconds * 6.862 / 3600, abs=0.0001)
+    # a trivial cell: its few milliseconds cost less than the smallest amount shown
+    page.keyboard.press("Shift+Enter")  # the trivial cell (now selected)
+    trivial = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-gpucost-cell-badge")
+    expect(trivial).to_have_text(BADGE, timeout=30_000)
+    assert_money_rule(trivial.inner_text())
     screenshot(page, "notebook7-cell-badge.png")

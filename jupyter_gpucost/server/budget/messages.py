@@ -12,12 +12,26 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
+from ...core.currency import in_language
 from ...core.hub_protocol import HUB_SOURCE_LABEL, IDLE_STOP_REASON
-from ...core.i18n import N_, _, pgettext
+from ...core.i18n import N_, _, current_language, pgettext
 from ...core.i18n import ngettext as _n
-from ...core.money import notice, rate
+from ...core.money import notice as _notice
+from ...core.money import rate as _rate
 from .policy import Budget
 from .record import ActionRecord
+
+
+def notice(amount_micro: int, symbol: str) -> str:
+    """A budget's amount by the budget's rule, with the currency's symbol as the reader of
+    the server's language writes it (``US$5.00`` in Chinese, as the browser does)."""
+    return _notice(amount_micro, in_language(symbol, current_language()))
+
+
+def rate(per_hour: Decimal, symbol: str) -> str:
+    """An hourly rate (``$6.86/h``; ``US$6.86/小时`` in Chinese, as the status bar)."""
+    amount = _rate(per_hour, in_language(symbol, current_language())).removesuffix("/h")
+    return _("{amount}/h").format(amount=amount)
 
 
 def _scope(scope: str) -> str:

@@ -198,6 +198,11 @@ describe('panel formatting', () => {
     expect(formatDuration(2 * 3600 + 7 * 60)).toBe('2 h 07 min');
     expect(formatDuration(3 * 86400 + 4 * 3600)).toBe('3 d 4 h');
     expect(formatDuration(null)).toBe('—');
+    // a cell's time, by size: a few milliseconds are not `0.00 s`
+    expect(formatDuration(3.2, true)).toBe('3.20 s');
+    expect(formatDuration(0.012, true)).toBe('0.01 s');
+    expect(formatDuration(0.003, true)).toBe('< 0.01 s');
+    expect(formatDuration(0, true)).toBe('0.00 s');
     expect(formatShare({ '1': 0.9, '0': 0.754 })).toBe('GPU 0 75%, GPU 1 90%');
     expect(formatShare({})).toBe('—');
     expect(formatCo2(57)).toBe('57 g');
