@@ -218,6 +218,12 @@ class ClusterUsage:
         for key, row in rows.items():
             tracked = self.tracked[row.server_id]
             found = seen.get(key)
+            now_row = service.rows.get(key)
+            if now_row is None or now_row.server_id != row.server_id:
+                # stopped (or started again) while Prometheus answered: nothing is
+                # published for a server that is gone (its entries went with it)
+                tracked.seen = None
+                continue
             kinds = service.activity.get(key) or {}
             if found is None:
                 kinds.pop("dcgm", None)

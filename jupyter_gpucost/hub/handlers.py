@@ -205,7 +205,7 @@ class MetricsHandler(ApiBase):
     def get(self) -> None:
         self.admin()
         self.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.finish(views.metrics(self.ctx.service))
+        self.finish(views.metrics(self.ctx.service, self.ctx.now(), self.ctx.today()))
 
 
 class PageBase(OAuthBase):

@@ -180,12 +180,17 @@ def fresh(activity: GpuActivity | None, now: datetime, stale_s: float = STALE_S)
 
 
 def judge(
-    sources: Mapping[ActivitySource, GpuActivity], now: datetime, stale_s: float = STALE_S
+    sources: Mapping[ActivitySource, GpuActivity],
+    now: datetime,
+    stale_s: float = STALE_S,
+    dcgm_stale_s: float | None = None,
 ) -> Judgement:
-    """One server's activity now, from the newest reading of each source."""
+    """One server's activity now, from the newest reading of each source. DCGM's readings
+    come once per Prometheus poll: ``dcgm_stale_s`` (default ``stale_s``) is how old one
+    may be, at least a poll interval and its query's time."""
     dcgm = sources.get("dcgm")
     report = sources.get("report")
-    dcgm = dcgm if fresh(dcgm, now, stale_s) else None
+    dcgm = dcgm if fresh(dcgm, now, stale_s if dcgm_stale_s is None else dcgm_stale_s) else None
     report = report if fresh(report, now, stale_s) else None
     kernel_busy = report is not None and report.kernel_busy is True
     dcgm_state = None if dcgm is None else gpus_idle(dcgm)
@@ -315,6 +320,12 @@ class IdleClock:
     def warning(self, key: ServerKey) -> Warning | None:
         state = self._states.get(key)
         return None if state is None else state.warning
+
+    def verdict(self, key: ServerKey) -> Verdict:
+        """The last tick's verdict: a judgement of "busy" only by a reported kernel that
+        ``busy_idle_max_s`` no longer lets spare the server is "idle" here."""
+        state = self._states.get(key)
+        return "unknown" if state is None else state.last
 
     def idle_s(self, key: ServerKey) -> float:
         state = self._states.get(key)

@@ -1,6 +1,6 @@
-"""The idle policy at work in the service: each server's activity from its reports, the
-idle clock ticked each poll and each report, warnings kept in the ledger like a budget's
-grace deadline, and the idle spans recorded.
+"""The idle policy at work in the service: the idle clock ticked each poll and each report
+(each server's activity is the service's: :mod:`.report_reading`, :mod:`.cluster_usage`),
+warnings kept in the ledger like a budget's grace deadline, and the idle spans recorded.
 
 The service (:mod:`.service`) calls it; it knows nothing of tornado or of the Hub API.
 """
@@ -9,61 +9,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..core.hub_protocol import IDLE_STOP_REASON, GpuTime, SpendReport
+from ..core.hub_protocol import IDLE_STOP_REASON
 from .activity import ActivitySource, GpuActivity, ServerKey
 from .idle import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
 from .ledger.reclaims import IdleRecord, ReclaimStore
 from .model import ServerInfo, ServerRow
+from .report_reading import report_activity
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
-
-@dataclass(frozen=True)
-class _LastReport:
-    session_id: str
-    received: datetime
-    gpu_time: tuple[GpuTime, ...]
-    util: tuple[float, ...]
-
-
-def report_activity(
-    last: _LastReport | None, report: SpendReport, now: datetime
-) -> tuple[GpuActivity, _LastReport]:
-    """The window since the server's previous report, as a reading of its GPUs: each GPU's
-    utilisation is its used time over its observed time in the window (the difference of
-    the two reports' cumulative figures). The first report of a session, a GPU list that
-    changed or a figure that went back says nothing of the GPUs."""
-    busy = None if report.kernels_busy is None else report.kernels_busy > 0
-
-    def reading(util: tuple[float, ...], window_s: float) -> GpuActivity:
-        return GpuActivity("report", now, window_s, gpu_util_pct=util, kernel_busy=busy)
-
-    fresh_start = _LastReport(report.session_id, now, report.gpu_time, ())
-    if (
-        last is None
-        or last.session_id != report.session_id
-        or len(last.gpu_time) != len(report.gpu_time)
-        or not report.gpu_time
-        or now < last.received
-    ):
-        return reading((), 0.0), fresh_start
-    window_s = (now - last.received).total_seconds()
-    deltas = [
-        (g.used_us - p.used_us, g.idle_us - p.idle_us)
-        for g, p in zip(report.gpu_time, last.gpu_time, strict=True)
-    ]
-    if any(used < 0 or idle < 0 for used, idle in deltas):
-        return reading((), 0.0), fresh_start
-    if any(used + idle == 0 for used, idle in deltas):
-        # no sample of some GPU between the two reports: wait for one, from the same
-        # baseline; the last window's figures hold meanwhile, but not for long (a meter
-        # that samples nothing any more says nothing)
-        return reading(last.util if window_s <= STALE_S else (), window_s), last
-    util = tuple(100.0 * used / (used + idle) for used, idle in deltas)
-    return reading(util, window_s), _LastReport(report.session_id, now, report.gpu_time, util)
+__all__ = ["IdleView", "Reclaimer", "report_activity"]
 
 
 @dataclass(frozen=True)
@@ -92,10 +50,11 @@ class Reclaimer:
         self.clock = clock
         self.store = store
         self._rules: dict[int, IdleRule | None] = {}
-        self._last: dict[ServerKey, _LastReport] = {}
         self._judged: dict[ServerKey, Judgement] = {}
         #: server_id → the stop_at of the idle warning kept in the ledger
         self.saved: dict[int, datetime] = {}
+        #: how old a DCGM reading may be (set from the Prometheus poll's interval)
+        self.dcgm_stale_s = STALE_S
 
     @property
     def enabled(self) -> bool:
@@ -107,19 +66,6 @@ class Reclaimer:
             self._rules[row.server_id] = self.policy.rule_for(info)
         return self._rules[row.server_id]
 
-    def take_report(
-        self,
-        activity: dict[ServerKey, dict[ActivitySource, GpuActivity]],
-        key: ServerKey,
-        report: SpendReport,
-        now: datetime,
-    ) -> None:
-        reading, self._last[key] = report_activity(self._last.get(key), report, now)
-        sources = activity.setdefault(key, {})
-        before = sources.get("report")
-        if before is None or reading.at >= before.at:
-            sources["report"] = reading
-
     def tick(
         self,
         row: ServerRow,
@@ -129,9 +75,10 @@ class Reclaimer:
     ) -> bool | None:
         """One server's idle clock; ``True``/``False`` when a warning was given/cleared."""
         key = (row.user, row.server_name)
-        judgement = judge(sources or {}, now)
-        self._judged[key] = judgement
+        judgement = judge(sources or {}, now, dcgm_stale_s=self.dcgm_stale_s)
         tick = self.clock.tick(key, self.rule(row, server), judgement, now)
+        # what the pages show is the clock's verdict (a bounded busy kernel is idle there)
+        self._judged[key] = replace(judgement, verdict=self.clock.verdict(key))
         if tick.ended is not None:
             self._record(row, tick.ended)
         if tick.changed is True and tick.warning is not None:
@@ -187,7 +134,6 @@ class Reclaimer:
         if span is not None:
             self._record(row, span)
         self._rules.pop(row.server_id, None)
-        self._last.pop(key, None)
         self._judged.pop(key, None)
         self.saved.pop(row.server_id, None)
 

@@ -148,6 +148,11 @@ async def run(app: GpuCostHub) -> None:
             max_gpus=int(app.max_gpus_per_server),
         )
         usage = service.cluster
+        if service.reclaim is not None:
+            # a DCGM reading holds until the next poll's answer (or its failure)
+            service.reclaim.dcgm_stale_s = max(
+                service.reclaim.dcgm_stale_s, 2 * cluster.interval_s + cluster.timeout_s
+            )
 
         async def ask_cluster() -> None:
             await usage.poll(service, now_utc())

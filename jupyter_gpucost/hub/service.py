@@ -39,6 +39,7 @@ from .model import (
     UserTotals,
 )
 from .reclaim import Reclaimer
+from .report_reading import ReportReadings
 
 if TYPE_CHECKING:
     from .cluster_usage import ClusterUsage
@@ -144,6 +145,7 @@ class HubService:
         #: cluster's Prometheus, :mod:`.cluster_usage`; "report": the server's own
         #: reports); a server's entries go when it stops
         self.activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+        self.readings = ReportReadings()
         #: the poll of the cluster's Prometheus, when c.GpuCostHub.prometheus_url is set
         self.cluster: ClusterUsage | None = None
 
@@ -174,6 +176,7 @@ class HubService:
                 if self.reclaim is not None:
                     self.reclaim.forget(row, stopped)
                 self.activity.pop(key, None)
+                self.readings.forget(key)
                 self.state.pop(row.server_id, None)
                 self._asked_stop.pop(row.server_id, None)
                 del self.rows[key]
@@ -343,10 +346,10 @@ class HubService:
                 409, f"server_name: {user} has no running server {label!r} the hub knows of"
             )
         self.ledger.add_report(row.server_id, report, now)
-        if self.reclaim is not None and self.reclaim.enabled:
-            key = (user, report.server_name)
-            self.reclaim.take_report(self.activity, key, report, now)
-            self._idle_tick(row, now)
+        # the report's reading: the idle policy's, and the cluster poll's (its
+        # disagreement with DCGM), with or without an idle policy
+        self.readings.take(self.activity, (user, report.server_name), report, now)
+        self._idle_tick(row, now)
         return self.reply(row)
 
     def reply(self, row: ServerRow) -> HubReply:

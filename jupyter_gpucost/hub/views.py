@@ -8,7 +8,7 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ..core.hub_protocol import HubBudget
@@ -206,9 +206,30 @@ def users_csv(summary: dict[str, Any]) -> str:
             "running_servers",
             "usd_per_hour",
             "budget_share",
+            # this month's allocation split by the cluster's DCGM (empty without
+            # c.GpuCostHub.prometheus_url), as the admin page's "GPU used / idle / unknown"
+            "gpu_used_usd",
+            "gpu_idle_usd",
+            "gpu_unknown_usd",
+            "gpu_energy_wh",
+            "gpu_idle_energy_wh",
+            "dcgm_disagreements",
         ]
     )
     for u in summary["users"]:
+        use = u.get("gpu_use") if summary.get("gpu_use") is not None else None
+        split = (
+            [
+                f"{use['used_micro_usd'] / 1_000_000:.6f}",
+                f"{use['idle_micro_usd'] / 1_000_000:.6f}",
+                f"{use['unknown_micro_usd'] / 1_000_000:.6f}",
+                f"{use['energy_wh']:.3f}",
+                f"{use['idle_energy_wh']:.3f}",
+                use["disagreements"],
+            ]
+            if use
+            else ["", "", "", "", "", ""]
+        )
         writer.writerow(
             [
                 _cell(u["user"]),
@@ -218,6 +239,7 @@ def users_csv(summary: dict[str, Any]) -> str:
                 len(u["running"]),
                 f"{sum(s['usd_per_hour'] for s in u['running']):.6f}",
                 f"{u['budget_share']:.4f}",
+                *split,
             ]
         )
     return out.getvalue()
@@ -232,9 +254,14 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def metrics(service: HubService) -> str:
+def metrics(service: HubService, now: datetime | None = None, today: date | None = None) -> str:
     """Prometheus text: per-user gauges for the top spenders ("other" for the rest), per
-    group, and the running servers. Label values stay bounded however many users a hub has."""
+    group, and the running servers; with the cluster's Prometheus, the same users' month
+    split into used, idle and unknown; with an idle policy, the idle GPU-hours and what
+    reclaiming saved, as the admin page shows them. Label values stay bounded however many
+    users a hub has."""
+    now = now or datetime.now(UTC)
+    today = today or now.date()
     lines: list[str] = []
     totals = service.totals
 
@@ -279,6 +306,58 @@ def metrics(service: HubService) -> str:
     gauge("gpucost_hub_poll_seconds", "time of the last poll's sync", [("", service.last_poll_s)])
     for name, help_text, value in idle_gauges(service):
         gauge(name, help_text, [("", value)])
+    if service.cluster is not None:
+        by_user = service.cluster.ledger.by_user(today)
+        named = {t.user for t in top}
+        samples = []
+        for kind in ("used", "idle", "unknown"):
+            field = f"{kind}_micro_usd"
+            for t in top:
+                figures = by_user.get(t.user, UsageTotals())
+                samples.append(
+                    (f'{{user="{_label(t.user)}",use="{kind}"}}', usd(getattr(figures, field)))
+                )
+            if rest:
+                other = sum(getattr(f, field) for u, f in by_user.items() if u not in named)
+                samples.append((f'{{user="other",use="{kind}"}}', usd(other)))
+        gauge(
+            "gpucost_hub_user_month_gpu_usd",
+            "this month's allocation split by the cluster's DCGM into used, idle and unknown "
+            "(same users as the month's gauge)",
+            samples,
+        )
+        gauge(
+            "gpucost_hub_prometheus_up",
+            "1 while the cluster's Prometheus answers the service, else 0",
+            [("", 0.0 if service.cluster.status.down_since is not None else 1.0)],
+        )
+    idle = idle_summary(service, now)
+    if idle is not None:
+        days = idle["period_days"]
+        for name, help_text, value in (
+            (
+                "gpucost_hub_idle_gpu_seconds",
+                f"GPU-seconds judged idle (every GPU idle, no kernel busy), last {days} days "
+                "(the admin page's idle GPU-hours × 3600)",
+                idle["idle_gpu_hours"] * 3600,
+            ),
+            (
+                "gpucost_hub_idle_usd",
+                f"what the idle GPU-hours cost, last {days} days",
+                idle["idle_usd"],
+            ),
+            (
+                "gpucost_hub_reclaimed_servers",
+                f"servers stopped for idle GPUs, last {days} days",
+                float(idle["reclaimed"]),
+            ),
+            (
+                "gpucost_hub_reclaim_saved_usd",
+                f"what reclaiming saved (estimate), last {days} days",
+                idle["saved_usd"],
+            ),
+        ):
+            gauge(name, help_text, [("", float(value))])
     return "\n".join(lines) + "\n"
 
 
