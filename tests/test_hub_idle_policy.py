@@ -35,6 +35,7 @@ from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import SAVINGS_HORIZON_S, ReclaimStore
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo, ServerRow
 from jupyter_gpucost.hub.reclaim import Reclaimer, report_activity
+from jupyter_gpucost.hub.report_reading import ReportReadings
 from jupyter_gpucost.hub.service import HubService
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -565,6 +566,7 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
     )
     row = ServerRow(1, "dora", "", NOW, None, NOW, None, RATE)
     activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+    readings = ReportReadings()
     now = NOW
     used = idle = 0
     for delta, busy, d_used, d_idle, session in moves:
@@ -572,7 +574,7 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
         used, idle = max(0, used + d_used), max(0, idle + d_idle)
         gpus = (GpuTime(used, idle), GpuTime(used, idle))
         report = SpendReport(session, "", NOW, now, 0, 0, 0, kernels_busy=busy, gpu_time=gpus)
-        reclaimer.take_report(activity, KEY, report, now)
+        readings.take(activity, KEY, report, now)
         reclaimer.tick(row, None, activity[KEY], now)
         if busy:
             assert reclaimer.warning(row) is None
