@@ -8,14 +8,18 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import GpuTime, SpendReport
 from jupyter_gpucost.hub import views
-from jupyter_gpucost.hub.activity import GpuActivity
+from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
+from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.cluster_settings import ClusterSettings
 from jupyter_gpucost.hub.cluster_usage import ClusterUsage
@@ -29,6 +33,7 @@ from jupyter_gpucost.hub.podname import PodNames
 from jupyter_gpucost.hub.promanswer import Sample, Vector
 from jupyter_gpucost.hub.prometheus import PrometheusAuth
 from jupyter_gpucost.hub.reclaim import Reclaimer
+from jupyter_gpucost.hub.report_reading import ReportReadings
 from jupyter_gpucost.hub.service import HubService
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -162,3 +167,27 @@ def test_the_csv_has_the_split_columns_empty_without_prometheus(tmp_path: Path) 
         assert row[column] == ""
     assert "gpucost_hub_user_month_gpu_usd" not in views.metrics(svc, at(1), at(1).date())
     svc.ledger.close()
+
+
+def test_reports_are_read_over_the_window_dcgm_is_read_over() -> None:
+    """A server busy 10 s of every minute: its last report's few seconds say 0 % or
+    100 %; over DCGM's minute, its reports say what DCGM does."""
+    readings = ReportReadings()
+    activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+    used = idle = 0.0
+    for t in range(0, 125, 5):
+        busy = t % 60 < 10
+        used, idle = used + (5 if busy and t else 0), idle + (0 if busy or not t else 5)
+        readings.take(activity, KEY, report(t, used, idle), at(t))
+    assert activity[KEY]["report"].gpu_util_pct == (100.0, 100.0)  # the last 5 s
+    over = readings.over(KEY, at(60), at(120))
+    assert over is not None
+    assert over.gpu_util_pct == (pytest.approx(100 * 10 / 60), pytest.approx(100 * 10 / 60))
+    assert over.window_s == 60
+    # reports that cover less than half the window say nothing of it
+    assert readings.over(KEY, at(100), at(200)) is None
+    # a new session's reports are not compared with the last one's
+    readings.take(activity, KEY, replace(report(130, 0, 0), session_id="s-2"), at(130))
+    assert readings.over(KEY, at(70), at(130)) is None
+    readings.forget(KEY)
+    assert not readings.knows(KEY)

@@ -233,7 +233,13 @@ class ClusterUsage:
             tracked.seen = found
             if tracked.until < start:
                 deltas.extend(self._classify(tracked, start, None, None))
-            report = kinds.get("report")
+            # the server's reports over the same window as DCGM's, not its last few
+            # seconds; a reading another producer put on the activity map as it is
+            report = (
+                service.readings.over(key, start, now)
+                if service.readings.knows(key)
+                else kinds.get("report")
+            )
             said = (
                 disagreement(found.activity, report, self.settings.tolerance_pct) if found else None
             )

@@ -8,6 +8,7 @@ Pure: no I/O, no tornado.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,11 +62,25 @@ def report_activity(
     return reading(util, window_s), LastReport(report.session_id, now, report.gpu_time, util)
 
 
+#: reports of one server kept to read its GPUs over a Prometheus poll's window (a report
+#: every 10 s over the longest window, 15 minutes, is 90; the rate limit bounds the rest)
+MAX_POINTS = 256
+
+
+@dataclass(frozen=True)
+class _Point:
+    received: datetime
+    session_id: str
+    gpu_time: tuple[GpuTime, ...]
+
+
 class ReportReadings:
-    """Each running server's last report, and its reading published on the activity map."""
+    """Each running server's last report, and its reading published on the activity map;
+    and its recent reports, to read its GPUs over another source's window (:meth:`over`)."""
 
     def __init__(self) -> None:
         self._last: dict[ServerKey, LastReport] = {}
+        self._points: dict[ServerKey, deque[_Point]] = {}
 
     def take(
         self,
@@ -75,6 +90,9 @@ class ReportReadings:
         now: datetime,
     ) -> None:
         reading, self._last[key] = report_activity(self._last.get(key), report, now)
+        points = self._points.setdefault(key, deque(maxlen=MAX_POINTS))
+        if report.gpu_time and (not points or now >= points[-1].received):
+            points.append(_Point(now, report.session_id, report.gpu_time))
         sources = activity.setdefault(key, {})
         before = sources.get("report")
         if before is None or reading.at >= before.at:
@@ -82,3 +100,35 @@ class ReportReadings:
 
     def forget(self, key: ServerKey) -> None:
         self._last.pop(key, None)
+        self._points.pop(key, None)
+
+    def knows(self, key: ServerKey) -> bool:
+        """Whether the server has sent a report naming its GPUs."""
+        return bool(self._points.get(key))
+
+    def over(self, key: ServerKey, start: datetime, end: datetime) -> GpuActivity | None:
+        """The server's GPUs from its reports over ``start``..``end`` (the reports of its
+        latest session nearest inside those bounds): what another source's window is
+        compared with, never a window of another length. ``None`` when its reports do not
+        cover at least half of it, or their figures go back."""
+        points = [p for p in self._points.get(key, ()) if p.received <= end]
+        if not points:
+            return None
+        last = points[-1]
+        mine = [p for p in points if p.session_id == last.session_id]
+        before = [p for p in mine if p.received <= start]
+        first = before[-1] if before else mine[0]
+        covered_s = (last.received - max(first.received, start)).total_seconds()
+        if first is last or covered_s < (end - start).total_seconds() / 2:
+            return None
+        if len(first.gpu_time) != len(last.gpu_time):
+            return None
+        deltas = [
+            (g.used_us - p.used_us, g.idle_us - p.idle_us)
+            for g, p in zip(last.gpu_time, first.gpu_time, strict=True)
+        ]
+        if any(used < 0 or idle < 0 or used + idle == 0 for used, idle in deltas):
+            return None
+        util = tuple(100.0 * used / (used + idle) for used, idle in deltas)
+        window_s = (last.received - first.received).total_seconds()
+        return GpuActivity("report", last.received, window_s, gpu_util_pct=util)
