@@ -71,6 +71,10 @@ class Context:
     templates: jinja2.Environment
     report_limit: RateLimit
 
+    def currency_symbol(self) -> str:
+        """The symbol of the hub's currency, as the pages write it."""
+        return str(self.templates.globals.get("currency_symbol", "$"))
+
     def is_admin(self, user: Identity) -> bool:
         if ADMIN_SCOPE in user.scopes:
             return True
@@ -142,7 +146,9 @@ class AllowanceHandler(TokenHandler):
         if groups and user not in service.groups_of:
             service.groups_of[user] = groups
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
-        refusal = spawn_refusal(budgets)
+        # the reason in the language of the user's browser, which the hook passes on
+        language = accept_language(self.request.headers.get("Accept-Language", ""))
+        refusal = spawn_refusal(budgets, messages_for(language), self.ctx.currency_symbol())
         self.write_json(
             {
                 "user": user,
@@ -217,7 +223,7 @@ class PageBase(OAuthBase):
         # the page in the language the browser asks for (Chinese or English)
         language = accept_language(self.request.headers.get("Accept-Language", ""))
         messages = messages_for(language)
-        symbol = str(self.ctx.templates.globals.get("currency_symbol", "$"))
+        symbol = self.ctx.currency_symbol()
         html = template.render(
             _=messages.gettext,
             **page_words(messages, symbol),
