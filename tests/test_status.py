@@ -169,3 +169,22 @@ def test_the_machine_and_its_price_plan_are_described_in_the_server_s_language()
         "Machine: this server runs in a Kubernetes pod: per-GPU prices."
     }
     assert document["machine"]["label"] == "g5.xlarge, spot (detected)"
+
+
+def test_why_there_is_no_telemetry_is_said_in_the_server_s_language() -> None:
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.telemetry.nvml_codes import ERR_LIBRARY_NOT_FOUND, INIT_REASONS
+
+    telemetry = TelemetryStatus(
+        source="nvml", simulated=False, available=False, reason=INIT_REASONS[ERR_LIBRARY_NOT_FOUND]
+    )
+    given = replace(inputs(LedgerFacts(enabled=False)), telemetry=telemetry)
+    i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+    try:
+        document = status_document(given)
+    finally:
+        i18n.set_language("en")
+    # what the panel's banner "No GPU telemetry: %1" fills in
+    assert document["telemetry"]["reason"] == "未找到 libnvidia-ml.so：此机器上没有 NVIDIA 驱动"  # noqa: RUF001
+    english = status_document(given)["telemetry"]["reason"]
+    assert english == "libnvidia-ml.so not found: no NVIDIA driver on this machine"

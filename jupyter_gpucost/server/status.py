@@ -149,7 +149,8 @@ def status_payload(
             "source": telemetry.source,
             "simulated": telemetry.simulated,
             "available": telemetry.available,
-            "reason": telemetry.reason,
+            # the adapters' fixed reasons are constants of the catalog, translated here
+            "reason": _(telemetry.reason) if telemetry.reason else None,
             "detail": dict(telemetry.detail),
         },
         "prices": {
