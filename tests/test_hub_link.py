@@ -469,6 +469,23 @@ class TestUnreachable:
         assert server_log.text.count("spend not reported to the hub") <= 1
         assert TOKEN not in server_log.text
 
+    async def test_the_error_the_panel_shows_is_in_the_server_s_language(
+        self, jp_fetch: Any, server_log: Lines
+    ) -> None:
+        i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+        try:
+
+            async def in_chinese() -> bool:
+                hub = (await get(jp_fetch, "budget"))["hub"]
+                return bool(hub and (hub["error"] or "").startswith("无法连接 Hub 服务（"))  # noqa: RUF001
+
+            # the next failed report says it in Chinese
+            await until(in_chinese, "the error in Chinese")
+        finally:
+            i18n.set_language("en")
+        # the log stays English
+        assert "无法连接" not in server_log.text
+
 
 class TestNoToken:
     @pytest.fixture
