@@ -181,7 +181,7 @@ def test_the_refusal_is_in_the_language_of_the_browser_that_asked() -> None:
         "GPU 预算服务不可用，因此现在无法启动任何服务器。请一分钟后重试，或联系您的 Hub 管理员。"  # noqa: RUF001
     )
     # the service is asked for its reason in the same language
-    assert b"\r\nAccept-Language: zh_CN\r\n" in asked[0]
+    assert b"\r\nAccept-Language: zh-CN\r\n" in asked[0]
 
     # no request (a spawn the Hub started itself): English
     with service(_answer(b'{"allowed": false}')) as port:

@@ -100,7 +100,10 @@ def refuse_over_budget(
         request = HTTPRequest(
             url,
             # the service writes its reason in the user's language
-            headers={"Authorization": f"token {api_token}", "Accept-Language": language},
+            headers={
+                "Authorization": f"token {api_token}",
+                "Accept-Language": language.replace("_", "-"),  # a language tag: zh-CN
+            },
             request_timeout=timeout_s,
             connect_timeout=timeout_s,
         )
