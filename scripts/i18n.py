@@ -13,7 +13,8 @@
   ``trans._p('context', '…')``, with one literal string per argument;
 - the server and kernel (``jupyter_gpucost``): ``_("…")``, ``N_("…")``,
   ``ngettext("…", "…", n)``, ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
-- the hub service's page templates (``jupyter_gpucost/hub/templates``): ``{{ _("…") }}``;
+- the hub service's page templates (``jupyter_gpucost/hub/templates``): ``{{ _("…") }}``,
+  ``{{ ngettext("…", "…", n) }}``;
 - the settings schemas (``labextension/schema``): the strings JupyterLab translates, with
   its own contexts (``schema``, ``settings``, ``toolbar``, ``menu``).
 """
@@ -125,16 +126,23 @@ def _py_messages() -> Iterator[Message]:
 
 
 _TEMPLATE_CALL = re.compile(r"""\b_\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\s*\)""")
+_TEMPLATE_STRING = r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"""
+_TEMPLATE_NGETTEXT = re.compile(rf"\bngettext\(\s*{_TEMPLATE_STRING}\s*,\s*{_TEMPLATE_STRING}\s*,")
 
 
 def _template_messages() -> Iterator[Message]:
-    """``{{ _("Today") }}`` in the hub service's page templates."""
+    """``{{ _("Today") }}`` and ``{{ ngettext("…", "…", n) }}`` in the hub service's page
+    templates."""
     for path in sorted((PACKAGE / "hub" / "templates").glob("*.html")):
         text = path.read_text(encoding="utf-8")
         for match in _TEMPLATE_CALL.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             where = f"{path.relative_to(ROOT)}:{line}"
             yield Message(_js_literal(match.group(1)), None, None, where)
+        for match in _TEMPLATE_NGETTEXT.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            where = f"{path.relative_to(ROOT)}:{line}"
+            yield Message(_js_literal(match.group(1)), _js_literal(match.group(2)), None, where)
 
 
 def _schema_strings(value: object, path: str) -> Iterator[tuple[str, str]]:

@@ -69,15 +69,25 @@ class Hub:
     tokens: dict[str, str] = field(default_factory=dict)
 
     def call(
-        self, method: str, path: str, body: object = None, token: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        return http(method, f"{self.api}{path}", token or self.token, body)
+        return http(method, f"{self.api}{path}", token or self.token, body, headers)
 
     def svc(
-        self, method: str, path: str, token: str | None, body: object = None
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: object = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
         """Call the gpucost service directly (not through the proxy)."""
-        return http(method, f"{self.service}{path}", token, body)
+        return http(method, f"{self.service}{path}", token, body, headers)
 
     def server(self, user: str) -> dict[str, Any] | None:
         code, body = self.call("GET", f"/users/{user}")
@@ -104,8 +114,14 @@ class Hub:
         )
 
 
-def http(method: str, url: str, token: str | None, body: object = None) -> tuple[int, Any]:
-    headers = {"Content-Type": "application/json"}
+def http(
+    method: str,
+    url: str,
+    token: str | None,
+    body: object = None,
+    more_headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    headers = {"Content-Type": "application/json", **(more_headers or {})}
     if token:
         headers["Authorization"] = f"token {token}"
     data = None

@@ -100,7 +100,8 @@ def test_fit_without_a_gpu_lists_the_catalog_gpus_it_would_fit_on() -> None:
     assert "unknown subcommand 'fits'" in text(c[7])
     assert "usage: %gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off" in text(c[7])
     # no argument: the prices, as before
-    assert text(c[8]).startswith("jupyter-gpucost: cells are priced at $0.0000/h (the shipped")
+    # no GPU here: the rate rule's two decimals, never "$0.0000/h"
+    assert text(c[8]).startswith("jupyter-gpucost: cells are priced at $0.00/h (the shipped")
 
 
 @pytest.mark.parametrize(

@@ -174,6 +174,39 @@ def test_a_spawn_is_refused_over_a_day_or_month_budget_not_a_session_one() -> No
     )
 
 
+def test_a_refused_spawn_is_said_in_the_user_s_language_and_the_hub_s_currency() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+
+    month = HubBudget("month", 200 * USD, 200 * USD, "user")
+    refusal = spawn_refusal([month], messages_for("zh_CN"), "¥")
+    assert refusal is not None
+    assert refusal.startswith("您的服务器无法启动。")
+    assert "Your server" not in refusal
+    assert "¥200.00" in refusal
+    assert "$" not in refusal
+
+
+def test_the_hub_pages_show_each_kind_of_figure_by_its_own_rule() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.page_words import page_words
+
+    english = page_words(messages_for("en"), "€")
+    # a budget as it is announced, never rounded to nothing
+    assert english["budget_text"](0.000001) == "€0.000001"
+    assert english["budget_text"](5) == "€5.00"
+    # an hourly rate: two decimals, never four
+    assert english["rate_text"](6.8625) == "€6.86/h"
+    assert english["rate_amount"](0.5) == "€0.50"
+    assert english["ngettext"]("{count} disagreement", "{count} disagreements", 1) == (
+        "{count} disagreement"
+    )
+    chinese = page_words(messages_for("zh_CN"), "¥")
+    assert chinese["rate_text"](6.8625) == "¥6.86/小时"
+    assert chinese["ngettext"]("{count} disagreement", "{count} disagreements", 2) == (
+        "{count} 处不一致"
+    )
+
+
 # -- the grace period --------------------------------------------------------------------
 
 

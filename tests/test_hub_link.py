@@ -24,6 +24,7 @@ import pytest
 from test_config import start_server
 from tornado.httpclient import HTTPClientError
 
+from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.hub_protocol import (
     ENV_HUB_URL,
     HUB_SOURCE_LABEL,
@@ -292,6 +293,13 @@ async def test_a_stop_at_starts_the_countdown_to_it(jp_fetch: Any, service: Fake
     budget = await get(jp_fetch, "budget")
     assert budget["hub"]["stop_at"] == stop_at.isoformat().replace("+00:00", "Z")
     assert budget["hub"]["reason"] == "daily budget of $10.00 spent"
+    # in Chinese: the catalog's sentence, never the hub's English one
+    i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+    try:
+        chinese = await get(jp_fetch, "budget")
+    finally:
+        i18n.set_language("en")
+    assert chinese["hub"]["reason"] == "Hub 管理员设置的预算已用完。"
     grace = budget["grace"]
     # the countdown ends the save timeout before the hub stops the server
     ends = datetime.fromisoformat(grace["ends"].replace("Z", "+00:00"))
@@ -460,6 +468,23 @@ class TestUnreachable:
         # handler is attached, as the first report races the fixtures), not at each report
         assert server_log.text.count("spend not reported to the hub") <= 1
         assert TOKEN not in server_log.text
+
+    async def test_the_error_the_panel_shows_is_in_the_server_s_language(
+        self, jp_fetch: Any, server_log: Lines
+    ) -> None:
+        i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+        try:
+
+            async def in_chinese() -> bool:
+                hub = (await get(jp_fetch, "budget"))["hub"]
+                return bool(hub and (hub["error"] or "").startswith("无法连接 Hub 服务（"))  # noqa: RUF001
+
+            # the next failed report says it in Chinese
+            await until(in_chinese, "the error in Chinese")
+        finally:
+            i18n.set_language("en")
+        # the log stays English
+        assert "无法连接" not in server_log.text
 
 
 class TestNoToken:

@@ -109,6 +109,13 @@ def test_a_spawn_over_a_day_budget_is_refused_with_its_message(hub: Hub) -> None
     assert body["message"].startswith("Your server cannot start. Your day budget of $0.03")
     assert "(set by your hub admin) is spent" in body["message"]
     assert hub.server("alice") is None
+    # asked for by a browser set to Chinese: the Hub hands the hook its request
+    chinese = {"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}
+    code, body = hub.call("POST", "/users/alice/server", headers=chinese)
+    assert code == 403, body
+    assert body["message"].startswith("您的服务器无法启动。您的每日预算 $0.03")
+    assert "（由您的 Hub 管理员设置）已用完" in body["message"]  # noqa: RUF001
+    assert hub.server("alice") is None
 
 
 def test_one_users_totals_never_include_anothers(hub: Hub) -> None:
@@ -178,6 +185,11 @@ def test_the_admin_data_is_for_admins_only(hub: Hub) -> None:
         code, body = hub.svc("GET", path, bob)
         assert code == 403, (path, body)
         assert hub.svc("GET", path, None)[0] == 401
+    # what bob reads, in his browser's language
+    code, body = hub.svc("GET", "api/admin/summary", bob, headers={"Accept-Language": "zh-CN"})
+    assert (code, body["message"]) == (403, "bob 不是 GPU 费用服务的管理员。")
+    code, body = hub.svc("GET", "api/admin/summary", bob)
+    assert (code, body["message"]) == (403, "bob is not an admin of the GPU cost service.")
     data = summary(hub, "carol")
     assert {u["user"] for u in data["users"]} == {"alice", "bob", "carol"}
     assert data["near_budget"] == ["alice"]

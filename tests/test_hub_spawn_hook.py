@@ -142,3 +142,50 @@ def test_an_allowance_that_says_no_refuses_with_its_reason() -> None:
             spawn(hook)
     assert refused.value.status_code == 403
     assert refused.value.jupyterhub_message == "Your month budget of $5.00 is spent."
+
+
+class _Headers(dict[str, str]):
+    pass
+
+
+class _Request:
+    def __init__(self, accept_language: str) -> None:
+        self.headers = _Headers({"Accept-Language": accept_language})
+
+
+class _Handler:
+    def __init__(self, accept_language: str) -> None:
+        self.request = _Request(accept_language)
+
+
+class _SpawnerFrom(_Spawner):
+    """A spawn asked for by a browser (JupyterHub sets ``spawner.handler`` to the request's
+    handler before it runs the hook)."""
+
+    def __init__(self, accept_language: str) -> None:
+        self.handler = _Handler(accept_language)
+
+
+def test_the_refusal_is_in_the_language_of_the_browser_that_asked() -> None:
+    asked: list[bytes] = []
+
+    def unavailable(conn: socket.socket) -> None:
+        asked.append(conn.recv(65536))
+        _answer(b"{}", 500)(conn)
+
+    with service(unavailable) as port:
+        hook = refuse_over_budget(f"http://127.0.0.1:{port}/", "token")
+        with pytest.raises(SpawnRefused) as refused:
+            asyncio.run(hook(_SpawnerFrom("zh-CN,zh;q=0.9,en;q=0.8")))
+    assert refused.value.jupyterhub_message == (
+        "GPU 预算服务不可用，因此现在无法启动任何服务器。请一分钟后重试，或联系您的 Hub 管理员。"  # noqa: RUF001
+    )
+    # the service is asked for its reason in the same language
+    assert b"\r\nAccept-Language: zh-CN\r\n" in asked[0]
+
+    # no request (a spawn the Hub started itself): English
+    with service(_answer(b'{"allowed": false}')) as port:
+        hook = refuse_over_budget(f"http://127.0.0.1:{port}/", "token")
+        with pytest.raises(SpawnRefused) as refused:
+            spawn(hook)
+    assert refused.value.jupyterhub_message == "Your GPU budget is spent."

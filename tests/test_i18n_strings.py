@@ -428,13 +428,13 @@ def _server(**changes: Any) -> dict[str, Any]:
     return server
 
 
-def _user_page(language: str) -> str:
+def _user_page(language: str, **changes: Any) -> str:
     from jupyter_gpucost.hub.handlers import templates
     from jupyter_gpucost.hub.page_words import page_words
     from jupyter_gpucost.hub.views import bars
 
     messages = i18n.messages_for(language)
-    server = _server()
+    server = _server(**changes)
     data = {
         "user": "alice",
         "today_usd": 20.41,
@@ -506,3 +506,18 @@ def test_the_hub_pages_write_budget_scopes_owners_and_stop_reasons_in_chinese() 
     assert "无 GPU" in page
     for english in ("day (user)", "(group:ml)", "is spent:", ">no GPU<"):
         assert english not in page, english
+
+
+def test_the_user_page_writes_a_budget_by_the_budget_rule() -> None:
+    small = {
+        "scope": "day",
+        "source": "user",
+        "amount_usd": 0.05,
+        "spent_usd": 0.0042,
+        "share": 0.084,
+        "exceeded": False,
+    }
+    page = _user_page("en", budgets=[small])
+    # spent by size, the budget as it was set: never "$0.0500"
+    assert "$0.0042 of $0.05" in page
+    assert "$0.0500" not in page

@@ -97,13 +97,14 @@ def test_the_kernel_writes_in_the_language_the_server_hands_it() -> None:
     for label in ("费用", "墙钟时间", "CPU 时间", "价格"):
         assert f">{label}</th>" in report
     assert "wall time" not in report
-    assert "jupyter-gpucost：单元格按 $7.3800/小时 计价" in text(nb.cells[1])  # noqa: RUF001
-    assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/h" in text(nb.cells[1])
+    # the rate rule (two decimals), and "per hour" in Chinese for the price too
+    assert "jupyter-gpucost：单元格按 $7.38/小时 计价" in text(nb.cells[1])  # noqa: RUF001
+    assert "NVIDIA H100 80GB HBM3 (GPU-1): $6.88/小时" in text(nb.cells[1])
     assert text(nb.cells[2]).startswith("gpucost：从现在起每个单元格都会计价")  # noqa: RUF001
     assert text(nb.cells[3]).strip() == "gpucost：单元格不再计价。"  # noqa: RUF001
     # an unknown language, or none: English
     nb = run_notebook(cells[:3], env={ENV_PRICES: H100_SERVER_PRICES, ENV_LANGUAGE: "xx"})
-    assert "jupyter-gpucost: cells are priced at $7.3800/h" in text(nb.cells[1])
+    assert "jupyter-gpucost: cells are priced at $7.38/h" in text(nb.cells[1])
     assert text(nb.cells[2]).startswith("gpucost: every cell is priced from now on")
 
 

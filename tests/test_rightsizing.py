@@ -29,6 +29,8 @@ def test_no_advice_17_s_into_a_session_and_the_note_says_why() -> None:
 
 
 def test_advice_once_the_gpus_were_observed_long_enough() -> None:
+    from jupyter_gpucost.core import i18n
+
     early = snapshot_after(MIN_OBSERVED_S - 1, 5.0)
     assert advise(early, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
     snap = snapshot_after(MIN_OBSERVED_S, 5.0)
@@ -36,6 +38,14 @@ def test_advice_once_the_gpus_were_observed_long_enough() -> None:
     assert advice is not None
     assert advice.model == "T4"
     assert why_not(snap) is None
+    assert advice.reason.endswith("1× T4 at 0.526 USD/h for the same billed time")
+    i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+    try:
+        advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB)
+    finally:
+        i18n.set_language("en")
+    assert advice is not None
+    assert advice.reason.startswith("GPU 有 ")
 
 
 def test_the_notes_the_panel_shows_are_in_the_servers_language() -> None:

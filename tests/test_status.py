@@ -115,3 +115,76 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
     assert document["co2_g"] == 100.0
     assert document["attribution"] == {"pids_visible": True, "note": None}
     assert document["budget"] == {"state": "ok"}
+
+
+def test_the_machine_and_its_price_plan_are_described_in_the_server_s_language() -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.core.instance_prices import AdminPrices, plan_prices
+    from jupyter_gpucost.core.machine import Machine
+
+    @contextmanager
+    def language(name: str) -> Iterator[None]:
+        i18n.set_language(name)  # as JupyterLab's language setting sets it
+        try:
+            yield
+        finally:
+            i18n.set_language("en")
+
+    catalog = load_catalog()
+    machine = Machine(
+        "aws", instance_type="g5.xlarge", market="spot", shared=True, note="IMDS answered 403"
+    )
+    plan = plan_prices(
+        AdminPrices(),
+        provider="aws",
+        instance_type="g5.xlarge",
+        market="spot",
+        shared=True,
+        providers=catalog.providers,
+        rows=(),
+    )
+    given = replace(
+        inputs(LedgerFacts(enabled=False, error="disk full")), machine=machine, plan=plan
+    )
+    with language("zh_CN"):
+        document = status_document(given)
+    shown = document["machine"]
+    warnings = {w["code"]: w["message"] for w in document["warnings"]}
+    # what the tooltip and the panel show, in Chinese: nothing English but names and codes
+    assert warnings["instance-unpriced"] == (
+        "机器：此服务器运行在 Kubernetes Pod 中：按单 GPU 价格计价。"  # noqa: RUF001
+    )
+    assert warnings["ledger-unavailable"].startswith("没有账本（disk full）")  # noqa: RUF001
+    assert shown["price_note"] == "此服务器运行在 Kubernetes Pod 中：按单 GPU 价格计价"  # noqa: RUF001
+    assert shown["label"] == "g5.xlarge, spot（已检测）"  # noqa: RUF001
+    assert shown["note"] == (
+        "仅根据其 DMI 字段识别：其元数据服务未按文档所述应答（IMDS answered 403）"  # noqa: RUF001
+    )
+    # the server's language back to English: English again
+    document = status_document(given)
+    assert {w["message"] for w in document["warnings"]} >= {
+        "Machine: this server runs in a Kubernetes pod: per-GPU prices."
+    }
+    assert document["machine"]["label"] == "g5.xlarge, spot (detected)"
+
+
+def test_why_there_is_no_telemetry_is_said_in_the_server_s_language() -> None:
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.telemetry.nvml_codes import ERR_LIBRARY_NOT_FOUND, INIT_REASONS
+
+    telemetry = TelemetryStatus(
+        source="nvml", simulated=False, available=False, reason=INIT_REASONS[ERR_LIBRARY_NOT_FOUND]
+    )
+    given = replace(inputs(LedgerFacts(enabled=False)), telemetry=telemetry)
+    i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
+    try:
+        document = status_document(given)
+    finally:
+        i18n.set_language("en")
+    # what the panel's banner "No GPU telemetry: %1" fills in
+    assert document["telemetry"]["reason"] == "未找到 libnvidia-ml.so：此机器上没有 NVIDIA 驱动"  # noqa: RUF001
+    english = status_document(given)["telemetry"]["reason"]
+    assert english == "libnvidia-ml.so not found: no NVIDIA driver on this machine"

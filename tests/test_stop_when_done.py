@@ -141,3 +141,28 @@ class TestStoppedWhenDone:
         assert last["message"].startswith("stopped when done at ")
         # 2 simulated A100s: the kernels stopped, the machine did not
         assert last["message"].endswith("this machine still costs $6.86/h")
+
+
+def test_stop_when_done_answers_in_the_kernel_s_language(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.error import UsageError
+
+    from jupyter_gpucost.core import i18n
+    from jupyter_gpucost.kernel import link as kernel_link
+    from jupyter_gpucost.kernel.stop_when_done import stop_when_done
+
+    # a kernel with no jupyter-gpucost server
+    monkeypatch.setattr(kernel_link, "_link", None)
+    monkeypatch.setattr(kernel_link, "_checked", True)
+    i18n.set_language("zh_CN")  # as the server hands the kernel its language
+    try:
+        stop_when_done(object(), ["off"])  # type: ignore[arg-type]
+        assert capsys.readouterr().out == "gpucost：此单元格结束时不会停止任何内容。\n"  # noqa: RUF001
+        with pytest.raises(UsageError) as refused_here:
+            stop_when_done(object(), [])  # type: ignore[arg-type]
+        assert str(refused_here.value).startswith("停止由 jupyter-gpucost 服务器扩展执行")
+    finally:
+        i18n.set_language("en")
+    stop_when_done(object(), ["off"])  # type: ignore[arg-type]
+    assert capsys.readouterr().out == "gpucost: nothing will be stopped when this cell ends.\n"

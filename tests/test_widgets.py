@@ -144,7 +144,7 @@ def test_without_a_server_the_ticker_says_it_uses_catalog_prices() -> None:
     # spend as the status bar writes it, a budget by its own rule: a $0.05 budget is $0.05
     assert text(nb.cells[0]).splitlines() == [
         "no server: catalog prices, this kernel since it started (no GPU here)",
-        "<b>session $0.00</b> · $0/h",
+        "<b>session $0.00</b> · $0.00/h",
         "$0.00 of $2.00 (yours) 0.0",
         "$0.00 of $0.05 (yours)",
     ]
@@ -161,7 +161,7 @@ def test_the_ticker_speaks_the_language_the_server_hands_the_kernel() -> None:
     )
     assert text(nb.cells[0]).splitlines() == [
         "没有服务器：按目录价格，此内核自启动以来（此处没有 GPU）",  # noqa: RUF001
-        "<b>本次会话 $0.00</b> · $0/h",
+        "<b>本次会话 $0.00</b> · $0.00/小时",
         "$0.00 / $2.00（您的预算）",  # noqa: RUF001
         "预算",
     ]
@@ -186,7 +186,7 @@ def test_the_ticker_reads_the_servers_status_with_the_kernel_token(
     lines = text(nb.cells[1]).splitlines()
     assert lines[0] == "1.235567 True 6.862 None"
     assert lines[1].startswith("<b>session $1.2")
-    assert lines[1].endswith("</b> · $6.862/h")
+    assert lines[1].endswith("</b> · $6.86/h")
     # the budget's scope and whose it is in words, not the API's values (soft, session)
     assert lines[2] == "$4.10 of $5.00 per session (yours) 82.0 warning"
     assert lines[3] == "the jupyter-gpucost server: this session, all kernels (simulated GPUs)"

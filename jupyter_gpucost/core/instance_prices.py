@@ -9,6 +9,7 @@ base cost exactly the row's price.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
@@ -21,6 +22,7 @@ from .catalog import (
     parse_price,
     read_catalog_toml,
 )
+from .i18n import N_
 
 MICRO = Decimal("0.000001")
 
@@ -131,6 +133,15 @@ class AdminPrices:
     base_set: bool = False
 
 
+#: why a detected machine is not priced whole (the plan's note), translated where shown
+NOTE_UNKNOWN_PROVIDER = N_("the catalog has no {provider} prices: {chosen} GPU prices")
+NOTE_SHARED = N_("this server runs in a Kubernetes pod: per-GPU prices")
+NOTE_NO_INSTANCE_ROW = N_("no whole-instance price for {instance} {market}: per-GPU prices")
+NOTE_NO_MACHINE_ROW = N_(
+    "no whole-instance price for this {provider} {market} machine: per-GPU prices"
+)
+
+
 @dataclass(frozen=True)
 class PricePlan:
     """Which prices are in force, and what the UI says about them."""
@@ -139,8 +150,22 @@ class PricePlan:
     market: str
     #: the detected instance's whole-instance row (``None``: per-GPU prices)
     whole: InstancePricing | None = None
-    #: why the machine is not priced whole (``""``: it is, or none was detected)
-    note: str = ""
+    #: why the machine is not priced whole, as a message of the catalog (``""``: it is,
+    #: or none was detected); translated where it is shown (:meth:`note_in`)
+    note_msgid: str = ""
+    #: the values the message fills in
+    note_values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def note(self) -> str:
+        """The note in English (for the log)."""
+        return self.note_in(lambda msgid: msgid)
+
+    def note_in(self, translate: Callable[[str], str]) -> str:
+        """The note in the language of ``translate`` (e.g. :func:`~jupyter_gpucost.core.i18n._`)."""
+        return (
+            translate(self.note_msgid).format(**dict(self.note_values)) if self.note_msgid else ""
+        )
 
 
 def plan_prices(
@@ -170,15 +195,15 @@ def plan_prices(
         # environment a user may control) does not lower them to spot
         return PricePlan(chosen, admin.market or "on-demand")
     if not known:
-        return PricePlan(
-            chosen, market, note=f"the catalog has no {provider} prices: {chosen} GPU prices"
-        )
+        values = (("provider", provider), ("chosen", chosen))
+        return PricePlan(chosen, market, note_msgid=NOTE_UNKNOWN_PROVIDER, note_values=values)
     if shared:
-        return PricePlan(
-            chosen, market, note="this server runs in a Kubernetes pod: per-GPU prices"
-        )
+        return PricePlan(chosen, market, note_msgid=NOTE_SHARED)
     row = find_instance(rows, provider=provider, instance=instance_type, market=market)
     if row is None:
-        what = f"{instance_type} {market}" if instance_type else f"this {provider} {market} machine"
-        return PricePlan(chosen, market, note=f"no whole-instance price for {what}: per-GPU prices")
+        if instance_type:
+            values = (("instance", instance_type), ("market", market))
+            return PricePlan(chosen, market, note_msgid=NOTE_NO_INSTANCE_ROW, note_values=values)
+        values = (("provider", provider), ("market", market))
+        return PricePlan(chosen, market, note_msgid=NOTE_NO_MACHINE_ROW, note_values=values)
     return PricePlan(chosen, market, whole=whole_instance(row))

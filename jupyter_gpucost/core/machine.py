@@ -13,9 +13,11 @@ node: its machine is named but never priced whole nor stopped from inside.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from .i18n import N_
 
 Provider = Literal["aws", "gcp", "azure", "runpod", "vast"]
 #: the providers whose API ``stop-instance`` calls
@@ -248,7 +250,23 @@ def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
     )
 
 
-def describe(machine: Machine) -> str:
-    """``g5.xlarge, spot, us-east-1 (detected)``."""
+#: a detected machine's label, translated where it is shown
+DETECTED = N_("{machine} (detected)")
+#: why it is known from DMI only (``machine.note``: the metadata service's failure)
+NOTE_DMI_ONLY = N_(
+    "known from its DMI fields only: its metadata service did not answer as documented ({reason})"
+)
+
+
+def describe(machine: Machine, translate: Callable[[str], str] = str) -> str:
+    """``g5.xlarge, spot, us-east-1 (detected)``, in the language of ``translate``."""
     parts = [machine.instance_type or machine.provider, machine.market, machine.region]
-    return ", ".join(p for p in parts if p) + " (detected)"
+    return translate(DETECTED).format(machine=", ".join(p for p in parts if p))
+
+
+def note_text(machine: Machine, translate: Callable[[str], str] = str) -> str | None:
+    """Why the machine is known from DMI only, in the language of ``translate`` (the
+    metadata service's own answer is quoted as it came); ``None``: nothing to say."""
+    if not machine.note:
+        return None
+    return translate(NOTE_DMI_ONLY).format(reason=machine.note)

@@ -19,6 +19,7 @@ rule                      where                                           exampl
                                                                           ``$1.234567``
 :func:`budget`            a budget in notifications, records, the ticker  ``$5.00``,
 (:func:`notice`)                                                          ``$0.000001``
+:func:`rate`              an hourly rate: status bar, magics, hub pages   ``$6.86/h``
 :func:`ticker`            the live ipywidgets ticker (:func:`status_bar`) ``$0.42``
 :func:`guard_line`        the training-loop guard's line (no symbol)      ``0.0042``
 ========================  ==============================================  ==============
@@ -33,6 +34,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
+
+from .i18n import _
 
 #: micro-dollars in a dollar
 MICRO_PER_USD = 1_000_000
@@ -127,13 +130,21 @@ def budget(amount: Amount, symbol: str = "$") -> str:
     return text if "." in text else f"{text}.00"
 
 
-def rate(per_hour: Amount, symbol: str = "$") -> str:
-    """An hourly rate as the status bar writes it: two decimals, ``$6.86/h`` (the front
-    end's ``formatRate``)."""
+def rate_amount(per_hour: Amount, symbol: str = "$") -> str:
+    """The amount of an hourly rate, two decimals: ``$6.86`` (for a sentence that says
+    "per hour" itself, e.g. ``"{rate}/h"``)."""
     value = as_decimal(per_hour)
     sign = "-" if value < 0 else ""
     shown = abs(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    return f"{sign}{symbol}{shown:,}/h"
+    return f"{sign}{symbol}{shown:,}"
+
+
+def rate(per_hour: Amount, symbol: str = "$", per_hour_text: str | None = None) -> str:
+    """An hourly rate as the status bar writes it: two decimals, ``$6.86/h`` (the front
+    end's ``formatRate``), "per hour" in the server's language, or as ``per_hour_text``
+    (a translated ``"{price}/h"``) says."""
+    text = _("{price}/h") if per_hour_text is None else per_hour_text
+    return text.format(price=rate_amount(per_hour, symbol))
 
 
 def ticker(amount: Decimal, symbol: str = "$") -> str:

@@ -132,10 +132,16 @@ def advise(
         cost_micro_usd=cost,
         instead_of_micro_usd=current,
         peak_memory_bytes=peak_bytes,
-        reason=(
-            f"GPUs busy {busy_share(snapshot) or 0:.0%} of the time; "
-            f"peak memory {peak_bytes / 2**30:.1f} GiB fits in a {model} "
-            f"({MODEL_MEMORY_BYTES[model] // GB} GB); {count}× {model} at "
-            f"{price} USD/h for the same billed time"
+        reason=_(
+            "GPUs busy {share} of the time; peak memory {memory} GiB fits in a {model} "
+            "({model_gb} GB); {count}× {model} at {price} {currency}/h for the same billed time"
+        ).format(
+            share=f"{busy_share(snapshot) or 0:.0%}",
+            memory=f"{peak_bytes / 2**30:.1f}",
+            model=model,
+            model_gb=MODEL_MEMORY_BYTES[model] // GB,
+            count=count,
+            price=price,
+            currency=catalog.currency_of(provider),
         ),
     )

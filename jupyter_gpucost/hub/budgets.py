@@ -242,10 +242,16 @@ def describe(budget: HubBudget, messages: Messages | None = None, symbol: str = 
     )
 
 
-def spawn_refusal(standings: Iterable[HubBudget]) -> str | None:
-    """Why a new server may not start (a day or month budget is spent), or ``None``. A
-    session budget does not stop a spawn: the new session starts at $0."""
+def spawn_refusal(
+    standings: Iterable[HubBudget], messages: Messages | None = None, symbol: str = "$"
+) -> str | None:
+    """Why a new server may not start (a day or month budget is spent), or ``None``, in
+    the language of ``messages`` (English when none). A session budget does not stop a
+    spawn: the new session starts at $0."""
     spent = [b for b in exceeded(standings) if b.scope != "session"]
     if not spent:
         return None
-    return "Your server cannot start. " + " ".join(describe(b) for b in spent)
+    tr = messages if messages is not None else messages_for("en")
+    _ = tr.gettext  # by this name, the catalog's tool finds the sentence
+    reasons = " ".join(describe(b, tr, symbol) for b in spent)
+    return _("Your server cannot start. {reasons}").format(reasons=reasons)

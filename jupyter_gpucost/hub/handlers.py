@@ -38,7 +38,7 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 from tornado import web
 
 from ..core.hub_protocol import REPORT_PATH
-from ..core.i18n import SOURCE_LANGUAGE, accept_language, messages_for
+from ..core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
 from ..core.money import as_decimal, status_bar
 from . import views
 from .budgets import spawn_refusal
@@ -71,6 +71,10 @@ class Context:
     templates: jinja2.Environment
     report_limit: RateLimit
 
+    def currency_symbol(self) -> str:
+        """The symbol of the hub's currency, as the pages write it."""
+        return str(self.templates.globals.get("currency_symbol", "$"))
+
     def is_admin(self, user: Identity) -> bool:
         if ADMIN_SCOPE in user.scopes:
             return True
@@ -102,6 +106,10 @@ class Base(web.RequestHandler):
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Cache-Control", "no-store")
+
+    def words(self) -> Messages:
+        """The messages in the language the browser asks for (English when none)."""
+        return messages_for(accept_language(self.request.headers.get("Accept-Language", "")))
 
     def write_json(self, doc: object, code: int = 200) -> None:
         self.set_status(code)
@@ -142,7 +150,8 @@ class AllowanceHandler(TokenHandler):
         if groups and user not in service.groups_of:
             service.groups_of[user] = groups
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
-        refusal = spawn_refusal(budgets)
+        # the reason in the language of the user's browser, which the hook passes on
+        refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())
         self.write_json(
             {
                 "user": user,
@@ -162,13 +171,16 @@ class OAuthBase(HubOAuthenticated, Base):  # type: ignore[misc]
     def user(self) -> Identity:
         model = self.current_user
         if not model:
-            raise web.HTTPError(401, "log in through the Hub first")
+            _ = self.words().gettext  # by this name, the catalog's tool finds the sentence
+            raise web.HTTPError(401, "%s", _("Log in through the Hub first."))
         return identity_of(model)
 
     def admin(self) -> Identity:
         who = self.user()
         if not self.ctx.is_admin(who):
-            raise web.HTTPError(403, f"{who.name} is not an admin of the gpucost service")
+            _ = self.words().gettext
+            text = _("{user} is not an admin of the GPU cost service.").format(user=who.name)
+            raise web.HTTPError(403, "%s", text)
         return who
 
 
@@ -176,7 +188,8 @@ class ApiBase(OAuthBase):
     """JSON or text for a script or the pages: 401 instead of a redirect to the login."""
 
     def get_login_url(self) -> str:
-        raise web.HTTPError(401, "log in through the Hub, or send a Hub token")
+        _ = self.words().gettext
+        raise web.HTTPError(401, "%s", _("Log in through the Hub, or send a Hub token."))
 
 
 class MeHandler(ApiBase):
@@ -215,9 +228,8 @@ class PageBase(OAuthBase):
         who = self.user()
         template = self.ctx.templates.get_template(name)
         # the page in the language the browser asks for (Chinese or English)
-        language = accept_language(self.request.headers.get("Accept-Language", ""))
-        messages = messages_for(language)
-        symbol = str(self.ctx.templates.globals.get("currency_symbol", "$"))
+        messages = self.words()
+        symbol = self.ctx.currency_symbol()
         html = template.render(
             _=messages.gettext,
             **page_words(messages, symbol),

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.hub_protocol import HubBudget
 from ..core.i18n import Messages
-from ..core.money import MICRO_PER_USD, as_decimal
+from ..core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
 from ..core.wording import hub_source, scope_name
 from .budgets import describe
 
@@ -40,9 +40,19 @@ def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$"
 
 
 def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[..., str]]:
-    """The templates' functions for words from data, in the language of ``messages``."""
+    """The templates' functions for words from data, in the language of ``messages``, and
+    the display rule of each kind of figure (:mod:`jupyter_gpucost.core.money`) in the
+    hub's currency: ``money_text`` an amount spent, ``budget_text`` a budget,
+    ``rate_text`` an hourly rate (``rate_amount`` its amount, for a sentence that says
+    "per hour" itself)."""
     return {
         "scope_name": lambda scope: scope_name(str(scope), messages),
         "hub_source": lambda source: hub_source(str(source), messages),
         "stop_reason": lambda server: stop_reason(server, messages, symbol),
+        "ngettext": messages.ngettext,
+        "budget_text": lambda amount: budget(as_decimal(str(amount)), symbol),
+        "rate_amount": lambda per_hour: rate_amount(as_decimal(str(per_hour)), symbol),
+        "rate_text": lambda per_hour: rate(
+            as_decimal(str(per_hour)), symbol, messages.gettext("{price}/h")
+        ),
     }

@@ -23,7 +23,12 @@ billed from its start).
 The whole call is bounded by ``timeout_s`` (connecting and answering together), so a
 service that accepts and never answers delays a spawn by at most that.
 
-Runs inside the Hub process: it imports only the standard library and tornado.
+The refusal is in the user's language when the Hub knows it: the ``Accept-Language`` of the
+request that asked for the spawn (``spawner.handler``: the spawn page, or the REST call),
+passed on to the service, which writes its reason in that language; English otherwise.
+
+Runs inside the Hub process: it imports only the standard library, tornado and the
+package's message catalog (:mod:`jupyter_gpucost.core.i18n`, standard library only).
 """
 
 from __future__ import annotations
@@ -38,9 +43,28 @@ from urllib.parse import quote, urlencode
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
+from ..core.i18n import N_, SOURCE_LANGUAGE, accept_language, messages_for
+
 log = logging.getLogger("jupyter_gpucost.hub")
 
 PreSpawnHook = Callable[[Any], Awaitable[None]]
+
+#: the refusals the hook writes itself, translated into the user's language
+UNAVAILABLE = N_(
+    "The GPU budget service is unavailable, so no server can start now. "
+    "Try again in a minute, or ask your hub admin."
+)
+SPENT = N_("Your GPU budget is spent.")
+
+
+def spawn_language(spawner: Any) -> str:
+    """The language of the request that asked for the spawn (its ``Accept-Language``:
+    the browser's on the spawn page, the client's on the REST API), English when the
+    Hub gives the hook no request."""
+    request = getattr(getattr(spawner, "handler", None), "request", None)
+    headers = getattr(request, "headers", None)
+    header = headers.get("Accept-Language", "") if headers is not None else ""
+    return accept_language(header) if isinstance(header, str) else SOURCE_LANGUAGE
 
 
 class SpawnRefused(web.HTTPError):
@@ -67,13 +91,19 @@ def refuse_over_budget(
 
     async def pre_spawn_hook(spawner: Any) -> None:
         user = spawner.user.name
+        language = spawn_language(spawner)
+        words = messages_for(language)
         groups = [g.name for g in getattr(spawner.user, "groups", ()) or ()]
         url = f"{base}api/users/{quote(user, safe='')}/allowance"
         if groups:
             url += "?" + urlencode([("group", g) for g in groups])
         request = HTTPRequest(
             url,
-            headers={"Authorization": f"token {api_token}"},
+            # the service writes its reason in the user's language
+            headers={
+                "Authorization": f"token {api_token}",
+                "Accept-Language": language.replace("_", "-"),  # a language tag: zh-CN
+            },
             request_timeout=timeout_s,
             connect_timeout=timeout_s,
         )
@@ -103,13 +133,9 @@ def refuse_over_budget(
                 log.warning("gpucost: %s; %s may start unchecked (fail_open)", problem, user)
                 return
             log.error("gpucost: %s; refusing %s's spawn (fail closed)", problem, user)
-            raise SpawnRefused(
-                "The GPU budget service is unavailable, so no server can start now. "
-                "Try again in a minute, or ask your hub admin.",
-                503,
-            )
+            raise SpawnRefused(words.gettext(UNAVAILABLE), 503)
         if not allowance["allowed"]:
-            reason = str(allowance.get("reason") or "Your GPU budget is spent.")
+            reason = str(allowance.get("reason") or words.gettext(SPENT))
             log.info("gpucost: refusing %s's spawn: %s", user, reason)
             raise SpawnRefused(reason)
 

@@ -19,6 +19,8 @@ from decimal import Decimal
 from typing import Any, TypeAlias
 
 from ..core.billing import cost_micro_usd
+from ..core.i18n import _
+from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, torch_cuda
 from .link import kernel_id, link, notebook_path
@@ -195,7 +197,9 @@ class AutoPricer:
             server.send_cell(record, finish)
         else:
             symbol = p.currency_symbol
-            print(
-                f"gpucost: {status_bar(to_usd(micro), symbol)} · {wall_s:.2f} s "
-                f"at {symbol}{rate:.2f}/h (no jupyter-gpucost server: catalog prices)"
+            text = _(
+                "gpucost: {cost} · {seconds} s at {rate} (no jupyter-gpucost server: "
+                "catalog prices)"
             )
+            cost = status_bar(to_usd(micro), symbol)
+            print(text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol)))

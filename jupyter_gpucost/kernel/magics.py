@@ -20,7 +20,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
 from ..core.i18n import _
-from ..core.money import exact, status_bar, to_usd
+from ..core.money import exact, rate, status_bar, to_usd
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
@@ -283,10 +283,12 @@ def shlex_split(line: str) -> list[str]:
 
 def show_prices() -> None:
     p = prices()
-    text = _("jupyter-gpucost: cells are priced at {rate}/h ({source})")
-    print(text.format(rate=f"{p.currency_symbol}{p.rate_usd_per_hour():.4f}", source=p.source))
+    text = _("jupyter-gpucost: cells are priced at {rate} ({source})")
+    print(text.format(rate=rate(p.rate_usd_per_hour(), p.currency_symbol), source=p.source))
     for uuid, (name, price) in p.gpus.items():
-        shown = _("no price") if price is None else f"{p.currency_symbol}{price}/h"
+        # a price someone set: every micro-unit it has
+        exact_price = None if price is None else exact(price, p.currency_symbol)
+        shown = _("no price") if exact_price is None else _("{price}/h").format(price=exact_price)
         print(f"  {name} ({uuid}): {shown}")
     if p.simulated and p.gpus:
         by = f" ({p.simulated_by})" if p.simulated_by else ""

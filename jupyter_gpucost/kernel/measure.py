@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.billing import cost_micro_usd
 from ..core.i18n import _
-from ..core.money import round_micro, status_bar, to_usd
+from ..core.money import rate, round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
@@ -83,11 +83,11 @@ class CellCost:
         return status_bar(to_usd(micro), self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
-        rate = f"{self.currency_symbol}{self.rate_usd_per_hour:.2f}"
+        per_hour = rate(self.rate_usd_per_hour, self.currency_symbol)
         rows = [
             (
                 _("cost"),
-                _("{cost} at {rate}/h").format(cost=self._money(self.cost_micro_usd), rate=rate),
+                _("{cost} at {rate}").format(cost=self._money(self.cost_micro_usd), rate=per_hour),
             ),
             (_("wall time"), f"{self.wall_s:.3f} s"),
             (_("CPU time"), f"{self.cpu_s:.3f} s"),

@@ -15,11 +15,16 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 
+from ..core.i18n import N_, _
 from .auto import Shell
 from .link import LinkError, link
 
 USAGE = "%gpucost stop-when-done [--action stop-instance|stop-server|shutdown] | off"
 ACTIONS = ("stop-instance", "stop-server", "shutdown", "interrupt")
+NO_SERVER = N_(
+    "stopping is done by the jupyter-gpucost server extension, and this kernel was not "
+    "started by a Jupyter server that has it"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,19 +37,22 @@ def request_stop(action: str | None = "stop-instance", reason: str = "done") -> 
     sentence to show. Raises ``LinkError`` when the server cannot be asked."""
     server = link()
     if server is None:
-        raise LinkError(
-            "stopping is done by the jupyter-gpucost server extension, and this kernel was "
-            "not started by a Jupyter server that has it",
-            "unreachable",
-        )
+        raise LinkError(_(NO_SERVER), "unreachable")
     state = server.request_stop(action, reason)
     grace = state.get("grace") or {}
     ends = grace.get("ends")
-    when = f" at {str(ends)[11:19]} UTC" if ends else ""
-    return (
-        f"gpucost: stopping{when} ({action or 'the configured action'}): notebooks are saved "
-        "first; cancel the countdown in JupyterLab."
+    what = action or _("the configured action")
+    if ends:
+        text = _(
+            "gpucost: stopping at {time} UTC ({action}): notebooks are saved first; cancel "
+            "the countdown in JupyterLab."
+        )
+        return text.format(time=str(ends)[11:19], action=what)
+    text = _(
+        "gpucost: stopping ({action}): notebooks are saved first; cancel the countdown in "
+        "JupyterLab."
     )
+    return text.format(action=what)
 
 
 class StopWhenDone:
@@ -58,9 +66,10 @@ class StopWhenDone:
         self.cancel()
         failed = getattr(result, "error_in_exec", None) is not None
         try:
-            print(("gpucost: the cell failed. " if failed else "") + request_stop(self.action))
+            said = request_stop(self.action)
+            print(_("gpucost: the cell failed. {then}").format(then=said) if failed else said)
         except LinkError as e:
-            print(f"gpucost: could not ask the server to stop: {e}")
+            print(_("gpucost: could not ask the server to stop: {error}").format(error=e))
 
     def cancel(self) -> None:
         if self.post_run_cell in self.shell.events.callbacks["post_run_cell"]:
@@ -75,22 +84,20 @@ def stop_when_done(shell: Shell, words: list[str]) -> None:
     if words == ["off"]:
         if pending is not None:
             pending.cancel()
-        print("gpucost: nothing will be stopped when this cell ends.")
+        print(_("gpucost: nothing will be stopped when this cell ends."))
         return
     parser = _Parser(prog="%gpucost stop-when-done", add_help=False)
     parser.add_argument("--action", default="stop-instance", choices=ACTIONS)
     args = parser.parse_args(words)
     if link() is None:
-        raise UsageError(
-            "stopping is done by the jupyter-gpucost server extension, and this kernel was "
-            "not started by a Jupyter server that has it"
-        )
+        raise UsageError(_(NO_SERVER))
     if pending is not None:
         pending.cancel()
     hook = StopWhenDone(shell, args.action)
     shell.gpucost_stop_when_done = hook
     shell.events.register("post_run_cell", hook.post_run_cell)
-    print(
-        f"gpucost: when this cell ends (finished or failed): save, export, then {args.action} "
+    text = _(
+        "gpucost: when this cell ends (finished or failed): save, export, then {action} "
         "(a countdown you can cancel in JupyterLab)."
     )
+    print(text.format(action=args.action))

@@ -37,6 +37,7 @@ import ipywidgets as w
 from ..core.billing import US_PER_S, cost_micro_usd
 from ..core.i18n import _
 from ..core.money import budget as budget_text
+from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, ticker, to_usd
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
@@ -204,7 +205,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         self.total_usd = total
         self.rate_usd_per_hour = rate
         session = _("session {cost}").format(cost=ticker(total, sym))
-        self.cost.value = f"<b>{session}</b> · {sym}{rate.normalize():f}/h"
+        # the hourly rate by its own rule, as the status bar writes it
+        self.cost.value = f"<b>{session}</b> · {money_rate(rate, sym)}"
         share, text = self._budget(total, budget)
         self.budget_share = share
         if share is None:

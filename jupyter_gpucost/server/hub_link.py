@@ -52,6 +52,7 @@ from ..core.hub_protocol import (
     ProtocolError,
     SpendReport,
 )
+from ..core.i18n import N_, _
 from ..core.meter import MeterSnapshot
 from ..core.money import round_micro
 from .attribution import Attribution
@@ -63,11 +64,24 @@ MAX_REPLY_BYTES = 1 << 20
 
 
 class HubLinkError(Exception):
-    """A report that did not get through; ``kind`` groups failures for logging once."""
+    """A report that did not get through; ``kind`` groups failures for logging once.
+    ``str()`` is the English sentence (for the log); :meth:`translated` the one the
+    panel shows, in the server's language (``message`` is a message of the catalog,
+    ``values`` what it fills in)."""
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, kind: str, message: str, **values: object) -> None:
+        super().__init__(message.format(**values) if values else message)
         self.kind = kind
+        self.message = message
+        self.values = values
+
+    def translated(self) -> str:
+        text = _(self.message)
+        return text.format(**self.values) if self.values else text
+
+
+#: why a report did not get through, as the panel says it (translated where shown)
+UNREACHABLE = N_("the hub service cannot be reached ({error})")
 
 
 @dataclass(frozen=True)
@@ -209,24 +223,24 @@ class ReportConnection:
                 self.close()
                 if reused and attempt == 1:
                     continue  # closed by the service between two reports: once more, anew
-                raise HubLinkError(
-                    "unreachable", f"the hub service cannot be reached ({e})"
-                ) from None
+                raise HubLinkError("unreachable", UNREACHABLE, error=e) from None
             except (OSError, http.client.HTTPException) as e:
                 self.close()
-                raise HubLinkError(
-                    "unreachable", f"the hub service cannot be reached ({e})"
-                ) from None
+                raise HubLinkError("unreachable", UNREACHABLE, error=e) from None
             break
         if not 200 <= response.status < 300:
             raise HubLinkError(
                 f"http-{response.status}",
-                f"the hub service answered {response.status} {response.reason}",
+                N_("the hub service answered {status} {reason}"),
+                status=response.status,
+                reason=response.reason,
             )
         try:
             return HubReply.from_json(json.loads(data))
         except (ValueError, ProtocolError) as e:
-            raise HubLinkError("protocol", f"the hub service's reply is not valid: {e}") from None
+            raise HubLinkError(
+                "protocol", N_("the hub service's reply is not valid: {error}"), error=e
+            ) from None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -289,7 +303,7 @@ class HubReporter:
             )
             # shown where the hub's answer would be, so the link does not look connected
             self.sink.apply_hub_reply(
-                None, "no JUPYTERHUB_API_TOKEN: spend is not reported to the hub service"
+                None, _("no JUPYTERHUB_API_TOKEN: spend is not reported to the hub service")
             )
             return
         self.log.info(
@@ -325,7 +339,8 @@ class HubReporter:
             if self.failing != e.kind:
                 self.log.warning("jupyter-gpucost: spend not reported to the hub: %s", e)
             self.failing = e.kind
-            self.sink.apply_hub_reply(None, str(e))
+            # the panel's line, in the server's language (the log above stays English)
+            self.sink.apply_hub_reply(None, e.translated())
             return None
         except asyncio.CancelledError:
             raise

@@ -21,9 +21,9 @@ from typing import Any
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
-from ..core.i18n import _
+from ..core.i18n import _, ngettext
 from ..core.instance_prices import PricePlan
-from ..core.machine import Machine, describe
+from ..core.machine import Machine, describe, note_text
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not
@@ -149,7 +149,8 @@ def status_payload(
             "source": telemetry.source,
             "simulated": telemetry.simulated,
             "available": telemetry.available,
-            "reason": telemetry.reason,
+            # the adapters' fixed reasons are constants of the catalog, translated here
+            "reason": _(telemetry.reason) if telemetry.reason else None,
             "detail": dict(telemetry.detail),
         },
         "prices": {
@@ -198,17 +199,19 @@ def ledger_warnings(ledger: LedgerFacts) -> list[dict[str, str]]:
         return [
             {
                 "code": "ledger-unavailable",
-                "message": f"No ledger ({ledger.error}): today's and this month's "
-                "totals are not kept.",
+                "message": _(
+                    "No ledger ({error}): today's and this month's totals are not kept."
+                ).format(error=ledger.error),
             }
         ]
     if ledger.enabled and ledger.reset_from:
         return [
             {
                 "code": "ledger-reset",
-                "message": "The ledger could not be read and was moved to "
-                f"{os.path.basename(ledger.reset_from)}; a fresh one was started, "
-                "so earlier sessions are not in today's and this month's totals.",
+                "message": _(
+                    "The ledger could not be read and was moved to {file}; a fresh one was "
+                    "started, so earlier sessions are not in today's and this month's totals."
+                ).format(file=os.path.basename(ledger.reset_from)),
             }
         ]
     return []
@@ -248,9 +251,11 @@ def machine_json(
     whole = None if plan is None else plan.whole
     doc: dict[str, Any] = {
         **machine.to_json(),
-        "label": describe(machine),
+        # in the server's language: the detection's own words are constants of the catalog
+        "note": note_text(machine, _),
+        "label": describe(machine, _),
         "priced": "instance" if whole is not None else "gpu",
-        "price_note": None if plan is None or not plan.note else plan.note,
+        "price_note": None if plan is None or not plan.note_msgid else plan.note_in(_),
         "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
         "instance_price_source": None if whole is None else whole.per_gpu.source,
         "instance_price_confidence": None if whole is None else whole.row.confidence,
@@ -262,15 +267,23 @@ def machine_json(
             warnings.append(
                 {
                     "code": "instance-gpus",
-                    "message": (
-                        f"A {whole.row.instance} has {whole.row.gpus} {whole.row.gpu_model} "
-                        f"GPU(s); {seen} are visible here, so {seen} of its "
-                        f"{whole.row.gpus} shares of the instance price are counted."
+                    "message": ngettext(
+                        "A {instance} has {gpus} {model} GPU; {seen} are visible here, so "
+                        "{seen} of its {gpus} shares of the instance price are counted.",
+                        "A {instance} has {gpus} {model} GPUs; {seen} are visible here, so "
+                        "{seen} of its {gpus} shares of the instance price are counted.",
+                        whole.row.gpus,
+                    ).format(
+                        instance=whole.row.instance,
+                        gpus=whole.row.gpus,
+                        model=whole.row.gpu_model,
+                        seen=seen,
                     ),
                 }
             )
-    elif plan is not None and plan.note:
-        warnings.append({"code": "instance-unpriced", "message": f"Machine: {plan.note}."})
+    elif plan is not None and plan.note_msgid:
+        message = _("Machine: {note}.").format(note=plan.note_in(_))
+        warnings.append({"code": "instance-unpriced", "message": message})
     return doc, warnings
 
 

@@ -29,6 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import NoReturn
 
+from ..core.i18n import N_
 from .base import GpuReading, SourceUnavailable, TelemetryStatus
 from .nvml_calls import NvmlCalls, NvmlDevice, lost_reading, process_reading, reading
 from .nvml_codes import (
@@ -100,8 +101,10 @@ class NvmlSource:
                 import pynvml
             except ImportError as err:
                 self._fail(
-                    "nvidia-ml-py is not installed (pip install nvidia-ml-py), "
-                    "so GPUs cannot be read",
+                    N_(
+                        "nvidia-ml-py is not installed (pip install nvidia-ml-py), "
+                        "so GPUs cannot be read"
+                    ),
                     err,
                 )
             self._nvml = pynvml
@@ -174,9 +177,9 @@ class NvmlSource:
             if self._failure is not None:
                 reason = self._failure
             elif self._closed:
-                reason = "NVML telemetry is closed"
+                reason = N_("NVML telemetry is closed")
             else:
-                reason = "NVML telemetry is not opened yet"
+                reason = N_("NVML telemetry is not opened yet")
             return TelemetryStatus(
                 source=self.name, simulated=False, available=False, reason=reason, detail=detail
             )

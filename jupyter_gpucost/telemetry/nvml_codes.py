@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
+from ..core.i18n import N_
+
 #: the ``pynvml`` module, or a stand-in with the same names; the binding has no type
 #: information, so its module and its device handles stay untyped
 Nvml: TypeAlias = Any
@@ -33,20 +35,20 @@ ERR_UNKNOWN = 999
 VALUE_NOT_AVAILABLE_U64 = 2**64 - 1
 
 INIT_REASONS: dict[int, str] = {
-    ERR_LIBRARY_NOT_FOUND: "libnvidia-ml.so not found: no NVIDIA driver on this machine",
-    ERR_DRIVER_NOT_LOADED: "NVIDIA driver is not loaded",
-    ERR_NO_PERMISSION: (
+    ERR_LIBRARY_NOT_FOUND: N_("libnvidia-ml.so not found: no NVIDIA driver on this machine"),
+    ERR_DRIVER_NOT_LOADED: N_("NVIDIA driver is not loaded"),
+    ERR_NO_PERMISSION: N_(
         "no permission to use the NVIDIA driver "
         "(the server's user cannot open /dev/nvidiactl or /dev/nvidia*)"
     ),
-    ERR_LIB_RM_VERSION_MISMATCH: (
+    ERR_LIB_RM_VERSION_MISMATCH: N_(
         "the NVIDIA driver and libnvidia-ml.so are different versions "
         "(driver upgraded without a reboot, or a container with a mismatched library)"
     ),
-    ERR_GPU_IS_LOST: "a GPU is lost (it fell off the bus); the machine needs a GPU reset",
-    ERR_RESET_REQUIRED: "a GPU needs a reset before NVML can use it",
-    ERR_OPERATING_SYSTEM: "the operating system blocked NVML",
-    ERR_UNKNOWN: "NVML failed to start: unknown error",
+    ERR_GPU_IS_LOST: N_("a GPU is lost (it fell off the bus); the machine needs a GPU reset"),
+    ERR_RESET_REQUIRED: N_("a GPU needs a reset before NVML can use it"),
+    ERR_OPERATING_SYSTEM: N_("the operating system blocked NVML"),
+    ERR_UNKNOWN: N_("NVML failed to start: unknown error"),
 }
 
 #: the reading's fields that change from one read to the next

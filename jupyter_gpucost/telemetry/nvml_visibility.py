@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..core.i18n import N_
 from .nvml_calls import NvmlDevice
 from .nvml_codes import Nvml
 
@@ -61,7 +62,7 @@ class _Selector:
             detail["visibility"] = "all GPUs (CUDA_VISIBLE_DEVICES is not set)"
             visible = devices
         if not self._devices:
-            reason = "NVML found no GPU on this machine"
+            reason = N_("NVML found no GPU on this machine")
         hidden = [d.nvml_index for d in self._devices if d.inaccessible]
         if hidden:
             notes.append(

@@ -12,6 +12,7 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
+from ..core.i18n import N_
 from .base import GpuReading, SourceUnavailable, TelemetryStatus
 from .trace import Trace, TraceError, read_trace
 
@@ -95,7 +96,7 @@ class SimulatedSource:
     def status(self) -> TelemetryStatus:
         if self._trace is None:
             return TelemetryStatus(
-                source="simulated", simulated=True, available=False, reason="trace not loaded"
+                source="simulated", simulated=True, available=False, reason=N_("trace not loaded")
             )
         trace = self._trace
         minutes = len(trace.frames) * trace.interval_s / 60

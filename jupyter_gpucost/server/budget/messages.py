@@ -17,7 +17,7 @@ from ...core.hub_protocol import HUB_SOURCE_LABEL, IDLE_STOP_REASON
 from ...core.i18n import N_, _, current_language, pgettext
 from ...core.i18n import ngettext as _n
 from ...core.money import notice as _notice
-from ...core.money import rate as _rate
+from ...core.money import rate_amount
 from .policy import Budget
 from .record import ActionRecord
 
@@ -30,7 +30,7 @@ def notice(amount_micro: int, symbol: str) -> str:
 
 def rate(per_hour: Decimal, symbol: str) -> str:
     """An hourly rate (``$6.86/h``; ``US$6.86/小时`` in Chinese, as the status bar)."""
-    amount = _rate(per_hour, in_language(symbol, current_language())).removesuffix("/h")
+    amount = rate_amount(per_hour, in_language(symbol, current_language()))
     return _("{amount}/h").format(amount=amount)
 
 

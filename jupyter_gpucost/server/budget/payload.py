@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
-from ...core.i18n import _
+from ...core.i18n import SOURCE_LANGUAGE, _, current_language
 from ...core.money import usd
 from .events import iso
 from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing
@@ -84,6 +84,21 @@ def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
     }
 
 
+def _hub_reason(reply: HubReply) -> str | None:
+    """The hub's reason in this server's language: a sentence of the catalog (an idle
+    stop) translated; the hub's own sentence about its budgets (English, with their
+    amounts) as it came in English, and in another language the catalog's sentence (the
+    panel lists the hub's budgets, in that language, beside it)."""
+    if reply.reason is None:
+        return None
+    translated = _(reply.reason)
+    if translated != reply.reason or current_language() == SOURCE_LANGUAGE:
+        return translated
+    if reply.stop_kind != "idle":
+        return _("Your hub admin's budget is spent.")
+    return reply.reason
+
+
 def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
     reply = hub.reply
     return {
@@ -94,8 +109,7 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
         "today_usd": None if reply is None else usd(reply.today_micro_usd),
         "month_usd": None if reply is None else usd(reply.month_micro_usd),
         "stop_at": None if reply is None else iso(reply.stop_at),
-        # the hub's reason in this server's language (a sentence of the catalog)
-        "reason": None if reply is None or reply.reason is None else _(reply.reason),
+        "reason": None if reply is None else _hub_reason(reply),
         "stop_kind": None if reply is None else reply.stop_kind,
         "reported_at": iso(hub.reported_at),
         "error": hub.error,
