@@ -587,29 +587,18 @@ def admin_page(svc: HubService, now: datetime) -> str:
     from jupyter_gpucost.hub import handlers
 
     data = views.admin_summary(svc, now, now.date())
-    return (
-        handlers.templates("$")
-        .get_template("gpucost_admin.html")
-        .render(
-            _=messages_for("en").gettext,
-            static_url=lambda path, include_version=True: f"/hub/static/{path}",
-            base_url="/hub/",
-            prefix="/",
-            service_url="/services/gpucost/",
-            user={"name": "erin", "json_escaped_name": "erin"},
-            is_admin=True,
-            admin_access=False,
-            no_spawner_check=True,
-            xsrf_token="x",
-            logout_url="/hub/logout",
-            login_url="/hub/login",
-            parsed_scopes={},
-            services=[],
-            announcement=None,
-            version_hash="",
-            data=data,
-            chart=views.bars(data["daily"]),
-        )
+    return handlers.render(
+        handlers.templates("$"),
+        "gpucost_admin.html",
+        messages_for("en"),
+        "$",
+        hub_prefix="/hub/",
+        service_url="/services/gpucost/",
+        user="erin",
+        is_admin=True,
+        xsrf_token="x",
+        data=data,
+        chart=views.bars(data["daily"]),
     )
 
 

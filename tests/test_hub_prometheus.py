@@ -149,29 +149,18 @@ def test_both_label_shapes_reach_prometheus_as_a_real_scrape_writes_them(
 def admin_page(service: HubService, language: str = "en") -> str:
     """The admin page's HTML as the service renders it (what PageBase.render_page gives)."""
     data = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
-    return (
-        handlers.templates("$")
-        .get_template("gpucost_admin.html")
-        .render(
-            _=messages_for(language).gettext,
-            static_url=lambda path, include_version=True: f"/hub/static/{path}",
-            base_url="/hub/",
-            prefix="/",
-            service_url="/services/gpucost/",
-            user={"name": "admin", "json_escaped_name": "admin"},
-            is_admin=True,
-            admin_access=False,
-            no_spawner_check=True,
-            xsrf_token="x",
-            logout_url="/hub/logout",
-            login_url="/hub/login",
-            parsed_scopes={},
-            services=[],
-            announcement=None,
-            version_hash="",
-            data=data,
-            chart=views.bars(data["daily"]),
-        )
+    return handlers.render(
+        handlers.templates("$"),
+        "gpucost_admin.html",
+        messages_for(language),
+        "$",
+        hub_prefix="/hub/",
+        service_url="/services/gpucost/",
+        user="admin",
+        is_admin=True,
+        xsrf_token="x",
+        data=data,
+        chart=views.bars(data["daily"]),
     )
 
 

@@ -429,8 +429,7 @@ def _server(**changes: Any) -> dict[str, Any]:
 
 
 def _user_page(language: str, **changes: Any) -> str:
-    from jupyter_gpucost.hub.handlers import templates
-    from jupyter_gpucost.hub.page_words import page_words
+    from jupyter_gpucost.hub.handlers import render, templates
     from jupyter_gpucost.hub.views import bars
 
     messages = i18n.messages_for(language)
@@ -458,30 +457,18 @@ def _user_page(language: str, **changes: Any) -> str:
     }
     # the page as the service renders it (PageBase.render_page), JupyterHub's page.html
     # around it
-    return (
-        templates("$")
-        .get_template("gpucost_user.html")
-        .render(
-            _=messages.gettext,
-            **page_words(messages, "$"),
-            data=data,
-            chart=bars([]),
-            static_url=lambda path, include_version=True: f"/hub/static/{path}",
-            base_url="/hub/",
-            prefix="/",
-            service_url="/services/gpucost/",
-            user={"name": "alice", "json_escaped_name": "alice"},
-            is_admin=False,
-            admin_access=False,
-            no_spawner_check=True,
-            xsrf_token="x",
-            logout_url="/hub/logout",
-            login_url="/hub/login",
-            parsed_scopes={},
-            services=[],
-            announcement=None,
-            version_hash="",
-        )
+    return render(
+        templates("$"),
+        "gpucost_user.html",
+        messages,
+        "$",
+        hub_prefix="/hub/",
+        service_url="/services/gpucost/",
+        user="alice",
+        is_admin=False,
+        xsrf_token="x",
+        data=data,
+        chart=bars([]),
     )
 
 

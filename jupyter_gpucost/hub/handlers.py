@@ -226,28 +226,16 @@ class PageBase(OAuthBase):
         auth = self.ctx.hub_auth
         hub = auth.hub_prefix
         who = self.user()
-        template = self.ctx.templates.get_template(name)
-        # the page in the language the browser asks for (Chinese or English)
-        messages = self.words()
-        symbol = self.ctx.currency_symbol()
-        html = template.render(
-            _=messages.gettext,
-            **page_words(messages, symbol),
-            static_url=lambda path, include_version=True: f"{hub}static/{path}",
-            base_url=hub,
-            prefix=hub[: -len("hub/")] if hub.endswith("hub/") else "/",
+        html = render(
+            self.ctx.templates,
+            name,
+            self.words(),
+            self.ctx.currency_symbol(),
+            hub_prefix=hub,
             service_url=auth.base_url,
-            user={"name": who.name, "json_escaped_name": json.dumps(who.name)[1:-1]},
+            user=who.name,
             is_admin=self.ctx.is_admin(who),
-            admin_access=False,
-            no_spawner_check=True,
             xsrf_token=self.xsrf_token,
-            logout_url=f"{hub}logout",
-            login_url=f"{hub}login",
-            parsed_scopes={},
-            services=[],
-            announcement=None,
-            version_hash="",
             **values,
         )
         self.set_header("Content-Type", "text/html; charset=utf-8")
@@ -268,6 +256,43 @@ class AdminPage(PageBase):
         self.admin()
         data = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
         self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
+
+
+def render(
+    env: jinja2.Environment,
+    name: str,
+    messages: Messages,
+    currency_symbol: str,
+    *,
+    hub_prefix: str,
+    service_url: str,
+    user: str,
+    is_admin: bool,
+    xsrf_token: bytes | str,
+    **values: Any,
+) -> str:
+    """One of the service's pages, in ``messages``' language, inside JupyterHub's own
+    ``page.html`` (which needs the values a Hub page gets)."""
+    return env.get_template(name).render(
+        _=messages.gettext,
+        **page_words(messages, currency_symbol),
+        static_url=lambda path, include_version=True: f"{hub_prefix}static/{path}",
+        base_url=hub_prefix,
+        prefix=hub_prefix[: -len("hub/")] if hub_prefix.endswith("hub/") else "/",
+        service_url=service_url,
+        user={"name": user, "json_escaped_name": json.dumps(user)[1:-1]},
+        is_admin=is_admin,
+        admin_access=False,
+        no_spawner_check=True,
+        xsrf_token=xsrf_token,
+        logout_url=f"{hub_prefix}logout",
+        login_url=f"{hub_prefix}login",
+        parsed_scopes={},
+        services=[],
+        announcement=None,
+        version_hash="",
+        **values,
+    )
 
 
 def templates(currency_symbol: str = "$") -> jinja2.Environment:
