@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 from dcgm_exporter_standin import Exporter, Gpu
+from hub_cluster import NAMESPACE, gpu_cluster, service_settings
 from hub_service_fixture import NO_EXTENSION, Hub, running_hub, spawn
 from prometheus_server import Prometheus
 from test_hub_idle import server_url, start_long_cell, write_trace
 
-NS = "jhub"
 #: idle 6 s, warned; stopped 30 s later; gina's reported busy kernel spares DCGM-idle GPUs 12 s
 GINA_CAP_MIN = 0.2
 POLICY = (
@@ -57,7 +57,7 @@ def gpus(user: str, first: int, util_pct: int) -> list[Gpu]:
             util_pct=util_pct,
             gr_active=util_pct / 100,
             power_w=300.0 if util_pct else 60.0,
-            pod=(NS, f"jupyter-{user}", "notebook"),
+            pod=(NAMESPACE, f"jupyter-{user}", "notebook"),
         )
         for i in (0, 1)
     ]
@@ -65,28 +65,10 @@ def gpus(user: str, first: int, util_pct: int) -> list[Gpu]:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[Prometheus, Exporter]]:
-    node = Exporter(
-        "gpu-node-1",
-        # gina's GPUs are busy until her cell runs (so that nothing is idle before it)
-        gpus("alice", 0, 0) + gpus("bob", 2, 93) + gpus("hana", 4, 0) + gpus("gina", 6, 80),
-        hostname_label="hostname",
-    )
-    target = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xkq2"}
-    prometheus = Prometheus(
-        [
-            {
-                "job_name": "dcgm",
-                "honor_labels": False,
-                "static_configs": [{"targets": [f"127.0.0.1:{node.port}"], "labels": target}],
-            }
-        ]
-    )
-    try:
-        prometheus.wait_for("DCGM_FI_DEV_GPU_UTIL", 8)  # every GPU scraped
-        yield prometheus, node
-    finally:
-        prometheus.stop()
-        node.stop()
+    # gina's GPUs are busy until her cell runs (so that nothing is idle before it)
+    node_gpus = gpus("alice", 0, 0) + gpus("bob", 2, 93) + gpus("hana", 4, 0) + gpus("gina", 6, 80)
+    with gpu_cluster(node_gpus, hostname_label="hostname") as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +79,7 @@ def hub(
     root = tmp_path_factory.mktemp("hubjoin")
     busy = write_trace(root / "busy.jsonl", busy_s=900)
     idle = write_trace(root / "idle.jsonl", busy_s=0)
-    extra = (
-        f'c.GpuCostHub.prometheus_url = "{prometheus.url}"\n'
-        f'c.GpuCostHub.prometheus_namespace = "{NS}"\n'
-        "c.GpuCostHub.prometheus_interval_s = 5\n"
-        "c.GpuCostHub.prometheus_timeout_s = 2\n" + POLICY
-    )
+    extra = service_settings(prometheus) + POLICY
     with running_hub(
         root,
         budgets={},

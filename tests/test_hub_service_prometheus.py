@@ -13,44 +13,24 @@ from typing import Any
 
 import pytest
 from dcgm_exporter_standin import Exporter, Gpu
+from hub_cluster import NAMESPACE, gpu_cluster, service_settings
 from hub_service_fixture import Hub, running_hub, spawn
 from prometheus_server import Prometheus
-
-NS = "jhub"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[Prometheus, Exporter]]:
     # KubeSpawner 7's pod name for alice's default server: jupyter-alice
-    node = Exporter(
-        "gpu-node-1",
-        [
-            Gpu(
-                0,
-                "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",
-                util_pct=87,
-                gr_active=0.87,
-                power_w=250.0,
-                pod=(NS, "jupyter-alice", "notebook"),
-            ),
-        ],
+    alice = Gpu(
+        0,
+        "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",
+        util_pct=87,
+        gr_active=0.87,
+        power_w=250.0,
+        pod=(NAMESPACE, "jupyter-alice", "notebook"),
     )
-    target = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-7xkq2"}
-    prometheus = Prometheus(
-        [
-            {
-                "job_name": "dcgm",
-                "honor_labels": False,
-                "static_configs": [{"targets": [f"127.0.0.1:{node.port}"], "labels": target}],
-            }
-        ]
-    )
-    try:
-        prometheus.wait_for("DCGM_FI_DEV_GPU_UTIL", 1)
-        yield prometheus, node
-    finally:
-        prometheus.stop()
-        node.stop()
+    with gpu_cluster([alice]) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +39,7 @@ def hub(
 ) -> Iterator[Hub]:
     prometheus, _ = cluster
     root = tmp_path_factory.mktemp("hubprom")
-    extra = (
-        f'c.GpuCostHub.prometheus_url = "{prometheus.url}"\n'
-        f'c.GpuCostHub.prometheus_namespace = "{NS}"\n'
-        "c.GpuCostHub.prometheus_interval_s = 5\n"
-        "c.GpuCostHub.prometheus_timeout_s = 2\n"
-    )
+    extra = service_settings(prometheus)
     with running_hub(
         root, budgets={}, service_extra=extra, users=("alice",), groups={}, group_budgets={}
     ) as hub:
