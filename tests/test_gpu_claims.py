@@ -100,6 +100,7 @@ def identify(book: ClaimBook, gpu: Gpu, kernel_id: str, allocating_pid: int | No
     pid = PIDS[kernel_id] + OFFSET if allocating_pid is None else allocating_pid
     key = KEYS[kernel_id]
     probe = book.start(kernel_id, UUID, gpu_probe_signature(key, kernel_id, UUID), key)
+    tick(book, gpu, 2)  # the kernel waits while the server reads the baseline
     gpu.memory[pid] += probe.size_bytes
     book.step(probe.id, "held")
     tick(book, gpu, 2)
@@ -126,6 +127,7 @@ def test_two_kernels_probing_at_once_each_find_their_own() -> None:
     for k in PIDS:
         probes[k] = book.start(k, UUID, gpu_probe_signature(KEYS[k], k, UUID), KEYS[k])
     assert probes["victim"].size_bytes != probes["mallory"].size_bytes
+    tick(book, gpu, 2)
     for k, probe in probes.items():
         gpu.memory[PIDS[k] + OFFSET] += probe.size_bytes
         book.step(probe.id, "held")
@@ -168,6 +170,12 @@ def test_a_probe_out_of_order_or_twice_is_refused() -> None:
         book.start("victim", UUID, sig, KEYS["victim"])
     with pytest.raises(Conflict):
         book.step(probe.id, "released")
+    with pytest.raises(Conflict):  # before the server read the memory it starts from
+        book.step(probe.id, "held")
+    tick(book, gpu, 2)
+    book.step(probe.id, "held")
+    with pytest.raises(Conflict):
+        book.step(probe.id, "held")
 
 
 def test_a_kernel_busy_allocating_meanwhile_is_not_mapped_rather_than_guessed() -> None:
@@ -175,6 +183,7 @@ def test_a_kernel_busy_allocating_meanwhile_is_not_mapped_rather_than_guessed() 
     book = book_with(gpu)
     sig = gpu_probe_signature(KEYS["victim"], "victim", UUID)
     probe = book.start("victim", UUID, sig, KEYS["victim"])
+    tick(book, gpu, 2)
     # the notebook's own cell allocates 1 GiB while the probe holds its block
     gpu.memory[PIDS["victim"] + OFFSET] += probe.size_bytes + 1024 * MiB
     book.step(probe.id, "held")
@@ -190,6 +199,7 @@ def test_a_foreign_process_allocating_the_same_size_makes_it_ambiguous() -> None
     book = book_with(gpu)
     sig = gpu_probe_signature(KEYS["victim"], "victim", UUID)
     probe = book.start("victim", UUID, sig, KEYS["victim"])
+    tick(book, gpu, 2)
     for pid in (PIDS["victim"] + OFFSET, FOREIGN):
         gpu.memory[pid] += probe.size_bytes
     book.step(probe.id, "held")

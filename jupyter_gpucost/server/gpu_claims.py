@@ -11,10 +11,12 @@ A probe, observed by the server and never taken on a kernel's word:
 
 1. ``start``: a kernel asks to be identified on one GPU (by UUID) and proves that it is the
    kernel it names (an HMAC of the request with that kernel's own connection key, which
-   only the kernel and this server hold). The server answers a probe id (a secret) and a
-   size, random among :data:`SIZE_CHOICES`, different from any other open probe's on that
-   GPU, and keeps each listed process's memory at that moment (the baseline).
-2. ``held``: the kernel has allocated exactly that size in its own context. Each reading
+   only the kernel and this server hold). The server answers a probe id (a secret), a
+   size, random among :data:`SIZE_CHOICES` and different from any other open probe's on
+   that GPU, and ``hold_s``. The second reading after the start is the baseline: each
+   listed process's memory before the kernel allocates (it waits ``hold_s`` first).
+2. ``held``: the kernel has allocated exactly that size in its own context (refused before
+   the baseline was read). Each reading
    the sampler takes from then on is looked at: the processes whose memory rose by the
    size (within :data:`TOLERANCE_BYTES`) since the baseline are the candidates.
 3. ``release``: the kernel frees it (after this answer). A reading then shows the one
@@ -79,8 +81,6 @@ class Probe:
     kernel_id: str
     gpu_uuid: str
     size_bytes: int
-    #: host pid -> used memory when the probe started
-    baseline: dict[int, int]
     started_reading: int
     deadline_s: float
     state: ProbeState = "armed"
@@ -89,6 +89,8 @@ class Probe:
     #: candidates' memory in the last reading of the held window
     held_memory: dict[int, int] = field(default_factory=dict)
     host_pid: int | None = None
+    #: host pid -> used memory before the kernel allocated (the baseline reading)
+    baseline: dict[int, int] | None = None
 
 
 def memory_by_pid(snapshot: MeterSnapshot, gpu_uuid: str) -> dict[int, int] | None:
@@ -154,8 +156,7 @@ class ClaimBook:
             raise Forbidden(_(MSG_BAD_SIGNATURE))
         with self._lock:
             snapshot = self._latest
-            baseline = None if snapshot is None else memory_by_pid(snapshot, gpu_uuid)
-            if baseline is None:
+            if snapshot is None or memory_by_pid(snapshot, gpu_uuid) is None:
                 raise NotFound(_(MSG_UNKNOWN_GPU))
             self._expire()
             open_ = [p for p in self._probes.values() if p.state in OPEN_STATES]
@@ -170,7 +171,6 @@ class ClaimBook:
                 kernel_id=kernel_id,
                 gpu_uuid=gpu_uuid,
                 size_bytes=self._choose(free),
-                baseline=baseline,
                 started_reading=self._reading,
                 deadline_s=self._clock()
                 + max(MIN_EXPIRY_S, self._interval_s * EXPIRY_READINGS + self.hold_s * 2),
@@ -186,7 +186,7 @@ class ClaimBook:
             probe = self._probes.get(probe_id)
             if probe is None:
                 raise NotFound(_(MSG_UNKNOWN_PROBE))
-            if to == "held" and probe.state == "armed":
+            if to == "held" and probe.state == "armed" and probe.baseline is not None:
                 probe.state = "held"
                 probe.held_after = self._reading
             elif to == "released" and probe.state == "held":
@@ -238,7 +238,12 @@ class ClaimBook:
 
     def _advance(self, probe: Probe, memory: Mapping[int, int]) -> None:
         size = probe.size_bytes
-        if probe.state == "held" and probe.held_after is not None:
+        if probe.state == "armed":
+            # the first reading wholly after the start (the one after may have been under
+            # way when the request came): before the kernel allocates
+            if probe.baseline is None and self._reading >= probe.started_reading + 2:
+                probe.baseline = dict(memory)
+        elif probe.state == "held" and probe.held_after is not None and probe.baseline:
             if self._reading <= probe.held_after:
                 return
             probe.held_memory = {

@@ -1,0 +1,119 @@
+"""The kernel's side of identifying its GPU process: it never creates a CUDA context, never
+leaves its probe's block allocated, and a server that refuses costs the notebook nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_gpucost.core.protocol import GPU_PROBES_PATH
+from jupyter_gpucost.kernel.gpu_identity import (
+    MAX_TRIES,
+    Identifier,
+    cuda_in_use,
+    format_uuid,
+    install,
+)
+from jupyter_gpucost.kernel.link import LinkError, ServerLink
+
+UUID = "GPU-b2e7d1a4-6c39-4f80-a2d5-91e3c07b6d48"
+
+
+class Cuda:
+    def __init__(self) -> None:
+        self.live: dict[int, int] = {}
+        self.next = 0
+
+    def active(self) -> list[tuple[int, str]]:
+        return [(0, UUID)]
+
+    def allocate(self, ordinal: int, size_bytes: int) -> object:
+        self.next += 1
+        self.live[self.next] = size_bytes
+        return self.next
+
+    def free(self, ordinal: int, block: object) -> None:
+        assert isinstance(block, int)
+        del self.live[block]
+
+
+class Server(ServerLink):
+    """Answers as the server's probe routes do, or refuses at one step."""
+
+    def __init__(self, refuse_at: str | None = None, verdict: str = "mapped") -> None:
+        super().__init__("http://127.0.0.1:9/", "token")
+        self.refuse_at = refuse_at
+        self.verdict = verdict
+        self.calls: list[tuple[str, str, object]] = []
+
+    def request(self, method: str, path: str, body: object = None) -> object:
+        self.calls.append((method, path, body))
+        step = body.get("step") if isinstance(body, dict) else None
+        where = "start" if path == GPU_PROBES_PATH else (step or "verdict")
+        if where == self.refuse_at:
+            raise LinkError("the jupyter-gpucost server answered 409: no", "http", http_status=409)
+        answer: dict[str, Any] = {"probe_id": "p1", "size_bytes": 16 * 2**20, "hold_s": 0.01}
+        if where == "verdict":
+            answer.update(
+                state=self.verdict, host_pid=3_000_101 if self.verdict == "mapped" else None
+            )
+        return answer
+
+
+def identifier(server: Server, cuda: Cuda) -> Identifier:
+    return Identifier(server, "k1", b"key", cuda, sleep=lambda s: None)
+
+
+def test_the_server_found_the_process_and_the_block_is_freed() -> None:
+    cuda, server = Cuda(), Server()
+    ident = identifier(server, cuda)
+    ident.run()
+    assert ident.identified == {UUID: 3_000_101}
+    assert cuda.live == {}
+    # the kernel never names a pid
+    assert all("pid" not in str(body) for _, _, body in server.calls)
+    ident.run()  # identified: nothing more to do
+    assert len([c for c in server.calls if c[1] == GPU_PROBES_PATH]) == 1
+
+
+def test_a_refusal_at_any_step_leaves_nothing_allocated_and_tries_are_bounded() -> None:
+    for step in ("start", "held", "released", "verdict"):
+        cuda, server = Cuda(), Server(refuse_at=step)
+        ident = identifier(server, cuda)
+        for _ in range(MAX_TRIES + 3):
+            ident.run()
+        assert cuda.live == {}, step
+        assert ident.identified == {}
+        assert ident.tries[UUID] == MAX_TRIES
+        assert ident.last_state[UUID].startswith("error:")
+
+
+def test_an_ambiguous_probe_is_tried_again_and_a_taken_one_is_not() -> None:
+    cuda, server = Cuda(), Server(verdict="ambiguous")
+    ident = identifier(server, cuda)
+    ident.run()
+    assert ident.tries[UUID] == 2
+    cuda, server = Cuda(), Server(verdict="taken")
+    ident = identifier(server, cuda)
+    ident.run()
+    assert ident.tries[UUID] == 1
+    assert ident.identified == {}
+
+
+def test_nothing_happens_without_cuda_or_without_a_server() -> None:
+    # this test process has not started CUDA: no thread, and no CUDA driver loaded for it
+    server = Server()
+    ident = Identifier(server, "k1", b"key", None, sleep=lambda s: None)
+    assert cuda_in_use() is False
+    ident.post_run_cell(None)
+    assert ident.cuda is None
+    assert server.calls == []
+
+    class Shell:
+        kernel = None
+
+    assert install(Shell()) is None
+
+
+def test_uuids_are_written_as_nvml_writes_them() -> None:
+    raw = bytes.fromhex("b2e7d1a46c394f80a2d591e3c07b6d48")
+    assert format_uuid(raw) == UUID
