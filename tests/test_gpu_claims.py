@@ -350,3 +350,16 @@ def test_identified_kernels_pay_for_their_samples_and_other_tenants_are_not_attr
     assert result.identified == {
         0: {PIDS["victim"] + OFFSET: "victim", PIDS["mallory"] + OFFSET: "mallory"}
     }
+
+
+def test_no_probe_where_nvml_lists_the_kernels_own_pid() -> None:
+    gpu = Gpu()
+    gpu.memory[PIDS["victim"]] = gpu.memory.pop(PIDS["victim"] + OFFSET)  # no container
+    book = book_with(gpu)
+    sig = gpu_probe_signature(KEYS["victim"], "victim", UUID)
+    probe = book.start("victim", UUID, sig, KEYS["victim"], TREES["victim"])
+    assert probe.state == "visible"
+    assert probe.size_bytes == 0
+    with pytest.raises(NotFound):  # nothing to follow
+        book.step(probe.id, "held")
+    assert book.owners() == {}

@@ -39,10 +39,13 @@ class Cuda:
 class Server(ServerLink):
     """Answers as the server's probe routes do, or refuses at one step."""
 
-    def __init__(self, refuse_at: str | None = None, verdict: str = "mapped") -> None:
+    def __init__(
+        self, refuse_at: str | None = None, verdict: str = "mapped", start: str = "armed"
+    ) -> None:
         super().__init__("http://127.0.0.1:9/", "token")
         self.refuse_at = refuse_at
         self.verdict = verdict
+        self.start = start
         self.calls: list[tuple[str, str, object]] = []
 
     def request(self, method: str, path: str, body: object = None) -> object:
@@ -51,7 +54,12 @@ class Server(ServerLink):
         where = "start" if path == GPU_PROBES_PATH else (step or "verdict")
         if where == self.refuse_at:
             raise LinkError("the jupyter-gpucost server answered 409: no", "http", http_status=409)
-        answer: dict[str, Any] = {"probe_id": "p1", "size_bytes": 16 * 2**20, "hold_s": 0.01}
+        answer: dict[str, Any] = {
+            "probe_id": "p1",
+            "size_bytes": 16 * 2**20,
+            "hold_s": 0.01,
+            "state": self.start,
+        }
         if where == "verdict":
             answer.update(
                 state=self.verdict, host_pid=3_000_101 if self.verdict == "mapped" else None
@@ -117,3 +125,13 @@ def test_nothing_happens_without_cuda_or_without_a_server() -> None:
 def test_uuids_are_written_as_nvml_writes_them() -> None:
     raw = bytes.fromhex("b2e7d1a46c394f80a2d591e3c07b6d48")
     assert format_uuid(raw) == UUID
+
+
+def test_where_nvml_lists_the_kernels_own_pid_nothing_is_allocated() -> None:
+    cuda, server = Cuda(), Server(start="visible")
+    ident = identifier(server, cuda)
+    ident.run()
+    ident.run()
+    assert cuda.next == 0  # never allocated
+    assert ident.settled == {UUID}
+    assert len(server.calls) == 1

@@ -164,6 +164,8 @@ class Identifier:
         self._clock = clock
         #: GPU UUID -> the host pid the server found for this process
         self.identified: dict[str, int] = {}
+        #: GPUs where no probe is needed (NVML lists this process by its own pid)
+        self.settled: set[str] = set()
         self.tries: dict[str, int] = {}
         self.last_state: dict[str, str] = {}
         self._thread: threading.Thread | None = None
@@ -201,7 +203,9 @@ class Identifier:
             return
         for ordinal, uuid in contexts:
             for _ in range(TRIES_PER_RUN):
-                if uuid in self.identified or self.tries.get(uuid, 0) >= MAX_TRIES:
+                if uuid in self.identified or uuid in self.settled:
+                    break
+                if self.tries.get(uuid, 0) >= MAX_TRIES:
                     break
                 self.tries[uuid] = self.tries.get(uuid, 0) + 1
                 try:
@@ -209,7 +213,7 @@ class Identifier:
                 except (LinkError, OSError) as e:
                     self.last_state[uuid] = f"error: {e}"
                     log.debug("jupyter-gpucost: identifying the GPU process failed: %s", e)
-                if self.last_state.get(uuid) == "taken":
+                if self.last_state.get(uuid) in ("taken", "visible"):
                     break
         self._next_check = self._clock() + RECHECK_S
 
@@ -227,6 +231,11 @@ class Identifier:
         )
         if not isinstance(started, dict):
             raise LinkError("unexpected answer", "unexpected")
+        if started.get("state") == "visible":
+            # NVML lists this kernel's own pid: the server needs no probe (no container)
+            self.last_state[uuid] = "visible"
+            self.settled.add(uuid)
+            return
         probe_path = f"{GPU_PROBES_PATH}/{started['probe_id']}"
         hold_s = float(started["hold_s"])
         self._sleep(hold_s)  # the server reads the memory before the allocation

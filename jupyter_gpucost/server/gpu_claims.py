@@ -62,7 +62,9 @@ MAX_OPEN = 64
 EXPIRY_READINGS = 20
 MIN_EXPIRY_S = 10.0
 
-ProbeState = Literal["armed", "held", "released", "mapped", "ambiguous", "taken", "expired"]
+ProbeState = Literal[
+    "armed", "held", "released", "mapped", "ambiguous", "taken", "expired", "visible"
+]
 OPEN_STATES = ("armed", "held", "released")
 
 #: why a probe was refused (sent to the kernel, translated by the handler)
@@ -145,9 +147,14 @@ class ClaimBook:
         gpu_uuid: str,
         signature: str,
         key: bytes | None,
+        local_pids: frozenset[int] = frozenset(),
     ) -> Probe:
         """Open a probe for a kernel that proved who it is (``key``: its connection key,
-        None when no running kernel has that id)."""
+        None when no running kernel has that id).
+
+        Where NVML already lists a process of the kernel's tree as the server sees it
+        (``local_pids``: no container between them), no probe is needed: the answer is a
+        probe already ended, ``visible``, and the kernel allocates nothing."""
         if key is None:
             raise NotFound(_(MSG_UNKNOWN_KERNEL))
         if not key or not hmac.compare_digest(
@@ -156,8 +163,19 @@ class ClaimBook:
             raise Forbidden(_(MSG_BAD_SIGNATURE))
         with self._lock:
             snapshot = self._latest
-            if snapshot is None or memory_by_pid(snapshot, gpu_uuid) is None:
+            listed = None if snapshot is None else memory_by_pid(snapshot, gpu_uuid)
+            if listed is None:
                 raise NotFound(_(MSG_UNKNOWN_GPU))
+            if local_pids & listed.keys():
+                return Probe(
+                    id=secrets.token_urlsafe(16),
+                    kernel_id=kernel_id,
+                    gpu_uuid=gpu_uuid,
+                    size_bytes=0,
+                    started_reading=self._reading,
+                    deadline_s=self._clock(),
+                    state="visible",
+                )
             self._expire()
             open_ = [p for p in self._probes.values() if p.state in OPEN_STATES]
             if any(p.kernel_id == kernel_id and p.gpu_uuid == gpu_uuid for p in open_):

@@ -64,7 +64,14 @@ class ProbesHandler(GpuCostHandler):
         kernel_id = text_field(body, "kernel_id")
         gpu_uuid = text_field(body, "gpu_uuid")
         signature = text_field(body, "signature")
-        probe = self.book.start(kernel_id, gpu_uuid, signature, self.connection_key(kernel_id))
+        probe = self.book.start(
+            kernel_id,
+            gpu_uuid,
+            signature,
+            self.connection_key(kernel_id),
+            # the kernel's processes as the server sees them: NVML may list them already
+            self.service.tracker.trees().get(kernel_id, frozenset()),
+        )
         self.set_status(201)
         self.write_json(answer(probe, self.book.hold_s))
 
