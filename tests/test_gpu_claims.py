@@ -241,7 +241,9 @@ action = st.one_of(
         st.just("start"),
         st.sampled_from(["victim", "mallory", "nobody", ""]),
         st.sampled_from([UUID, "GPU-other", ""]),
-        st.sampled_from(["own-key", "victim-sig-of-other-gpu", "garbage"]),
+        # "stolen-key": signed with the named kernel's own key (read from its connection
+        # file: all kernels run as one OS user), the worst case
+        st.sampled_from(["own-key", "stolen-key", "victim-sig-of-other-gpu", "garbage"]),
     ),
     # move any probe it knows of (or a guessed id) to any step
     st.tuples(st.just("step"), st.integers(0, 5), st.sampled_from(["held", "released"])),
@@ -274,6 +276,8 @@ def test_another_kernel_can_neither_take_nor_give_a_mapped_pid(
                 assert isinstance(uuid, str)
                 if how == "own-key":
                     sig = gpu_probe_signature(KEYS["mallory"], named, uuid)
+                elif how == "stolen-key":
+                    sig = gpu_probe_signature(KEYS.get(named, b"x"), named, uuid)
                 elif how == "victim-sig-of-other-gpu":
                     sig = gpu_probe_signature(KEYS["victim"], named, "GPU-other")
                 else:
@@ -363,3 +367,13 @@ def test_no_probe_where_nvml_lists_the_kernels_own_pid() -> None:
     with pytest.raises(NotFound):  # nothing to follow
         book.step(probe.id, "held")
     assert book.owners() == {}
+
+
+def test_a_kernel_is_one_process_a_second_pid_is_not_given_to_it() -> None:
+    # mallory signs as the victim (it read the victim's connection file: one OS user) and
+    # allocates in its own process: once the victim is identified, that gets nothing
+    gpu = Gpu()
+    book = book_with(gpu)
+    assert identify(book, gpu, "victim") == "mapped"
+    assert identify(book, gpu, "victim", PIDS["mallory"] + OFFSET) == "taken"
+    assert book.owners() == {UUID: {PIDS["victim"] + OFFSET: "victim"}}

@@ -24,8 +24,9 @@ A probe, observed by the server and never taken on a kernel's word:
    the kernel's on that GPU. Anything else (no candidate, or several) ends the probe as
    ``ambiguous``, and the kernel may try again later.
 
-A host pid already mapped to another kernel stays that kernel's (``taken``). A mapping
-ends when its pid leaves the GPU's process list or its kernel ends. The pid is never sent
+A host pid already mapped to another kernel stays that kernel's, and a kernel with a
+mapped process on a GPU gets no second one there (both ``taken``). A mapping ends when its
+pid leaves the GPU's process list or its kernel ends. The pid is never sent
 by a kernel: a kernel can only make its *own* process's memory move, so it can only ever be
 mapped to its own process (a process of another kernel or another tenant cannot be given
 to it, nor taken from its owner). Children a kernel starts (``torchrun``, DataLoader
@@ -282,6 +283,14 @@ class ClaimBook:
                 return  # not freed yet, as far as this reading shows
             owner = self._claims.get((probe.gpu_uuid, pid))
             if owner is not None and owner != probe.kernel_id:
+                probe.state = "taken"
+                return
+            # a kernel is one process: while one of its pids on this GPU is listed, it
+            # gets no second one (what a kernel holding another's key could try)
+            if any(
+                uuid == probe.gpu_uuid and other != pid and kernel_id == probe.kernel_id
+                for (uuid, other), kernel_id in self._claims.items()
+            ):
                 probe.state = "taken"
                 return
             self._claims[(probe.gpu_uuid, pid)] = probe.kernel_id
