@@ -3,8 +3,6 @@ leaves its probe's block allocated, and a server that refuses costs the notebook
 
 from __future__ import annotations
 
-from typing import Any
-
 from jupyter_gpucost.core.protocol import GPU_PROBES_PATH
 from jupyter_gpucost.kernel.gpu_identity import (
     MAX_TRIES,
@@ -46,25 +44,31 @@ class Server(ServerLink):
         self.refuse_at = refuse_at
         self.verdict = verdict
         self.start = start
+        self.state = start
         self.calls: list[tuple[str, str, object]] = []
 
     def request(self, method: str, path: str, body: object = None) -> object:
         self.calls.append((method, path, body))
         step = body.get("step") if isinstance(body, dict) else None
-        where = "start" if path == GPU_PROBES_PATH else (step or "verdict")
+        where = "start" if path == GPU_PROBES_PATH else (step or "read")
         if where == self.refuse_at:
             raise LinkError("the jupyter-gpucost server answered 409: no", "http", http_status=409)
-        answer: dict[str, Any] = {
+        if where == "start":
+            self.state = self.start
+        elif where == "held":
+            self.state = "held"
+        elif where == "released":
+            self.state = self.verdict
+        mapped = self.state == "mapped"
+        return {
             "probe_id": "p1",
             "size_bytes": 16 * 2**20,
             "hold_s": 0.01,
-            "state": self.start,
+            "state": self.state,
+            "host_pid": 3_000_101 if mapped else None,
+            "baseline_read": True,
+            "held_readings": 1 if self.state != "armed" else 0,
         }
-        if where == "verdict":
-            answer.update(
-                state=self.verdict, host_pid=3_000_101 if self.verdict == "mapped" else None
-            )
-        return answer
 
 
 def identifier(server: Server, cuda: Cuda) -> Identifier:
@@ -84,7 +88,7 @@ def test_the_server_found_the_process_and_the_block_is_freed() -> None:
 
 
 def test_a_refusal_at_any_step_leaves_nothing_allocated_and_tries_are_bounded() -> None:
-    for step in ("start", "held", "released", "verdict"):
+    for step in ("start", "held", "released", "read"):
         cuda, server = Cuda(), Server(refuse_at=step)
         ident = identifier(server, cuda)
         for _ in range(MAX_TRIES + 3):

@@ -4,10 +4,10 @@ Inside a container NVML lists host pids, and nothing inside the container can re
 host pid (``/proc`` shows the container's namespace). So the kernel lets the server *see*
 which process it is (:mod:`jupyter_gpucost.server.gpu_claims`): once this process has a
 CUDA context on a GPU (the notebook created it; this module never does), it asks the
-server for a probe, waits while the server reads the GPU's processes, allocates exactly the
-size the server chose in that context, tells the server it holds it, waits for two of the
-server's readings, frees it, and the server finds the one process whose memory rose and
-fell by that size. The kernel never says which pid
+server for a probe, waits until the server has read the GPU's processes, allocates exactly
+the size the server chose in that context, tells the server it holds it, waits until the
+server has read them again, frees it, and the server finds the one process whose memory
+rose and fell by that size. The kernel never says which pid
 it is: it could not know, and the server would not take its word.
 
 It runs after a cell, in a background thread, at most once per GPU that succeeded (a few
@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..core.protocol import GPU_PROBES_PATH, gpu_probe_signature
 from .auto import Shell
@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 MAX_TRIES = 6
 #: of which, one after the other in one run
 TRIES_PER_RUN = 2
-#: how long to wait for the server's verdict beyond the hold
-VERDICT_WAIT_S = 10.0
+#: how long to wait for each step of the server's (it reads the GPU once a second or so)
+VERDICT_WAIT_S = 15.0
+#: a probe's states while it runs
+OPEN = ("armed", "held", "released")
 #: how often, at most, a kernel looks for a GPU it has not been identified on yet
 RECHECK_S = 30.0
 
@@ -237,25 +239,37 @@ class Identifier:
             self.settled.add(uuid)
             return
         probe_path = f"{GPU_PROBES_PATH}/{started['probe_id']}"
-        hold_s = float(started["hold_s"])
-        self._sleep(hold_s)  # the server reads the memory before the allocation
+        poll_s = max(float(started["hold_s"]) / 4, 0.01)
+        # the server reads the memory this process starts from before it allocates
+        ready = self._wait(probe_path, poll_s, lambda a: bool(a.get("baseline_read")))
+        if not ready.get("baseline_read"):
+            self.last_state[uuid] = str(ready.get("state"))
+            return
         block = cuda.allocate(ordinal, int(started["size_bytes"]))
         try:
             self.server.request("POST", probe_path, {"step": "held"})
-            self._sleep(hold_s)
+            self._wait(probe_path, poll_s, lambda a: int(a.get("held_readings") or 0) >= 1)
             self.server.request("POST", probe_path, {"step": "released"})
         finally:
             cuda.free(ordinal, block)
-        deadline = self._clock() + hold_s * 2 + VERDICT_WAIT_S
-        while True:
-            verdict = self.server.request("GET", probe_path)
-            state = verdict.get("state") if isinstance(verdict, dict) else None
-            if state not in ("armed", "held", "released") or self._clock() > deadline:
-                break
-            self._sleep(hold_s / 2)
+        verdict = self._wait(probe_path, poll_s, lambda a: False)
+        state = verdict.get("state")
         self.last_state[uuid] = str(state)
-        if state == "mapped" and isinstance(verdict, dict):
+        if state == "mapped":
             self.identified[uuid] = int(verdict["host_pid"])
+
+    def _wait(
+        self, probe_path: str, poll_s: float, done: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """Read the probe until ``done`` says so, it ended, or :data:`VERDICT_WAIT_S`."""
+        deadline = self._clock() + VERDICT_WAIT_S
+        while True:
+            answer = self.server.request("GET", probe_path)
+            if not isinstance(answer, dict):
+                raise LinkError("unexpected answer", "unexpected")
+            if done(answer) or answer.get("state") not in OPEN or self._clock() > deadline:
+                return answer
+            self._sleep(poll_s)
 
 
 def install(shell: Shell) -> Identifier | None:

@@ -13,10 +13,12 @@ A probe, observed by the server and never taken on a kernel's word:
    kernel it names (an HMAC of the request with that kernel's own connection key, which
    only the kernel and this server hold). The server answers a probe id (a secret), a
    size, random among :data:`SIZE_CHOICES` and different from any other open probe's on
-   that GPU, and ``hold_s``. The second reading after the start is the baseline: each
-   listed process's memory before the kernel allocates (it waits ``hold_s`` first).
+   that GPU, and ``hold_s`` (how often to ask). The second reading after the start is the
+   baseline: each listed process's memory before the kernel allocates (it waits until
+   the probe says ``baseline_read``).
 2. ``held``: the kernel has allocated exactly that size in its own context (refused before
-   the baseline was read). Each reading
+   the baseline was read), and waits until the probe counts a ``held_readings``. Each
+   reading from the second after ``held`` on
    the sampler takes from then on is looked at: the processes whose memory rose by the
    size (within :data:`TOLERANCE_BYTES`) since the baseline are the candidates.
 3. ``release``: the kernel frees it (after this answer). A reading then shows the one
@@ -91,6 +93,8 @@ class Probe:
     released_after: int | None = None
     #: candidates' memory in the last reading of the held window
     held_memory: dict[int, int] = field(default_factory=dict)
+    #: readings taken wholly while the kernel held its block
+    held_readings: int = 0
     host_pid: int | None = None
     #: host pid -> used memory before the kernel allocated (the baseline reading)
     baseline: dict[int, int] | None = None
@@ -263,8 +267,10 @@ class ClaimBook:
             if probe.baseline is None and self._reading >= probe.started_reading + 2:
                 probe.baseline = dict(memory)
         elif probe.state == "held" and probe.held_after is not None and probe.baseline:
-            if self._reading <= probe.held_after:
+            # as for the baseline: the reading after ``held`` may have been read before
+            if self._reading <= probe.held_after + 1:
                 return
+            probe.held_readings += 1
             probe.held_memory = {
                 pid: now
                 for pid, now in memory.items()

@@ -29,6 +29,10 @@ def answer(probe: Probe, hold_s: float) -> dict[str, object]:
         "hold_s": hold_s,
         "state": probe.state,
         "host_pid": probe.host_pid,
+        # the steps the kernel waits for: the memory it starts from was read, and readings
+        # were taken while it held its block
+        "baseline_read": probe.baseline is not None,
+        "held_readings": probe.held_readings,
     }
 
 
