@@ -44,6 +44,8 @@ VERDICT_WAIT_S = 15.0
 OPEN = ("armed", "held", "released")
 #: how often, at most, a kernel looks for a GPU it has not been identified on yet
 RECHECK_S = 30.0
+#: free GPU memory left beyond twice the probe's block, or no probe (a GPU nearly full)
+HEADROOM_BYTES = 1024**3
 
 
 class CudaContexts(Protocol):
@@ -116,14 +118,20 @@ class LibCuda:
         if lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) != 0:
             raise OSError("cuDevicePrimaryCtxRetain failed")
         ptr = ctypes.c_uint64()
+        free, total = ctypes.c_size_t(), ctypes.c_size_t()
         lib.cuCtxPushCurrent_v2(ctx)
         try:
-            rc = lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size_bytes))
+            rc = lib.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
+            # never take memory the notebook may be about to need: skip a full GPU
+            if rc == 0 and free.value >= size_bytes * 2 + HEADROOM_BYTES:
+                rc = lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size_bytes))
+            elif rc == 0:
+                rc = -1
         finally:
             lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
         if rc != 0:
             lib.cuDevicePrimaryCtxRelease_v2(dev)
-            raise OSError(f"cuMemAlloc of {size_bytes} bytes failed ({rc})")
+            raise OSError(f"no probe allocation of {size_bytes} bytes ({rc})")
         return (ctx, ptr.value)
 
     def free(self, ordinal: int, block: object) -> None:

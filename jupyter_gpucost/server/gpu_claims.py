@@ -54,9 +54,10 @@ from ..core.protocol import gpu_probe_signature
 from .errors import Conflict, Forbidden, NotFound, RequestError
 
 MiB = 1024**2
-#: the sizes a probe may ask for: 16 MiB to 524 MiB in steps of 4 MiB (NVML reports
-#: process memory in whole MiB; a CUDA allocation this large is made of 2 MiB pages)
-SIZE_CHOICES = tuple(16 * MiB + 4 * MiB * k for k in range(128))
+#: the sizes a probe may ask for: 8 MiB to 260 MiB in steps of 4 MiB (NVML reports
+#: process memory in whole MiB; a CUDA allocation this large is made of 2 MiB pages),
+#: small beside what a notebook holds, so that the probe never starves it
+SIZE_CHOICES = tuple(8 * MiB + 4 * MiB * k for k in range(64))
 #: how far a process's memory may differ from baseline + size (page rounding)
 TOLERANCE_BYTES = 2 * MiB
 #: open probes at most, in all (a kernel has one per GPU at a time)
