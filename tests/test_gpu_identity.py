@@ -3,10 +3,15 @@ leaves its probe's block allocated, and a server that refuses costs the notebook
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from jupyter_gpucost.core.protocol import GPU_PROBES_PATH
 from jupyter_gpucost.kernel.gpu_identity import (
     MAX_TRIES,
     Identifier,
+    LibCuda,
     cuda_in_use,
     format_uuid,
     install,
@@ -139,3 +144,112 @@ def test_where_nvml_lists_the_kernels_own_pid_nothing_is_allocated() -> None:
     assert cuda.next == 0  # never allocated
     assert ident.settled == {UUID}
     assert len(server.calls) == 1
+
+
+class Driver:
+    """The CUDA driver API's calls LibCuda makes, as the CUDA documentation describes them
+    (return 0 = CUDA_SUCCESS; out-parameters written through the pointers): one device
+    whose primary context the notebook has made active, or not."""
+
+    def __init__(self, active: bool, free_bytes: int = 40 * 2**30) -> None:
+        self.active = active
+        self.free_bytes = free_bytes
+        self.retained = 0
+        self.stack: list[object] = []
+        self.allocated: dict[int, int] = {}
+        self.calls: list[str] = []
+
+    def _out(self, ref: Any, value: Any) -> None:
+        ref._obj.value = value
+
+    def cuInit(self, flags: int) -> int:
+        self.calls.append("cuInit")
+        return 0
+
+    def cuDeviceGetCount(self, count: Any) -> int:
+        self._out(count, 1)
+        return 0
+
+    def cuDeviceGet(self, dev: Any, ordinal: int) -> int:
+        if ordinal != 0:
+            return 101  # CUDA_ERROR_INVALID_DEVICE
+        self._out(dev, 0)
+        return 0
+
+    def cuDevicePrimaryCtxGetState(self, dev: Any, flags: Any, active: Any) -> int:
+        self._out(flags, 0)
+        self._out(active, 1 if self.active else 0)
+        return 0
+
+    def cuDeviceGetUuid_v2(self, raw: Any, dev: Any) -> int:
+        for i, byte in enumerate(bytes.fromhex("b2e7d1a46c394f80a2d591e3c07b6d48")):
+            raw[i] = byte
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, ctx: Any, dev: Any) -> int:
+        # retaining an inactive primary context would create one: LibCuda never may
+        assert self.active, "a context was created"
+        self.retained += 1
+        self._out(ctx, 0xC0)
+        return 0
+
+    def cuDevicePrimaryCtxRelease_v2(self, dev: Any) -> int:
+        self.retained -= 1
+        return 0
+
+    def cuCtxPushCurrent_v2(self, ctx: Any) -> int:
+        self.stack.append(ctx)
+        return 0
+
+    def cuCtxPopCurrent_v2(self, ctx: Any) -> int:
+        self.stack.pop()
+        return 0
+
+    def cuMemGetInfo_v2(self, free: Any, total: Any) -> int:
+        assert self.stack, "no current context"
+        self._out(free, self.free_bytes)
+        self._out(total, 80 * 2**30)
+        return 0
+
+    def cuMemAlloc_v2(self, ptr: Any, size: Any) -> int:
+        assert self.stack, "no current context"
+        address = 0x7F00_0000_0000 + len(self.allocated) * 2**30
+        self.allocated[address] = size.value
+        self._out(ptr, address)
+        return 0
+
+    def cuMemFree_v2(self, ptr: Any) -> int:
+        assert self.stack, "no current context"
+        del self.allocated[ptr.value]
+        return 0
+
+
+def libcuda(driver: Driver) -> LibCuda:
+    lib = LibCuda.__new__(LibCuda)
+    lib._lib = driver  # type: ignore[assignment]
+    return lib
+
+
+def test_libcuda_uses_only_a_context_the_notebook_made_and_frees_its_block() -> None:
+    driver = Driver(active=True)
+    cuda = libcuda(driver)
+    assert cuda.active() == [(0, UUID)]
+    block = cuda.allocate(0, 16 * 2**20)
+    assert list(driver.allocated.values()) == [16 * 2**20]
+    assert driver.retained == 1
+    assert driver.stack == []  # the context is not left current on the probe's thread
+    cuda.free(0, block)
+    assert driver.allocated == {}
+    assert driver.retained == 0
+    assert driver.stack == []
+
+
+def test_libcuda_sees_no_gpu_without_a_context_and_skips_a_full_gpu() -> None:
+    assert libcuda(Driver(active=False)).active() == []
+    full = Driver(active=True, free_bytes=1024**3)
+    cuda = libcuda(full)
+    with pytest.raises(OSError, match="no probe allocation"):
+        cuda.allocate(0, 16 * 2**20)
+    assert full.allocated == {}
+    assert full.retained == 0
+    assert full.stack == []
