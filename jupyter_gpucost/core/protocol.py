@@ -8,7 +8,7 @@ it (:mod:`jupyter_gpucost.kernel.link`). Pure: no I/O, no tornado, no IPython.
   socket);
 - ``JUPYTER_GPUCOST_TOKEN``: a token of the kernels' own, sent as ``Authorization: token
   <token>`` to the few routes a kernel may call (:data:`STATUS_PATH`, :data:`CELLS_PATH`,
-  :data:`BUDGET_PATH`);
+  :data:`BUDGET_PATH`, :data:`GPU_PROBES_PATH`);
 - ``JUPYTER_GPUCOST_PRICES``: the prices in force, as JSON (:func:`encode_prices`,
   :func:`decode_prices`), so that ``%%gpucost`` prices cells as the server does;
 - ``JUPYTER_GPUCOST_LANGUAGE``: JupyterLab's language (``zh_CN``), which the kernel's own
@@ -17,6 +17,8 @@ it (:mod:`jupyter_gpucost.kernel.link`). Pure: no I/O, no tornado, no IPython.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from decimal import Decimal
@@ -35,6 +37,17 @@ API_PATH = "gpucost/api"
 STATUS_PATH = f"{API_PATH}/status"
 CELLS_PATH = f"{API_PATH}/cells"
 BUDGET_PATH = f"{API_PATH}/budget"
+#: a kernel identifies its own GPU process (in a container), :mod:`...server.gpu_claims`
+GPU_PROBES_PATH = f"{API_PATH}/kernels/gpu-probes"
+
+
+def gpu_probe_signature(key: bytes, kernel_id: str, gpu_uuid: str) -> str:
+    """What a kernel sends to start identifying its GPU process: HMAC-SHA256, with its own
+    connection key (which only it and its server hold), of its id and the GPU's UUID."""
+    message = f"jupyter-gpucost gpu probe\n{kernel_id}\n{gpu_uuid}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 #: the scheme of the ``Authorization`` header a kernel sends its token with
 TOKEN_SCHEME = "token"
 #: where the prices come from when the payload does not say

@@ -26,16 +26,18 @@ they are ``unattributed``. Hence, exactly::
     sum(kernel costs) + unattributed + idle == GPU cost of the session
 
 NVML reports host pids. When none of the pids it lists exist in this server's pid
-namespace (a container), nothing is attributed and the answer says so. With simulated
-telemetry the trace's processes are given to the oldest local kernel, and the answer says
-that too.
+namespace (a container), a process is a kernel's only where the kernel identified it (a
+probe the server observed, :mod:`.gpu_claims`); every other process, another tenant's or a
+kernel's child, is not from these kernels and counted as not attributed. With no process
+identified, nothing is attributed and the answer says so. With simulated telemetry the
+trace's processes are given to the oldest local kernel, and the answer says that too.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import psutil
@@ -43,6 +45,7 @@ import psutil
 from ..core.i18n import N_
 from ..core.meter import MeterSnapshot, apportion
 from ..telemetry.base import ProcessReading
+from .gpu_claims import ClaimBook
 from .kernel_procs import KernelInfo
 
 #: the notes an attribution carries, in English (the catalog's ids): the API's answers
@@ -51,6 +54,12 @@ NOTE_CONTAINER = N_(
     "The GPU driver lists processes that do not exist in this server's process namespace "
     "(the server runs in a container, and NVML reports host pids): GPU use is not "
     "attributed to kernels; it is counted as not attributed."
+)
+NOTE_IDENTIFIED = N_(
+    "The GPU driver lists host pids (the server runs in a container): a GPU process is a "
+    "kernel's only where that kernel identified it; the others (other containers' "
+    "processes, processes a kernel started) are not from these kernels and are counted as "
+    "not attributed."
 )
 NOTE_SIMULATED = N_(
     "Simulated telemetry: the recorded session's GPU processes are attributed to the "
@@ -112,6 +121,16 @@ class KernelCost:
 
 
 @dataclass(frozen=True)
+class OtherProcess:
+    """A GPU process no kernel identified (NVML's pids are not ours): another container's,
+    or a process a kernel started; counted as not attributed."""
+
+    gpu_index: int
+    host_pid: int
+    memory_bytes: int | None
+
+
+@dataclass(frozen=True)
 class Attribution:
     """Kernels' costs, consistent with one meter snapshot."""
 
@@ -121,6 +140,10 @@ class Attribution:
     idle_micro_usd: int
     pids_visible: bool
     note: str | None
+    #: GPU index -> host pid -> kernel id: the processes kernels identified as theirs
+    identified: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
+    #: the processes not from these kernels, where kernels identify theirs
+    others: tuple[OtherProcess, ...] = ()
 
     @property
     def total_micro_usd(self) -> int:
@@ -195,13 +218,16 @@ def _by_kernel(
 class Attributor:
     """Fed by the sampler thread after each sample; read by request handlers."""
 
-    def __init__(self, *, simulated: bool = False) -> None:
+    def __init__(self, *, simulated: bool = False, claims: ClaimBook | None = None) -> None:
         self.simulated = simulated
+        #: the kernels' identified GPU processes, where NVML's pids are not ours
+        self.claims = claims
         self._lock = threading.Lock()
         self._accounts: dict[str, KernelAccount] = {}
         self._unattributed_us: dict[int, int] = {}
         self._last_used_us: dict[int, int] = {}
         self._pids_visible = True
+        self._identified = False
         self._latest: Attribution | None = None
         #: kernel id -> GPU index -> its latest measured GPU busy time
         self._measured: dict[str, dict[int, MeasuredGpuTime]] = {}
@@ -255,15 +281,29 @@ class Attributor:
             if kernel_id not in kernels:
                 account.ended = True
                 account.share = {}
-        owner = self._owners(kernels, trees)
+        tree_owner = self._owners(kernels, trees)
+        identified: dict[str, dict[int, str]] = {}
+        if self.claims is not None and not self.simulated:
+            self.claims.observe(snapshot, frozenset(kernels))
+            identified = self.claims.owners()
+        # a kernel identified a host pid that is not in its own tree: NVML's pids are not
+        # this server's, and only what the kernels identified is theirs
+        separate = any(
+            pid not in trees.get(kernel_id, frozenset())
+            for per_gpu in identified.values()
+            for pid, kernel_id in per_gpu.items()
+        )
         listed = [p.pid for g in snapshot.gpus if g.reading for p in g.reading.processes or ()]
         if self.simulated:
             visible = True
+        elif separate:
+            visible = False
         elif listed:
             visible = any(psutil.pid_exists(pid) for pid in set(listed))
         else:
             visible = self._pids_visible
         self._pids_visible = visible
+        self._identified = separate
 
         measured = self._measured_now(snapshot.as_of.timestamp())
         for gpu in snapshot.gpus:
@@ -271,7 +311,8 @@ class Attributor:
             delta = max(gpu.used_us - previous, 0)
             self._last_used_us[gpu.index] = gpu.used_us
             processes = list(gpu.reading.processes or ()) if gpu.reading else []
-            if not processes or not visible:
+            owner = identified.get(gpu.uuid, {}).get if separate else tree_owner
+            if not processes or not (visible or separate):
                 self._unattributed_us[gpu.index] = self._unattributed_us.get(gpu.index, 0) + delta
                 continue
             weights, method = weights_of(processes, owner, gpu.index, measured)
@@ -302,6 +343,16 @@ class Attributor:
                 if held:
                     account.memory_bytes = sum(held)
         result = self._price(snapshot, visible)
+        if separate:
+            by_index = {gpu.index: dict(identified.get(gpu.uuid, {})) for gpu in snapshot.gpus}
+            others = tuple(
+                OtherProcess(gpu.index, p.pid, p.used_memory_bytes)
+                for gpu in snapshot.gpus
+                if gpu.reading
+                for p in gpu.reading.processes or ()
+                if p.pid not in by_index.get(gpu.index, {})
+            )
+            result = replace(result, identified=by_index, others=others)
         with self._lock:
             self._latest = result
         return result
@@ -350,6 +401,8 @@ class Attributor:
         )
         if self.simulated:
             note: str | None = NOTE_SIMULATED
+        elif self._identified:
+            note = NOTE_IDENTIFIED
         elif not visible:
             note = NOTE_CONTAINER
         else:

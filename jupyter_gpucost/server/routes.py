@@ -2,7 +2,7 @@
 
 ``GpuCost.initialize_handlers`` registers it; jupyter_server prepends the base URL. Each
 handler module imports only the base handler (:mod:`jupyter_gpucost.server.web`), so the
-HTTP layer has no import cycle: ``web`` ← ``handlers``, ``budget.handlers``,
+HTTP layer has no import cycle: ``web`` ← ``handlers``, ``probe_handlers``, ``budget.handlers``,
 ``export.handlers`` ← ``routes`` ← ``app``.
 """
 
@@ -11,10 +11,11 @@ from __future__ import annotations
 from .budget.handlers import budget_handlers
 from .export.handlers import export_handlers
 from .handlers import cost_handlers
+from .probe_handlers import probe_handlers
 from .web import Route
 
 
 def route_table() -> list[Route]:
     """Every route of the extension; each is authenticated (a user's, or a kernel's token
     where the route opens a method to kernels)."""
-    return [*cost_handlers(), *budget_handlers(), *export_handlers()]
+    return [*cost_handlers(), *probe_handlers(), *budget_handlers(), *export_handlers()]

@@ -26,6 +26,7 @@ from ..telemetry.simulated import SimulatedSource
 from . import history as hist
 from .attribution import Attributor
 from .cells import CellLog
+from .gpu_claims import ClaimBook
 from .history import HistoryRing
 from .kernel_procs import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
@@ -148,7 +149,9 @@ class CostService:
         self.ledger = self._open_ledger()
         self.cells = CellLog(self.ledger, self.session_id)
         self.tracker = KernelTracker(log=self.log)
-        self.attributor = Attributor(simulated=self.source.simulated)
+        #: the GPU processes kernels identified as theirs (NVML's pids in a container)
+        self.claims = ClaimBook(interval_s=config.sample_interval_s)
+        self.attributor = Attributor(simulated=self.source.simulated, claims=self.claims)
         self.ring = HistoryRing()
         self.recorder = Recorder(
             ledger=self.ledger,
@@ -296,6 +299,12 @@ class CostService:
                     "started": info.started.isoformat() if info.started else None,
                     "uptime_s": None if k.ended else uptime_s(info, now),
                     "pids": sorted(self.tracker.trees().get(info.id, ())),
+                    # the host pids this kernel identified as its own, per GPU (a container)
+                    "gpu_host_pids": {
+                        str(i): sorted(pid for pid, owner in mine.items() if owner == info.id)
+                        for i, mine in sorted(attribution.identified.items())
+                        if info.id in mine.values()
+                    },
                     "remote": info.pid is None,
                     "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
                     "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
@@ -316,6 +325,11 @@ class CostService:
             "idle_usd": usd(attribution.idle_micro_usd),
             "unattributed_usd": usd(attribution.unattributed_micro_usd),
             "minimum_charge_usd": usd(minimum),
+            # where kernels identify their GPU processes: the others, not from these kernels
+            "other_processes": [
+                {"gpu": o.gpu_index, "host_pid": o.host_pid, "memory_bytes": o.memory_bytes}
+                for o in attribution.others
+            ],
             "micro_usd": {
                 "total": attribution.total_micro_usd,
                 "idle": attribution.idle_micro_usd,

@@ -96,6 +96,47 @@ describe('figures that say what they are', () => {
     expect(old.map(r => r.key)).toEqual(['unattributed', 'idle']);
   });
 
+  it('names the GPU processes that are not from these kernels (a container)', () => {
+    const answer = kernels({
+      pids_visible: false,
+      unattributed_usd: 0.1,
+      micro_usd: {
+        total: 134_000,
+        idle: 30_400,
+        unattributed: 100_000,
+        minimum_charge: 80_000
+      },
+      other_processes: [
+        { gpu: 0, host_pid: 4100001, memory_bytes: 21474836480 },
+        { gpu: 0, host_pid: 4100002, memory_bytes: null }
+      ],
+      kernels: [
+        {
+          id: 'k1',
+          name: 'python3',
+          notebook_path: 'train.ipynb',
+          execution_state: 'idle',
+          started: null,
+          uptime_s: 10,
+          pids: [101],
+          remote: false,
+          gpu_share: { '0': 1 },
+          gpu_share_by: { '0': 'sm_samples' },
+          gpu_host_pids: { '0': [3000101] },
+          memory_bytes: 1184890880,
+          cost_usd: 0.004
+        }
+      ]
+    });
+    const rows = kernelRows(answer, '$', trans);
+    const kernel = rows.find(r => r.key === 'k1');
+    expect(kernel?.title).toContain('GPU 0: 3000101');
+    const other = rows.find(r => r.key === 'unattributed');
+    expect(other?.label).toBe('Not from these kernels');
+    expect(other?.title).toContain('GPU 0 pid 4100001, GPU 0 pid 4100002');
+    expect(other?.cost).toBe('$0.0200');
+  });
+
   it('reads the idle cost from the kernel table, so both agree', async () => {
     const status = {
       ...makeStatus(),

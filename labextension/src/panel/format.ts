@@ -54,6 +54,20 @@ export interface IKernelRow {
 }
 
 /**
+ * `GPU 0: 3000101` for each GPU a kernel identified its host pids on; empty
+ * when it identified none (or the server does not say).
+ */
+function hostPids(
+  pids: { [index: string]: number[] } | undefined,
+  trans: TranslationBundle
+): string {
+  return Object.entries(pids ?? {})
+    .filter(([, list]) => list.length > 0)
+    .map(([index, list]) => trans.__('GPU %1: %2', index, list.join(', ')))
+    .join('; ');
+}
+
+/**
  * The kernel table: one row per kernel (most expensive first), then the
  * unattributed and idle rows, which together with the kernels make the total.
  * Without a metered GPU (`metered` false) there is no GPU cost to share: the
@@ -90,12 +104,20 @@ export function kernelRows(
             'Kernel %1 runs elsewhere: its GPU use cannot be attributed.',
             kernel.id
           )
-        : trans.__(
-            'Kernel %1 (%2), processes %3',
-            kernel.id,
-            kernel.name,
-            kernel.pids.join(', ') || '—'
-          )
+        : hostPids(kernel.gpu_host_pids, trans)
+          ? trans.__(
+              'Kernel %1 (%2), processes %3; its GPU processes as the driver lists them (host pids): %4',
+              kernel.id,
+              kernel.name,
+              kernel.pids.join(', ') || '—',
+              hostPids(kernel.gpu_host_pids, trans)
+            )
+          : trans.__(
+              'Kernel %1 (%2), processes %3',
+              kernel.id,
+              kernel.name,
+              kernel.pids.join(', ') || '—'
+            )
     }));
   if (!metered) {
     return rows;
@@ -123,6 +145,15 @@ export function kernelRows(
       'GPU time used by processes that belong to no kernel of this server (or that could not be matched).'
     )
   });
+  const others = answer.other_processes ?? [];
+  if (others.length > 0) {
+    // kernels identify their GPU processes (a container): name the others
+    rows[rows.length - 1].label = trans.__('Not from these kernels');
+    rows[rows.length - 1].title = trans.__(
+      "GPU processes no kernel of this server identified as its own (other containers' processes, processes a kernel started): %1",
+      others.map(o => trans.__('GPU %1 pid %2', o.gpu, o.host_pid)).join(', ')
+    );
+  }
   if (onlyMinimum) {
     rows.pop();
   }

@@ -105,8 +105,23 @@ export interface IKernelCost {
    * Absent from servers that predate it.
    */
   gpu_share_by?: { [index: string]: string };
+  /**
+   * GPU index => the host pids this kernel identified as its own where the GPU
+   * driver lists host pids (a container); absent from servers that predate it.
+   */
+  gpu_host_pids?: { [index: string]: number[] };
   memory_bytes: number | null;
   cost_usd: number;
+}
+
+/**
+ * A GPU process no kernel identified as its own (another container's, or a
+ * process a kernel started), where kernels identify theirs.
+ */
+export interface IOtherProcess {
+  gpu: number;
+  host_pid: number;
+  memory_bytes: number | null;
 }
 
 /**
@@ -131,6 +146,8 @@ export interface IKernelsAnswer {
     unattributed: number;
     minimum_charge?: number;
   };
+  /** Where kernels identify their GPU processes: the others (not from these kernels). */
+  other_processes?: IOtherProcess[];
   kernels: IKernelCost[];
 }
 
