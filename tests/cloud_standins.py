@@ -12,6 +12,15 @@
   ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
   AuthorizationFailed.
 * RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
+* Alibaba Cloud ECS (``Cloud(metadata="alibaba")``): the metadata service's hardened mode
+  (``PUT /latest/api/token`` with ``X-aliyun-ecs-metadata-token-ttl-seconds`` 1-21600, else
+  400; GETs with ``X-aliyun-ecs-metadata-token``, else 401 when ``alibaba_hardened``),
+  ``/latest/dynamic/instance-identity/document``, the RAM role's name and credentials under
+  ``/latest/meta-data/ram/security-credentials/`` (404 without a role); and the ECS API:
+  an RPC ``POST /`` form, its HMAC-SHA1 signature checked (computed here on its own, from
+  the documented rule), answering ``{"RequestId"}`` or ``{"Code", "Message"}``:
+  ``InvalidAccessKeyId.NotFound`` (404), ``InvalidSecurityToken.Expired`` (400),
+  ``SignatureDoesNotMatch`` (400), ``Forbidden.RAM`` (403).
 
 And the hostile answers a client must survive: a refusal whose body echoes the credential
 it was sent, any status, raw bodies of any size for any path, an answer that is not HTTP
@@ -20,7 +29,10 @@ it was sent, any status, raw bodies of any size for any path, an answer that is 
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -31,6 +43,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 IMDS_TOKEN = "AQAEAImds-session-token-secret"
+ALIBABA_METADATA_TOKEN = "aliyun-metadata-token-secret"
+ALIBABA_KEY_ID = "STS.NTfp9uWmHCEr0secretid"
+ALIBABA_KEY_SECRET = "Hd6rdcsp3wmx0secretsecret"
+ALIBABA_STS_TOKEN = "CAIS8gF1q6Ft5B2yfSjIr5secrettoken"
+ALIBABA_ROLE = "gpucost-stopper"
 GCE_TOKEN = "ya29.gce-secret-token"
 AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
 RUNPOD_KEY = "rpa_secret_key"
@@ -70,6 +87,27 @@ class Cloud:
         }
     )
     gce_project: str = "my-project"
+    #: which cloud answers under /latest/: "aws" (EC2 IMDS) or "alibaba" (ECS metadata)
+    metadata: str = "aws"
+    #: the ECS metadata service is in hardened mode (a token is required)
+    alibaba_hardened: bool = True
+    alibaba_identity: dict[str, Any] = field(
+        default_factory=lambda: {
+            "zone-id": "cn-hangzhou-i",
+            "serial-number": "4acd2b47-b328-4762-852f-998a3b1c2d3e",
+            "instance-id": "i-bp1iw9u3m0adiz4ag1x2",
+            "region-id": "cn-hangzhou",
+            "private-ipv4": "192.168.0.12",
+            "owner-account-id": "1609123456789012",
+            "mac": "00:16:3e:0f:12:34",
+            "image-id": "aliyun_3_x64_20G_alibase_20210425.vhd",
+            "instance-type": "ecs.gn7i-c8g1.2xlarge",
+        }
+    )
+    #: the key the ECS API knows for the role (another: InvalidAccessKeyId.NotFound)
+    alibaba_known_key: str = ALIBABA_KEY_ID
+    #: the ECS API's calls, each its form's fields
+    ecs_calls: list[dict[str, str]] = field(default_factory=list)
     azure_compute: dict[str, Any] = field(
         default_factory=lambda: {
             "location": "eastus",
@@ -136,7 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        self.body = self.rfile.read(length)
         self._route("POST")
 
     def _route(self, method: str) -> None:
@@ -152,8 +190,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if path in cloud.raw:
             return self._send(200, cloud.raw[path], {"Metadata-Flavor": "Google"})
+        if path.startswith("/latest/") and cloud.metadata == "alibaba":
+            return self._alibaba_metadata(method, path)
         if path.startswith("/latest/"):
             return self._aws(method, path)
+        if path == "/" and method == "POST":
+            return self._ecs()
         if path.startswith("/computeMetadata/"):
             return self._gce(path, url.query)
         if path.startswith("/compute/v1/"):
@@ -266,6 +308,82 @@ class _Handler(BaseHTTPRequestHandler):
         cloud.stopped.append(scope)
         return self._send(202, "", {"Azure-AsyncOperation": f"{scope}/operations/1"})
 
+    # -- Alibaba Cloud ECS ----------------------------------------------------------------
+    def _alibaba_metadata(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+        if path == "/latest/api/token":
+            ttl = self.headers.get("X-aliyun-ecs-metadata-token-ttl-seconds", "")
+            if method != "PUT" or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+                return self._send(400, "")
+            return self._send(200, ALIBABA_METADATA_TOKEN)
+        token = self.headers.get("X-aliyun-ecs-metadata-token")
+        if token != ALIBABA_METADATA_TOKEN and (cloud.alibaba_hardened or token is not None):
+            return self._send(401, "")
+        if path == "/latest/dynamic/instance-identity/document":
+            return self._send(200, cloud.alibaba_identity, {"Content-Type": "text/plain"})
+        credentials = "/latest/meta-data/ram/security-credentials/"
+        if path.startswith(credentials):
+            if not cloud.identity:
+                return self._send(404, "")
+            role = path[len(credentials) :]
+            if role == "":
+                return self._send(200, ALIBABA_ROLE)
+            if role != ALIBABA_ROLE:
+                return self._send(404, "")
+            return self._send(
+                200,
+                {
+                    "AccessKeyId": ALIBABA_KEY_ID,
+                    "AccessKeySecret": ALIBABA_KEY_SECRET,
+                    "Expiration": "2026-11-27T14:00:00Z",
+                    "SecurityToken": ALIBABA_STS_TOKEN,
+                    "LastUpdated": "2026-11-27T08:00:00Z",
+                    "Code": "Success",
+                },
+            )
+        return self._send(404, "")
+
+    def _ecs(self) -> None:
+        cloud = self.server.cloud
+        form = {k: v[0] for k, v in parse_qs(self.body.decode(), keep_blank_values=True).items()}
+        cloud.ecs_calls.append(form)
+        request_id = "473469C7-AA6F-4DC5-B3DB-A3DC0DE3C83E"
+
+        def error(status: int, code: str, message: str) -> None:
+            body: dict[str, Any] = {
+                "RequestId": request_id,
+                "HostId": "ecs.cn-hangzhou.aliyuncs.com",
+                "Code": code,
+                "Message": message,
+            }
+            if cloud.echo_credentials:
+                body["Recommend"] = form.get("SecurityToken", "") + form.get("AccessKeyId", "")
+            self._send(status, body, {"Content-Type": "application/json"})
+
+        if form.get("AccessKeyId") != cloud.alibaba_known_key:
+            return error(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found.")
+        if form.get("SecurityToken") != ALIBABA_STS_TOKEN:
+            return error(400, "InvalidSecurityToken.Expired", "Specified SecurityToken is expired.")
+        if form.get("Signature") != _rpc_signature(form, ALIBABA_KEY_SECRET):
+            return error(
+                400,
+                "SignatureDoesNotMatch",
+                "Specified signature is not matched with our calculation.",
+            )
+        if form.get("Action") != "StopInstance" or not form.get("InstanceId"):
+            return error(400, "MissingParameter", "The input parameter is missing.")
+        if not cloud.allowed:
+            if cloud.refusal_status != 403:
+                return self._send(cloud.refusal_status, "upstream trouble")
+            return error(
+                403,
+                "Forbidden.RAM",
+                "User not authorized to operate on the specified resource, or this API "
+                "doesn't support RAM.",
+            )
+        cloud.stopped.append(f"{form['InstanceId']}:{form.get('StoppedMode', '')}")
+        return self._send(200, {"RequestId": request_id}, {"Content-Type": "application/json"})
+
     # -- RunPod -------------------------------------------------------------------------
     def _runpod(self, method: str, path: str) -> None:
         cloud = self.server.cloud
@@ -278,6 +396,22 @@ class _Handler(BaseHTTPRequestHandler):
             return self._refuse({"error": "forbidden"})
         cloud.stopped.append(parts[3])
         return self._send(200, {"id": parts[3], "desiredStatus": "EXITED"})
+
+
+def _percent(text: str) -> str:
+    """RPC's encoding, written from the documented rule: A-Z a-z 0-9 - _ . ~ as they are,
+    every other byte of the UTF-8 text as %XY."""
+    keep = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in text.encode())
+
+
+def _rpc_signature(form: dict[str, str], secret: str) -> str:
+    query = "&".join(
+        f"{_percent(k)}={_percent(v)}" for k, v in sorted(form.items()) if k != "Signature"
+    )
+    to_sign = "POST&%2F&" + _percent(query)
+    mac = hmac.new((secret + "&").encode(), to_sign.encode(), hashlib.sha1).digest()
+    return base64.b64encode(mac).decode()
 
 
 class _Server(ThreadingHTTPServer):
@@ -318,6 +452,7 @@ def write_dmi(folder: Any, provider: str) -> str:
             "board_asset_tag": "i-0123456789abcdef0",
         },
         "gcp": {"sys_vendor": "Google", "product_name": "Google Compute Engine"},
+        "alibaba": {"sys_vendor": "Alibaba Cloud", "product_name": "Alibaba Cloud ECS"},
         "azure": {
             "sys_vendor": "Microsoft Corporation",
             "product_name": "Virtual Machine",

@@ -7,8 +7,19 @@ One driver per provider, each doing what the provider documents:
 * GCP: ``instances.stop`` with the token of the VM's service account from the metadata
   server;
 * Azure: ``virtualMachines/deallocate`` with the VM's managed identity (a token from IMDS);
+* Alibaba Cloud: ECS ``StopInstance`` (``StoppedMode`` as set: StopCharging by default),
+  signed with the credentials of the instance's RAM role from its metadata service
+  (:mod:`.alibaba`);
 * RunPod: ``POST /pods/{podId}/stop`` with the pod's ``RUNPOD_API_KEY``;
+* Vast.ai: ``PUT /instances/{CONTAINER_ID}/`` ``{"state": "stopped"}`` with the
+  instance's own ``CONTAINER_API_KEY`` (what ``vastai stop instance`` sends);
+* Lambda: ``POST /instance-operations/terminate`` with the admin's API key (Lambda's
+  instances cannot be stopped, only terminated);
+* AutoDL: the container runs ``shutdown``, which powers the instance off;
 * or the admin's ``stop_instance_command``.
+
+Each success carries the provider's sentence of what still bills afterwards
+(:attr:`StopResult.still_bills`, a constant of :mod:`..core.machine`).
 
 Blocking: run in a worker thread. A failure is a :class:`StopResult` whose message says
 why and which permission to grant; tokens and keys never appear in it: the HTTP client
@@ -22,10 +33,17 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from ..core.machine import Machine
+from ..core.i18n import _
+from ..core.machine import (
+    STILL_ALIBABA_KEEP_CHARGING,
+    STILL_ALIBABA_STOP_CHARGING,
+    STILL_DISKS,
+    Machine,
+)
+from . import alibaba
 from .detect import Endpoints
 from .http import HttpFailure, redact, request
 
@@ -37,6 +55,8 @@ SECRET_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
+    "CONTAINER_API_KEY",
+    "LAMBDA_API_KEY",
 )
 
 
@@ -46,15 +66,25 @@ class StopSettings:
     gcp_compute_url: str = "https://compute.googleapis.com"
     azure_management_url: str = "https://management.azure.com"
     runpod_api_url: str = "https://rest.runpod.io/v1"
+    alibaba_ecs_api_url: str = alibaba.ALIBABA_ECS_API
+    alibaba_stopped_mode: str = "StopCharging"
+    vast_api_url: str = "https://console.vast.ai/api/v0"
+    lambda_api_url: str = "https://cloud.lambda.ai/api/v1"
+    #: the Lambda Cloud API key (the admin's setting or ``LAMBDA_API_KEY``; never shown)
+    lambda_api_key: str = field(default="", repr=False)
+    #: what powers an AutoDL instance off from inside its container
+    autodl_shutdown_command: tuple[str, ...] = ("shutdown",)
     timeout_s: float = 10.0
 
 
 @dataclass(frozen=True)
 class StopResult:
     ok: bool
-    #: how: "aws", "gcp", "azure", "runpod", "command" ("" when nothing could be tried)
+    #: how: the provider, or "command" ("" when nothing could be tried)
     via: str
     message: str
+    #: what still bills once it stopped (a constant of :mod:`..core.machine`)
+    still_bills: str = STILL_DISKS
 
 
 def _fail(via: str, message: str) -> StopResult:
@@ -69,8 +99,9 @@ def stop_instance(
 ) -> StopResult:
     """Ask the provider to stop this machine; never raises, and never says a credential."""
     secrets: list[str] = [environ.get(name, "") for name in SECRET_VARIABLES]
+    secrets.append(settings.lambda_api_key)
     result = _stop(machine, settings, endpoints, environ, secrets)
-    return StopResult(result.ok, result.via, redact(result.message, secrets))
+    return StopResult(result.ok, result.via, redact(result.message, secrets), result.still_bills)
 
 
 def _stop(
@@ -100,6 +131,8 @@ def _stop(
             return _gcp(machine, settings, endpoints)
         if machine.provider == "azure":
             return _azure(machine, settings, endpoints)
+        if machine.provider == "alibaba":
+            return _alibaba(machine, settings, endpoints, secrets)
         if machine.provider == "runpod":
             return _runpod(machine, settings, environ)
     except HttpFailure as e:
@@ -292,3 +325,65 @@ def _runpod(machine: Machine, settings: StopSettings, environ: Mapping[str, str]
     if answer.status != 200:
         return _fail("runpod", f"RunPod answered {answer.status}: {answer.snippet()}")
     return StopResult(True, "runpod", f"RunPod is stopping pod {machine.instance_id}")
+
+
+def _alibaba(
+    machine: Machine, settings: StopSettings, endpoints: Endpoints, secrets: list[str]
+) -> StopResult:
+    if not machine.instance_id:
+        return _fail(
+            "alibaba", _("the ECS instance id is not known (its metadata service did not answer)")
+        )
+    grant = _(
+        "attach a RAM role to the instance allowed ecs:StopInstance on "
+        "acs:ecs:{region}:*:instance/{instance}"
+    ).format(region=machine.region or "*", instance=machine.instance_id)
+    try:
+        credentials = alibaba.role_credentials(endpoints.alibaba_metadata, settings.timeout_s)
+    except alibaba.NoRole as e:
+        return _fail(
+            "alibaba", _("no RAM role credentials ({why}): {grant}").format(why=str(e), grant=grant)
+        )
+    secrets.extend(credentials.secrets)
+    mode = settings.alibaba_stopped_mode
+    answer = alibaba.stop_request(
+        settings.alibaba_ecs_api_url,
+        machine.instance_id,
+        machine.region,
+        credentials,
+        mode,
+        settings.timeout_s,
+    )
+    code, text = alibaba.error_code(answer)
+    if answer.status == 200 and not code:
+        still = (
+            STILL_ALIBABA_KEEP_CHARGING if mode == "KeepCharging" else STILL_ALIBABA_STOP_CHARGING
+        )
+        return StopResult(
+            True,
+            "alibaba",
+            _("Alibaba Cloud is stopping {instance} ({mode})").format(
+                instance=machine.instance_id, mode=mode
+            ),
+            still,
+        )
+    if code in alibaba.REFUSED_CODES or (answer.status == 403 and not code):
+        return _fail(
+            "alibaba",
+            _("Alibaba Cloud refused StopInstance ({code}): {grant}").format(
+                code=code or answer.status, grant=grant
+            ),
+        )
+    if code in alibaba.BAD_KEY_CODES:
+        return _fail(
+            "alibaba",
+            _("Alibaba Cloud did not accept the role's credentials ({code}): {message}").format(
+                code=code, message=text
+            ),
+        )
+    return _fail(
+        "alibaba",
+        _("StopInstance answered {status} {code}: {message}").format(
+            status=answer.status, code=code, message=text or answer.snippet()
+        ),
+    )

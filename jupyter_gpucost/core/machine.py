@@ -5,9 +5,14 @@ the environment and, only on a machine whose local signals name that cloud, its 
 service, and hands the texts to the functions here.
 
 Local signals follow cloud-init's ``ds-identify``: DMI ``sys_vendor``/``product_name``/
-``product_version``/``chassis_asset_tag``/``board_asset_tag``, and the variables RunPod and
-Vast.ai set in their containers. A Kubernetes pod (``KUBERNETES_SERVICE_HOST``) shares its
-node: its machine is named but never priced whole nor stopped from inside.
+``product_version``/``chassis_asset_tag``/``board_asset_tag`` (Alibaba Cloud's ECS VMs say
+``product_name`` "Alibaba Cloud ECS", ds-identify's ``dscheck_AliYun``), and the variables
+RunPod and Vast.ai set in their containers (Vast.ai documents ``CONTAINER_ID``, the
+instance's id, and ``VAST_CONTAINERLABEL``: docs.vast.ai, "Docker Execution Environment",
+Predefined Variables). Lambda and AutoDL document no signal a server could read: the
+admin names them (``c.GpuCost.machine_provider``, :func:`from_setting`). A Kubernetes pod
+(``KUBERNETES_SERVICE_HOST``) shares its node: its machine is named but never priced whole
+nor stopped from inside.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ from typing import Literal
 
 from .i18n import N_
 
-Provider = Literal["aws", "gcp", "azure", "runpod", "vast"]
-#: the providers whose API ``stop-instance`` calls
-STOPPABLE = ("aws", "gcp", "azure", "runpod")
+Provider = Literal["aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl"]
+#: the providers whose API (or, on AutoDL, ``shutdown``) ``stop-instance`` calls
+STOPPABLE = ("aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl")
 #: the providers whose metadata service is asked (only when DMI names them)
-METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure")
+METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure", "alibaba")
+#: the providers no local signal names: the admin's ``c.GpuCost.machine_provider``
+SETTING_PROVIDERS = ("lambda", "autodl")
+#: DMI ``product_name`` of an Alibaba Cloud ECS instance (ds-identify's ``dscheck_AliYun``)
+ALIBABA_PRODUCT_NAME = "alibaba cloud ecs"
 #: the DMI files read (under ``c.GpuCost.dmi_path``)
 DMI_FILES = (
     "sys_vendor",
@@ -63,7 +72,7 @@ class Machine:
     #: "on-demand" or "spot" ("" when not known)
     market: str = ""
     instance_id: str = ""
-    #: how it was found: "dmi", "dmi+metadata", "environment"
+    #: how it was found: "dmi", "dmi+metadata", "environment", "setting"
     source: str = ""
     #: a Kubernetes pod: the node is shared, never priced whole nor stopped from inside
     shared: bool = False
@@ -115,6 +124,8 @@ def cloud_from_dmi(dmi: Mapping[str, str]) -> Provider | None:
         return "gcp"
     if dmi.get("chassis_asset_tag", "") == AZURE_CHASSIS_TAG:
         return "azure"
+    if product == ALIBABA_PRODUCT_NAME:
+        return "alibaba"
     return None
 
 
@@ -132,8 +143,21 @@ def from_environment(env: Mapping[str, str]) -> Machine | None:
         )
     label = env.get("VAST_CONTAINERLABEL", "")
     if label:
-        return Machine("vast", instance_id=label, source="environment", shared=shared)
+        # the API's instance id is CONTAINER_ID; the label reads "C.<id>"
+        container = _name(env.get("CONTAINER_ID", ""))
+        if not container.isdigit():
+            container = label.removeprefix("C.") if label.removeprefix("C.").isdigit() else ""
+        return Machine(
+            "vast", instance_id=container, source="environment", shared=shared, name=_name(label)
+        )
     return None
+
+
+def from_setting(provider: str, instance_id: str = "", *, shared: bool = False) -> Machine | None:
+    """The provider the admin named (``c.GpuCost.machine_provider``), where no signal exists."""
+    if provider not in SETTING_PROVIDERS:
+        return None
+    return Machine(provider, instance_id=_name(instance_id), source="setting", shared=shared)
 
 
 def from_dmi(provider: Provider, signals: LocalSignals, note: str = "") -> Machine:
@@ -230,6 +254,22 @@ def parse_gcp(instance_document: str, project_id: str, *, shared: bool = False) 
     )
 
 
+def parse_alibaba(identity_document: str, *, shared: bool = False) -> Machine:
+    """ECS's ``/latest/dynamic/instance-identity/document`` (instance-id, region-id, zone-id,
+    instance-type: "Use instance identities", alibabacloud.com help, 2025-12-02)."""
+    what = "the ECS instance identity document"
+    doc = _object(identity_document, what)
+    return Machine(
+        "alibaba",
+        instance_type=_text(doc, "instance-type", what),
+        region=_text(doc, "region-id", what),
+        instance_id=_text(doc, "instance-id", what),
+        source="dmi+metadata",
+        shared=shared,
+        zone=_optional(doc, "zone-id"),
+    )
+
+
 def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
     """Azure IMDS ``/metadata/instance`` (its ``compute`` part)."""
     what = "the Azure instance metadata"
@@ -248,6 +288,31 @@ def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
         resource_group=_text(compute, "resourceGroupName", what),
         subscription_id=_text(compute, "subscriptionId", what),
     )
+
+
+# -- what still bills once the provider stopped the machine (translated where shown) -------
+#: AWS, GCP, Azure, RunPod: a stopped instance keeps its disks, which bill
+STILL_DISKS = N_("its disks still bill")
+#: ECS StopInstance with StoppedMode=StopCharging ("economical mode"): vCPUs, memory and
+#: GPUs stop billing; disks, images, snapshots and a public IP or EIP go on; an instance
+#: that does not qualify (subscription, not in a VPC, local disks) is billed as before
+STILL_ALIBABA_STOP_CHARGING = N_(
+    "its disks and public IP still bill, and the whole instance where Alibaba Cloud's "
+    "economical mode (StopCharging) does not apply to it"
+)
+#: ECS StopInstance with StoppedMode=KeepCharging: the instance bills as if it ran
+STILL_ALIBABA_KEEP_CHARGING = N_(
+    "the whole instance still bills: it was stopped in KeepCharging mode"
+)
+#: Vast.ai: a stopped instance bills its disk ("Disk charges continue; no GPU charges")
+STILL_VAST = N_("its disk still bills while the instance is stopped")
+#: Lambda: terminate ends the instance's billing; persistent filesystems are billed apart
+STILL_LAMBDA = N_(
+    "the instance no longer bills (terminated: its local disk is erased); persistent "
+    "filesystems still bill"
+)
+#: AutoDL: a powered-off instance is not billed for its GPUs; storage kept is
+STILL_AUTODL = N_("storage it keeps (file storage, an expanded data disk) may still bill")
 
 
 #: a detected machine's label, translated where it is shown

@@ -16,9 +16,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from traitlets import Bool, Float, HasTraits, List, Unicode, validate
+from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
 from traitlets.config import Config
 
+from ..cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ..cloud.stop import StopSettings, stop_instance
 from ..core.catalog import Catalog
@@ -57,6 +58,26 @@ class MachineTraits(HasTraits):
         AZURE_IMDS,
         config=True,
         help="Azure's Instance Metadata Service (asked only on a machine whose DMI says Azure).",
+    )
+    alibaba_metadata_url = Unicode(
+        ALIBABA_METADATA,
+        config=True,
+        help="Alibaba Cloud ECS's metadata service (asked only on a machine whose DMI says "
+        "Alibaba Cloud ECS).",
+    )
+    alibaba_ecs_api_url = Unicode(
+        ALIBABA_ECS_API,
+        config=True,
+        help="The ECS API that 'stop-instance' calls on Alibaba Cloud ({region}: the "
+        "instance's region).",
+    )
+    alibaba_stopped_mode = Enum(
+        list(STOPPED_MODES),
+        default_value="StopCharging",
+        config=True,
+        help="ECS StopInstance's StoppedMode: 'StopCharging' (economical mode: vCPUs, memory "
+        "and GPUs stop billing where the instance qualifies; disks and public IP still bill) "
+        "or 'KeepCharging' (the instance keeps its resources and bills as before).",
     )
     machine_detect_timeout_s = Float(
         1.0,
@@ -107,7 +128,11 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
         detect=bool(traits.detect_machine),
         detect_settings=DetectSettings(
             dmi_path=str(traits.dmi_path),
-            endpoints=Endpoints.from_environ(environ, azure_imds=str(traits.azure_imds_url)),
+            endpoints=Endpoints.from_environ(
+                environ,
+                azure_imds=str(traits.azure_imds_url),
+                alibaba_metadata=str(traits.alibaba_metadata_url),
+            ),
             timeout_s=float(traits.machine_detect_timeout_s),
         ),
         stop=StopSettings(
@@ -115,6 +140,8 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             gcp_compute_url=str(traits.gcp_compute_url),
             azure_management_url=str(traits.azure_management_url),
             runpod_api_url=str(traits.runpod_api_url),
+            alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
+            alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
             timeout_s=10.0,
         ),
     )
@@ -253,6 +280,6 @@ def instance_stopper(found: MachinePrices, environ: Mapping[str, str]) -> Instan
             found.settings.detect_settings.endpoints,
             env,
         )
-        return InstanceStop(result.ok, result.via, result.message)
+        return InstanceStop(result.ok, result.via, result.message, result.still_bills)
 
     return stop
