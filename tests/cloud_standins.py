@@ -12,6 +12,8 @@
   ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
   AuthorizationFailed.
 * RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
+* Vast.ai: ``PUT /api/v0/instances/{id}/`` ``{"state": "stopped"}`` with ``Authorization:
+  Bearer <CONTAINER_API_KEY>`` (what ``vastai stop instance`` sends): ``{"success": true}``.
 * Alibaba Cloud ECS (``Cloud(metadata="alibaba")``): the metadata service's hardened mode
   (``PUT /latest/api/token`` with ``X-aliyun-ecs-metadata-token-ttl-seconds`` 1-21600, else
   400; GETs with ``X-aliyun-ecs-metadata-token``, else 401 when ``alibaba_hardened``),
@@ -51,6 +53,7 @@ ALIBABA_ROLE = "gpucost-stopper"
 GCE_TOKEN = "ya29.gce-secret-token"
 AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
 RUNPOD_KEY = "rpa_secret_key"
+VAST_KEY = "0f3c9a7e2b5d4c1a8e6f0b9d7c3a5e1f2b4d6c8a0e9f7b5d3c1a2e4f6b8d0c9a"
 
 
 @dataclass
@@ -87,6 +90,8 @@ class Cloud:
         }
     )
     gce_project: str = "my-project"
+    #: the Vast.ai instance the key may manage
+    vast_instance: str = "28493017"
     #: which cloud answers under /latest/: "aws" (EC2 IMDS) or "alibaba" (ECS metadata)
     metadata: str = "aws"
     #: the ECS metadata service is in hardened mode (a token is required)
@@ -139,6 +144,8 @@ class Cloud:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    #: the request's body (PUT, POST)
+    body: bytes = b""
 
     def log_message(self, *args: object) -> None:
         pass
@@ -167,6 +174,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(cloud.refusal_status, body)
 
     def do_PUT(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.body = self.rfile.read(length)
         self._route("PUT")
 
     def do_GET(self) -> None:
@@ -206,6 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._arm(method, path, url.query)
         if path.startswith("/v1/pods/"):
             return self._runpod(method, path)
+        if path.startswith("/api/v0/instances/"):
+            return self._vast(method, path)
         self._send(404, "not found")
 
     # -- EC2 IMDSv2 -------------------------------------------------------------------
@@ -383,6 +394,30 @@ class _Handler(BaseHTTPRequestHandler):
             )
         cloud.stopped.append(f"{form['InstanceId']}:{form.get('StoppedMode', '')}")
         return self._send(200, {"RequestId": request_id}, {"Content-Type": "application/json"})
+
+    # -- Vast.ai ------------------------------------------------------------------------
+    def _vast(self, method: str, path: str) -> None:
+        """``PUT /api/v0/instances/{id}/`` ``{"state": "stopped"}`` (vast-ai/vast-cli's
+        ``stop instance``): ``{"success": true}``; a wrong key 401, another's instance 403,
+        an unknown id 404 ``{"success": false, "error": ...}``."""
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {VAST_KEY}":
+            return self._send(401, {"success": False, "error": "invalid_user", "msg": "bad key"})
+        parts = path.split("/")
+        if method != "PUT" or len(parts) != 6 or not parts[4].isdigit() or parts[5] != "":
+            return self._send(404, {"success": False, "error": "not_found"})
+        try:
+            state = json.loads(self.body).get("state")
+        except (ValueError, AttributeError):
+            state = None
+        if state != "stopped":
+            return self._send(400, {"success": False, "error": "invalid_args"})
+        if not cloud.allowed:
+            return self._refuse({"success": False, "error": "forbidden", "msg": "not yours"})
+        if parts[4] != cloud.vast_instance:
+            return self._send(404, {"success": False, "error": "no_such_instance"})
+        cloud.stopped.append(parts[4])
+        return self._send(200, {"success": True})
 
     # -- RunPod -------------------------------------------------------------------------
     def _runpod(self, method: str, path: str) -> None:

@@ -41,6 +41,7 @@ from ..core.machine import (
     STILL_ALIBABA_KEEP_CHARGING,
     STILL_ALIBABA_STOP_CHARGING,
     STILL_DISKS,
+    STILL_VAST,
     Machine,
 )
 from . import alibaba
@@ -135,6 +136,8 @@ def _stop(
             return _alibaba(machine, settings, endpoints, secrets)
         if machine.provider == "runpod":
             return _runpod(machine, settings, environ)
+        if machine.provider == "vast":
+            return _vast(machine, settings, environ)
     except HttpFailure as e:
         return _fail(machine.provider, str(e))
     return _fail(
@@ -386,4 +389,53 @@ def _alibaba(
         _("StopInstance answered {status} {code}: {message}").format(
             status=answer.status, code=code, message=text or answer.snippet()
         ),
+    )
+
+
+def _vast(machine: Machine, settings: StopSettings, environ: Mapping[str, str]) -> StopResult:
+    """What ``vastai stop instance $CONTAINER_ID`` sends: ``PUT /instances/{id}/`` with
+    ``{"state": "stopped"}`` and the instance's own key; it answers ``{"success": true}``."""
+    key = environ.get("CONTAINER_API_KEY", "")
+    if not key:
+        return _fail(
+            "vast",
+            _(
+                "CONTAINER_API_KEY is not set: Vast.ai puts it in every instance; pass it "
+                "to the server's environment"
+            ),
+        )
+    if not machine.instance_id.isdigit():
+        return _fail("vast", _("the Vast.ai instance id (CONTAINER_ID) is not known"))
+    url = f"{settings.vast_api_url.rstrip('/')}/instances/{machine.instance_id}/"
+    answer = request(
+        "PUT",
+        url,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        body=b'{"state": "stopped"}',
+        timeout_s=settings.timeout_s,
+    )
+    if answer.status in (401, 403):
+        return _fail(
+            "vast",
+            _(
+                "Vast.ai refused to stop the instance ({status}): CONTAINER_API_KEY must be "
+                "this instance's key, allowed to manage it"
+            ).format(status=answer.status),
+        )
+    try:
+        success = json.loads(answer.body).get("success") is True
+    except (ValueError, AttributeError):
+        success = False
+    if answer.status != 200 or not success:
+        return _fail(
+            "vast",
+            _("Vast.ai answered {status}: {answer}").format(
+                status=answer.status, answer=answer.snippet()
+            ),
+        )
+    return StopResult(
+        True,
+        "vast",
+        _("Vast.ai is stopping instance {instance}").format(instance=machine.instance_id),
+        STILL_VAST,
     )

@@ -107,6 +107,13 @@ class MachineTraits(HasTraits):
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
 
+    vast_api_url = Unicode(
+        "https://console.vast.ai/api/v0",
+        config=True,
+        help="The Vast.ai API that 'stop-instance' calls in a Vast.ai instance (with the "
+        "instance's CONTAINER_API_KEY).",
+    )
+
     @validate("machine_detect_timeout_s")
     def _check_timeout(self, proposal: dict[str, Any]) -> float:
         value = float(proposal["value"])
@@ -142,6 +149,7 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             runpod_api_url=str(traits.runpod_api_url),
             alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
             alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
+            vast_api_url=str(traits.vast_api_url),
             timeout_s=10.0,
         ),
     )
