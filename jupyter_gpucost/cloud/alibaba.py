@@ -37,13 +37,20 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from ..core.machine import Machine, MetadataError, parse_alibaba
+from ..core.i18n import _
+from ..core.machine import (
+    STILL_ALIBABA_KEEP_CHARGING,
+    STILL_ALIBABA_STOP_CHARGING,
+    Machine,
+    MetadataError,
+    parse_alibaba,
+)
 from .http import Answer, request
+from .outcome import ALIBABA_ECS_API, StopResult, StopSettings, fail
 
 #: the documented metadata address
 ALIBABA_METADATA = "http://100.100.100.200"
-#: the ECS API of a region ({region} is the instance's region-id)
-ALIBABA_ECS_API = "https://ecs.{region}.aliyuncs.com"
+__all__ = ["ALIBABA_ECS_API", "ALIBABA_METADATA", "read_machine", "stop"]
 ECS_API_VERSION = "2014-05-26"
 TOKEN_HEADER = "X-aliyun-ecs-metadata-token"
 TOKEN_TTL_HEADER = "X-aliyun-ecs-metadata-token-ttl-seconds"
@@ -206,4 +213,67 @@ def error_code(answer: Answer) -> tuple[str, str]:
     return (
         code if isinstance(code, str) and code.isprintable() else "",
         " ".join(message.split())[:300] if isinstance(message, str) else "",
+    )
+
+
+def stop(
+    machine: Machine, settings: StopSettings, metadata_url: str, secrets: list[str]
+) -> StopResult:
+    """``StopInstance`` on this instance with its role's credentials (added to ``secrets``)."""
+    if not machine.instance_id:
+        return fail(
+            "alibaba", _("the ECS instance id is not known (its metadata service did not answer)")
+        )
+    grant = _(
+        "attach a RAM role to the instance allowed ecs:StopInstance on "
+        "acs:ecs:{region}:*:instance/{instance}"
+    ).format(region=machine.region or "*", instance=machine.instance_id)
+    try:
+        credentials = role_credentials(metadata_url, settings.timeout_s)
+    except NoRole as e:
+        return fail(
+            "alibaba", _("no RAM role credentials ({why}): {grant}").format(why=str(e), grant=grant)
+        )
+    secrets.extend(credentials.secrets)
+    mode = settings.alibaba_stopped_mode
+    answer = stop_request(
+        settings.alibaba_ecs_api_url,
+        machine.instance_id,
+        machine.region,
+        credentials,
+        mode,
+        settings.timeout_s,
+    )
+    code, text = error_code(answer)
+    if answer.status == 200 and not code:
+        still = (
+            STILL_ALIBABA_KEEP_CHARGING if mode == "KeepCharging" else STILL_ALIBABA_STOP_CHARGING
+        )
+        return StopResult(
+            True,
+            "alibaba",
+            _("Alibaba Cloud is stopping {instance} ({mode})").format(
+                instance=machine.instance_id, mode=mode
+            ),
+            still,
+        )
+    if code in REFUSED_CODES or (answer.status == 403 and not code):
+        return fail(
+            "alibaba",
+            _("Alibaba Cloud refused StopInstance ({code}): {grant}").format(
+                code=code or answer.status, grant=grant
+            ),
+        )
+    if code in BAD_KEY_CODES:
+        return fail(
+            "alibaba",
+            _("Alibaba Cloud did not accept the role's credentials ({code}): {message}").format(
+                code=code, message=text
+            ),
+        )
+    return fail(
+        "alibaba",
+        _("StopInstance answered {status} {code}: {message}").format(
+            status=answer.status, code=code, message=text or answer.snippet()
+        ),
     )

@@ -33,20 +33,16 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from ..core.i18n import _
-from ..core.machine import (
-    STILL_ALIBABA_KEEP_CHARGING,
-    STILL_ALIBABA_STOP_CHARGING,
-    STILL_DISKS,
-    STILL_VAST,
-    Machine,
-)
-from . import alibaba
+from ..core.machine import Machine
+from . import alibaba, rented
 from .detect import Endpoints
 from .http import HttpFailure, redact, request
+from .outcome import StopResult, StopSettings
+from .outcome import fail as _fail
+
+__all__ = ["SECRET_VARIABLES", "StopResult", "StopSettings", "stop_instance"]
 
 AZURE_COMPUTE_API_VERSION = "2024-07-01"
 AZURE_TOKEN_API_VERSION = "2018-02-01"
@@ -59,37 +55,6 @@ SECRET_VARIABLES = (
     "CONTAINER_API_KEY",
     "LAMBDA_API_KEY",
 )
-
-
-@dataclass(frozen=True)
-class StopSettings:
-    command: tuple[str, ...] = ()
-    gcp_compute_url: str = "https://compute.googleapis.com"
-    azure_management_url: str = "https://management.azure.com"
-    runpod_api_url: str = "https://rest.runpod.io/v1"
-    alibaba_ecs_api_url: str = alibaba.ALIBABA_ECS_API
-    alibaba_stopped_mode: str = "StopCharging"
-    vast_api_url: str = "https://console.vast.ai/api/v0"
-    lambda_api_url: str = "https://cloud.lambda.ai/api/v1"
-    #: the Lambda Cloud API key (the admin's setting or ``LAMBDA_API_KEY``; never shown)
-    lambda_api_key: str = field(default="", repr=False)
-    #: what powers an AutoDL instance off from inside its container
-    autodl_shutdown_command: tuple[str, ...] = ("shutdown",)
-    timeout_s: float = 10.0
-
-
-@dataclass(frozen=True)
-class StopResult:
-    ok: bool
-    #: how: the provider, or "command" ("" when nothing could be tried)
-    via: str
-    message: str
-    #: what still bills once it stopped (a constant of :mod:`..core.machine`)
-    still_bills: str = STILL_DISKS
-
-
-def _fail(via: str, message: str) -> StopResult:
-    return StopResult(False, via, message)
 
 
 def stop_instance(
@@ -133,11 +98,11 @@ def _stop(
         if machine.provider == "azure":
             return _azure(machine, settings, endpoints)
         if machine.provider == "alibaba":
-            return _alibaba(machine, settings, endpoints, secrets)
+            return alibaba.stop(machine, settings, endpoints.alibaba_metadata, secrets)
         if machine.provider == "runpod":
             return _runpod(machine, settings, environ)
         if machine.provider == "vast":
-            return _vast(machine, settings, environ)
+            return rented.stop_vast(machine, settings, environ)
     except HttpFailure as e:
         return _fail(machine.provider, str(e))
     return _fail(
@@ -328,114 +293,3 @@ def _runpod(machine: Machine, settings: StopSettings, environ: Mapping[str, str]
     if answer.status != 200:
         return _fail("runpod", f"RunPod answered {answer.status}: {answer.snippet()}")
     return StopResult(True, "runpod", f"RunPod is stopping pod {machine.instance_id}")
-
-
-def _alibaba(
-    machine: Machine, settings: StopSettings, endpoints: Endpoints, secrets: list[str]
-) -> StopResult:
-    if not machine.instance_id:
-        return _fail(
-            "alibaba", _("the ECS instance id is not known (its metadata service did not answer)")
-        )
-    grant = _(
-        "attach a RAM role to the instance allowed ecs:StopInstance on "
-        "acs:ecs:{region}:*:instance/{instance}"
-    ).format(region=machine.region or "*", instance=machine.instance_id)
-    try:
-        credentials = alibaba.role_credentials(endpoints.alibaba_metadata, settings.timeout_s)
-    except alibaba.NoRole as e:
-        return _fail(
-            "alibaba", _("no RAM role credentials ({why}): {grant}").format(why=str(e), grant=grant)
-        )
-    secrets.extend(credentials.secrets)
-    mode = settings.alibaba_stopped_mode
-    answer = alibaba.stop_request(
-        settings.alibaba_ecs_api_url,
-        machine.instance_id,
-        machine.region,
-        credentials,
-        mode,
-        settings.timeout_s,
-    )
-    code, text = alibaba.error_code(answer)
-    if answer.status == 200 and not code:
-        still = (
-            STILL_ALIBABA_KEEP_CHARGING if mode == "KeepCharging" else STILL_ALIBABA_STOP_CHARGING
-        )
-        return StopResult(
-            True,
-            "alibaba",
-            _("Alibaba Cloud is stopping {instance} ({mode})").format(
-                instance=machine.instance_id, mode=mode
-            ),
-            still,
-        )
-    if code in alibaba.REFUSED_CODES or (answer.status == 403 and not code):
-        return _fail(
-            "alibaba",
-            _("Alibaba Cloud refused StopInstance ({code}): {grant}").format(
-                code=code or answer.status, grant=grant
-            ),
-        )
-    if code in alibaba.BAD_KEY_CODES:
-        return _fail(
-            "alibaba",
-            _("Alibaba Cloud did not accept the role's credentials ({code}): {message}").format(
-                code=code, message=text
-            ),
-        )
-    return _fail(
-        "alibaba",
-        _("StopInstance answered {status} {code}: {message}").format(
-            status=answer.status, code=code, message=text or answer.snippet()
-        ),
-    )
-
-
-def _vast(machine: Machine, settings: StopSettings, environ: Mapping[str, str]) -> StopResult:
-    """What ``vastai stop instance $CONTAINER_ID`` sends: ``PUT /instances/{id}/`` with
-    ``{"state": "stopped"}`` and the instance's own key; it answers ``{"success": true}``."""
-    key = environ.get("CONTAINER_API_KEY", "")
-    if not key:
-        return _fail(
-            "vast",
-            _(
-                "CONTAINER_API_KEY is not set: Vast.ai puts it in every instance; pass it "
-                "to the server's environment"
-            ),
-        )
-    if not machine.instance_id.isdigit():
-        return _fail("vast", _("the Vast.ai instance id (CONTAINER_ID) is not known"))
-    url = f"{settings.vast_api_url.rstrip('/')}/instances/{machine.instance_id}/"
-    answer = request(
-        "PUT",
-        url,
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        body=b'{"state": "stopped"}',
-        timeout_s=settings.timeout_s,
-    )
-    if answer.status in (401, 403):
-        return _fail(
-            "vast",
-            _(
-                "Vast.ai refused to stop the instance ({status}): CONTAINER_API_KEY must be "
-                "this instance's key, allowed to manage it"
-            ).format(status=answer.status),
-        )
-    try:
-        success = json.loads(answer.body).get("success") is True
-    except (ValueError, AttributeError):
-        success = False
-    if answer.status != 200 or not success:
-        return _fail(
-            "vast",
-            _("Vast.ai answered {status}: {answer}").format(
-                status=answer.status, answer=answer.snippet()
-            ),
-        )
-    return StopResult(
-        True,
-        "vast",
-        _("Vast.ai is stopping instance {instance}").format(instance=machine.instance_id),
-        STILL_VAST,
-    )
