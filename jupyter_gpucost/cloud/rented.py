@@ -5,15 +5,20 @@
   "Per-instance API key for CLI commands from inside the container"; the CLI's
   ``vastai stop instance``). A stopped instance: "Disk charges continue; no GPU charges"
   (docs.vast.ai, ``show instances``' ``actual_status``).
+* AutoDL: the container runs ``shutdown`` (``c.GpuCost.autodl_shutdown_command``), which
+  powers the instance off and ends its billing (AutoDL's help pages, as the users' guides
+  quote them: 关机 stops the meter and keeps the disks; a powered-off instance is released
+  after 15 days).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Mapping
 
 from ..core.i18n import _
-from ..core.machine import STILL_VAST, Machine
+from ..core.machine import STILL_AUTODL, STILL_VAST, Machine
 from .http import request
 from .outcome import StopResult, StopSettings, fail
 
@@ -64,4 +69,38 @@ def stop_vast(machine: Machine, settings: StopSettings, environ: Mapping[str, st
         "vast",
         _("Vast.ai is stopping instance {instance}").format(instance=machine.instance_id),
         STILL_VAST,
+    )
+
+
+def stop_autodl(settings: StopSettings) -> StopResult:
+    """The container runs ``shutdown``; a command that fails says why."""
+    argv = list(settings.autodl_shutdown_command)
+    grant = _(
+        "shutdown must run as root in the container (or set c.GpuCost.autodl_shutdown_command, "
+        "e.g. ['sudo', 'shutdown'])"
+    )
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=settings.timeout_s * 6, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return fail(
+            "autodl",
+            _("{command} could not run ({why}): {grant}").format(
+                command=" ".join(argv), why=e, grant=grant
+            ),
+        )
+    if done.returncode != 0:
+        tail = " ".join((done.stderr or done.stdout)[-300:].split())
+        return fail(
+            "autodl",
+            _("{command} exited with {code} ({output}): {grant}").format(
+                command=" ".join(argv), code=done.returncode, output=tail, grant=grant
+            ),
+        )
+    return StopResult(
+        True,
+        "autodl",
+        _("AutoDL is powering the instance off ({command})").format(command=" ".join(argv)),
+        STILL_AUTODL,
     )

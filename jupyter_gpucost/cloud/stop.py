@@ -103,6 +103,8 @@ def _stop(
             return _runpod(machine, settings, environ)
         if machine.provider == "vast":
             return rented.stop_vast(machine, settings, environ)
+        if machine.provider == "autodl":
+            return rented.stop_autodl(settings)
     except HttpFailure as e:
         return _fail(machine.provider, str(e))
     return _fail(

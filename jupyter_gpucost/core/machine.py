@@ -9,8 +9,10 @@ Local signals follow cloud-init's ``ds-identify``: DMI ``sys_vendor``/``product_
 ``product_name`` "Alibaba Cloud ECS", ds-identify's ``dscheck_AliYun``), and the variables
 RunPod and Vast.ai set in their containers (Vast.ai documents ``CONTAINER_ID``, the
 instance's id, and ``VAST_CONTAINERLABEL``: docs.vast.ai, "Docker Execution Environment",
-Predefined Variables). Lambda and AutoDL document no signal a server could read: the
-admin names them (``c.GpuCost.machine_provider``, :func:`from_setting`). A Kubernetes pod
+Predefined Variables), and AutoDL's ``AutoDLContainerUUID`` and ``AutoDLRegion`` (the
+variables AutoDL's developer documentation says every container has; seen quoted by its
+users, not on autodl.com itself). Lambda documents no signal a server could read: the admin
+names it (``c.GpuCost.machine_provider``, :func:`from_setting`). A Kubernetes pod
 (``KUBERNETES_SERVICE_HOST``) shares its node: its machine is named but never priced whole
 nor stopped from inside.
 """
@@ -50,6 +52,8 @@ ENV_NAMES = (
     "RUNPOD_DC_ID",
     "VAST_CONTAINERLABEL",
     "CONTAINER_ID",
+    "AutoDLContainerUUID",
+    "AutoDLRegion",
     "KUBERNETES_SERVICE_HOST",
 )
 
@@ -130,7 +134,7 @@ def cloud_from_dmi(dmi: Mapping[str, str]) -> Provider | None:
 
 
 def from_environment(env: Mapping[str, str]) -> Machine | None:
-    """RunPod and Vast.ai name their containers in the environment."""
+    """RunPod, AutoDL and Vast.ai name their containers in the environment."""
     shared = bool(env.get("KUBERNETES_SERVICE_HOST"))
     pod = env.get("RUNPOD_POD_ID", "")
     if pod:
@@ -138,6 +142,15 @@ def from_environment(env: Mapping[str, str]) -> Machine | None:
             "runpod",
             region=env.get("RUNPOD_DC_ID", ""),
             instance_id=pod,
+            source="environment",
+            shared=shared,
+        )
+    autodl = _name(env.get("AutoDLContainerUUID", ""))
+    if autodl:
+        return Machine(
+            "autodl",
+            region=_name(env.get("AutoDLRegion", "")),
+            instance_id=autodl,
             source="environment",
             shared=shared,
         )

@@ -107,6 +107,27 @@ class MachineTraits(HasTraits):
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
 
+    machine_provider = Enum(
+        ["", "lambda", "autodl"],
+        default_value="",
+        config=True,
+        help="The provider this server runs on where no signal names it: 'lambda' (Lambda "
+        "documents none) or 'autodl' (found from AutoDLContainerUUID otherwise). Empty: "
+        "detected.",
+    )
+    machine_instance_id = Unicode(
+        "",
+        config=True,
+        help="This machine's instance id at its provider, where its API needs one and no "
+        "signal gives it (a Lambda instance's id).",
+    )
+    autodl_shutdown_command = List(
+        Unicode(),
+        default_value=["shutdown"],
+        config=True,
+        help="What budget_action 'stop-instance' runs in an AutoDL container: AutoDL powers "
+        "the instance off (and stops billing it) when the container shuts down.",
+    )
     vast_api_url = Unicode(
         "https://console.vast.ai/api/v0",
         config=True,
@@ -141,6 +162,8 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
                 alibaba_metadata=str(traits.alibaba_metadata_url),
             ),
             timeout_s=float(traits.machine_detect_timeout_s),
+            provider=str(traits.machine_provider),
+            instance_id=str(traits.machine_instance_id),
         ),
         stop=StopSettings(
             command=tuple(str(c) for c in traits.stop_instance_command),
@@ -150,6 +173,7 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
             alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
             vast_api_url=str(traits.vast_api_url),
+            autodl_shutdown_command=tuple(str(c) for c in traits.autodl_shutdown_command),
             timeout_s=10.0,
         ),
     )
