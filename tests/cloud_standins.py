@@ -14,6 +14,11 @@
 * RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
 * Vast.ai: ``PUT /api/v0/instances/{id}/`` ``{"state": "stopped"}`` with ``Authorization:
   Bearer <CONTAINER_API_KEY>`` (what ``vastai stop instance`` sends): ``{"success": true}``.
+* Lambda's Cloud API: ``GET /api/v1/instances/{id}`` and ``POST
+  /api/v1/instance-operations/terminate`` ``{"instance_ids": [...]}`` with ``Authorization:
+  Bearer <key>``; errors ``{"error": {"code", "message", "suggestion"}}``:
+  ``global/invalid-api-key`` (401), ``global/account-inactive`` (403),
+  ``global/object-does-not-exist`` (404).
 * Alibaba Cloud ECS (``Cloud(metadata="alibaba")``): the metadata service's hardened mode
   (``PUT /latest/api/token`` with ``X-aliyun-ecs-metadata-token-ttl-seconds`` 1-21600, else
   400; GETs with ``X-aliyun-ecs-metadata-token``, else 401 when ``alibaba_hardened``),
@@ -53,6 +58,7 @@ ALIBABA_ROLE = "gpucost-stopper"
 GCE_TOKEN = "ya29.gce-secret-token"
 AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
 RUNPOD_KEY = "rpa_secret_key"
+LAMBDA_KEY = "secret_lambda-key_4f1c2b7e9a8d4c6b"
 VAST_KEY = "0f3c9a7e2b5d4c1a8e6f0b9d7c3a5e1f2b4d6c8a0e9f7b5d3c1a2e4f6b8d0c9a"
 
 
@@ -90,6 +96,8 @@ class Cloud:
         }
     )
     gce_project: str = "my-project"
+    #: the Lambda instance the key may see and terminate
+    lambda_instance: str = "0920582c7ff041399e34823a0be62549"
     #: the Vast.ai instance the key may manage
     vast_instance: str = "28493017"
     #: which cloud answers under /latest/: "aws" (EC2 IMDS) or "alibaba" (ECS metadata)
@@ -217,6 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._runpod(method, path)
         if path.startswith("/api/v0/instances/"):
             return self._vast(method, path)
+        if path.startswith("/api/v1/"):
+            return self._lambda(method, path)
         self._send(404, "not found")
 
     # -- EC2 IMDSv2 -------------------------------------------------------------------
@@ -394,6 +404,67 @@ class _Handler(BaseHTTPRequestHandler):
             )
         cloud.stopped.append(f"{form['InstanceId']}:{form.get('StoppedMode', '')}")
         return self._send(200, {"RequestId": request_id}, {"Content-Type": "application/json"})
+
+    # -- Lambda -------------------------------------------------------------------------
+    def _lambda_instance(self, status: str) -> dict[str, Any]:
+        cloud = self.server.cloud
+        return {
+            "id": cloud.lambda_instance,
+            "name": "training-node-1",
+            "ip": "198.51.100.2",
+            "private_ip": "10.19.60.24",
+            "status": status,
+            "ssh_key_names": ["macbook-pro"],
+            "file_system_names": ["shared-fs"],
+            "region": {"name": "us-east-1", "description": "Virginia, USA"},
+            "instance_type": {
+                "name": "gpu_1x_a100_sxm4",
+                "description": "1x A100 (40 GB SXM4)",
+                "gpu_description": "A100 (40 GB SXM4)",
+                "price_cents_per_hour": 129,
+                "specs": {"vcpus": 30, "memory_gib": 200, "storage_gib": 512, "gpus": 1},
+            },
+            "hostname": "10-19-60-24.cloud.lambdalabs.com",
+        }
+
+    def _lambda(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+
+        def error(status: int, code: str, message: str, suggestion: str | None) -> None:
+            body = {"error": {"code": code, "message": message, "suggestion": suggestion}}
+            if cloud.echo_credentials and status != 401:
+                body["error"]["message"] = f"{message} ({self._credential()})"
+            self._send(status, body, {"Content-Type": "application/json"})
+
+        if self.headers.get("Authorization") != f"Bearer {LAMBDA_KEY}":
+            return error(
+                401,
+                "global/invalid-api-key",
+                "API key was invalid, expired, or deleted.",
+                "Check your API key or create a new one, then try again.",
+            )
+        if not cloud.allowed:
+            if cloud.refusal_status != 403:
+                return self._send(cloud.refusal_status, "Bad Gateway")
+            return error(403, "global/account-inactive", "Your account is inactive.", None)
+        missing = ("global/object-does-not-exist", "Specified instance does not exist.", None)
+        if method == "GET" and path.startswith("/api/v1/instances/"):
+            if path.rsplit("/", 1)[-1] != cloud.lambda_instance:
+                return error(404, *missing)
+            return self._send(200, {"data": self._lambda_instance("active")})
+        if method == "POST" and path == "/api/v1/instance-operations/terminate":
+            try:
+                ids = json.loads(self.body).get("instance_ids")
+            except (ValueError, AttributeError):
+                ids = None
+            if not isinstance(ids, list) or not ids:
+                return error(400, "global/invalid-parameters", "Invalid request body.", None)
+            if any(i != cloud.lambda_instance for i in ids):
+                return error(404, *missing)
+            cloud.stopped.extend(ids)
+            terminated = [self._lambda_instance("terminating")]
+            return self._send(200, {"data": {"terminated_instances": terminated}})
+        return error(404, "global/object-does-not-exist", "Not found.", None)
 
     # -- Vast.ai ------------------------------------------------------------------------
     def _vast(self, method: str, path: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.machine import (
@@ -28,7 +28,7 @@ from ..core.machine import (
     parse_azure,
     parse_gcp,
 )
-from . import alibaba
+from . import alibaba, lambda_cloud
 from .http import HttpFailure, request
 
 DEFAULT_DMI_PATH = "/sys/class/dmi/id"
@@ -80,6 +80,9 @@ class DetectSettings:
     #: with the instance's id where its API needs one ("" : detected)
     provider: str = ""
     instance_id: str = ""
+    #: Lambda's Cloud API and its key (asked only where the admin named Lambda)
+    lambda_api_url: str = lambda_cloud.LAMBDA_API
+    lambda_api_key: str = field(default="", repr=False)
 
 
 def read_signals(dmi_path: str, environ: Mapping[str, str]) -> LocalSignals:
@@ -150,6 +153,17 @@ def identify(settings: DetectSettings, environ: Mapping[str, str]) -> Machine | 
     signals = read_signals(settings.dmi_path, environ)
     shared = bool(signals.env.get("KUBERNETES_SERVICE_HOST"))
     named = from_setting(settings.provider, settings.instance_id, shared=shared)
+    if named is not None and named.provider == "lambda":
+        try:
+            return lambda_cloud.read_machine(
+                settings.lambda_api_url,
+                settings.lambda_api_key,
+                named.instance_id,
+                settings.timeout_s,
+                shared,
+            )
+        except (HttpFailure, MetadataError) as e:
+            return replace(named, note=str(e))
     if named is not None:
         return named
     provider: Provider | None = cloud_from_dmi(signals.dmi)

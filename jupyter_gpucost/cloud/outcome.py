@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from ..core.machine import STILL_DISKS
 
+#: Lambda's Cloud API
+LAMBDA_API = "https://cloud.lambda.ai/api/v1"
 #: Alibaba Cloud's ECS API of a region ({region} is the instance's region-id)
 ALIBABA_ECS_API = "https://ecs.{region}.aliyuncs.com"
 
@@ -20,7 +22,7 @@ class StopSettings:
     alibaba_ecs_api_url: str = ALIBABA_ECS_API
     alibaba_stopped_mode: str = "StopCharging"
     vast_api_url: str = "https://console.vast.ai/api/v0"
-    lambda_api_url: str = "https://cloud.lambda.ai/api/v1"
+    lambda_api_url: str = LAMBDA_API
     #: the Lambda Cloud API key (the admin's setting or ``LAMBDA_API_KEY``; never shown)
     lambda_api_key: str = field(default="", repr=False)
     #: what powers an AutoDL instance off from inside its container

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from ..core.machine import Machine
-from . import alibaba, rented
+from . import alibaba, lambda_cloud, rented
 from .detect import Endpoints
 from .http import HttpFailure, redact, request
 from .outcome import StopResult, StopSettings
@@ -105,6 +105,9 @@ def _stop(
             return rented.stop_vast(machine, settings, environ)
         if machine.provider == "autodl":
             return rented.stop_autodl(settings)
+        if machine.provider == "lambda":
+            key = settings.lambda_api_key or environ.get("LAMBDA_API_KEY", "")
+            return lambda_cloud.stop(machine, settings, key)
     except HttpFailure as e:
         return _fail(machine.provider, str(e))
     return _fail(

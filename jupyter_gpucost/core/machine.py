@@ -76,7 +76,7 @@ class Machine:
     #: "on-demand" or "spot" ("" when not known)
     market: str = ""
     instance_id: str = ""
-    #: how it was found: "dmi", "dmi+metadata", "environment", "setting"
+    #: how it was found: "dmi", "dmi+metadata", "environment", "setting", "setting+api"
     source: str = ""
     #: a Kubernetes pod: the node is shared, never priced whole nor stopped from inside
     shared: bool = False
@@ -280,6 +280,28 @@ def parse_alibaba(identity_document: str, *, shared: bool = False) -> Machine:
         source="dmi+metadata",
         shared=shared,
         zone=_optional(doc, "zone-id"),
+    )
+
+
+def parse_lambda(instance_answer: str, *, shared: bool = False) -> Machine:
+    """Lambda's Cloud API ``GET /instances/{id}``: ``{"data": {"id", "region": {"name"},
+    "instance_type": {"name"}}}``."""
+    what = "Lambda's instance answer"
+    data = _object(instance_answer, what).get("data")
+    if not isinstance(data, dict):
+        raise MetadataError(f"{what} has no data")
+    kind = data.get("instance_type")
+    region = data.get("region")
+    if not isinstance(kind, dict):
+        raise MetadataError(f"{what} has no instance_type")
+    return Machine(
+        "lambda",
+        instance_type=_text(kind, "name", what),
+        region=_optional(region, "name") if isinstance(region, dict) else "",
+        market="on-demand",
+        instance_id=_text(data, "id", what),
+        source="setting+api",
+        shared=shared,
     )
 
 

@@ -21,6 +21,7 @@ from traitlets.config import Config
 
 from ..cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+from ..cloud.lambda_cloud import LAMBDA_API
 from ..cloud.stop import StopSettings, stop_instance
 from ..core.catalog import Catalog
 from ..core.instance_prices import (
@@ -128,6 +129,18 @@ class MachineTraits(HasTraits):
         help="What budget_action 'stop-instance' runs in an AutoDL container: AutoDL powers "
         "the instance off (and stops billing it) when the container shuts down.",
     )
+    lambda_api_url = Unicode(
+        LAMBDA_API,
+        config=True,
+        help="Lambda's Cloud API: read for the instance's type, and called by "
+        "'stop-instance' (terminate) where machine_provider is 'lambda'.",
+    )
+    lambda_api_key = Unicode(
+        "",
+        config=True,
+        help="A Lambda Cloud API key allowed to read and terminate this instance (empty: "
+        "the LAMBDA_API_KEY variable). Never shown nor logged.",
+    )
     vast_api_url = Unicode(
         "https://console.vast.ai/api/v0",
         config=True,
@@ -152,6 +165,7 @@ class MachineSettings:
 
 
 def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
+    lambda_key = str(traits.lambda_api_key) or environ.get("LAMBDA_API_KEY", "")
     return MachineSettings(
         detect=bool(traits.detect_machine),
         detect_settings=DetectSettings(
@@ -164,6 +178,8 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             timeout_s=float(traits.machine_detect_timeout_s),
             provider=str(traits.machine_provider),
             instance_id=str(traits.machine_instance_id),
+            lambda_api_url=str(traits.lambda_api_url),
+            lambda_api_key=lambda_key,
         ),
         stop=StopSettings(
             command=tuple(str(c) for c in traits.stop_instance_command),
@@ -173,6 +189,8 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
             alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
             vast_api_url=str(traits.vast_api_url),
+            lambda_api_url=str(traits.lambda_api_url),
+            lambda_api_key=lambda_key,
             autodl_shutdown_command=tuple(str(c) for c in traits.autodl_shutdown_command),
             timeout_s=10.0,
         ),
