@@ -181,12 +181,20 @@ def test_stop_instance_is_signed_with_the_role_s_credentials(standin: StandIn) -
     assert result.still_bills == STILL_ALIBABA_STOP_CHARGING
     assert standin.cloud.stopped == [f"{INSTANCE}:StopCharging"]
     call = standin.cloud.ecs_calls[0]
-    assert {k: call[k] for k in ("Action", "Version", "RegionId", "SignatureMethod")} == {
+    assert {k: call[k] for k in ("Action", "Version", "InstanceId", "SignatureMethod")} == {
         "Action": "StopInstance",
         "Version": "2014-05-26",
-        "RegionId": "cn-hangzhou",
+        "InstanceId": INSTANCE,
         "SignatureMethod": "HMAC-SHA1",
     }
+    # the region's endpoint ({region} in the setting)
+    stop_instance(
+        machine(),
+        StopSettings(alibaba_ecs_api_url=standin.url + "/{region}", timeout_s=5),
+        Endpoints(alibaba_metadata=standin.url),
+        {},
+    )
+    assert standin.paths()[-1] == "/cn-hangzhou/"
     # no credential in a URL: the form is the body
     assert all("?" not in path for _, path, _ in standin.cloud.requests)
 

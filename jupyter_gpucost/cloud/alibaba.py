@@ -173,7 +173,9 @@ def stop_request(
     now: datetime | None = None,
     nonce: str | None = None,
 ) -> Answer:
-    """``StopInstance`` for this instance, signed with the role's credentials."""
+    """``StopInstance`` for this instance, signed with the role's credentials, sent to the
+    ECS endpoint of its region (StopInstance takes no RegionId: the endpoint is the
+    region's)."""
     params = {
         "Action": "StopInstance",
         "InstanceId": instance_id,
@@ -187,8 +189,6 @@ def stop_request(
         "SignatureNonce": nonce or uuid.uuid4().hex,
         "Timestamp": (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    if region:
-        params["RegionId"] = region
     params["Signature"] = signature(params, credentials.secret)
     body = "&".join(f"{percent(k)}={percent(v)}" for k, v in params.items()).encode()
     url = api_url.replace("{region}", quote(region or "cn-hangzhou", safe="")).rstrip("/") + "/"

@@ -35,7 +35,7 @@ def stop_vast(machine: Machine, settings: StopSettings, environ: Mapping[str, st
                 "to the server's environment"
             ),
         )
-    if not machine.instance_id.isdigit():
+    if not (machine.instance_id.isascii() and machine.instance_id.isdigit()):
         return fail("vast", _("the Vast.ai instance id (CONTAINER_ID) is not known"))
     url = f"{settings.vast_api_url.rstrip('/')}/instances/{machine.instance_id}/"
     answer = request(

@@ -158,12 +158,18 @@ def from_environment(env: Mapping[str, str]) -> Machine | None:
     if label:
         # the API's instance id is CONTAINER_ID; the label reads "C.<id>"
         container = _name(env.get("CONTAINER_ID", ""))
-        if not container.isdigit():
-            container = label.removeprefix("C.") if label.removeprefix("C.").isdigit() else ""
+        if not _digits(container):
+            from_label = label.removeprefix("C.")
+            container = from_label if _digits(from_label) else ""
         return Machine(
             "vast", instance_id=container, source="environment", shared=shared, name=_name(label)
         )
     return None
+
+
+def _digits(text: str) -> bool:
+    """An id of ASCII digits (what Vast.ai's API takes in its URLs)."""
+    return text.isascii() and text.isdigit() and len(text) <= MAX_FIELD_CHARS
 
 
 def from_setting(provider: str, instance_id: str = "", *, shared: bool = False) -> Machine | None:
