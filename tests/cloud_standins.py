@@ -12,6 +12,22 @@
   ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
   AuthorizationFailed.
 * RunPod REST: ``POST /v1/pods/{podId}/stop`` with ``Authorization: Bearer <key>``.
+* Vast.ai: ``PUT /api/v0/instances/{id}/`` ``{"state": "stopped"}`` with ``Authorization:
+  Bearer <CONTAINER_API_KEY>`` (what ``vastai stop instance`` sends): ``{"success": true}``.
+* Lambda's Cloud API: ``GET /api/v1/instances/{id}`` and ``POST
+  /api/v1/instance-operations/terminate`` ``{"instance_ids": [...]}`` with ``Authorization:
+  Bearer <key>``; errors ``{"error": {"code", "message", "suggestion"}}``:
+  ``global/invalid-api-key`` (401), ``global/account-inactive`` (403),
+  ``global/object-does-not-exist`` (404).
+* Alibaba Cloud ECS (``Cloud(metadata="alibaba")``): the metadata service's hardened mode
+  (``PUT /latest/api/token`` with ``X-aliyun-ecs-metadata-token-ttl-seconds`` 1-21600, else
+  400; GETs with ``X-aliyun-ecs-metadata-token``, else 401 when ``alibaba_hardened``),
+  ``/latest/dynamic/instance-identity/document``, the RAM role's name and credentials under
+  ``/latest/meta-data/ram/security-credentials/`` (404 without a role); and the ECS API:
+  an RPC ``POST /`` form, its HMAC-SHA1 signature checked (computed here on its own, from
+  the documented rule), answering ``{"RequestId"}`` or ``{"Code", "Message"}``:
+  ``InvalidAccessKeyId.NotFound`` (404), ``InvalidSecurityToken.Expired`` (400),
+  ``SignatureDoesNotMatch`` (400), ``Forbidden.RAM`` (403).
 
 And the hostile answers a client must survive: a refusal whose body echoes the credential
 it was sent, any status, raw bodies of any size for any path, an answer that is not HTTP
@@ -20,7 +36,10 @@ it was sent, any status, raw bodies of any size for any path, an answer that is 
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -31,9 +50,16 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 IMDS_TOKEN = "AQAEAImds-session-token-secret"
+ALIBABA_METADATA_TOKEN = "aliyun-metadata-token-secret"
+ALIBABA_KEY_ID = "STS.NTfp9uWmHCEr0secretid"
+ALIBABA_KEY_SECRET = "Hd6rdcsp3wmx0secretsecret"
+ALIBABA_STS_TOKEN = "CAIS8gF1q6Ft5B2yfSjIr5secrettoken"
+ALIBABA_ROLE = "gpucost-stopper"
 GCE_TOKEN = "ya29.gce-secret-token"
 AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
 RUNPOD_KEY = "rpa_secret_key"
+LAMBDA_KEY = "secret_lambda-key_4f1c2b7e9a8d4c6b"
+VAST_KEY = "0f3c9a7e2b5d4c1a8e6f0b9d7c3a5e1f2b4d6c8a0e9f7b5d3c1a2e4f6b8d0c9a"
 
 
 @dataclass
@@ -70,6 +96,31 @@ class Cloud:
         }
     )
     gce_project: str = "my-project"
+    #: the Lambda instance the key may see and terminate
+    lambda_instance: str = "0920582c7ff041399e34823a0be62549"
+    #: the Vast.ai instance the key may manage
+    vast_instance: str = "28493017"
+    #: which cloud answers under /latest/: "aws" (EC2 IMDS) or "alibaba" (ECS metadata)
+    metadata: str = "aws"
+    #: the ECS metadata service is in hardened mode (a token is required)
+    alibaba_hardened: bool = True
+    alibaba_identity: dict[str, Any] = field(
+        default_factory=lambda: {
+            "zone-id": "cn-hangzhou-i",
+            "serial-number": "4acd2b47-b328-4762-852f-998a3b1c2d3e",
+            "instance-id": "i-bp1iw9u3m0adiz4ag1x2",
+            "region-id": "cn-hangzhou",
+            "private-ipv4": "192.168.0.12",
+            "owner-account-id": "1609123456789012",
+            "mac": "00:16:3e:0f:12:34",
+            "image-id": "aliyun_3_x64_20G_alibase_20210425.vhd",
+            "instance-type": "ecs.gn7i-c8g1.2xlarge",
+        }
+    )
+    #: the key the ECS API knows for the role (another: InvalidAccessKeyId.NotFound)
+    alibaba_known_key: str = ALIBABA_KEY_ID
+    #: the ECS API's calls, each its form's fields
+    ecs_calls: list[dict[str, str]] = field(default_factory=list)
     azure_compute: dict[str, Any] = field(
         default_factory=lambda: {
             "location": "eastus",
@@ -101,6 +152,8 @@ class Cloud:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    #: the request's body (PUT, POST)
+    body: bytes = b""
 
     def log_message(self, *args: object) -> None:
         pass
@@ -129,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(cloud.refusal_status, body)
 
     def do_PUT(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.body = self.rfile.read(length)
         self._route("PUT")
 
     def do_GET(self) -> None:
@@ -136,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        self.body = self.rfile.read(length)
         self._route("POST")
 
     def _route(self, method: str) -> None:
@@ -152,8 +207,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         if path in cloud.raw:
             return self._send(200, cloud.raw[path], {"Metadata-Flavor": "Google"})
+        if path.startswith("/latest/") and cloud.metadata == "alibaba":
+            return self._alibaba_metadata(method, path)
         if path.startswith("/latest/"):
             return self._aws(method, path)
+        if path == "/" and method == "POST":
+            return self._ecs()
         if path.startswith("/computeMetadata/"):
             return self._gce(path, url.query)
         if path.startswith("/compute/v1/"):
@@ -164,6 +223,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._arm(method, path, url.query)
         if path.startswith("/v1/pods/"):
             return self._runpod(method, path)
+        if path.startswith("/api/v0/instances/"):
+            return self._vast(method, path)
+        if path.startswith("/api/v1/"):
+            return self._lambda(method, path)
         self._send(404, "not found")
 
     # -- EC2 IMDSv2 -------------------------------------------------------------------
@@ -266,6 +329,167 @@ class _Handler(BaseHTTPRequestHandler):
         cloud.stopped.append(scope)
         return self._send(202, "", {"Azure-AsyncOperation": f"{scope}/operations/1"})
 
+    # -- Alibaba Cloud ECS ----------------------------------------------------------------
+    def _alibaba_metadata(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+        if path == "/latest/api/token":
+            ttl = self.headers.get("X-aliyun-ecs-metadata-token-ttl-seconds", "")
+            if method != "PUT" or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+                return self._send(400, "")
+            return self._send(200, ALIBABA_METADATA_TOKEN)
+        token = self.headers.get("X-aliyun-ecs-metadata-token")
+        if token != ALIBABA_METADATA_TOKEN and (cloud.alibaba_hardened or token is not None):
+            return self._send(401, "")
+        if path == "/latest/dynamic/instance-identity/document":
+            return self._send(200, cloud.alibaba_identity, {"Content-Type": "text/plain"})
+        credentials = "/latest/meta-data/ram/security-credentials/"
+        if path.startswith(credentials):
+            if not cloud.identity:
+                return self._send(404, "")
+            role = path[len(credentials) :]
+            if role == "":
+                return self._send(200, ALIBABA_ROLE)
+            if role != ALIBABA_ROLE:
+                return self._send(404, "")
+            return self._send(
+                200,
+                {
+                    "AccessKeyId": ALIBABA_KEY_ID,
+                    "AccessKeySecret": ALIBABA_KEY_SECRET,
+                    "Expiration": "2026-11-27T14:00:00Z",
+                    "SecurityToken": ALIBABA_STS_TOKEN,
+                    "LastUpdated": "2026-11-27T08:00:00Z",
+                    "Code": "Success",
+                },
+            )
+        return self._send(404, "")
+
+    def _ecs(self) -> None:
+        cloud = self.server.cloud
+        form = {k: v[0] for k, v in parse_qs(self.body.decode(), keep_blank_values=True).items()}
+        cloud.ecs_calls.append(form)
+        request_id = "473469C7-AA6F-4DC5-B3DB-A3DC0DE3C83E"
+
+        def error(status: int, code: str, message: str) -> None:
+            body: dict[str, Any] = {
+                "RequestId": request_id,
+                "HostId": "ecs.cn-hangzhou.aliyuncs.com",
+                "Code": code,
+                "Message": message,
+            }
+            if cloud.echo_credentials:
+                body["Recommend"] = form.get("SecurityToken", "") + form.get("AccessKeyId", "")
+            self._send(status, body, {"Content-Type": "application/json"})
+
+        if form.get("AccessKeyId") != cloud.alibaba_known_key:
+            return error(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found.")
+        if form.get("SecurityToken") != ALIBABA_STS_TOKEN:
+            return error(400, "InvalidSecurityToken.Expired", "Specified SecurityToken is expired.")
+        if form.get("Signature") != _rpc_signature(form, ALIBABA_KEY_SECRET):
+            return error(
+                400,
+                "SignatureDoesNotMatch",
+                "Specified signature is not matched with our calculation.",
+            )
+        if form.get("Action") != "StopInstance" or not form.get("InstanceId"):
+            return error(400, "MissingParameter", "The input parameter is missing.")
+        if not cloud.allowed:
+            if cloud.refusal_status != 403:
+                return self._send(cloud.refusal_status, "upstream trouble")
+            return error(
+                403,
+                "Forbidden.RAM",
+                "User not authorized to operate on the specified resource, or this API "
+                "doesn't support RAM.",
+            )
+        cloud.stopped.append(f"{form['InstanceId']}:{form.get('StoppedMode', '')}")
+        return self._send(200, {"RequestId": request_id}, {"Content-Type": "application/json"})
+
+    # -- Lambda -------------------------------------------------------------------------
+    def _lambda_instance(self, status: str) -> dict[str, Any]:
+        cloud = self.server.cloud
+        return {
+            "id": cloud.lambda_instance,
+            "name": "training-node-1",
+            "ip": "198.51.100.2",
+            "private_ip": "10.19.60.24",
+            "status": status,
+            "ssh_key_names": ["macbook-pro"],
+            "file_system_names": ["shared-fs"],
+            "region": {"name": "us-east-1", "description": "Virginia, USA"},
+            "instance_type": {
+                "name": "gpu_1x_a100_sxm4",
+                "description": "1x A100 (40 GB SXM4)",
+                "gpu_description": "A100 (40 GB SXM4)",
+                "price_cents_per_hour": 129,
+                "specs": {"vcpus": 30, "memory_gib": 200, "storage_gib": 512, "gpus": 1},
+            },
+            "hostname": "10-19-60-24.cloud.lambdalabs.com",
+        }
+
+    def _lambda(self, method: str, path: str) -> None:
+        cloud = self.server.cloud
+
+        def error(status: int, code: str, message: str, suggestion: str | None) -> None:
+            body = {"error": {"code": code, "message": message, "suggestion": suggestion}}
+            if cloud.echo_credentials and status != 401:
+                body["error"]["message"] = f"{message} ({self._credential()})"
+            self._send(status, body, {"Content-Type": "application/json"})
+
+        if self.headers.get("Authorization") != f"Bearer {LAMBDA_KEY}":
+            return error(
+                401,
+                "global/invalid-api-key",
+                "API key was invalid, expired, or deleted.",
+                "Check your API key or create a new one, then try again.",
+            )
+        if not cloud.allowed:
+            if cloud.refusal_status != 403:
+                return self._send(cloud.refusal_status, "Bad Gateway")
+            return error(403, "global/account-inactive", "Your account is inactive.", None)
+        missing = ("global/object-does-not-exist", "Specified instance does not exist.", None)
+        if method == "GET" and path.startswith("/api/v1/instances/"):
+            if path.rsplit("/", 1)[-1] != cloud.lambda_instance:
+                return error(404, *missing)
+            return self._send(200, {"data": self._lambda_instance("active")})
+        if method == "POST" and path == "/api/v1/instance-operations/terminate":
+            try:
+                ids = json.loads(self.body).get("instance_ids")
+            except (ValueError, AttributeError):
+                ids = None
+            if not isinstance(ids, list) or not ids:
+                return error(400, "global/invalid-parameters", "Invalid request body.", None)
+            if any(i != cloud.lambda_instance for i in ids):
+                return error(404, *missing)
+            cloud.stopped.extend(ids)
+            terminated = [self._lambda_instance("terminating")]
+            return self._send(200, {"data": {"terminated_instances": terminated}})
+        return error(404, "global/object-does-not-exist", "Not found.", None)
+
+    # -- Vast.ai ------------------------------------------------------------------------
+    def _vast(self, method: str, path: str) -> None:
+        """``PUT /api/v0/instances/{id}/`` ``{"state": "stopped"}`` (vast-ai/vast-cli's
+        ``stop instance``): ``{"success": true}``; a wrong key 401, another's instance 403,
+        an unknown id 404 ``{"success": false, "error": ...}``."""
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {VAST_KEY}":
+            return self._send(401, {"success": False, "error": "invalid_user", "msg": "bad key"})
+        parts = path.split("/")
+        if method != "PUT" or len(parts) != 6 or not parts[4].isdigit() or parts[5] != "":
+            return self._send(404, {"success": False, "error": "not_found"})
+        try:
+            state = json.loads(self.body).get("state")
+        except (ValueError, AttributeError):
+            state = None
+        if state != "stopped":
+            return self._send(400, {"success": False, "error": "invalid_args"})
+        if not cloud.allowed:
+            return self._refuse({"success": False, "error": "forbidden", "msg": "not yours"})
+        if parts[4] != cloud.vast_instance:
+            return self._send(404, {"success": False, "error": "no_such_instance"})
+        cloud.stopped.append(parts[4])
+        return self._send(200, {"success": True})
+
     # -- RunPod -------------------------------------------------------------------------
     def _runpod(self, method: str, path: str) -> None:
         cloud = self.server.cloud
@@ -278,6 +502,22 @@ class _Handler(BaseHTTPRequestHandler):
             return self._refuse({"error": "forbidden"})
         cloud.stopped.append(parts[3])
         return self._send(200, {"id": parts[3], "desiredStatus": "EXITED"})
+
+
+def _percent(text: str) -> str:
+    """RPC's encoding, written from the documented rule: A-Z a-z 0-9 - _ . ~ as they are,
+    every other byte of the UTF-8 text as %XY."""
+    keep = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
+    return "".join(chr(b) if b in keep else f"%{b:02X}" for b in text.encode())
+
+
+def _rpc_signature(form: dict[str, str], secret: str) -> str:
+    query = "&".join(
+        f"{_percent(k)}={_percent(v)}" for k, v in sorted(form.items()) if k != "Signature"
+    )
+    to_sign = "POST&%2F&" + _percent(query)
+    mac = hmac.new((secret + "&").encode(), to_sign.encode(), hashlib.sha1).digest()
+    return base64.b64encode(mac).decode()
 
 
 class _Server(ThreadingHTTPServer):
@@ -318,6 +558,7 @@ def write_dmi(folder: Any, provider: str) -> str:
             "board_asset_tag": "i-0123456789abcdef0",
         },
         "gcp": {"sys_vendor": "Google", "product_name": "Google Compute Engine"},
+        "alibaba": {"sys_vendor": "Alibaba Cloud", "product_name": "Alibaba Cloud ECS"},
         "azure": {
             "sys_vendor": "Microsoft Corporation",
             "product_name": "Virtual Machine",

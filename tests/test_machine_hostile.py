@@ -26,14 +26,24 @@ from jupyter_gpucost.core.machine import (
     MetadataError,
     cloud_from_dmi,
     from_environment,
+    parse_alibaba,
     parse_aws,
     parse_azure,
     parse_gcp,
+    parse_lambda,
 )
 
 AWS_DOC = Cloud().aws_identity
 GCE_DOC = Cloud().gce_instance
 AZURE_DOC = {"compute": Cloud().azure_compute}
+ALIBABA_DOC = Cloud().alibaba_identity
+#: Lambda's GET /instances/{id} "data", as the stand-in answers it
+LAMBDA_DATA = {
+    "id": "0920582c7ff041399e34823a0be62549",
+    "status": "active",
+    "region": {"name": "us-east-1", "description": "Virginia, USA"},
+    "instance_type": {"name": "gpu_1x_a100_sxm4", "price_cents_per_hour": 129},
+}
 
 json_values = st.recursive(
     st.none()
@@ -61,7 +71,9 @@ def valid_or_refused(parse: Callable[[], Machine]) -> None:
         if isinstance(value, str):
             assert len(value) <= MAX_FIELD_CHARS, f.name
             assert value.isprintable(), f.name
-    assert machine.market in ("spot", "on-demand")
+    # ECS's identity document does not say the market: unknown ("") there, never guessed
+    known = ("spot", "on-demand", "") if machine.provider == "alibaba" else ("spot", "on-demand")
+    assert machine.market in known
     assert machine.instance_type
 
 
@@ -70,6 +82,8 @@ def parsers(text: str, extra: str) -> list[Callable[[], Machine]]:
         lambda: parse_aws(text, extra),
         lambda: parse_gcp(text, extra),
         lambda: parse_azure(text),
+        lambda: parse_alibaba(text),
+        lambda: parse_lambda(text),
     ]
 
 
@@ -94,6 +108,8 @@ def test_a_documented_document_with_one_field_of_junk(data: st.DataObject) -> No
         (dict(AWS_DOC), lambda t: parse_aws(t, "spot")),
         (dict(GCE_DOC), lambda t: parse_gcp(t, "my-project")),
         (dict(AZURE_DOC["compute"]), lambda t: parse_azure(json.dumps({"compute": json.loads(t)}))),
+        (dict(ALIBABA_DOC), parse_alibaba),
+        (dict(LAMBDA_DATA), lambda t: parse_lambda(json.dumps({"data": json.loads(t)}))),
     ]:
         key = data.draw(st.sampled_from(sorted(doc)))
         doc[key] = data.draw(json_values)
@@ -117,15 +133,31 @@ def test_a_documented_document_with_one_field_of_junk(data: st.DataObject) -> No
     ),
     st.dictionaries(
         st.sampled_from(
-            ["RUNPOD_POD_ID", "RUNPOD_DC_ID", "VAST_CONTAINERLABEL", "KUBERNETES_SERVICE_HOST"]
+            [
+                "RUNPOD_POD_ID",
+                "RUNPOD_DC_ID",
+                "VAST_CONTAINERLABEL",
+                "CONTAINER_ID",
+                "AutoDLContainerUUID",
+                "AutoDLRegion",
+                "KUBERNETES_SERVICE_HOST",
+            ]
         ),
         st.text(),
     ),
 )
 def test_local_signals_never_raise(dmi: dict[str, str], env: dict[str, str]) -> None:
-    assert cloud_from_dmi(dmi) in (None, "aws", "gcp", "azure")
+    assert cloud_from_dmi(dmi) in (None, "aws", "gcp", "azure", "alibaba")
     found = from_environment(env)
-    assert found is None or found.provider in ("runpod", "vast")
+    assert found is None or found.provider in ("runpod", "vast", "autodl")
+    if found is not None and found.provider in ("vast", "autodl"):
+        # an id a stop would put in a URL is digits (Vast.ai) or a printable name
+        assert found.instance_id == "" or found.instance_id.isprintable()
+        assert len(found.instance_id) <= MAX_FIELD_CHARS
+        if found.provider == "vast":
+            assert found.instance_id == "" or (
+                found.instance_id.isascii() and found.instance_id.isdigit()
+            )
 
 
 @pytest.mark.parametrize(
@@ -163,8 +195,9 @@ PATHS = {
     "aws": "/latest/dynamic/instance-identity/document",
     "gcp": "/computeMetadata/v1/instance/",
     "azure": "/metadata/instance",
+    "alibaba": "/latest/dynamic/instance-identity/document",
 }
-VALID = {"aws": AWS_DOC, "gcp": GCE_DOC, "azure": AZURE_DOC}
+VALID = {"aws": AWS_DOC, "gcp": GCE_DOC, "azure": AZURE_DOC, "alibaba": ALIBABA_DOC}
 
 
 @pytest.fixture
@@ -177,7 +210,10 @@ def detect_with(standin: StandIn, provider: str, tmp_path: Path, timeout_s: floa
         DetectSettings(
             dmi_path=write_dmi(tmp_path / "dmi", provider),
             endpoints=Endpoints(
-                aws_imds=standin.url, gce_metadata_host=standin.host, azure_imds=standin.url
+                aws_imds=standin.url,
+                gce_metadata_host=standin.host,
+                azure_imds=standin.url,
+                alibaba_metadata=standin.url,
             ),
             timeout_s=timeout_s,
         ),
@@ -193,7 +229,7 @@ def padded(doc: dict[str, Any], size: int) -> bytes:
     return text.replace('"padding": ""', '"padding": "' + "x" * (size - len(text)) + '"').encode()
 
 
-@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure", "alibaba"])
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
@@ -214,7 +250,7 @@ def test_a_hostile_answer_leaves_the_machine_dmi_names_with_the_reason(
     assert reason in found.note
 
 
-@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure", "alibaba"])
 def test_a_50_mib_answer_is_read_no_further_than_the_bound(
     provider: str, standin: StandIn, tmp_path: Path
 ) -> None:
@@ -231,7 +267,7 @@ def test_a_50_mib_answer_is_read_no_further_than_the_bound(
     assert detect_with(standin, provider, tmp_path, 2).source == "dmi+metadata"
 
 
-@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure", "alibaba"])
 def test_a_service_that_does_not_answer_in_time_costs_its_timeout(
     provider: str, standin: StandIn, tmp_path: Path
 ) -> None:
@@ -243,7 +279,7 @@ def test_a_service_that_does_not_answer_in_time_costs_its_timeout(
     assert "no answer" in found.note
 
 
-@pytest.mark.parametrize("provider", ["aws", "gcp", "azure"])
+@pytest.mark.parametrize("provider", ["aws", "gcp", "azure", "alibaba"])
 def test_an_answer_that_is_not_http_is_a_reason(
     provider: str, standin: StandIn, tmp_path: Path
 ) -> None:

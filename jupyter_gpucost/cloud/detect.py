@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.machine import (
@@ -23,10 +23,12 @@ from ..core.machine import (
     cloud_from_dmi,
     from_dmi,
     from_environment,
+    from_setting,
     parse_aws,
     parse_azure,
     parse_gcp,
 )
+from . import alibaba, lambda_cloud
 from .http import HttpFailure, request
 
 DEFAULT_DMI_PATH = "/sys/class/dmi/id"
@@ -46,14 +48,22 @@ class Endpoints:
     aws_imds: str = AWS_IMDS
     gce_metadata_host: str = GCE_METADATA_HOST
     azure_imds: str = AZURE_IMDS
+    alibaba_metadata: str = alibaba.ALIBABA_METADATA
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str], *, azure_imds: str) -> Endpoints:
+    def from_environ(
+        cls,
+        environ: Mapping[str, str],
+        *,
+        azure_imds: str,
+        alibaba_metadata: str = alibaba.ALIBABA_METADATA,
+    ) -> Endpoints:
         """AWS's and Google's SDK variables, as their own SDKs read them."""
         return cls(
             aws_imds=environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT", "") or AWS_IMDS,
             gce_metadata_host=environ.get("GCE_METADATA_HOST", "") or GCE_METADATA_HOST,
             azure_imds=azure_imds or AZURE_IMDS,
+            alibaba_metadata=alibaba_metadata or alibaba.ALIBABA_METADATA,
         )
 
     def gce_base(self) -> str:
@@ -66,6 +76,13 @@ class DetectSettings:
     dmi_path: str = DEFAULT_DMI_PATH
     endpoints: Endpoints = Endpoints()
     timeout_s: float = 1.0
+    #: the provider the admin named (``c.GpuCost.machine_provider``: "lambda", "autodl"),
+    #: with the instance's id where its API needs one ("" : detected)
+    provider: str = ""
+    instance_id: str = ""
+    #: Lambda's Cloud API and its key (asked only where the admin named Lambda)
+    lambda_api_url: str = lambda_cloud.LAMBDA_API
+    lambda_api_key: str = field(default="", repr=False)
 
 
 def read_signals(dmi_path: str, environ: Mapping[str, str]) -> LocalSignals:
@@ -124,13 +141,31 @@ def _azure(endpoints: Endpoints, timeout_s: float, shared: bool) -> Machine:
     return parse_azure(doc.body, shared=shared)
 
 
-_READERS = {"aws": _aws, "gcp": _gcp, "azure": _azure}
+def _alibaba(endpoints: Endpoints, timeout_s: float, shared: bool) -> Machine:
+    return alibaba.read_machine(endpoints.alibaba_metadata, timeout_s, shared)
+
+
+_READERS = {"aws": _aws, "gcp": _gcp, "azure": _azure, "alibaba": _alibaba}
 
 
 def identify(settings: DetectSettings, environ: Mapping[str, str]) -> Machine | None:
     """The machine, or ``None`` when no local signal names a cloud (nothing is sent)."""
     signals = read_signals(settings.dmi_path, environ)
     shared = bool(signals.env.get("KUBERNETES_SERVICE_HOST"))
+    named = from_setting(settings.provider, settings.instance_id, shared=shared)
+    if named is not None and named.provider == "lambda":
+        try:
+            return lambda_cloud.read_machine(
+                settings.lambda_api_url,
+                settings.lambda_api_key,
+                named.instance_id,
+                settings.timeout_s,
+                shared,
+            )
+        except (HttpFailure, MetadataError) as e:
+            return replace(named, note=str(e))
+    if named is not None:
+        return named
     provider: Provider | None = cloud_from_dmi(signals.dmi)
     if provider is None:
         return from_environment(signals.env)

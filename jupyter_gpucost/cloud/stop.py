@@ -7,8 +7,19 @@ One driver per provider, each doing what the provider documents:
 * GCP: ``instances.stop`` with the token of the VM's service account from the metadata
   server;
 * Azure: ``virtualMachines/deallocate`` with the VM's managed identity (a token from IMDS);
+* Alibaba Cloud: ECS ``StopInstance`` (``StoppedMode`` as set: StopCharging by default),
+  signed with the credentials of the instance's RAM role from its metadata service
+  (:mod:`.alibaba`);
 * RunPod: ``POST /pods/{podId}/stop`` with the pod's ``RUNPOD_API_KEY``;
+* Vast.ai: ``PUT /instances/{CONTAINER_ID}/`` ``{"state": "stopped"}`` with the
+  instance's own ``CONTAINER_API_KEY`` (what ``vastai stop instance`` sends);
+* Lambda: ``POST /instance-operations/terminate`` with the admin's API key (Lambda's
+  instances cannot be stopped, only terminated);
+* AutoDL: the container runs ``shutdown``, which powers the instance off;
 * or the admin's ``stop_instance_command``.
+
+Each success carries the provider's sentence of what still bills afterwards
+(:attr:`StopResult.still_bills`, a constant of :mod:`..core.machine`).
 
 Blocking: run in a worker thread. A failure is a :class:`StopResult` whose message says
 why and which permission to grant; tokens and keys never appear in it: the HTTP client
@@ -22,12 +33,16 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import quote
 
 from ..core.machine import Machine
+from . import alibaba, lambda_cloud, rented
 from .detect import Endpoints
 from .http import HttpFailure, redact, request
+from .outcome import StopResult, StopSettings
+from .outcome import fail as _fail
+
+__all__ = ["SECRET_VARIABLES", "StopResult", "StopSettings", "stop_instance"]
 
 AZURE_COMPUTE_API_VERSION = "2024-07-01"
 AZURE_TOKEN_API_VERSION = "2018-02-01"
@@ -37,28 +52,9 @@ SECRET_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
+    "CONTAINER_API_KEY",
+    "LAMBDA_API_KEY",
 )
-
-
-@dataclass(frozen=True)
-class StopSettings:
-    command: tuple[str, ...] = ()
-    gcp_compute_url: str = "https://compute.googleapis.com"
-    azure_management_url: str = "https://management.azure.com"
-    runpod_api_url: str = "https://rest.runpod.io/v1"
-    timeout_s: float = 10.0
-
-
-@dataclass(frozen=True)
-class StopResult:
-    ok: bool
-    #: how: "aws", "gcp", "azure", "runpod", "command" ("" when nothing could be tried)
-    via: str
-    message: str
-
-
-def _fail(via: str, message: str) -> StopResult:
-    return StopResult(False, via, message)
 
 
 def stop_instance(
@@ -69,8 +65,9 @@ def stop_instance(
 ) -> StopResult:
     """Ask the provider to stop this machine; never raises, and never says a credential."""
     secrets: list[str] = [environ.get(name, "") for name in SECRET_VARIABLES]
+    secrets.append(settings.lambda_api_key)
     result = _stop(machine, settings, endpoints, environ, secrets)
-    return StopResult(result.ok, result.via, redact(result.message, secrets))
+    return StopResult(result.ok, result.via, redact(result.message, secrets), result.still_bills)
 
 
 def _stop(
@@ -100,8 +97,17 @@ def _stop(
             return _gcp(machine, settings, endpoints)
         if machine.provider == "azure":
             return _azure(machine, settings, endpoints)
+        if machine.provider == "alibaba":
+            return alibaba.stop(machine, settings, endpoints.alibaba_metadata, secrets)
         if machine.provider == "runpod":
             return _runpod(machine, settings, environ)
+        if machine.provider == "vast":
+            return rented.stop_vast(machine, settings, environ)
+        if machine.provider == "autodl":
+            return rented.stop_autodl(settings)
+        if machine.provider == "lambda":
+            key = settings.lambda_api_key or environ.get("LAMBDA_API_KEY", "")
+            return lambda_cloud.stop(machine, settings, key)
     except HttpFailure as e:
         return _fail(machine.provider, str(e))
     return _fail(

@@ -5,9 +5,16 @@ the environment and, only on a machine whose local signals name that cloud, its 
 service, and hands the texts to the functions here.
 
 Local signals follow cloud-init's ``ds-identify``: DMI ``sys_vendor``/``product_name``/
-``product_version``/``chassis_asset_tag``/``board_asset_tag``, and the variables RunPod and
-Vast.ai set in their containers. A Kubernetes pod (``KUBERNETES_SERVICE_HOST``) shares its
-node: its machine is named but never priced whole nor stopped from inside.
+``product_version``/``chassis_asset_tag``/``board_asset_tag`` (Alibaba Cloud's ECS VMs say
+``product_name`` "Alibaba Cloud ECS", ds-identify's ``dscheck_AliYun``), and the variables
+RunPod and Vast.ai set in their containers (Vast.ai documents ``CONTAINER_ID``, the
+instance's id, and ``VAST_CONTAINERLABEL``: docs.vast.ai, "Docker Execution Environment",
+Predefined Variables), and AutoDL's ``AutoDLContainerUUID`` and ``AutoDLRegion`` (the
+variables AutoDL's developer documentation says every container has; seen quoted by its
+users, not on autodl.com itself). Lambda documents no signal a server could read: the admin
+names it (``c.GpuCost.machine_provider``, :func:`from_setting`). A Kubernetes pod
+(``KUBERNETES_SERVICE_HOST``) shares its node: its machine is named but never priced whole
+nor stopped from inside.
 """
 
 from __future__ import annotations
@@ -19,11 +26,15 @@ from typing import Literal
 
 from .i18n import N_
 
-Provider = Literal["aws", "gcp", "azure", "runpod", "vast"]
-#: the providers whose API ``stop-instance`` calls
-STOPPABLE = ("aws", "gcp", "azure", "runpod")
+Provider = Literal["aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl"]
+#: the providers whose API (or, on AutoDL, ``shutdown``) ``stop-instance`` calls
+STOPPABLE = ("aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl")
 #: the providers whose metadata service is asked (only when DMI names them)
-METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure")
+METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure", "alibaba")
+#: the providers no local signal names: the admin's ``c.GpuCost.machine_provider``
+SETTING_PROVIDERS = ("lambda", "autodl")
+#: DMI ``product_name`` of an Alibaba Cloud ECS instance (ds-identify's ``dscheck_AliYun``)
+ALIBABA_PRODUCT_NAME = "alibaba cloud ecs"
 #: the DMI files read (under ``c.GpuCost.dmi_path``)
 DMI_FILES = (
     "sys_vendor",
@@ -41,6 +52,8 @@ ENV_NAMES = (
     "RUNPOD_DC_ID",
     "VAST_CONTAINERLABEL",
     "CONTAINER_ID",
+    "AutoDLContainerUUID",
+    "AutoDLRegion",
     "KUBERNETES_SERVICE_HOST",
 )
 
@@ -63,7 +76,7 @@ class Machine:
     #: "on-demand" or "spot" ("" when not known)
     market: str = ""
     instance_id: str = ""
-    #: how it was found: "dmi", "dmi+metadata", "environment"
+    #: how it was found: "dmi", "dmi+metadata", "environment", "setting", "setting+api"
     source: str = ""
     #: a Kubernetes pod: the node is shared, never priced whole nor stopped from inside
     shared: bool = False
@@ -115,11 +128,13 @@ def cloud_from_dmi(dmi: Mapping[str, str]) -> Provider | None:
         return "gcp"
     if dmi.get("chassis_asset_tag", "") == AZURE_CHASSIS_TAG:
         return "azure"
+    if product == ALIBABA_PRODUCT_NAME:
+        return "alibaba"
     return None
 
 
 def from_environment(env: Mapping[str, str]) -> Machine | None:
-    """RunPod and Vast.ai name their containers in the environment."""
+    """RunPod, AutoDL and Vast.ai name their containers in the environment."""
     shared = bool(env.get("KUBERNETES_SERVICE_HOST"))
     pod = env.get("RUNPOD_POD_ID", "")
     if pod:
@@ -130,10 +145,38 @@ def from_environment(env: Mapping[str, str]) -> Machine | None:
             source="environment",
             shared=shared,
         )
+    autodl = _name(env.get("AutoDLContainerUUID", ""))
+    if autodl:
+        return Machine(
+            "autodl",
+            region=_name(env.get("AutoDLRegion", "")),
+            instance_id=autodl,
+            source="environment",
+            shared=shared,
+        )
     label = env.get("VAST_CONTAINERLABEL", "")
     if label:
-        return Machine("vast", instance_id=label, source="environment", shared=shared)
+        # the API's instance id is CONTAINER_ID; the label reads "C.<id>"
+        container = _name(env.get("CONTAINER_ID", ""))
+        if not _digits(container):
+            from_label = label.removeprefix("C.")
+            container = from_label if _digits(from_label) else ""
+        return Machine(
+            "vast", instance_id=container, source="environment", shared=shared, name=_name(label)
+        )
     return None
+
+
+def _digits(text: str) -> bool:
+    """An id of ASCII digits (what Vast.ai's API takes in its URLs)."""
+    return text.isascii() and text.isdigit() and len(text) <= MAX_FIELD_CHARS
+
+
+def from_setting(provider: str, instance_id: str = "", *, shared: bool = False) -> Machine | None:
+    """The provider the admin named (``c.GpuCost.machine_provider``), where no signal exists."""
+    if provider not in SETTING_PROVIDERS:
+        return None
+    return Machine(provider, instance_id=_name(instance_id), source="setting", shared=shared)
 
 
 def from_dmi(provider: Provider, signals: LocalSignals, note: str = "") -> Machine:
@@ -230,6 +273,44 @@ def parse_gcp(instance_document: str, project_id: str, *, shared: bool = False) 
     )
 
 
+def parse_alibaba(identity_document: str, *, shared: bool = False) -> Machine:
+    """ECS's ``/latest/dynamic/instance-identity/document`` (instance-id, region-id, zone-id,
+    instance-type: "Use instance identities", alibabacloud.com help, 2025-12-02)."""
+    what = "the ECS instance identity document"
+    doc = _object(identity_document, what)
+    return Machine(
+        "alibaba",
+        instance_type=_text(doc, "instance-type", what),
+        region=_text(doc, "region-id", what),
+        instance_id=_text(doc, "instance-id", what),
+        source="dmi+metadata",
+        shared=shared,
+        zone=_optional(doc, "zone-id"),
+    )
+
+
+def parse_lambda(instance_answer: str, *, shared: bool = False) -> Machine:
+    """Lambda's Cloud API ``GET /instances/{id}``: ``{"data": {"id", "region": {"name"},
+    "instance_type": {"name"}}}``."""
+    what = "Lambda's instance answer"
+    data = _object(instance_answer, what).get("data")
+    if not isinstance(data, dict):
+        raise MetadataError(f"{what} has no data")
+    kind = data.get("instance_type")
+    region = data.get("region")
+    if not isinstance(kind, dict):
+        raise MetadataError(f"{what} has no instance_type")
+    return Machine(
+        "lambda",
+        instance_type=_text(kind, "name", what),
+        region=_optional(region, "name") if isinstance(region, dict) else "",
+        market="on-demand",
+        instance_id=_text(data, "id", what),
+        source="setting+api",
+        shared=shared,
+    )
+
+
 def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
     """Azure IMDS ``/metadata/instance`` (its ``compute`` part)."""
     what = "the Azure instance metadata"
@@ -248,6 +329,31 @@ def parse_azure(instance_document: str, *, shared: bool = False) -> Machine:
         resource_group=_text(compute, "resourceGroupName", what),
         subscription_id=_text(compute, "subscriptionId", what),
     )
+
+
+# -- what still bills once the provider stopped the machine (translated where shown) -------
+#: AWS, GCP, Azure, RunPod: a stopped instance keeps its disks, which bill
+STILL_DISKS = N_("its disks still bill")
+#: ECS StopInstance with StoppedMode=StopCharging ("economical mode"): vCPUs, memory and
+#: GPUs stop billing; disks, images, snapshots and a public IP or EIP go on; an instance
+#: that does not qualify (subscription, not in a VPC, local disks) is billed as before
+STILL_ALIBABA_STOP_CHARGING = N_(
+    "its disks and public IP still bill, and the whole instance where Alibaba Cloud's "
+    "economical mode (StopCharging) does not apply to it"
+)
+#: ECS StopInstance with StoppedMode=KeepCharging: the instance bills as if it ran
+STILL_ALIBABA_KEEP_CHARGING = N_(
+    "the whole instance still bills: it was stopped in KeepCharging mode"
+)
+#: Vast.ai: a stopped instance bills its disk ("Disk charges continue; no GPU charges")
+STILL_VAST = N_("its disk still bills while the instance is stopped")
+#: Lambda: terminate ends the instance's billing; persistent filesystems are billed apart
+STILL_LAMBDA = N_(
+    "the instance no longer bills (terminated: its local disk is erased); persistent "
+    "filesystems still bill"
+)
+#: AutoDL: a powered-off instance is not billed for its GPUs; storage kept is
+STILL_AUTODL = N_("storage it keeps (file storage, an expanded data disk) may still bill")
 
 
 #: a detected machine's label, translated where it is shown

@@ -16,10 +16,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
-from traitlets import Bool, Float, HasTraits, List, Unicode, validate
+from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
 from traitlets.config import Config
 
+from ..cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+from ..cloud.lambda_cloud import LAMBDA_API
 from ..cloud.stop import StopSettings, stop_instance
 from ..core.catalog import Catalog
 from ..core.instance_prices import (
@@ -58,6 +60,26 @@ class MachineTraits(HasTraits):
         config=True,
         help="Azure's Instance Metadata Service (asked only on a machine whose DMI says Azure).",
     )
+    alibaba_metadata_url = Unicode(
+        ALIBABA_METADATA,
+        config=True,
+        help="Alibaba Cloud ECS's metadata service (asked only on a machine whose DMI says "
+        "Alibaba Cloud ECS).",
+    )
+    alibaba_ecs_api_url = Unicode(
+        ALIBABA_ECS_API,
+        config=True,
+        help="The ECS API that 'stop-instance' calls on Alibaba Cloud ({region}: the "
+        "instance's region).",
+    )
+    alibaba_stopped_mode = Enum(
+        list(STOPPED_MODES),
+        default_value="StopCharging",
+        config=True,
+        help="ECS StopInstance's StoppedMode: 'StopCharging' (economical mode: vCPUs, memory "
+        "and GPUs stop billing where the instance qualifies; disks and public IP still bill) "
+        "or 'KeepCharging' (the instance keeps its resources and bills as before).",
+    )
     machine_detect_timeout_s = Float(
         1.0,
         config=True,
@@ -86,6 +108,46 @@ class MachineTraits(HasTraits):
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
 
+    machine_provider = Enum(
+        ["", "lambda", "autodl"],
+        default_value="",
+        config=True,
+        help="The provider this server runs on where no signal names it: 'lambda' (Lambda "
+        "documents none) or 'autodl' (found from AutoDLContainerUUID otherwise). Empty: "
+        "detected.",
+    )
+    machine_instance_id = Unicode(
+        "",
+        config=True,
+        help="This machine's instance id at its provider, where its API needs one and no "
+        "signal gives it (a Lambda instance's id).",
+    )
+    autodl_shutdown_command = List(
+        Unicode(),
+        default_value=["shutdown"],
+        config=True,
+        help="What budget_action 'stop-instance' runs in an AutoDL container: AutoDL powers "
+        "the instance off (and stops billing it) when the container shuts down.",
+    )
+    lambda_api_url = Unicode(
+        LAMBDA_API,
+        config=True,
+        help="Lambda's Cloud API: read for the instance's type, and called by "
+        "'stop-instance' (terminate) where machine_provider is 'lambda'.",
+    )
+    lambda_api_key = Unicode(
+        "",
+        config=True,
+        help="A Lambda Cloud API key allowed to read and terminate this instance (empty: "
+        "the LAMBDA_API_KEY variable). Never shown nor logged.",
+    )
+    vast_api_url = Unicode(
+        "https://console.vast.ai/api/v0",
+        config=True,
+        help="The Vast.ai API that 'stop-instance' calls in a Vast.ai instance (with the "
+        "instance's CONTAINER_API_KEY).",
+    )
+
     @validate("machine_detect_timeout_s")
     def _check_timeout(self, proposal: dict[str, Any]) -> float:
         value = float(proposal["value"])
@@ -103,18 +165,33 @@ class MachineSettings:
 
 
 def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
+    lambda_key = str(traits.lambda_api_key) or environ.get("LAMBDA_API_KEY", "")
     return MachineSettings(
         detect=bool(traits.detect_machine),
         detect_settings=DetectSettings(
             dmi_path=str(traits.dmi_path),
-            endpoints=Endpoints.from_environ(environ, azure_imds=str(traits.azure_imds_url)),
+            endpoints=Endpoints.from_environ(
+                environ,
+                azure_imds=str(traits.azure_imds_url),
+                alibaba_metadata=str(traits.alibaba_metadata_url),
+            ),
             timeout_s=float(traits.machine_detect_timeout_s),
+            provider=str(traits.machine_provider),
+            instance_id=str(traits.machine_instance_id),
+            lambda_api_url=str(traits.lambda_api_url),
+            lambda_api_key=lambda_key,
         ),
         stop=StopSettings(
             command=tuple(str(c) for c in traits.stop_instance_command),
             gcp_compute_url=str(traits.gcp_compute_url),
             azure_management_url=str(traits.azure_management_url),
             runpod_api_url=str(traits.runpod_api_url),
+            alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
+            alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
+            vast_api_url=str(traits.vast_api_url),
+            lambda_api_url=str(traits.lambda_api_url),
+            lambda_api_key=lambda_key,
+            autodl_shutdown_command=tuple(str(c) for c in traits.autodl_shutdown_command),
             timeout_s=10.0,
         ),
     )
@@ -253,6 +330,6 @@ def instance_stopper(found: MachinePrices, environ: Mapping[str, str]) -> Instan
             found.settings.detect_settings.endpoints,
             env,
         )
-        return InstanceStop(result.ok, result.via, result.message)
+        return InstanceStop(result.ok, result.via, result.message, result.still_bills)
 
     return stop

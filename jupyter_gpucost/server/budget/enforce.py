@@ -24,6 +24,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from ...core.i18n import _
+from ...core.machine import STILL_DISKS
 from . import messages
 from .actions import (
     HubTarget,
@@ -55,6 +56,9 @@ class InstanceStop:
     ok: bool
     via: str
     message: str
+    #: what still bills once it stopped (a constant of :mod:`...core.machine`, translated
+    #: where it is said)
+    still_bills: str = STILL_DISKS
 
 
 #: stops the machine through its provider (``stop-instance``), off the event loop
@@ -277,7 +281,7 @@ class Enforcer:
             self.log.warning("jupyter-gpucost: %s (budget)", answer.message)
             return record.with_outcome(
                 "done",
-                messages.instance_stopped(summary, n, answer.message),
+                messages.instance_stopped(summary, n, answer.message, answer.still_bills),
                 kernels=n,
                 via=answer.via,
             ).with_instance(answer.message)

@@ -16,6 +16,7 @@ from ...core.currency import in_language
 from ...core.hub_protocol import HUB_SOURCE_LABEL, IDLE_STOP_REASON
 from ...core.i18n import N_, _, current_language, pgettext
 from ...core.i18n import ngettext as _n
+from ...core.machine import STILL_DISKS
 from ...core.money import notice as _notice
 from ...core.money import rate_amount
 from .policy import Budget
@@ -184,13 +185,14 @@ def no_instance_stopper() -> str:
     return _("no way to stop this machine is known (see docs/budgets.md)")
 
 
-def instance_stopped(summary_text: str, kernels: int, answer: str) -> str:
+def instance_stopped(
+    summary_text: str, kernels: int, answer: str, still_bills: str = STILL_DISKS
+) -> str:
     """``...; 1 kernel shut down; machine stopping (EC2 is stopping i-0abc); its disks
-    still bill``."""
+    still bill``: ``still_bills`` is the provider's sentence (a constant of
+    :mod:`...core.machine`), translated here."""
     acted = kernels_acted(summary_text, "shutdown", kernels)
-    return _join(
-        acted, _("machine stopping ({answer})").format(answer=answer), _("its disks still bill")
-    )
+    return _join(acted, _("machine stopping ({answer})").format(answer=answer), _(still_bills))
 
 
 def instance_failed(summary_text: str, why: str) -> str:

@@ -1,0 +1,120 @@
+"""Lambda's Cloud API: the instance's type read by its id, and its terminate.
+
+Lambda documents no signal inside an instance that a server could read (no metadata
+service, no variable): the admin names the provider and the instance's id
+(``c.GpuCost.machine_provider = "lambda"``, ``c.GpuCost.machine_instance_id``) and gives an
+API key (``c.GpuCost.lambda_api_key`` or ``LAMBDA_API_KEY``). As Lambda's Cloud API
+documents it (cloud.lambda.ai/api/v1, "Cloud API" in docs.lambda.ai):
+
+* ``GET /instances/{id}``: ``{"data": {"id", "status", "region": {"name"},
+  "instance_type": {"name", "price_cents_per_hour", ...}, ...}}``;
+* ``POST /instance-operations/terminate`` ``{"instance_ids": [id]}``:
+  ``{"data": {"terminated_instances": [...]}}``. Lambda's on-demand instances cannot be
+  stopped, only terminated: billing ends, and the instance's local disk is erased
+  (persistent filesystems stay, and bill);
+* errors: ``{"error": {"code", "message", "suggestion"}}`` with ``global/invalid-api-key``
+  (401), ``global/account-inactive`` (403), ``global/object-does-not-exist`` (404).
+
+The key travels as ``Authorization: Bearer <key>`` (blanked out of every message).
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from ..core.i18n import _
+from ..core.machine import STILL_LAMBDA, Machine, MetadataError, parse_lambda
+from .http import Answer, redact, request
+from .outcome import LAMBDA_API, StopResult, StopSettings, fail
+
+__all__ = ["LAMBDA_API", "read_machine", "stop"]
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+
+
+def error_of(answer: Answer) -> str:
+    """``global/invalid-api-key: API key was invalid...`` from an error answer, or ""."""
+    try:
+        error = json.loads(answer.body).get("error")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(error, dict):
+        return ""
+    code, message = error.get("code"), error.get("message")
+    parts = [p for p in (code, message) if isinstance(p, str) and p.isprintable()]
+    # an answer may quote the key it was sent: blanked out
+    return redact(": ".join(parts), answer.secrets)[:300]
+
+
+def read_machine(
+    api_url: str, key: str, instance_id: str, timeout_s: float, shared: bool
+) -> Machine:
+    """The named instance's type and region (one request)."""
+    if not key or not instance_id:
+        raise MetadataError("no Lambda API key or instance id is set")
+    url = f"{api_url.rstrip('/')}/instances/{quote(instance_id, safe='')}"
+    got = request("GET", url, headers=_headers(key), timeout_s=timeout_s)
+    if got.status != 200:
+        raise MetadataError(
+            f"Lambda's Cloud API answered {got.status} for the instance ({error_of(got)})"
+        )
+    return parse_lambda(got.body, shared=shared)
+
+
+def stop(machine: Machine, settings: StopSettings, key: str) -> StopResult:
+    """Terminate this instance (Lambda cannot stop one)."""
+    if not key:
+        return fail(
+            "lambda",
+            _("no Lambda API key: set c.GpuCost.lambda_api_key (or LAMBDA_API_KEY)"),
+        )
+    if not machine.instance_id:
+        return fail(
+            "lambda",
+            _("the Lambda instance id is not known: set c.GpuCost.machine_instance_id"),
+        )
+    answer = request(
+        "POST",
+        f"{settings.lambda_api_url.rstrip('/')}/instance-operations/terminate",
+        headers={**_headers(key), "Content-Type": "application/json"},
+        body=json.dumps({"instance_ids": [machine.instance_id]}).encode(),
+        timeout_s=settings.timeout_s,
+    )
+    why = error_of(answer) or answer.snippet()
+    if answer.status == 401:
+        return fail(
+            "lambda",
+            _("Lambda did not accept the API key ({status} {why})").format(
+                status=answer.status, why=why
+            ),
+        )
+    if answer.status == 403:
+        return fail(
+            "lambda",
+            _(
+                "Lambda refused to terminate the instance ({status} {why}): the API key "
+                "must be allowed to terminate instances"
+            ).format(status=answer.status, why=why),
+        )
+    terminated: list[object] = []
+    if answer.status == 200:
+        try:
+            found = json.loads(answer.body)["data"]["terminated_instances"]
+            terminated = found if isinstance(found, list) else []
+        except (ValueError, KeyError, TypeError):
+            terminated = []
+    ids = [t.get("id") for t in terminated if isinstance(t, dict)]
+    if answer.status != 200 or machine.instance_id not in ids:
+        return fail(
+            "lambda",
+            _("Lambda answered {status}: {why}").format(status=answer.status, why=why),
+        )
+    return StopResult(
+        True,
+        "lambda",
+        _("Lambda is terminating instance {instance}").format(instance=machine.instance_id),
+        STILL_LAMBDA,
+    )
