@@ -206,7 +206,13 @@ class CostService:
         environ[ENV_PRICES] = encode_prices(
             PublishedPrices(
                 gpus=tuple(
-                    PricedGpu(g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
+                    PricedGpu(
+                        g.uuid,
+                        g.name,
+                        None if g.price is None else g.price.usd_per_gpu_hour,
+                        bound_msgid="" if g.price is None else g.price.reason_msgid,
+                        bound_values=() if g.price is None else g.price.reason_values,
+                    )
                     for g in published.snapshot.gpus
                 ),
                 base_usd_per_hour=self.config.base_usd_per_hour,
