@@ -19,7 +19,7 @@ from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
-from ..core.catalog import MARKETS, CatalogError, PricePolicy, load_catalog, parse_price
+from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
 from . import kernel_auth
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
@@ -29,7 +29,7 @@ from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
 from .machine import MachinePrices, MachineTraits, check_provider, resolve_machine
 from .routes import route_table
-from .service import TELEMETRY_MODES, CostConfig, CostService
+from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, CurrencyTraits, in_range, one_of
@@ -80,15 +80,6 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         help="Hourly price per GPU that beats the catalog, keyed by catalog model "
         "(e.g. 'A100-80GB') or by the exact NVML device name: "
         "{'A100-80GB': 2.10, 'NVIDIA L40S': '1.05'}.",
-    )
-    unknown_gpu_usd_per_hour = Float(
-        None,
-        allow_none=True,
-        config=True,
-        help="The hourly price of a GPU that no price of the catalog or override fits and "
-        "whose model has no price anywhere in the catalog (an unknown model), in the "
-        "session's currency like every amount (no conversion). The price is shown labelled "
-        "as an upper bound. None: the dearest GPU of the catalog in that currency.",
     )
     price_catalog_path = Unicode(
         "",
@@ -337,23 +328,6 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
             raise TraitError(f"{e}.") from None
         return float(proposal["value"])
 
-    @validate("unknown_gpu_usd_per_hour")
-    def _check_unknown_gpu(self, proposal: dict[str, Any]) -> float | None:
-        value = proposal["value"]
-        if value is None:
-            return None
-        try:
-            price = parse_price(value, what="c.GpuCost.unknown_gpu_usd_per_hour")
-        except ValueError as e:
-            raise TraitError(f"{e}.") from None
-        if price <= 0:
-            raise TraitError(
-                f"c.GpuCost.unknown_gpu_usd_per_hour = {value!r} is not valid: use a price "
-                "per hour above 0 (a GPU is never free), or None for the dearest GPU of the "
-                "catalog."
-            )
-        return float(value)
-
     @validate("price_overrides")
     def _check_overrides(self, proposal: dict[str, Any]) -> dict[str, Any]:
         value = proposal["value"]
@@ -394,27 +368,14 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
             found = resolve_machine(
                 self, self.config, catalog, self.price_catalog_path or None, os.environ, self.log
             )
+            unknown = self.unknown_gpu_usd_per_hour
+            bound = unknown_gpu_bound(catalog, found.plan.provider, self.currency, unknown)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         except ValueError as e:
             raise ConfigError(str(e)) from None
         self.machine = found
         whole = found.plan.whole
-        unknown = self.unknown_gpu_usd_per_hour
-        unknown_price = (
-            None
-            if unknown is None
-            else parse_price(unknown, what="c.GpuCost.unknown_gpu_usd_per_hour")
-        )
-        policy = PricePolicy(
-            catalog=catalog,
-            provider=found.plan.provider,
-            currency=self.currency or None,
-            unknown_gpu_price=unknown_price,
-        )
-        missing = policy.bound_missing()
-        if missing is not None:
-            raise ConfigError(f"c.GpuCost.currency = {policy.session_currency!r}: {missing}.")
         return CostConfig(
             telemetry=self.telemetry,
             sample_interval_s=self.sample_interval_s,
@@ -428,7 +389,7 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
                 str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
                 for k, v in self.price_overrides.items()
             },
-            unknown_gpu_usd_per_hour=unknown_price,
+            unknown_gpu_usd_per_hour=bound,
             granularity_s=self.billing_granularity_s,
             minimum_charge_s=self.minimum_charge_s,
             base_usd_per_hour=parse_price(
