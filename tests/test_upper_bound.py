@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -229,3 +230,28 @@ def test_the_bound_travels_from_the_server_to_its_kernels() -> None:
     older = decode_prices(json.dumps(old))
     assert older is not None
     assert from_published(older).bounds == {}
+
+
+def test_a_row_priced_at_zero_bounds_nothing(tmp_path: Path) -> None:
+    # an admin's catalog where a GPU is free at one provider: that is its price there, not
+    # a bound for the others
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        "\n".join(
+            f'[[price]]\nprovider = "{provider}"\nmodel = "{model}"\nmarket = "on-demand"\n'
+            f'usd_per_gpu_hour = "{price}"\n'
+            for provider, model, price in (
+                ("lab", "A10G", "0"),
+                ("cloud", "A10G", "0"),
+                ("cloud", "T4", "0.5"),
+            )
+        )
+    )
+    catalog = load_catalog(path)
+    assert PricePolicy(catalog, "lab").price_for("NVIDIA A10G", None) == PricePolicy(
+        catalog, "lab"
+    ).catalog_price("NVIDIA A10G", None)
+    spot = PricePolicy(catalog, "lab", market="spot").price_for("NVIDIA A10G", None)
+    assert spot is not None
+    assert spot.usd_per_gpu_hour == Decimal("0.5")
+    assert spot.upper_bound

@@ -388,10 +388,13 @@ def _from_row(model: str, row: PriceRow) -> Price:
 
 
 def _dearest(catalog: Catalog, currency: str, model: str | None = None) -> PriceRow | None:
-    """The dearest row in ``currency`` (of ``model``, if given); the first of equals."""
+    """The dearest row in ``currency`` (of ``model``, if given); the first of equals. A row
+    priced at 0 bounds nothing."""
     best: PriceRow | None = None
     for row in catalog.rows:
         if row.currency != currency or (model is not None and row.model != model):
+            continue
+        if row.usd_per_gpu_hour <= 0:
             continue
         if best is None or row.usd_per_gpu_hour > best.usd_per_gpu_hour:
             best = row
@@ -432,7 +435,7 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
         row = policy.catalog.find(
             provider=policy.provider, market="on-demand", model=model, instance=policy.instance
         )
-        if row is not None and row.currency == currency:
+        if row is not None and row.currency == currency and row.usd_per_gpu_hour > 0:
             on_demand = _from_row(model, row)
             return _bound(
                 model,
