@@ -58,8 +58,10 @@ def dearest(currency: str, model: str | None = None) -> Decimal:
 def test_spot_is_priced_at_the_same_gpu_on_demand() -> None:
     spot = PricePolicy(catalog=CATALOG, provider="aws", market="spot")
     price = spot.price_for("NVIDIA A10G", 24 * GIB)
+    on_demand = CATALOG.find(provider="aws", market="on-demand", model="A10G")
     assert price is not None
-    assert price.usd_per_gpu_hour == Decimal("1.006")
+    assert on_demand is not None
+    assert price.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
     assert (price.basis, price.reason) == ("upper-bound", SPOT)
     assert price.source.startswith("upper bound: aws on-demand us-east-1 (g5.xlarge)")
 
@@ -69,7 +71,9 @@ def test_a_model_the_provider_does_not_price_gets_its_dearest_known_price() -> N
     price = policy.price_for("NVIDIA A10G", 24 * GIB)
     assert price is not None
     assert price.usd_per_gpu_hour == dearest("USD", "A10G")
-    assert price.reason == "no gcp on-demand price for A10G: priced at the dearest known, $1.01/h"
+    assert price.reason.startswith(
+        "no gcp on-demand price for A10G: priced at the dearest known, $"
+    )
 
 
 def test_an_unknown_model_gets_the_admin_s_figure_else_the_dearest_gpu() -> None:

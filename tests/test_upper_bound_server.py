@@ -22,6 +22,8 @@ from cloud_standins import Cloud, StandIn, serve, write_dmi
 from test_budget_api import budget, wait_for
 from test_stop_instance import state_of
 
+from jupyter_gpucost.core.instance_prices import find_instance, load_instance_rows
+
 # moto's EC2 on loopback (one per module) and the AWS SDK's variables pointed at it
 ec2_endpoint = test_stop_instance.ec2_endpoint
 aws_env = test_stop_instance.aws_env
@@ -147,7 +149,11 @@ class TestAnAwsSpotInstance:
             "spot",
         )
         # the g5.xlarge's on-demand price (whole instance): the most a spot one costs
-        assert_upper_bound(doc, 1.006, SPOT)
+        row = find_instance(
+            load_instance_rows(), provider="aws", instance="g5.xlarge", market="on-demand"
+        )
+        assert row is not None
+        assert_upper_bound(doc, float(row.usd_per_hour), SPOT)
         assert doc["machine"]["instance_price_basis"] == "upper-bound"
         assert doc["machine"]["price_note"] == (
             "no whole-instance price for g5.xlarge spot: priced at on-demand, the most it can cost"
