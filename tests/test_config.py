@@ -72,6 +72,15 @@ def start_server(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]
             "c.GpuCost.price_catalog_path: cannot read price catalog",
         ),
         (
+            "--GpuCost.currency=EUR",
+            "c.GpuCost.currency = 'EUR': the catalog has no price in EUR, so a GPU without a "
+            "price cannot be priced at an upper bound: set c.GpuCost.unknown_gpu_usd_per_hour",
+        ),
+        (
+            "--GpuCost.unknown_gpu_usd_per_hour=0",
+            "c.GpuCost.unknown_gpu_usd_per_hour = 0.0 is not valid: use a price per hour above 0",
+        ),
+        (
             "--GpuCost.export_part_size_mb=1",
             "c.GpuCost.export_part_size_mb = 1 is not valid: use a whole number of MiB from 5",
         ),

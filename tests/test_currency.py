@@ -130,17 +130,26 @@ class TestAutodlSession:
 
 
 class TestCurrencyWithoutCatalogPrices:
+    """No catalog price in euros: the admin's price for an unknown GPU bounds them (a
+    server without it refuses to start: tests/test_config.py)."""
+
     @pytest.fixture
     def gpucost_config(self) -> dict[str, object]:
-        return {"telemetry": "simulated", "currency": "EUR"}
+        return {"telemetry": "simulated", "currency": "EUR", "unknown_gpu_usd_per_hour": 9.5}
 
     @pytest.mark.usefixtures("jp_serverapp")
-    async def test_gpus_are_unpriced_and_the_warning_names_the_currency(
+    async def test_gpus_are_priced_at_the_admin_s_bound_and_the_warning_names_the_currency(
         self, jp_fetch: Any
     ) -> None:
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert (status["currency"], status["currency_symbol"]) == ("EUR", "€")
-        assert [g["priced"] for g in status["gpus"]] == [False, False]
+        assert [g["price_usd_per_hour"] for g in status["gpus"]] == [9.5, 9.5]
+        assert [g["price_basis"] for g in status["gpus"]] == ["upper-bound"] * 2
+        assert status["price_basis"] == "upper-bound"
+        assert status["price_basis_reasons"] == [
+            "no price for A100-80GB: priced at c.GpuCost.unknown_gpu_usd_per_hour, €9.50/h"
+        ]
+        assert status["rate_usd_per_hour"] == 19.0
         assert "<EUR per hour>" in status["warnings"][0]["message"]
 
 

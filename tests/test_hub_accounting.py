@@ -154,17 +154,21 @@ def test_a_callable_mapping_chooses_per_server_and_falls_back_to_the_default() -
         if s.user == "alice":
             return "H100-80GB x 8"
         if s.user == "bob":
-            return "MI300X"  # not priced: billed at the default, and said so
+            return "MI300X"  # not priced: billed at its upper bound, and said so
         if s.user == "carol":
             raise RuntimeError("directory down")
         return None
 
     policy = AllocationPolicy(by_user, "T4 x 1", AWS)
     assert policy.rate_for(server()).allocation == GpuAllocation("H100-80GB", 8)
+    # a GPU the catalog does not price: its upper bound (the dearest GPU), labelled
     bob = policy.rate_for(ServerInfo("bob", "", STARTED, True))
-    assert bob.allocation == GpuAllocation("T4", 1)
-    assert "c.GpuCostHub.profile_gpus failed for bob's server" in bob.source
-    assert "no price for GPU model 'MI300X'" in bob.source
+    assert bob.allocation == GpuAllocation("MI300X", 1)
+    assert bob.usd_per_gpu_hour == max(
+        r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD"
+    )
+    assert bob.source.startswith("upper bound: the dearest GPU of the catalog")
+    assert "no price for MI300X" in bob.source
     carol = policy.rate_for(ServerInfo("carol", "", STARTED, True))
     assert carol.allocation == GpuAllocation("T4", 1)
     assert "directory down" in carol.source

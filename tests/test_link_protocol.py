@@ -51,8 +51,13 @@ def test_the_prices_payload_is_exact_json_and_reads_back_the_same() -> None:
         "simulated": True,
         "simulated_by": "a recorded trace",
         "gpus": [
-            {"uuid": "GPU-a", "name": "NVIDIA H100 80GB HBM3", "usd_per_hour": "6.880001"},
-            {"uuid": "GPU-b", "name": "Mystery GPU", "usd_per_hour": None},
+            {
+                "uuid": "GPU-a",
+                "name": "NVIDIA H100 80GB HBM3",
+                "usd_per_hour": "6.880001",
+                "upper_bound": None,
+            },
+            {"uuid": "GPU-b", "name": "Mystery GPU", "usd_per_hour": None, "upper_bound": None},
         ],
         "base_usd_per_hour": "0.5",
         "currency_symbol": "€",

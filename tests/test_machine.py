@@ -278,9 +278,19 @@ def test_no_row_and_a_shared_node_fall_back_to_per_gpu_prices_and_say_so() -> No
     spot = _plan(
         AdminPrices(), provider="aws", instance_type="g5.xlarge", market="spot", shared=False
     )
-    assert spot.whole is None
+    # no spot row: the same instance on-demand, the most a spot instance can cost
+    assert spot.whole is not None
+    assert spot.whole.row.market == "on-demand"
+    assert spot.whole.per_gpu.upper_bound
     assert spot.market == "spot"
-    assert spot.note == "no whole-instance price for g5.xlarge spot: per-GPU prices"
+    assert spot.note == (
+        "no whole-instance price for g5.xlarge spot: priced at on-demand, the most it can cost"
+    )
+    unknown = _plan(
+        AdminPrices(), provider="aws", instance_type="g9.mystery", market="spot", shared=False
+    )
+    assert unknown.whole is None
+    assert unknown.note == "no whole-instance price for g9.mystery spot: per-GPU prices"
     pod = _plan(
         AdminPrices(), provider="aws", instance_type="p5.48xlarge", market="on-demand", shared=True
     )

@@ -208,14 +208,20 @@ def test_a_lost_or_missing_gpu_is_still_billed() -> None:
     assert gpu1.reading is None
 
 
-def test_unpriced_gpu_is_listed_and_not_counted() -> None:
+def test_a_gpu_without_a_price_is_counted_at_an_upper_bound() -> None:
     meter = make_meter(BillingRule(1, 0))
     snapshot = meter.update(
         [reading(0, 100.0), reading(1, 100.0, name="NVIDIA GeForce RTX 4090")], US_PER_S * 3600, T0
     )
-    assert [g.name for g in snapshot.unpriced] == ["NVIDIA GeForce RTX 4090"]
-    assert snapshot.cost_micro_usd == 3_431_000
-    assert snapshot.rate_usd_per_hour == A100
+    assert snapshot.unpriced == ()
+    bound = snapshot.gpus[1].price
+    assert bound is not None
+    assert bound.upper_bound
+    # the dearest dollar GPU of the catalog, for an hour
+    dearest = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
+    assert bound.usd_per_gpu_hour == dearest
+    assert snapshot.cost_micro_usd == 3_431_000 + int(dearest * 1_000_000)
+    assert snapshot.rate_usd_per_hour == A100 + dearest
 
 
 def test_base_price_is_billed_under_the_same_rule() -> None:

@@ -76,12 +76,23 @@ def test_policy_prices_a_device_from_the_catalog() -> None:
     assert "aws on-demand" in price.source
 
 
-def test_unknown_device_or_missing_market_is_unpriced_not_zero() -> None:
+def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
     catalog = load_catalog()
-    assert PricePolicy(catalog=catalog).price_for("NVIDIA GeForce RTX 4090", 24 * GIB) is None
-    # there is no AWS spot price in the catalog: it must not fall back to on-demand
+    unknown = PricePolicy(catalog=catalog).price_for("NVIDIA GeForce RTX 4090", 24 * GIB)
+    assert unknown is not None
+    assert unknown.upper_bound
+    assert unknown.usd_per_gpu_hour == max(
+        r.usd_per_gpu_hour for r in catalog.rows if r.currency == "USD"
+    )
+    # there is no AWS spot price in the catalog: on-demand, labelled as the most it costs
     spot = PricePolicy(catalog=catalog, provider="aws", market="spot")
-    assert spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB) is None
+    bound = spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
+    assert bound is not None
+    assert bound.upper_bound
+    assert bound.reason == "spot: priced at on-demand, the most it can cost"
+    on_demand = PricePolicy(catalog=catalog, provider="aws").price_for("NVIDIA H100 80GB HBM3", 0)
+    assert on_demand is not None
+    assert bound.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
     gcp_spot = PricePolicy(catalog=catalog, provider="gcp", market="spot")
     price = gcp_spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
     assert price is not None

@@ -63,3 +63,16 @@ def test_the_notes_the_panel_shows_are_in_the_servers_language() -> None:
     assert busy is not None
     assert busy.startswith("GPU 有 100% 的时间在忙")
     assert simulated.startswith("模拟遥测")
+
+
+def test_no_advice_from_a_price_that_is_only_an_upper_bound() -> None:
+    # an unknown GPU is priced at the dearest of the catalog: "a T4 would have cost less"
+    # would compare against a bound, not a price
+    m = meter()
+    readings = [replace(gpu(0, 5.0, []), name="Mystery Accelerator 9000")]
+    m.update(readings, 0, T0)
+    snap = m.update(readings, MIN_OBSERVED_S * US_PER_S, T0 + timedelta(seconds=MIN_OBSERVED_S))
+    price = snap.gpus[0].price
+    assert price is not None
+    assert price.upper_bound
+    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None

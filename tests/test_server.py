@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_gpucost.core.catalog import load_catalog
 from jupyter_gpucost.server.routes import route_table
 from jupyter_gpucost.server.web import GpuCostHandler
 
@@ -210,15 +211,21 @@ class TestUnpricedGpu:
         # the catalog has no GCP price for an A100-80GB
         return {"telemetry": "simulated", "price_provider": "gcp"}
 
-    async def test_unpriced_is_a_warning_never_zero(self, jp_fetch: Any) -> None:
+    async def test_unpriced_is_an_upper_bound_never_zero(self, jp_fetch: Any) -> None:
         status = await get_status(jp_fetch)
-        assert [g["priced"] for g in status["gpus"]] == [False, False]
-        assert [g["price_usd_per_hour"] for g in status["gpus"]] == [None, None]
+        # the dearest A100-80GB price of the catalog (in dollars), labelled
+        rows = load_catalog().rows
+        dearest = max(
+            r.usd_per_gpu_hour for r in rows if r.model == "A100-80GB" and r.currency == "USD"
+        )
+        assert [g["priced"] for g in status["gpus"]] == [True, True]
+        assert [g["price_usd_per_hour"] for g in status["gpus"]] == [float(dearest)] * 2
+        assert [g["price_basis"] for g in status["gpus"]] == ["upper-bound"] * 2
         codes = [w["code"] for w in status["warnings"]]
-        assert codes == ["unpriced-gpu", "unpriced-gpu"]
-        assert "not counted" in status["warnings"][0]["message"]
+        assert codes == ["price-upper-bound", "price-upper-bound"]
+        assert "no gcp on-demand price for A100-80GB" in status["warnings"][0]["message"]
         assert "price_overrides" in status["warnings"][0]["message"]
-        assert status["rate_usd_per_hour"] == 0
+        assert status["rate_usd_per_hour"] == float(2 * dearest)
 
 
 async def test_the_server_serves_exactly_the_assembled_route_table(jp_serverapp: Any) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from nvml_stub import DRIVER_550, FakeNvml, a100_80gb, h100_80gb, tesla_k80
 
+from jupyter_gpucost.core.catalog import load_catalog
+
 
 @pytest.fixture
 def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
@@ -40,12 +42,15 @@ async def test_nvml_readings_priced_and_served(jp_fetch: Any, fake_nvml: FakeNvm
     assert (h100["model"], h100["price_usd_per_hour"]) == ("H100-80GB", 6.88)
     assert a100["utilization_pct"] == 97.0
     assert a100["power_w"] == 391.2
-    # an old board: no price in the catalog, no energy counter; said, not hidden
+    # an old board: no price in the catalog, no energy counter; said, not hidden: it is
+    # priced at the dearest GPU of the catalog, an upper bound, labelled
     assert k80["name"] == "Tesla K80"
-    assert k80["priced"] is False
+    assert k80["price_basis"] == "upper-bound"
+    dearest = max(r.usd_per_gpu_hour for r in load_catalog().rows if r.currency == "USD")
+    assert k80["price_usd_per_hour"] == float(dearest)
     assert k80["unavailable"]["energy_j"] == "not supported"
-    assert [w["code"] for w in first["warnings"]] == ["unpriced-gpu"]
-    assert first["rate_usd_per_hour"] == pytest.approx(3.431 + 6.88)
+    assert [w["code"] for w in first["warnings"]] == ["price-upper-bound"]
+    assert first["rate_usd_per_hour"] == pytest.approx(3.431 + 6.88 + float(dearest))
 
     # the H100 falls off the bus: still rented, still billed, shown as lost
     fake_nvml.gpus[1].lost = True

@@ -72,9 +72,11 @@ def test_a_reset_ledger_is_named_after_the_meter_s_own_warnings() -> None:
         timezone="UTC",
         reset_from="/x/ledger.sqlite.corrupt-1",
     )
-    # an unpriced GPU: the meter's warning comes first, then the ledger's
+    # a GPU priced at an upper bound: the meter's warning comes first, then the ledger's
     document = status_document(inputs(ledger, name="Mystery GPU 9000"))
-    assert codes(document) == ["unpriced-gpu", "ledger-reset"]
+    assert codes(document) == ["price-upper-bound", "ledger-reset"]
+    assert document["price_basis"] == "upper-bound"
+    assert "no price for Mystery GPU 9000" in document["price_basis_reasons"][0]
     assert "moved to ledger.sqlite.corrupt-1;" in document["warnings"][1]["message"]
     assert document["ledger"] == {
         "enabled": True,

@@ -3,21 +3,27 @@
 Prices are per GPU-hour, exact (``Decimal``), each with its source, date and currency
 (:mod:`jupyter_gpucost.core.currency`; one currency per provider). A device is
 matched to a catalog *model* from the name NVML reports (and, where the name is
-ambiguous, its memory size). A device with no price is *unpriced*: it is reported as such
-and never silently counted as $0.
+ambiguous, its memory size). A device with no price row for the provider, market and
+currency in force is priced at an *upper bound* (:attr:`Price.basis` ``"upper-bound"``,
+with the reason): the same GPU on-demand for a spot machine, else the dearest known price
+of its model, else the admin's ``unknown_gpu_usd_per_hour``, else the dearest GPU of the
+catalog; never $0. Nothing is converted between currencies.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from pathlib import Path
 
 from .currency import DEFAULT_CURRENCY, is_currency_code
+from .currency import symbol as currency_symbol
+from .i18n import N_
+from .money import rate_amount
 
 MARKETS = ("on-demand", "spot")
 CONFIDENCE_LEVELS = ("listed", "third-party", "uncertain", "unverified")
@@ -25,6 +31,23 @@ CONFIDENCE_LEVELS = ("listed", "third-party", "uncertain", "unverified")
 DOUBTFUL_CONFIDENCE = ("uncertain", "unverified")
 #: prices are kept to the micro-dollar
 MAX_PRICE_DECIMALS = 6
+#: how a price was found: a catalog row (or a whole-instance row), the admin's override,
+#: or an upper bound where no price fits (:func:`upper_bound`)
+BASIS_CATALOG = "catalog"
+BASIS_OVERRIDE = "override"
+BASIS_UPPER_BOUND = "upper-bound"
+
+#: why a GPU is priced at an upper bound (messages of the catalog, translated where shown)
+REASON_SPOT = N_("spot: priced at on-demand, the most it can cost")
+REASON_DEAREST_MODEL = N_(
+    "no {provider} {market} price for {model}: priced at the dearest known, {price}/h"
+)
+REASON_ADMIN_DEFAULT = N_(
+    "no price for {model}: priced at c.GpuCost.unknown_gpu_usd_per_hour, {price}/h"
+)
+REASON_DEAREST_GPU = N_(
+    "no price for {model}: priced at the dearest GPU of the catalog ({dearest}), {price}/h"
+)
 
 GIB = 1024**3
 
@@ -69,6 +92,27 @@ class Price:
     overridden: bool = False
     #: ISO 4217 code of the price (``usd_per_gpu_hour`` is in this currency)
     currency: str = DEFAULT_CURRENCY
+    #: ``catalog``, ``override`` or ``upper-bound`` (no price fits: the most it can cost)
+    basis: str = BASIS_CATALOG
+    #: why the price is an upper bound, a message of the catalog (``""``: it is not one)
+    reason_msgid: str = ""
+    #: the values the message fills in
+    reason_values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def upper_bound(self) -> bool:
+        return self.basis == BASIS_UPPER_BOUND
+
+    @property
+    def reason(self) -> str:
+        """Why the price is an upper bound, in English (for the log); ``""``: it is not."""
+        return self.reason_in(lambda msgid: msgid)
+
+    def reason_in(self, translate: Callable[[str], str]) -> str:
+        """The reason in the language of ``translate`` (:func:`~jupyter_gpucost.core.i18n._`)."""
+        if not self.reason_msgid:
+            return ""
+        return translate(self.reason_msgid).format(**dict(self.reason_values))
 
 
 @dataclass(frozen=True)
@@ -260,7 +304,8 @@ def model_for(nvml_name: str, memory_total_bytes: int | None = None) -> str | No
 class PricePolicy:
     """Which prices are in force: provider, market, optional instance, admin overrides,
     and their currency. Catalog rows in another currency than the session's are never
-    used (nothing is converted): the admin's overrides price those GPUs."""
+    used (nothing is converted). A GPU that no override or row prices is priced at an
+    upper bound (:func:`upper_bound`), never at $0."""
 
     catalog: Catalog
     provider: str = "aws"
@@ -273,13 +318,19 @@ class PricePolicy:
     whole: Mapping[str, Price] | None = None
     #: the currency of the session (and of the overrides); ``None``: the provider's
     currency: str | None = None
+    #: ``c.GpuCost.unknown_gpu_usd_per_hour``, in the session's currency: the price of a
+    #: GPU whose model has no price in that currency (``None``: the dearest GPU of the
+    #: catalog in that currency)
+    unknown_gpu_price: Decimal | None = None
 
     @property
     def session_currency(self) -> str:
         """The currency every amount of the session is in."""
         return self.currency or self.catalog.currency_of(self.provider)
 
-    def price_for(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
+    def catalog_price(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
+        """The price an override or a row of the provider and market gives (``None``:
+        none fits; :meth:`price_for` then prices the GPU at an upper bound)."""
         overrides = self.overrides or {}
         model = model_for(nvml_name, memory_total_bytes)
         for key in (nvml_name, model):
@@ -292,6 +343,7 @@ class PricePolicy:
                     confidence="listed",
                     overridden=True,
                     currency=self.session_currency,
+                    basis=BASIS_OVERRIDE,
                 )
         if model is None:
             return None
@@ -302,11 +354,127 @@ class PricePolicy:
         )
         if row is None or row.currency != self.session_currency:
             return None
-        return Price(
-            model=model,
-            usd_per_gpu_hour=row.usd_per_gpu_hour,
-            source=row.describe() + (f"; source: {row.source}" if row.source else ""),
-            as_of=row.as_of,
-            confidence=row.confidence,
-            currency=row.currency,
+        return _from_row(model, row)
+
+    def price_for(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
+        """The price of a GPU: its override or catalog row, else an upper bound. ``None``
+        only where no bound is known at all (no price in the session's currency anywhere
+        and no ``unknown_gpu_price``: :meth:`bound_missing` says so at start-up)."""
+        price = self.catalog_price(nvml_name, memory_total_bytes)
+        if price is not None:
+            return price
+        return upper_bound(self, model_for(nvml_name, memory_total_bytes), nvml_name)
+
+    def bound_missing(self) -> str | None:
+        """Why a GPU without a price could not be bounded (``None``: it can)."""
+        if self.unknown_gpu_price is not None or _dearest(self.catalog, self.session_currency):
+            return None
+        return (
+            f"the catalog has no price in {self.session_currency}, so a GPU without a price "
+            f"cannot be priced at an upper bound: set c.GpuCost.unknown_gpu_usd_per_hour "
+            f"(in {self.session_currency}) or c.GpuCost.price_overrides"
         )
+
+
+def _from_row(model: str, row: PriceRow) -> Price:
+    return Price(
+        model=model,
+        usd_per_gpu_hour=row.usd_per_gpu_hour,
+        source=row.describe() + (f"; source: {row.source}" if row.source else ""),
+        as_of=row.as_of,
+        confidence=row.confidence,
+        currency=row.currency,
+    )
+
+
+def _dearest(catalog: Catalog, currency: str, model: str | None = None) -> PriceRow | None:
+    """The dearest row in ``currency`` (of ``model``, if given); the first of equals. A row
+    priced at 0 bounds nothing."""
+    best: PriceRow | None = None
+    for row in catalog.rows:
+        if row.currency != currency or (model is not None and row.model != model):
+            continue
+        if row.usd_per_gpu_hour <= 0:
+            continue
+        if best is None or row.usd_per_gpu_hour > best.usd_per_gpu_hour:
+            best = row
+    return best
+
+
+def _bound(
+    model: str,
+    price: Decimal,
+    currency: str,
+    source: str,
+    reason: str,
+    row: PriceRow | None = None,
+    **values: str,
+) -> Price:
+    shown = rate_amount(price, currency_symbol(currency))
+    return Price(
+        model=model,
+        usd_per_gpu_hour=price,
+        source=source,
+        as_of=None if row is None else row.as_of,
+        confidence="listed" if row is None else row.confidence,
+        currency=currency,
+        basis=BASIS_UPPER_BOUND,
+        reason_msgid=reason,
+        reason_values=tuple(sorted({**values, "model": model, "price": shown}.items())),
+    )
+
+
+def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price | None:
+    """The most a GPU with no price can cost, and why: on a spot market, the same GPU
+    on-demand (the instance's row first); else the dearest price of its model in the
+    catalog; else the admin's ``unknown_gpu_price``; else the dearest GPU of the catalog.
+    Only prices in the session's currency are used. ``None``: no bound is known."""
+    currency = policy.session_currency
+    label = model or nvml_name
+    if model is not None and policy.market == "spot":
+        row = policy.catalog.find(
+            provider=policy.provider, market="on-demand", model=model, instance=policy.instance
+        )
+        if row is not None and row.currency == currency and row.usd_per_gpu_hour > 0:
+            on_demand = _from_row(model, row)
+            return _bound(
+                model,
+                row.usd_per_gpu_hour,
+                currency,
+                f"upper bound: {on_demand.source}",
+                REASON_SPOT,
+                row,
+            )
+    if model is not None:
+        row = _dearest(policy.catalog, currency, model)
+        if row is not None:
+            return _bound(
+                model,
+                row.usd_per_gpu_hour,
+                currency,
+                f"upper bound: the dearest {model} price of the catalog, {row.describe()}",
+                REASON_DEAREST_MODEL,
+                row,
+                provider=policy.provider,
+                market=policy.market,
+            )
+    if policy.unknown_gpu_price is not None:
+        return _bound(
+            label,
+            policy.unknown_gpu_price,
+            currency,
+            "upper bound: c.GpuCost.unknown_gpu_usd_per_hour",
+            REASON_ADMIN_DEFAULT,
+        )
+    row = _dearest(policy.catalog, currency)
+    if row is None:
+        return None
+    return _bound(
+        label,
+        row.usd_per_gpu_hour,
+        currency,
+        f"upper bound: the dearest GPU of the catalog, {row.model} {row.describe()}",
+        REASON_DEAREST_GPU,
+        row,
+        dearest=row.model,
+    )

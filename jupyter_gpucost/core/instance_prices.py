@@ -15,8 +15,11 @@ from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 
 from .catalog import (
+    BASIS_CATALOG,
+    BASIS_UPPER_BOUND,
     CONFIDENCE_LEVELS,
     MARKETS,
+    REASON_SPOT,
     CatalogError,
     Price,
     parse_price,
@@ -104,8 +107,10 @@ def find_instance(
     return None
 
 
-def whole_instance(row: InstanceRow) -> InstancePricing:
-    """The row's price as one share per GPU plus the remainder (exact to the micro-dollar)."""
+def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
+    """The row's price as one share per GPU plus the remainder (exact to the micro-dollar).
+    ``spot``: an on-demand row pricing a spot instance of the same type, the most it can
+    cost (an upper bound, labelled so)."""
     share = (row.usd_per_hour / row.gpus).quantize(MICRO, rounding=ROUND_DOWN)
     base = row.usd_per_hour - share * row.gpus
     where = " ".join(x for x in (row.provider, row.instance, row.market, row.region) if x)
@@ -113,12 +118,16 @@ def whole_instance(row: InstanceRow) -> InstancePricing:
     source = f"{where}: {row.usd_per_hour} USD/h per instance / {row.gpus} GPU(s), {date}"
     if row.source:
         source += f"; source: {row.source}"
+    if spot:
+        source = f"upper bound: {source}"
     price = Price(
         model=row.gpu_model,
         usd_per_gpu_hour=share,
         source=source,
         as_of=row.as_of,
         confidence=row.confidence,
+        basis=BASIS_UPPER_BOUND if spot else BASIS_CATALOG,
+        reason_msgid=REASON_SPOT if spot else "",
     )
     return InstancePricing(row=row, per_gpu=price, base_usd_per_hour=base)
 
@@ -139,6 +148,9 @@ NOTE_SHARED = N_("this server runs in a Kubernetes pod: per-GPU prices")
 NOTE_NO_INSTANCE_ROW = N_("no whole-instance price for {instance} {market}: per-GPU prices")
 NOTE_NO_MACHINE_ROW = N_(
     "no whole-instance price for this {provider} {market} machine: per-GPU prices"
+)
+NOTE_SPOT_AT_ON_DEMAND = N_(
+    "no whole-instance price for {instance} spot: priced at on-demand, the most it can cost"
 )
 
 
@@ -200,6 +212,19 @@ def plan_prices(
     if shared:
         return PricePlan(chosen, market, note_msgid=NOTE_SHARED)
     row = find_instance(rows, provider=provider, instance=instance_type, market=market)
+    if row is None and market == "spot" and instance_type:
+        # spot prices change by the hour: the same instance on-demand is the most it costs
+        on_demand = find_instance(
+            rows, provider=provider, instance=instance_type, market="on-demand"
+        )
+        if on_demand is not None:
+            return PricePlan(
+                chosen,
+                market,
+                whole=whole_instance(on_demand, spot=True),
+                note_msgid=NOTE_SPOT_AT_ON_DEMAND,
+                note_values=(("instance", instance_type),),
+            )
     if row is None:
         if instance_type:
             values = (("instance", instance_type), ("market", market))

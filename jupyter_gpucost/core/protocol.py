@@ -22,7 +22,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict
 
 ENV_URL = "JUPYTER_GPUCOST_URL"
 ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
@@ -62,6 +62,11 @@ class PricedGpu:
     name: str
     #: None when the catalog has no price for it (never a silent $0)
     usd_per_hour: Decimal | None
+    #: why the price is an upper bound, a message of the catalog (``""``: it is not one;
+    #: :attr:`jupyter_gpucost.core.catalog.Price.reason_msgid`), translated by the kernel
+    bound_msgid: str = ""
+    #: the values the message fills in
+    bound_values: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,9 @@ def encode_prices(prices: PublishedPrices) -> str:
                     "uuid": g.uuid,
                     "name": g.name,
                     "usd_per_hour": None if g.usd_per_hour is None else str(g.usd_per_hour),
+                    "upper_bound": None
+                    if not g.bound_msgid
+                    else {"msgid": g.bound_msgid, "values": dict(g.bound_values)},
                 }
                 for g in prices.gpus
             ],
@@ -99,6 +107,24 @@ def encode_prices(prices: PublishedPrices) -> str:
             "source": prices.source,
         }
     )
+
+
+class _Bound(TypedDict, total=False):
+    bound_msgid: str
+    bound_values: tuple[tuple[str, str], ...]
+
+
+def _bound(raw: object) -> _Bound:
+    """The upper bound's message and values of one GPU (none: not an upper bound)."""
+    if not isinstance(raw, dict):
+        return {}
+    values = raw.get("values")
+    pairs = (
+        tuple(sorted((str(k), str(v)) for k, v in values.items()))
+        if isinstance(values, dict)
+        else ()
+    )
+    return {"bound_msgid": str(raw.get("msgid") or ""), "bound_values": pairs}
 
 
 def decode_prices(raw: str) -> PublishedPrices | None:
@@ -111,6 +137,7 @@ def decode_prices(raw: str) -> PublishedPrices | None:
                 uuid=str(g["uuid"]),
                 name=str(g["name"]),
                 usd_per_hour=None if g["usd_per_hour"] is None else Decimal(g["usd_per_hour"]),
+                **_bound(g.get("upper_bound")),
             )
             for g in data.get("gpus", [])
         )

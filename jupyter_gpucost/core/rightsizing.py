@@ -104,7 +104,8 @@ def advise(
     peak_bytes: int | None,
 ) -> Advice | None:
     """The cheapest model that fits, if it is cheaper and the session was not busy."""
-    priced = [g for g in snapshot.gpus if g.price is not None]
+    # a GPU priced at an upper bound has no real price to compare: no advice from it
+    priced = [g for g in snapshot.gpus if g.price is not None and not g.price.upper_bound]
     if not priced or peak_bytes is None or why_not(snapshot) is not None:
         return None
     count = len(priced)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Protocol
 
-from ..core.catalog import PricePolicy, model_for
+from ..core.catalog import PricePolicy, model_for, upper_bound
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
@@ -141,10 +141,13 @@ def price(
     *,
     setting: str,
     overrides_setting: str = OVERRIDES_SETTING,
+    bound: bool = False,
 ) -> Rate:
     """The rate of an allocation: the admin's override for its model, else the catalog row
     for the policy's provider, market (and instance). No price is a :class:`HubConfigError`
-    naming ``setting``."""
+    naming ``setting`` (what the hub's start-up checks), or with ``bound`` (a server
+    already running) the upper bound of :func:`~jupyter_gpucost.core.catalog.upper_bound`,
+    labelled: never $0."""
     if allocation.count == 0:
         return Rate(NO_GPU, Decimal(0), f"no GPU allocated ({setting})")
     model = canonical_model(allocation.model, prices)
@@ -160,6 +163,15 @@ def price(
         row = prices.catalog.find(
             provider=prices.provider, market=prices.market, model=model, instance=prices.instance
         )
+    if (model is None or row is None) and bound:
+        most = upper_bound(prices, model, allocation.model)
+        if most is not None:
+            return Rate(
+                GpuAllocation(most.model, allocation.count),
+                most.usd_per_gpu_hour,
+                # "upper bound: ..." (views.UPPER_BOUND): the pages label it
+                f"{most.source} ({most.reason}; {setting})",
+            )
     if model is None or row is None:
         listed = sorted(
             {
@@ -295,11 +307,13 @@ class AllocationPolicy:
                 return self.default_rate
             allocation = parse_allocation(raw, setting=setting)
             if allocation not in self._rates:
+                # a running server: a GPU with no price is billed at its upper bound
                 self._rates[allocation] = price(
                     allocation,
                     self.prices,
                     setting=setting,
                     overrides_setting=self._overrides_setting,
+                    bound=True,
                 )
             return self._rates[allocation]
         except Exception as e:  # the admin's code: bill the default, and say why

@@ -43,6 +43,10 @@ def budget_json(budget: HubBudget) -> dict[str, Any]:
     }
 
 
+#: how the source of a rate priced at an upper bound begins (core.catalog.upper_bound)
+UPPER_BOUND = "upper bound:"
+
+
 def _servers(
     service: HubService, user: str, rows: list[ServerRow] | None = None
 ) -> list[dict[str, Any]]:
@@ -62,6 +66,8 @@ def _servers(
                 "gpus": f"{rate.allocation.count} × {rate.allocation.model}",
                 "usd_per_hour": float(rate.usd_per_hour),
                 "rate_source": rate.source,
+                # "upper-bound": no price fits its GPU, billed at the most it can cost
+                "price_basis": "upper-bound" if rate.source.startswith(UPPER_BOUND) else "catalog",
                 "session_usd": usd(standing.session_micro_usd) if standing else 0.0,
                 "budgets": [budget_json(b) for b in standing.budgets] if standing else [],
                 "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,

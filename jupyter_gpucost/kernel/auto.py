@@ -203,3 +203,5 @@ class AutoPricer:
             )
             cost = status_bar(to_usd(micro), symbol)
             print(text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol)))
+            for note in p.bound_notes():
+                print(f"  {note}")

@@ -289,6 +289,9 @@ def show_prices() -> None:
         # a price someone set: every micro-unit it has
         exact_price = None if price is None else exact(price, p.currency_symbol)
         shown = _("no price") if exact_price is None else _("{price}/h").format(price=exact_price)
+        bound = p.bound_reason(uuid)
+        if bound:
+            shown += " " + _("(upper bound: {reason})").format(reason=bound)
         print(f"  {name} ({uuid}): {shown}")
     if p.simulated and p.gpus:
         by = f" ({p.simulated_by})" if p.simulated_by else ""

@@ -365,6 +365,7 @@ class Measurement:
         unpriced = [name for name, price in p.gpus.values() if price is None]
         if unpriced:
             r.notes.append(f"no price for {', '.join(unpriced)}: not counted")
+        r.notes.extend(p.bound_notes())
         # the GPUs are held for the whole cell: wall time at the rate in force
         exact = cost_micro_usd(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
         r.cost_micro_usd = round_micro(exact)

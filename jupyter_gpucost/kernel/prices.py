@@ -10,12 +10,16 @@ report says so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from ..core.i18n import _
 from ..core.protocol import PublishedPrices
 from .link import published_prices
+
+#: a GPU's upper bound: the catalog's message and its values
+Bound = tuple[str, tuple[tuple[str, str], ...]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,22 @@ class KernelPrices:
     simulated: bool = False
     #: what simulates them (the trace's description), when simulated
     simulated_by: str = ""
+    #: GPU UUID -> why its price is an upper bound (no price fits it: the most it costs)
+    bounds: dict[str, Bound] = field(default_factory=dict)
+
+    def bound_reason(self, uuid: str, translate: Callable[[str], str] = _) -> str:
+        """Why this GPU's price is an upper bound, translated (``""``: it is not one)."""
+        msgid, values = self.bounds.get(uuid, ("", ()))
+        return translate(msgid).format(**dict(values)) if msgid else ""
+
+    def bound_notes(self) -> list[str]:
+        """One line per GPU priced at an upper bound, for a report's notes."""
+        text = _("{name} is priced at an upper bound: {reason}")
+        return [
+            text.format(name=self.gpus[uuid][0], reason=self.bound_reason(uuid))
+            for uuid in self.bounds
+            if uuid in self.gpus
+        ]
 
     def rate_usd_per_hour(self, uuids: list[str] | None = None) -> Decimal:
         chosen = self.gpus if uuids is None else {u: self.gpus[u] for u in uuids if u in self.gpus}
@@ -49,6 +69,7 @@ def from_published(published: PublishedPrices) -> KernelPrices:
         from_server=True,
         simulated=published.simulated,
         simulated_by=published.simulated_by,
+        bounds={g.uuid: (g.bound_msgid, g.bound_values) for g in published.gpus if g.bound_msgid},
     )
 
 
@@ -65,11 +86,16 @@ def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
 
     policy = PricePolicy(catalog=load_catalog())
     gpus: dict[str, tuple[str, Decimal | None]] = {}
+    bounds: dict[str, Bound] = {}
     for uuid, name, memory in readings:
+        # no price that fits: an upper bound, labelled (never $0)
         price = policy.price_for(name, memory)
         gpus[uuid] = (name, None if price is None else price.usd_per_gpu_hour)
+        if price is not None and price.upper_bound:
+            bounds[uuid] = (price.reason_msgid, price.reason_values)
     return KernelPrices(
         gpus=gpus,
+        bounds=bounds,
         source="the shipped catalog (aws on-demand): no jupyter-gpucost server for this kernel",
         from_server=False,
     )

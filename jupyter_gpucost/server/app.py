@@ -29,7 +29,7 @@ from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
 from .machine import MachinePrices, MachineTraits, check_provider, resolve_machine
 from .routes import route_table
-from .service import TELEMETRY_MODES, CostConfig, CostService
+from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, CurrencyTraits, in_range, one_of
@@ -368,6 +368,8 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
             found = resolve_machine(
                 self, self.config, catalog, self.price_catalog_path or None, os.environ, self.log
             )
+            unknown = self.unknown_gpu_usd_per_hour
+            bound = unknown_gpu_bound(catalog, found.plan.provider, self.currency, unknown)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         except ValueError as e:
@@ -387,6 +389,7 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
                 str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
                 for k, v in self.price_overrides.items()
             },
+            unknown_gpu_usd_per_hour=bound,
             granularity_s=self.billing_granularity_s,
             minimum_charge_s=self.minimum_charge_s,
             base_usd_per_hour=parse_price(

@@ -49,6 +49,9 @@ class CostConfig:
     market: str = "on-demand"
     instance: str = ""
     overrides: Mapping[str, Decimal] = field(default_factory=dict)
+    #: the price of a GPU no catalog price fits, in the session's currency (``None``: the
+    #: dearest GPU of the catalog in that currency)
+    unknown_gpu_usd_per_hour: Decimal | None = None
     granularity_s: int = 1
     minimum_charge_s: int = 60
     base_usd_per_hour: Decimal = Decimal(0)
@@ -98,6 +101,19 @@ def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) ->
     return source
 
 
+def unknown_gpu_bound(
+    catalog: Catalog, provider: str, currency: str, unknown: float | None
+) -> Decimal | None:
+    """``c.GpuCost.unknown_gpu_usd_per_hour`` as a price, once it is sure that a GPU with
+    no price can be priced at an upper bound (else ValueError naming the settings)."""
+    price = None if unknown is None else Decimal(str(unknown))
+    policy = PricePolicy(catalog, provider, currency=currency or None, unknown_gpu_price=price)
+    missing = policy.bound_missing()
+    if missing is not None:
+        raise ValueError(f"c.GpuCost.currency = {policy.session_currency!r}: {missing}.")
+    return price
+
+
 def with_session_currency(config: CostConfig, catalog: Catalog) -> CostConfig:
     """The configuration with the session's currency and symbol filled in: the admin's, else
     the price provider's currency and that currency's symbol."""
@@ -125,6 +141,7 @@ class CostService:
             if config.plan is None or config.plan.whole is None
             else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
             currency=config.currency,
+            unknown_gpu_price=config.unknown_gpu_usd_per_hour,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
         self.source = open_source(
@@ -194,7 +211,7 @@ class CostService:
     def start(self) -> None:
         # one reading now, so the first request already knows the GPUs
         self.sampler.sample_once()
-        self._log_unpriced()
+        self._log_upper_bounds()
         self.recorder.start()
         self.sampler.start()
 
@@ -205,7 +222,13 @@ class CostService:
         environ[ENV_PRICES] = encode_prices(
             PublishedPrices(
                 gpus=tuple(
-                    PricedGpu(g.uuid, g.name, None if g.price is None else g.price.usd_per_gpu_hour)
+                    PricedGpu(
+                        g.uuid,
+                        g.name,
+                        None if g.price is None else g.price.usd_per_gpu_hour,
+                        bound_msgid="" if g.price is None else g.price.reason_msgid,
+                        bound_values=() if g.price is None else g.price.reason_values,
+                    )
                     for g in published.snapshot.gpus
                 ),
                 base_usd_per_hour=self.config.base_usd_per_hour,
@@ -216,19 +239,21 @@ class CostService:
             )
         )
 
-    def _log_unpriced(self) -> None:
+    def _log_upper_bounds(self) -> None:
         # called once, after the first reading: the set of GPUs is fixed when the source opens
-        for gpu in self.sampler.latest.snapshot.unpriced:
-            self.log.warning(
-                "jupyter-gpucost: no %s %s price for GPU %d (%s): it is NOT counted in "
-                "the cost. Set c.GpuCost.price_overrides = {%r: <%s per hour>}.",
-                self.policy.provider,
-                self.policy.market,
-                gpu.index,
-                gpu.name,
-                gpu.model or gpu.name,
-                self.policy.session_currency,
-            )
+        for gpu in self.sampler.latest.snapshot.gpus:
+            if gpu.price is not None and gpu.price.upper_bound:
+                self.log.warning(
+                    "jupyter-gpucost: GPU %d (%s) is priced at an upper bound, %s %s/h: %s. "
+                    "Set c.GpuCost.price_overrides = {%r: <%s per hour>} for its real price.",
+                    gpu.index,
+                    gpu.name,
+                    gpu.price.usd_per_gpu_hour,
+                    gpu.price.currency,
+                    gpu.price.reason,
+                    gpu.model or gpu.name,
+                    self.policy.session_currency,
+                )
 
     def attach_budget(self, budget: BudgetDocument) -> None:
         """The budget whose document the status shows (set by the extension app)."""

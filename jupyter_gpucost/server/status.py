@@ -20,7 +20,7 @@ from typing import Any
 
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
-from ..core.catalog import DOUBTFUL_CONFIDENCE, PricePolicy
+from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND, DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.i18n import _, ngettext
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe, note_text
@@ -54,6 +54,9 @@ def _gpu(g: GpuCost) -> dict[str, Any]:
         "price_source": g.price.source if g.price else None,
         "price_as_of": g.price.as_of if g.price else None,
         "price_confidence": g.price.confidence if g.price else None,
+        # "catalog", "override" or "upper-bound" (no price fits: the most it can cost)
+        "price_basis": g.price.basis if g.price else None,
+        "price_basis_reason": g.price.reason_in(_) if g.price and g.price.upper_bound else None,
         "utilization_pct": r.utilization_pct if r else None,
         "memory_used_bytes": r.memory_used_bytes if r else None,
         "memory_total_bytes": r.memory_total_bytes if r else None,
@@ -75,6 +78,7 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, st
     warnings = []
     currency = policy.session_currency
     for g in snapshot.unpriced:
+        # only where no bound is known at all, which the server refuses at start-up
         text = _(
             "No {provider} {market} price for GPU {index} ({name}): it is not counted in the "
             "cost. An admin can set c.GpuCost.price_overrides = {{{model!r}: <{currency} per "
@@ -83,6 +87,21 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, st
         values = {"provider": policy.provider, "market": policy.market, "index": g.index}
         message = text.format(**values, name=g.name, model=g.model or g.name, currency=currency)
         warnings.append({"code": "unpriced-gpu", "message": message})
+    for g in snapshot.gpus:
+        if g.price is not None and g.price.upper_bound:
+            text = _(
+                "GPU {index} ({name}) is priced at an upper bound: {reason}. An admin can set "
+                "its real price with c.GpuCost.price_overrides = {{{model!r}: <{currency} per "
+                "hour>}}."
+            )
+            message = text.format(
+                index=g.index,
+                name=g.name,
+                reason=g.price.reason_in(_),
+                model=g.model or g.name,
+                currency=currency,
+            )
+            warnings.append({"code": "price-upper-bound", "message": message})
     for g in snapshot.gpus:
         if g.price is not None and g.price.confidence in DOUBTFUL_CONFIDENCE:
             text = _(
@@ -121,6 +140,7 @@ def status_payload(
     meter's own)."""
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
+    bounds = [p for p in in_force if p.upper_bound]
     return {
         "version": __version__,
         "currency": currency,
@@ -132,6 +152,10 @@ def status_payload(
         "cost_usd": usd(snapshot.cost_micro_usd),
         "gpu_cost_usd": usd(snapshot.gpu_cost_micro_usd),
         "rate_usd_per_hour": _price(snapshot.rate_usd_per_hour),
+        # "upper-bound" where a GPU has no price that fits and is priced at the most it can
+        # cost (the reasons say why), else "catalog" (rows and the admin's overrides)
+        "price_basis": BASIS_UPPER_BOUND if bounds else BASIS_CATALOG,
+        "price_basis_reasons": list(dict.fromkeys(p.reason_in(_) for p in bounds)),
         "used_cost_usd": usd(snapshot.used_micro_usd),
         "idle_cost_usd": usd(snapshot.idle_micro_usd),
         "unobserved_cost_usd": usd(snapshot.unobserved_micro_usd),
@@ -259,6 +283,7 @@ def machine_json(
         "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
         "instance_price_source": None if whole is None else whole.per_gpu.source,
         "instance_price_confidence": None if whole is None else whole.row.confidence,
+        "instance_price_basis": None if whole is None else whole.per_gpu.basis,
     }
     warnings = []
     if whole is not None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traitlets import HasTraits, TraitError, Unicode, validate
+from traitlets import Float, HasTraits, TraitError, Unicode, validate
 
+from ..core.catalog import parse_price
 from ..core.currency import is_currency_code
 
 
@@ -103,12 +104,42 @@ def trait_dict(traits: HasTraits, name: str) -> dict[str, object]:
     return {str(k): v for k, v in dict(getattr(traits, name)).items()}
 
 
+def unknown_gpu_price(raw: object) -> float | None:
+    """``c.GpuCost.unknown_gpu_usd_per_hour``: a price above 0, or None."""
+    if raw is None:
+        return None
+    try:
+        price = parse_price(raw, what="c.GpuCost.unknown_gpu_usd_per_hour")
+    except ValueError as e:
+        raise TraitError(f"{e}.") from None
+    if price <= 0:
+        raise TraitError(
+            f"c.GpuCost.unknown_gpu_usd_per_hour = {raw!r} is not valid: use a price per hour "
+            "above 0 (a GPU is never free), or None for the dearest GPU of the catalog."
+        )
+    return float(price)
+
+
 class CurrencyTraits(HasTraits):
-    """The session's currency: one code for every amount, and the symbol before them."""
+    """The session's currency: one code for every amount, and the symbol before them; and
+    the price, in that currency, of a GPU no price fits."""
 
     currency = Unicode("", config=True, help="ISO 4217 code of all amounts; empty: the provider's.")
     currency_symbol = Unicode("", config=True, help="Symbol before amounts; empty: the currency's.")
+    unknown_gpu_usd_per_hour = Float(
+        None,
+        allow_none=True,
+        config=True,
+        help="The hourly price of a GPU whose model has no price anywhere in the catalog "
+        "(an unknown model) and no override, in the session's currency like every amount "
+        "(no conversion); shown labelled as an upper bound. None: the dearest GPU of the "
+        "catalog in that currency.",
+    )
 
     @validate("currency")
     def _check_currency(self, proposal: dict[str, Any]) -> str:
         return currency_code(proposal["value"])
+
+    @validate("unknown_gpu_usd_per_hour")
+    def _check_unknown_gpu(self, proposal: dict[str, Any]) -> float | None:
+        return unknown_gpu_price(proposal["value"])

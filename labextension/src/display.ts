@@ -59,6 +59,42 @@ export function formatGroups(groups: readonly IGpuGroup[]): string {
 }
 
 /**
+ * The part of a status (the status bar's or the panel's) that says how it is
+ * priced.
+ */
+export type IPricedStatus = Pick<
+  IGpuCostStatus,
+  'gpus' | 'price_basis' | 'price_basis_reasons'
+>;
+
+/**
+ * Whether the rate is an upper bound (some GPU has no price that fits).
+ */
+export function isUpperBound(status: IPricedStatus): boolean {
+  return (
+    status.price_basis === 'upper-bound' ||
+    status.gpus.some(gpu => gpu.price_basis === 'upper-bound')
+  );
+}
+
+/**
+ * `Upper bound: spot: priced at on-demand, the most it can cost.`, or `null`
+ * when the rate is not one.
+ */
+export function upperBoundText(
+  status: IPricedStatus,
+  trans: TranslationBundle
+): string | null {
+  if (!isUpperBound(status)) {
+    return null;
+  }
+  const reasons = status.price_basis_reasons ?? [];
+  return reasons.length > 0
+    ? trans.__('Upper bound: %1.', reasons.join('; '))
+    : trans.__('Upper bound: no price fits, priced at the most it can cost.');
+}
+
+/**
  * Whether some GPU of the session has no price.
  */
 export function hasUnpricedGpu(status: IGpuCostStatus): boolean {
@@ -168,6 +204,10 @@ export function describe(
   if (machine !== null) {
     lines.push(machine);
   }
+  const bound = upperBoundText(status, trans);
+  if (bound !== null) {
+    lines.push(bound);
+  }
   const minimum = Private.minimumCharge(status, trans);
   if (minimum !== null) {
     lines.push(minimum);
@@ -205,7 +245,10 @@ export function describe(
     ...base,
     message: null,
     cost: formatMoney(status.cost_usd, symbol),
-    rate: formatRate(status.rate_usd_per_hour, symbol, trans),
+    rate:
+      bound === null
+        ? formatRate(status.rate_usd_per_hour, symbol, trans)
+        : trans.__('≤ %1', formatRate(status.rate_usd_per_hour, symbol, trans)),
     warning: unpriced.length > 0 || status.warnings.length > 0,
     simulated: status.telemetry.simulated,
     noTelemetry: !status.telemetry.available,

@@ -38,6 +38,13 @@ export interface IGpuCostDevice {
   price_source: string | null;
   price_as_of: string | null;
   price_confidence: string | null;
+  /**
+   * `catalog`, `override`, or `upper-bound`: no price fits this GPU, so it is
+   * priced at the most it can cost (older servers leave it out).
+   */
+  price_basis?: 'catalog' | 'override' | 'upper-bound' | null;
+  /** Why its price is an upper bound, in the server's language. */
+  price_basis_reason?: string | null;
   utilization_pct: number | null;
   memory_used_bytes: number | null;
   memory_total_bytes: number | null;
@@ -99,6 +106,13 @@ export interface IGpuCostStatus {
   gpu_cost_usd: number;
   /** Priced GPUs' hourly prices plus the base price. */
   rate_usd_per_hour: number;
+  /**
+   * `upper-bound` when some GPU has no price that fits and is priced at the
+   * most it can cost; else `catalog` (older servers leave it out).
+   */
+  price_basis?: 'catalog' | 'upper-bound';
+  /** Why, one sentence per reason, in the server's language. */
+  price_basis_reasons?: string[];
   used_cost_usd: number;
   idle_cost_usd: number;
   unobserved_cost_usd: number;

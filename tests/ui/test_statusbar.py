@@ -73,13 +73,31 @@ def test_no_gpu_telemetry_is_said_plainly(lab_factory: Any, page: Any) -> None:
     )
 
 
-def test_unpriced_gpu_is_a_visible_warning(lab_factory: Any, page: Any) -> None:
-    # the catalog has no GCP price for an A100-80GB
+def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, page: Any) -> None:
+    # the catalog has no GCP price for an A100-80GB: the dearest known one, labelled
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.price_provider=gcp")
     item = open_lab(page, lab)
-    wait_for_state(item, "unpriced", "⚠")
-    assert "⚠" in item.inner_text()
-    assert "not counted" in (item.get_attribute("title") or "")
+    wait_for_state(item, "simulated", "≤ $")
+    text = item.inner_text()
+    assert "⚠" in text
+    assert "≤ $" in text
+    assert "$0.00" not in text
+    title = item.get_attribute("title") or ""
+    assert "Upper bound: no gcp on-demand price for A100-80GB: priced at the dearest known" in title
+    assert "not counted" not in title
+    status = lab.api("gpucost/api/status")
+    assert status["price_basis"] == "upper-bound"  # type: ignore[index]
+    # the panel says it where it shows the rate and the prices
+    item.click()
+    panel = page.locator("#jp-gpucost-panel")
+    expect(panel).to_be_visible(timeout=30_000)
+    rate = panel.locator("[data-total='rate'] .jp-gpucost-total-value")
+    expect(rate).to_contain_text("≤ $", timeout=30_000)
+    prices = panel.locator(".jp-gpucost-panel-prices")
+    expect(prices).to_contain_text(
+        "(upper bound: no gcp on-demand price for A100-80GB: priced at the dearest known"
+    )
+    screenshot(page, "upper-bound.png")
 
 
 def test_missing_server_extension_is_said_plainly(lab_factory: Any, page: Any) -> None:

@@ -23,6 +23,10 @@ export interface IMachine {
   priced: 'instance' | 'gpu';
   instance_price_usd_per_hour: number | null;
   instance_price_confidence: string | null;
+  /** `upper-bound`: a spot instance priced at its on-demand row. */
+  instance_price_basis?: string | null;
+  /** How the prices were chosen, in the server's language. */
+  price_note?: string | null;
 }
 
 /**
@@ -62,6 +66,17 @@ export function machinePricing(
   symbol: string,
   trans: TranslationBundle
 ): string {
+  if (
+    machine.priced === 'instance' &&
+    machine.instance_price_usd_per_hour !== null &&
+    machine.instance_price_basis === 'upper-bound'
+  ) {
+    return trans.__(
+      'priced as a whole instance at an upper bound: %1 (%2)',
+      formatRate(machine.instance_price_usd_per_hour, symbol, trans),
+      machine.price_note ?? ''
+    );
+  }
   if (
     machine.priced === 'instance' &&
     machine.instance_price_usd_per_hour !== null

@@ -19,11 +19,18 @@ export function Prices(props: {
   for (const gpu of status.gpus) {
     const label = gpu.model ?? gpu.name;
     if (!sources.has(label)) {
+      const source = gpu.priced
+        ? (gpu.price_source ?? trans.__('no source given'))
+        : trans.__('no price in the catalog: not counted');
       sources.set(
         label,
-        gpu.priced
-          ? (gpu.price_source ?? trans.__('no source given'))
-          : trans.__('no price in the catalog: not counted')
+        gpu.price_basis === 'upper-bound'
+          ? trans.__(
+              '%1 (upper bound: %2)',
+              source,
+              gpu.price_basis_reason ?? ''
+            )
+          : source
       );
     }
   }

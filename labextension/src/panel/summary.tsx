@@ -2,6 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatLocalTime } from '../budget/format';
+import { upperBoundText } from '../display';
 import { formatMoney, formatRate } from '../format';
 import { IPanelStatus } from './types';
 
@@ -44,6 +45,12 @@ export function Totals(props: {
   trans: TranslationBundle;
 }): React.ReactElement {
   const { status, symbol, trans } = props;
+  // the rate is the most it can cost where a GPU has no price that fits
+  const bound = upperBoundText(status, trans);
+  const rate = (value: number): string =>
+    bound === null
+      ? formatRate(value, symbol, trans)
+      : trans.__('≤ %1', formatRate(value, symbol, trans));
   const noLedger = trans.__(
     'Not known: the server has no ledger (older version, or the ledger could not be opened; see the server log).'
   );
@@ -59,7 +66,7 @@ export function Totals(props: {
         {value === null || value === undefined
           ? '—'
           : key === 'rate'
-            ? formatRate(value, symbol, trans)
+            ? rate(value)
             : formatMoney(value, symbol)}
       </div>
     </div>
@@ -73,7 +80,7 @@ export function Totals(props: {
         trans.__(
           'Since the server started at %1, at %2',
           formatLocalTime(status.session_started, Date.now()),
-          formatRate(status.rate_usd_per_hour, symbol, trans)
+          rate(status.rate_usd_per_hour)
         )
       )}
       {total(
@@ -99,7 +106,7 @@ export function Totals(props: {
         'rate',
         trans.__('Rate now'),
         status.rate_usd_per_hour,
-        trans.__('Per hour, for the GPUs this server holds')
+        bound ?? trans.__('Per hour, for the GPUs this server holds')
       )}
     </section>
   );

@@ -1,0 +1,102 @@
+"""On the hub: a running server whose profile names a GPU with no price is billed at the
+upper bound (core.catalog.upper_bound), labelled on the admin page; never $0."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.i18n import messages_for
+from jupyter_gpucost.hub import handlers, views
+from jupyter_gpucost.hub.allocation import AllocationPolicy
+from jupyter_gpucost.hub.budgets import BudgetPolicy
+from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.idle import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.ledger import HubLedger
+from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
+from jupyter_gpucost.hub.model import GpuAllocation, ServerInfo
+from jupyter_gpucost.hub.reclaim import Reclaimer
+from jupyter_gpucost.hub.service import HubService
+
+CATALOG = load_catalog()
+NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+DEAREST = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
+
+
+def by_user(server: ServerInfo) -> object:
+    """The admin's callable ``profile_gpus``: it names GPUs the catalog may not price."""
+    return {"alice": "MI300X x 8", "bob": "A10G x 2", "carol": "H100-80GB"}.get(server.user)
+
+
+def started(user: str) -> ServerInfo:
+    return ServerInfo(user, "", NOW, True)
+
+
+def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
+    policy = AllocationPolicy(by_user, "none", PricePolicy(CATALOG, provider="gcp"))
+    alice = policy.rate_for(started("alice"))
+    assert alice.allocation == GpuAllocation("MI300X", 8)
+    assert alice.usd_per_hour == 8 * DEAREST
+    assert alice.source.startswith("upper bound: the dearest GPU of the catalog")
+    assert "(no price for MI300X: priced at the dearest GPU of the catalog" in alice.source
+    assert "c.GpuCostHub.profile_gpus" in alice.source
+    # no gcp price for an A10G: the dearest A10G price of the catalog
+    bob = policy.rate_for(started("bob"))
+    a10g = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.model == "A10G")
+    assert bob.usd_per_hour == 2 * a10g
+    assert "no gcp on-demand price for A10G: priced at the dearest known" in bob.source
+    # a listed price is not an upper bound
+    carol = policy.rate_for(started("carol"))
+    assert carol.usd_per_gpu_hour == Decimal("10.98")
+    assert not carol.source.startswith("upper bound")
+
+
+class _Hub:
+    def __init__(self, servers: list[ServerInfo]) -> None:
+        self.servers = servers
+
+    async def active_servers(self) -> list[ServerInfo]:
+        return self.servers
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    async def stop_server(self, user: str, server_name: str) -> str:
+        return "stopped"
+
+
+async def test_the_admin_page_says_the_rate_is_an_upper_bound(tmp_path: Path) -> None:
+    ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=10), ReclaimStore(ledger.engine))
+    policy = AllocationPolicy(by_user, "none", PricePolicy(CATALOG))
+    svc = HubService(ledger, policy.rate_for, BudgetPolicy(None), Enforcer(60), reclaimer)
+    await svc.poll(_Hub([started("alice")]), lambda: NOW)
+    data = views.admin_summary(svc, NOW, NOW.date())
+    running = [s for u in data["users"] for s in u["running"]]
+    assert [s["price_basis"] for s in running] == ["upper-bound"]
+    assert running[0]["usd_per_hour"] == float(8 * DEAREST)
+
+    def page(language: str) -> str:
+        return handlers.render(
+            handlers.templates("$"),
+            "gpucost_admin.html",
+            messages_for(language),
+            "$",
+            hub_prefix="/hub/",
+            service_url="/services/gpucost/",
+            user="erin",
+            is_admin=True,
+            xsrf_token="x",
+            data=data,
+            chart=views.bars(data["daily"]),
+        )
+
+    english = page("en")
+    assert f"8 × MI300X at ${8 * DEAREST:.2f}/h" in english
+    assert "upper bound: no price fits these GPUs" in english
+    assert 'title="upper bound: the dearest GPU of the catalog' in english
+    chinese = page("zh_CN")
+    assert ">upper bound: no price fits these GPUs<" not in chinese
+    assert "上限" in chinese
