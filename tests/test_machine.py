@@ -196,7 +196,7 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
         ("aws", "p4d.24xlarge"),
         ("aws", "p5.48xlarge"),
         ("gcp", "a2-highgpu-1g"),
-        ("gcp", "a3-highgpu-1g"),
+        ("gcp", "a3-highgpu-8g"),
         ("gcp", "g2-standard-4"),
         ("gcp", "n1-standard-4"),
         ("azure", "Standard_NC24ads_A100_v4"),
@@ -216,6 +216,98 @@ def test_shares_and_base_add_up_to_the_instance_price_exactly() -> None:
         share = pricing.per_gpu.usd_per_gpu_hour
         assert share * row.gpus + pricing.base_usd_per_hour == row.usd_per_hour
         assert 0 <= pricing.base_usd_per_hour < Decimal("0.000001") * row.gpus
+
+
+#: one detected multi-GPU machine per provider, its row's price, and the price per GPU of
+#: the provider's per-GPU row (what it would cost if the size's own row were missing)
+MULTI_GPU = [
+    ("aws", "g5.24xlarge", 4, "8.144", "1.006"),
+    ("gcp", "g2-standard-24", 2, "2.0008", "0.70683"),
+    ("azure", "Standard_NC96ads_A100_v4", 4, "19.108", "3.673"),
+    ("azure", "Standard_NC80adis_H100_v5", 2, "17.64", "6.98"),
+    ("alibaba", "ecs.gn7i-2x.8xlarge", 2, "20.2707", "9.6166"),
+    ("lambda", "gpu_4x_h100_sxm5", 4, "16.36", "4.29"),
+]
+
+
+@pytest.mark.parametrize(("provider", "instance", "gpus", "price", "per_gpu_row"), MULTI_GPU)
+def test_a_detected_multi_gpu_machine_is_priced_from_its_own_row(
+    provider: str, instance: str, gpus: int, price: str, per_gpu_row: str
+) -> None:
+    plan = _plan(
+        AdminPrices(), provider=provider, instance_type=instance, market="on-demand", shared=False
+    )
+    assert plan.whole is not None, plan.note
+    assert (plan.whole.row.gpus, plan.whole.row.usd_per_hour) == (gpus, Decimal(price))
+    # its GPUs together cost what the provider bills for the machine
+    share = plan.whole.per_gpu.usd_per_gpu_hour
+    assert share * gpus + plan.whole.base_usd_per_hour == Decimal(price)
+    # which is not the per-GPU row times its GPUs (the provider does not price linearly)
+    assert share != Decimal(per_gpu_row)
+    # in the provider's currency
+    assert plan.whole.per_gpu.currency == CATALOG.currency_of(provider)
+
+
+def test_azure_s_multi_gpu_a100_costs_more_per_gpu_than_the_per_gpu_row() -> None:
+    plan = _plan(
+        AdminPrices(),
+        provider="azure",
+        instance_type="Standard_NC48ads_A100_v4",
+        market="on-demand",
+        shared=False,
+    )
+    assert plan.whole is not None
+    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("4.777")
+    assert "Standard_NC48ads_A100_v4 on-demand eastus: 9.554 USD/h per instance / 2 GPU(s)" in (
+        plan.whole.per_gpu.source
+    )
+
+
+def test_an_alibaba_machine_is_priced_whole_in_yuan() -> None:
+    plan = _plan(
+        AdminPrices(),
+        provider="alibaba",
+        instance_type="ecs.gn6e-c12g1.24xlarge",
+        market="on-demand",
+        shared=False,
+    )
+    assert plan.whole is not None
+    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("19.75")
+    assert plan.whole.per_gpu.currency == "CNY"
+    assert "158 CNY/h per instance / 8 GPU(s)" in plan.whole.per_gpu.source
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance", "why"),
+    [
+        ("azure", "Standard_NC6s_v3", "retired on 2025-09-30"),
+        ("gcp", "a3-highgpu-1g", "sold as Spot or Flex-start only"),
+        ("gcp", "a3-highgpu-4g", "sold as Spot or Flex-start only"),
+    ],
+)
+def test_a_shape_that_is_not_for_sale_never_prices_a_detected_machine(
+    provider: str, instance: str, why: str
+) -> None:
+    plan = _plan(
+        AdminPrices(), provider=provider, instance_type=instance, market="on-demand", shared=False
+    )
+    assert plan.whole is None
+    assert plan.note.startswith(f"{instance} is not sold on-demand ({why}")
+    assert plan.note.endswith(": per-GPU prices")
+
+
+def test_a_catalog_that_mixes_a_provider_s_currencies_is_refused(tmp_path: Path) -> None:
+    from jupyter_gpucost.core.catalog import CatalogError
+
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        '[[price]]\nprovider = "alibaba"\nmodel = "A10"\nprice_per_gpu_hour = "9.6166"\n'
+        'currency = "CNY"\nmarket = "on-demand"\n'
+        '[[instance]]\nprovider = "alibaba"\ninstance = "ecs.gn7i-2x.8xlarge"\n'
+        'gpu_model = "A10"\ngpus = 2\nusd_per_hour = "2.797356"\nmarket = "on-demand"\n'
+    )
+    with pytest.raises(CatalogError, match="priced in USD, the provider's prices in CNY"):
+        load_instance_rows(path)
 
 
 def _plan(admin: AdminPrices, **machine: Any) -> Any:
@@ -249,8 +341,11 @@ def test_the_admin_s_price_settings_always_win() -> None:
         shared=False,
     )
     assert plan.market == "on-demand"
-    assert plan.whole is not None
-    assert plan.whole.row.usd_per_hour == Decimal("10.98")
+    # GCP sells this shape as Spot or Flex-start only: per-GPU on-demand prices, and why
+    assert plan.whole is None
+    assert plan.note == (
+        "a3-highgpu-1g is not sold on-demand (sold as Spot or Flex-start only): per-GPU prices"
+    )
 
 
 def test_a_detected_spot_market_does_not_lower_the_admin_s_prices() -> None:

@@ -20,9 +20,15 @@ from pathlib import Path
 from .currency import DEFAULT_CURRENCY, is_currency_code
 
 MARKETS = ("on-demand", "spot")
-CONFIDENCE_LEVELS = ("listed", "third-party", "uncertain", "unverified")
+#: what was checked of a price: ``listed`` the provider's own page or price API, on the row's
+#: date; ``third-party`` a named dataset or aggregator, on the row's date; ``unverified``
+#: nothing was checked (the row's source says what was tried)
+CONFIDENCE_LEVELS = ("listed", "third-party", "unverified")
+#: labels of older catalogs, read as the level they meant (an admin's own catalog stays
+#: loadable): ``uncertain`` was an inferred figure, which is not a checked one
+LEGACY_CONFIDENCE = {"uncertain": "unverified"}
 #: confidence levels the UI flags with a warning
-DOUBTFUL_CONFIDENCE = ("uncertain", "unverified")
+DOUBTFUL_CONFIDENCE = ("unverified",)
 #: prices are kept to the micro-dollar
 MAX_PRICE_DECIMALS = 6
 
@@ -128,6 +134,18 @@ def parse_price(value: object, *, what: str) -> Decimal:
     return price
 
 
+def parse_confidence(raw: Mapping[str, object], *, where: str) -> str:
+    """A row's ``confidence`` (default ``listed``, as older catalogs wrote it), an older
+    label read as the level it meant."""
+    confidence = str(raw.get("confidence", "listed"))
+    confidence = LEGACY_CONFIDENCE.get(confidence, confidence)
+    if confidence not in CONFIDENCE_LEVELS:
+        raise CatalogError(
+            f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
+        )
+    return confidence
+
+
 def read_catalog_toml(path: str | Path | None = None) -> tuple[dict[str, object], str]:
     """The parsed TOML of the shipped catalog or of the file at ``path``, and where it came
     from (for messages)."""
@@ -165,36 +183,45 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     return Catalog(rows=rows, catalog_date=str(catalog_date) if catalog_date else None)
 
 
+def price_key(
+    raw: Mapping[str, object], *, where: str, required: Sequence[str], usd_key: str, key: str
+) -> tuple[str, str]:
+    """Which key of a row holds its price, and its currency: a price in dollars is written
+    ``usd_key``, one in another currency ``key`` with ``currency = "<ISO 4217>"``.
+    ``required`` are the row's other keys that must be present."""
+    missing = [k for k in required if k not in raw]
+    keys = [k for k in (usd_key, key) if k in raw]
+    if not keys:
+        missing.append(key)
+    if missing:
+        raise CatalogError(f"{where}: missing {', '.join(missing)}")
+    if len(keys) > 1:
+        raise CatalogError(f"{where}: has both {usd_key} and {key}")
+    currency = str(raw.get("currency", DEFAULT_CURRENCY))
+    if not is_currency_code(currency):
+        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
+    if keys[0] == usd_key and currency != "USD":
+        raise CatalogError(f"{where}: a price in {currency} is written {key}, not {usd_key}")
+    return keys[0], currency
+
+
 def _row(origin: str, number: int, raw: object) -> PriceRow:
     where = f"{origin}, price row {number}"
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: not a table")
-    missing = [k for k in ("provider", "model", "market") if k not in raw]
-    # a price in dollars is usd_per_gpu_hour; in another currency, price_per_gpu_hour
-    keys = [k for k in ("usd_per_gpu_hour", "price_per_gpu_hour") if k in raw]
-    if not keys:
-        missing.append("price_per_gpu_hour")
-    if missing:
-        raise CatalogError(f"{where}: missing {', '.join(missing)}")
-    if len(keys) > 1:
-        raise CatalogError(f"{where}: has both usd_per_gpu_hour and price_per_gpu_hour")
-    currency = str(raw.get("currency", DEFAULT_CURRENCY))
-    if not is_currency_code(currency):
-        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
-    if keys[0] == "usd_per_gpu_hour" and currency != "USD":
-        raise CatalogError(
-            f"{where}: a price in {currency} is written price_per_gpu_hour, not usd_per_gpu_hour"
-        )
+    amount_key, currency = price_key(
+        raw,
+        where=where,
+        required=("provider", "model", "market"),
+        usd_key="usd_per_gpu_hour",
+        key="price_per_gpu_hour",
+    )
     market = str(raw["market"])
     if market not in MARKETS:
         raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
-    confidence = str(raw.get("confidence", "listed"))
-    if confidence not in CONFIDENCE_LEVELS:
-        raise CatalogError(
-            f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
-        )
+    confidence = parse_confidence(raw, where=where)
     try:
-        price = parse_price(raw[keys[0]], what=where)
+        price = parse_price(raw[amount_key], what=where)
     except ValueError as e:
         raise CatalogError(str(e)) from None
     as_of = str(raw.get("as_of") or "") or None
