@@ -4,18 +4,24 @@ stand-in serving recorded items; nothing here reaches the network) and the rows 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import sys
 import tomllib
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from azure_prices_standin import AzurePrices, Feed, recorded_items, serve
+from cloud_standins import Cloud, StandIn, write_dmi
+from cloud_standins import serve as serve_cloud
 
 from jupyter_gpucost.cloud.azure_prices import FeedError, fetch_items, fetch_vm_prices
+from jupyter_gpucost.cloud.price_refresh import RefreshSettings, refresh_instance_row
 from jupyter_gpucost.core.catalog import load_catalog
 from jupyter_gpucost.core.instance_prices import (
     AdminPrices,
@@ -262,3 +268,162 @@ def test_every_shipped_row_is_dated() -> None:
     aged = AGE.rows()
     assert len(aged) == len(load_catalog().rows) + len(load_instance_rows())
     assert all(row.as_of is not None for row in aged)
+
+
+# -- one machine's price refreshed at start -----------------------------------------------
+
+
+def _feed_with(sku: str, price: float) -> Feed:
+    """The recorded items, with ``sku``'s Linux on-demand eastus price changed."""
+    items = []
+    for item in recorded_items():
+        plain = (
+            item["armSkuName"] == sku
+            and item["armRegionName"] == "eastus"
+            and item["meterName"] == item["skuName"]
+            and not item["productName"].endswith("Windows")
+            and item["type"] == "Consumption"
+            and item["effectiveStartDate"].startswith("2026")
+            and "Low Priority" not in item["meterName"]
+            and not item["meterName"].endswith("Spot")
+        )
+        items.append({**item, "retailPrice": price, "unitPrice": price} if plain else item)
+    return Feed(items=items)
+
+
+def _refresh(feed_url: str, cache: Path, market: str = "on-demand", **kw: Any) -> Any:
+    return refresh_instance_row(
+        load_instance_rows(),
+        provider=kw.pop("provider", "azure"),
+        instance=kw.pop("instance", "Standard_ND96isr_H100_v5"),
+        market=market,
+        region="eastus",
+        settings=RefreshSettings(enabled=True, azure_url=feed_url, cache_path=str(cache)),
+        **kw,
+    )
+
+
+def test_a_refreshed_price_is_cached_for_a_day_and_says_so(tmp_path: Path) -> None:
+    cache = tmp_path / "prices.json"
+    now = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    for azure in serve(_feed_with("Standard_ND96isr_H100_v5", 100.0)):
+        fresh = _refresh(azure.url, cache, now=now)
+        assert fresh.row is not None, fresh.message
+        assert (fresh.row.usd_per_hour, fresh.row.gpus, fresh.row.gpu_model) == (
+            Decimal("100"),
+            8,
+            "H100-80GB",
+        )
+        assert (fresh.row.confidence, fresh.row.as_of) == ("listed", "2026-11-27")
+        assert fresh.row.source.endswith(f"refreshed from {azure.url} at 2026-11-27 09:00 UTC")
+        assert len(azure.feed.asked) == 1
+        # a restart within the day: the cache, said so, and nothing asked
+        later = _refresh(azure.url, cache, now=now + timedelta(hours=20))
+        assert later.row is not None
+        assert later.row.usd_per_hour == Decimal("100")
+        assert later.row.source.endswith("at 2026-11-27 09:00 UTC (cached)")
+        assert len(azure.feed.asked) == 1
+        # a day later: asked again
+        _refresh(azure.url, cache, now=now + timedelta(days=1, minutes=1))
+        assert len(azure.feed.asked) == 2
+
+
+def test_a_spot_vm_takes_its_gpus_from_the_size_s_row_and_its_price_from_the_feed(
+    azure: AzurePrices, tmp_path: Path
+) -> None:
+    spot = _refresh(azure.url, tmp_path / "c.json", "spot", instance="Standard_NC24ads_A100_v4")
+    assert spot.row is not None, spot.message
+    assert (spot.row.market, spot.row.usd_per_hour, spot.row.gpus) == (
+        "spot",
+        Decimal("0.7345"),
+        1,
+    )
+
+
+def test_what_cannot_be_refreshed_keeps_the_catalog_s_price_and_says_why(
+    azure: AzurePrices, tmp_path: Path
+) -> None:
+    cache = tmp_path / "c.json"
+    cases = [
+        ({"provider": "aws", "instance": "p5.48xlarge"}, "aws has no public price feed"),
+        ({"instance": "Standard_NC6s_v3"}, "Standard_NC6s_v3 is not for sale (retired"),
+        ({"instance": "Standard_NC999_v9"}, "the catalog has no row of Standard_NC999_v9"),
+        ({"instance": "Standard_NV36ads_A10_v5", "market": "spot"}, "lists no spot price"),
+    ]
+    for kw, why in cases:
+        market = str(kw.pop("market", "on-demand"))
+        kept = _refresh(azure.url, cache, market, **kw)
+        assert kept.row is None
+        assert why in kept.message
+    closed = _refresh("http://127.0.0.1:9/api/retail/prices", cache)
+    assert closed.row is None
+    assert closed.message.startswith("the price feed could not be read")
+
+
+def _azure_vm(
+    tmp_path: Path, imds: StandIn, feed: AzurePrices, **more: object
+) -> dict[str, object]:
+    imds.cloud.azure_compute["vmSize"] = "Standard_ND96isr_H100_v5"
+    return {
+        "telemetry": "simulated",
+        "simulated_trace": "h100-live",
+        "sample_interval_s": 0.2,
+        "dmi_path": write_dmi(tmp_path / "dmi", "azure"),
+        "azure_imds_url": imds.url,
+        "azure_prices_url": feed.url,
+        "price_cache_path": str(tmp_path / "cache" / "prices.json"),
+        "ledger_url": "none",
+        **more,
+    }
+
+
+class TestAnAzureVmRefreshedAtStart:
+    @pytest.fixture
+    def imds(self) -> Iterator[StandIn]:
+        yield from serve_cloud(Cloud())
+
+    @pytest.fixture
+    def feed(self) -> Iterator[AzurePrices]:
+        yield from serve(_feed_with("Standard_ND96isr_H100_v5", 100.0))
+
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, imds: StandIn, feed: AzurePrices) -> dict[str, object]:
+        return _azure_vm(tmp_path, imds, feed, refresh_instance_price=True)
+
+    async def test_it_is_priced_from_the_feed_shown_as_refreshed(
+        self, jp_fetch: Any, feed: AzurePrices, tmp_path: Path
+    ) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        machine = status["machine"]
+        assert machine["label"] == "Standard_ND96isr_H100_v5, on-demand, eastus (detected)"
+        assert machine["priced"] == "instance"
+        assert machine["instance_price_usd_per_hour"] == 100.0
+        assert machine["instance_price_confidence"] == "listed"
+        assert f"refreshed from {feed.url} at " in machine["instance_price_source"]
+        # one of the VM's eight shares
+        assert status["gpus"][0]["price_usd_per_hour"] == 12.5
+        assert status["gpus"][0]["price_confidence"] == "listed"
+        assert (tmp_path / "cache" / "prices.json").exists()
+        assert len(feed.feed.asked) == 1
+
+
+class TestRefreshIsOffByDefault:
+    @pytest.fixture
+    def imds(self) -> Iterator[StandIn]:
+        yield from serve_cloud(Cloud())
+
+    @pytest.fixture
+    def feed(self) -> Iterator[AzurePrices]:
+        yield from serve(_feed_with("Standard_ND96isr_H100_v5", 100.0))
+
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, imds: StandIn, feed: AzurePrices) -> dict[str, object]:
+        return _azure_vm(tmp_path, imds, feed)
+
+    async def test_the_catalog_prices_it_and_no_feed_is_asked(
+        self, jp_fetch: Any, feed: AzurePrices
+    ) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        assert status["machine"]["instance_price_usd_per_hour"] == 98.32
+        assert status["machine"]["instance_price_confidence"] == "third-party"
+        assert feed.feed.asked == []
