@@ -35,7 +35,7 @@ async def test_status_reports_a_rising_simulated_session_cost(jp_fetch: Any) -> 
         "market": "on-demand",
         "instance": None,
         "as_of": "2026-01-21",
-        "catalog_date": "2026-11-09",
+        "catalog_date": "2026-11-27",
         "overridden_models": [],
     }
     assert first["billing"] == {"granularity_s": 1, "minimum_charge_s": 60}
@@ -207,8 +207,8 @@ class TestPriceOverride:
 class TestUnpricedGpu:
     @pytest.fixture
     def gpucost_config(self) -> dict[str, object]:
-        # the catalog has no GCP price for an A100-80GB
-        return {"telemetry": "simulated", "price_provider": "gcp"}
+        # the catalog has no GCP spot price for an A100-80GB
+        return {"telemetry": "simulated", "price_provider": "gcp", "price_market": "spot"}
 
     async def test_unpriced_is_a_warning_never_zero(self, jp_fetch: Any) -> None:
         status = await get_status(jp_fetch)
