@@ -210,6 +210,82 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
     assert find_instance(ROWS, provider="gcp", instance="a3-highgpu-1g", market="spot")
 
 
+#: every size of the families users rent, as each provider names them
+FAMILIES = {
+    "aws": [
+        *(f"g4dn.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")),
+        "g4dn.metal",
+        *(
+            f"{f}.{s}"
+            for f in ("g5", "g6", "g6e")
+            for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")
+        ),
+        *(f"{f}.{s}" for f in ("g5", "g6", "g6e") for s in ("24xlarge", "48xlarge")),
+        "p3.2xlarge",
+        "p3.8xlarge",
+        "p3.16xlarge",
+        "p3dn.24xlarge",
+        "p5.4xlarge",
+        "p5.48xlarge",
+        "p5en.48xlarge",
+    ],
+    "gcp": [
+        *(f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)),
+        "a2-megagpu-16g",
+        *(f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)),
+        "a3-highgpu-8g",
+        *(f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96)),
+    ],
+    "azure": [
+        *(f"Standard_NC{n}as_T4_v3" for n in (4, 8, 16, 64)),
+        *(f"Standard_NC{n}ads_A100_v4" for n in (24, 48, 96)),
+        "Standard_NC40ads_H100_v5",
+        "Standard_NC80adis_H100_v5",
+        "Standard_ND96asr_v4",
+        "Standard_ND96amsr_A100_v4",
+        "Standard_ND96isr_H100_v5",
+    ],
+    "alibaba": [
+        *(
+            f"ecs.gn7i-c{c}g1.{s}"
+            for c, s in (("8", "2xlarge"), ("16", "4xlarge"), ("32", "8xlarge"))
+        ),
+        "ecs.gn7i-2x.8xlarge",
+        *(
+            f"ecs.gn6i-c{c}g1.{s}"
+            for c, s in (("4", "xlarge"), ("8", "2xlarge"), ("16", "4xlarge"))
+        ),
+        "ecs.gn7e-c16g1.4xlarge",
+        "ecs.gn7e-c16g1.8xlarge",
+        *(f"ecs.gn6e-c12g1.{s}" for s in ("3xlarge", "12xlarge", "24xlarge")),
+    ],
+    "lambda": [
+        "gpu_1x_h100_pcie",
+        *(f"gpu_{n}x_h100_sxm5" for n in (1, 2, 4, 8)),
+        "gpu_8x_a100_80gb_sxm4",
+        "gpu_1x_gh200",
+        "gpu_1x_b200_sxm6",
+    ],
+}
+
+
+@pytest.mark.parametrize("provider", sorted(FAMILIES))
+def test_every_size_of_the_families_users_rent_has_its_own_row_for_sale(provider: str) -> None:
+    for instance in FAMILIES[provider]:
+        row = find_instance(ROWS, provider=provider, instance=instance, market="on-demand")
+        assert row is not None, instance
+        assert not row.not_for_sale, row
+        assert row.gpu_model in KNOWN_MODELS, row
+
+
+def test_runpod_prices_the_gpus_people_rent_on_both_clouds() -> None:
+    for model in ("H100-80GB", "H100-NVL", "A100-80GB", "H200", "L40S", "RTX-4090", "B200"):
+        for cloud in ("community", "secure"):
+            row = CATALOG.find(provider="runpod", market="on-demand", model=model, instance=cloud)
+            assert row is not None, (model, cloud)
+            assert row.instance == cloud
+
+
 def test_shares_and_base_add_up_to_the_instance_price_exactly() -> None:
     for row in ROWS:
         pricing = whole_instance(row)
