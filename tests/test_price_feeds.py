@@ -19,8 +19,16 @@ import pytest
 from azure_prices_standin import AzurePrices, Feed, recorded_items, serve
 from cloud_standins import Cloud, StandIn, write_dmi
 from cloud_standins import serve as serve_cloud
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from jupyter_gpucost.cloud.azure_prices import FeedError, fetch_items, fetch_vm_prices
+from jupyter_gpucost.cloud.azure_prices import (
+    FeedError,
+    fetch_items,
+    fetch_vm_prices,
+    parse_page,
+    vm_prices,
+)
 from jupyter_gpucost.cloud.price_refresh import RefreshSettings, refresh_instance_row
 from jupyter_gpucost.core.catalog import load_catalog
 from jupyter_gpucost.core.instance_prices import (
@@ -93,10 +101,26 @@ def test_a_next_page_on_another_host_is_refused() -> None:
         assert len(azure.feed.asked) == 1
 
 
-@pytest.mark.parametrize("answer", ["<html>busy</html>", '{"Items": 3}', "[]"])
+@pytest.mark.parametrize("answer", ["<html>busy</html>", '{"Items": 3}', "[]", "[" * 100_000])
 def test_an_answer_that_is_not_the_feed_s_is_an_error(answer: str) -> None:
     with pytest.raises(FeedError):
         fetch_items("https://feed.invalid/api", get=lambda url: answer)
+
+
+def test_a_price_no_hour_can_cost_is_left_out() -> None:
+    (item,) = [
+        i
+        for i in recorded_items()
+        if i["meterName"] == "NC24ads A100 v4"
+        and i["armRegionName"] == "eastus"
+        and i["retailPrice"] == 3.673
+    ]
+    for huge in ("1e999999", str(10**30), "-3.673", "0"):
+        text = json.dumps({"Items": [item]}).replace(
+            '"retailPrice": 3.673', f'"retailPrice": {huge}'
+        )
+        assert huge in text
+        assert vm_prices(parse_page(text)[0], "eastus") == {}
 
 
 def test_a_size_name_cannot_break_out_of_the_filter() -> None:
@@ -427,3 +451,59 @@ class TestRefreshIsOffByDefault:
         assert status["machine"]["instance_price_usd_per_hour"] == 98.32
         assert status["machine"]["instance_price_confidence"] == "third-party"
         assert feed.feed.asked == []
+
+
+# -- what a feed (or whoever answers in its place) may send -----------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+)
+_ITEMS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "armSkuName": st.sampled_from(["Standard_NC24ads_A100_v4", "", "x"]) | st.text(),
+            "armRegionName": st.sampled_from(["eastus", "westus3"]) | _SCALARS,
+            "retailPrice": _SCALARS,
+            "type": st.sampled_from(["Consumption", "Reservation", "DevTestConsumption"]),
+            "currencyCode": st.sampled_from(["USD", "EUR"]) | _SCALARS,
+            "unitOfMeasure": st.sampled_from(["1 Hour", "1/Month"]) | _SCALARS,
+            "meterName": st.text(max_size=40) | st.just("NC24ads A100 v4 Spot"),
+            "skuName": st.text(max_size=40),
+            "productName": st.text(max_size=40) | st.just("Virtual Machines Windows"),
+            "effectiveStartDate": _SCALARS,
+        },
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=_ITEMS)
+def test_any_items_give_only_positive_usd_hourly_prices_to_the_micro_dollar(
+    items: list[dict[str, object]],
+) -> None:
+    text = json.dumps({"Items": items, "NextPageLink": None}, allow_nan=True)
+    parsed, link = parse_page(text)
+    assert link == ""
+    for (sku, market), vm in vm_prices(parsed, "eastus").items():
+        assert vm.sku == sku
+        assert market in ("on-demand", "spot")
+        assert vm.usd_per_hour.is_finite()
+        assert vm.usd_per_hour > 0
+        assert vm.usd_per_hour == vm.usd_per_hour.quantize(Decimal("0.000001"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200) | st.binary(max_size=200).map(lambda b: b.decode("latin-1")))
+def test_any_answer_is_a_page_or_a_feed_error(text: str) -> None:
+    try:
+        items, link = parse_page(text)
+    except FeedError:
+        return
+    assert isinstance(items, list)
+    assert isinstance(link, str)

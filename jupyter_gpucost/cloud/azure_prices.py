@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from urllib.parse import urlencode, urlsplit
 
 from .http import HttpFailure, request
@@ -78,7 +78,7 @@ def parse_page(text: str) -> tuple[list[Mapping[str, object]], str]:
     """A page's items and its next page's link (``""``: the last page)."""
     try:
         page = json.loads(text, parse_float=Decimal)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise FeedError("the answer is not JSON") from None
     if not isinstance(page, dict) or not isinstance(page.get("Items"), list):
         raise FeedError("the answer has no Items")
@@ -159,7 +159,10 @@ def vm_prices(items: Iterable[Mapping[str, object]], region: str) -> dict[tuple[
             continue
         if isinstance(price, bool) or not isinstance(price, Decimal | int):
             continue
-        amount = Decimal(price).quantize(MICRO, rounding=ROUND_CEILING)
+        try:
+            amount = Decimal(price).quantize(MICRO, rounding=ROUND_CEILING)
+        except InvalidOperation:  # more digits than a price has
+            continue
         if not amount.is_finite() or amount <= 0:
             continue
         effective = str(item.get("effectiveStartDate", ""))[:10]
