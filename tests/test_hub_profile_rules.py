@@ -85,8 +85,8 @@ def test_a_choice_overrides_the_profile_recursively_and_none_removes_a_key() -> 
         _, state = load({"profile": "gpu", "size": choice}, profiles, {})
         rates[choice] = rate_of(state, prices)
     assert [(r.allocation.count, r.usd_per_hour) for r in rates.values()] == [
-        (1, Decimal("0.71")),
-        (4, Decimal("2.84")),
+        (1, Decimal("0.70683")),
+        (4, Decimal("2.82732")),
         (0, Decimal(0)),
     ]
     # the first choice is the default when none says so
@@ -151,7 +151,7 @@ def test_several_possible_nodes_bill_the_dearest() -> None:
         ],
     }
     rate = rate_of(state, derived_prices(gcp()))
-    assert (rate.allocation.model, rate.usd_per_hour) == ("H100-80GB", Decimal("10.98"))
+    assert (rate.allocation.model, rate.usd_per_hour) == ("H100-80GB", Decimal("11.06125"))
     assert rate.source.startswith("the dearest of L4, H100-80GB (the pod may land on any)")
 
 
@@ -225,14 +225,14 @@ def test_an_instance_type_typed_by_a_user_must_have_a_price() -> None:
         GpuAllocation("A10G", 4),
         Decimal("5.672"),
     )
-    # the dearest AWS instance the catalog prices whole (p5.48xlarge, 8 × H100)
-    unknown = table.rate_for({**typed, "node--unlisted-choice": "g6.4xlarge"})
+    # the dearest AWS instance the catalog prices whole (p5en.48xlarge, 8 × H200)
+    unknown = table.rate_for({**typed, "node--unlisted-choice": "g7e.2xlarge"})
     assert (unknown.allocation, unknown.usd_per_hour) == (
-        GpuAllocation("H100-80GB", 8),
-        Decimal("55.04"),
+        GpuAllocation("H200", 8),
+        Decimal("63.296"),
     )
     assert "has no whole-instance price" in unknown.source
     assert unknown.source.endswith(
         "billed at the dearest rate (the dearest instance priced at aws on-demand: "
-        "p5.48xlarge, 55.04 USD/h)"
+        "p5en.48xlarge, 63.296 USD/h)"
     )

@@ -88,19 +88,19 @@ def test_check_profiles_prices_every_profile_and_choice_of_a_z2jh_values_yaml(
     # an unlisted image does not change the GPU: priced like the profile
     assert row(out, "t4", "image=(unlisted)")[2:4] == ["1 × T4", "$0.35/h"]
     # the choice's overrides are merged over the profile's (count 1 → 2, selector added)
-    assert row(out, "large-gpu", "gpu=l4")[2:4] == ["1 × L4", "$0.71/h"]
+    assert row(out, "large-gpu", "gpu=l4")[2:4] == ["1 × L4", "$0.70683/h"]
     a100 = row(out, "large-gpu", "gpu=a100")
     assert a100[2:4] == ["2 × A100-80GB", "$10.14/h"]
     assert "2 (extra_resource_limits nvidia.com/gpu)" in a100[4]
     # a named instance type: its whole-instance price
     g2 = row(out, "g2-node", "-")
-    assert g2[2:4] == ["1 × L4", "$0.71/h"]
+    assert g2[2:4] == ["1 × L4", "$0.70683/h"]
     assert g2[4].startswith(
         "whole instance g2-standard-4 (node_selector node.kubernetes.io/instance-type)"
     )
     # a required node affinity
     h100 = row(out, "h100", "-")
-    assert h100[2:4] == ["1 × H100-80GB", "$10.98/h"]
+    assert h100[2:4] == ["1 × H100-80GB", "$11.06125/h"]
     assert "node_affinity_required cloud.google.com/gke-accelerator In" in h100[4]
 
 

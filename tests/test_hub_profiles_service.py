@@ -156,7 +156,7 @@ def test_a_choice_kubespawner_would_refuse_is_billed_at_the_dearest(hub: Hub) ->
     assert code in (201, 202), body
     hub.wait("dave's server", lambda: (hub.server("dave") or {}).get("ready"), 90)
     dave = running(hub, "dave")
-    assert (dave["gpus"], dave["usd_per_hour"]) == ("1 × H100-80GB", pytest.approx(10.98))
+    assert (dave["gpus"], dave["usd_per_hour"]) == ("1 × H100-80GB", pytest.approx(11.06125))
     assert dave["rate_source"].startswith(
         "KubeSpawner would not start these user_options (no choice 'free' for 'image')"
     )
@@ -165,4 +165,4 @@ def test_a_choice_kubespawner_would_refuse_is_billed_at_the_dearest(hub: Hub) ->
     assert code == 200, summary
     rates = {u["user"]: [s["usd_per_hour"] for s in u["running"]] for u in summary["users"]}
     assert rates["bob"] == [pytest.approx(10.14)]
-    assert rates["dave"] == [pytest.approx(10.98)]
+    assert rates["dave"] == [pytest.approx(11.06125)]

@@ -4,7 +4,6 @@ upper bound (core.catalog.upper_bound), labelled on the admin page; never $0."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
@@ -49,7 +48,9 @@ def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
     assert "no gcp on-demand price for A10G: priced at the dearest known" in bob.source
     # a listed price is not an upper bound
     carol = policy.rate_for(started("carol"))
-    assert carol.usd_per_gpu_hour == Decimal("10.98")
+    listed = CATALOG.find(provider="gcp", market="on-demand", model="H100-80GB")
+    assert listed is not None
+    assert carol.usd_per_gpu_hour == listed.usd_per_gpu_hour
     assert not carol.source.startswith("upper bound")
 
 

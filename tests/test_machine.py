@@ -14,7 +14,8 @@ import pytest
 from cloud_standins import Cloud, StandIn, serve, write_dmi
 
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
-from jupyter_gpucost.core.catalog import _MODEL_RULES, load_catalog
+from jupyter_gpucost.core.catalog import load_catalog
+from jupyter_gpucost.core.gpu_models import _MODEL_RULES
 from jupyter_gpucost.core.instance_prices import (
     AdminPrices,
     find_instance,
@@ -196,7 +197,7 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
         ("aws", "p4d.24xlarge"),
         ("aws", "p5.48xlarge"),
         ("gcp", "a2-highgpu-1g"),
-        ("gcp", "a3-highgpu-1g"),
+        ("gcp", "a3-highgpu-8g"),
         ("gcp", "g2-standard-4"),
         ("gcp", "n1-standard-4"),
         ("azure", "Standard_NC24ads_A100_v4"),
@@ -210,12 +211,180 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
     assert find_instance(ROWS, provider="gcp", instance="a3-highgpu-1g", market="spot")
 
 
+#: every size of the families users rent, as each provider names them
+FAMILIES = {
+    "aws": [
+        *(f"g4dn.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")),
+        "g4dn.metal",
+        *(
+            f"{f}.{s}"
+            for f in ("g5", "g6", "g6e")
+            for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge")
+        ),
+        *(f"{f}.{s}" for f in ("g5", "g6", "g6e") for s in ("24xlarge", "48xlarge")),
+        "p3.2xlarge",
+        "p3.8xlarge",
+        "p3.16xlarge",
+        "p3dn.24xlarge",
+        "p5.4xlarge",
+        "p5.48xlarge",
+        "p5en.48xlarge",
+    ],
+    "gcp": [
+        *(f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)),
+        "a2-megagpu-16g",
+        *(f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)),
+        "a3-highgpu-8g",
+        *(f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96)),
+    ],
+    "azure": [
+        *(f"Standard_NC{n}as_T4_v3" for n in (4, 8, 16, 64)),
+        *(f"Standard_NC{n}ads_A100_v4" for n in (24, 48, 96)),
+        "Standard_NC40ads_H100_v5",
+        "Standard_NC80adis_H100_v5",
+        "Standard_ND96asr_v4",
+        "Standard_ND96amsr_A100_v4",
+        "Standard_ND96isr_H100_v5",
+    ],
+    "alibaba": [
+        *(
+            f"ecs.gn7i-c{c}g1.{s}"
+            for c, s in (("8", "2xlarge"), ("16", "4xlarge"), ("32", "8xlarge"))
+        ),
+        "ecs.gn7i-2x.8xlarge",
+        *(
+            f"ecs.gn6i-c{c}g1.{s}"
+            for c, s in (("4", "xlarge"), ("8", "2xlarge"), ("16", "4xlarge"))
+        ),
+        "ecs.gn7e-c16g1.4xlarge",
+        "ecs.gn7e-c16g1.8xlarge",
+        *(f"ecs.gn6e-c12g1.{s}" for s in ("3xlarge", "12xlarge", "24xlarge")),
+    ],
+    "lambda": [
+        "gpu_1x_h100_pcie",
+        *(f"gpu_{n}x_h100_sxm5" for n in (1, 2, 4, 8)),
+        "gpu_8x_a100_80gb_sxm4",
+        "gpu_1x_gh200",
+        "gpu_1x_b200_sxm6",
+    ],
+}
+
+
+@pytest.mark.parametrize("provider", sorted(FAMILIES))
+def test_every_size_of_the_families_users_rent_has_its_own_row_for_sale(provider: str) -> None:
+    for instance in FAMILIES[provider]:
+        row = find_instance(ROWS, provider=provider, instance=instance, market="on-demand")
+        assert row is not None, instance
+        assert not row.not_for_sale, row
+        assert row.gpu_model in KNOWN_MODELS, row
+
+
+def test_runpod_prices_the_gpus_people_rent_on_both_clouds() -> None:
+    for model in ("H100-80GB", "H100-NVL", "A100-80GB", "H200", "L40S", "RTX-4090", "B200"):
+        for cloud in ("community", "secure"):
+            row = CATALOG.find(provider="runpod", market="on-demand", model=model, instance=cloud)
+            assert row is not None, (model, cloud)
+            assert row.instance == cloud
+
+
 def test_shares_and_base_add_up_to_the_instance_price_exactly() -> None:
     for row in ROWS:
         pricing = whole_instance(row)
         share = pricing.per_gpu.usd_per_gpu_hour
         assert share * row.gpus + pricing.base_usd_per_hour == row.usd_per_hour
         assert 0 <= pricing.base_usd_per_hour < Decimal("0.000001") * row.gpus
+
+
+#: one detected multi-GPU machine per provider, its row's price, and the price per GPU of
+#: the provider's per-GPU row (what it would cost if the size's own row were missing)
+MULTI_GPU = [
+    ("aws", "g5.24xlarge", 4, "8.144", "1.006"),
+    ("gcp", "g2-standard-24", 2, "2.0008", "0.70683"),
+    ("azure", "Standard_NC96ads_A100_v4", 4, "19.108", "3.673"),
+    ("azure", "Standard_NC80adis_H100_v5", 2, "17.64", "6.98"),
+    ("alibaba", "ecs.gn7i-2x.8xlarge", 2, "20.2707", "9.6166"),
+    ("lambda", "gpu_4x_h100_sxm5", 4, "16.36", "4.29"),
+]
+
+
+@pytest.mark.parametrize(("provider", "instance", "gpus", "price", "per_gpu_row"), MULTI_GPU)
+def test_a_detected_multi_gpu_machine_is_priced_from_its_own_row(
+    provider: str, instance: str, gpus: int, price: str, per_gpu_row: str
+) -> None:
+    plan = _plan(
+        AdminPrices(), provider=provider, instance_type=instance, market="on-demand", shared=False
+    )
+    assert plan.whole is not None, plan.note
+    assert (plan.whole.row.gpus, plan.whole.row.usd_per_hour) == (gpus, Decimal(price))
+    # its GPUs together cost what the provider bills for the machine
+    share = plan.whole.per_gpu.usd_per_gpu_hour
+    assert share * gpus + plan.whole.base_usd_per_hour == Decimal(price)
+    # which is not the per-GPU row times its GPUs (the provider does not price linearly)
+    assert share != Decimal(per_gpu_row)
+    # in the provider's currency
+    assert plan.whole.per_gpu.currency == CATALOG.currency_of(provider)
+
+
+def test_azure_s_multi_gpu_a100_costs_more_per_gpu_than_the_per_gpu_row() -> None:
+    plan = _plan(
+        AdminPrices(),
+        provider="azure",
+        instance_type="Standard_NC48ads_A100_v4",
+        market="on-demand",
+        shared=False,
+    )
+    assert plan.whole is not None
+    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("4.777")
+    assert "Standard_NC48ads_A100_v4 on-demand eastus: 9.554 USD/h per instance / 2 GPU(s)" in (
+        plan.whole.per_gpu.source
+    )
+
+
+def test_an_alibaba_machine_is_priced_whole_in_yuan() -> None:
+    plan = _plan(
+        AdminPrices(),
+        provider="alibaba",
+        instance_type="ecs.gn6e-c12g1.24xlarge",
+        market="on-demand",
+        shared=False,
+    )
+    assert plan.whole is not None
+    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("19.75")
+    assert plan.whole.per_gpu.currency == "CNY"
+    assert "158 CNY/h per instance / 8 GPU(s)" in plan.whole.per_gpu.source
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance", "why"),
+    [
+        ("azure", "Standard_NC6s_v3", "retired on 2025-09-30"),
+        ("gcp", "a3-highgpu-1g", "sold as Spot or Flex-start only"),
+        ("gcp", "a3-highgpu-4g", "sold as Spot or Flex-start only"),
+    ],
+)
+def test_a_shape_that_is_not_for_sale_never_prices_a_detected_machine(
+    provider: str, instance: str, why: str
+) -> None:
+    plan = _plan(
+        AdminPrices(), provider=provider, instance_type=instance, market="on-demand", shared=False
+    )
+    assert plan.whole is None
+    assert plan.note.startswith(f"{instance} is not sold on-demand ({why}")
+    assert plan.note.endswith(": per-GPU prices")
+
+
+def test_a_catalog_that_mixes_a_provider_s_currencies_is_refused(tmp_path: Path) -> None:
+    from jupyter_gpucost.core.catalog import CatalogError
+
+    path = tmp_path / "prices.toml"
+    path.write_text(
+        '[[price]]\nprovider = "alibaba"\nmodel = "A10"\nprice_per_gpu_hour = "9.6166"\n'
+        'currency = "CNY"\nmarket = "on-demand"\n'
+        '[[instance]]\nprovider = "alibaba"\ninstance = "ecs.gn7i-2x.8xlarge"\n'
+        'gpu_model = "A10"\ngpus = 2\nusd_per_hour = "2.797356"\nmarket = "on-demand"\n'
+    )
+    with pytest.raises(CatalogError, match="priced in USD, the provider's prices in CNY"):
+        load_instance_rows(path)
 
 
 def _plan(admin: AdminPrices, **machine: Any) -> Any:
@@ -249,8 +418,11 @@ def test_the_admin_s_price_settings_always_win() -> None:
         shared=False,
     )
     assert plan.market == "on-demand"
-    assert plan.whole is not None
-    assert plan.whole.row.usd_per_hour == Decimal("10.98")
+    # GCP sells this shape as Spot or Flex-start only: per-GPU on-demand prices, and why
+    assert plan.whole is None
+    assert plan.note == (
+        "a3-highgpu-1g is not sold on-demand (sold as Spot or Flex-start only): per-GPU prices"
+    )
 
 
 def test_a_detected_spot_market_does_not_lower_the_admin_s_prices() -> None:

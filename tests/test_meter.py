@@ -211,7 +211,7 @@ def test_a_lost_or_missing_gpu_is_still_billed() -> None:
 def test_a_gpu_without_a_price_is_counted_at_an_upper_bound() -> None:
     meter = make_meter(BillingRule(1, 0))
     snapshot = meter.update(
-        [reading(0, 100.0), reading(1, 100.0, name="NVIDIA GeForce RTX 4090")], US_PER_S * 3600, T0
+        [reading(0, 100.0), reading(1, 100.0, name="NVIDIA GeForce RTX 3090")], US_PER_S * 3600, T0
     )
     assert snapshot.unpriced == ()
     bound = snapshot.gpus[1].price

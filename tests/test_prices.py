@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import re
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jupyter_gpucost.core.catalog import (
+    CONFIDENCE_LEVELS,
+    DOUBTFUL_CONFIDENCE,
     CatalogError,
     PricePolicy,
+    PriceRow,
     load_catalog,
     model_for,
     parse_price,
+    read_catalog_toml,
 )
+from jupyter_gpucost.core.instance_prices import load_instance_rows
 
 GIB = 1024**3
 
@@ -51,18 +59,101 @@ def test_nvml_names_map_to_catalog_models(
     assert model_for(nvml_name, memory) == model
 
 
-def test_shipped_catalog_keeps_source_and_date_of_every_row() -> None:
+#: where a provider publishes its own prices: a ``listed`` row's source names one of them
+PROVIDER_PAGES = {
+    "aws": ("aws.amazon.com", "pricing.us-east-1.amazonaws.com"),
+    "gcp": ("cloud.google.com", "cloudbilling.googleapis.com"),
+    "azure": ("prices.azure.com", "azure.microsoft.com"),
+    "lambda": ("lambda.ai", "cloud.lambda.ai"),
+    "runpod": ("runpod.io",),
+    "alibaba": ("aliyun.com", "alibabacloud.com"),
+    "autodl": ("autodl.com",),
+}
+#: words of a figure nobody checked
+UNCHECKED = ("remembered", "recollection", "not checked")
+
+
+def _raw_rows() -> list[tuple[str, dict[str, object]]]:
+    data, _ = read_catalog_toml()
+    rows: list[tuple[str, dict[str, object]]] = []
+    for kind in ("price", "instance"):
+        table = data[kind]
+        assert isinstance(table, list)
+        rows += [(f"{kind} row {i}", raw) for i, raw in enumerate(table, 1)]
+    return rows
+
+
+def test_every_row_has_a_source_a_date_and_the_label_its_evidence_supports() -> None:
+    data, _ = read_catalog_toml()
+    catalog_date = date.fromisoformat(str(data["catalog_date"]))
+    rows = _raw_rows()
+    assert len(rows) == len(load_catalog().rows) + len(load_instance_rows())
+    for where, raw in rows:
+        what = f"{where}: {raw}"
+        source = str(raw.get("source", ""))
+        assert source, what
+        # a date the figure was seen, no later than the catalog
+        assert date.fromisoformat(str(raw.get("as_of", ""))) <= catalog_date, what
+        confidence = raw.get("confidence")
+        assert confidence in CONFIDENCE_LEVELS, what
+        unchecked = any(word in source for word in UNCHECKED)
+        if confidence == "listed":
+            # the provider's own page or API
+            assert any(page in source for page in PROVIDER_PAGES[str(raw["provider"])]), what
+            assert not unchecked, what
+        elif confidence == "third-party":
+            # a named dataset: a repository (owner/name) or a page, never a memory
+            assert re.search(r"[\w.-]+/[\w.-]+", source), what
+            assert not unchecked, what
+        else:
+            # nothing checked: the row says what was tried
+            assert "tried" in str(raw.get("note", "")), what
+        # exact money: at most six decimals, one currency per provider (loaders check it)
+        amount = next(
+            str(raw[k])
+            for k in ("usd_per_gpu_hour", "price_per_gpu_hour", "usd_per_hour", "price_per_hour")
+            if k in raw
+        )
+        assert parse_price(amount, what=where) > 0, what
+
+
+def test_the_rows_found_wrong_are_corrected() -> None:
     catalog = load_catalog()
-    assert len(catalog.rows) >= 20
-    assert {"aws", "gcp", "azure", "lambda", "runpod"} <= set(catalog.providers)
-    for row in catalog.rows:
-        assert row.source, row
-        assert row.usd_per_gpu_hour > 0, row
-        assert row.as_of or row.confidence != "listed", row
-    # the default provider prices every GPU model a user is likely to rent on it, from list prices
+
+    def row(provider: str, model: str, instance: str) -> PriceRow:
+        found = catalog.find(provider=provider, market="on-demand", model=model, instance=instance)
+        assert found is not None
+        assert found.instance == instance
+        return found
+
+    gn7i = row("alibaba", "A10", "ecs.gn7i-c8g1.2xlarge")
+    assert (gn7i.usd_per_gpu_hour, gn7i.currency, gn7i.confidence) == (
+        Decimal("9.6166"),
+        "CNY",
+        "third-party",
+    )
+    assert row("alibaba", "T4", "ecs.gn6i-c4g1.xlarge").usd_per_gpu_hour == Decimal("11.714")
+    secure_h100 = row("runpod", "H100-80GB", "secure")
+    assert (secure_h100.usd_per_gpu_hour, secure_h100.as_of) == (Decimal("3.99"), "2026-11-09")
+    assert row("runpod", "A100-80GB", "secure").usd_per_gpu_hour == Decimal("1.79")
+    # Lambda's instance types as Lambda names them
+    assert row("lambda", "H100-80GB", "gpu_1x_h100_sxm5").usd_per_gpu_hour == Decimal("4.29")
+    assert row("lambda", "H100-80GB", "gpu_1x_h100_pcie").usd_per_gpu_hour == Decimal("3.29")
+    # the Azure T4 row cites a source that has it
+    assert "skypilot-catalog" in row("azure", "T4", "NC4as_T4_v3").source
+    # GCP's on-demand H100 is priced from a shape sold on demand
+    assert row("gcp", "H100-80GB", "a3-highgpu-8g").usd_per_gpu_hour == Decimal("11.06125")
+    # nothing could be checked for AutoDL: said so, and warned about
+    assert {r.confidence for r in catalog.rows if r.provider == "autodl"} == {"unverified"}
+
+
+def test_the_default_provider_prices_every_gpu_people_rent_on_it() -> None:
+    catalog = load_catalog()
     aws = {r.model: r for r in catalog.rows if r.provider == "aws" and r.market == "on-demand"}
     assert set(aws) >= {"T4", "L4", "A10G", "V100", "A100-40GB", "A100-80GB", "H100-80GB", "H200"}
-    assert {r.confidence for r in aws.values()} == {"listed"}
+    # checked against a named dataset: no warning in the UI
+    assert {r.confidence for r in aws.values()} == {"third-party"}
+    assert not set(DOUBTFUL_CONFIDENCE) & {r.confidence for r in aws.values()}
     assert aws["H100-80GB"].usd_per_gpu_hour == Decimal("6.88")
     assert aws["H100-80GB"].as_of == "2026-01-21"
 
@@ -78,7 +169,7 @@ def test_policy_prices_a_device_from_the_catalog() -> None:
 
 def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
     catalog = load_catalog()
-    unknown = PricePolicy(catalog=catalog).price_for("NVIDIA GeForce RTX 4090", 24 * GIB)
+    unknown = PricePolicy(catalog=catalog).price_for("NVIDIA GeForce RTX 3090", 24 * GIB)
     assert unknown is not None
     assert unknown.upper_bound
     assert unknown.usd_per_gpu_hour == max(
@@ -108,7 +199,7 @@ def test_instance_picks_among_rows_of_one_provider() -> None:
     assert first is not None
     assert secure is not None
     assert first.usd_per_gpu_hour == Decimal("2.69")
-    assert secure.usd_per_gpu_hour == Decimal("3.49")
+    assert secure.usd_per_gpu_hour == Decimal("3.99")
 
 
 def test_overrides_by_model_and_by_nvml_name_beat_the_catalog() -> None:
@@ -162,7 +253,20 @@ def test_a_broken_catalog_says_which_row(tmp_path: Path) -> None:
         load_catalog(tmp_path / "missing.toml")
 
 
-def test_a_price_from_an_unverified_row_is_flagged_in_the_status() -> None:
+OLD_CATALOG = """
+[[price]]
+provider = "gcp"
+model = "L4"
+instance = "g2-standard-4"
+usd_per_gpu_hour = "0.71"
+market = "on-demand"
+source = "inferred"
+confidence = "uncertain"
+"""
+
+
+def _l4_status(policy: PricePolicy) -> dict[str, Any]:
+    """The status document of a server with one NVIDIA L4 priced by ``policy``."""
     from datetime import UTC, datetime
 
     from jupyter_gpucost.core.billing import BillingRule
@@ -170,8 +274,6 @@ def test_a_price_from_an_unverified_row_is_flagged_in_the_status() -> None:
     from jupyter_gpucost.server.status import status_payload
     from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
 
-    # the catalog's GCP L4 price is remembered, not checked ("unverified")
-    policy = PricePolicy(catalog=load_catalog(), provider="gcp")
     meter = Meter(
         policy=policy,
         rule=BillingRule(1, 60),
@@ -192,9 +294,39 @@ def test_a_price_from_an_unverified_row_is_flagged_in_the_status() -> None:
         currency="USD",
         currency_symbol="$",
     )
+    return status
+
+
+def test_a_label_that_is_no_level_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_text(OLD_CATALOG.replace('"uncertain"', '"guessed"'))
+    with pytest.raises(
+        CatalogError, match="price row 1: confidence 'guessed' is not one of listed, third-party"
+    ):
+        load_catalog(path)
+
+
+def test_an_old_catalog_s_uncertain_row_loads_as_unverified_and_is_flagged(
+    tmp_path: Path,
+) -> None:
+    # an admin's catalog from before the labels meant what was checked
+    path = tmp_path / "prices.toml"
+    path.write_text(OLD_CATALOG)
+    policy = PricePolicy(catalog=load_catalog(path), provider="gcp")
+    status = _l4_status(policy)
     assert status["gpus"][0]["price_usd_per_hour"] == 0.71
     assert status["gpus"][0]["price_confidence"] == "unverified"
     assert status["prices"]["as_of"] is None  # the row is undated
     (warning,) = status["warnings"]
     assert warning["code"] == "price-unverified"
     assert "unverified: check it against your bill" in warning["message"]
+
+
+def test_a_shipped_third_party_price_carries_no_warning() -> None:
+    # the GCP L4 price was "remembered" before; it is now checked against a named dataset
+    policy = PricePolicy(catalog=load_catalog(), provider="gcp")
+    status = _l4_status(policy)
+    assert status["gpus"][0]["price_usd_per_hour"] == 0.70683
+    assert status["gpus"][0]["price_confidence"] == "third-party"
+    assert status["prices"]["as_of"] == "2026-07-30"
+    assert status["warnings"] == []

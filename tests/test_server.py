@@ -36,7 +36,7 @@ async def test_status_reports_a_rising_simulated_session_cost(jp_fetch: Any) -> 
         "market": "on-demand",
         "instance": None,
         "as_of": "2026-01-21",
-        "catalog_date": "2026-11-09",
+        "catalog_date": "2026-11-27",
         "overridden_models": [],
     }
     assert first["billing"] == {"granularity_s": 1, "minimum_charge_s": 60}
@@ -98,7 +98,7 @@ async def test_status_has_every_documented_field(jp_fetch: Any) -> None:
 
 
 #: a value for each route parameter, so that every route can be called
-ROUTE_SAMPLES = {"([^/]+)": "0123456789ab"}
+ROUTE_SAMPLES = {"([^/]+)": "0123456789ab", "([A-Za-z0-9_-]{1,64})": "probe-0123"}
 
 
 def extension_routes(app: Any) -> list[tuple[str, type]]:
@@ -208,22 +208,21 @@ class TestPriceOverride:
 class TestUnpricedGpu:
     @pytest.fixture
     def gpucost_config(self) -> dict[str, object]:
-        # the catalog has no GCP price for an A100-80GB
-        return {"telemetry": "simulated", "price_provider": "gcp"}
+        # the catalog has no GCP spot price for an A100-80GB: its on-demand price bounds it
+        return {"telemetry": "simulated", "price_provider": "gcp", "price_market": "spot"}
 
     async def test_unpriced_is_an_upper_bound_never_zero(self, jp_fetch: Any) -> None:
         status = await get_status(jp_fetch)
-        # the dearest A100-80GB price of the catalog (in dollars), labelled
-        rows = load_catalog().rows
-        dearest = max(
-            r.usd_per_gpu_hour for r in rows if r.model == "A100-80GB" and r.currency == "USD"
-        )
+        # GCP's on-demand A100-80GB price, the most a spot one can cost, labelled
+        row = load_catalog().find(provider="gcp", market="on-demand", model="A100-80GB")
+        assert row is not None
+        dearest = row.usd_per_gpu_hour
         assert [g["priced"] for g in status["gpus"]] == [True, True]
         assert [g["price_usd_per_hour"] for g in status["gpus"]] == [float(dearest)] * 2
         assert [g["price_basis"] for g in status["gpus"]] == ["upper-bound"] * 2
         codes = [w["code"] for w in status["warnings"]]
         assert codes == ["price-upper-bound", "price-upper-bound"]
-        assert "no gcp on-demand price for A100-80GB" in status["warnings"][0]["message"]
+        assert "spot: priced at on-demand, the most it can cost" in status["warnings"][0]["message"]
         assert "price_overrides" in status["warnings"][0]["message"]
         assert status["rate_usd_per_hour"] == float(2 * dearest)
 

@@ -302,14 +302,14 @@ class TestEveryPathCountsAndTrips:
 
 class TestAnUnknownProvider:
     """A Vast.ai container: a provider the catalog does not have (priced at aws), and an
-    RTX 4090, which the catalog prices only in yuan: the dearest dollar GPU, labelled."""
+    RTX 3090, which the catalog prices only in yuan: the dearest dollar GPU, labelled."""
 
     @pytest.fixture
     def gpucost_config(
         self, tmp_path: Path, no_dmi: str, monkeypatch: pytest.MonkeyPatch
     ) -> dict[str, object]:
         monkeypatch.setenv("VAST_CONTAINERLABEL", "C.12345")
-        trace = write_trace(tmp_path / "trace", "NVIDIA GeForce RTX 4090", 24)
+        trace = write_trace(tmp_path / "trace", "NVIDIA GeForce RTX 3090", 24)
         return {**budget_config(tmp_path, trace), "dmi_path": no_dmi, "budget_action": "shutdown"}
 
     async def test_the_cost_rises_and_the_spent_budget_acts(self, jp_fetch: Any) -> None:
@@ -318,6 +318,6 @@ class TestAnUnknownProvider:
         assert doc["prices"]["provider"] == "aws"
         assert doc["currency"] == "USD"
         reason = doc["price_basis_reasons"][0]
-        assert reason.startswith("no price for RTX-4090: priced at the dearest GPU of the catalog")
+        assert reason.startswith("no price for RTX-3090: priced at the dearest GPU of the catalog")
         assert_upper_bound(doc, doc["gpus"][0]["price_usd_per_hour"], reason)
         assert (await acted(jp_fetch))["action"] == "shutdown"

@@ -12,7 +12,6 @@ catalog; never $0. Nothing is converted between currencies.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,13 +21,20 @@ from pathlib import Path
 
 from .currency import DEFAULT_CURRENCY, is_currency_code
 from .currency import symbol as currency_symbol
+from .gpu_models import model_for
 from .i18n import N_
 from .money import rate_amount
 
 MARKETS = ("on-demand", "spot")
-CONFIDENCE_LEVELS = ("listed", "third-party", "uncertain", "unverified")
+#: what was checked of a price: ``listed`` the provider's own page or price API, on the row's
+#: date; ``third-party`` a named dataset or aggregator, on the row's date; ``unverified``
+#: nothing was checked (the row's source says what was tried)
+CONFIDENCE_LEVELS = ("listed", "third-party", "unverified")
+#: labels of older catalogs, read as the level they meant (an admin's own catalog stays
+#: loadable): ``uncertain`` was an inferred figure, which is not a checked one
+LEGACY_CONFIDENCE = {"uncertain": "unverified"}
 #: confidence levels the UI flags with a warning
-DOUBTFUL_CONFIDENCE = ("uncertain", "unverified")
+DOUBTFUL_CONFIDENCE = ("unverified",)
 #: prices are kept to the micro-dollar
 MAX_PRICE_DECIMALS = 6
 #: how a price was found: a catalog row (or a whole-instance row), the admin's override,
@@ -48,8 +54,6 @@ REASON_ADMIN_DEFAULT = N_(
 REASON_DEAREST_GPU = N_(
     "no price for {model}: priced at the dearest GPU of the catalog ({dearest}), {price}/h"
 )
-
-GIB = 1024**3
 
 
 class CatalogError(ValueError):
@@ -172,6 +176,18 @@ def parse_price(value: object, *, what: str) -> Decimal:
     return price
 
 
+def parse_confidence(raw: Mapping[str, object], *, where: str) -> str:
+    """A row's ``confidence`` (default ``listed``, as older catalogs wrote it), an older
+    label read as the level it meant."""
+    confidence = str(raw.get("confidence", "listed"))
+    confidence = LEGACY_CONFIDENCE.get(confidence, confidence)
+    if confidence not in CONFIDENCE_LEVELS:
+        raise CatalogError(
+            f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
+        )
+    return confidence
+
+
 def read_catalog_toml(path: str | Path | None = None) -> tuple[dict[str, object], str]:
     """The parsed TOML of the shipped catalog or of the file at ``path``, and where it came
     from (for messages)."""
@@ -209,36 +225,45 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     return Catalog(rows=rows, catalog_date=str(catalog_date) if catalog_date else None)
 
 
+def price_key(
+    raw: Mapping[str, object], *, where: str, required: Sequence[str], usd_key: str, key: str
+) -> tuple[str, str]:
+    """Which key of a row holds its price, and its currency: a price in dollars is written
+    ``usd_key``, one in another currency ``key`` with ``currency = "<ISO 4217>"``.
+    ``required`` are the row's other keys that must be present."""
+    missing = [k for k in required if k not in raw]
+    keys = [k for k in (usd_key, key) if k in raw]
+    if not keys:
+        missing.append(key)
+    if missing:
+        raise CatalogError(f"{where}: missing {', '.join(missing)}")
+    if len(keys) > 1:
+        raise CatalogError(f"{where}: has both {usd_key} and {key}")
+    currency = str(raw.get("currency", DEFAULT_CURRENCY))
+    if not is_currency_code(currency):
+        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
+    if keys[0] == usd_key and currency != "USD":
+        raise CatalogError(f"{where}: a price in {currency} is written {key}, not {usd_key}")
+    return keys[0], currency
+
+
 def _row(origin: str, number: int, raw: object) -> PriceRow:
     where = f"{origin}, price row {number}"
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: not a table")
-    missing = [k for k in ("provider", "model", "market") if k not in raw]
-    # a price in dollars is usd_per_gpu_hour; in another currency, price_per_gpu_hour
-    keys = [k for k in ("usd_per_gpu_hour", "price_per_gpu_hour") if k in raw]
-    if not keys:
-        missing.append("price_per_gpu_hour")
-    if missing:
-        raise CatalogError(f"{where}: missing {', '.join(missing)}")
-    if len(keys) > 1:
-        raise CatalogError(f"{where}: has both usd_per_gpu_hour and price_per_gpu_hour")
-    currency = str(raw.get("currency", DEFAULT_CURRENCY))
-    if not is_currency_code(currency):
-        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
-    if keys[0] == "usd_per_gpu_hour" and currency != "USD":
-        raise CatalogError(
-            f"{where}: a price in {currency} is written price_per_gpu_hour, not usd_per_gpu_hour"
-        )
+    amount_key, currency = price_key(
+        raw,
+        where=where,
+        required=("provider", "model", "market"),
+        usd_key="usd_per_gpu_hour",
+        key="price_per_gpu_hour",
+    )
     market = str(raw["market"])
     if market not in MARKETS:
         raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
-    confidence = str(raw.get("confidence", "listed"))
-    if confidence not in CONFIDENCE_LEVELS:
-        raise CatalogError(
-            f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
-        )
+    confidence = parse_confidence(raw, where=where)
     try:
-        price = parse_price(raw[keys[0]], what=where)
+        price = parse_price(raw[amount_key], what=where)
     except ValueError as e:
         raise CatalogError(str(e)) from None
     as_of = str(raw.get("as_of") or "") or None
@@ -255,49 +280,6 @@ def _row(origin: str, number: int, raw: object) -> PriceRow:
         confidence=confidence,
         currency=currency,
     )
-
-
-# NVML device name -> catalog model. Order matters: the first match wins.
-_MODEL_RULES: Sequence[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bGH200\b"), "GH200"),
-    (re.compile(r"\bH200\b.*\bNVL\b"), "H200-NVL"),
-    (re.compile(r"\bH200\b"), "H200"),
-    (re.compile(r"\bH100\b.*\bNVL\b"), "H100-NVL"),
-    (re.compile(r"\bH100\b"), "H100-80GB"),
-    (re.compile(r"\bA100\b.*\b80\s?GB\b"), "A100-80GB"),
-    (re.compile(r"\bA100\b.*\b40\s?GB\b"), "A100-40GB"),
-    (re.compile(r"\bA100\b"), "A100"),  # resolved by memory size below
-    (re.compile(r"\bA10G\b"), "A10G"),
-    (re.compile(r"\bA10\b"), "A10"),
-    (re.compile(r"\bL40S\b"), "L40S"),
-    (re.compile(r"\bL40\b"), "L40"),
-    (re.compile(r"\bL4\b"), "L4"),
-    (re.compile(r"\bV100\b"), "V100"),
-    (re.compile(r"\bT4\b"), "T4"),
-    (re.compile(r"\bB200\b"), "B200"),
-    (re.compile(r"\bRTX\s?4090\b"), "RTX-4090"),
-    (re.compile(r"\bRTX\s?3090\b"), "RTX-3090"),
-]
-
-
-def model_for(nvml_name: str, memory_total_bytes: int | None = None) -> str | None:
-    """The catalog model for an NVML device name, or ``None`` when it is not known.
-
-    >>> model_for("NVIDIA A100-SXM4-80GB")
-    'A100-80GB'
-    >>> model_for("Tesla T4")
-    'T4'
-    >>> model_for("NVIDIA H100 80GB HBM3")
-    'H100-80GB'
-    """
-    for pattern, model in _MODEL_RULES:
-        if pattern.search(nvml_name):
-            if model == "A100":
-                if memory_total_bytes is None:
-                    return None
-                return "A100-80GB" if memory_total_bytes > 60 * GIB else "A100-40GB"
-            return model
-    return None
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,16 @@ from pathlib import Path
 from .catalog import (
     BASIS_CATALOG,
     BASIS_UPPER_BOUND,
-    CONFIDENCE_LEVELS,
     MARKETS,
     REASON_SPOT,
     CatalogError,
     Price,
+    parse_confidence,
     parse_price,
+    price_key,
     read_catalog_toml,
 )
+from .currency import DEFAULT_CURRENCY
 from .i18n import N_
 
 MICRO = Decimal("0.000001")
@@ -43,6 +45,12 @@ class InstanceRow:
     source: str
     as_of: str | None
     confidence: str
+    #: ISO 4217 code of the price (``usd_per_hour`` is in this currency), the same as the
+    #: provider's per-GPU rows
+    currency: str = DEFAULT_CURRENCY
+    #: why this shape cannot be rented at this market (retired, sold as Spot only...);
+    #: ``""``: it is for sale. Such a row is never used to price a detected machine.
+    not_for_sale: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,27 +68,43 @@ def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...
     raw_rows = data.get("instance", [])
     if not isinstance(raw_rows, list):
         raise CatalogError(f"{origin}: 'instance' must be [[instance]] tables")
-    return tuple(_row(f"{origin}, instance row {i}", raw) for i, raw in enumerate(raw_rows, 1))
+    rows = tuple(_row(f"{origin}, instance row {i}", raw) for i, raw in enumerate(raw_rows, 1))
+    # one provider's prices are in one currency: its per-GPU rows' and its instance rows'
+    currencies: dict[str, str] = {}
+    price_rows = data.get("price", [])
+    for raw in price_rows if isinstance(price_rows, list) else []:
+        if isinstance(raw, dict) and "provider" in raw:
+            currencies.setdefault(str(raw["provider"]), str(raw.get("currency", "USD")))
+    for row in rows:
+        seen = currencies.setdefault(row.provider, row.currency)
+        if seen != row.currency:
+            raise CatalogError(
+                f"{origin}: instance {row.instance!r} of {row.provider!r} is priced in "
+                f"{row.currency}, the provider's prices in {seen}; one provider's prices "
+                "must be in one currency"
+            )
+    return rows
 
 
 def _row(where: str, raw: object) -> InstanceRow:
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: not a table")
-    needed = ("provider", "instance", "gpu_model", "gpus", "usd_per_hour", "market")
-    missing = [k for k in needed if k not in raw]
-    if missing:
-        raise CatalogError(f"{where}: missing {', '.join(missing)}")
+    amount_key, currency = price_key(
+        raw,
+        where=where,
+        required=("provider", "instance", "gpu_model", "gpus", "market"),
+        usd_key="usd_per_hour",
+        key="price_per_hour",
+    )
     market = str(raw["market"])
     if market not in MARKETS:
         raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
-    confidence = str(raw.get("confidence", "listed"))
-    if confidence not in CONFIDENCE_LEVELS:
-        raise CatalogError(f"{where}: confidence {confidence!r} is not one of the levels")
+    confidence = parse_confidence(raw, where=where)
     gpus = raw["gpus"]
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise CatalogError(f"{where}: gpus must be a whole number >= 1")
     try:
-        price = parse_price(raw["usd_per_hour"], what=where)
+        price = parse_price(raw[amount_key], what=where)
     except ValueError as e:
         raise CatalogError(str(e)) from None
     return InstanceRow(
@@ -94,13 +118,16 @@ def _row(where: str, raw: object) -> InstanceRow:
         source=str(raw.get("source", "")),
         as_of=str(raw.get("as_of") or "") or None,
         confidence=confidence,
+        currency=currency,
+        not_for_sale=str(raw.get("not_for_sale", "")),
     )
 
 
 def find_instance(
     rows: tuple[InstanceRow, ...], *, provider: str, instance: str, market: str
 ) -> InstanceRow | None:
-    """The row of this instance type at this market (instance names compare as written)."""
+    """The row of this instance type at this market (instance names compare as written),
+    for sale or not (:attr:`InstanceRow.not_for_sale`)."""
     for row in rows:
         if row.provider == provider and row.instance == instance and row.market == market:
             return row
@@ -115,7 +142,8 @@ def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
     base = row.usd_per_hour - share * row.gpus
     where = " ".join(x for x in (row.provider, row.instance, row.market, row.region) if x)
     date = f"as of {row.as_of}" if row.as_of else "undated"
-    source = f"{where}: {row.usd_per_hour} USD/h per instance / {row.gpus} GPU(s), {date}"
+    per_instance = f"{row.usd_per_hour} {row.currency}/h per instance"
+    source = f"{where}: {per_instance} / {row.gpus} GPU(s), {date}"
     if row.source:
         source += f"; source: {row.source}"
     if spot:
@@ -128,6 +156,7 @@ def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
         confidence=row.confidence,
         basis=BASIS_UPPER_BOUND if spot else BASIS_CATALOG,
         reason_msgid=REASON_SPOT if spot else "",
+        currency=row.currency,
     )
     return InstancePricing(row=row, per_gpu=price, base_usd_per_hour=base)
 
@@ -146,6 +175,7 @@ class AdminPrices:
 NOTE_UNKNOWN_PROVIDER = N_("the catalog has no {provider} prices: {chosen} GPU prices")
 NOTE_SHARED = N_("this server runs in a Kubernetes pod: per-GPU prices")
 NOTE_NO_INSTANCE_ROW = N_("no whole-instance price for {instance} {market}: per-GPU prices")
+NOTE_NOT_FOR_SALE = N_("{instance} is not sold {market} ({why}): per-GPU prices")
 NOTE_NO_MACHINE_ROW = N_(
     "no whole-instance price for this {provider} {market} machine: per-GPU prices"
 )
@@ -195,7 +225,8 @@ def plan_prices(
 
     ``provider`` etc. describe the detected machine (``provider=None``: none detected). A
     machine is priced whole only when the admin set none of provider, instance or base
-    price, it is its own (not a shared Kubernetes node) and the catalog has its row.
+    price, it is its own (not a shared Kubernetes node) and the catalog has its row, for sale
+    at that market.
     """
     if provider is None:
         return PricePlan(admin.provider or default_provider, admin.market or "on-demand")
@@ -212,12 +243,15 @@ def plan_prices(
     if shared:
         return PricePlan(chosen, market, note_msgid=NOTE_SHARED)
     row = find_instance(rows, provider=provider, instance=instance_type, market=market)
+    if row is not None and row.not_for_sale:
+        why = (("instance", instance_type), ("market", market), ("why", row.not_for_sale))
+        return PricePlan(chosen, market, note_msgid=NOTE_NOT_FOR_SALE, note_values=why)
     if row is None and market == "spot" and instance_type:
         # spot prices change by the hour: the same instance on-demand is the most it costs
         on_demand = find_instance(
             rows, provider=provider, instance=instance_type, market="on-demand"
         )
-        if on_demand is not None:
+        if on_demand is not None and not on_demand.not_for_sale:
             return PricePlan(
                 chosen,
                 market,

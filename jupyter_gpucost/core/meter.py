@@ -29,7 +29,8 @@ from fractions import Fraction
 
 from ..telemetry.base import GpuReading
 from .billing import US_PER_S, BillingRule, cost_micro_usd
-from .catalog import Price, PricePolicy, model_for
+from .catalog import Price, PricePolicy
+from .gpu_models import model_for
 from .money import round_micro
 
 

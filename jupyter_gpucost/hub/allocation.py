@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Protocol
 
-from ..core.catalog import PricePolicy, model_for, upper_bound
+from ..core.catalog import PricePolicy, upper_bound
+from ..core.gpu_models import model_for
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"

@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
 from traitlets.config import Config
 
 from ..cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
+from ..cloud.azure_prices import RETAIL_PRICES_URL
 from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ..cloud.lambda_cloud import LAMBDA_API
+from ..cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
 from ..cloud.stop import StopSettings, stop_instance
 from ..core.catalog import Catalog
 from ..core.instance_prices import (
@@ -107,6 +111,26 @@ class MachineTraits(HasTraits):
         config=True,
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
+    refresh_instance_price = Bool(
+        False,
+        config=True,
+        help="At start, ask the detected machine's cloud's public price feed for its own "
+        "size's price (Azure: the Retail Prices API, no credentials), cached for a day in "
+        "price_cache_path; the price is shown as refreshed, with its date. Off: the "
+        "catalog's price. Never used when the admin sets price_provider, price_instance or "
+        "base_price_usd_per_hour.",
+    )
+    azure_prices_url = Unicode(
+        RETAIL_PRICES_URL,
+        config=True,
+        help="Azure's Retail Prices API, asked by refresh_instance_price on an Azure VM.",
+    )
+    price_cache_path = Unicode(
+        "",
+        config=True,
+        help="The JSON file refresh_instance_price caches the feed's answers in. Empty: "
+        "gpucost-instance-prices.json in the Jupyter data directory.",
+    )
 
     machine_provider = Enum(
         ["", "lambda", "autodl"],
@@ -162,10 +186,14 @@ class MachineSettings:
     detect: bool
     detect_settings: DetectSettings
     stop: StopSettings
+    refresh: RefreshSettings = field(default_factory=RefreshSettings)
 
 
 def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
     lambda_key = str(traits.lambda_api_key) or environ.get("LAMBDA_API_KEY", "")
+    cache = str(traits.price_cache_path) or os.path.join(
+        jupyter_data_dir(), "gpucost-instance-prices.json"
+    )
     return MachineSettings(
         detect=bool(traits.detect_machine),
         detect_settings=DetectSettings(
@@ -193,6 +221,11 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             lambda_api_key=lambda_key,
             autodl_shutdown_command=tuple(str(c) for c in traits.autodl_shutdown_command),
             timeout_s=10.0,
+        ),
+        refresh=RefreshSettings(
+            enabled=bool(traits.refresh_instance_price),
+            azure_url=str(traits.azure_prices_url),
+            cache_path=cache,
         ),
     )
 
@@ -278,6 +311,47 @@ def price_plan(
     )
 
 
+def refreshed_rows(
+    settings: RefreshSettings,
+    admin: AdminPrices,
+    machine: Machine | None,
+    rows: tuple[InstanceRow, ...],
+    log: logging.Logger,
+) -> tuple[InstanceRow, ...]:
+    """``rows`` with the detected machine's row refreshed from its cloud's price feed, when
+    the admin asked for it and set no price of their own (a worker thread, bounded)."""
+    if not settings.enabled or machine is None or machine.shared:
+        return rows
+    if admin.provider or admin.instance or admin.base_set:
+        return rows
+    market = admin.market or machine.market or "on-demand"
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-prices")
+    limit_s = settings.timeout_s * 3 + 1
+    try:
+        done = pool.submit(
+            refresh_instance_row,
+            rows,
+            provider=machine.provider,
+            instance=machine.instance_type,
+            market=market,
+            region=machine.region,
+            settings=settings,
+        ).result(limit_s)
+    except FutureTimeout:
+        log.warning("jupyter-gpucost: the price feed took over %g s: catalog prices", limit_s)
+        return rows
+    except Exception as e:  # a feed must never stop the server
+        log.warning("jupyter-gpucost: instance price not refreshed: %s", e)
+        return rows
+    finally:
+        pool.shutdown(wait=False)
+    if done.row is None:
+        log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
+        return rows
+    log.info("jupyter-gpucost: instance price %s", done.message)
+    return with_row(rows, done.row)
+
+
 @dataclass(frozen=True)
 class MachinePrices:
     """The detected machine and the prices it brings (built once at start-up)."""
@@ -304,7 +378,9 @@ def resolve_machine(
         "price_market": str(getattr(traits, "price_market", "")),
         "price_instance": str(getattr(traits, "price_instance", "")),
     }
-    plan = price_plan(admin_prices(config, values), machine, catalog, rows)
+    admin = admin_prices(config, values)
+    rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
+    plan = price_plan(admin, machine, catalog, rows)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
     return MachinePrices(settings=settings, machine=machine, plan=plan)

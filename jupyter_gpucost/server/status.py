@@ -113,7 +113,7 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, st
                 model=g.model,
                 price=g.price.usd_per_gpu_hour,
                 currency=g.price.currency,
-                confidence={"uncertain": _("uncertain"), "unverified": _("unverified")}.get(
+                confidence={"unverified": _("unverified")}.get(
                     g.price.confidence, g.price.confidence
                 ),
             )
