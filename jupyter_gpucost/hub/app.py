@@ -28,10 +28,10 @@ from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
-from .cluster_settings import ClusterTraits
-from .idle_traits import IdleTraits
+from .cluster.settings import ClusterTraits
+from .idle.traits import IdleTraits
 from .model import HubConfigError
-from .profiles_setup import ProfileSettings
+from .profiles.settings import ProfileSettings
 
 if TYPE_CHECKING:
     from .wiring import Parts

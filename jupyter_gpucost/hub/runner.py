@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
 from ..core.currency import symbol as currency_symbol
-from . import handlers
-from .cluster_usage import ClusterUsage
-from .hubapi import HubApi, HubApiError
-from .prometheus import Prometheus
-from .ratelimit import RateLimit
+from .cluster.prometheus import Prometheus
+from .cluster.usage import ClusterUsage
+from .web import handlers
+from .web.hubapi import HubApi, HubApiError
+from .web.ratelimit import RateLimit
 
 if TYPE_CHECKING:
     from .app import GpuCostHub

@@ -29,6 +29,8 @@ from .activity import ActivitySource, GpuActivity
 from .activity import ServerKey as ActivityKey
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer, ServerKey
+from .idle.reclaim import Reclaimer
+from .idle.report_reading import ReportReadings
 from .model import (
     GroupTotals,
     HubConfigError,
@@ -38,11 +40,9 @@ from .model import (
     ServerRow,
     UserTotals,
 )
-from .reclaim import Reclaimer
-from .report_reading import ReportReadings
 
 if TYPE_CHECKING:
-    from .cluster_usage import ClusterUsage
+    from .cluster.usage import ClusterUsage
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -55,7 +55,7 @@ Key = tuple[str, str]
 
 
 class HubClient(Protocol):
-    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
+    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.web.hubapi.HubApi`)."""
 
     async def active_servers(self) -> list[ServerInfo]: ...
 

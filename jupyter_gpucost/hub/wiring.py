@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
-from . import profiles_setup
 from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
-from .cluster_settings import ClusterSettings
+from .cluster.settings import ClusterSettings
 from .enforcer import Enforcer
-from .idle import IdleClock, IdlePolicy
+from .idle.policy import IdleClock, IdlePolicy
+from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
-from .profiles_setup import ProfileSettings
-from .reclaim import Reclaimer
+from .profiles import settings as profiles_setup
+from .profiles.settings import ProfileSettings
 from .service import HubService
 
 if TYPE_CHECKING:

@@ -2,6 +2,9 @@
 and what it reported, by local day, in SQLite (WAL, a file of its own) or any
 SQLAlchemy URL (PostgreSQL through psycopg 3: ``postgresql+psycopg://...``).
 
+May import: the hub's core types and rules (:mod:`..model`, :mod:`..accounting`) and
+``jupyter_gpucost.core``; never another room of the hub, the service or the app.
+
 How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerApi`):
 
 * Each running server is held in memory (:mod:`.state`) with what the database has for it.

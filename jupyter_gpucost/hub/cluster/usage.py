@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any, Protocol
 
-from ..core.billing import BillingRule
-from .accounting import allocated_micro_usd, day_of
-from .activity import GpuActivity, ServerKey
-from .cluster_settings import ClusterSettings
+from ...core.billing import BillingRule
+from ..accounting import allocated_micro_usd, day_of
+from ..activity import GpuActivity, ServerKey
+from ..ledger.usage import UsageDelta, UsageLedger, UsageTotals
+from ..model import ServerRow
+from ..service import HubService
 from .dcgm import (
     UTIL,
     Disagreement,
@@ -34,11 +36,9 @@ from .dcgm import (
     queries,
     split,
 )
-from .ledger.usage import UsageDelta, UsageLedger, UsageTotals
-from .model import ServerRow
 from .promanswer import Vector
 from .prometheus import PrometheusError
-from .service import HubService
+from .settings import ClusterSettings
 
 log = logging.getLogger("jupyter_gpucost.hub")
 

@@ -37,16 +37,16 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 )
 from tornado import web
 
-from ..core.hub_protocol import REPORT_PATH
-from ..core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
-from ..core.money import as_decimal, status_bar
+from ...core.hub_protocol import REPORT_PATH
+from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
+from ...core.money import as_decimal, status_bar
+from ..budgets import spawn_refusal
+from ..service import HubService
 from . import views
-from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token
-from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.catalog import CatalogError, PricePolicy
-from ..core.instance_prices import load_instance_rows
-from . import profile_source
-from .allocation import AllocationPolicy
-from .model import HubConfigError, Rate
-from .profile_gpus import Prices
-from .profile_table import ProfileSource, ProfileTable
+from ...core.catalog import CatalogError, PricePolicy
+from ...core.instance_prices import load_instance_rows
+from ..allocation import AllocationPolicy
+from ..model import HubConfigError, Rate
+from . import source as profile_source
+from .gpus import Prices
+from .table import ProfileSource, ProfileTable
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from ..core.currency import symbol
-from ..core.money import budget
-from . import profile_source, profiles_setup
-from .allocation import PROFILES_SETTING, describe, parse_profiles, price
-from .model import HubConfigError, Rate
-from .profile_table import Line, ProfileTable
+from ...core.currency import symbol
+from ...core.money import budget
+from ..allocation import PROFILES_SETTING, describe, parse_profiles, price
+from ..model import HubConfigError, Rate
+from . import settings as profiles_setup
+from . import source as profile_source
+from .table import Line, ProfileTable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +44,7 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
-    from .app import GpuCostHub
+    from ..app import GpuCostHub
 
     app = GpuCostHub()
     hub_argv = []

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..core.hub_protocol import IDLE_STOP_REASON
-from .activity import ActivitySource, GpuActivity, ServerKey
-from .idle import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
-from .ledger.reclaims import IdleRecord, ReclaimStore
-from .model import ServerInfo, ServerRow
+from ...core.hub_protocol import IDLE_STOP_REASON
+from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..ledger.reclaims import IdleRecord, ReclaimStore
+from ..model import ServerInfo, ServerRow
+from .policy import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
 from .report_reading import report_activity
 
 log = logging.getLogger("jupyter_gpucost.hub")

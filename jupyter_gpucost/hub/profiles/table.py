@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING
 
-from .kube_profiles import (
+from ..model import GpuAllocation, Rate
+from .gpus import MICRO, Prices, Unpriced, rate_of
+from .kubespawner import (
     UNLISTED,
     ProfileListError,
     Selection,
@@ -35,8 +37,6 @@ from .kube_profiles import (
     load,
     uses_text,
 )
-from .model import GpuAllocation, Rate
-from .profile_gpus import MICRO, Prices, Unpriced, rate_of
 
 #: shown where a profile's figure is the admin's restatement
 OVERRIDE = "c.GpuCostHub.profile_gpus"
