@@ -154,7 +154,7 @@ class HubService:
         self.last_poll_s: float = 0.0
         # -- GPU activity ------------------------------------------------------------------
         #: what each running server's GPUs did lately, newest per source ("dcgm": the
-        #: cluster's Prometheus, :mod:`.cluster_usage`; "report": the server's own
+        #: cluster's Prometheus, :mod:`.cluster.usage`; "report": the server's own
         #: reports); a server's entries go when it stops
         self.activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
         self.readings = ReportReadings()

@@ -1,8 +1,8 @@
 """The idle policy at work in the service: the idle clock ticked each poll and each report
-(each server's activity is the service's: :mod:`.report_reading`, :mod:`.cluster_usage`),
+(each server's activity is the service's: :mod:`.report_reading`, :mod:`..cluster.usage`),
 warnings kept in the ledger like a budget's grace deadline, and the idle spans recorded.
 
-The service (:mod:`.service`) calls it; it knows nothing of tornado or of the Hub API.
+The service (:mod:`..service`) calls it; it knows nothing of tornado or of the Hub API.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A pod's GPUs from its KubeSpawner settings, and their price.
 
 From the settings a profile (and its option choices) give the pod
-(:mod:`~.kube_profiles`):
+(:mod:`~.kubespawner`):
 
 * the count: ``extra_resource_limits["nvidia.com/gpu"]``, or
   ``extra_resource_guarantees["nvidia.com/gpu"]`` (the larger where both are set);

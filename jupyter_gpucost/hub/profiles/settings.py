@@ -1,6 +1,6 @@
 """The allocation policy from the admin's settings: ``profile_gpus``, ``default_gpu`` and,
 with ``profiles_from``, the hub's own KubeSpawner profile list priced
-(:mod:`~.profile_table`). Used at the service's start and by ``check-profiles``.
+(:mod:`~.table`). Used at the service's start and by ``check-profiles``.
 
 Reads the profile file and the catalog's whole-instance rows (blocking, once at start).
 """

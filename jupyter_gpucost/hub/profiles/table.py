@@ -1,8 +1,8 @@
 """Every profile and option choice of a KubeSpawner ``profile_list``, priced.
 
-Built once at start from the hub's own config (:mod:`~.profile_source`): each profile ×
+Built once at start from the hub's own config (:mod:`~.source`): each profile ×
 each combination of its options' choices is resolved as KubeSpawner resolves it
-(:mod:`~.kube_profiles`) and priced from the pod's settings (:mod:`~.profile_gpus`).
+(:mod:`~.kubespawner`) and priced from the pod's settings (:mod:`~.gpus`).
 ``c.GpuCostHub.profile_gpus[slug]`` beats what is derived for that profile.
 
 A running server's rate comes from its ``user_options`` the same way. What KubeSpawner

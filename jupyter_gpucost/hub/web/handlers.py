@@ -1,4 +1,4 @@
-"""The service's HTTP endpoints: thin tornado handlers over :mod:`.service` and :mod:`.views`.
+"""The service's HTTP endpoints: thin tornado handlers over :mod:`..service` and :mod:`.views`.
 
 Who may call what:
 
