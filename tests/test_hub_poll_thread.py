@@ -5,6 +5,7 @@ the hub does not know (409), never an error."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -119,3 +120,24 @@ async def test_a_report_for_a_server_the_poll_closes_meanwhile_is_refused_by_nam
     assert result.closed == 1
     assert ("user0003", "") not in service.rows
     assert ("user0003", "") not in service.activity
+
+
+async def test_groups_learnt_while_the_poll_runs_are_kept(service: HubService) -> None:
+    # the spawn hook names a user's groups (a group budget may refuse the spawn) while the
+    # poll's thread merges the running users' groups: neither loses the other's
+    paused = PausedTotals(service.ledger)  # type: ignore[arg-type]
+    service.ledger.all_totals = paused  # type: ignore[method-assign]
+    hub = Hub([replace_groups(server(i), ("team",)) for i in range(USERS)])
+    poll = asyncio.create_task(service.poll(hub, lambda: NOW + timedelta(seconds=10)))
+    try:
+        assert await asyncio.to_thread(paused.inside.wait, 10), "the poll never synced"
+        service.learn_groups("newcomer", ("ml",))
+    finally:
+        paused.go_on.set()
+    await asyncio.wait_for(poll, 10)
+    assert service.groups_of["newcomer"] == ("ml",)
+    assert service.groups_of["user0001"] == ("team",)
+
+
+def replace_groups(info: ServerInfo, groups: tuple[str, ...]) -> ServerInfo:
+    return dataclasses.replace(info, groups=groups)

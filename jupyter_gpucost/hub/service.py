@@ -173,13 +173,13 @@ class HubService:
         result = PollResult()
         listed: dict[Key, ServerInfo] = {}
         present: dict[Key, ServerInfo] = {}
-        groups_of = dict(self.groups_of)
+        running_groups: dict[str, tuple[str, ...]] = {}
         for server in servers:
-            groups_of[server.user] = server.groups
+            running_groups[server.user] = server.groups
             present[(server.user, server.server_name)] = server
             if server.ready:
                 listed[(server.user, server.server_name)] = server
-        self.groups_of = groups_of
+        groups_of = self._merge_groups(running_groups)
         state = dict(self.state)
         for key, row in list(self.rows.items()):
             # still starting or still stopping is still running: billed until gone
@@ -230,6 +230,19 @@ class HubService:
         self.last_poll = now
         result.seconds = self.last_poll_s = time.perf_counter() - started
         return result
+
+    def _merge_groups(self, groups: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        """``groups_of`` with ``groups`` in it, put in place whole (pages may be reading the
+        old one); every writer merges under the lock, so none loses another's."""
+        with self.lock:
+            self.groups_of = {**self.groups_of, **groups}
+            return self.groups_of
+
+    def learn_groups(self, user: str, groups: tuple[str, ...]) -> None:
+        """A user's groups, as the Hub named them for a request, where none are known."""
+        with self.lock:
+            if user not in self.groups_of:
+                self.groups_of = {**self.groups_of, user: groups}
 
     def _rate(self, server: ServerInfo) -> Rate | None:
         try:
@@ -337,7 +350,7 @@ class HubService:
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
         if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
-            self.groups_of.update(await hub.groups_of_users())
+            self._merge_groups(await hub.groups_of_users())
             self._groups_listed = time.monotonic()
         servers = await hub.active_servers()
         # every server walked: off the event loop, so reports are answered meanwhile

@@ -147,8 +147,8 @@ class AllowanceHandler(TokenHandler):
             raise web.HTTPError(403, "only the Hub's pre_spawn_hook asks this (service token)")
         groups = tuple(self.get_arguments("group"))
         service = self.ctx.service
-        if groups and user not in service.groups_of:
-            service.groups_of[user] = groups
+        if groups:
+            service.learn_groups(user, groups)
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
         # the reason in the language of the user's browser, which the hook passes on
         refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())
