@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -69,7 +70,7 @@ class PausedTotals:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> HubService:
+def service(tmp_path: Path) -> Iterator[HubService]:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}", billing=BillingRule(1, 0))
     reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=30), None)
     svc = HubService(ledger, lambda s: RATE, BudgetPolicy(), Enforcer(60), reclaimer)
