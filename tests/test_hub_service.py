@@ -343,7 +343,7 @@ def test_the_spawn_hook_when_the_service_is_down(fail_open: bool) -> None:
     import asyncio
     import socket
 
-    from jupyter_gpucost.hub.web.spawn_hook import SpawnRefused, refuse_over_budget
+    from jupyter_gpucost.hub.spawn_hook import SpawnRefused, refuse_over_budget
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpucost.hub.web.spawn_hook import SpawnRefused, refuse_over_budget
+from jupyter_gpucost.hub.spawn_hook import SpawnRefused, refuse_over_budget
 
 TIMEOUT_S = 2.0
 

@@ -197,7 +197,7 @@ HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("web", ("web",)),
     (
         "app",
-        ("app", "settings", "wiring", "runner", "check_profiles", "spawn_hook", "__main__"),
+        ("app", "settings", "wiring", "runner", "check_command", "spawn_hook", "__main__"),
     ),
 ]
 

@@ -1,7 +1,7 @@
 """``python -m jupyter_gpucost.hub check-profiles``: how every profile will be billed.
 
 Reads the service's config (``--config``, default ``gpucost_hub_config.py`` here; read by the
-app, :mod:`..check_profiles`, and handed in as ``read_settings``) and the
+app, :mod:`..check_command`, and handed in as ``read_settings``) and the
 profile list it names (``c.GpuCostHub.profiles_from``, or ``--profiles-from PATH``), then
 prints one line per profile and option choice: slug, choice, GPU model × count, price
 per hour and where each figure came from. Exits 2 naming what cannot be priced (the

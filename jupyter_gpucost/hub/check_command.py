@@ -1,5 +1,6 @@
 """``python -m jupyter_gpucost.hub check-profiles``: the service's config read by the app,
-each profile's bill printed by :mod:`.profiles.check`."""
+each profile's bill printed by :mod:`.profiles.check` (the command's table, which was
+``hub/check_profiles.py``)."""
 
 from __future__ import annotations
 
