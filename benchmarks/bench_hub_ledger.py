@@ -52,12 +52,7 @@ from jupyter_gpucost.core.catalog import PricePolicy, load_catalog  # noqa: E402
 from jupyter_gpucost.core.hub_protocol import SpendReport  # noqa: E402
 from jupyter_gpucost.hub.accounting import allocated_by_day  # noqa: E402
 from jupyter_gpucost.hub.allocation import price  # noqa: E402
-from jupyter_gpucost.hub.ledger import (  # noqa: E402
-    HubLedger,
-    daily_table,
-    rates_table,
-    servers_table,
-)
+from jupyter_gpucost.hub.ledger import HubLedger, daily_table, rates_table, servers_table  # noqa: E402
 from jupyter_gpucost.hub.ledger.schema import to_us  # noqa: E402
 from jupyter_gpucost.hub.model import GpuAllocation  # noqa: E402
 

@@ -13,7 +13,7 @@
   ``trans._p('context', '…')``, with one literal string per argument;
 - the server and kernel (``jupyter_gpucost``): ``_("…")``, ``N_("…")``,
   ``ngettext("…", "…", n)``, ``pgettext("context", "…")`` of :mod:`jupyter_gpucost.core.i18n`;
-- the hub service's page templates (``jupyter_gpucost/hub/templates``): ``{{ _("…") }}``,
+- the hub service's page templates (``jupyter_gpucost/hub/web/templates``): ``{{ _("…") }}``,
   ``{{ ngettext("…", "…", n) }}``;
 - the settings schemas (``labextension/schema``): the strings JupyterLab translates, with
   its own contexts (``schema``, ``settings``, ``toolbar``, ``menu``).
@@ -133,7 +133,7 @@ _TEMPLATE_NGETTEXT = re.compile(rf"\bngettext\(\s*{_TEMPLATE_STRING}\s*,\s*{_TEM
 def _template_messages() -> Iterator[Message]:
     """``{{ _("Today") }}`` and ``{{ ngettext("…", "…", n) }}`` in the hub service's page
     templates."""
-    for path in sorted((PACKAGE / "hub" / "templates").glob("*.html")):
+    for path in sorted((PACKAGE / "hub" / "web" / "templates").glob("*.html")):
         text = path.read_text(encoding="utf-8")
         for match in _TEMPLATE_CALL.finditer(text):
             line = text.count("\n", 0, match.start()) + 1

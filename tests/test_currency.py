@@ -154,7 +154,7 @@ class TestCurrencyWithoutCatalogPrices:
 
 
 def test_the_hub_pages_write_amounts_by_the_money_rule_in_the_hubs_currency() -> None:
-    from jupyter_gpucost.hub import handlers
+    from jupyter_gpucost.hub.web import handlers
 
     env = handlers.templates("CN¥")
     page = env.from_string(

@@ -188,7 +188,7 @@ def test_a_refused_spawn_is_said_in_the_user_s_language_and_the_hub_s_currency()
 
 def test_the_hub_pages_show_each_kind_of_figure_by_its_own_rule() -> None:
     from jupyter_gpucost.core.i18n import messages_for
-    from jupyter_gpucost.hub.page_words import page_words
+    from jupyter_gpucost.hub.web.page_words import page_words
 
     english = page_words(messages_for("en"), "€")
     # a budget as it is announced, never rounded to nothing

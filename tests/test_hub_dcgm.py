@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jupyter_gpucost.hub.activity import GpuActivity
 from jupyter_gpucost.hub.app import GpuCostHub
-from jupyter_gpucost.hub.dcgm import (
+from jupyter_gpucost.hub.cluster.dcgm import (
     ENERGY,
     GR_ACTIVE,
     POWER,
@@ -27,16 +27,16 @@ from jupyter_gpucost.hub.dcgm import (
     queries,
     split,
 )
-from jupyter_gpucost.hub.model import HubConfigError
-from jupyter_gpucost.hub.podname import PodNames
-from jupyter_gpucost.hub.promanswer import (
+from jupyter_gpucost.hub.cluster.promanswer import (
     MAX_SERIES,
     AnswerRefused,
     Sample,
     Vector,
     parse_vector,
 )
-from jupyter_gpucost.hub.prometheus import PrometheusAuth, shown_url
+from jupyter_gpucost.hub.cluster.prometheus import PrometheusAuth, shown_url
+from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.profiles.podname import PodNames
 
 AT = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 CASES = json.loads((Path(__file__).parent / "data" / "kubespawner_pod_names.json").read_text())

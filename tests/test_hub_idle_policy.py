@@ -19,24 +19,18 @@ from jupyter_gpucost.core.hub_protocol import (
     ProtocolError,
     SpendReport,
 )
-from jupyter_gpucost.hub import views
 from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
 from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle import (
-    IdleClock,
-    IdlePolicy,
-    IdleRule,
-    Judgement,
-    judge,
-)
+from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy, IdleRule, Judgement, judge
+from jupyter_gpucost.hub.idle.reclaim import Reclaimer, report_activity
+from jupyter_gpucost.hub.idle.report_reading import ReportReadings
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import SAVINGS_HORIZON_S, ReclaimStore
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo, ServerRow
-from jupyter_gpucost.hub.reclaim import Reclaimer, report_activity
-from jupyter_gpucost.hub.report_reading import ReportReadings
 from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web import views
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 KEY = ("dora", "")
@@ -584,7 +578,7 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
 def admin_page(svc: HubService, now: datetime) -> str:
     """The admin page as the service renders it (English)."""
     from jupyter_gpucost.core.i18n import messages_for
-    from jupyter_gpucost.hub import handlers
+    from jupyter_gpucost.hub.web import handlers
 
     data = views.admin_summary(svc, now, now.date())
     return handlers.render(

@@ -17,24 +17,24 @@ import pytest
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import GpuTime, SpendReport
-from jupyter_gpucost.hub import views
 from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
 from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
 from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.cluster_settings import ClusterSettings
-from jupyter_gpucost.hub.cluster_usage import ClusterUsage
-from jupyter_gpucost.hub.dcgm import UTIL
+from jupyter_gpucost.hub.cluster.dcgm import UTIL
+from jupyter_gpucost.hub.cluster.promanswer import Sample, Vector
+from jupyter_gpucost.hub.cluster.prometheus import PrometheusAuth
+from jupyter_gpucost.hub.cluster.settings import ClusterSettings
+from jupyter_gpucost.hub.cluster.usage import ClusterUsage
 from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle import IdleClock, IdlePolicy, judge
+from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy, judge
+from jupyter_gpucost.hub.idle.reclaim import Reclaimer
+from jupyter_gpucost.hub.idle.report_reading import ReportReadings
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.usage import UsageLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
-from jupyter_gpucost.hub.podname import PodNames
-from jupyter_gpucost.hub.promanswer import Sample, Vector
-from jupyter_gpucost.hub.prometheus import PrometheusAuth
-from jupyter_gpucost.hub.reclaim import Reclaimer
-from jupyter_gpucost.hub.report_reading import ReportReadings
+from jupyter_gpucost.hub.profiles.podname import PodNames
 from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web import views
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 RATE = Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "test")

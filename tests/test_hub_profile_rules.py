@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
-from jupyter_gpucost.hub import profile_source
-from jupyter_gpucost.hub.kube_profiles import initialized, load, slugify
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError
-from jupyter_gpucost.hub.profile_gpus import Unpriced, rate_of
-from jupyter_gpucost.hub.profile_table import ProfileSource, ProfileTable
-from jupyter_gpucost.hub.profiles_setup import derived_prices
+from jupyter_gpucost.hub.profiles import source as profile_source
+from jupyter_gpucost.hub.profiles.gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profiles.kubespawner import initialized, load, slugify
+from jupyter_gpucost.hub.profiles.settings import derived_prices
+from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 
 
 def gcp() -> PricePolicy:

@@ -21,13 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
-from jupyter_gpucost.hub import check_profiles, profile_source
+from jupyter_gpucost.hub import check_command as check_profiles
 from jupyter_gpucost.hub.model import ServerInfo
-from jupyter_gpucost.hub.profiles_setup import (
-    Allocations,
-    ProfileSettings,
-    build,
-)
+from jupyter_gpucost.hub.profiles import source as profile_source
+from jupyter_gpucost.hub.profiles.settings import Allocations, ProfileSettings, build
 
 DATA = Path(__file__).parent / "data" / "profiles"
 VALUES = DATA / "z2jh_values.yaml"

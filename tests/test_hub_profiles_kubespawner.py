@@ -25,17 +25,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
-from jupyter_gpucost.hub import profile_source
-from jupyter_gpucost.hub.kube_profiles import (
+from jupyter_gpucost.hub.model import Rate, ServerInfo
+from jupyter_gpucost.hub.profiles import source as profile_source
+from jupyter_gpucost.hub.profiles.gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profiles.kubespawner import (
     DICT_SETTINGS,
     DIRECT_LABELS,
     LIST_SETTINGS,
     Unreadable,
 )
-from jupyter_gpucost.hub.model import Rate, ServerInfo
-from jupyter_gpucost.hub.profile_gpus import Unpriced, rate_of
-from jupyter_gpucost.hub.profile_table import ProfileSource, ProfileTable
-from jupyter_gpucost.hub.profiles_setup import derived_prices
+from jupyter_gpucost.hub.profiles.settings import derived_prices
+from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 
 DATA = Path(__file__).parent / "data" / "profiles"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

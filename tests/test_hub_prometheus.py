@@ -30,19 +30,19 @@ from prometheus_server import Prometheus as PrometheusProcess
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.i18n import messages_for
-from jupyter_gpucost.hub import handlers, views
 from jupyter_gpucost.hub.accounting import allocated_micro_usd
 from jupyter_gpucost.hub.activity import GpuActivity
 from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.cluster_settings import ClusterSettings
-from jupyter_gpucost.hub.cluster_usage import ClusterUsage
+from jupyter_gpucost.hub.cluster.prometheus import Prometheus, PrometheusAuth
+from jupyter_gpucost.hub.cluster.settings import ClusterSettings
+from jupyter_gpucost.hub.cluster.usage import ClusterUsage
 from jupyter_gpucost.hub.enforcer import Enforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.usage import UsageLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
-from jupyter_gpucost.hub.podname import PodNames
-from jupyter_gpucost.hub.prometheus import Prometheus, PrometheusAuth
+from jupyter_gpucost.hub.profiles.podname import PodNames
 from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web import handlers, views
 
 NS = "jhub"
 A100 = Rate(GpuAllocation("A100-80GB", 1), Decimal("3.6"), "test price")

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
-from jupyter_gpucost.hub.hubapi import HubApi
-from jupyter_gpucost.hub.ratelimit import RateLimit
-from jupyter_gpucost.hub.report_route import MAX_PENDING_CHECKS, ReportRoute
 from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web.hubapi import HubApi
+from jupyter_gpucost.hub.web.ratelimit import RateLimit
+from jupyter_gpucost.hub.web.report_route import MAX_PENDING_CHECKS, ReportRoute
 
 
 @contextmanager

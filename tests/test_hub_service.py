@@ -364,13 +364,13 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
     from datetime import timedelta
 
     from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
-    from jupyter_gpucost.hub import views
     from jupyter_gpucost.hub.allocation import AllocationPolicy
     from jupyter_gpucost.hub.budgets import BudgetPolicy
     from jupyter_gpucost.hub.enforcer import Enforcer
     from jupyter_gpucost.hub.ledger import HubLedger
     from jupyter_gpucost.hub.model import ServerInfo
     from jupyter_gpucost.hub.service import HubService
+    from jupyter_gpucost.hub.web import views
 
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     allocation = AllocationPolicy(None, "T4", PricePolicy(load_catalog()))
@@ -412,7 +412,7 @@ def anonymous(hub: Hub, method: str, path: str) -> tuple[int, str]:
 
 
 def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
-    from jupyter_gpucost.hub.handlers import make_app
+    from jupyter_gpucost.hub.web.handlers import make_app
 
     anonymous_answers = {
         # pages: off to the Hub's login (OAuth), nothing of anyone's spend

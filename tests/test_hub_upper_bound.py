@@ -8,16 +8,16 @@ from pathlib import Path
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
-from jupyter_gpucost.hub import handlers, views
 from jupyter_gpucost.hub.allocation import AllocationPolicy
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
 from jupyter_gpucost.hub.model import GpuAllocation, ServerInfo
-from jupyter_gpucost.hub.reclaim import Reclaimer
 from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web import handlers, views
 
 CATALOG = load_catalog()
 NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)

@@ -429,8 +429,8 @@ def _server(**changes: Any) -> dict[str, Any]:
 
 
 def _user_page(language: str, **changes: Any) -> str:
-    from jupyter_gpucost.hub.handlers import render, templates
-    from jupyter_gpucost.hub.views import bars
+    from jupyter_gpucost.hub.web.handlers import render, templates
+    from jupyter_gpucost.hub.web.views import bars
 
     messages = i18n.messages_for(language)
     server = _server(**changes)
@@ -473,7 +473,7 @@ def _user_page(language: str, **changes: Any) -> str:
 
 
 def test_the_hub_pages_write_budget_scopes_owners_and_stop_reasons_in_chinese() -> None:
-    from jupyter_gpucost.hub.page_words import page_words, stop_reason
+    from jupyter_gpucost.hub.web.page_words import page_words, stop_reason
 
     words = page_words(i18n.messages_for("zh_CN"), "¥")
     assert words["scope_name"]("day") == "每日预算"

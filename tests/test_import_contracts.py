@@ -44,12 +44,14 @@ def _walk_runtime(node: ast.AST) -> Iterator[ast.AST]:
         yield from _walk_runtime(child)
 
 
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """The absolute names a module imports: our modules resolved, others by their top name."""
+def _imports(path: Path, modules: set[str], *, typing: bool = False) -> set[str]:
+    """The absolute names a module imports: our modules resolved, others by their top name
+    (with ``typing``, those under ``if TYPE_CHECKING:`` too)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _walk_runtime(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree) if typing else _walk_runtime(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -68,14 +70,16 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, typing: bool = False) -> dict[str, set[str]]:
     paths = sorted(ROOT.rglob("*.py"))
     paths = [p for p in paths if "labextension" not in p.relative_to(ROOT).parts]
     modules = {_module_name(p) for p in paths}
-    return {_module_name(p): _imports(p, modules) for p in paths}
+    return {_module_name(p): _imports(p, modules, typing=typing) for p in paths}
 
 
 GRAPH = _graph()
+#: the same with the imports under ``if TYPE_CHECKING:``: a type is a dependency too
+TYPED_GRAPH = _graph(typing=True)
 
 
 def _in(module: str, package: str) -> bool:
@@ -134,9 +138,10 @@ def test_the_meter_and_the_catalog_import_only_core_and_readings() -> None:
         assert {t for t in ours if not any(_in(t, a) for a in allowed)} == set(), module
 
 
-def _cycles() -> list[list[str]]:
+def _cycles(graph: dict[str, set[str]] | None = None) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), or self-imports."""
-    edges = {m: {t for t in ts if t in GRAPH and t != m} for m, ts in GRAPH.items()}
+    graph = GRAPH if graph is None else graph
+    edges = {m: {t for t in ts if t in graph and t != m} for m, ts in graph.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -172,6 +177,73 @@ def _cycles() -> list[list[str]]:
 
 def test_no_import_cycles_lazy_imports_included() -> None:
     assert _cycles() == []
+
+
+def test_no_import_cycles_in_the_hub_type_imports_included() -> None:
+    # the hub's rooms are layered (below): not even a type may point back up
+    hub = {m: ts for m, ts in TYPED_GRAPH.items() if _in(m, f"{PACKAGE}.hub")}
+    assert _cycles(hub) == []
+
+
+#: the hub's layers, lowest first: a module may import its own layer's and lower ones'
+#: (the rooms' ``__init__`` say so in a line), never a higher one's, not even for a type
+HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("core", ("model", "activity", "accounting", "allocation", "budgets", "enforcer")),
+    ("ledger", ("ledger",)),
+    ("profiles", ("profiles",)),
+    ("cluster", ("cluster",)),
+    ("idle", ("idle",)),
+    ("service", ("service",)),
+    ("web", ("web",)),
+    (
+        "app",
+        ("app", "settings", "wiring", "runner", "check_command", "spawn_hook", "__main__"),
+    ),
+]
+
+
+def _hub_layer(module: str) -> int | None:
+    if module == f"{PACKAGE}.hub":
+        return len(HUB_LAYERS) - 1
+    for level, (_, names) in enumerate(HUB_LAYERS):
+        if any(_in(module, f"{PACKAGE}.hub.{n}") for n in names):
+            return level
+    return None
+
+
+def test_every_hub_module_is_in_a_room() -> None:
+    homeless = [m for m in TYPED_GRAPH if _in(m, f"{PACKAGE}.hub") and _hub_layer(m) is None]
+    assert homeless == []
+
+
+def test_no_hub_module_imports_a_layer_above_its_own() -> None:
+    upward = sorted(
+        f"{module} ({HUB_LAYERS[low][0]}) imports {target} ({HUB_LAYERS[high][0]})"
+        for module, targets in TYPED_GRAPH.items()
+        if (low := _hub_layer(module)) is not None
+        for target in targets
+        if (high := _hub_layer(target)) is not None and high > low
+    )
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    # the check above must be able to fail: the web is above the ledger
+    assert _hub_layer(f"{PACKAGE}.hub.ledger.usage") == 1
+    assert _hub_layer(f"{PACKAGE}.hub.web.views") == 6
+    assert _hub_layer(f"{PACKAGE}.hub.app") == len(HUB_LAYERS) - 1
+    # and the typed graph sees an import under `if TYPE_CHECKING:` the runtime one leaves out
+    typed_only = {
+        (m, t) for m, ts in TYPED_GRAPH.items() for t in ts if t not in GRAPH.get(m, set())
+    }
+    assert typed_only
+
+
+@pytest.mark.parametrize("room", ["ledger", "profiles", "cluster", "idle", "web"])
+def test_each_hub_room_says_what_it_owns_and_may_import(room: str) -> None:
+    init = ROOT / "hub" / room / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "May import:" in docstring
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

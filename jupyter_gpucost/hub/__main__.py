@@ -5,7 +5,7 @@ import sys
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["check-profiles"]:
-        from .check_profiles import main as check_profiles
+        from .check_command import main as check_profiles
 
         sys.exit(check_profiles(sys.argv[2:]))
     from .app import main

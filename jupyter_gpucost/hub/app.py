@@ -18,7 +18,6 @@ import os
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -28,17 +27,20 @@ from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
-from .cluster_settings import ClusterTraits
-from .idle_traits import IdleTraits
+from .cluster.settings import ClusterTraits
+from .idle.traits import IdleTraits
 from .model import HubConfigError
-from .profiles_setup import ProfileSettings
-
-if TYPE_CHECKING:
-    from .wiring import Parts
+from .profiles.settings import ProfileSettings
+from .settings import (
+    BillingSettings,
+    HubSettings,
+    IdleSettings,
+    LedgerSettings,
+    WebSettings,
+)
+from .wiring import Parts, build
 
 SETTING = "c.GpuCostHub"
-#: the custom scope that makes a Hub user or service an admin of this service
-ADMIN_SCOPE = "custom:gpucost:admin"
 
 #: number settings: (low, high, what the message says is accepted)
 RANGES: dict[str, tuple[float, float, str]] = {
@@ -203,8 +205,8 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     )
 
     # -- built at start -----------------------------------------------------------------
-    def validate(self) -> Parts:
-        """Every setting checked; the parts built from them. :class:`HubConfigError` names
+    def settings(self) -> HubSettings:
+        """Every setting checked, once, into frozen settings. :class:`HubConfigError` names
         the first setting that cannot be used."""
         self._check_service_settings()
         try:
@@ -214,9 +216,41 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
                 f"{SETTING}.timezone = {self.timezone!r} is not valid: use an IANA time zone "
                 "such as UTC or Europe/Paris"
             ) from None
-        from . import wiring
+        profiles = self.profile_settings()
+        return HubSettings(
+            ledger=LedgerSettings(data_dir=Path(self.data_dir), url=self.ledger_url, tz=tz),
+            billing=BillingSettings(
+                granularity_s=int(self.billing_granularity_s),
+                minimum_charge_s=int(self.minimum_charge_s),
+                user_budgets=self.user_budgets,
+                group_budgets=self.group_budgets,
+                grace_s=float(self.grace_s),
+                max_gpus_per_server=int(self.max_gpus_per_server),
+            ),
+            profiles=profiles,
+            cluster=self.cluster_settings(),
+            idle=IdleSettings(policy=self.idle_policy),
+            web=WebSettings(
+                hub_api_url=self.hub_api_url,
+                hub_api_token=self.hub_api_token,
+                bind_url=self.bind_url,
+                base_url=self.base_url,
+                identity_cache_s=float(self.identity_cache_s),
+                max_report_bytes=int(self.max_report_bytes),
+                report_rate_per_s=float(self.report_rate_per_s),
+                report_burst=float(self.report_burst),
+                admin_users=frozenset(self.admin_users),
+                admin_groups=frozenset(self.admin_groups),
+                hub_admins_are_admins=bool(self.hub_admins_are_admins),
+            ),
+            poll_interval_s=float(self.poll_interval_s),
+            flush_interval_s=float(self.flush_interval_s),
+        )
 
-        return wiring.build(self, self.profile_settings(), tz)
+    def validate(self) -> Parts:
+        """Every setting checked; the parts built from them. :class:`HubConfigError` names
+        the first setting that cannot be used."""
+        return build(self.settings())
 
     def profile_settings(self) -> ProfileSettings:
         """The settings that decide each server's allocation (prices included), checked."""
@@ -286,7 +320,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     def start(self) -> None:
         from .runner import run
 
-        asyncio.run(run(self))
+        asyncio.run(run(self.settings()))
 
     def initialize(self, argv: list[str] | None = None) -> None:
         self.parse_command_line(argv)

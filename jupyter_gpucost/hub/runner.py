@@ -1,5 +1,6 @@
 """The service's event loop: serve the endpoints, poll the Hub, flush the ledger, and on
-SIGTERM or SIGINT flush once more before exiting."""
+SIGTERM or SIGINT flush once more before exiting. Takes the checked settings
+(:class:`~.settings.HubSettings`), never the app."""
 
 from __future__ import annotations
 
@@ -13,19 +14,17 @@ import signal
 from collections.abc import Awaitable, Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
 from ..core.currency import symbol as currency_symbol
-from . import handlers
-from .cluster_usage import ClusterUsage
-from .hubapi import HubApi, HubApiError
-from .prometheus import Prometheus
-from .ratelimit import RateLimit
-
-if TYPE_CHECKING:
-    from .app import GpuCostHub
+from .cluster.prometheus import Prometheus
+from .cluster.usage import ClusterUsage
+from .settings import HubSettings
+from .web import handlers
+from .web.hubapi import HubApi, HubApiError
+from .web.ratelimit import RateLimit
+from .wiring import build
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -66,27 +65,37 @@ async def every(
             await asyncio.wait_for(stop.wait(), seconds)
 
 
-async def run(app: GpuCostHub) -> None:
-    parts = app.validate()
+async def run(settings: HubSettings) -> None:
+    parts = build(settings)
     service = parts.service
-    hub = HubApi(app.hub_api_url, app.hub_api_token, identity_cache_s=app.identity_cache_s)
-    auth = handlers.hub_auth(app.hub_api_url, app.hub_api_token, app.base_url, app.identity_cache_s)
+    web_settings = settings.web
+    hub = HubApi(
+        web_settings.hub_api_url,
+        web_settings.hub_api_token,
+        identity_cache_s=web_settings.identity_cache_s,
+    )
+    auth = handlers.hub_auth(
+        web_settings.hub_api_url,
+        web_settings.hub_api_token,
+        web_settings.base_url,
+        web_settings.identity_cache_s,
+    )
     ctx = handlers.Context(
         service=service,
         hub=hub,
         hub_auth=auth,
         now=now_utc,
         today=today_in(parts.tz),
-        service_token=app.hub_api_token,
-        admin_users=frozenset(app.admin_users),
-        admin_groups=frozenset(app.admin_groups),
-        hub_admins_are_admins=app.hub_admins_are_admins,
-        max_report_bytes=int(app.max_report_bytes),
+        service_token=web_settings.hub_api_token,
+        admin_users=web_settings.admin_users,
+        admin_groups=web_settings.admin_groups,
+        hub_admins_are_admins=web_settings.hub_admins_are_admins,
+        max_report_bytes=web_settings.max_report_bytes,
         templates=handlers.templates(currency_symbol(parts.currency)),
-        report_limit=RateLimit(app.report_rate_per_s, app.report_burst),
+        report_limit=RateLimit(web_settings.report_rate_per_s, web_settings.report_burst),
     )
-    web = handlers.make_app(ctx, app.base_url, cookie_secret(parts.data_dir))
-    bind = urlparse(app.bind_url)
+    web = handlers.make_app(ctx, web_settings.base_url, cookie_secret(parts.data_dir))
+    bind = urlparse(web_settings.bind_url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -121,19 +130,19 @@ async def run(app: GpuCostHub) -> None:
         bind.hostname or "127.0.0.1",
         xheaders=True,
         # a body this large is refused before it is read whole (a report is far smaller)
-        max_body_size=max(1 << 20, 2 * int(app.max_report_bytes)),
+        max_body_size=max(1 << 20, 2 * web_settings.max_report_bytes),
     )
     log.info(
         "gpucost hub service at %s%s (ledger %s, poll %.1f s, flush %.1f s)",
-        app.bind_url.rstrip("/"),
-        app.base_url,
+        web_settings.bind_url.rstrip("/"),
+        web_settings.base_url,
         parts.ledger_label,
-        app.poll_interval_s,
-        app.flush_interval_s,
+        settings.poll_interval_s,
+        settings.flush_interval_s,
     )
     tasks = [
-        asyncio.create_task(every(app.poll_interval_s, "poll of the Hub", poll, stop)),
-        asyncio.create_task(every(app.flush_interval_s, "ledger flush", flush, stop)),
+        asyncio.create_task(every(settings.poll_interval_s, "poll of the Hub", poll, stop)),
+        asyncio.create_task(every(settings.flush_interval_s, "ledger flush", flush, stop)),
     ]
     # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
     if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
@@ -145,7 +154,7 @@ async def run(app: GpuCostHub) -> None:
             parts.usage_ledger,
             billing=parts.billing,
             tz=parts.tz,
-            max_gpus=int(app.max_gpus_per_server),
+            max_gpus=settings.billing.max_gpus_per_server,
         )
         usage = service.cluster
         if service.reclaim is not None:

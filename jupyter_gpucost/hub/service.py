@@ -12,12 +12,21 @@ a server past its ``stop_at`` is stopped through the Hub API, whatever the serve
 
 Reports come in with the user the Hub named for the report's token: a report is kept only
 for that user's server of the same name, and the ledger never lets it lower the bill.
+
+The poll's :meth:`HubService.sync` walks every server (tens of milliseconds at 1,000), so
+:meth:`HubService.poll` runs it in a worker thread: reports keep being answered on the
+event loop meanwhile. The sync never changes a mapping the loop may be reading: it builds
+the new ``rows``, ``state``, ``servers``, ``groups_of`` and totals beside the old ones and
+puts each in place whole. What reports change too (each server's GPU activity, its report
+readings, the idle clocks) is changed under :attr:`HubService.lock`, one server at a time,
+so a report waits for at most one server's step, never the whole sync.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +38,8 @@ from .activity import ActivitySource, GpuActivity
 from .activity import ServerKey as ActivityKey
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer, ServerKey
+from .idle.reclaim import Reclaimer
+from .idle.report_reading import ReportReadings
 from .model import (
     GroupTotals,
     HubConfigError,
@@ -38,11 +49,9 @@ from .model import (
     ServerRow,
     UserTotals,
 )
-from .reclaim import Reclaimer
-from .report_reading import ReportReadings
 
 if TYPE_CHECKING:
-    from .cluster_usage import ClusterUsage
+    from .cluster.usage import ClusterUsage
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -55,7 +64,7 @@ Key = tuple[str, str]
 
 
 class HubClient(Protocol):
-    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.hubapi.HubApi`)."""
+    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.web.hubapi.HubApi`)."""
 
     async def active_servers(self) -> list[ServerInfo]: ...
 
@@ -107,6 +116,9 @@ class HubService:
         reclaimer: Reclaimer | None = None,
     ) -> None:
         self.ledger = ledger
+        #: held, one server at a time, by what reports and the poll both change: the GPU
+        #: activity, the report readings and the idle clocks
+        self.lock = threading.Lock()
         self.rate_for = rate_for
         self.budgets = budgets
         self.enforcer = enforcer
@@ -142,7 +154,7 @@ class HubService:
         self.last_poll_s: float = 0.0
         # -- GPU activity ------------------------------------------------------------------
         #: what each running server's GPUs did lately, newest per source ("dcgm": the
-        #: cluster's Prometheus, :mod:`.cluster_usage`; "report": the server's own
+        #: cluster's Prometheus, :mod:`.cluster.usage`; "report": the server's own
         #: reports); a server's entries go when it stops
         self.activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
         self.readings = ReportReadings()
@@ -153,53 +165,84 @@ class HubService:
 
     def sync(self, servers: Sequence[ServerInfo], now: datetime) -> PollResult:
         """Take the Hub's list of servers: open, keep and close ledger rows; weigh budgets.
-        Returns what changed; :meth:`due` says what to stop."""
+        Returns what changed; :meth:`due` says what to stop.
+
+        Safe to run in a worker thread while the event loop takes reports and serves pages
+        (see the module's docstring); not twice at once."""
         started = time.perf_counter()
         result = PollResult()
         listed: dict[Key, ServerInfo] = {}
         present: dict[Key, ServerInfo] = {}
+        running_groups: dict[str, tuple[str, ...]] = {}
         for server in servers:
-            self.groups_of[server.user] = server.groups
+            running_groups[server.user] = server.groups
             present[(server.user, server.server_name)] = server
             if server.ready:
                 listed[(server.user, server.server_name)] = server
+        groups_of = self._merge_groups(running_groups)
+        state = dict(self.state)
         for key, row in list(self.rows.items()):
             # still starting or still stopping is still running: billed until gone
             still = present.get(key)
             if still is None or still.started != row.started:
-                # gone (or restarted): billed up to where it was last seen running
+                # gone (or restarted): billed up to where it was last seen running, and no
+                # report is taken for it from here on
                 stopped = self.seen.get(key, row.last_seen)
+                with self.lock:
+                    rows = dict(self.rows)
+                    del rows[key]
+                    self.rows = rows
                 self.ledger.close_server(row.server_id, max(stopped, row.started))
                 if self.enforcer.deadline(server_key(row)) is not None:
                     log.info("%s/%s is gone; billed until %s", row.user, row.server_name, stopped)
                 self.enforcer.forget(server_key(row))
-                if self.reclaim is not None:
-                    self.reclaim.forget(row, stopped)
-                self.activity.pop(key, None)
-                self.readings.forget(key)
-                self.state.pop(row.server_id, None)
+                with self.lock:
+                    if self.reclaim is not None:
+                        self.reclaim.forget(row, stopped)
+                    self.activity.pop(key, None)
+                    self.readings.forget(key)
+                state.pop(row.server_id, None)
                 self._asked_stop.pop(row.server_id, None)
-                del self.rows[key]
                 self.seen.pop(key, None)
                 result.closed += 1
+        opened: dict[Key, ServerRow] = {}
         for key, server in listed.items():
             if key not in self.rows:
                 rate = self._rate(server)
                 if rate is None:
                     continue
-                self.rows[key] = self.ledger.open_server(server, rate)
+                opened[key] = self.ledger.open_server(server, rate)
                 result.opened += 1
-        for key in self.rows:
+        if opened:
+            with self.lock:
+                self.rows = {**self.rows, **opened}
+        rows = self.rows
+        for key in rows:
             self.seen[key] = now
-        self.servers = {k: present[k] for k in self.rows if k in present}
+        self.servers = {k: present[k] for k in rows if k in present}
         self.totals = self.ledger.all_totals(now)
-        self.group_totals = self._group_totals(now)
-        for row in self.rows.values():
-            self._weigh(row, now)
-            self._idle_tick(row, now)
+        self.group_totals = self._group_totals(groups_of, now)
+        for row in rows.values():
+            self._weigh(row, now, state)
+            with self.lock:
+                self._idle_tick(row, now)
+        self.state = state
         self.last_poll = now
         result.seconds = self.last_poll_s = time.perf_counter() - started
         return result
+
+    def _merge_groups(self, groups: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        """``groups_of`` with ``groups`` in it, put in place whole (pages may be reading the
+        old one); every writer merges under the lock, so none loses another's."""
+        with self.lock:
+            self.groups_of = {**self.groups_of, **groups}
+            return self.groups_of
+
+    def learn_groups(self, user: str, groups: tuple[str, ...]) -> None:
+        """A user's groups, as the Hub named them for a request, where none are known."""
+        with self.lock:
+            if user not in self.groups_of:
+                self.groups_of = {**self.groups_of, user: groups}
 
     def _rate(self, server: ServerInfo) -> Rate | None:
         try:
@@ -211,20 +254,22 @@ class HubService:
                 log.error("%s/%s is not billed: %s", server.user, server.server_name, e)
             return None
 
-    def _group_totals(self, now: datetime) -> dict[str, GroupTotals]:
+    def _group_totals(
+        self, groups_of: dict[str, tuple[str, ...]], now: datetime
+    ) -> dict[str, GroupTotals]:
         """The pooled spend of every group with a budget (members as the Hub listed them)."""
-        known = {g for groups in self.groups_of.values() for g in groups}
+        known = {g for groups in groups_of.values() for g in groups}
         budgeted = self.budgets.budgeted_groups(known)
         if not budgeted:
             return {}
         members: dict[str, list[str]] = {g: [] for g in budgeted}
-        for user, groups in self.groups_of.items():
+        for user, groups in groups_of.items():
             for group in groups:
                 if group in members:
                     members[group].append(user)
         return self.ledger.group_totals(members, now)
 
-    def _weigh(self, row: ServerRow, now: datetime) -> None:
+    def _weigh(self, row: ServerRow, now: datetime, state: dict[int, Standing]) -> None:
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
         session = totals.sessions_micro_usd.get(row.server_id, 0)
         budgets = tuple(self.budgets_for(row.user, session))
@@ -238,7 +283,7 @@ class HubService:
                 self.ledger.save_deadline(
                     row.server_id, deadline.since, deadline.stop_at, deadline.reason
                 )
-        self.state[row.server_id] = Standing(
+        state[row.server_id] = Standing(
             row,
             session,
             budgets,
@@ -290,24 +335,26 @@ class HubService:
             return []
         clock = time.monotonic()
         found = []
-        for warning in self.reclaim.due(now):
-            row = self.rows.get(warning.key)
-            if row is None:
-                continue
-            if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
-                continue  # asked to stop just now (for its budget)
-            self._asked_stop[row.server_id] = clock
-            self.reclaim.reclaimed(row, now)
-            found.append(row)
+        with self.lock:
+            for warning in self.reclaim.due(now):
+                row = self.rows.get(warning.key)
+                if row is None:
+                    continue
+                if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
+                    continue  # asked to stop just now (for its budget)
+                self._asked_stop[row.server_id] = clock
+                self.reclaim.reclaimed(row, now)
+                found.append(row)
         return found
 
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
         if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
-            self.groups_of.update(await hub.groups_of_users())
+            self._merge_groups(await hub.groups_of_users())
             self._groups_listed = time.monotonic()
         servers = await hub.active_servers()
-        result = self.sync(servers, now())
+        # every server walked: off the event loop, so reports are answered meanwhile
+        result = await asyncio.to_thread(self.sync, servers, now())
         for row in self.due(now()):
             standing = self.state.get(row.server_id)
             why = (standing.reason if standing else None) or "a budget is spent"
@@ -339,17 +386,24 @@ class HubService:
 
     def report(self, user: str, report: SpendReport, now: datetime) -> HubReply:
         """Keep a report from ``user``'s server (the Hub named ``user`` for the token)."""
-        row = self.rows.get((user, report.server_name))
-        if row is None:
+        key = (user, report.server_name)
+        row = self.rows.get(key)
+        try:
+            if row is None:
+                raise KeyError(key)
+            self.ledger.add_report(row.server_id, report, now)
+        except KeyError:
+            # not running, or closed just now by the poll (a worker thread)
             label = report.server_name or "(default)"
             raise ReportRejected(
                 409, f"server_name: {user} has no running server {label!r} the hub knows of"
-            )
-        self.ledger.add_report(row.server_id, report, now)
-        # the report's reading: the idle policy's, and the cluster poll's (its
-        # disagreement with DCGM), with or without an idle policy
-        self.readings.take(self.activity, (user, report.server_name), report, now)
-        self._idle_tick(row, now)
+            ) from None
+        with self.lock:
+            if self.rows.get(key) is row:  # not closed by the poll meanwhile
+                # the report's reading: the idle policy's, and the cluster poll's (its
+                # disagreement with DCGM), with or without an idle policy
+                self.readings.take(self.activity, key, report, now)
+                self._idle_tick(row, now)
         return self.reply(row)
 
     def reply(self, row: ServerRow) -> HubReply:

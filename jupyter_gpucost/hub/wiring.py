@@ -1,31 +1,28 @@
-"""The service's parts built from its settings: the ledger, the allocation policy, the
-budgets and the grace clock, joined in a :class:`~.service.HubService`."""
+"""The service's parts built from its checked settings (:class:`~.settings.HubSettings`):
+the ledger, the allocation policy, the budgets and the grace clock, joined in a
+:class:`~.service.HubService`."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
-from . import profiles_setup
 from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
-from .cluster_settings import ClusterSettings
+from .cluster.settings import ClusterSettings
 from .enforcer import Enforcer
-from .idle import IdleClock, IdlePolicy
+from .idle.policy import IdleClock, IdlePolicy
+from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
-from .profiles_setup import ProfileSettings
-from .reclaim import Reclaimer
+from .profiles import settings as profiles_setup
 from .service import HubService
-
-if TYPE_CHECKING:
-    from .app import GpuCostHub
+from .settings import HubSettings
 
 SETTING = "c.GpuCostHub"
 log = logging.getLogger("jupyter_gpucost.hub")
@@ -47,8 +44,10 @@ class Parts:
     billing: BillingRule | None = None
 
 
-def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
-    cluster = app.cluster_settings()
+def build(settings: HubSettings) -> Parts:
+    profiles, billing_settings = settings.profiles, settings.billing
+    tz = settings.ledger.tz
+    cluster = settings.cluster
     prices = profiles.prices
     allocations = profiles_setup.build(profiles)
     allocation = allocations.policy
@@ -67,30 +66,32 @@ def build(app: GpuCostHub, profiles: ProfileSettings, tz: ZoneInfo) -> Parts:
                     line.rate.usd_per_hour,
                     line.rate.source,
                 )
-    budgets = BudgetPolicy(app.user_budgets, app.group_budgets)
-    enforcer = Enforcer(app.grace_s)
-    data_dir = Path(app.data_dir)
+    budgets = BudgetPolicy(billing_settings.user_budgets, billing_settings.group_budgets)
+    enforcer = Enforcer(billing_settings.grace_s)
+    data_dir = settings.ledger.data_dir
     try:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
         raise HubConfigError(
-            f"{SETTING}.data_dir = {app.data_dir!r} cannot be created: {e}"
+            f"{SETTING}.data_dir = {str(data_dir)!r} cannot be created: {e}"
         ) from None
     try:
-        billing = BillingRule(int(app.billing_granularity_s), int(app.minimum_charge_s))
+        billing = BillingRule(billing_settings.granularity_s, billing_settings.minimum_charge_s)
     except ValueError as e:
         raise HubConfigError(f"{SETTING}.billing_granularity_s / minimum_charge_s: {e}") from None
-    url = app.ledger_url or default_url(data_dir)
+    url = settings.ledger.url or default_url(data_dir)
     try:
-        ceiling = report_ceiling(prices, int(app.max_gpus_per_server))
+        ceiling = report_ceiling(prices, billing_settings.max_gpus_per_server)
         ledger = HubLedger(url, tz=tz, billing=billing, ceiling=ceiling)
     except HubConfigError:
         raise
     except Exception as e:
         raise HubConfigError(f"{SETTING}.ledger_url: the ledger cannot be opened: {e}") from None
     # the idle policy: an idle tick counts at most three polls (a clock that jumps)
-    idle = IdlePolicy(app.idle_policy, log.error)
-    reclaimer = Reclaimer(idle, IdleClock(3 * app.poll_interval_s), ReclaimStore(ledger.engine))
+    idle = IdlePolicy(settings.idle.policy, log.error)
+    reclaimer = Reclaimer(
+        idle, IdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
+    )
     service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
     return Parts(
         service=service,

@@ -3,7 +3,7 @@ import { Token } from '@lumino/coreutils';
 import { ISignal } from '@lumino/signaling';
 
 import { IBudgetEvent, IBudgetStatus } from './budget/tokens';
-import type { IMachine } from './machine/format';
+import type { IMachine } from './machine/tokens';
 
 /**
  * Types of the JSON served by `GET /gpucost/api/status` (see docs/api.md).

@@ -2,6 +2,9 @@
 and what it reported, by local day, in SQLite (WAL, a file of its own) or any
 SQLAlchemy URL (PostgreSQL through psycopg 3: ``postgresql+psycopg://...``).
 
+May import: the hub's core types and rules (:mod:`..model`, :mod:`..accounting`) and
+``jupyter_gpucost.core``; never another room of the hub, the service or the app.
+
 How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerApi`):
 
 * Each running server is held in memory (:mod:`.state`) with what the database has for it.
@@ -67,6 +70,8 @@ __all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_ta
 
 _s = servers_table.c
 _d = daily_table.c
+#: running servers whose figures a sum adds up under the lock at a time
+TOTALS_CHUNK = 100
 
 
 def default_url(data_dir: str | os.PathLike[str]) -> str:
@@ -340,23 +345,29 @@ class HubLedger:
                     ids = list(self._open)
                 else:
                     ids = [i for u in wanted for i in self._by_user.get(u, ())]
-                sums = {u: list(v) for u, v in flushed.items()}
-                sessions: dict[str, dict[int, int]] = {}
-                for i in ids:
-                    server = self._open[i]
-                    user = server.row.user
-                    figures = sum_today = sum_month = 0
-                    for d, v in server.days(now, self.billing, self.tz).items():
-                        figures += v.billed
-                        if first <= d <= today:
-                            delta = v.billed - server.flushed.get(d, Day()).billed
-                            sum_month += delta
-                            if d == today:
-                                sum_today += delta
-                    total = sums.setdefault(user, [0, 0])
-                    total[0] += sum_today
-                    total[1] += sum_month
-                    sessions.setdefault(user, {})[i] = figures
+            sums = {u: list(v) for u, v in flushed.items()}
+            sessions: dict[str, dict[int, int]] = {}
+            # the lock a chunk at a time: reports (on the event loop) wait for at most one
+            # chunk's figures, not every running server's
+            for at in range(0, len(ids), TOTALS_CHUNK):
+                with self._lock:
+                    for i in ids[at : at + TOTALS_CHUNK]:
+                        server = self._open.get(i)
+                        if server is None:  # closed meanwhile, by the poll's thread
+                            continue
+                        user = server.row.user
+                        figures = sum_today = sum_month = 0
+                        for d, v in server.days(now, self.billing, self.tz).items():
+                            figures += v.billed
+                            if first <= d <= today:
+                                delta = v.billed - server.flushed.get(d, Day()).billed
+                                sum_month += delta
+                                if d == today:
+                                    sum_today += delta
+                        total = sums.setdefault(user, [0, 0])
+                        total[0] += sum_today
+                        total[1] += sum_month
+                        sessions.setdefault(user, {})[i] = figures
         return {u: UserTotals(u, t, m, sessions.get(u, {})) for u, (t, m) in sorted(sums.items())}
 
     def totals(self, user: str, now: datetime) -> UserTotals:

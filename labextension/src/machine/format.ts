@@ -2,39 +2,9 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { IBudgetStatus } from '../budget/tokens';
 import { formatRate } from '../format';
+import type { IMachine, IWithMachine } from './tokens';
 
-/**
- * The machine this server runs on (`machine` in `GET /gpucost/api/status`).
- */
-export interface IMachine {
-  provider: string;
-  instance_type: string | null;
-  region: string | null;
-  /** `on-demand` or `spot`, `null` when not known. */
-  market: string | null;
-  instance_id: string | null;
-  /** How it was found: `dmi`, `dmi+metadata`, `environment`. */
-  source: string;
-  /** A Kubernetes pod: its node is shared. */
-  shared: boolean;
-  /** Whether `stop-instance` can stop it through its cloud. */
-  stoppable: boolean;
-  /** `instance`: priced whole from its catalog row; `gpu`: per-GPU prices. */
-  priced: 'instance' | 'gpu';
-  instance_price_usd_per_hour: number | null;
-  instance_price_confidence: string | null;
-  /** `upper-bound`: a spot instance priced at its on-demand row. */
-  instance_price_basis?: string | null;
-  /** How the prices were chosen, in the server's language. */
-  price_note?: string | null;
-}
-
-/**
- * A status that may carry the machine (older servers leave it out).
- */
-export interface IWithMachine {
-  machine?: IMachine | null;
-}
+export type { IMachine, IWithMachine } from './tokens';
 
 /**
  * The machine in a status, `null` when none was detected.

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..core.hub_protocol import HubBudget
-from .cluster_usage import usage_json
+from ...core.hub_protocol import HubBudget
+from ..cluster.usage import usage_json
+from ..ledger.usage import UsageTotals
+from ..model import ServerRow, UserTotals
+from ..service import HubService
 from .idle_view import idle_gauges, idle_json, idle_summary
-from .ledger.usage import UsageTotals
-from .model import ServerRow, UserTotals
-from .service import HubService
 
 #: a user is "near" a budget from this share of it on
 NEAR_SHARE = 0.8

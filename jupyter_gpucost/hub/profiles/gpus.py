@@ -1,7 +1,7 @@
 """A pod's GPUs from its KubeSpawner settings, and their price.
 
 From the settings a profile (and its option choices) give the pod
-(:mod:`~.kube_profiles`):
+(:mod:`~.kubespawner`):
 
 * the count: ``extra_resource_limits["nvidia.com/gpu"]``, or
   ``extra_resource_guarantees["nvidia.com/gpu"]`` (the larger where both are set);
@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
-from ..core.catalog import PricePolicy
-from ..core.instance_prices import InstanceRow, find_instance
-from .allocation import NO_GPU, canonical_model, price
+from ...core.catalog import PricePolicy
+from ...core.instance_prices import InstanceRow, find_instance
+from ..allocation import NO_GPU, canonical_model, price
+from ..model import GpuAllocation, HubConfigError, Rate
 from .gpu_labels import (
     GPU_RESOURCE,
     INSTANCE_LABELS,
@@ -39,8 +40,7 @@ from .gpu_labels import (
     gpu_count,
     model_from_label,
 )
-from .kube_profiles import State, Unreadable
-from .model import GpuAllocation, HubConfigError, Rate
+from .kubespawner import State, Unreadable
 
 MICRO = Decimal("0.000001")
 

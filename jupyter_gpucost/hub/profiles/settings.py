@@ -1,6 +1,6 @@
 """The allocation policy from the admin's settings: ``profile_gpus``, ``default_gpu`` and,
 with ``profiles_from``, the hub's own KubeSpawner profile list priced
-(:mod:`~.profile_table`). Used at the service's start and by ``check-profiles``.
+(:mod:`~.table`). Used at the service's start and by ``check-profiles``.
 
 Reads the profile file and the catalog's whole-instance rows (blocking, once at start).
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.catalog import CatalogError, PricePolicy
-from ..core.instance_prices import load_instance_rows
-from . import profile_source
-from .allocation import AllocationPolicy
-from .model import HubConfigError, Rate
-from .profile_gpus import Prices
-from .profile_table import ProfileSource, ProfileTable
+from ...core.catalog import CatalogError, PricePolicy
+from ...core.instance_prices import load_instance_rows
+from ..allocation import AllocationPolicy
+from ..model import HubConfigError, Rate
+from . import source as profile_source
+from .gpus import Prices
+from .table import ProfileSource, ProfileTable
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
 
-from ..core.meter import apportion
-from .activity import IDLE_UTIL_PCT, GpuActivity, ServerKey
+from ...core.meter import apportion
+from ..activity import IDLE_UTIL_PCT, GpuActivity, ServerKey
 from .promanswer import Vector
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"

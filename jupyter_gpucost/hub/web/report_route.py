@@ -36,10 +36,10 @@ from typing import Protocol, cast
 from tornado import httputil
 from tornado.http1connection import HTTP1Connection
 
-from ..core.hub_protocol import ProtocolError, SpendReport
+from ...core.hub_protocol import ProtocolError, SpendReport
+from ..service import HubService, ReportRejected
 from .hubapi import HubApi, Identity
 from .ratelimit import RateLimit
-from .service import HubService, ReportRejected
 
 #: tokens being checked with the Hub at once, at most
 MAX_PENDING_CHECKS = 256

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from .model import ServerInfo
+from ..model import ServerInfo
 
 log = logging.getLogger("jupyter_gpucost.hub")
 

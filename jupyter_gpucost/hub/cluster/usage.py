@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any, Protocol
 
-from ..core.billing import BillingRule
-from .accounting import allocated_micro_usd, day_of
-from .activity import GpuActivity, ServerKey
-from .cluster_settings import ClusterSettings
+from ...core.billing import BillingRule
+from ..accounting import allocated_micro_usd, day_of
+from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..ledger.usage import UsageDelta, UsageLedger, UsageTotals
+from ..model import ServerRow
 from .dcgm import (
     UTIL,
     Disagreement,
@@ -34,11 +35,9 @@ from .dcgm import (
     queries,
     split,
 )
-from .ledger.usage import UsageDelta, UsageLedger, UsageTotals
-from .model import ServerRow
 from .promanswer import Vector
 from .prometheus import PrometheusError
-from .service import HubService
+from .settings import ClusterSettings
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -46,6 +45,28 @@ log = logging.getLogger("jupyter_gpucost.hub")
 FLAG_AFTER_POLLS = 2
 #: deltas kept for the ledger while it refuses them (a day of polls of 100 servers)
 MAX_PENDING = 150_000
+
+
+class Readings(Protocol):
+    """The servers' own reports as readings (:class:`~..idle.report_reading.ReportReadings`)."""
+
+    def knows(self, key: ServerKey) -> bool: ...
+
+    def over(self, key: ServerKey, start: datetime, end: datetime) -> GpuActivity | None: ...
+
+
+class ServiceState(Protocol):
+    """What the poll reads and publishes of the service (:class:`~..service.HubService`):
+    its running servers, and each one's GPU activity by source."""
+
+    @property
+    def rows(self) -> Mapping[tuple[str, str], ServerRow]: ...
+
+    @property
+    def activity(self) -> dict[ServerKey, dict[ActivitySource, GpuActivity]]: ...
+
+    @property
+    def readings(self) -> Readings: ...
 
 
 class QueryClient(Protocol):
@@ -110,7 +131,7 @@ class ClusterUsage:
 
     # -- one poll -------------------------------------------------------------------------
 
-    async def poll(self, service: HubService, now: datetime) -> None:
+    async def poll(self, service: ServiceState, now: datetime) -> None:
         """Ask Prometheus about the window since the last answer; never raises for
         Prometheus (its failures are the status); the ledger's errors are the caller's."""
         rows = dict(service.rows)
@@ -178,7 +199,7 @@ class ClusterUsage:
                 raise PrometheusError(f"{self.client.shown}: {type(result).__name__}")
         return answers
 
-    def _down(self, service: HubService, now: datetime, why: str) -> list[UsageDelta]:
+    def _down(self, service: ServiceState, now: datetime, why: str) -> list[UsageDelta]:
         status = self.status
         self.status = ClusterStatus(
             status.url, status.ok_at, status.down_since or now, why, status.refused
@@ -186,7 +207,8 @@ class ClusterUsage:
         if not self._logged_down:
             log.error("GPU use from the cluster is unknown: %s", why)
             self._logged_down = True
-        for kinds in service.activity.values():
+        # a copy: the poll's sync may drop a stopped server's entry meanwhile (a thread)
+        for kinds in list(service.activity.values()):
             kinds.pop("dcgm", None)
         # time older than any later answer could cover is unknown for good
         oldest = now - timedelta(seconds=self.settings.max_window_s)
@@ -199,7 +221,7 @@ class ClusterUsage:
 
     def _split(
         self,
-        service: HubService,
+        service: ServiceState,
         rows: Mapping[tuple[str, str], ServerRow],
         seen: Mapping[ServerKey, Seen],
         refused: int,

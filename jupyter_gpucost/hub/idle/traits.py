@@ -1,5 +1,5 @@
 """The idle policy's settings of the hub service (``c.GpuCostHub.idle_policy``), as a
-traits mixin of :class:`~.app.GpuCostHub`."""
+traits mixin of the app (``jupyter_gpucost.hub.app.GpuCostHub``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Every profile and option choice of a KubeSpawner ``profile_list``, priced.
 
-Built once at start from the hub's own config (:mod:`~.profile_source`): each profile ×
+Built once at start from the hub's own config (:mod:`~.source`): each profile ×
 each combination of its options' choices is resolved as KubeSpawner resolves it
-(:mod:`~.kube_profiles`) and priced from the pod's settings (:mod:`~.profile_gpus`).
+(:mod:`~.kubespawner`) and priced from the pod's settings (:mod:`~.gpus`).
 ``c.GpuCostHub.profile_gpus[slug]`` beats what is derived for that profile.
 
 A running server's rate comes from its ``user_options`` the same way. What KubeSpawner
@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING
 
-from .kube_profiles import (
+from ..model import GpuAllocation, Rate
+from .gpus import MICRO, Prices, Unpriced, rate_of
+from .kubespawner import (
     UNLISTED,
     ProfileListError,
     Selection,
@@ -35,8 +37,6 @@ from .kube_profiles import (
     load,
     uses_text,
 )
-from .model import GpuAllocation, Rate
-from .profile_gpus import MICRO, Prices, Unpriced, rate_of
 
 #: shown where a profile's figure is the admin's restatement
 OVERRIDE = "c.GpuCostHub.profile_gpus"

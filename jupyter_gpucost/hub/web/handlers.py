@@ -1,4 +1,4 @@
-"""The service's HTTP endpoints: thin tornado handlers over :mod:`.service` and :mod:`.views`.
+"""The service's HTTP endpoints: thin tornado handlers over :mod:`..service` and :mod:`.views`.
 
 Who may call what:
 
@@ -37,16 +37,16 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 )
 from tornado import web
 
-from ..core.hub_protocol import REPORT_PATH
-from ..core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
-from ..core.money import as_decimal, status_bar
+from ...core.hub_protocol import REPORT_PATH
+from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
+from ...core.money import as_decimal, status_bar
+from ..budgets import spawn_refusal
+from ..service import HubService
 from . import views
-from .budgets import spawn_refusal
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token
-from .service import HubService
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -147,8 +147,8 @@ class AllowanceHandler(TokenHandler):
             raise web.HTTPError(403, "only the Hub's pre_spawn_hook asks this (service token)")
         groups = tuple(self.get_arguments("group"))
         service = self.ctx.service
-        if groups and user not in service.groups_of:
-            service.groups_of[user] = groups
+        if groups:
+            service.learn_groups(user, groups)
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
         # the reason in the language of the user's browser, which the hook passes on
         refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.gpu_models import model_for
+from ...core.gpu_models import model_for
 
 GKE_ACCELERATOR = "cloud.google.com/gke-accelerator"
 KARPENTER_GPU = "karpenter.k8s.aws/instance-gpu-name"

@@ -1,6 +1,7 @@
 """``python -m jupyter_gpucost.hub check-profiles``: how every profile will be billed.
 
-Reads the service's config (``--config``, default ``gpucost_hub_config.py`` here) and the
+Reads the service's config (``--config``, default ``gpucost_hub_config.py`` here; read by the
+app, :mod:`..check_command`, and handed in as ``read_settings``) and the
 profile list it names (``c.GpuCostHub.profiles_from``, or ``--profiles-from PATH``), then
 prints one line per profile and option choice: slug, choice, GPU model × count, price
 per hour and where each figure came from. Exits 2 naming what cannot be priced (the
@@ -12,15 +13,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
-from ..core.currency import symbol
-from ..core.money import budget
-from . import profile_source, profiles_setup
-from .allocation import PROFILES_SETTING, describe, parse_profiles, price
-from .model import HubConfigError, Rate
-from .profile_table import Line, ProfileTable
+from ...core.currency import symbol
+from ...core.money import budget
+from ..allocation import PROFILES_SETTING, describe, parse_profiles, price
+from ..model import HubConfigError, Rate
+from . import settings as profiles_setup
+from . import source as profile_source
+from .settings import ProfileSettings
+from .table import Line, ProfileTable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,21 +42,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
+#: reads the service's config (its file, or None for the default) into the profile
+#: settings, a ``profiles_from`` given on the command line (or None) winning over it;
+#: :class:`HubConfigError` or any other error when it cannot be used
+ReadSettings = Callable[[str | None, str | None], ProfileSettings]
+
+
+def main(
+    argv: list[str],
+    read_settings: ReadSettings,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
-    from .app import GpuCostHub
-
-    app = GpuCostHub()
-    hub_argv = []
-    if args.config:
-        hub_argv += ["--config", args.config]
-    if args.profiles_from:
-        hub_argv.append(f"--GpuCostHub.profiles_from={args.profiles_from}")
     try:
-        app.initialize(hub_argv)
-        settings = app.profile_settings()
+        settings = read_settings(args.config, args.profiles_from)
     except HubConfigError as e:
         print(f"check-profiles: {e}", file=err)
         return 2
@@ -73,7 +78,7 @@ def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) 
         return 2
 
 
-def _check(settings: profiles_setup.ProfileSettings, out: TextIO, err: TextIO) -> int:
+def _check(settings: ProfileSettings, out: TextIO, err: TextIO) -> int:
     sign = symbol(settings.prices.session_currency)
     source = profile_source.read(settings.profiles_from)
     prices = profiles_setup.derived_prices(settings.prices)
@@ -109,7 +114,7 @@ def _check(settings: profiles_setup.ProfileSettings, out: TextIO, err: TextIO) -
     return 0
 
 
-def _overrides(settings: profiles_setup.ProfileSettings) -> Mapping[str, Rate]:
+def _overrides(settings: ProfileSettings) -> Mapping[str, Rate]:
     profiles = parse_profiles(settings.profile_gpus)
     if not isinstance(profiles, Mapping):
         return {}

@@ -1,7 +1,7 @@
 """The words the hub service's pages write for values that come as data (a budget's scope
 and whom it is set for, why a server is being stopped), in the page's language.
 
-The pages' JSON (:mod:`jupyter_gpucost.hub.views`) keeps the values as the API gives them
+The pages' JSON (:mod:`jupyter_gpucost.hub.web.views`) keeps the values as the API gives them
 (``"day"``, ``"group:ml"``); the templates call these functions, bound to the language of
 the browser's ``Accept-Language``.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.hub_protocol import HubBudget
-from ..core.i18n import Messages
-from ..core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
-from ..core.wording import hub_source, scope_name
-from .budgets import describe
+from ...core.hub_protocol import HubBudget
+from ...core.i18n import Messages
+from ...core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
+from ...core.wording import hub_source, scope_name
+from ..budgets import describe
 
 
 def _micro(amount: object) -> int:

@@ -12,9 +12,9 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..core.hub_protocol import GpuTime, SpendReport
-from .activity import ActivitySource, GpuActivity, ServerKey
-from .idle import STALE_S
+from ...core.hub_protocol import GpuTime, SpendReport
+from ..activity import ActivitySource, GpuActivity, ServerKey
+from .policy import STALE_S
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from .ledger.reclaims import SAVINGS_HORIZON_S, cost_micro_usd
-from .model import ServerRow
-from .service import HubService
+from ..ledger.reclaims import SAVINGS_HORIZON_S, cost_micro_usd
+from ..model import ServerRow
+from ..service import HubService
 
 #: the admin page's idle figures cover this many days
 PERIOD_DAYS = 30

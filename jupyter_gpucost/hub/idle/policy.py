@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from .activity import IDLE_UTIL_PCT, ActivitySource, GpuActivity, ServerKey
-from .model import HubConfigError, ServerInfo
+from ..activity import IDLE_UTIL_PCT, ActivitySource, GpuActivity, ServerKey
+from ..model import HubConfigError, ServerInfo
 
 SETTING = "c.GpuCostHub.idle_policy"
 #: a reading older than this says nothing about now (seconds)

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
-from .kube_profiles import DICT_SETTINGS, GPU_SETTINGS, LIST_SETTINGS, Unreadable
-from .model import HubConfigError
-from .profile_table import ProfileSource
+from ..model import HubConfigError
+from .kubespawner import DICT_SETTINGS, GPU_SETTINGS, LIST_SETTINGS, Unreadable
+from .table import ProfileSource
 
 SETTING = "c.GpuCostHub.profiles_from"
 #: Z2JH's singleuser keys that become the spawner's GPU settings

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from traitlets import Enum, Float, HasTraits, Unicode
 
+from ..model import HubConfigError
+from ..profiles.podname import DEFAULT_TEMPLATE, PodNames, SlugScheme
 from .dcgm import NAMESPACE
-from .model import HubConfigError
-from .podname import DEFAULT_TEMPLATE, PodNames, SlugScheme
 from .prometheus import PrometheusAuth, shown_url
 
 SETTING = "c.GpuCostHub"

@@ -1,8 +1,8 @@
 """The idle policy at work in the service: the idle clock ticked each poll and each report
-(each server's activity is the service's: :mod:`.report_reading`, :mod:`.cluster_usage`),
+(each server's activity is the service's: :mod:`.report_reading`, :mod:`..cluster.usage`),
 warnings kept in the ledger like a budget's grace deadline, and the idle spans recorded.
 
-The service (:mod:`.service`) calls it; it knows nothing of tornado or of the Hub API.
+The service (:mod:`..service`) calls it; it knows nothing of tornado or of the Hub API.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..core.hub_protocol import IDLE_STOP_REASON
-from .activity import ActivitySource, GpuActivity, ServerKey
-from .idle import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
-from .ledger.reclaims import IdleRecord, ReclaimStore
-from .model import ServerInfo, ServerRow
+from ...core.hub_protocol import IDLE_STOP_REASON
+from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..ledger.reclaims import IdleRecord, ReclaimStore
+from ..model import ServerInfo, ServerRow
+from .policy import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
 from .report_reading import report_activity
 
 log = logging.getLogger("jupyter_gpucost.hub")
