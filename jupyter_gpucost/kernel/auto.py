@@ -25,6 +25,7 @@ from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, torch_cuda
 from .link import kernel_id, link, notebook_path
 from .measure import prices, start_events
+from .saved import publish, saved_cell, summary_line
 
 #: IPython's ``InteractiveShell``: the extension keeps its own attributes on it
 #: (``gpucost_timer``, ``gpucost_auto``, ``gpucost_tally``), which its class does not declare
@@ -192,9 +193,18 @@ class AutoPricer:
         self.total_micro_usd += micro
         tally_of(self.shell).add("auto", micro)
         self.last = record
+        saved = saved_cell(
+            p,
+            cost_micro_usd=micro,
+            wall_s=wall_s,
+            started_epoch_s=epoch0,
+            mode="auto",
+            status=record["status"],
+        )
         server = link()
         if server is not None:
             server.send_cell(record, finish)
+            publish(saved, cell_id_of(result), summary_line(saved, p.currency_symbol))
         else:
             symbol = p.currency_symbol
             text = _(
@@ -202,4 +212,8 @@ class AutoPricer:
                 "catalog prices)"
             )
             cost = status_bar(to_usd(micro), symbol)
-            print(text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol)))
+            line = text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol))
+            if p.simulated:
+                line += _(" (simulated GPUs)")
+            if not publish(saved, cell_id_of(result), line):
+                print(line)

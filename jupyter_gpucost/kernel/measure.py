@@ -30,7 +30,7 @@ from ..core.money import rate, round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
-from .prices import KernelPrices, from_catalog, from_environment
+from .prices import KernelPrices, from_environment
 
 if TYPE_CHECKING:
     from ..telemetry.base import GpuReading
@@ -227,8 +227,9 @@ def prices() -> KernelPrices:
     if _prices is None:
         _prices = from_environment()
         if _prices is None:
-            readings = nvml().read()
-            _prices = from_catalog([(r.uuid, r.name, r.memory_total_bytes) for r in readings])
+            from .standalone import kernel_prices
+
+            _prices = kernel_prices(nvml)
     return _prices
 
 

@@ -1,0 +1,207 @@
+"""Moving each cell's cost into the notebook, and summing the notebook, in headless runs.
+
+The kernel publishes a priced cell's record as a display output of its own MIME type
+(:mod:`jupyter_gpucost.kernel.saved`). A :class:`CostCollector` attached to an nbclient
+``NotebookClient`` (nbclient itself, papermill's engine, ``jupyter gpucost run``) takes
+that output out of each cell *as the cell finishes in this run*, checks it, writes it into
+``cell.metadata.gpucost`` and adds it to the run's total; at the end the notebook's
+``metadata.gpucost`` holds the summary (exactly the sum of the cells). What a notebook
+already carried from elsewhere is never summed: a sound record on a cell this run did not
+execute is left as it was, a refused one is removed and named in the summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from ..core.i18n import _
+from ..core.money import status_bar, to_usd
+from ..core.saved_cost import (
+    METADATA_KEY,
+    MIMETYPE,
+    NotebookSummary,
+    Refused,
+    SavedCell,
+    parse_cell,
+)
+
+#: a cell or notebook as nbformat gives it (a dict with attribute access)
+Node = Any
+#: the tag of the summary cell a run appends (replaced on the next run)
+SUMMARY_TAG = "gpucost-summary"
+#: the code the runner sends (silently) before the first cell: price every cell
+SETUP_CODE = (
+    "get_ipython().run_line_magic('load_ext', 'jupyter_gpucost')\n"
+    "get_ipython().run_line_magic('gpucost', 'auto on')\n"
+)
+
+
+class BudgetSpent(Exception):
+    """The run's budget is spent: no further cell runs."""
+
+    def __init__(self, cell_index: int, spent_micro_usd: int) -> None:
+        super().__init__(f"budget spent at cell {cell_index}")
+        self.cell_index = cell_index
+        self.spent_micro_usd = spent_micro_usd
+
+
+def is_carrier(output: Node) -> bool:
+    return output.get("output_type") == "display_data" and MIMETYPE in output.get("data", {})
+
+
+def take_records(cell: Node) -> list[object]:
+    """The records the kernel published in ``cell`` (its carrier outputs removed)."""
+    outputs = cell.get("outputs") or []
+    found = [o["data"][MIMETYPE] for o in outputs if is_carrier(o)]
+    if found:
+        cell["outputs"] = [o for o in outputs if not is_carrier(o)]
+    return found
+
+
+def combine(cells: list[SavedCell]) -> SavedCell:
+    """One record for a cell priced more than once (a ``%%gpucost`` cell under auto mode
+    is priced once; this only guards against a kernel sending two): the last one."""
+    return cells[-1]
+
+
+class CostCollector:
+    """nbclient hooks that save each cell's cost and sum the notebook."""
+
+    def __init__(
+        self,
+        *,
+        runner: str = "nbclient",
+        price_all_cells: bool = True,
+        summary_cell: bool = False,
+        budget_micro_usd: int | None = None,
+        on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
+    ) -> None:
+        self.summary = NotebookSummary(runner=runner)
+        self.price_all_cells = price_all_cells
+        self.summary_cell = summary_cell
+        self.budget_micro_usd = budget_micro_usd
+        self.on_cell = on_cell
+        self.executed: set[int] = set()
+        #: the index of the last cell that ran, and when the running one started
+        self.last_executed: int | None = None
+        self.cell_started: float | None = None
+        self._client: Any = None
+        self._set_up = False
+
+    # -- wiring -----------------------------------------------------------------------
+    def attach(self, client: Any) -> Any:
+        """Set this collector's hooks on an nbclient ``NotebookClient``; returns it."""
+        self._client = client
+        client.on_cell_execute = self.on_cell_execute
+        client.on_cell_executed = self.on_cell_executed
+        client.on_notebook_complete = self.on_notebook_complete
+        return client
+
+    def hooks(self) -> dict[str, Callable[..., Any]]:
+        """The hooks as keyword arguments (for papermill, which builds the client)."""
+        return {
+            "on_cell_execute": self.on_cell_execute,
+            "on_cell_executed": self.on_cell_executed,
+        }
+
+    def kernel_pid(self) -> int | None:
+        """The kernel's process (a local kernel), for an interrupt."""
+        km = getattr(self._client, "km", None)
+        pid = getattr(getattr(km, "provisioner", None), "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    async def on_cell_execute(self, cell: Node, cell_index: int, **_kw: object) -> None:
+        client = self._client
+        if not self._set_up and self.price_all_cells and getattr(client, "kc", None) is not None:
+            self._set_up = True
+            from nbclient.util import ensure_async
+
+            msg_id = await ensure_async(
+                client.kc.execute(SETUP_CODE, silent=True, store_history=False)
+            )
+            await client.async_wait_for_reply(msg_id)
+        self.cell_started = time.monotonic()
+
+    def on_cell_executed(self, cell: Node, cell_index: int, **_kw: object) -> None:
+        self.executed.add(cell_index)
+        self.last_executed = cell_index
+        self.cell_started = None
+        records = take_records(cell)
+        metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
+        metadata.pop(METADATA_KEY, None)  # what it carried before this run is gone
+        parsed: list[SavedCell] = []
+        for record in records:
+            try:
+                parsed.append(parse_cell(record))
+            except Refused as e:  # our own kernel's record: should never happen
+                self.summary.ignored.append({"cell": cell_index, "reason": e.reason})
+        saved = combine(parsed) if parsed else None
+        if saved is not None:
+            metadata[METADATA_KEY] = saved.to_json()
+            self.summary.add(saved)
+        if self.on_cell is not None:
+            self.on_cell(cell_index, saved, self.summary)
+        if (
+            self.budget_micro_usd is not None
+            and self.summary.total_micro_usd >= self.budget_micro_usd
+        ):
+            raise BudgetSpent(cell_index, self.summary.total_micro_usd)
+
+    def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
+        self.finish(notebook)
+
+    # -- the end of a run -------------------------------------------------------------
+    def finish(self, notebook: Node, *, summary_cell: bool | None = None) -> dict[str, Any]:
+        """Check what cells this run did not execute carry, then write the summary (and
+        the summary cell, when asked here or at construction)."""
+        if summary_cell is None:
+            summary_cell = self.summary_cell
+        for index, cell in enumerate(notebook.get("cells", [])):
+            if index in self.executed:
+                continue
+            metadata = cell.get("metadata") or {}
+            if METADATA_KEY not in metadata:
+                continue
+            try:
+                parse_cell(metadata[METADATA_KEY])
+            except Refused as e:
+                del metadata[METADATA_KEY]
+                self.summary.ignored.append({"cell": index, "reason": e.reason})
+        summary = self.summary.to_json()
+        notebook.setdefault("metadata", {})[METADATA_KEY] = summary
+        cells = notebook.setdefault("cells", [])
+        cells[:] = [c for c in cells if SUMMARY_TAG not in c.get("metadata", {}).get("tags", [])]
+        if summary_cell:
+            import nbformat
+
+            markdown = nbformat.v4.new_markdown_cell(  # type: ignore[no-untyped-call]
+                summary_markdown(self.summary)
+            )
+            markdown.metadata["tags"] = [SUMMARY_TAG]
+            cells.append(markdown)
+        return summary
+
+
+def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
+    """The run's cost in a few lines of Markdown (shown where metadata is not: GitHub)."""
+    total = status_bar(to_usd(summary.total_micro_usd), symbol)
+    lines = [
+        _("**gpucost**: this run cost {total} over {n} priced cells.").format(
+            total=total, n=summary.cells
+        )
+    ]
+    for name, micro in sorted(summary.by_gpu_micro_usd.items()):
+        lines.append(f"- {name}: {status_bar(to_usd(micro), symbol)}")
+    if summary.simulated:
+        text = _("Simulated GPUs ({trace}): not real GPUs; the cost is what they would cost.")
+        lines.append("")
+        lines.append(text.format(trace=summary.simulated_by))
+    if summary.stopped:
+        lines.append("")
+        lines.append(str(summary.stopped.get("note", "")))
+    if summary.price_sources:
+        lines.append("")
+        lines.append(_("Prices: {sources}").format(sources="; ".join(summary.price_sources)))
+    return "\n".join(lines)
