@@ -43,9 +43,15 @@ def simulated(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def notebook(*sources: str) -> Any:
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [
-        nbformat.v4.new_markdown_cell(s[3:]) if s.startswith("md:") else nbformat.v4.new_code_cell(s)
+        nbformat.v4.new_markdown_cell(s[3:])
+        if s.startswith("md:")
+        else nbformat.v4.new_code_cell(s)
         for s in sources
     ]
     return nb
@@ -220,7 +226,16 @@ def test_papermill_engine_saves_every_cell_and_the_total(
     nb.cells[0].metadata["tags"] = ["parameters"]
     path = write(tmp_path, nb)
     subprocess.run(
-        [BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb", "-p", "steps", "3"],
+        [
+            BIN / "papermill",
+            "--engine",
+            "gpucost",
+            path,
+            tmp_path / "out.ipynb",
+            "-p",
+            "steps",
+            "3",
+        ],
         check=True,
         env=simulated,
         capture_output=True,

@@ -33,8 +33,11 @@ Node = Any
 SUMMARY_TAG = "gpucost-summary"
 #: the code the runner sends (silently) before the first cell: price every cell
 SETUP_CODE = (
-    "get_ipython().run_line_magic('load_ext', 'jupyter_gpucost')\n"
-    "get_ipython().run_line_magic('gpucost', 'auto on')\n"
+    # loaded as %load_ext would, without its "already loaded" when the notebook says it too
+    "import jupyter_gpucost.kernel.magics as _gpucost_magics\n"
+    "_gpucost_magics.load(get_ipython())\n"
+    "_gpucost_magics.auto(get_ipython(), ['on'])\n"
+    "del _gpucost_magics\n"
 )
 
 

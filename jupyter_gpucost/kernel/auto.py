@@ -5,9 +5,10 @@ started CUDA itself, records a CUDA event on each GPU's current stream (the cell
 *span*, sent as ``gpu_span_s``: idle gaps included, so not busy time) and resets the
 peak-memory counter; it never starts a profiler, never imports torch and never waits for
 the GPU on the cell's thread (the end events are waited for in the thread that sends the
-record). Nothing is printed into the notebook: the record goes to the server, and
-JupyterLab shows it next to the cell. Without a server, a one-line summary is printed
-instead (there is nowhere else to show it).
+record). The record goes to the server, and JupyterLab shows it next to the cell; it is
+also published as a hidden output for the notebook file (:mod:`.saved`), which the front
+end or a headless runner moves into the cell's metadata. Without a server that output's
+one-line text is what a plain front end shows.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
-import { Cell } from '@jupyterlab/cells';
+import { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import {
   INotebookModel,
@@ -16,6 +16,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
+import { Widget } from '@lumino/widgets';
 
 import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
@@ -31,8 +32,18 @@ import {
   CELLS_ROUTE,
   ICellRecord
 } from './format';
+import {
+  IOutputJSON,
+  isCarrier,
+  ISavedCell,
+  parseSavedCell,
+  recordOf,
+  SAVED_KEY,
+  SAVED_MIMETYPE
+} from './saved';
 
 export * from './format';
+export * from './saved';
 
 /**
  * The class of the badge shown next to a priced cell.
@@ -71,13 +82,47 @@ export async function fetchCellRecord(
 }
 
 /**
- * Show (or replace) the badge of a cell.
+ * Show (or replace) the badge of a cell; `recorded` when the figure was read
+ * from the notebook file (a run before this page, or elsewhere), not measured
+ * live.
  */
 export function showBadge(
   cell: Cell,
   record: ICellRecord,
-  symbol: string
+  symbol: string,
+  recorded = false
 ): void {
+  const badge = badgeOf(cell);
+  badge.textContent = recorded
+    ? trans().__('%1 · recorded', badgeText(record, symbol))
+    : badgeText(record, symbol);
+  badge.title = recorded
+    ? trans().__(
+        'Recorded in the notebook (not live):\n%1',
+        badgeTitle(record, symbol)
+      )
+    : badgeTitle(record, symbol);
+  badge.dataset.status = record.status;
+  badge.dataset.mode = record.mode;
+  badge.dataset.recorded = recorded ? 'true' : 'false';
+}
+
+/**
+ * Say that a cell's saved cost was not shown: it is not a record this
+ * version can trust (a notebook can come from anyone).
+ */
+export function showIgnored(cell: Cell): void {
+  const badge = badgeOf(cell);
+  badge.textContent = trans().__('cost record ignored');
+  badge.title = trans().__(
+    "This cell's saved cost (metadata gpucost) is not a valid record: it is not shown or summed."
+  );
+  badge.dataset.status = 'ignored';
+  badge.dataset.mode = '';
+  badge.dataset.recorded = 'false';
+}
+
+function badgeOf(cell: Cell): HTMLElement {
   const host = cell.node.querySelector('.jp-Cell-inputWrapper') ?? cell.node;
   let badge = host.querySelector(`.${BADGE_CLASS}`) as HTMLElement | null;
   if (!badge) {
@@ -85,10 +130,44 @@ export function showBadge(
     badge.className = BADGE_CLASS;
     host.appendChild(badge);
   }
-  badge.textContent = badgeText(record, symbol);
-  badge.title = badgeTitle(record, symbol);
-  badge.dataset.status = record.status;
-  badge.dataset.mode = record.mode;
+  return badge;
+}
+
+function removeBadge(cell: Cell): void {
+  cell.node.querySelector(`.${BADGE_CLASS}`)?.remove();
+}
+
+/**
+ * Renders the kernel's record of a cell as nothing: the page moves it into
+ * the cell's metadata once the cell has run.
+ */
+class HiddenRecord extends Widget {
+  constructor() {
+    super();
+    this.addClass('jp-gpucost-record');
+    this.hide();
+  }
+
+  renderModel(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Make a notebook's outputs show the kernel's record as nothing.
+ */
+export function hideRecords(panel: NotebookPanel): void {
+  const rendermime = panel.content.rendermime;
+  if (!rendermime.getFactory(SAVED_MIMETYPE)) {
+    rendermime.addFactory(
+      {
+        safe: true,
+        mimeTypes: [SAVED_MIMETYPE],
+        createRenderer: () => new HiddenRecord()
+      },
+      0
+    );
+  }
 }
 
 /**
@@ -111,6 +190,12 @@ export class CellCostController {
    * `%%gpucost` works without `%load_ext` (the setting).
    */
   loadExtension = true;
+
+  /**
+   * Write each priced cell's cost into its metadata (the setting; off for
+   * people who diff notebooks: the kernel's record is then only dropped).
+   */
+  saveInNotebook = true;
 
   /**
    * Whether cells of this notebook are priced.
@@ -136,6 +221,9 @@ export class CellCostController {
       });
     };
     panel.sessionContext.ready.then(apply).catch(() => undefined);
+    panel.context.ready
+      .then(() => this.showRecorded(panel))
+      .catch(() => undefined);
     panel.sessionContext.kernelChanged.connect(apply);
     panel.sessionContext.statusChanged.connect((_, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
@@ -147,6 +235,61 @@ export class CellCostController {
       this._buttons.delete(panel);
       this._pending.delete(panel);
     });
+  }
+
+  /**
+   * The badges of the costs the notebook file holds, marked as recorded (not
+   * live); a record that is not sound is named as ignored, never shown.
+   */
+  showRecorded(panel: NotebookPanel): void {
+    for (const cell of panel.content.widgets) {
+      const value = cell.model.getMetadata(SAVED_KEY);
+      if (value === undefined) {
+        continue;
+      }
+      const saved = parseSavedCell(value);
+      void cell.ready.then(() => {
+        if (saved) {
+          showBadge(cell, recordOf(saved, cell.model.id), '$', true);
+        } else {
+          showIgnored(cell);
+        }
+      });
+    }
+  }
+
+  /**
+   * After a cell ran: take the kernel's record of it out of its outputs and
+   * into its metadata (unless the setting says not to). A cell run again
+   * without a record loses the one it had: it was another run's.
+   */
+  saveFromOutputs(cell: Cell): ISavedCell | null {
+    if (cell.model.type !== 'code') {
+      return null;
+    }
+    const outputs = (cell.model as ICodeCellModel).outputs;
+    const all = outputs.toJSON() as unknown as IOutputJSON[];
+    const carriers = all.filter(isCarrier);
+    let saved: ISavedCell | null = null;
+    if (carriers.length) {
+      const kept = all.filter(output => !isCarrier(output));
+      outputs.clear();
+      for (const output of kept) {
+        outputs.add(output as unknown as Parameters<typeof outputs.add>[0]);
+      }
+      saved = parseSavedCell(
+        carriers[carriers.length - 1].data?.[SAVED_MIMETYPE]
+      );
+    }
+    if (saved && this.saveInNotebook) {
+      cell.model.setMetadata(SAVED_KEY, saved);
+    } else if (cell.model.getMetadata(SAVED_KEY) !== undefined) {
+      cell.model.deleteMetadata(SAVED_KEY);
+      if (!saved) {
+        removeBadge(cell);
+      }
+    }
+    return saved;
   }
 
   /**
@@ -275,6 +418,11 @@ export class CellCostController {
    * cell's cost when the kernel recorded it.
    */
   async executed(panel: NotebookPanel | null, cell: Cell): Promise<void> {
+    const saved = this.saveFromOutputs(cell);
+    if (saved) {
+      // this run's figure, until the server's record (same cost, more detail)
+      showBadge(cell, recordOf(saved, cell.model.id), '$');
+    }
     const source = cell.model.sharedModel.getSource();
     const typed = autoSwitch(source);
     if (panel && typed !== null) {
@@ -337,7 +485,7 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
       className: 'jp-gpucost-cell-toggle',
       label: '$/cell',
       tooltip: trans().__(
-        'Price every cell (jupyter-gpucost): its cost is shown next to it, nothing is added to the notebook'
+        'Price every cell (jupyter-gpucost): its cost is shown next to it and saved in its metadata'
       ),
       pressed: this._controller.isOn(panel),
       onClick: () => {
@@ -345,6 +493,7 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
       }
     });
     panel.toolbar.insertItem(10, 'gpucostCells', button);
+    hideRecords(panel);
     this._controller.track(panel, button);
     return new DisposableDelegate(() => button.dispose());
   }
@@ -398,6 +547,8 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
           const apply = (): void => {
             controller.loadExtension =
               settings.get('loadInEveryKernel').composite !== false;
+            controller.saveInNotebook =
+              settings.get('saveInNotebook').composite !== false;
             const before = controller.alwaysOn;
             controller.alwaysOn =
               settings.get('priceEveryCell').composite === true;
