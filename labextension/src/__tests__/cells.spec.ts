@@ -24,6 +24,7 @@ import {
   SAVED_KEY,
   SAVED_MIMETYPE
 } from '../cells/saved';
+import { withRecorded } from '../panel/recent';
 
 function record(overrides: Partial<ICellRecord> = {}): ICellRecord {
   return {
@@ -442,5 +443,33 @@ describe('CellCostController', () => {
       'Start a kernel first: cells are priced by the kernel that runs them.',
       { autoClose: 5000 }
     );
+  });
+});
+
+describe('recent cells with the recorded ones', () => {
+  it('lists the live cells first, then the recorded ones the server does not know', () => {
+    const live = [record({ cell_id: 'c1', ended: '2026-11-27T09:00:00Z' })];
+    const recorded = [
+      { ...record({ cell_id: 'c1' }), recorded: true },
+      {
+        ...record({ cell_id: 'old', ended: '2026-11-20T09:00:00Z' }),
+        recorded: true
+      },
+      {
+        ...record({ cell_id: 'newer', ended: '2026-11-21T09:00:00Z' }),
+        recorded: true
+      }
+    ];
+    expect(withRecorded(live, recorded).map(c => c.cell_id)).toEqual([
+      'c1',
+      'newer',
+      'old'
+    ]);
+    expect(withRecorded(live, recorded)[0].recorded).toBeUndefined();
+    // with no live cell, the newest recorded ones
+    expect(withRecorded([], recorded, 2).map(c => c.cell_id)).toEqual([
+      'c1',
+      'newer'
+    ]);
   });
 });
