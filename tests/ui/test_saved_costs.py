@@ -76,9 +76,7 @@ def test_an_executed_notebook_shows_its_recorded_costs(
     page.locator("#jp-gpucost-status").click()
     recent = page.locator("#jp-gpucost-panel .jp-gpucost-panel-cells")
     expect(recent.locator("tr[data-recorded='true']")).to_have_count(2, timeout=30_000)
-    expect(recent.locator("tr[data-recorded='true'] td").first).to_contain_text(
-        "sent.ipynb · cell"
-    )
+    expect(recent.locator("tr[data-recorded='true'] td").first).to_contain_text("sent.ipynb · cell")
     expect(recent).to_contain_text("recorded")
     screenshot(page, "recorded-cells-in-panel.png")
     page.locator(".lm-TabBar-tab", has_text="sent.ipynb").click()
