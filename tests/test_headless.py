@@ -141,7 +141,7 @@ def test_a_hostile_or_corrupt_record_from_elsewhere_is_ignored_never_summed(
     assert summary["total_micro_usd"] == this_run.cost_micro_usd < 10**12
     assert summary["cells"] == 1
     assert METADATA_KEY not in nb.cells[1].metadata
-    assert summary["ignored"] == [{"cell": 1, "reason": "not an object"}]
+    assert summary["ignored"] == [{"cell": 1, "cell_id": nb.cells[1].id, "reason": "not an object"}]
     # left as it was (it is sound), shown as recorded by the front end, not summed
     assert nb.cells[2].metadata[METADATA_KEY] == sound
     assert nb.cells[2].outputs[0]["data"]["text/plain"] == "forged"
@@ -292,10 +292,37 @@ def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
     summary = assert_sums_exactly(out)
     assert 2000 <= summary["total_micro_usd"] < 2000 + expected_cost_micro_usd(RATE, 1.0)
     assert summary["stopped"]["cell"] == 2
+    assert summary["stopped"]["cell_id"] == nb.cells[2].id
     assert "stopped at cell 3" in summary["stopped"]["note"]
     # the cell after it never ran
     assert out.cells[3].outputs == []
     assert "stopped at cell 3" in out.cells[-1].source
+
+
+def test_gpucost_run_says_a_cell_failed_with_exit_code_1(
+    simulated: dict[str, str], tmp_path: Path
+) -> None:
+    nb = notebook("n = 1", "x = 2", "raise ValueError('boom')", "print('never')")
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    path = write(tmp_path, nb)
+    done = subprocess.run(
+        [BIN / "jupyter", "gpucost", "run", path, "-p", "n", "2", "--telemetry", "simulated"],
+        env=simulated,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    # papermill's parameters cell is counted: five cells in all
+    assert "cell 4/5:" in done.stderr
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    # papermill marks the failure with cells of its own: find ours by their source
+    by_source = {c.source: c for c in out.cells if c.cell_type == "code"}
+    assert by_source["raise ValueError('boom')"].metadata["gpucost"]["status"] == "error"
+    assert "gpucost" not in by_source["print('never')"].metadata
+    assert len(saved_costs(out)) == 4
+    assert_sums_exactly(out)
+    assert "stopped" not in out.metadata[METADATA_KEY]
 
 
 def test_gpucost_run_refuses_a_budget_it_cannot_enforce(

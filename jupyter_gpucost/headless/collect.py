@@ -89,6 +89,7 @@ class CostCollector:
         self.executed: set[int] = set()
         #: the index of the last cell that ran, and when the running one started
         self.last_executed: int | None = None
+        self.last_cell_id: str | None = None
         self.cell_started: float | None = None
         self._client: Any = None
         self._set_up = False
@@ -108,6 +109,12 @@ class CostCollector:
             "on_cell_execute": self.on_cell_execute,
             "on_cell_executed": self.on_cell_executed,
         }
+
+    def cell_count(self) -> int | None:
+        """How many cells the running notebook has (papermill's parameters included)."""
+        nb = getattr(self._client, "nb", None)
+        cells = None if nb is None else nb.get("cells")
+        return len(cells) if isinstance(cells, list) else None
 
     def kernel_pid(self) -> int | None:
         """The kernel's process (a local kernel), for an interrupt."""
@@ -130,6 +137,7 @@ class CostCollector:
     def on_cell_executed(self, cell: Node, cell_index: int, **_kw: object) -> None:
         self.executed.add(cell_index)
         self.last_executed = cell_index
+        self.last_cell_id = cell.get("id")
         self.cell_started = None
         records = take_records(cell)
         metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
@@ -139,7 +147,9 @@ class CostCollector:
             try:
                 parsed.append(parse_cell(record))
             except Refused as e:  # our own kernel's record: should never happen
-                self.summary.ignored.append({"cell": cell_index, "reason": e.reason})
+                self.summary.ignored.append(
+                    {"cell": cell_index, "cell_id": cell.get("id"), "reason": e.reason}
+                )
         saved = combine(parsed) if parsed else None
         if saved is not None:
             metadata[METADATA_KEY] = saved.to_json()
@@ -171,7 +181,9 @@ class CostCollector:
                 parse_cell(metadata[METADATA_KEY])
             except Refused as e:
                 del metadata[METADATA_KEY]
-                self.summary.ignored.append({"cell": index, "reason": e.reason})
+                self.summary.ignored.append(
+                    {"cell": index, "cell_id": cell.get("id"), "reason": e.reason}
+                )
         summary = self.summary.to_json()
         notebook.setdefault("metadata", {})[METADATA_KEY] = summary
         cells = notebook.setdefault("cells", [])

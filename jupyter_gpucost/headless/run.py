@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -151,12 +151,14 @@ class Progress:
         self.total_cells = total_cells
         self.budget = budget_micro_usd
         self.out = out
+        #: the running notebook's own count (papermill adds a parameters cell)
+        self.count: Callable[[], int | None] = lambda: None
 
     def __call__(self, index: int, cell: SavedCell | None, summary: NotebookSummary) -> None:
         cost = "-" if cell is None else status_bar(to_usd(cell.cost_micro_usd), "$")
         total = status_bar(to_usd(summary.total_micro_usd), "$")
         line = _("cell {i}/{n}: {cost}, {total} so far").format(
-            i=index + 1, n=self.total_cells, cost=cost, total=total
+            i=index + 1, n=self.count() or self.total_cells, cost=cost, total=total
         )
         if self.budget:
             used = min(summary.total_micro_usd / self.budget, 1.0)
@@ -248,6 +250,8 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         budget_micro_usd=budget,
         on_cell=progress,
     )
+    if progress is not None:
+        progress.count = collector.cell_count
     watch = BudgetWatch(collector, budget, priced.rate_usd_per_hour) if budget else None
     if watch is not None:
         watch.start()
@@ -277,7 +281,7 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
             "gpucost: the run was stopped at cell {i}: its budget was spent; the cells after "
             "it did not run."
         ).format(i=index + 1)
-        collector.summary.stopped = {"cell": index, "note": note}
+        collector.summary.stopped = {"cell": index, "cell_id": collector.last_cell_id, "note": note}
     finish(output, collector, summary_cell=not args.no_summary)
     total = status_bar(to_usd(collector.summary.total_micro_usd), "$")
     if code == EXIT_BUDGET:
