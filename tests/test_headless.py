@@ -17,6 +17,7 @@ import pytest
 
 from jupyter_gpucost.core.protocol import KERNEL_ENV
 from jupyter_gpucost.core.saved_cost import (
+    ENV_DMI,
     ENV_TELEMETRY,
     METADATA_KEY,
     MIMETYPE,
@@ -32,12 +33,16 @@ RATE = Decimal("6.862")
 
 
 @pytest.fixture
-def simulated(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def simulated(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
     """No jupyter-gpucost server; the kernel reads simulated GPUs. Returns the environment
     for a subprocess."""
     for name in KERNEL_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(ENV_TELEMETRY, "simulated")
+    # an empty DMI folder: no metadata service is asked, whatever machine runs the tests
+    monkeypatch.setenv(ENV_DMI, str(tmp_path_factory.mktemp("no-dmi")))
     return dict(os.environ)
 
 
@@ -361,3 +366,44 @@ def test_the_saved_records_are_json(simulated: dict[str, str]) -> None:
     text = nbformat.writes(nb)
     loaded = json.loads(text)
     assert isinstance(loaded["cells"][0]["metadata"]["gpucost"]["cost_micro_usd"], int)
+
+
+def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
+    simulated: dict[str, str], tmp_path: Path
+) -> None:
+    from cloud_standins import Cloud, serve, write_dmi
+
+    # an EC2 p4de.24xlarge (8x A100-80GB, $27.447/h) answers its metadata service: each
+    # (simulated) A100-80GB is priced at its share of the whole instance, $3.430875/h, not
+    # the per-GPU catalog row ($3.431/h)
+    cloud = Cloud()
+    cloud.aws_identity["instanceType"] = "p4de.24xlarge"
+    standins = serve(cloud)
+    standin = next(standins)
+    try:
+        dmi = tmp_path / "dmi"
+        dmi.mkdir()
+        write_dmi(dmi, "aws")
+        env = {
+            **simulated,
+            ENV_DMI: str(dmi),
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT": standin.url,
+        }
+        path = write(tmp_path, notebook("import time\ntime.sleep(0.1)"))
+        done = subprocess.run(
+            [BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        standins.close()
+    assert done.returncode == 0, done.stderr
+    assert any("instance-identity" in p for p in standin.paths())
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    cell = parse_cell(out.cells[0].metadata[METADATA_KEY])
+    assert cell.rate_usd_per_hour == Decimal("6.861750")
+    assert "aws p4de.24xlarge on-demand" in cell.priced_by
+    assert "whole-instance price" in cell.priced_by
+    assert cell.simulated

@@ -47,6 +47,11 @@ ENV_TRACE = "JUPYTER_GPUCOST_SIMULATED_TRACE"
 #: ``1``: the kernel prices every cell from the start (``%gpucost auto on`` without asking)
 ENV_AUTO = "JUPYTER_GPUCOST_AUTO"
 TELEMETRY_CHOICES = ("nvml", "simulated", "auto")
+#: ``1``: the kernel detects its machine (the cloud's metadata service) and prices it as
+#: the server would (a whole-instance price where the catalog has one)
+ENV_DETECT = "JUPYTER_GPUCOST_DETECT_MACHINE"
+#: where the machine's DMI files are (``/sys/class/dmi/id`` if unset)
+ENV_DMI = "JUPYTER_GPUCOST_DMI_PATH"
 
 #: what no honest record exceeds (a trust boundary: a file can say anything)
 MAX_COST_MICRO_USD = 10**15  # a billion dollars

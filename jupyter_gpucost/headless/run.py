@@ -26,6 +26,7 @@ from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import round_micro, status_bar, to_usd
 from ..core.saved_cost import (
+    ENV_DETECT,
     ENV_TELEMETRY,
     ENV_TRACE,
     TELEMETRY_CHOICES,
@@ -84,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
         help=_("where the GPUs are read: NVML, a simulated trace, or auto (NVML, else simulated)"),
     )
     p.add_argument("--trace", help=_("the simulated trace (a shipped name or a file)"))
+    p.add_argument(
+        "--no-detect-machine",
+        dest="detect_machine",
+        action="store_false",
+        help=_("do not detect the cloud machine (its prices are then per GPU)"),
+    )
     p.add_argument("-k", "--kernel", default=None, help=_("the kernel to run it with"))
     p.add_argument("--no-summary", action="store_true", help=_("add no summary cell at the end"))
     p.add_argument("--quiet", action="store_true", help=_("no progress on the terminal"))
@@ -219,6 +226,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     os.environ[ENV_TELEMETRY] = args.telemetry
     if args.trace:
         os.environ[ENV_TRACE] = args.trace
+    # the machine priced as the server prices it (detected once, here and in the kernel)
+    os.environ[ENV_DETECT] = "1" if args.detect_machine else "0"
     priced = runner_prices()
     if budget is not None and (priced.unpriced or priced.rate_usd_per_hour <= 0):
         what = ", ".join(priced.unpriced) or _("no GPU and no instance price here")
