@@ -65,10 +65,19 @@ def summary_line(cell: SavedCell, symbol: str) -> str:
     )
 
 
+def in_a_kernel() -> bool:
+    """Whether IPython runs as a Jupyter kernel (terminal IPython has no notebook file)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 def publish(cell: SavedCell, cell_id: str | None, line: str) -> bool:
     """Show the record as a display output of its own, ``line`` its plain text; False
-    when records are turned off (``JUPYTER_GPUCOST_SAVE=0``)."""
-    if os.environ.get(ENV_SAVE, "1") == "0":
+    when records are turned off (``JUPYTER_GPUCOST_SAVE=0``) or there is no notebook (a
+    terminal IPython)."""
+    if os.environ.get(ENV_SAVE, "1") == "0" or not in_a_kernel():
         return False
     from IPython.display import publish_display_data
 
