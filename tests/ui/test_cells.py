@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_gpucost.core.saved_cost import MIMETYPE, parse_cell
+from jupyter_gpucost.core.saved_cost import MIMETYPE, parse_cell, summarise
 
 from .conftest import open_notebook, screenshot
 
@@ -131,6 +131,13 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_saves_it_in_the_not
     assert "done" in json.dumps(saved)
     ran = [c for c in saved["cells"] if c["id"] in ("matmul-cell", "failing-cell")]  # type: ignore[index]
     assert len(ran) == 2
+    # the notebook's summary: exactly the sum of its cells, split by GPU as a headless
+    # run splits it
+    records = [parse_cell(c["metadata"]["gpucost"]) for c in ran]
+    total = saved["metadata"]["gpucost"]  # type: ignore[index]
+    assert total["total_micro_usd"] == sum(r.cost_micro_usd for r in records)
+    assert total["by_gpu_micro_usd"] == summarise(records).to_json()["by_gpu_micro_usd"]
+    assert total["runner"] == "jupyterlab"
     for cell in ran:
         record = parse_cell(cell["metadata"]["gpucost"])
         assert record.cost_micro_usd == round(by_cell[cell["id"]]["cost_usd"] * 1_000_000)

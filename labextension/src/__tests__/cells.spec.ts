@@ -19,10 +19,14 @@ import {
   ICellRecord
 } from '../cells/format';
 import {
+  BASE_KEY,
   IOutputJSON,
+  microToDecimal,
   parseSavedCell,
   SAVED_KEY,
-  SAVED_MIMETYPE
+  SAVED_MIMETYPE,
+  splitExactly,
+  summarise
 } from '../cells/saved';
 import { withRecorded } from '../panel/recent';
 
@@ -471,5 +475,45 @@ describe('recent cells with the recorded ones', () => {
       'c1',
       'newer'
     ]);
+  });
+});
+
+describe("the notebook's summary", () => {
+  it('sums the cells exactly and splits the total by GPU exactly', () => {
+    const cells = [
+      parseSavedCell(saved())!,
+      parseSavedCell(
+        saved({
+          cost_micro_usd: 7,
+          wall_s: 0.0036,
+          gpus: [
+            { name: 'NVIDIA A10G', usd_per_hour: '1.006' },
+            { name: 'NVIDIA H100 80GB HBM3', usd_per_hour: '6.88' }
+          ],
+          base_usd_per_hour: '0.1',
+          rate_usd_per_hour: '7.986'
+        })
+      )!
+    ];
+    const summary = summarise(cells)!;
+    expect(summary.total_micro_usd).toBe(3819);
+    expect(summary.total_usd).toBe('0.003819');
+    expect(
+      Object.values(summary.by_gpu_micro_usd).reduce((a, b) => a + b, 0)
+    ).toBe(3819);
+    expect(summary.simulated).toBe(true);
+    expect(summarise([])).toBeNull();
+  });
+
+  it('splits any amount into parts that add up to it', () => {
+    for (const total of [0, 1, 2, 7, 999_999, 123_456_789]) {
+      const parts = splitExactly(total, { a: 3.431, b: 3.431, c: 0.1 });
+      expect(Object.values(parts).reduce((x, y) => x + y, 0)).toBe(total);
+      expect(Object.values(parts).every(p => p >= 0)).toBe(true);
+    }
+    expect(splitExactly(5, {})).toEqual({ [BASE_KEY]: 5 });
+    expect(microToDecimal(1_000_000)).toBe('1');
+    expect(microToDecimal(1_500_000)).toBe('1.5');
+    expect(microToDecimal(12)).toBe('0.000012');
   });
 });

@@ -39,7 +39,8 @@ import {
   parseSavedCell,
   recordOf,
   SAVED_KEY,
-  SAVED_MIMETYPE
+  SAVED_MIMETYPE,
+  summarise
 } from './saved';
 
 export * from './format';
@@ -293,6 +294,30 @@ export class CellCostController {
   }
 
   /**
+   * The notebook's `metadata.gpucost`: its cells' current records summed
+   * (a record that is not sound is left out); removed when no cell has one.
+   */
+  saveSummary(panel: NotebookPanel): void {
+    const model = panel.content.model;
+    if (!model) {
+      return;
+    }
+    const cells: ISavedCell[] = [];
+    for (const cell of panel.content.widgets) {
+      const saved = parseSavedCell(cell.model.getMetadata(SAVED_KEY));
+      if (saved) {
+        cells.push(saved);
+      }
+    }
+    const summary = summarise(cells);
+    if (summary) {
+      model.setMetadata(SAVED_KEY, summary);
+    } else if (model.getMetadata(SAVED_KEY) !== undefined) {
+      model.deleteMetadata(SAVED_KEY);
+    }
+  }
+
+  /**
    * A kernel started, changed or restarted: switch pricing on again where the
    * page had it on (a new or restarted kernel starts with it off), else read
    * whether the kernel prices cells (a reloaded page knows nothing of it).
@@ -419,6 +444,9 @@ export class CellCostController {
    */
   async executed(panel: NotebookPanel | null, cell: Cell): Promise<void> {
     const saved = this.saveFromOutputs(cell);
+    if (panel && this.saveInNotebook) {
+      this.saveSummary(panel);
+    }
     if (saved) {
       // this run's figure, until the server's record (same cost, more detail)
       showBadge(cell, recordOf(saved, cell.model.id), '$');

@@ -193,3 +193,144 @@ export function isCarrier(output: IOutputJSON): boolean {
     SAVED_MIMETYPE in output.data
   );
 }
+
+/**
+ * The notebook's `metadata.gpucost` as the page keeps it: the cells' current
+ * records summed (schema version 1, as a headless run writes it).
+ */
+export interface INotebookSummary {
+  version: 1;
+  total_micro_usd: number;
+  total_usd: string;
+  currency: 'USD';
+  cells: number;
+  by_gpu_micro_usd: { [model: string]: number };
+  price_sources: string[];
+  simulated: boolean;
+  simulated_by: string;
+  started: string;
+  at: string;
+  runner: string;
+}
+
+/**
+ * The key of the instance's own (non-GPU) price in `by_gpu_micro_usd`.
+ */
+export const BASE_KEY = '(instance)';
+
+/**
+ * `total` split in proportion to `weights`, largest remainders first: whole
+ * micro-dollars that add up to `total` exactly.
+ */
+export function splitExactly(
+  total: number,
+  weights: { [key: string]: number }
+): { [key: string]: number } {
+  const positive = Object.entries(weights).filter(([, w]) => w > 0);
+  if (total === 0) {
+    return {};
+  }
+  if (!positive.length) {
+    return { [BASE_KEY]: total };
+  }
+  const whole = positive.reduce((sum, [, w]) => sum + w, 0);
+  const shares = positive.map(([key, w]) => ({
+    key,
+    share: (total * w) / whole
+  }));
+  const parts: { [key: string]: number } = {};
+  for (const { key, share } of shares) {
+    parts[key] = Math.floor(share);
+  }
+  let left = total - Object.values(parts).reduce((a, b) => a + b, 0);
+  const order = [...shares].sort(
+    (a, b) =>
+      b.share - Math.floor(b.share) - (a.share - Math.floor(a.share)) ||
+      a.key.localeCompare(b.key)
+  );
+  for (const { key } of order) {
+    if (left <= 0) {
+      break;
+    }
+    parts[key] += 1;
+    left -= 1;
+  }
+  return parts;
+}
+
+/**
+ * A cell's cost split by GPU model (and the instance's base price).
+ */
+export function byGpu(saved: ISavedCell): { [model: string]: number } {
+  const weights: { [key: string]: number } = {};
+  for (const gpu of saved.gpus) {
+    const price = gpu.usd_per_hour === null ? 0 : Number(gpu.usd_per_hour);
+    if (price > 0) {
+      weights[gpu.name] = (weights[gpu.name] ?? 0) + price;
+    }
+  }
+  const base = Number(saved.base_usd_per_hour);
+  if (base > 0) {
+    weights[BASE_KEY] = (weights[BASE_KEY] ?? 0) + base;
+  }
+  return splitExactly(saved.cost_micro_usd, weights);
+}
+
+/**
+ * The notebook's summary of its cells' records; `null` when none has one.
+ */
+export function summarise(
+  cells: ISavedCell[],
+  runner = 'jupyterlab'
+): INotebookSummary | null {
+  if (!cells.length) {
+    return null;
+  }
+  const summary: INotebookSummary = {
+    version: 1,
+    total_micro_usd: 0,
+    total_usd: '0',
+    currency: 'USD',
+    cells: cells.length,
+    by_gpu_micro_usd: {},
+    price_sources: [],
+    simulated: false,
+    simulated_by: '',
+    started: cells[0].started,
+    at: cells[0].at,
+    runner
+  };
+  for (const cell of cells) {
+    summary.total_micro_usd += cell.cost_micro_usd;
+    for (const [model, micro] of Object.entries(byGpu(cell))) {
+      summary.by_gpu_micro_usd[model] =
+        (summary.by_gpu_micro_usd[model] ?? 0) + micro;
+    }
+    if (cell.priced_by && !summary.price_sources.includes(cell.priced_by)) {
+      summary.price_sources.push(cell.priced_by);
+    }
+    if (cell.simulated) {
+      summary.simulated = true;
+      summary.simulated_by = cell.simulated_by || summary.simulated_by;
+    }
+    if (Date.parse(cell.started) < Date.parse(summary.started)) {
+      summary.started = cell.started;
+    }
+    if (Date.parse(cell.at) > Date.parse(summary.at)) {
+      summary.at = cell.at;
+    }
+  }
+  summary.total_usd = microToDecimal(summary.total_micro_usd);
+  return summary;
+}
+
+/**
+ * Whole micro-dollars as an exact decimal string (`1234` -> `0.001234`).
+ */
+export function microToDecimal(micro: number): string {
+  const whole = Math.floor(micro / 1e6);
+  const fraction = String(micro % 1e6)
+    .padStart(6, '0')
+    .replace(/0+$/, '');
+  return fraction ? `${whole}.${fraction}` : String(whole);
+}
