@@ -44,6 +44,8 @@ def simulated(
     monkeypatch.setenv(ENV_TELEMETRY, "simulated")
     # an empty DMI folder: no metadata service is asked, whatever machine runs the tests
     monkeypatch.setenv(ENV_DMI, str(tmp_path_factory.mktemp("no-dmi")))
+    # a data folder of its own: no run adds itself to this machine's ledger
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     return dict(os.environ)
 
 
@@ -410,3 +412,36 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     assert "aws p4de.24xlarge on-demand" in cell.priced_by
     assert "whole-instance price" in cell.priced_by
     assert cell.simulated
+
+
+def test_gpucost_run_adds_the_run_to_the_ledger(simulated: dict[str, str], tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from jupyter_gpucost.server.ledger import Ledger, default_url
+
+    # a server on this machine made its ledger in the Jupyter data folder
+    data = Path(simulated["JUPYTER_DATA_DIR"])
+    url = default_url(data)
+    Ledger(url).close()
+    path = write(tmp_path, notebook("import time\ntime.sleep(0.2)", "x = 1"))
+    done = subprocess.run(
+        [BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated"],
+        env=simulated,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "added to the ledger" in done.stderr
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    total = out.metadata[METADATA_KEY]["total_micro_usd"]
+    ledger = Ledger(url)
+    try:
+        # the panel's today and its recent cells count the headless run
+        assert ledger.totals(datetime.now(UTC)).today_micro_usd == total
+        cells = ledger.recent_cells()
+        code = [c.id for c in out.cells if c.cell_type == "code"]
+        assert sorted(c["cell_id"] for c in cells) == sorted(code)
+        assert {c["notebook_path"] for c in cells} == {str(path)}
+    finally:
+        ledger.close()

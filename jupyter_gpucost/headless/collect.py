@@ -90,6 +90,8 @@ class CostCollector:
         #: the index of the last cell that ran, and when the running one started
         self.last_executed: int | None = None
         self.last_cell_id: str | None = None
+        #: each cell priced in this run, with its id
+        self.priced: list[tuple[str, SavedCell]] = []
         self.cell_started: float | None = None
         self._client: Any = None
         self._set_up = False
@@ -154,6 +156,7 @@ class CostCollector:
         if saved is not None:
             metadata[METADATA_KEY] = saved.to_json()
             self.summary.add(saved)
+            self.priced.append((str(cell.get("id") or f"cell-{cell_index + 1}"), saved))
         if self.on_cell is not None:
             self.on_cell(cell_index, saved, self.summary)
         if (

@@ -95,6 +95,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-summary", action="store_true", help=_("add no summary cell at the end"))
     p.add_argument("--quiet", action="store_true", help=_("no progress on the terminal"))
     p.add_argument(
+        "--ledger",
+        default=None,
+        help=_(
+            "the ledger to add the run to (a SQLAlchemy URL, or none); default: this "
+            "machine's jupyter-gpucost ledger, if a server has made one"
+        ),
+    )
+    p.add_argument(
         "--stop-instance-when-done",
         action="store_true",
         help=_("stop this machine through its cloud when the run ends"),
@@ -292,6 +300,7 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         ).format(i=index + 1)
         collector.summary.stopped = {"cell": index, "cell_id": collector.last_cell_id, "note": note}
     finish(output, collector, summary_cell=not args.no_summary)
+    ledger = record_in_ledger(args.ledger, collector, args.notebook, out)
     total = status_bar(to_usd(collector.summary.total_micro_usd), "$")
     if code == EXIT_BUDGET:
         text = _(
@@ -309,7 +318,27 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
     else:
         text = _("gpucost: the run cost {total} ({n} cells priced). Saved: {path}")
         print(text.format(total=total, n=collector.summary.cells, path=output), file=out)
+    if ledger:
+        print(_("gpucost: added to the ledger {url}").format(url=ledger), file=out)
     return code
+
+
+def record_in_ledger(
+    choice: str | None, collector: CostCollector, notebook: str, out: TextIO
+) -> str | None:
+    """Add the run to the ledger (the one named, else this machine's); where, or None."""
+    from .ledger import append_run, default_ledger_url
+
+    url = default_ledger_url() if choice is None else None if choice == "none" else choice
+    if not url:
+        return None
+    try:
+        append_run(url, collector.priced, notebook)
+    except Exception as e:  # the run is saved: a ledger that cannot be written is said
+        text = _("gpucost: the run could not be added to the ledger: {error}")
+        print(text.format(error=f"{type(e).__name__}: {e}"), file=out)
+        return None
+    return url.split("://", 1)[0] + "://…" if "@" in url else url
 
 
 def finish(output: str, collector: CostCollector, *, summary_cell: bool) -> None:
