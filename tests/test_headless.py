@@ -445,3 +445,53 @@ def test_gpucost_run_adds_the_run_to_the_ledger(simulated: dict[str, str], tmp_p
         assert {c["notebook_path"] for c in cells} == {str(path)}
     finally:
         ledger.close()
+
+
+def forged(wall_s: float, gpus: list[dict[str, str]], rate: str) -> dict[str, Any]:
+    """A record of our type as a notebook's own code could publish it: sound on its own."""
+    return {
+        "version": 1,
+        "cost_micro_usd": expected_cost_micro_usd(Decimal(rate), wall_s),
+        "currency": "USD",
+        "wall_s": wall_s,
+        "gpu_busy_s": None,
+        "gpus": gpus,
+        "base_usd_per_hour": "0",
+        "rate_usd_per_hour": rate,
+        "priced_by": "me",
+        "mode": "auto",
+        "status": "ok",
+        "started": "2026-11-27T08:00:00+00:00",
+        "at": "2026-11-27T08:00:00+00:00",
+    }
+
+
+def test_a_notebook_cannot_make_its_own_cost_smaller(
+    simulated: dict[str, str], tmp_path: Path
+) -> None:
+    a100 = {"name": "NVIDIA A100-SXM4-80GB", "usd_per_hour": "3.431"}
+    publish = "from IPython.display import publish_display_data as p\n"
+    cells = [
+        "%gpucost auto off",
+        # 3 s said to be 0.01 s, and a rate of nothing for the time it took
+        f"import time\ntime.sleep(3)\n{publish}p({{{MIMETYPE!r}: {forged(0.01, [a100, a100], '6.862')!r}}})",
+        f"import time\ntime.sleep(0.3)\n{publish}p({{{MIMETYPE!r}: {forged(0.3, [], '0')!r}}})",
+    ]
+    path = write(tmp_path, notebook(*cells))
+    done = subprocess.run(
+        [BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated", "--ledger", "none"],
+        env=simulated,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    assert saved_costs(out) == {}
+    summary = out.metadata[METADATA_KEY]
+    assert summary["total_micro_usd"] == 0
+    reasons = {i["cell"]: i["reason"] for i in summary["ignored"]}
+    assert reasons == {
+        1: "its wall time is not the time the cell took to run",
+        2: "its rate is not the one this run prices cells at",
+    }

@@ -69,6 +69,8 @@ NOT_AN_OBJECT = N_("not an object")
 UNKNOWN_VERSION = N_("unknown schema version")
 BAD_FIELD = N_("a field is missing or out of range")
 COST_MISMATCH = N_("its cost does not match its rate and wall time")
+NOT_THIS_RATE = N_("its rate is not the one this run prices cells at")
+NOT_THIS_WALL = N_("its wall time is not the time the cell took to run")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, MutableMapping
+from decimal import Decimal
 from typing import Any
 
 from ..core.i18n import _
@@ -21,6 +22,8 @@ from ..core.money import status_bar, to_usd
 from ..core.saved_cost import (
     METADATA_KEY,
     MIMETYPE,
+    NOT_THIS_RATE,
+    NOT_THIS_WALL,
     NotebookSummary,
     Refused,
     SavedCell,
@@ -29,6 +32,10 @@ from ..core.saved_cost import (
 
 #: a cell or notebook as nbformat gives it (a dict with attribute access)
 Node = Any
+#: how far a record's wall time may be from the time the runner saw the cell take (the
+#: messages to and from the kernel, its hooks; a loaded machine)
+WALL_SLACK_S = 2.0
+WALL_SLACK_SHARE = 0.1
 #: the tag of the summary cell a run appends (replaced on the next run)
 SUMMARY_TAG = "gpucost-summary"
 #: the code the runner sends (silently) before the first cell: price every cell
@@ -64,8 +71,9 @@ def take_records(cell: Node) -> list[object]:
 
 
 def combine(cells: list[SavedCell]) -> SavedCell:
-    """One record for a cell priced more than once (a ``%%gpucost`` cell under auto mode
-    is priced once; this only guards against a kernel sending two): the last one."""
+    """One record for a cell with several (a ``%%gpucost`` cell under auto mode is priced
+    once; the cell's own code may publish more): the last, which the kernel publishes after
+    the cell's code has run."""
     return cells[-1]
 
 
@@ -79,12 +87,15 @@ class CostCollector:
         price_all_cells: bool = True,
         summary_cell: bool = False,
         budget_micro_usd: int | None = None,
+        rate_usd_per_hour: Decimal | None = None,
         on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
     ) -> None:
         self.summary = NotebookSummary(runner=runner)
         self.price_all_cells = price_all_cells
         self.summary_cell = summary_cell
         self.budget_micro_usd = budget_micro_usd
+        #: the rate this run prices cells at, where the runner knows it
+        self.rate_usd_per_hour = rate_usd_per_hour
         self.on_cell = on_cell
         self.executed: set[int] = set()
         #: the index of the last cell that ran, and when the running one started
@@ -104,13 +115,6 @@ class CostCollector:
         client.on_cell_executed = self.on_cell_executed
         client.on_notebook_complete = self.on_notebook_complete
         return client
-
-    def hooks(self) -> dict[str, Callable[..., Any]]:
-        """The hooks as keyword arguments (for papermill, which builds the client)."""
-        return {
-            "on_cell_execute": self.on_cell_execute,
-            "on_cell_executed": self.on_cell_executed,
-        }
 
     def cell_count(self) -> int | None:
         """How many cells the running notebook has (papermill's parameters included)."""
@@ -140,15 +144,16 @@ class CostCollector:
         self.executed.add(cell_index)
         self.last_executed = cell_index
         self.last_cell_id = cell.get("id")
-        self.cell_started = None
+        started, self.cell_started = self.cell_started, None
+        elapsed_s = None if started is None else time.monotonic() - started
         records = take_records(cell)
         metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
         metadata.pop(METADATA_KEY, None)  # what it carried before this run is gone
         parsed: list[SavedCell] = []
         for record in records:
             try:
-                parsed.append(parse_cell(record))
-            except Refused as e:  # our own kernel's record: should never happen
+                parsed.append(self.check(parse_cell(record), elapsed_s))
+            except Refused as e:  # the notebook's code can publish one too
                 self.summary.ignored.append(
                     {"cell": cell_index, "cell_id": cell.get("id"), "reason": e.reason}
                 )
@@ -164,6 +169,18 @@ class CostCollector:
             and self.summary.total_micro_usd >= self.budget_micro_usd
         ):
             raise BudgetSpent(cell_index, self.summary.total_micro_usd)
+
+    def check(self, cell: SavedCell, elapsed_s: float | None) -> SavedCell:
+        """A record from the cell that just ran, against what the runner saw: the rate
+        it prices at, and the time the cell took (the code a notebook runs can publish a
+        record of our type too: it must not make its own cost smaller)."""
+        if self.rate_usd_per_hour is not None and cell.rate_usd_per_hour != self.rate_usd_per_hour:
+            raise Refused(NOT_THIS_RATE)
+        if elapsed_s is not None:
+            slack_s = WALL_SLACK_S + WALL_SLACK_SHARE * elapsed_s
+            if not elapsed_s - slack_s <= cell.wall_s <= elapsed_s + slack_s:
+                raise Refused(NOT_THIS_WALL)
+        return cell
 
     def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
         self.finish(notebook)

@@ -265,6 +265,7 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         runner="jupyter gpucost run",
         summary_cell=not args.no_summary,
         budget_micro_usd=budget,
+        rate_usd_per_hour=priced.rate_usd_per_hour,
         on_cell=progress,
     )
     if progress is not None:
