@@ -31,6 +31,9 @@ def test_the_tour_runs_top_to_bottom_headless(monkeypatch: pytest.MonkeyPatch) -
     assert "already loaded" not in text
     # %%gpucost's report, labelled simulated; the guard stopped before the budget ran out
     assert "GPUs (simulated)" in text
+    # the kernel meters itself: it says so, never "the server"
+    assert "simulated by this kernel" in text
+    assert "simulated by the server" not in text
     assert "one more step" in text
     assert "saving a checkpoint" in text
     costs = [parse_cell(c.metadata[METADATA_KEY]) for c in code]

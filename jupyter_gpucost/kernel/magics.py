@@ -303,9 +303,16 @@ def show_prices() -> None:
         print(f"  {name} ({uuid}): {shown}")
     if p.simulated and p.gpus:
         by = f" ({p.simulated_by})" if p.simulated_by else ""
-        text = _(
-            "  these GPUs are simulated by the server{by}: not real GPUs; the cost is what "
-            "they would cost"
+        text = (
+            _(
+                "  these GPUs are simulated by the server{by}: not real GPUs; the cost is "
+                "what they would cost"
+            )
+            if p.from_server
+            else _(
+                "  these GPUs are simulated by this kernel{by} (no jupyter-gpucost server): "
+                "not real GPUs; the cost is what they would cost"
+            )
         )
         print(text.format(by=by))
 
