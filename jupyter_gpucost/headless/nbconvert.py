@@ -15,7 +15,7 @@ from typing import Any
 
 from nbconvert.preprocessors import ExecutePreprocessor
 
-from .collect import CostCollector, take_records
+from .collect import CostCollector
 
 
 class PriceCells(ExecutePreprocessor):
@@ -43,4 +43,4 @@ class PriceCells(ExecutePreprocessor):
         return not skipped and cell.get("execution_count") is not None
 
 
-__all__ = ["PriceCells", "take_records"]
+__all__ = ["PriceCells"]
