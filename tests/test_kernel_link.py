@@ -17,6 +17,7 @@ from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core.money import status_bar
 from jupyter_gpucost.core.protocol import ENV_TOKEN, ENV_URL
+from jupyter_gpucost.core.saved_cost import MIMETYPE, parse_cell
 
 
 def kernel_headers() -> dict[str, str]:
@@ -68,8 +69,11 @@ async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget
         ]
     )
     assert "every cell is priced from now on, shown next to each cell" in text(nb.cells[1])
-    # auto mode puts nothing into the notebook
-    assert nb.cells[2].outputs == []
+    # auto mode shows nothing but the cell's record for the notebook file (a front end
+    # that knows its MIME type moves it into the cell's metadata)
+    [carrier] = nb.cells[2].outputs
+    saved = parse_cell(carrier["data"][MIMETYPE])
+    assert carrier["metadata"][MIMETYPE] == {"carrier": True}
     assert "your budget is now $5 per session" in text(nb.cells[4])
     summary = text(nb.cells[5])
     assert "this session has cost $" in summary
@@ -95,6 +99,10 @@ async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget
     # the server's prices: the simulated 2x A100-80GB at $6.862/h
     assert torch_cell["rate_usd_per_hour"] == pytest.approx(6.862)
     assert torch_cell["cost_usd"] == pytest.approx(torch_cell["wall_s"] * 6.862 / 3600, abs=2e-6)
+    # the record saved in the notebook is the one the server was sent
+    assert saved.cost_micro_usd == round(torch_cell["cost_usd"] * 1_000_000)
+    assert saved.rate_usd_per_hour == Decimal("6.862")
+    assert saved.simulated
     # (nbclient's kernels are not the server's: no kernel id; the browser test checks it)
     assert failed["status"] == "error"
     budget = json.loads((await jp_fetch("gpucost", "api", "budget")).body)

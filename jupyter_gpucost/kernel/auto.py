@@ -5,9 +5,10 @@ started CUDA itself, records a CUDA event on each GPU's current stream (the cell
 *span*, sent as ``gpu_span_s``: idle gaps included, so not busy time) and resets the
 peak-memory counter; it never starts a profiler, never imports torch and never waits for
 the GPU on the cell's thread (the end events are waited for in the thread that sends the
-record). Nothing is printed into the notebook: the record goes to the server, and
-JupyterLab shows it next to the cell. Without a server, a one-line summary is printed
-instead (there is nowhere else to show it).
+record). The record goes to the server, and JupyterLab shows it next to the cell; it is
+also published as a hidden output for the notebook file (:mod:`.saved`), which the front
+end or a headless runner moves into the cell's metadata. Without a server that output's
+one-line text is what a plain front end shows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..core.money import round_micro, status_bar, to_usd
 from .cuda import CudaEvent, torch_cuda
 from .link import kernel_id, link, notebook_path
 from .measure import prices, start_events
+from .saved import publish, saved_cell, summary_line
 
 #: IPython's ``InteractiveShell``: the extension keeps its own attributes on it
 #: (``gpucost_timer``, ``gpucost_auto``, ``gpucost_tally``), which its class does not declare
@@ -192,9 +194,18 @@ class AutoPricer:
         self.total_micro_usd += micro
         tally_of(self.shell).add("auto", micro)
         self.last = record
+        saved = saved_cell(
+            p,
+            cost_micro_usd=micro,
+            wall_s=wall_s,
+            started_epoch_s=epoch0,
+            mode="auto",
+            status=record["status"],
+        )
         server = link()
         if server is not None:
             server.send_cell(record, finish)
+            publish(saved, cell_id_of(result), summary_line(saved, p.currency_symbol))
         else:
             symbol = p.currency_symbol
             text = _(
@@ -202,6 +213,10 @@ class AutoPricer:
                 "catalog prices)"
             )
             cost = status_bar(to_usd(micro), symbol)
-            print(text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol)))
+            line = text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol))
+            if p.simulated:
+                line += _(" (simulated GPUs)")
             for note in p.bound_notes():
-                print(f"  {note}")
+                line += f"\n  {note}"
+            if not publish(saved, cell_id_of(result), line):
+                print(line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -26,6 +27,7 @@ from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .link import LinkError, follow_server_language, link
 from .measure import CellCost, Measurement, prices
+from .saved import publish, saved_cell, summary_line
 from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
@@ -88,6 +90,17 @@ class CellTimer:
         if args.output:
             self.shell.user_ns[args.output] = report
         display(report)  # type: ignore[no-untyped-call]
+        p = prices()
+        saved = saved_cell(
+            p,
+            cost_micro_usd=report.cost_micro_usd,
+            wall_s=report.wall_s,
+            started_epoch_s=time.time() - report.wall_s,
+            mode="magic",
+            status=report.status,
+            gpu_busy_s=report.gpu_busy_s or None,
+        )
+        publish(saved, cell_id_of(result), summary_line(saved, p.currency_symbol))
         server = link()
         if server is not None:
             server.send_cell(magic_record(report, result))
@@ -106,8 +119,6 @@ class CellTimer:
 
 def magic_record(report: CellCost, result: object) -> dict[str, Any]:
     """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
-    import time
-
     from .link import kernel_id
 
     peaks = {str(i): float(b) for i, b in report.peak_memory_bytes.items()}
@@ -295,9 +306,16 @@ def show_prices() -> None:
         print(f"  {name} ({uuid}): {shown}")
     if p.simulated and p.gpus:
         by = f" ({p.simulated_by})" if p.simulated_by else ""
-        text = _(
-            "  these GPUs are simulated by the server{by}: not real GPUs; the cost is what "
-            "they would cost"
+        text = (
+            _(
+                "  these GPUs are simulated by the server{by}: not real GPUs; the cost is "
+                "what they would cost"
+            )
+            if p.from_server
+            else _(
+                "  these GPUs are simulated by this kernel{by} (no jupyter-gpucost server): "
+                "not real GPUs; the cost is what they would cost"
+            )
         )
         print(text.format(by=by))
 

@@ -30,7 +30,7 @@ from ..core.money import rate, round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
-from .prices import KernelPrices, from_catalog, from_environment
+from .prices import KernelPrices, from_environment
 
 if TYPE_CHECKING:
     from ..telemetry.base import GpuReading
@@ -71,6 +71,8 @@ class CellCost:
     #: the GPUs priced are the server's simulated ones (a replayed trace), not real GPUs
     simulated: bool = False
     simulated_by: str = ""
+    #: the simulated GPUs are the server's (else the kernel's own, with no server)
+    simulated_by_server: bool = True
     ops: list[OpCost] = field(default_factory=list)
     ops_by: str = ""
     notes: list[str] = field(default_factory=list)
@@ -104,9 +106,16 @@ class CellCost:
             rows.append((_("GPU {i} energy").format(i=i), f"{joules:.1f} J"))
         if self.gpu_names and self.simulated:
             by = f" ({self.simulated_by})" if self.simulated_by else ""
-            text = _(
-                "{gpus}: simulated by the server{by}, not real GPUs; the cost is what they "
-                "would cost"
+            text = (
+                _(
+                    "{gpus}: simulated by the server{by}, not real GPUs; the cost is what "
+                    "they would cost"
+                )
+                if self.simulated_by_server
+                else _(
+                    "{gpus}: simulated by this kernel{by}, not real GPUs; the cost is what "
+                    "they would cost"
+                )
             )
             gpus = ", ".join(self.gpu_names)
             rows.append((_("GPUs (simulated)"), text.format(gpus=gpus, by=by)))
@@ -227,8 +236,9 @@ def prices() -> KernelPrices:
     if _prices is None:
         _prices = from_environment()
         if _prices is None:
-            readings = nvml().read()
-            _prices = from_catalog([(r.uuid, r.name, r.memory_total_bytes) for r in readings])
+            from .standalone import kernel_prices
+
+            _prices = kernel_prices(nvml)
     return _prices
 
 
@@ -343,10 +353,13 @@ class Measurement:
         p = prices()
         r.simulated = p.simulated
         r.simulated_by = p.simulated_by
+        r.simulated_by_server = p.from_server
         no_nvml = nvml_reason()
         if no_nvml is not None:
-            if p.simulated:
+            if p.simulated and p.from_server:
                 r.notes.append("no GPU energy: the server's GPUs are simulated")
+            elif p.simulated:
+                r.notes.append("no GPU energy: the GPUs are simulated")
             else:
                 r.notes.append(f"no GPU energy: {no_nvml}")
         elif energy is not None:

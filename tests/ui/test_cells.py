@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from jupyter_gpucost.core.saved_cost import MIMETYPE, parse_cell, summarise
+
 from .conftest import open_notebook, screenshot
 
 pytestmark = pytest.mark.browser
@@ -61,7 +63,7 @@ NOTEBOOK = {
 }
 
 
-def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook(
+def test_the_toolbar_switch_prices_every_cell_next_to_it_and_saves_it_in_the_notebook(
     lab_factory: Any, page: Any
 ) -> None:
     lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
@@ -78,7 +80,9 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     first, second = cells.nth(0), cells.nth(1)
     first.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(first.locator(".jp-OutputArea-output")).to_contain_text("done", timeout=60_000)
+    expect(first.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
+        "done", timeout=60_000
+    )
     badge = first.locator(".jp-gpucost-cell-badge")
     expect(badge).to_have_text(re.compile(r"^\$0\.\d{4} · \d+\.\d+ s$"), timeout=30_000)
     # the simulated 2x A100-80GB at $6.862/h for the cell's wall time (import torch + 0.6 s)
@@ -88,7 +92,9 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     assert "(%gpucost auto)" in (badge.get_attribute("title") or "")
 
     page.keyboard.press("Shift+Enter")  # the failing cell (now selected)
-    expect(second.locator(".jp-OutputArea-output")).to_contain_text("boom", timeout=60_000)
+    expect(second.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
+        "boom", timeout=60_000
+    )
     expect(second.locator(".jp-gpucost-cell-badge")).to_contain_text("error", timeout=30_000)
     screenshot(page, "cell-badges.png")
 
@@ -114,15 +120,28 @@ def test_the_toolbar_switch_prices_every_cell_next_to_it_and_not_in_the_notebook
     assert ok.get_attribute("title") == "import time, torch"
     screenshot(page, "cells-in-panel.png")
 
-    # nothing of it is in the saved notebook
+    # the saved notebook holds each cell's cost in its metadata (what the server was
+    # sent), and nothing of it in the outputs
     page.locator(".lm-TabBar-tab", has_text="train.ipynb").click()
     first.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=30_000)
     saved = lab.api("api/contents/train.ipynb")["content"]  # type: ignore[index]
-    text = json.dumps(saved)
-    assert "gpucost" not in text
-    assert "done" in text
+    assert MIMETYPE not in json.dumps([c["outputs"] for c in saved["cells"]])  # type: ignore[index]
+    assert "done" in json.dumps(saved)
+    ran = [c for c in saved["cells"] if c["id"] in ("matmul-cell", "failing-cell")]  # type: ignore[index]
+    assert len(ran) == 2
+    # the notebook's summary: exactly the sum of its cells, split by GPU as a headless
+    # run splits it
+    records = [parse_cell(c["metadata"]["gpucost"]) for c in ran]
+    total = saved["metadata"]["gpucost"]  # type: ignore[index]
+    assert total["total_micro_usd"] == sum(r.cost_micro_usd for r in records)
+    assert total["by_gpu_micro_usd"] == summarise(records).to_json()["by_gpu_micro_usd"]
+    assert total["runner"] == "jupyterlab"
+    for cell in ran:
+        record = parse_cell(cell["metadata"]["gpucost"])
+        assert record.cost_micro_usd == round(by_cell[cell["id"]]["cost_usd"] * 1_000_000)
+        assert record.simulated
 
     # switched off: the next run shows no new badge
     toggle.click()
@@ -145,7 +164,7 @@ def test_gpucost_works_without_load_ext_and_its_cell_gets_a_badge(
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     # the report of the magic (the extension was loaded when the kernel started)
-    output = cell.locator(".jp-OutputArea-output")
+    output = cell.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")
     expect(output).to_contain_text("wall time", timeout=60_000)
     expect(output).not_to_contain_text("UsageError")
     # the amounts read as money, not as LaTeX between two dollar signs
@@ -178,7 +197,7 @@ def test_after_a_reload_the_button_and_badges_follow_the_kernel(
     cells: Any = open_notebook(page, lab, "r.ipynb")
     cells.nth(0).locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(cells.nth(0).locator(".jp-OutputArea-output")).to_contain_text(
+    expect(cells.nth(0).locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
         "every cell is priced", timeout=60_000
     )
 
@@ -190,7 +209,9 @@ def test_after_a_reload_the_button_and_badges_follow_the_kernel(
     work = cells.nth(1)
     work.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(work.locator(".jp-OutputArea-output")).to_contain_text("worked", timeout=60_000)
+    expect(work.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
+        "worked", timeout=60_000
+    )
     badge = work.locator(".jp-gpucost-cell-badge")
     expect(badge).to_have_attribute("data-mode", "auto", timeout=30_000)
     records = lab.api("gpucost/api/cells?limit=5&cell_id=work-cell")["cells"]  # type: ignore[index]

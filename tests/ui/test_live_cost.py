@@ -213,7 +213,9 @@ def test_notebook7_per_cell_badges(lab_factory: Any, page: Any) -> None:
     expect(toggle).to_have_attribute("aria-pressed", "true", timeout=30_000)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    expect(cell.locator(".jp-OutputArea-output")).to_contain_text("done", timeout=60_000)
+    expect(cell.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
+        "done", timeout=60_000
+    )
     badge = cell.locator(".jp-gpucost-cell-badge")
     expect(badge).to_have_text(re.compile(r"^\$0\.\d{4} · \d+\.\d+ s$"), timeout=30_000)
     cost, seconds = (float(x) for x in re.findall(r"[\d.]+", badge.inner_text()))
@@ -225,3 +227,19 @@ def test_notebook7_per_cell_badges(lab_factory: Any, page: Any) -> None:
     expect(trivial).to_have_text(BADGE, timeout=30_000)
     assert_money_rule(trivial.inner_text())
     screenshot(page, "notebook7-cell-badge.png")
+
+    # Notebook 7 saves the cost in the cell's metadata, and shows it as recorded after a
+    # reload
+    page.keyboard.press("Control+s")
+    wait_until(
+        "the cost saved in the notebook",
+        lambda: "gpucost" in lab.api("api/contents/cells.ipynb")["content"]["cells"][0]["metadata"],  # type: ignore[index]
+        30,
+    )
+    saved = lab.api("api/contents/cells.ipynb")["content"]["cells"][0]["metadata"]["gpucost"]  # type: ignore[index]
+    # the badge's amount, to its four decimals
+    assert abs(saved["cost_micro_usd"] / 1e6 - cost) <= 0.00005
+    page.goto(f"{lab.url}/notebooks/cells.ipynb?token={lab.token}", timeout=60_000)
+    recorded = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-gpucost-cell-badge")
+    expect(recorded).to_have_attribute("data-recorded", "true", timeout=60_000)
+    expect(recorded).to_contain_text("recorded")

@@ -18,6 +18,17 @@ import {
   badgeTitle,
   ICellRecord
 } from '../cells/format';
+import {
+  BASE_KEY,
+  IOutputJSON,
+  microToDecimal,
+  parseSavedCell,
+  SAVED_KEY,
+  SAVED_MIMETYPE,
+  splitExactly,
+  summarise
+} from '../cells/saved';
+import { withRecorded } from '../panel/recent';
 
 function record(overrides: Partial<ICellRecord> = {}): ICellRecord {
   return {
@@ -171,6 +182,8 @@ function fakePanel(kernel: FakeKernel | null) {
   };
   const panel = {
     sessionContext: context,
+    context: { ready: Promise.resolve() },
+    content: { widgets: [] },
     disposed: new Signal<unknown, void>({})
   };
   return {
@@ -204,13 +217,139 @@ function cellsServer(records: ICellRecord[]): {
   return { settings, urls };
 }
 
-function fakeCell(id: string, source: string): Cell {
+function fakeCell(
+  id: string,
+  source: string,
+  outputs: IOutputJSON[] = [],
+  metadata: { [key: string]: unknown } = {}
+): Cell {
   const node = document.createElement('div');
+  let current = [...outputs];
   return {
     node,
-    model: { id, sharedModel: { getSource: () => source } }
+    ready: Promise.resolve(),
+    model: {
+      id,
+      type: 'code',
+      sharedModel: { getSource: () => source },
+      outputs: {
+        toJSON: () => current,
+        clear: () => {
+          current = [];
+        },
+        add: (output: IOutputJSON) => {
+          current.push(output);
+        }
+      },
+      getMetadata: (key: string) => metadata[key],
+      setMetadata: (key: string, value: unknown) => {
+        metadata[key] = value;
+      },
+      deleteMetadata: (key: string) => {
+        delete metadata[key];
+      }
+    }
   } as unknown as Cell;
 }
+
+/** A record as the kernel publishes it: 2 s at $6.862/h. */
+function saved(overrides: { [key: string]: unknown } = {}) {
+  return {
+    version: 1,
+    cost_micro_usd: 3812,
+    cost_usd: '0.003812',
+    currency: 'USD',
+    wall_s: 2.0,
+    gpu_busy_s: null,
+    gpus: [
+      { name: 'NVIDIA A100-SXM4-80GB', usd_per_hour: '3.431' },
+      { name: 'NVIDIA A100-SXM4-80GB', usd_per_hour: '3.431' }
+    ],
+    base_usd_per_hour: '0',
+    rate_usd_per_hour: '6.862',
+    priced_by: 'the shipped catalog',
+    simulated: true,
+    simulated_by: 'demo',
+    mode: 'auto',
+    status: 'ok',
+    started: '2026-11-27T08:00:00+00:00',
+    at: '2026-11-27T08:00:02+00:00',
+    ...overrides
+  };
+}
+
+function carrier(record: unknown): IOutputJSON {
+  return {
+    output_type: 'display_data',
+    data: { [SAVED_MIMETYPE]: record, 'text/plain': 'gpucost: $0.0038' },
+    metadata: {}
+  };
+}
+
+describe('saved cell costs', () => {
+  it('reads a sound record and refuses a forged or corrupt one', () => {
+    expect(parseSavedCell(saved())?.cost_micro_usd).toBe(3812);
+    for (const bad of [
+      null,
+      '$5',
+      [],
+      saved({ version: 2 }),
+      saved({ cost_micro_usd: 10 ** 12 }),
+      saved({ cost_micro_usd: 3812.5 }),
+      saved({ rate_usd_per_hour: '0' }),
+      saved({ wall_s: -1 }),
+      saved({ wall_s: Infinity }),
+      saved({ mode: 'live' }),
+      saved({ at: 'yesterday' }),
+      saved({ gpus: [{ name: 'x', usd_per_hour: '1e3' }] }),
+      saved({ priced_by: 'x'.repeat(600) })
+    ]) {
+      expect(parseSavedCell(bad)).toBeNull();
+    }
+  });
+
+  it('moves the kernel record of a cell that ran into its metadata', () => {
+    const metadata: { [key: string]: unknown } = {};
+    const text = { output_type: 'stream', name: 'stdout', text: 'done' };
+    const cell = fakeCell('c1', 'x = 1', [text, carrier(saved())], metadata);
+    const controller = new CellCostController(cellsServer([]).settings);
+    expect(controller.saveFromOutputs(cell)?.cost_micro_usd).toBe(3812);
+    expect(
+      (metadata[SAVED_KEY] as { cost_micro_usd: number }).cost_micro_usd
+    ).toBe(3812);
+    const outputs = (
+      cell.model as unknown as { outputs: { toJSON(): IOutputJSON[] } }
+    ).outputs.toJSON();
+    expect(outputs).toEqual([text]);
+  });
+
+  it('writes nothing into the notebook when the setting says not to', () => {
+    const metadata: { [key: string]: unknown } = {};
+    const cell = fakeCell('c1', 'x = 1', [carrier(saved())], metadata);
+    const controller = new CellCostController(cellsServer([]).settings);
+    controller.saveInNotebook = false;
+    expect(controller.saveFromOutputs(cell)).not.toBeNull();
+    expect(metadata).toEqual({});
+  });
+
+  it('shows a notebook file’s costs as recorded, and a forged one as ignored', async () => {
+    const good = fakeCell('c1', 'x = 1', [], { [SAVED_KEY]: saved() });
+    const forged = fakeCell('c2', 'y = 1', [], {
+      [SAVED_KEY]: saved({ cost_micro_usd: 1 })
+    });
+    const controller = new CellCostController(cellsServer([]).settings);
+    controller.showRecorded({
+      content: { widgets: [good, forged] }
+    } as unknown as NotebookPanel);
+    await settle();
+    const badge = good.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement;
+    expect(badge.dataset.recorded).toBe('true');
+    expect(badge.textContent).toBe('$0.0038 · 2.00 s · recorded');
+    const ignored = forged.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement;
+    expect(ignored.dataset.status).toBe('ignored');
+    expect(ignored.textContent).not.toContain('$');
+  });
+});
 
 const settle = () => new Promise(resolve => setTimeout(resolve, 0));
 
@@ -308,5 +447,73 @@ describe('CellCostController', () => {
       'Start a kernel first: cells are priced by the kernel that runs them.',
       { autoClose: 5000 }
     );
+  });
+});
+
+describe('recent cells with the recorded ones', () => {
+  it('lists the live cells first, then the recorded ones the server does not know', () => {
+    const live = [record({ cell_id: 'c1', ended: '2026-11-27T09:00:00Z' })];
+    const recorded = [
+      { ...record({ cell_id: 'c1' }), recorded: true },
+      {
+        ...record({ cell_id: 'old', ended: '2026-11-20T09:00:00Z' }),
+        recorded: true
+      },
+      {
+        ...record({ cell_id: 'newer', ended: '2026-11-21T09:00:00Z' }),
+        recorded: true
+      }
+    ];
+    expect(withRecorded(live, recorded).map(c => c.cell_id)).toEqual([
+      'c1',
+      'newer',
+      'old'
+    ]);
+    expect(withRecorded(live, recorded)[0].recorded).toBeUndefined();
+    // with no live cell, the newest recorded ones
+    expect(withRecorded([], recorded, 2).map(c => c.cell_id)).toEqual([
+      'c1',
+      'newer'
+    ]);
+  });
+});
+
+describe("the notebook's summary", () => {
+  it('sums the cells exactly and splits the total by GPU exactly', () => {
+    const cells = [
+      parseSavedCell(saved())!,
+      parseSavedCell(
+        saved({
+          cost_micro_usd: 7,
+          wall_s: 0.0036,
+          gpus: [
+            { name: 'NVIDIA A10G', usd_per_hour: '1.006' },
+            { name: 'NVIDIA H100 80GB HBM3', usd_per_hour: '6.88' }
+          ],
+          base_usd_per_hour: '0.1',
+          rate_usd_per_hour: '7.986'
+        })
+      )!
+    ];
+    const summary = summarise(cells)!;
+    expect(summary.total_micro_usd).toBe(3819);
+    expect(summary.total_usd).toBe('0.003819');
+    expect(
+      Object.values(summary.by_gpu_micro_usd).reduce((a, b) => a + b, 0)
+    ).toBe(3819);
+    expect(summary.simulated).toBe(true);
+    expect(summarise([])).toBeNull();
+  });
+
+  it('splits any amount into parts that add up to it', () => {
+    for (const total of [0, 1, 2, 7, 999_999, 123_456_789]) {
+      const parts = splitExactly(total, { a: 3.431, b: 3.431, c: 0.1 });
+      expect(Object.values(parts).reduce((x, y) => x + y, 0)).toBe(total);
+      expect(Object.values(parts).every(p => p >= 0)).toBe(true);
+    }
+    expect(splitExactly(5, {})).toEqual({ [BASE_KEY]: 5 });
+    expect(microToDecimal(1_000_000)).toBe('1');
+    expect(microToDecimal(1_500_000)).toBe('1.5');
+    expect(microToDecimal(12)).toBe('0.000012');
   });
 });

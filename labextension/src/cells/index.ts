@@ -3,7 +3,7 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
-import { Cell } from '@jupyterlab/cells';
+import { Cell, ICodeCellModel } from '@jupyterlab/cells';
 import { DocumentRegistry } from '@jupyterlab/docregistry';
 import {
   INotebookModel,
@@ -20,24 +20,30 @@ import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { requestJson } from '../request';
+import { hideRecords, removeBadge, showBadge, showIgnored } from './badge';
 import {
   AUTO_STATE_EXPRESSION,
   AUTO_STATE_KEY,
   autoCode,
   autoStateOf,
   autoSwitch,
-  badgeText,
-  badgeTitle,
   CELLS_ROUTE,
   ICellRecord
 } from './format';
+import {
+  IOutputJSON,
+  isCarrier,
+  ISavedCell,
+  parseSavedCell,
+  recordOf,
+  SAVED_KEY,
+  SAVED_MIMETYPE,
+  summarise
+} from './saved';
 
+export * from './badge';
 export * from './format';
-
-/**
- * The class of the badge shown next to a priced cell.
- */
-export const BADGE_CLASS = 'jp-gpucost-cell-badge';
+export * from './saved';
 
 /**
  * The command that switches per-cell pricing in the current notebook.
@@ -71,27 +77,6 @@ export async function fetchCellRecord(
 }
 
 /**
- * Show (or replace) the badge of a cell.
- */
-export function showBadge(
-  cell: Cell,
-  record: ICellRecord,
-  symbol: string
-): void {
-  const host = cell.node.querySelector('.jp-Cell-inputWrapper') ?? cell.node;
-  let badge = host.querySelector(`.${BADGE_CLASS}`) as HTMLElement | null;
-  if (!badge) {
-    badge = document.createElement('div');
-    badge.className = BADGE_CLASS;
-    host.appendChild(badge);
-  }
-  badge.textContent = badgeText(record, symbol);
-  badge.title = badgeTitle(record, symbol);
-  badge.dataset.status = record.status;
-  badge.dataset.mode = record.mode;
-}
-
-/**
  * Per-notebook state of per-cell pricing, and the badges.
  */
 export class CellCostController {
@@ -111,6 +96,12 @@ export class CellCostController {
    * `%%gpucost` works without `%load_ext` (the setting).
    */
   loadExtension = true;
+
+  /**
+   * Write each priced cell's cost into its metadata (the setting; off for
+   * people who diff notebooks: the kernel's record is then only dropped).
+   */
+  saveInNotebook = true;
 
   /**
    * Whether cells of this notebook are priced.
@@ -136,6 +127,9 @@ export class CellCostController {
       });
     };
     panel.sessionContext.ready.then(apply).catch(() => undefined);
+    panel.context.ready
+      .then(() => this.showRecorded(panel))
+      .catch(() => undefined);
     panel.sessionContext.kernelChanged.connect(apply);
     panel.sessionContext.statusChanged.connect((_, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
@@ -147,6 +141,85 @@ export class CellCostController {
       this._buttons.delete(panel);
       this._pending.delete(panel);
     });
+  }
+
+  /**
+   * The badges of the costs the notebook file holds, marked as recorded (not
+   * live); a record that is not sound is named as ignored, never shown.
+   */
+  showRecorded(panel: NotebookPanel): void {
+    for (const cell of panel.content.widgets) {
+      const value = cell.model.getMetadata(SAVED_KEY);
+      if (value === undefined) {
+        continue;
+      }
+      const saved = parseSavedCell(value);
+      void cell.ready.then(() => {
+        if (saved) {
+          showBadge(cell, recordOf(saved, cell.model.id), '$', true);
+        } else {
+          showIgnored(cell);
+        }
+      });
+    }
+  }
+
+  /**
+   * After a cell ran: take the kernel's record of it out of its outputs and
+   * into its metadata (unless the setting says not to). A cell run again
+   * without a record loses the one it had: it was another run's.
+   */
+  saveFromOutputs(cell: Cell): ISavedCell | null {
+    if (cell.model.type !== 'code') {
+      return null;
+    }
+    const outputs = (cell.model as ICodeCellModel).outputs;
+    const all = outputs.toJSON() as unknown as IOutputJSON[];
+    const carriers = all.filter(isCarrier);
+    let saved: ISavedCell | null = null;
+    if (carriers.length) {
+      const kept = all.filter(output => !isCarrier(output));
+      outputs.clear();
+      for (const output of kept) {
+        outputs.add(output as unknown as Parameters<typeof outputs.add>[0]);
+      }
+      saved = parseSavedCell(
+        carriers[carriers.length - 1].data?.[SAVED_MIMETYPE]
+      );
+    }
+    if (saved && this.saveInNotebook) {
+      cell.model.setMetadata(SAVED_KEY, saved);
+    } else if (cell.model.getMetadata(SAVED_KEY) !== undefined) {
+      cell.model.deleteMetadata(SAVED_KEY);
+      if (!saved) {
+        removeBadge(cell);
+      }
+    }
+    return saved;
+  }
+
+  /**
+   * The notebook's `metadata.gpucost`: its cells' current records summed
+   * (a record that is not sound is left out); removed when no cell has one.
+   */
+  saveSummary(panel: NotebookPanel): void {
+    const model = panel.content.model;
+    if (!model) {
+      return;
+    }
+    const cells: ISavedCell[] = [];
+    for (const cell of panel.content.widgets) {
+      const saved = parseSavedCell(cell.model.getMetadata(SAVED_KEY));
+      if (saved) {
+        cells.push(saved);
+      }
+    }
+    const summary = summarise(cells);
+    if (summary) {
+      model.setMetadata(SAVED_KEY, summary);
+    } else if (model.getMetadata(SAVED_KEY) !== undefined) {
+      model.deleteMetadata(SAVED_KEY);
+    }
   }
 
   /**
@@ -275,6 +348,14 @@ export class CellCostController {
    * cell's cost when the kernel recorded it.
    */
   async executed(panel: NotebookPanel | null, cell: Cell): Promise<void> {
+    const saved = this.saveFromOutputs(cell);
+    if (panel && this.saveInNotebook) {
+      this.saveSummary(panel);
+    }
+    if (saved) {
+      // this run's figure, until the server's record (same cost, more detail)
+      showBadge(cell, recordOf(saved, cell.model.id), '$');
+    }
     const source = cell.model.sharedModel.getSource();
     const typed = autoSwitch(source);
     if (panel && typed !== null) {
@@ -337,7 +418,7 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
       className: 'jp-gpucost-cell-toggle',
       label: '$/cell',
       tooltip: trans().__(
-        'Price every cell (jupyter-gpucost): its cost is shown next to it, nothing is added to the notebook'
+        'Price every cell (jupyter-gpucost): its cost is shown next to it and saved in its metadata'
       ),
       pressed: this._controller.isOn(panel),
       onClick: () => {
@@ -345,6 +426,7 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
       }
     });
     panel.toolbar.insertItem(10, 'gpucostCells', button);
+    hideRecords(panel);
     this._controller.track(panel, button);
     return new DisposableDelegate(() => button.dispose());
   }
@@ -398,6 +480,8 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
           const apply = (): void => {
             controller.loadExtension =
               settings.get('loadInEveryKernel').composite !== false;
+            controller.saveInNotebook =
+              settings.get('saveInNotebook').composite !== false;
             const before = controller.alwaysOn;
             controller.alwaysOn =
               settings.get('priceEveryCell').composite === true;

@@ -17,6 +17,7 @@ import {
 } from './feed';
 import {
   HistoryWindow,
+  ICellCost,
   ICellsAnswer,
   IHistoryAnswer,
   IKernelsAnswer,
@@ -64,6 +65,7 @@ export class CostPanelModel extends VDomModel {
     this._cost = options.cost ?? null;
     this._feed = options.feed ?? null;
     this.cellLabel = options.cellLabel ?? (() => null);
+    this.recordedCells = options.recordedCells ?? (() => []);
     this._active = options.active ?? true;
     if (this._cost) {
       this._cost.stateChanged.connect(this._onCost, this);
@@ -95,6 +97,12 @@ export class CostPanelModel extends VDomModel {
    * `null`.
    */
   readonly cellLabel: CostPanelModel.CellLabel;
+
+  /**
+   * The costs the open notebooks hold in their cells' metadata (runs before
+   * this page, or from elsewhere): listed as recorded, never as live.
+   */
+  readonly recordedCells: () => ICellCost[];
 
   get status(): IPart<IPanelStatus> {
     return this._status;
@@ -423,6 +431,8 @@ export namespace CostPanelModel {
     active?: boolean;
     /** How a recent cell is named (its place in its open notebook). */
     cellLabel?: CellLabel;
+    /** The recorded costs of the open notebooks' cells. */
+    recordedCells?: () => ICellCost[];
     intervalSeconds?: number;
     autoStart?: boolean;
   }

@@ -13,11 +13,13 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { TranslationBundle } from '@jupyterlab/translation';
 
+import { parseSavedCell, recordOf, SAVED_KEY } from '../cells/saved';
 import { trans } from '../i18n';
 import { DEFAULT_INTERVAL_S } from '../model';
 import { IGpuCostModel } from '../tokens';
 import { PanelFeed } from './feed';
 import { CostPanelModel } from './model';
+import { ICellCost } from './types';
 import { CostPanel } from './view';
 
 /**
@@ -74,7 +76,8 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
             cost,
             feed,
             cellLabel: (path, cellId) =>
-              Private.cellLabel(notebooks, path, cellId, trans())
+              Private.cellLabel(notebooks, path, cellId, trans()),
+            recordedCells: () => Private.recordedCells(notebooks)
           });
           const content = new CostPanel(model);
           current = new MainAreaWidget({ content });
@@ -128,6 +131,29 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
 };
 
 namespace Private {
+  /**
+   * The sound cost records the open notebooks hold in their cells' metadata
+   * (a forged or corrupt one is left out).
+   */
+  export function recordedCells(
+    notebooks: INotebookTracker | null
+  ): ICellCost[] {
+    const found: ICellCost[] = [];
+    notebooks?.forEach(panel => {
+      for (const cell of panel.content.widgets) {
+        const saved = parseSavedCell(cell.model.getMetadata(SAVED_KEY));
+        if (saved) {
+          found.push({
+            ...recordOf(saved, cell.model.id),
+            notebook_path: panel.context.path,
+            recorded: true
+          });
+        }
+      }
+    });
+    return found;
+  }
+
   /**
    * A cell's place in its notebook, where the notebook is open: `cell 3`,
    * with the cell's first line of code as its title.

@@ -19,7 +19,9 @@ export function Cells(props: {
 }): React.ReactElement | null {
   const { model, symbol, trans } = props;
   const part = model.cells;
-  if (part.missing || !part.value || part.value.cells.length === 0) {
+  const live = part.missing || !part.value ? [] : part.value.cells;
+  const rows = withRecorded(live, model.recordedCells());
+  if (rows.length === 0) {
     return null;
   }
   return (
@@ -27,13 +29,19 @@ export function Cells(props: {
       <h3>{trans.__('Recent cells')}</h3>
       <PanelTable
         className="jp-gpucost-cells"
-        rows={part.value.cells}
+        rows={rows}
         rowKey={cell => `${cell.cell_id}-${cell.ended}`}
-        rowAttributes={cell => ({ 'data-status': cell.status })}
+        rowAttributes={cell => ({
+          'data-status': cell.status,
+          'data-recorded': cell.recorded ? 'true' : 'false'
+        })}
         columns={[
           {
             header: trans.__('Cell'),
-            cell: cell => cellName(model, cell, trans),
+            cell: cell =>
+              cell.recorded
+                ? trans.__('%1 · recorded', cellName(model, cell, trans))
+                : cellName(model, cell, trans),
             title: cell =>
               model.cellLabel(cell.notebook_path, cell.cell_id)?.title ??
               trans.__('Cell %1', cell.cell_id)
@@ -60,6 +68,23 @@ export function Cells(props: {
       />
     </section>
   );
+}
+
+/**
+ * The live cells, then the costs the open notebooks recorded for cells the
+ * server has no record of (a run before this page, or from elsewhere), the
+ * newest first within each; a cell the server knows is listed live only.
+ */
+export function withRecorded(
+  live: ICellCost[],
+  recorded: ICellCost[],
+  most = 20
+): ICellCost[] {
+  const known = new Set(live.map(cell => cell.cell_id));
+  const extra = recorded
+    .filter(cell => !known.has(cell.cell_id))
+    .sort((a, b) => Date.parse(b.ended) - Date.parse(a.ended));
+  return [...live, ...extra].slice(0, Math.max(most, live.length));
 }
 
 /**

@@ -209,6 +209,8 @@ export interface ICellCost {
   cost_usd: number;
   status: string;
   mode: string;
+  /** read from the notebook file (a run before this page), not measured live */
+  recorded?: boolean;
 }
 
 /**

@@ -1,0 +1,242 @@
+"""Moving each cell's cost into the notebook, and summing the notebook, in headless runs.
+
+The kernel publishes a priced cell's record as a display output of its own MIME type
+(:mod:`jupyter_gpucost.kernel.saved`). A :class:`CostCollector` attached to an nbclient
+``NotebookClient`` (nbclient itself, papermill's engine, ``jupyter gpucost run``) takes
+that output out of each cell *as the cell finishes in this run*, checks it, writes it into
+``cell.metadata.gpucost`` and adds it to the run's total; at the end the notebook's
+``metadata.gpucost`` holds the summary (exactly the sum of the cells). What a notebook
+already carried from elsewhere is never summed: a sound record on a cell this run did not
+execute is left as it was, a refused one is removed and named in the summary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, MutableMapping
+from decimal import Decimal
+from typing import Any
+
+from ..core.i18n import _
+from ..core.money import status_bar, to_usd
+from ..core.saved_cost import (
+    METADATA_KEY,
+    MIMETYPE,
+    NOT_THIS_RATE,
+    NOT_THIS_WALL,
+    NotebookSummary,
+    Refused,
+    SavedCell,
+    parse_cell,
+)
+
+#: a cell or notebook as nbformat gives it (a dict with attribute access)
+Node = Any
+#: how far a record's wall time may be from the time the runner saw the cell take (the
+#: messages to and from the kernel, its hooks; a loaded machine)
+WALL_SLACK_S = 2.0
+WALL_SLACK_SHARE = 0.1
+#: the tag of the summary cell a run appends (replaced on the next run)
+SUMMARY_TAG = "gpucost-summary"
+#: the code the runner sends (silently) before the first cell: price every cell
+SETUP_CODE = (
+    # loaded as %load_ext would, without its "already loaded" when the notebook says it too
+    "import jupyter_gpucost.kernel.magics as _gpucost_magics\n"
+    "_gpucost_magics.load(get_ipython())\n"
+    "_gpucost_magics.auto(get_ipython(), ['on'])\n"
+    "del _gpucost_magics\n"
+)
+
+
+class BudgetSpent(Exception):
+    """The run's budget is spent: no further cell runs."""
+
+    def __init__(self, cell_index: int, spent_micro_usd: int) -> None:
+        super().__init__(f"budget spent at cell {cell_index}")
+        self.cell_index = cell_index
+        self.spent_micro_usd = spent_micro_usd
+
+
+def is_carrier(output: Node) -> bool:
+    return output.get("output_type") == "display_data" and MIMETYPE in output.get("data", {})
+
+
+def take_records(cell: Node) -> list[object]:
+    """The records the kernel published in ``cell`` (its carrier outputs removed)."""
+    outputs = cell.get("outputs") or []
+    found = [o["data"][MIMETYPE] for o in outputs if is_carrier(o)]
+    if found:
+        cell["outputs"] = [o for o in outputs if not is_carrier(o)]
+    return found
+
+
+def combine(cells: list[SavedCell]) -> SavedCell:
+    """One record for a cell with several (a ``%%gpucost`` cell under auto mode is priced
+    once; the cell's own code may publish more): the last, which the kernel publishes after
+    the cell's code has run."""
+    return cells[-1]
+
+
+class CostCollector:
+    """nbclient hooks that save each cell's cost and sum the notebook."""
+
+    def __init__(
+        self,
+        *,
+        runner: str = "nbclient",
+        price_all_cells: bool = True,
+        summary_cell: bool = False,
+        budget_micro_usd: int | None = None,
+        rate_usd_per_hour: Decimal | None = None,
+        on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
+    ) -> None:
+        self.summary = NotebookSummary(runner=runner)
+        self.price_all_cells = price_all_cells
+        self.summary_cell = summary_cell
+        self.budget_micro_usd = budget_micro_usd
+        #: the rate this run prices cells at, where the runner knows it
+        self.rate_usd_per_hour = rate_usd_per_hour
+        self.on_cell = on_cell
+        self.executed: set[int] = set()
+        #: the index of the last cell that ran, and when the running one started
+        self.last_executed: int | None = None
+        self.last_cell_id: str | None = None
+        #: each cell priced in this run, with its id
+        self.priced: list[tuple[str, SavedCell]] = []
+        self.cell_started: float | None = None
+        self._client: Any = None
+        self._set_up = False
+
+    # -- wiring -----------------------------------------------------------------------
+    def attach(self, client: Any) -> Any:
+        """Set this collector's hooks on an nbclient ``NotebookClient``; returns it."""
+        self._client = client
+        client.on_cell_execute = self.on_cell_execute
+        client.on_cell_executed = self.on_cell_executed
+        client.on_notebook_complete = self.on_notebook_complete
+        return client
+
+    def cell_count(self) -> int | None:
+        """How many cells the running notebook has (papermill's parameters included)."""
+        nb = getattr(self._client, "nb", None)
+        cells = None if nb is None else nb.get("cells")
+        return len(cells) if isinstance(cells, list) else None
+
+    def kernel_pid(self) -> int | None:
+        """The kernel's process (a local kernel), for an interrupt."""
+        km = getattr(self._client, "km", None)
+        pid = getattr(getattr(km, "provisioner", None), "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    async def on_cell_execute(self, cell: Node, cell_index: int, **_kw: object) -> None:
+        client = self._client
+        if not self._set_up and self.price_all_cells and getattr(client, "kc", None) is not None:
+            self._set_up = True
+            from nbclient.util import ensure_async
+
+            msg_id = await ensure_async(
+                client.kc.execute(SETUP_CODE, silent=True, store_history=False)
+            )
+            await client.async_wait_for_reply(msg_id)
+        self.cell_started = time.monotonic()
+
+    def on_cell_executed(self, cell: Node, cell_index: int, **_kw: object) -> None:
+        self.executed.add(cell_index)
+        self.last_executed = cell_index
+        self.last_cell_id = cell.get("id")
+        started, self.cell_started = self.cell_started, None
+        elapsed_s = None if started is None else time.monotonic() - started
+        records = take_records(cell)
+        metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
+        metadata.pop(METADATA_KEY, None)  # what it carried before this run is gone
+        parsed: list[SavedCell] = []
+        for record in records:
+            try:
+                parsed.append(self.check(parse_cell(record), elapsed_s))
+            except Refused as e:  # the notebook's code can publish one too
+                self.summary.ignored.append(
+                    {"cell": cell_index, "cell_id": cell.get("id"), "reason": e.reason}
+                )
+        saved = combine(parsed) if parsed else None
+        if saved is not None:
+            metadata[METADATA_KEY] = saved.to_json()
+            self.summary.add(saved)
+            self.priced.append((str(cell.get("id") or f"cell-{cell_index + 1}"), saved))
+        if self.on_cell is not None:
+            self.on_cell(cell_index, saved, self.summary)
+        if (
+            self.budget_micro_usd is not None
+            and self.summary.total_micro_usd >= self.budget_micro_usd
+        ):
+            raise BudgetSpent(cell_index, self.summary.total_micro_usd)
+
+    def check(self, cell: SavedCell, elapsed_s: float | None) -> SavedCell:
+        """A record from the cell that just ran, against what the runner saw: the rate
+        it prices at, and the time the cell took (the code a notebook runs can publish a
+        record of our type too: it must not make its own cost smaller)."""
+        if self.rate_usd_per_hour is not None and cell.rate_usd_per_hour != self.rate_usd_per_hour:
+            raise Refused(NOT_THIS_RATE)
+        if elapsed_s is not None:
+            slack_s = WALL_SLACK_S + WALL_SLACK_SHARE * elapsed_s
+            if not elapsed_s - slack_s <= cell.wall_s <= elapsed_s + slack_s:
+                raise Refused(NOT_THIS_WALL)
+        return cell
+
+    def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
+        self.finish(notebook)
+
+    # -- the end of a run -------------------------------------------------------------
+    def finish(self, notebook: Node, *, summary_cell: bool | None = None) -> dict[str, Any]:
+        """Check what cells this run did not execute carry, then write the summary (and
+        the summary cell, when asked here or at construction)."""
+        if summary_cell is None:
+            summary_cell = self.summary_cell
+        for index, cell in enumerate(notebook.get("cells", [])):
+            if index in self.executed:
+                continue
+            metadata = cell.get("metadata") or {}
+            if METADATA_KEY not in metadata:
+                continue
+            try:
+                parse_cell(metadata[METADATA_KEY])
+            except Refused as e:
+                del metadata[METADATA_KEY]
+                self.summary.ignored.append(
+                    {"cell": index, "cell_id": cell.get("id"), "reason": e.reason}
+                )
+        summary = self.summary.to_json()
+        notebook.setdefault("metadata", {})[METADATA_KEY] = summary
+        cells = notebook.setdefault("cells", [])
+        cells[:] = [c for c in cells if SUMMARY_TAG not in c.get("metadata", {}).get("tags", [])]
+        if summary_cell:
+            import nbformat
+
+            markdown = nbformat.v4.new_markdown_cell(  # type: ignore[no-untyped-call]
+                summary_markdown(self.summary)
+            )
+            markdown.metadata["tags"] = [SUMMARY_TAG]
+            cells.append(markdown)
+        return summary
+
+
+def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
+    """The run's cost in a few lines of Markdown (shown where metadata is not: GitHub)."""
+    total = status_bar(to_usd(summary.total_micro_usd), symbol)
+    lines = [
+        _("**gpucost**: this run cost {total} over {n} priced cells.").format(
+            total=total, n=summary.cells
+        )
+    ]
+    for name, micro in sorted(summary.by_gpu_micro_usd.items()):
+        lines.append(f"- {name}: {status_bar(to_usd(micro), symbol)}")
+    if summary.simulated:
+        text = _("Simulated GPUs ({trace}): not real GPUs; the cost is what they would cost.")
+        lines.append("")
+        lines.append(text.format(trace=summary.simulated_by))
+    if summary.stopped:
+        lines.append("")
+        lines.append(str(summary.stopped.get("note", "")))
+    if summary.price_sources:
+        lines.append("")
+        lines.append(_("Prices: {sources}").format(sources="; ".join(summary.price_sources)))
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""The cost saved in a notebook, in the browser: a notebook run headless (nbclient, simulated
+GPUs) opened in JupyterLab shows each cell's recorded cost; a forged record is ignored with a
+note; the Settings Editor's switch keeps costs out of the file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import expect
+
+from jupyter_gpucost.core.protocol import KERNEL_ENV
+from jupyter_gpucost.core.saved_cost import ENV_TELEMETRY, MIMETYPE, parse_cell
+from jupyter_gpucost.headless import execute
+
+from .conftest import open_notebook, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def executed_notebook(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A notebook run headless with nbclient: the file someone sends you."""
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(ENV_TELEMETRY, "simulated")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell("import time\ntime.sleep(0.4)\nprint('trained')"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("y = 2"),
+    ]
+    execute(nb, kernel_name="python3", timeout=60)
+    # someone edited the file by hand: a record whose cost matches no rate
+    forged = dict(nb.cells[2].metadata["gpucost"])
+    forged["cost_micro_usd"] = 10**12
+    nb.cells[2].metadata["gpucost"] = forged
+    return nb
+
+
+def test_an_executed_notebook_shows_its_recorded_costs(
+    lab_factory: Any, page: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    nb = executed_notebook(monkeypatch)
+    first = parse_cell(nb.cells[0].metadata["gpucost"])
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    content = json.loads(nbformat.writes(nb))
+    lab.api("api/contents/sent.ipynb", method="PUT", body={"type": "notebook", "content": content})
+    cells: Any = open_notebook(page, lab, "sent.ipynb")
+
+    badge = cells.nth(0).locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_attribute("data-recorded", "true", timeout=30_000)
+    expect(badge).to_contain_text("recorded")
+    # the recorded cost and seconds, by the one money rule
+    amount = f"${first.cost_micro_usd / 1e6:.4f}"
+    expect(badge).to_have_text(re.compile(rf"^{re.escape(amount)} · {first.wall_s:.2f} s"))
+    assert "not live" in (badge.get_attribute("title") or "")
+    expect(cells.nth(1).locator(".jp-gpucost-cell-badge")).to_have_attribute(
+        "data-recorded", "true"
+    )
+    # the forged record is not shown as a cost, and says so
+    ignored = cells.nth(2).locator(".jp-gpucost-cell-badge")
+    expect(ignored).to_have_attribute("data-status", "ignored")
+    expect(ignored).not_to_contain_text("$")
+    screenshot(page, "recorded-badges.png")
+
+    # the cost panel lists them among the recent cells, as recorded (not the forged one)
+    page.locator("#jp-gpucost-status").click()
+    recent = page.locator("#jp-gpucost-panel .jp-gpucost-panel-cells")
+    expect(recent.locator("tr[data-recorded='true']")).to_have_count(2, timeout=30_000)
+    expect(recent.locator("tr[data-recorded='true'] td").first).to_contain_text("sent.ipynb · cell")
+    expect(recent).to_contain_text("recorded")
+    screenshot(page, "recorded-cells-in-panel.png")
+    page.locator(".lm-TabBar-tab", has_text="sent.ipynb").click()
+
+    # priced and run again here: the cell's figure is this run's, live
+    toggle = page.locator(".jp-gpucost-cell-toggle button, button.jp-gpucost-cell-toggle").first
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true", timeout=30_000)
+    cells.nth(1).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    live = cells.nth(1).locator(".jp-gpucost-cell-badge")
+    expect(live).to_have_attribute("data-recorded", "false", timeout=60_000)
+
+
+def test_the_setting_keeps_costs_out_of_the_notebook(lab_factory: Any, page: Any) -> None:
+    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.minimum_charge_s=0")
+    lab.api(
+        "lab/api/settings/jupyter-gpucost:cells",
+        method="PUT",
+        body={"raw": json.dumps({"saveInNotebook": False})},
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell("%%gpucost\nimport time\ntime.sleep(0.2)")]
+    content = json.loads(nbformat.writes(nb))
+    lab.api(
+        "api/contents/diffed.ipynb", method="PUT", body={"type": "notebook", "content": content}
+    )
+    cells: Any = open_notebook(page, lab, "diffed.ipynb")
+    cell = cells.nth(0)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    expect(cell.locator(".jp-OutputArea-output:not(.jp-gpucost-record)")).to_contain_text(
+        "wall time", timeout=60_000
+    )
+    expect(cell.locator(".jp-gpucost-cell-badge")).to_have_attribute(
+        "data-mode", "magic", timeout=30_000
+    )
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=30_000)
+    saved = lab.api("api/contents/diffed.ipynb")["content"]  # type: ignore[index]
+    assert "gpucost" not in saved["cells"][0]["metadata"]  # type: ignore[index]
+    assert MIMETYPE not in json.dumps(saved)
+    # the report of the magic stays
+    assert "wall time" in json.dumps(saved["cells"][0]["outputs"])  # type: ignore[index]
