@@ -16,6 +16,7 @@ import nbformat
 import pytest
 from cloud_standins import Cloud, serve, write_dmi
 
+from jupyter_gpucost.core.instance_prices import find_instance, load_instance_rows, whole_instance
 from jupyter_gpucost.core.protocol import KERNEL_ENV
 from jupyter_gpucost.core.saved_cost import (
     ENV_DMI,
@@ -378,9 +379,8 @@ def test_the_saved_records_are_json(simulated: dict[str, str]) -> None:
 def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
-    # an EC2 p4de.24xlarge (8x A100-80GB, $27.447/h) answers its metadata service: each
-    # (simulated) A100-80GB is priced at its share of the whole instance, $3.430875/h, not
-    # the per-GPU catalog row ($3.431/h)
+    # an EC2 p4de.24xlarge (8x A100-80GB) answers its metadata service: each (simulated)
+    # A100-80GB is priced at its share of the whole instance's row, not the per-GPU row
     cloud = Cloud()
     cloud.aws_identity["instanceType"] = "p4de.24xlarge"
     standins = serve(cloud)
@@ -408,7 +408,15 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     assert any("instance-identity" in p for p in standin.paths())
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     cell = parse_cell(out.cells[0].metadata[METADATA_KEY])
-    assert cell.rate_usd_per_hour == Decimal("6.861750")
+    row = find_instance(
+        load_instance_rows(), provider="aws", instance="p4de.24xlarge", market="on-demand"
+    )
+    assert row is not None
+    pricing = whole_instance(row)
+    share = pricing.per_gpu.usd_per_gpu_hour
+    assert share != Decimal("3.431")  # the per-GPU row's figure
+    # the two GPUs' shares and what is left of the instance's price (a micro-unit's rest)
+    assert cell.rate_usd_per_hour == 2 * share + pricing.base_usd_per_hour
     assert "aws p4de.24xlarge on-demand" in cell.priced_by
     assert "whole-instance price" in cell.priced_by
     assert cell.simulated
