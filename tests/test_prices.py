@@ -17,10 +17,10 @@ from jupyter_gpucost.core.catalog import (
     PricePolicy,
     PriceRow,
     load_catalog,
-    model_for,
     parse_price,
     read_catalog_toml,
 )
+from jupyter_gpucost.core.gpu_models import model_for
 from jupyter_gpucost.core.instance_prices import load_instance_rows
 
 GIB = 1024**3

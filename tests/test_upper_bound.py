@@ -13,13 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.billing import US_PER_S, BillingRule
-from jupyter_gpucost.core.catalog import (
-    GIB,
-    MARKETS,
-    PricePolicy,
-    load_catalog,
-    model_for,
-)
+from jupyter_gpucost.core.catalog import MARKETS, PricePolicy, load_catalog
+from jupyter_gpucost.core.gpu_models import GIB, model_for
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.core.protocol import PricedGpu, PublishedPrices, decode_prices, encode_prices
 from jupyter_gpucost.kernel.prices import from_catalog, from_published
