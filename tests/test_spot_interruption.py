@@ -120,6 +120,15 @@ async def page_saves_when_asked(jp_fetch: Any, edits: str) -> None:
         await asyncio.sleep(0.2)
 
 
+async def execute(client: Any, code: str) -> dict[str, Any]:
+    """Run ``code`` in the kernel; its execute_reply's content."""
+    msg_id = client.execute(code)
+    while True:
+        reply = await asyncio.wait_for(client._async_get_shell_msg(), 30)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return dict(reply["content"])
+
+
 async def test_notice_saves_checkpoints_exports_and_records_within_it(
     jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, standin: StandIn, ledger_url: str
 ) -> None:
@@ -137,9 +146,21 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
     kid = await km.start_kernel(kernel_name="python3", path="train.ipynb")
     client = km.get_kernel(kid).client()
     client.start_channels()
+    # another notebook, no guard: code to run at the notice, and a busy cell
+    other = await km.start_kernel(kernel_name="python3", path="other.ipynb")
+    other_client = km.get_kernel(other).client()
+    other_client.start_channels()
     try:
         await asyncio.wait_for(client._async_wait_for_ready(), 60)
         msg_id = client.execute(TRAIN)
+        await asyncio.wait_for(other_client._async_wait_for_ready(), 60)
+        for code in (
+            "%load_ext jupyter_gpucost",
+            "answer = 41 + 1",
+            "%gpucost on-interrupt import pathlib; pathlib.Path('kept.txt').write_text(str(answer))",
+        ):
+            assert (await execute(other_client, code))["status"] == "ok", code
+        other_client.execute("import time\nwhile True:\n    time.sleep(0.05)")
 
         def registered() -> bool:
             folder = Path(jp_serverapp.runtime_dir)
@@ -166,13 +187,22 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
         state = await budget(jp_fetch)
         current = state["interruption"]["current"]
         steps = {s["name"]: s for s in current["steps"]}
-        assert [s["name"] for s in current["steps"]] == ["tell", "save", "checkpoint", "export"]
+        assert [s["name"] for s in current["steps"]] == [
+            "tell",
+            "save",
+            "checkpoint",
+            "on-interrupt",
+            "export",
+        ]
         assert {n: s["state"] for n, s in steps.items()} == {
             "tell": "done",
             "save": "done",
             "checkpoint": "done",
+            "on-interrupt": "done",
             "export": "done",
         }
+        # the busy notebook was interrupted and its code ran, with its variables
+        assert (jp_root_dir / "kept.txt").read_text() == "42"
         # the user was told, with the seconds left
         told = [e for e in state["events"] if e["kind"] == "interruption"]
         assert len(told) == 1
@@ -226,7 +256,9 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
         assert record["checkpoint"] is True
     finally:
         client.stop_channels()
+        other_client.stop_channels()
         await km.shutdown_kernel(kid)
+        await km.shutdown_kernel(other)
 
 
 class TestNextSession:

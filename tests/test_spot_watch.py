@@ -221,3 +221,21 @@ def test_hostile_json_never_raises(doc: object) -> None:
         parse(body, NOW)
     parse_azure_events(json.dumps({"Events": [{"EventType": "Preempt", "NotBefore": doc}]}), NOW)
     parse_aws_action(json.dumps({"action": "stop", "time": doc}), NOW)
+
+
+def test_on_interrupt_magic_where_nothing_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel whose server watches no notice refuses the code: it would never run."""
+    from kernel_notebook import run_notebook, text
+
+    from jupyter_gpucost.core.interruption_files import ENV_NAME
+
+    monkeypatch.delenv(ENV_NAME, raising=False)
+    nb = run_notebook(
+        [
+            "%load_ext jupyter_gpucost",
+            "%gpucost on-interrupt save()  # raises",
+            "%gpucost on-interrupt off",
+        ]
+    )
+    assert "does not watch for a spot interruption" in text(nb.cells[1])
+    assert "no code is kept to run at an interruption" in text(nb.cells[2])

@@ -6,6 +6,8 @@ server publishes it in its environment, which kernels inherit).
   "deadline", "checkpoint_by"}`` (ISO-8601 UTC);
 * ``guard-<pid>-<n>.json``: a running guard (written when it starts, removed when it ends),
   so the server knows whose checkpoint to wait for;
+* ``code-<kernel id>.json``: ``{"code"}``, what ``%gpucost on-interrupt`` asks the server
+  to run in that kernel at the notice;
 * ``ack-<pid>-<n>.json``: the guard's answer once its ``on_interrupt`` returned: ``{"ok",
   "checkpoint", "error", "at"}`` (``checkpoint``: the absolute path it returned, if any).
 
@@ -24,6 +26,7 @@ ENV_NAME = "GPUCOST_INTERRUPTION_DIR"
 NOTICE = "notice.json"
 GUARD_PREFIX = "guard-"
 ACK_PREFIX = "ack-"
+CODE_PREFIX = "code-"
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
@@ -52,3 +55,7 @@ def guard_name(pid: int, n: int) -> str:
 
 def ack_name(guard: str) -> str:
     return ACK_PREFIX + guard.removeprefix(GUARD_PREFIX)
+
+
+def code_name(kernel_id: str) -> str:
+    return f"{CODE_PREFIX}{kernel_id}.json"

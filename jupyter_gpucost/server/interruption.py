@@ -47,6 +47,7 @@ from .budget.controller import BudgetController
 from .budget.events import iso
 from .errors import RequestError
 from .export.jobs import ExportManager
+from .interruption_code import CodeKernels, kept_codes, run_code
 from .ledger import Ledger
 
 #: seconds kept free at the end of the notice (the machine may go a little early)
@@ -121,8 +122,10 @@ class Responder:
         currency_symbol: str,
         log: logging.Logger,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        kernels: CodeKernels | None = None,
     ) -> None:
         self.budget = budget
+        self.kernels = kernels
         self.exports = exports
         self.folder = folder
         self.root_dir = root_dir
@@ -208,6 +211,7 @@ class Responder:
         )
         step, checkpoints = await self._checkpoint(notice, deadline, checkpoint_by)
         steps.append(step)
+        steps.append(await self._codes(checkpoint_by))
         self.current["steps"] = [s.to_json() for s in steps]
         steps.append(await self._export(checkpoints, deadline))
         record = self._record(notice, deadline, steps)
@@ -278,6 +282,26 @@ class Responder:
             return Step("checkpoint", "late", ", ".join(paths)), paths
         return Step("checkpoint", "done", ", ".join(paths)), paths
 
+    async def _codes(self, by: datetime) -> Step:
+        """``%gpucost on-interrupt``'s code, in each kernel that kept some, by ``by``."""
+        codes = await asyncio.to_thread(kept_codes, self.folder)
+        manager = self.kernels
+        if manager is not None:
+            running = set(manager.list_kernel_ids())
+            codes = {k: c for k, c in codes.items() if k in running}
+        if not codes or manager is None:
+            return Step("on-interrupt", "skipped", _("no kernel kept code to run"))
+        outcomes = await asyncio.gather(
+            *(run_code(manager, k, c, by, self.clock, self.log) for k, c in codes.items())
+        )
+        failed = [o for o in outcomes if o.state == "failed"]
+        late = [o for o in outcomes if o.state == "late"]
+        if failed:
+            return Step("on-interrupt", "failed", "; ".join(o.detail for o in failed))
+        if late:
+            return Step("on-interrupt", "late", ", ".join(o.kernel_id for o in late))
+        return Step("on-interrupt", "done", ", ".join(o.kernel_id for o in outcomes))
+
     async def _export(self, checkpoints: list[str], deadline: datetime) -> Step:
         if not self.export_on_interrupt or self.exports is None:
             return Step("export", "skipped", _("export_on_interrupt is not set"))
@@ -332,6 +356,7 @@ class Responder:
             "tell": _("told"),
             "save": _("notebooks saved"),
             "checkpoint": _("checkpoint written"),
+            "on-interrupt": _("on-interrupt code run"),
             "export": _("checkpoint exported"),
         }
         states = {

@@ -76,6 +76,8 @@ def start_interruption(
     log: logging.Logger,
 ) -> Interruption | None:
     """The watcher and the responder, or ``None`` where there is nothing to watch."""
+    # kernels are told of a folder only where a notice can come
+    os.environ.pop(ENV_NAME, None)
     if not bool(getattr(traits, "watch_interruptions", True)):
         return None
     found = None if machine is None else machine.machine
@@ -100,6 +102,7 @@ def start_interruption(
         save_timeout_s=budget.config.save_timeout_s,
         currency_symbol=service.config.currency_symbol,
         log=log,
+        kernels=budget.kernel_manager,  # type: ignore[arg-type]
     )
     previous = last_interruption(ledger, service.session_id)
     if previous is not None:
