@@ -5,6 +5,7 @@ document with a ``Preempt`` event. A machine that is not spot sends nothing at a
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -201,6 +202,7 @@ def test_hostile_bodies_never_raise(body: str) -> None:
     for parse in (parse_aws_action, parse_gcp_preempted, parse_azure_events):
         notice = parse(body, NOW)
         assert notice is None or notice.final
+        assert notice is None or NOW <= notice.deadline <= NOW + timedelta(seconds=120)
 
 
 @settings(max_examples=200, deadline=None)
@@ -214,13 +216,28 @@ def test_hostile_bodies_never_raise(body: str) -> None:
     )
 )
 def test_hostile_json_never_raises(doc: object) -> None:
-    import json
-
     body = json.dumps(doc)
     for parse in (parse_aws_action, parse_azure_events):
         parse(body, NOW)
-    parse_azure_events(json.dumps({"Events": [{"EventType": "Preempt", "NotBefore": doc}]}), NOW)
-    parse_aws_action(json.dumps({"action": "stop", "time": doc}), NOW)
+    azure = json.dumps({"Events": [{"EventType": "Preempt", "NotBefore": doc}]})
+    for notice in (
+        parse_azure_events(azure, NOW),
+        parse_aws_action(json.dumps({"action": "stop", "time": doc}), NOW),
+    ):
+        # any time at all: a deadline between now and the longest documented notice
+        assert notice is not None
+        assert notice.deadline is not None
+        assert NOW <= notice.deadline <= NOW + timedelta(seconds=120)
+
+
+@pytest.mark.parametrize(
+    "when", ["1999-01-01T00:00:00Z", "3000-01-01T00:00:00Z", "2026-11-27T14:00:00+14:00"]
+)
+def test_a_time_out_of_reach_is_bounded(when: str) -> None:
+    notice = parse_aws_action(json.dumps({"action": "terminate", "time": when}), NOW)
+    assert notice is not None
+    assert notice.deadline is not None
+    assert NOW <= notice.deadline <= NOW + timedelta(seconds=120)
 
 
 def test_on_interrupt_magic_where_nothing_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:

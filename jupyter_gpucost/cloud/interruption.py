@@ -54,6 +54,9 @@ AZURE_NOTICE_S = 30
 KUBERNETES_GRACE_S = 30
 #: an IMDSv2 token for the watcher lives this long; it is renewed a minute before
 AWS_TOKEN_TTL_S = 21600
+#: a deadline further than this from the notice is taken as this (no documented notice is
+#: longer; a far-off time would let the steps wait past the real one)
+MAX_NOTICE_S = 120
 #: a request that waits (not the hanging GET) is bounded by this
 REQUEST_TIMEOUT_S = 2.0
 #: after a failed request the next one waits at least this long
@@ -94,6 +97,11 @@ def watchable(machine: Machine | None) -> bool:
     )
 
 
+def _bounded(deadline: datetime, now: datetime) -> datetime:
+    """The deadline, between now and MAX_NOTICE_S from now."""
+    return min(max(deadline, now), now + timedelta(seconds=MAX_NOTICE_S))
+
+
 def _utc(text: str) -> datetime | None:
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
@@ -119,7 +127,7 @@ def parse_aws_action(body: str, now: datetime) -> Notice | None:
     if deadline is None:
         deadline = now + timedelta(seconds=AWS_NOTICE_S)
     known = action.lower() if action.lower() in ("terminate", "stop", "hibernate") else "terminate"
-    return Notice("aws", known, now, deadline)
+    return Notice("aws", known, now, _bounded(deadline, now))
 
 
 def parse_aws_rebalance(body: str, now: datetime) -> Notice | None:
@@ -160,7 +168,7 @@ def parse_azure_events(body: str, now: datetime) -> Notice | None:
                 parsed = None
             if parsed is not None:
                 deadline = parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-        return Notice("azure", "preempt", now, deadline)
+        return Notice("azure", "preempt", now, _bounded(deadline, now))
     return None
 
 
