@@ -291,10 +291,10 @@ class TestNextSession:
         self, jp_fetch: Any, standin: StandIn
     ) -> None:
         last = (await budget(jp_fetch))["interruption"]["last"]
-        hhmm = datetime(2026, 11, 27, 14, 2, tzinfo=UTC).astimezone().strftime("%H:%M")
-        assert (
-            last["line"] == f"interrupted at {hhmm} by AWS (spot): $0.41 since the last checkpoint"
+        assert last["line"] == (
+            "interrupted at 14:02 UTC by AWS (spot): $0.41 since the last checkpoint"
         )
+        assert last["deadline"] == "2026-11-27T14:02:00+00:00"
         assert last["instance_type"] == "p5.48xlarge"
 
 

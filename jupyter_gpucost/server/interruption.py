@@ -87,11 +87,12 @@ def _provider_name(provider: str) -> str:
     return PROVIDER_NAMES.get(provider, provider)
 
 
-def interrupted_line(record: dict[str, Any], symbol: str, tz: Any = None) -> str:
-    """ "interrupted at 14:02 by AWS (spot): $0.41 since the last checkpoint"."""
+def interrupted_line(record: dict[str, Any], symbol: str) -> str:
+    """ "interrupted at 14:02 UTC by AWS (spot): $0.41 since the last checkpoint" (the time
+    in UTC, which the front end writes in the browser's local time)."""
     try:
         at = datetime.fromisoformat(str(record.get("deadline") or record.get("at")))
-        hhmm = at.astimezone(tz).strftime("%H:%M")
+        hhmm = at.astimezone(UTC).strftime("%H:%M UTC")
     except ValueError:
         hhmm = "?"
     lost = record.get("lost_micro_usd")

@@ -283,7 +283,9 @@ export class BudgetController {
     const last = interruption?.last;
     if (last?.line && !this._lastShown) {
       this._lastShown = true;
-      Notification.info(last.line, { autoClose: false });
+      Notification.info(localizeActionTime(last.line, last.deadline), {
+        autoClose: false
+      });
     }
   }
 
