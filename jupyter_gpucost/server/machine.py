@@ -33,6 +33,7 @@ from ..core.instance_prices import (
 )
 from ..core.machine import Machine
 from .budget.enforce import InstanceStop, InstanceStopper
+from .spot_price_setup import spot_price_plan
 from .traits import within
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
@@ -305,6 +306,7 @@ def resolve_machine(
         "price_instance": str(getattr(traits, "price_instance", "")),
     }
     plan = price_plan(admin_prices(config, values), machine, catalog, rows)
+    plan = spot_price_plan(plan, machine, traits, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
     return MachinePrices(settings=settings, machine=machine, plan=plan)

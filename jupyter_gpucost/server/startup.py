@@ -27,6 +27,7 @@ from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
 from .interruption_setup import InterruptionTraits, start_interruption
 from .machine import MachinePrices, instance_stopper, machine_can_stop
 from .service import CostService
+from .spot_price_setup import SpotPriceTraits
 from .traits import trait_float, trait_str, trait_strings
 
 
@@ -52,7 +53,7 @@ def server_parts(serverapp: ServerApp | None) -> ServerParts:
     )
 
 
-__all__ = ["InterruptionTraits", "Started", "start_budget_and_exports"]
+__all__ = ["InterruptionTraits", "SpotPriceTraits", "Started", "start_budget_and_exports"]
 
 
 @dataclass(frozen=True)
