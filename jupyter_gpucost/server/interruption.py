@@ -162,6 +162,13 @@ class Responder:
         if self.task is not None:
             return
         self.task = asyncio.get_running_loop().create_task(self.respond(notice))
+        self.task.add_done_callback(self._log_failure)
+
+    def _log_failure(self, task: asyncio.Task[dict[str, Any]]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.log.error(
+                "jupyter-gpucost: the interruption's steps failed", exc_info=task.exception()
+            )
 
     def _warn_early(self, notice: Notice) -> None:
         message = _(
@@ -215,7 +222,7 @@ class Responder:
         steps.append(await self._codes(checkpoint_by))
         self.current["steps"] = [s.to_json() for s in steps]
         steps.append(await self._export(checkpoints, deadline))
-        record = self._record(notice, deadline, steps)
+        record = await self._record(notice, deadline, steps)
         self.current = {**self.current, **record, "steps": [s.to_json() for s in steps]}
         summary = self._summary(steps)
         self.budget.events.emit(
@@ -326,7 +333,9 @@ class Responder:
             return Step("export", "done", ", ".join(r["url"] for r in ended.results))
         return Step("export", "failed", ended.error or ended.state)
 
-    def _record(self, notice: Notice, deadline: datetime, steps: list[Step]) -> dict[str, Any]:
+    async def _record(
+        self, notice: Notice, deadline: datetime, steps: list[Step]
+    ) -> dict[str, Any]:
         cost = self.session_cost()
         lost = cost if self._checkpoint_cost is None else cost - self._checkpoint_cost
         machine = self.machine
@@ -347,7 +356,7 @@ class Responder:
         }
         if self.ledger is not None:
             try:
-                self.ledger.add_action(self.session_id, record)
+                await asyncio.to_thread(self.ledger.add_action, self.session_id, record)
             except Exception as e:  # the ledger never stops the rest
                 self.log.warning("jupyter-gpucost: the interruption is not in the ledger: %s", e)
         return record
