@@ -116,6 +116,7 @@ def test_sigterm_in_a_pod_is_an_interruption(tmp_path: Path) -> None:
     steps = {s["name"]: s["state"] for s in record["steps"]}
     assert steps["tell"] == "done"
     assert steps["checkpoint"] == "skipped"
+    assert record["message"].startswith("Spot interruption: told: done;")
 
     second = PodServer(tmp_path / "b", ledger)
     try:

@@ -222,9 +222,9 @@ class Responder:
         steps.append(await self._codes(checkpoint_by))
         self.current["steps"] = [s.to_json() for s in steps]
         steps.append(await self._export(checkpoints, deadline))
-        record = await self._record(notice, deadline, steps)
-        self.current = {**self.current, **record, "steps": [s.to_json() for s in steps]}
         summary = self._summary(steps)
+        record = await self._record(notice, deadline, steps, summary)
+        self.current = {**self.current, **record, "steps": [s.to_json() for s in steps]}
         self.budget.events.emit(
             "interruption-done",
             summary,
@@ -334,7 +334,7 @@ class Responder:
         return Step("export", "failed", ended.error or ended.state)
 
     async def _record(
-        self, notice: Notice, deadline: datetime, steps: list[Step]
+        self, notice: Notice, deadline: datetime, steps: list[Step], summary: str
     ) -> dict[str, Any]:
         cost = self.session_cost()
         lost = cost if self._checkpoint_cost is None else cost - self._checkpoint_cost
@@ -353,6 +353,8 @@ class Responder:
             "lost_micro_usd": max(0, lost),
             "checkpoint": self._checkpoint_cost is not None,
             "steps": [s.to_json() for s in steps],
+            # in the language of its time, as a budget action's (docs/translations.md)
+            "message": summary,
         }
         if self.ledger is not None:
             try:
