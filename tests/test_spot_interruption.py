@@ -160,6 +160,10 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
             "%gpucost on-interrupt import pathlib; pathlib.Path('kept.txt').write_text(str(answer))",
         ):
             assert (await execute(other_client, code))["status"] == "ok", code
+        # code that cannot run is refused when it is given, not at the notice
+        refused = await execute(other_client, "%gpucost on-interrupt save(")
+        assert refused["status"] == "error"
+        assert refused["ename"] == "UsageError"
         other_client.execute("import time\nwhile True:\n    time.sleep(0.05)")
 
         def registered() -> bool:
