@@ -325,3 +325,23 @@ class TestOnDemand:
             )
             for p in paths
         )
+
+
+class TestWatchOff:
+    """``watch_interruptions = False``: a spot machine's notice is never asked for."""
+
+    @pytest.fixture
+    def gpucost_config(self, standin: StandIn, tmp_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
+            "budget_state_path": str(tmp_path / "budget.json"),
+            "watch_interruptions": False,
+        }
+
+    async def test_nothing_is_asked(self, jp_fetch: Any, standin: StandIn) -> None:
+        await asyncio.sleep(1.5)
+        assert (await budget(jp_fetch))["interruption"] is None
+        assert not [p for p in standin.paths() if "spot" in p or "recommendations" in p]
+        # detection itself still read the machine (a spot one)
+        assert "/latest/meta-data/instance-life-cycle" in standin.paths()
