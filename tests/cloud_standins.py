@@ -7,6 +7,12 @@
   ``/computeMetadata/v1/instance/?recursive=true``, ``project/project-id`` and
   ``instance/service-accounts/default/token``; Compute API ``POST .../instances/{name}/stop``
   answers an Operation (200) or 403 with the missing permission.
+* Spot notices: EC2 ``/latest/meta-data/spot/instance-action`` and
+  ``/latest/meta-data/events/recommendations/rebalance`` (404 with an empty body until set,
+  then ``{"action": "terminate", "time": "2026-11-27T14:02:00Z"}`` / ``{"noticeTime": ...}``);
+  GCE ``instance/preempted`` (``FALSE``/``TRUE``; ``?wait_for_change=true&timeout_sec=N``
+  hangs until it changes or N seconds pass); Azure ``/metadata/scheduledevents`` (``{"DocumentIncarnation",
+  "Events": [...]}``, a Spot eviction an event of ``EventType`` ``Preempt``).
 * Azure IMDS: ``Metadata: true`` required (else 400); ``/metadata/instance`` and
   ``/metadata/identity/oauth2/token`` (400 "Identity not found" without an identity); ARM
   ``POST .../virtualMachines/{vm}/deallocate`` answers 202 Accepted or 403
@@ -96,6 +102,16 @@ class Cloud:
         }
     )
     gce_project: str = "my-project"
+    #: EC2's spot/instance-action document (``None``: 404, nothing pending)
+    aws_instance_action: dict[str, Any] | None = None
+    #: EC2's rebalance recommendation (``None``: 404)
+    aws_rebalance: dict[str, Any] | None = None
+    #: GCE's instance/preempted
+    gce_preempted: bool = False
+    #: Azure's scheduled events (each as documented: EventId, EventType, ResourceType,
+    #: Resources, EventStatus, NotBefore, Description, EventSource, DurationInSeconds)
+    azure_events: list[dict[str, Any]] = field(default_factory=list)
+    azure_incarnation: int = 1
     #: the Lambda instance the key may see and terminate
     lambda_instance: str = "0920582c7ff041399e34823a0be62549"
     #: the Vast.ai instance the key may manage
@@ -243,6 +259,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, cloud.aws_identity, {"Content-Type": "text/plain"})
         if path == "/latest/meta-data/instance-life-cycle":
             return self._send(200, cloud.aws_life_cycle, {"Content-Type": "text/plain"})
+        if path == "/latest/meta-data/spot/instance-action" and cloud.aws_instance_action:
+            return self._send(200, cloud.aws_instance_action, {"Content-Type": "text/plain"})
+        if path == "/latest/meta-data/events/recommendations/rebalance" and cloud.aws_rebalance:
+            return self._send(200, cloud.aws_rebalance, {"Content-Type": "text/plain"})
         return self._send(404, "")
 
     # -- GCE metadata server and Compute API -------------------------------------------
@@ -255,6 +275,17 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(
                 200, cloud.gce_instance, {**flavor, "Content-Type": "application/json"}
             )
+        if path == "/computeMetadata/v1/instance/preempted":
+            params = parse_qs(query)
+            if params.get("wait_for_change") == ["true"]:
+                # a hanging GET: answers when the value changes or timeout_sec passes
+                was = cloud.gce_preempted
+                wait_s = float(params.get("timeout_sec", ["300"])[0])
+                end = time.monotonic() + wait_s
+                while cloud.gce_preempted == was and time.monotonic() < end:
+                    time.sleep(0.05)
+            text = "TRUE" if cloud.gce_preempted else "FALSE"
+            return self._send(200, text, {**flavor, "Content-Type": "application/text"})
         if path == "/computeMetadata/v1/project/project-id":
             return self._send(200, cloud.gce_project, flavor)
         if path == "/computeMetadata/v1/instance/service-accounts/default/token":
@@ -300,6 +331,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": "Bad request. api-version was not specified"})
         if path == "/metadata/instance":
             return self._send(200, {"compute": cloud.azure_compute, "network": {"interface": []}})
+        if path == "/metadata/scheduledevents":
+            document = {
+                "DocumentIncarnation": cloud.azure_incarnation,
+                "Events": cloud.azure_events,
+            }
+            return self._send(200, document, {"Content-Type": "application/json"})
         if path == "/metadata/identity/oauth2/token":
             if not cloud.identity:
                 error = {"error": "invalid_request", "error_description": "Identity not found"}
@@ -547,6 +584,21 @@ def serve(cloud: Cloud | None = None) -> Iterator[StandIn]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def azure_preempt(not_before: str, vm: str = "gpu-vm") -> dict[str, Any]:
+    """A Spot VM's eviction as Scheduled Events documents it (``NotBefore`` RFC 1123)."""
+    return {
+        "EventId": "A123BC45-1234-5678-AB90-ABCDEF123456",
+        "EventStatus": "Scheduled",
+        "EventType": "Preempt",
+        "ResourceType": "VirtualMachine",
+        "Resources": [vm],
+        "NotBefore": not_before,
+        "Description": "",
+        "EventSource": "Platform",
+        "DurationInSeconds": -1,
+    }
 
 
 def write_dmi(folder: Any, provider: str) -> str:

@@ -46,6 +46,7 @@ from ..core.i18n import _
 from ..core.money import MICRO, guard_line, round_usd
 from .cuda import torch_cuda
 from .guard_display import LiveLine, show_warning
+from .guard_interrupt import InterruptWatch, MachineInterrupted, interrupted_message
 from .guard_summary import BudgetExceeded, BudgetWarning, GuardSummary
 
 #: "one more step" is priced at the slowest of this many recent steps (or the mean, if
@@ -58,6 +59,9 @@ NANO = Decimal("0.000000001")
 Dollars: TypeAlias = float | int | str | Decimal
 #: called with the guard when it stops the loop (to save a checkpoint); its result is unused
 OnStop: TypeAlias = "Callable[[Guard], object]"
+#: called with the guard when the cloud takes the machine back (to save a checkpoint); a
+#: path it returns is exported with the checkpoints (docs/spot.md)
+OnInterrupt: TypeAlias = "Callable[[Guard], object]"
 
 
 def _money(value: object, what: str) -> Decimal:
@@ -99,6 +103,7 @@ class Guard:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] | None = None,
         stop_when_done: str | None = None,
+        on_interrupt: OnInterrupt | None = None,
     ) -> None:
         from .link import follow_server_language
 
@@ -115,8 +120,16 @@ class Guard:
                     value=repr(on_stop)
                 )
             )
+        if on_interrupt is not None and not callable(on_interrupt):
+            raise ValueError(
+                _("on_interrupt must be a function taking the guard, not {value}").format(
+                    value=repr(on_interrupt)
+                )
+            )
         self.budget_usd = budget
         self.on_stop = on_stop
+        self.on_interrupt = on_interrupt
+        self._interrupt = InterruptWatch()
         #: the action asked of the server when the loop ends, finished, failed or stopped
         #: by the budget (``"stop-instance"``...; ``None``: nothing)
         self.stop_when_done = stop_when_done
@@ -162,6 +175,8 @@ class Guard:
         if self._t0_us is not None:
             raise RuntimeError(_("this guard was already used; make a new one for a new loop"))
         self._t0_us = self._now_us()
+        if self.on_interrupt is not None:
+            self._interrupt.register()
         self._show(force=True)
         return self
 
@@ -173,6 +188,7 @@ class Guard:
     ) -> None:
         if self._t0_us is not None and self._end_us is None:
             self._end_us = self._now_us()
+        self._interrupt.unregister()
         self._show(force=True)
         if self.stop_when_done is not None:
             from .link import LinkError
@@ -194,6 +210,8 @@ class Guard:
             raise RuntimeError(_("g.step() belongs inside `with guard(...) as g:`"))
         if self.stopped:
             raise BudgetExceeded(self._stop_message(), self.summary())
+        if self.on_interrupt is not None:
+            self._check_interruption()
         if tokens is not None:
             if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
                 text = _("{what} must be a whole number >= 0, not {value}")
@@ -227,6 +245,22 @@ class Guard:
                 self.on_stop(self)
             raise BudgetExceeded(self._stop_message(), self.summary())
         self._show()
+
+    def _check_interruption(self) -> None:
+        """The server's notice came: checkpoint through ``on_interrupt``, answer, stop."""
+        notice = self._interrupt.notice()
+        if notice is None or self.on_interrupt is None:
+            return
+        self._end_us = self._now_us()
+        try:
+            checkpoint = self.on_interrupt(self)
+        except Exception as e:
+            self._interrupt.answer(None, f"{type(e).__name__}: {e}")
+            raise
+        path = self._interrupt.answer(checkpoint, None)
+        raise MachineInterrupted(
+            interrupted_message(notice, path), str(notice.get("deadline", "")), path
+        )
 
     # -- figures ----------------------------------------------------------------------
 
@@ -408,6 +442,7 @@ def guard(
     display: bool = True,
     usd_per_hour: Dollars | None = None,
     stop_when_done: str | None = None,
+    on_interrupt: OnInterrupt | None = None,
 ) -> Guard:
     """A :class:`Guard` for a loop of ``total_steps`` steps and a budget in USD; with
     ``stop_when_done="stop-instance"`` the server stops the machine when the loop ends."""
@@ -419,6 +454,7 @@ def guard(
         display=display,
         usd_per_hour=usd_per_hour,
         stop_when_done=stop_when_done,
+        on_interrupt=on_interrupt,
     )
 
 
@@ -430,4 +466,11 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["BudgetExceeded", "BudgetWarning", "Guard", "GuardSummary", "guard"]
+__all__ = [
+    "BudgetExceeded",
+    "BudgetWarning",
+    "Guard",
+    "GuardSummary",
+    "MachineInterrupted",
+    "guard",
+]

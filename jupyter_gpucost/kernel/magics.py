@@ -182,6 +182,10 @@ class GpuCostMagics(Magics):
             budget(words[1:])
         elif words[0] == "stop-when-done":
             stop_when_done(self.shell, words[1:])
+        elif words[0] == "on-interrupt":
+            from .on_interrupt import on_interrupt
+
+            print(on_interrupt(line.strip()[len("on-interrupt") :]))
         else:
             raise UsageError(
                 f"unknown subcommand {words[0]!r} (use %%gpucost on a cell to price it)\n"
@@ -192,6 +196,7 @@ class GpuCostMagics(Magics):
 LINE_USAGE = (
     "%gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off [--scope session|day|month] "
     "| %gpucost check | %gpucost stop-when-done [--action ACTION] | "
+    "%gpucost on-interrupt CODE|off | "
     "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
 )
 AUTO_USAGE = "%gpucost auto on|off"

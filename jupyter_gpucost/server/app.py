@@ -30,7 +30,7 @@ from .hub_link import HubReporter, hub_url_default
 from .machine import MachinePrices, MachineTraits, check_provider, resolve_machine
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
-from .startup import start_budget_and_exports
+from .startup import InterruptionTraits, SpotPriceTraits, start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, CurrencyTraits, in_range, one_of
 from .translations import follow_jupyterlab_language, watch_jupyterlab_language
@@ -40,7 +40,7 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
+class GpuCost(MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
     #: the detected machine and its prices (set by ``cost_config``)
@@ -475,7 +475,7 @@ class GpuCost(MachineTraits, CurrencyTraits, ExtensionApp):
         self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
-        for name in ("_kernel_watch", "_language_watch"):
+        for name in ("_kernel_watch", "_language_watch", "_interruption_watch"):
             watch = getattr(self, name, None)
             if watch is not None:
                 watch.stop()

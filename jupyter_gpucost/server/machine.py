@@ -37,6 +37,7 @@ from ..core.instance_prices import (
 )
 from ..core.machine import Machine
 from .budget.enforce import InstanceStop, InstanceStopper
+from .spot_price_setup import spot_price_plan
 from .traits import within
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
@@ -381,6 +382,7 @@ def resolve_machine(
     admin = admin_prices(config, values)
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
     plan = price_plan(admin, machine, catalog, rows)
+    plan = spot_price_plan(plan, machine, traits, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
     return MachinePrices(settings=settings, machine=machine, plan=plan)

@@ -24,8 +24,10 @@ from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
 from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
+from .interruption_setup import InterruptionTraits, start_interruption
 from .machine import MachinePrices, instance_stopper, machine_can_stop
 from .service import CostService
+from .spot_price_setup import SpotPriceTraits
 from .traits import trait_float, trait_str, trait_strings
 
 
@@ -49,6 +51,9 @@ def server_parts(serverapp: ServerApp | None) -> ServerParts:
         event_logger=getattr(serverapp, "event_logger", None),
         stop_server=serverapp.stop,
     )
+
+
+__all__ = ["InterruptionTraits", "SpotPriceTraits", "Started", "start_budget_and_exports"]
 
 
 @dataclass(frozen=True)
@@ -136,4 +141,18 @@ def start_budget_and_exports(
         exports,
     )
     reporter = None if hub is None else start_hub_link(hub, service, budget, log)
+    interruption = start_interruption(
+        traits,
+        service,
+        budget,
+        exports,
+        machine,
+        root_dir,
+        str(getattr(serverapp, "runtime_dir", "") or Path.cwd()),
+        None if serverapp is None else serverapp.stop,
+        log,
+    )
+    if interruption is not None and interruption.watcher is not None:
+        # stopped with the extension's other watches
+        traits._interruption_watch = interruption.watcher  # type: ignore[attr-defined]
     return Started(budget, exports, reporter)

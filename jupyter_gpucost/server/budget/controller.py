@@ -98,6 +98,8 @@ class BudgetController:
         self.actions: list[ActionRecord] = []
         self.events = BudgetEvents(event_logger, self.log, clock)
         self.saves = BrowserSaves(self.events, self.log)
+        #: the spot interruption's document in the status (``server.interruption``)
+        self.interruption: Callable[[], dict[str, Any] | None] = lambda: None
         self.enforcer = Enforcer(
             EnforceSettings(
                 action=config.action,
@@ -456,6 +458,16 @@ class BudgetController:
         document["stop_when_idle"] = (
             None if self._after_busy is None else {"action": self._after_busy[0] or config.action}
         )
+        interruption = self.interruption()
+        document["interruption"] = interruption
+        current = None if interruption is None else interruption.get("current")
+        if (
+            current
+            and request is not None
+            and not any(s["name"] == "save" for s in current["steps"])
+        ):
+            # a spot interruption's save: pages that poll see it as they see a budget's
+            document["save_request"] = {"id": request.id}
         return document
 
     def action_log(self) -> list[dict[str, Any]]:

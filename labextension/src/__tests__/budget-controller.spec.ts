@@ -627,3 +627,100 @@ describe('the threshold warnings once the budget changes', () => {
     expect(warnings()).toEqual([]);
   });
 });
+
+describe('a spot interruption', () => {
+  function notification(text: string): Notification.INotification | undefined {
+    return Notification.manager.notifications.find(n =>
+      n.message.includes(text)
+    );
+  }
+
+  it('counts down from the pushed event, then shows what was done', async () => {
+    const server = new BudgetServer(budget());
+    const controller = makeController(server);
+    const deadline = new Date(Date.now() + 90_000).toISOString();
+    controller.onEvent({
+      schema_id: BUDGET_EVENT_SCHEMA,
+      kind: 'interruption',
+      message: 'AWS is taking this spot machine back in 90 s',
+      provider: 'aws',
+      deadline,
+      seconds_left: 90
+    } as unknown as Event.Emission);
+    const shown = notification('AWS takes this spot machine back in 1:');
+    expect(shown?.type).toBe('error');
+    expect(controller.interruption.item.node.textContent).toMatch(
+      /^spot: taken back in 1:(30|29)$/
+    );
+    controller.onEvent({
+      schema_id: BUDGET_EVENT_SCHEMA,
+      kind: 'interruption-done',
+      message: 'Spot interruption: told: done; notebooks saved: done',
+      provider: 'aws'
+    } as unknown as Event.Emission);
+    expect(
+      notification('Spot interruption: told: done; notebooks saved: done')
+    ).toBeDefined();
+    // the countdown goes on to the deadline
+    expect(controller.interruption.active).toBe(true);
+  });
+
+  it('a page that polls saves on the interruption and counts down', async () => {
+    const deadline = new Date(Date.now() + 60_000).toISOString();
+    const server = new BudgetServer(
+      budget({
+        save_request: { id: 'req-1' },
+        interruption: {
+          current: {
+            provider: 'gcp',
+            action: 'preempt',
+            deadline,
+            message: '',
+            steps: [{ name: 'tell', state: 'done', detail: '' }]
+          },
+          last: null
+        }
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    await until('the save acknowledged', () =>
+      server.requests.some(
+        r =>
+          r.method === 'POST' &&
+          new URL(r.url).pathname.endsWith('/gpucost/api/budget/saved')
+      )
+    );
+    const ack = server.requests.find(r => r.method === 'POST')!.body as {
+      request_id: string;
+    };
+    expect(ack.request_id).toBe('req-1');
+    expect(
+      notification('Google Cloud takes this spot machine back in')
+    ).toBeDefined();
+  });
+
+  it('says what the last interruption cost, once, in local time', async () => {
+    const server = new BudgetServer(
+      budget({
+        interruption: {
+          current: null,
+          last: {
+            line: 'interrupted at 14:02 UTC by AWS (spot): $0.41 since the last checkpoint',
+            deadline: '2026-11-27T14:02:00+00:00'
+          }
+        }
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    await until('the line shown', () => !!notification('by AWS (spot)'));
+    expect(notification('by AWS (spot)')!.message).not.toContain('UTC');
+    await controller.refresh();
+    expect(
+      Notification.manager.notifications.filter(n =>
+        n.message.includes('by AWS (spot)')
+      )
+    ).toHaveLength(1);
+  });
+});

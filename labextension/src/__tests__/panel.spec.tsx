@@ -14,6 +14,7 @@ import {
   emptyChartText,
   niceCeiling
 } from '../panel/chart';
+import { formatLocalTime } from '../budget/format';
 import { formatCo2, formatDuration } from '../format';
 import {
   formatShare,
@@ -498,6 +499,37 @@ describe('CostPanel budget', () => {
   afterEach(() => {
     document.body.innerHTML = '';
     requests.length = 0;
+  });
+
+  it('says what the last spot interruption cost, in local time', async () => {
+    const deadline = '2026-11-27T14:02:00+00:00';
+    const status = makePanelStatus({
+      budget: {
+        state: 'none',
+        hard: null,
+        soft: null,
+        scopes: ['session'],
+        last_action: null,
+        interruption: {
+          last: {
+            line: 'interrupted at 14:02 UTC by AWS (spot): $0.41 since the last checkpoint',
+            deadline
+          }
+        }
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      budget: { status: 200, body: {} },
+      kernels: { status: 404 },
+      history: { status: 404 }
+    });
+    const text = node.querySelector(
+      '[data-field="last-interruption"]'
+    )!.textContent!;
+    expect(text).toContain('by AWS (spot): $0.41 since the last checkpoint');
+    expect(text).not.toContain('UTC');
+    expect(text).toContain(`interrupted at ${formatLocalTime(deadline)} by`);
   });
 
   it("shows the locked and the user's budgets and sets one", async () => {

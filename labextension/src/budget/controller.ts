@@ -7,6 +7,7 @@ import { currencySymbol, formatBudget, formatMoney } from '../format';
 import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { BudgetCountdown } from './countdown';
+import { InterruptionCountdown } from './interruption';
 import {
   AMOUNT_PATTERN,
   currencyLabel,
@@ -68,6 +69,11 @@ export class BudgetController {
   readonly item = new BudgetStatusItem();
 
   /**
+   * The countdown to a spot machine's interruption (its own status bar item).
+   */
+  readonly interruption = new InterruptionCountdown();
+
+  /**
    * This page's id: the server waits for it to save before acting.
    */
   get client(): string {
@@ -97,6 +103,7 @@ export class BudgetController {
     this._model.stateChanged.disconnect(this._onModel, this);
     this._model.budgetEvent.disconnect(this._onBudgetEvent, this);
     this._countdown.close();
+    this.interruption.close();
     this._sync.dispose();
   }
 
@@ -146,6 +153,17 @@ export class BudgetController {
             action: event.action
           });
         }
+        break;
+      case 'interruption':
+        if (event.deadline && event.provider) {
+          this.interruption.show(event.provider, event.deadline);
+        }
+        break;
+      case 'interruption-warning':
+        Notification.warning(event.message, { autoClose: false });
+        break;
+      case 'interruption-done':
+        this.interruption.done(event.message);
         break;
       case 'cleared':
         this._countdown.close();
@@ -239,6 +257,35 @@ export class BudgetController {
     }
     if (status.state === 'enforcing' && status.save_request) {
       void this.save(status.save_request.id);
+    }
+    this._onInterruption(status);
+  }
+
+  /**
+   * A page that opens (or polls) during a spot interruption counts down and
+   * saves as one that heard the event; the next session's page says what the
+   * last interruption cost, once.
+   */
+  private _onInterruption(status: IBudgetStatus): void {
+    const interruption = status.interruption;
+    const current = interruption?.current;
+    if (
+      current?.deadline &&
+      !this.interruption.active &&
+      !this.interruption.visible &&
+      new Date(current.deadline).getTime() > Date.now()
+    ) {
+      this.interruption.show(current.provider, current.deadline);
+    }
+    if (current && status.save_request) {
+      void this.save(status.save_request.id);
+    }
+    const last = interruption?.last;
+    if (last?.line && !this._lastShown) {
+      this._lastShown = true;
+      Notification.info(localizeActionTime(last.line, last.deadline), {
+        autoClose: false
+      });
     }
   }
 
@@ -334,6 +381,7 @@ export class BudgetController {
   private _tracker: INotebookTracker | null;
   private _refreshRunning: () => Promise<void>;
   private _countdown: BudgetCountdown;
+  private _lastShown = false;
   private _sync: BudgetSettingsSync;
   private _warnings = new ThresholdWarnings();
   private _status: IBudgetStatus | null = null;

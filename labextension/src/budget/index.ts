@@ -12,6 +12,7 @@ import { BudgetController } from './controller';
 export * from './controller';
 export * from './countdown';
 export * from './format';
+export * from './interruption';
 export * from './request';
 export * from './settings-sync';
 export * from './status-item';
@@ -55,6 +56,12 @@ export const budgetPlugin: JupyterFrontEndPlugin<void> = {
         align: 'left',
         rank: 101,
         isActive: () => controller.item.node.dataset.budget !== 'none'
+      });
+      statusBar.registerStatusItem(`${budgetPlugin.id}-interruption`, {
+        item: controller.interruption.item,
+        align: 'left',
+        rank: 100,
+        isActive: () => controller.interruption.visible
       });
     }
     if (settingRegistry) {

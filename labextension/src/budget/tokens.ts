@@ -3,6 +3,8 @@
  * budget events pushed on the server's event bus.
  */
 
+import { IInterruptionStatus } from './interruption';
+
 /**
  * The `$id` of the budget events' schema.
  */
@@ -112,13 +114,24 @@ export interface IBudgetStatus {
   save_request: { id: string } | null;
   scopes: string[];
   last_action: IBudgetAction | null;
+  /** A spot machine's interruption (older servers and other machines: absent or null). */
+  interruption?: IInterruptionStatus | null;
 }
 
 /**
  * A budget event (its `kind` says which).
  */
 export interface IBudgetEvent {
-  kind: 'threshold' | 'grace' | 'cleared' | 'save-request' | 'action' | 'idle';
+  kind:
+    | 'threshold'
+    | 'grace'
+    | 'cleared'
+    | 'save-request'
+    | 'action'
+    | 'idle'
+    | 'interruption'
+    | 'interruption-warning'
+    | 'interruption-done';
   message: string;
   threshold_pct?: number;
   budget_kind?: 'hard' | 'soft' | 'hub';
@@ -135,4 +148,10 @@ export interface IBudgetEvent {
   action?: string;
   /** What the machine still costs per hour after the action (kind action). */
   still_usd_per_hour?: number;
+  /** The cloud taking the machine back (kinds interruption*). */
+  provider?: string;
+  /** When the machine goes (ISO-8601 UTC; kind interruption). */
+  deadline?: string;
+  /** Seconds from the notice to the deadline (kind interruption). */
+  seconds_left?: number;
 }

@@ -130,6 +130,14 @@ export function Budget(props: {
           )}
         </p>
       )}
+      {budget.interruption?.last?.line && (
+        <p data-field="last-interruption">
+          {localizeActionTime(
+            budget.interruption.last.line,
+            budget.interruption.last.deadline
+          )}
+        </p>
+      )}
       <form
         className="jp-gpucost-budget-form"
         onSubmit={event => {

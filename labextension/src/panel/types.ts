@@ -64,6 +64,10 @@ export interface IPanelBudget {
   } | null;
   scopes: string[];
   last_action: { message?: string; at?: string } | null;
+  /** A spot machine's interruptions (absent or `null`: nothing is watched). */
+  interruption?: {
+    last: { line: string; deadline?: string } | null;
+  } | null;
 }
 
 /**
