@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from fractions import Fraction
 from typing import Protocol
 
 from ..core.catalog import PricePolicy, upper_bound
@@ -337,10 +338,18 @@ def profile_of(server: ServerInfo) -> str | None:
 
 
 def describe(allocation: GpuAllocation) -> str:
-    """``"2 × A100-80GB"``, ``"no GPU"``."""
+    """``"2 × A100-80GB"``, ``"no GPU"``, ``"1/7 × A100-40GB (MIG 1g.5gb)"``,
+    ``"1/8 of p4d.24xlarge (1 × A100-40GB)"``."""
     if allocation.count == 0:
         return "no GPU"
-    return f"{allocation.count} × {allocation.model}"
+    whole = f"{allocation.count} × {allocation.model}"
+    if allocation.share != 1:
+        whole = f"{allocation.count * allocation.share} × {allocation.model} ({allocation.detail})"
+    gpus = allocation.instance_gpus
+    if allocation.instance and gpus and Fraction(allocation.count, gpus) * allocation.share != 1:
+        part = Fraction(allocation.count, gpus) * allocation.share
+        return f"{part} of {allocation.instance} ({whole})"
+    return whole
 
 
 def report_ceiling(prices: PricePolicy, max_gpus: int) -> ReportCeiling:

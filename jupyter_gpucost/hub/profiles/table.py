@@ -130,7 +130,8 @@ class ProfileTable:
                 rate = rate_of(state, self.prices)
                 line = Line(selection.slug, selection.label(), rate)
             except Unpriced as e:
-                line = Line(selection.slug, selection.label(), None, str(e))
+                why = str(e).replace("[<this profile>]", f"[{selection.slug!r}]")
+                line = Line(selection.slug, selection.label(), None, why)
         if line.rate is not None:
             self._rates[selection.key] = line.rate
         self.lines.append(line)
