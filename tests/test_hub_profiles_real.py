@@ -13,6 +13,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.hub import check_command as check_profiles
@@ -291,3 +293,109 @@ def test_a_hand_written_profile_source_still_prices() -> None:
     )
     table = ProfileTable(source, aws())
     assert [line.slug for line in table.lines] == ["a", "b"]
+
+
+# -- property: never a silent $0 for a pod that asks for a device -------------------------
+
+_RESOURCES = st.sampled_from(
+    [
+        "nvidia.com/gpu",
+        "nvidia.com/gpu.shared",
+        "nvidia.com/mig-1g.5gb",
+        "nvidia.com/mig-3g.40gb",
+        "nvidia.com/mig-9g.99gb",
+        "amd.com/gpu",
+        "aws.amazon.com/neuron",
+        "aws.amazon.com/neuroncore",
+        "google.com/tpu",
+        "habana.ai/gaudi",
+        "example.com/fpga",
+    ]
+)
+_LABELS = st.sampled_from(
+    [
+        {},
+        {"node.kubernetes.io/instance-type": "p4d.24xlarge"},
+        {"node.kubernetes.io/instance-type": "g5.12xlarge"},
+        {"node.kubernetes.io/instance-type": "r5.xlarge"},
+        {"node.kubernetes.io/instance-type": "inf2.xlarge"},
+        {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
+        {"nvidia.com/gpu.product": "Tesla-T4"},
+        {"karpenter.k8s.aws/instance-gpu-name": "t4", "nvidia.com/gpu.replicas": "4"},
+    ]
+)
+_COUNTS = st.one_of(st.integers(0, 16), st.sampled_from(["0", "1", "8", "0.5", "-1", "1e3"]))
+_OVERRIDE = st.fixed_dictionaries(
+    {},
+    optional={
+        "extra_resource_limits": st.dictionaries(_RESOURCES, _COUNTS, max_size=2),
+        "extra_resource_guarantees": st.dictionaries(_RESOURCES, _COUNTS, max_size=2),
+        "node_selector": _LABELS,
+    },
+)
+_PROFILES = st.lists(
+    st.fixed_dictionaries(
+        {"display_name": st.text("abcdefgh", min_size=1, max_size=6)},
+        optional={
+            "kubespawner_override": _OVERRIDE,
+            "profile_options": st.fixed_dictionaries(
+                {
+                    "o": st.fixed_dictionaries(
+                        {
+                            "choices": st.dictionaries(
+                                st.sampled_from(["x", "y", "z"]),
+                                st.fixed_dictionaries({"kubespawner_override": _OVERRIDE}),
+                                min_size=1,
+                                max_size=3,
+                            )
+                        }
+                    )
+                }
+            ),
+        },
+    ),
+    min_size=1,
+    max_size=4,
+    # KubeSpawner starts the first of two profiles with one slug: the second is never a pod
+    unique_by=lambda p: str(p["display_name"]),
+)
+
+
+def _asks_a_device(profile: dict[str, object], choice: str) -> bool:
+    overrides = [profile.get("kubespawner_override") or {}]
+    options = profile.get("profile_options") or {}
+    if choice != "-" and isinstance(options, dict):
+        picked = choice.split("=", 1)[1]
+        overrides.append(options["o"]["choices"][picked]["kubespawner_override"])
+    asked: dict[str, object] = {}
+    for override in overrides:
+        assert isinstance(override, dict)
+        for setting in ("extra_resource_limits", "extra_resource_guarantees"):
+            asked.update(override.get(setting) or {})
+    return any(str(v).strip() not in ("0",) for v in asked.values())
+
+
+_AWS: list[Prices] = []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profiles=_PROFILES, sharing=st.sampled_from([{}, {"nvidia.com/gpu.shared": 3}]))
+def test_a_profile_asking_for_any_device_never_prices_at_zero_silently(
+    profiles: list[dict[str, object]], sharing: dict[str, int]
+) -> None:
+    if not _AWS:
+        _AWS.append(aws(T4="0.35"))
+    prices = Prices(_AWS[0].policy, _AWS[0].instances, gpu_sharing=sharing)
+    table = ProfileTable(ProfileSource("generated", profiles, {}), prices)
+    if table.unreadable:
+        return  # two profiles with one slug and the like: refused whole, by name
+    by_slug = {p["slug"]: p for p in table.profiles}
+    for line in table.lines:
+        if line.rate is None:
+            assert line.problem or line.from_text  # refused, saying why
+            continue
+        if line.rate.usd_per_hour > 0:
+            continue
+        # $0: only with a line saying why, and never for a pod asking for a device
+        assert line.rate.source.startswith("no GPU (")
+        assert not _asks_a_device(by_slug[line.slug], line.choice), line
