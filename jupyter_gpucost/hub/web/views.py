@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ...core.hub_protocol import HubBudget
+from ..allocation import describe
 from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
 from ..model import ServerRow, UserTotals
@@ -63,7 +64,8 @@ def _servers(
                 "server_name": server_name,
                 "profile": row.profile,
                 "started": row.started.isoformat(),
-                "gpus": f"{rate.allocation.count} × {rate.allocation.model}",
+                # a share shows as its fraction: "1/7 × A100-40GB (MIG 1g.5gb)"
+                "gpus": describe(rate.allocation),
                 "usd_per_hour": float(rate.usd_per_hour),
                 "rate_source": rate.source,
                 # "upper-bound": no price fits its GPU, billed at the most it can cost
