@@ -11,7 +11,9 @@ alice nothing (``{}``: the default CPU profile), and dave a choice that does not
 
 from __future__ import annotations
 
+import csv
 import http.cookiejar
+import io
 import shutil
 import urllib.error
 import urllib.parse
@@ -180,3 +182,13 @@ def test_a_mig_slice_is_billed_and_shown_as_its_fraction(hub: Hub) -> None:
     assert code == 200, summary
     shown = {u["user"]: [s["gpus"] for s in u["running"]] for u in summary["users"]}
     assert shown["frank"] == ["1/7 × A100-80GB (MIG 1g.10gb)"]
+    # and in the admin's CSV
+    request = urllib.request.Request(
+        f"{hub.service}api/admin/users.csv",
+        headers={"Authorization": f"token {hub.tokens['prometheus']}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as r:
+        rows = list(csv.DictReader(io.StringIO(r.read().decode())))
+    assert {row["user"]: row["running_gpus"] for row in rows}["frank"] == (
+        "1/7 × A100-80GB (MIG 1g.10gb)"
+    )

@@ -222,6 +222,9 @@ def users_csv(summary: dict[str, Any]) -> str:
             "gpu_energy_wh",
             "gpu_idle_energy_wh",
             "dcgm_disagreements",
+            # each running server's GPUs, a share as its fraction ("1/7 × A100-40GB (MIG
+            # 1g.5gb)", "1/8 of p4d.24xlarge (1 × A100-40GB)"), "; " between servers
+            "running_gpus",
         ]
     )
     for u in summary["users"]:
@@ -248,6 +251,7 @@ def users_csv(summary: dict[str, Any]) -> str:
                 f"{sum(s['usd_per_hour'] for s in u['running']):.6f}",
                 f"{u['budget_share']:.4f}",
                 *split,
+                _cell("; ".join(s["gpus"] for s in u["running"])),
             ]
         )
     return out.getvalue()
