@@ -399,3 +399,28 @@ def test_a_profile_asking_for_any_device_never_prices_at_zero_silently(
         # $0: only with a line saying why, and never for a pod asking for a device
         assert line.rate.source.startswith("no GPU (")
         assert not _asks_a_device(by_slug[line.slug], line.choice), line
+
+
+def test_the_admin_page_writes_the_fraction_in_its_language() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.web.page_words import gpus_text
+
+    server = {
+        "gpus": "1/4 of g4dn.xlarge (1/4 × T4 (time-sliced 4 ways))",
+        "allocation": {
+            "model": "T4",
+            "count": 1,
+            "share": "1/4",
+            "detail": "time-sliced 4 ways",
+            "instance": "g4dn.xlarge",
+            "instance_gpus": 1,
+        },
+    }
+    assert gpus_text(server, messages_for("en")) == server["gpus"]
+    assert gpus_text(server, messages_for("zh_CN")) == (
+        "g4dn.xlarge 的 1/4（1/4 × T4（4 路时间分片））"  # noqa: RUF001
+    )
+    # a row the page cannot read back is shown as the service wrote it
+    assert gpus_text({"gpus": "2 × L4", "allocation": {"share": "1/0"}}, messages_for("zh_CN")) == (
+        "2 × L4"
+    )

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 from ...core.catalog import PricePolicy
 from ...core.instance_prices import InstanceRow, find_instance
-from ..allocation import NO_GPU, PROFILES_SETTING, canonical_model, price
+from ..allocation import NO_GPU, PROFILES_SETTING, TIME_SLICED_TEXT, canonical_model, price
 from ..model import GpuAllocation, HubConfigError, Rate
 from .gpu_labels import (
     GFD_PRODUCT,
@@ -270,7 +270,7 @@ def _part(device: _Device | None, state: State, prices: Prices, mig_label: str) 
         n, why = clients
         if n == 1:
             return _Part()
-        return _Part(Fraction(1, n), f"time-sliced {n} ways", why)
+        return _Part(Fraction(1, n), TIME_SLICED_TEXT.format(n=n), why)
     fix = f"set {PROFILES_SETTING}[<this profile>] to what it costs"
     if resource.startswith("nvidia.com/gpu"):
         fix += f", or {SHARING_SETTING}[{resource!r}] = <clients per GPU> for a shared GPU"

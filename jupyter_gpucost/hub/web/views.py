@@ -66,6 +66,15 @@ def _servers(
                 "started": row.started.isoformat(),
                 # a share shows as its fraction: "1/7 × A100-40GB (MIG 1g.5gb)"
                 "gpus": describe(rate.allocation),
+                # the same, for the page to write in its language
+                "allocation": {
+                    "model": rate.allocation.model,
+                    "count": rate.allocation.count,
+                    "share": str(rate.allocation.share),
+                    "detail": rate.allocation.detail,
+                    "instance": rate.allocation.instance,
+                    "instance_gpus": rate.allocation.instance_gpus,
+                },
                 "usd_per_hour": float(rate.usd_per_hour),
                 "rate_source": rate.source,
                 # "upper-bound": no price fits its GPU, billed at the most it can cost
