@@ -424,3 +424,39 @@ def test_the_admin_page_writes_the_fraction_in_its_language() -> None:
     assert gpus_text({"gpus": "2 × L4", "allocation": {"share": "1/0"}}, messages_for("zh_CN")) == (
         "2 × L4"
     )
+
+
+def test_gpu_sharing_by_a_node_label_and_by_gpu_feature_discoverys_replicas() -> None:
+    base = aws(T4="0.40")
+    state: dict[str, object] = {
+        "node_selector": {
+            "karpenter.k8s.aws/instance-gpu-name": "t4",
+            "karpenter.sh/nodepool": "shared-t4",
+        },
+        "extra_resource_limits": {"nvidia.com/gpu": 1},
+    }
+    # not known to be shared: the whole T4
+    assert rate_of(state, base).usd_per_hour == Decimal("0.40")
+    shared = Prices(base.policy, base.instances, gpu_sharing={"karpenter.sh/nodepool=shared-t4": 2})
+    rate = rate_of(state, shared)
+    assert (rate.usd_per_hour, rate.allocation.share) == (Decimal("0.2"), Fraction(1, 2))
+    assert "c.GpuCostHub.gpu_sharing['karpenter.sh/nodepool=shared-t4']" in rate.source
+    state["node_selector"] = {"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.replicas": "8"}
+    assert rate_of(state, base).usd_per_hour == Decimal("0.05")
+    # GKE's strategy without its clients label says what to add
+    state["node_selector"] = {
+        "cloud.google.com/gke-accelerator": "nvidia-tesla-t4",
+        "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
+    }
+    with pytest.raises(Unpriced, match=r"without cloud\.google\.com/gke-max-shared-clients-per-gpu"):
+        rate_of(state, base)
+
+
+def test_gpu_sharing_is_checked_at_start() -> None:
+    code, _, err = check(
+        "-f",
+        str(DATA / "shared-nodes.values.yaml"),
+        '--GpuCostHub.gpu_sharing={"nvidia.com/gpu.shared": 0}',
+    )
+    assert code == 2
+    assert "c.GpuCostHub.gpu_sharing['nvidia.com/gpu.shared'] = 0: a GPU is shared by 1 to" in err
