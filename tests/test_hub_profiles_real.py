@@ -448,7 +448,9 @@ def test_gpu_sharing_by_a_node_label_and_by_gpu_feature_discoverys_replicas() ->
         "cloud.google.com/gke-accelerator": "nvidia-tesla-t4",
         "cloud.google.com/gke-gpu-sharing-strategy": "time-sharing",
     }
-    with pytest.raises(Unpriced, match=r"without cloud\.google\.com/gke-max-shared-clients-per-gpu"):
+    with pytest.raises(
+        Unpriced, match=r"without cloud\.google\.com/gke-max-shared-clients-per-gpu"
+    ):
         rate_of(state, base)
 
 
