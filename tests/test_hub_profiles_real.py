@@ -250,13 +250,14 @@ def test_the_fraction_rule_holds_for_every_multi_gpu_instance_in_the_catalog() -
     micro-dollar once: never below the exact share, never more than k micro-dollars
     above it; all its GPUs cost at least the instance."""
     checked = 0
-    for provider in ("aws", "gcp", "azure"):
-        policy = PricePolicy(catalog=load_catalog(), provider=provider)
+    rows = derived_prices(PricePolicy(catalog=load_catalog())).instances
+    # the hub prices whole instances in USD only (a CNY hub prices per GPU)
+    shops = sorted({(r.provider, r.market) for r in rows if r.gpus > 1 and r.currency == "USD"})
+    for provider, market in shops:
+        policy = PricePolicy(catalog=load_catalog(), provider=provider, market=market)
         prices = derived_prices(policy)
         for row in prices.instances:
-            if row.gpus < 2 or row.not_for_sale or row.provider != provider:
-                continue
-            if row.market != policy.market or row.currency != "USD":
+            if row.gpus < 2 or row.not_for_sale or (row.provider, row.market) != (provider, market):
                 continue
             for k in range(1, row.gpus + 1):
                 state: dict[str, object] = {
@@ -270,7 +271,8 @@ def test_the_fraction_rule_holds_for_every_multi_gpu_instance_in_the_catalog() -
                 if k < row.gpus:
                     assert rate.allocation.instance == row.instance
             checked += 1
-    assert checked >= 20
+    assert {p for p, _ in shops} >= {"aws", "gcp", "azure", "lambda"}
+    assert checked >= 40
 
 
 def test_the_admin_view_and_table_keep_the_fraction() -> None:
