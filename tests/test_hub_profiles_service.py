@@ -178,6 +178,10 @@ def test_a_mig_slice_is_billed_and_shown_as_its_fraction(hub: Hub) -> None:
     # 1/7 of the admin's A100-80GB price (5.07/h), not a whole GPU
     assert frank["gpus"] == "1/7 × A100-80GB (MIG 1g.10gb)"
     assert frank["usd_per_hour"] == pytest.approx(0.724286)
+    # the user's own list of sessions, read back from the ledger
+    code, me = hub.svc("GET", "api/me", hub.token_for("frank"))
+    assert code == 200, me
+    assert [x["gpus"] for x in me["sessions"]] == ["1/7 × A100-80GB (MIG 1g.10gb)"]
     code, summary = hub.svc("GET", "api/admin/summary", hub.tokens["prometheus"])
     assert code == 200, summary
     shown = {u["user"]: [s["gpus"] for s in u["running"]] for u in summary["users"]}

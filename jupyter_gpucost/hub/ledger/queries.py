@@ -135,6 +135,11 @@ def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, obje
                 "profile": r["profile"],
                 "gpu_model": r["gpu_model"],
                 "gpu_count": r["gpu_count"],
+                # a part of a GPU or of a node ("1/7"), or None for whole GPUs
+                "gpu_share": r["gpu_share"],
+                "gpu_detail": r["gpu_detail"],
+                "gpu_instance": r["gpu_instance"],
+                "gpu_instance_gpus": r["gpu_instance_gpus"],
                 "usd_per_gpu_hour": r["usd_per_gpu_hour"],
                 "rate_source": r["rate_source"],
                 **{f"{f}_micro_usd": _joined(r[f"{f}_usd"], r[f"{f}_micro"]) for f in _FIGURES},
