@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -17,12 +18,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
+from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub import check_command as check_profiles
-from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.budgets import BudgetPolicy
+from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.idle.reclaim import Reclaimer
+from jupyter_gpucost.hub.ledger import HubLedger
+from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
+from jupyter_gpucost.hub.model import HubConfigError, ServerInfo
 from jupyter_gpucost.hub.profiles import source as profile_source
 from jupyter_gpucost.hub.profiles.gpus import Prices, Unpriced, ceil_micro, rate_of
-from jupyter_gpucost.hub.profiles.settings import derived_prices
+from jupyter_gpucost.hub.profiles.settings import ProfileSettings, build, derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
+from jupyter_gpucost.hub.service import HubService
+from jupyter_gpucost.hub.web import handlers, views
 
 DATA = Path(__file__).parent / "data" / "real_configs"
 T4 = '--GpuCostHub.price_overrides={"T4": "0.35"}'
@@ -404,7 +414,6 @@ def test_a_profile_asking_for_any_device_never_prices_at_zero_silently(
 
 
 def test_the_admin_page_writes_the_fraction_in_its_language() -> None:
-    from jupyter_gpucost.core.i18n import messages_for
     from jupyter_gpucost.hub.web.page_words import gpus_text
 
     server = {
@@ -464,3 +473,57 @@ def test_gpu_sharing_is_checked_at_start() -> None:
     )
     assert code == 2
     assert "c.GpuCostHub.gpu_sharing['nvidia.com/gpu.shared'] = 0: a GPU is shared by 1 to" in err
+
+
+class _Hub:
+    """The Hub API as the service polls it: one running server."""
+
+    def __init__(self, servers: list[ServerInfo]) -> None:
+        self.servers = servers
+
+    async def active_servers(self) -> list[ServerInfo]:
+        return self.servers
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    async def stop_server(self, user: str, server_name: str) -> str:
+        return "stopped"
+
+
+async def test_the_admin_page_shows_a_pods_share_of_its_node(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+    settings = ProfileSettings(
+        prices=PricePolicy(catalog=load_catalog()),
+        profiles_from=str(DATA / "shared-nodes.values.yaml"),
+        profile_gpus={"shared-t4": "T4", "inf2": "none", "prose-t4": "T4"},
+    )
+    policy = build(settings).policy
+    ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=10), ReclaimStore(ledger.engine))
+    svc = HubService(ledger, policy.rate_for, BudgetPolicy(None), Enforcer(60), reclaimer)
+    server = ServerInfo("alice", "", now, True, "mig-small", {"profile": "mig-small"})
+    await svc.poll(_Hub([server]), lambda: now)
+    data = views.admin_summary(svc, now, now.date())
+    text = "1/56 of p4d.24xlarge (1/7 × A100-40GB (MIG 1g.5gb))"
+    assert [s["gpus"] for u in data["users"] for s in u["running"]] == [text]
+    assert text in views.users_csv(data)
+
+    def page(language: str) -> str:
+        return handlers.render(
+            handlers.templates("$"),
+            "gpucost_admin.html",
+            messages_for(language),
+            "$",
+            hub_prefix="/hub/",
+            service_url="/services/gpucost/",
+            user="erin",
+            is_admin=True,
+            xsrf_token="x",
+            data=data,
+            chart=views.bars(data["daily"]),
+        )
+
+    assert f"{text} at $0.39/h" in page("en")
+    chinese = "p4d.24xlarge 的 1/56（1/7 × A100-40GB（MIG 1g.5gb））"  # noqa: RUF001
+    assert chinese in page("zh_CN")
