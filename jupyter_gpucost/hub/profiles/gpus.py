@@ -163,8 +163,8 @@ def _candidates(state: State) -> list[_Candidate]:
 
 
 def _devices(state: State) -> list[_Device]:
-    """Every extended resource the pod requests (none asked 0), the larger of its limit
-    and guarantee."""
+    """Every extended resource the pod requests, the larger of its limit and guarantee;
+    those asked 0 only where nothing else is asked."""
     found: dict[str, _Device] = {}
     for setting in ("extra_resource_limits", "extra_resource_guarantees"):
         value = state.get(setting)
@@ -182,9 +182,11 @@ def _devices(state: State) -> list[_Device]:
             seen = found.get(resource)
             if seen is None or count > seen.count:
                 found[resource] = _Device(resource, count, f"{setting} {resource}")
-    return [d for d in found.values() if d.count > 0] or [
-        _Device(d.resource, 0, d.where) for d in found.values()
-    ][:1]
+    asked = [d for d in found.values() if d.count > 0]
+    if asked:
+        return asked
+    # only zeros (``nvidia.com/gpu: "0"`` on a CPU profile): one, to say so
+    return list(found.values())[:1]
 
 
 def _selected(state: State) -> dict[str, str]:
