@@ -116,10 +116,6 @@ def test_a_choice_overrides_the_profile_recursively_and_none_removes_a_key() -> 
             "extra_resource_limits nvidia.com/gpu asks 2 GPUs of g2-standard-4, which has 1",
         ),
         (
-            {"node_selector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"}},
-            "is a MIG slice: price it with profile_gpus",
-        ),
-        (
             {"node_selector": {"karpenter.k8s.aws/instance-gpu-name": "a100"}},
             "karpenter.k8s.aws/instance-gpu-name='a100' is 40 or 80 GB",
         ),

@@ -199,8 +199,8 @@ def test_a_profile_with_no_price_stops_the_service_at_start(tmp_path: Path) -> N
     assert done.returncode == 2
     assert done.stderr.startswith(
         "gpucost-hub: c.GpuCostHub.profiles_from: cannot price profile 'mi300': "
-        "extra_resource_limits nvidia.com/gpu asks 1 GPU(s) but no node selector or "
-        "affinity names their model"
+        "the pod requests amd.com/gpu: 1 (extra_resource_limits amd.com/gpu), which no "
+        "catalog row prices: set c.GpuCostHub.profile_gpus['mi300'] to what it costs"
     ), done.stderr
 
 

@@ -11,7 +11,9 @@ alice nothing (``{}``: the default CPU profile), and dave a choice that does not
 
 from __future__ import annotations
 
+import csv
 import http.cookiejar
+import io
 import shutil
 import urllib.error
 import urllib.parse
@@ -70,7 +72,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     with running_hub(
         root,
         budgets={},
-        users=("alice", "bob", "carol", "dave"),
+        users=("alice", "bob", "carol", "dave", "frank"),
         groups={},
         group_budgets={},
         service_extra=SERVICE.format(values=values),
@@ -166,3 +168,31 @@ def test_a_choice_kubespawner_would_refuse_is_billed_at_the_dearest(hub: Hub) ->
     rates = {u["user"]: [s["usd_per_hour"] for s in u["running"]] for u in summary["users"]}
     assert rates["bob"] == [pytest.approx(10.14)]
     assert rates["dave"] == [pytest.approx(11.06125)]
+
+
+def test_a_mig_slice_is_billed_and_shown_as_its_fraction(hub: Hub) -> None:
+    code, body = hub.call("POST", "/users/frank/server", {"profile": "mig"})
+    assert code in (201, 202), body
+    hub.wait("frank's server", lambda: (hub.server("frank") or {}).get("ready"), 90)
+    frank = running(hub, "frank")
+    # 1/7 of the admin's A100-80GB price (5.07/h), not a whole GPU
+    assert frank["gpus"] == "1/7 × A100-80GB (MIG 1g.10gb)"
+    assert frank["usd_per_hour"] == pytest.approx(0.724286)
+    # the user's own list of sessions, read back from the ledger
+    code, me = hub.svc("GET", "api/me", hub.token_for("frank"))
+    assert code == 200, me
+    assert [x["gpus"] for x in me["sessions"]] == ["1/7 × A100-80GB (MIG 1g.10gb)"]
+    code, summary = hub.svc("GET", "api/admin/summary", hub.tokens["prometheus"])
+    assert code == 200, summary
+    shown = {u["user"]: [s["gpus"] for s in u["running"]] for u in summary["users"]}
+    assert shown["frank"] == ["1/7 × A100-80GB (MIG 1g.10gb)"]
+    # and in the admin's CSV
+    request = urllib.request.Request(
+        f"{hub.service}api/admin/users.csv",
+        headers={"Authorization": f"token {hub.tokens['prometheus']}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as r:
+        rows = list(csv.DictReader(io.StringIO(r.read().decode())))
+    assert {row["user"]: row["running_gpus"] for row in rows}["frank"] == (
+        "1/7 × A100-80GB (MIG 1g.10gb)"
+    )

@@ -29,10 +29,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
+from fractions import Fraction
 from typing import Protocol
 
 from ..core.catalog import PricePolicy, upper_bound
 from ..core.gpu_models import model_for
+from ..core.i18n import N_
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
@@ -336,11 +338,36 @@ def profile_of(server: ServerInfo) -> str | None:
     return chosen if isinstance(chosen, str) and chosen else None
 
 
-def describe(allocation: GpuAllocation) -> str:
-    """``"2 × A100-80GB"``, ``"no GPU"``."""
+#: how a server's GPUs read (admin page, CSV, check-profiles), in the page's language
+NO_GPU_TEXT = N_("no GPU")
+WHOLE_TEXT = N_("{count} × {model}")
+PART_OF_GPU_TEXT = N_("{count} × {model} ({detail})")
+PART_OF_NODE_TEXT = N_("{part} of {instance} ({gpus})")
+TIME_SLICED_TEXT = N_("time-sliced {n} ways")
+_TIME_SLICED = re.compile(r"time-sliced (\d+) ways")
+
+
+def describe(allocation: GpuAllocation, gettext: Callable[[str], str] = str) -> str:
+    """``"2 × A100-80GB"``, ``"no GPU"``, ``"1/7 × A100-40GB (MIG 1g.5gb)"``,
+    ``"1/8 of p4d.24xlarge (1 × A100-40GB)"``; ``gettext`` translates the words."""
     if allocation.count == 0:
-        return "no GPU"
-    return f"{allocation.count} × {allocation.model}"
+        return gettext(NO_GPU_TEXT)
+    whole = gettext(WHOLE_TEXT).format(count=allocation.count, model=allocation.model)
+    if allocation.share != 1:
+        detail = allocation.detail
+        sliced = _TIME_SLICED.fullmatch(detail)
+        if sliced:
+            detail = gettext(TIME_SLICED_TEXT).format(n=sliced.group(1))
+        whole = gettext(PART_OF_GPU_TEXT).format(
+            count=allocation.count * allocation.share, model=allocation.model, detail=detail
+        )
+    gpus = allocation.instance_gpus
+    if allocation.instance and gpus and Fraction(allocation.count, gpus) * allocation.share != 1:
+        part = Fraction(allocation.count, gpus) * allocation.share
+        return gettext(PART_OF_NODE_TEXT).format(
+            part=part, instance=allocation.instance, gpus=whole
+        )
+    return whole
 
 
 def report_ceiling(prices: PricePolicy, max_gpus: int) -> ReportCeiling:

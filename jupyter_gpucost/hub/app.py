@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Dict, Float, Set, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Set, Unicode, Union, default
 from traitlets.config import Application
 
 from .._version import __version__
@@ -148,12 +148,23 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         allow_none=True,
         help="The allocation of a server with no (known) profile, e.g. 'T4' or 'none'.",
     ).tag(config=True)
-    profiles_from = Unicode(
-        "",
-        help="A Zero to JupyterHub values.yaml (singleuser.profileList) or a "
-        "jupyterhub_config.py (c.KubeSpawner.profile_list, read without running it): each "
-        "profile's and option choice's GPUs are derived from it and priced; profile_gpus "
-        "still overrides a profile.",
+    profiles_from = Union(
+        [Unicode(), List(Unicode())],
+        default_value="",
+        help="A Zero to JupyterHub values.yaml (its profile list found at the top or under "
+        "an umbrella chart's jupyterhub key), a list of values files merged in Helm's order, "
+        "or a jupyterhub_config.py (c.KubeSpawner.profile_list, read without running it): "
+        "each profile's and option choice's GPUs are derived from it and priced; "
+        "profile_gpus still overrides a profile.",
+    ).tag(config=True)
+    gpu_sharing = Dict(
+        key_trait=Unicode(),
+        value_trait=Int(),
+        default_value={},
+        help="GPUs shared by several pods (time-slicing, MPS): a resource name "
+        "('nvidia.com/gpu.shared') or a node label the profile selects "
+        "('cloud.google.com/gke-nodepool=shared-t4') → the clients per GPU. Such a GPU "
+        "is billed 1/N of its price.",
     ).tag(config=True)
 
     # -- budgets ------------------------------------------------------------------------
@@ -256,8 +267,9 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         """The settings that decide each server's allocation (prices included), checked."""
         return ProfileSettings(
             prices=self.price_policy(),
-            profiles_from=self.profiles_from,
+            profiles_from=_paths(self.profiles_from),
             profile_gpus=self.profile_gpus,
+            gpu_sharing=_sharing(self.gpu_sharing),
             default_gpu=self.default_gpu,
         )
 
@@ -355,3 +367,20 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except KeyboardInterrupt:
         pass
+
+
+def _paths(value: object) -> tuple[str, ...]:
+    """``c.GpuCostHub.profiles_from``: one path, or several merged in Helm's order."""
+    if isinstance(value, str):
+        return (value,) if value else ()
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+def _sharing(value: dict[str, int]) -> dict[str, int]:
+    for key, clients in value.items():
+        if not 1 <= clients <= 1024:
+            raise HubConfigError(
+                f"c.GpuCostHub.gpu_sharing[{key!r}] = {clients}: a GPU is shared by 1 to 1024 "
+                "clients"
+            )
+    return dict(value)

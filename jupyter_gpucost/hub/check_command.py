@@ -4,6 +4,8 @@ each profile's bill printed by :mod:`.profiles.check` (the command's table, whic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TextIO
 
 from .app import GpuCostHub
@@ -11,16 +13,21 @@ from .profiles import check
 from .profiles.settings import ProfileSettings
 
 
-def read_settings(config: str | None, profiles_from: str | None) -> ProfileSettings:
-    """The profile settings of the service's config (``--config``), checked."""
+def read_settings(
+    config: str | None, values: Sequence[str], flags: Sequence[str] = ()
+) -> ProfileSettings:
+    """The profile settings of the service's config (``--config``) and its own
+    ``--GpuCostHub.*`` flags, checked; ``values`` (command-line values files) win."""
     app = GpuCostHub()
     argv = []
     if config:
         argv += ["--config", config]
-    if profiles_from:
-        argv.append(f"--GpuCostHub.profiles_from={profiles_from}")
+    argv += list(flags)
     app.initialize(argv)
-    return app.profile_settings()
+    settings = app.profile_settings()
+    if values:
+        settings = replace(settings, profiles_from=tuple(values))
+    return settings
 
 
 def main(argv: list[str], out: TextIO | None = None, err: TextIO | None = None) -> int:

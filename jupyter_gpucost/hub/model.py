@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from fractions import Fraction
 from typing import Protocol
 
 from ..core.hub_protocol import SpendReport
@@ -43,6 +44,14 @@ class GpuAllocation:
 
     model: str
     count: int
+    #: the fraction of one ``model`` GPU each counted device is: a MIG slice's compute
+    #: slices (1/7), a GPU time-sliced N ways (1/N); 1 for whole GPUs
+    share: Fraction = Fraction(1)
+    #: what the share is (``MIG 1g.5gb``, ``time-sliced 4 ways``); "" for whole GPUs
+    detail: str = ""
+    #: the instance type the pod has a share of, and how many GPUs it has ("", 0: none)
+    instance: str = ""
+    instance_gpus: int = 0
 
 
 @dataclass(frozen=True)

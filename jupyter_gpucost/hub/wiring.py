@@ -52,6 +52,7 @@ def build(settings: HubSettings) -> Parts:
     allocations = profiles_setup.build(profiles)
     allocation = allocations.policy
     if allocations.table is not None and allocations.source is not None:
+        log.info("profiles from %s", allocations.source.origin)
         if allocation.derived is None:
             log.warning("%s; every server is priced by profile_gpus", allocations.table.unreadable)
         elif profiles.default_gpu is not None:

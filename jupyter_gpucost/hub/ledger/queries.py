@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from dataclasses import replace
 from datetime import date
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,7 +23,7 @@ from sqlalchemy.engine import Connection
 
 from ..accounting import month_start
 from ..model import GpuAllocation, Rate, ReportCeiling, ServerRow
-from .schema import daily_table, from_us, rates_table, servers_table
+from .schema import daily_table, from_us, rate_shares_table, rates_table, servers_table
 from .state import Day, LastReport, OpenServer
 
 _MICRO = 1_000_000
@@ -30,8 +32,20 @@ _d = daily_table.c
 _s = servers_table.c
 _r = rates_table.c
 #: a server session with its rate's columns
-_with_rate = servers_table.join(rates_table, _r.id == _s.rate_id)
-_rate_columns = (_r.gpu_model, _r.gpu_count, _r.usd_per_gpu_hour, _r.source.label("rate_source"))
+_p = rate_shares_table.c
+_with_rate = servers_table.join(rates_table, _r.id == _s.rate_id).outerjoin(
+    rate_shares_table, _p.rate_id == _r.id
+)
+_rate_columns = (
+    _r.gpu_model,
+    _r.gpu_count,
+    _r.usd_per_gpu_hour,
+    _r.source.label("rate_source"),
+    _p.share.label("gpu_share"),
+    _p.detail.label("gpu_detail"),
+    _p.instance.label("gpu_instance"),
+    _p.instance_gpus.label("gpu_instance_gpus"),
+)
 
 
 def _exact_sum(value: Any, label: str) -> list[Any]:
@@ -121,6 +135,11 @@ def session_rows(conn: Connection, user: str, limit: int) -> list[dict[str, obje
                 "profile": r["profile"],
                 "gpu_model": r["gpu_model"],
                 "gpu_count": r["gpu_count"],
+                # a part of a GPU or of a node ("1/7"), or None for whole GPUs
+                "gpu_share": r["gpu_share"],
+                "gpu_detail": r["gpu_detail"],
+                "gpu_instance": r["gpu_instance"],
+                "gpu_instance_gpus": r["gpu_instance_gpus"],
                 "usd_per_gpu_hour": r["usd_per_gpu_hour"],
                 "rate_source": r["rate_source"],
                 **{f"{f}_micro_usd": _joined(r[f"{f}_usd"], r[f"{f}_micro"]) for f in _FIGURES},
@@ -138,6 +157,24 @@ def finite(value: object) -> float | None:
     return None
 
 
+def allocation(r: Any) -> GpuAllocation:
+    """A row's GPUs, with their part of a GPU or of a node where it has one."""
+    found = GpuAllocation(r["gpu_model"], int(r["gpu_count"]))
+    if r["gpu_share"] is None:
+        return found
+    try:
+        share = Fraction(str(r["gpu_share"]))
+    except (ValueError, ZeroDivisionError):
+        return found  # kept as whole GPUs: the price per GPU-hour is the row's either way
+    return replace(
+        found,
+        share=share,
+        detail=str(r["gpu_detail"]),
+        instance=str(r["gpu_instance"]),
+        instance_gpus=int(r["gpu_instance_gpus"]),
+    )
+
+
 def server_row(r: Any) -> ServerRow:
     return ServerRow(
         server_id=int(r["id"]),
@@ -148,7 +185,7 @@ def server_row(r: Any) -> ServerRow:
         last_seen=from_us(r["last_seen_us"]),
         profile=r["profile"],
         rate=Rate(
-            GpuAllocation(r["gpu_model"], int(r["gpu_count"])),
+            allocation(r),
             Decimal(r["usd_per_gpu_hour"]),
             r["rate_source"],
         ),
@@ -211,4 +248,15 @@ def rate_id(conn: Connection, rate: Rate) -> int:
         return int(found)
     key = conn.execute(rates_table.insert().values(values)).inserted_primary_key
     assert key is not None
+    a = rate.allocation
+    if a.share != 1 or a.instance:
+        conn.execute(
+            rate_shares_table.insert().values(
+                rate_id=int(key[0]),
+                share=str(a.share),
+                detail=a.detail[:64],
+                instance=a.instance[:64],
+                instance_gpus=a.instance_gpus,
+            )
+        )
     return int(key[0])

@@ -2,6 +2,8 @@
 
 * ``hub_rates``: each GPU allocation and price (text, exact) servers were billed at, with
   where the price comes from;
+* ``hub_rate_shares``: for a rate whose GPUs are part of a GPU or of a node, that part
+  (``1/7``, ``MIG 1g.5gb``, ``p4d.24xlarge`` of 8 GPUs);
 * ``hub_servers``: one row per server session (a user's named or default server, from one
   start): who, when (integer microseconds since the epoch, UTC), the profile, its rate,
   and the latest figures the server reported;
@@ -57,6 +59,19 @@ rates_table = sa.Table(
     sa.Column("usd_per_gpu_hour", sa.String(32), nullable=False),
     sa.Column("source", sa.String(1000), nullable=False),
     sa.Index("ix_hub_rates_model", "gpu_model", "gpu_count", "usd_per_gpu_hour"),
+)
+
+#: a rate's GPUs that are part of a GPU or of a node (a MIG slice "1/7", a GPU time-sliced
+#: N ways, a share of a multi-GPU instance); a rate with none is whole GPUs
+rate_shares_table = sa.Table(
+    "hub_rate_shares",
+    metadata,
+    sa.Column("rate_id", sa.Integer, sa.ForeignKey("hub_rates.id"), primary_key=True),
+    #: of one GPU, exact: "1/7"
+    sa.Column("share", sa.String(32), nullable=False),
+    sa.Column("detail", sa.String(64), nullable=False),
+    sa.Column("instance", sa.String(64), nullable=False),
+    sa.Column("instance_gpus", sa.Integer, nullable=False),
 )
 
 servers_table = sa.Table(

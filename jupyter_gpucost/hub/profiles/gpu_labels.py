@@ -6,9 +6,10 @@
   ``a10g``, ``l4``, ``l40s``, ``a100``, ``h100`` ...); ``a100`` is 40 or 80 GB, told apart
   by ``karpenter.k8s.aws/instance-gpu-memory`` (MiB) where the same settings name it;
 * ``nvidia.com/gpu.product``: GPU feature discovery's product, the NVML name with ``-``
-  for spaces (``Tesla-T4``, ``NVIDIA-A100-SXM4-80GB``); a MIG slice (``...-MIG-1g.5gb``)
-  is a fraction of a GPU the catalog does not price; ``-SHARED`` (time-slicing) is billed
-  as the whole GPU.
+  for spaces (``Tesla-T4``, ``NVIDIA-A100-SXM4-80GB``); on a MIG node
+  (``...-MIG-1g.5gb``) :mod:`~.gpus` splits off the parent GPU and bills the slice
+  (:mod:`~.mig`); ``-SHARED`` (time-slicing) is billed as the whole GPU unless the
+  sharing is known (``c.GpuCostHub.gpu_sharing``).
 
 A value is looked up exactly (case aside): a label value the tables do not know is not
 guessed, so a text a user typed can name a price only when it is a real label value.

@@ -3,20 +3,32 @@
 From the settings a profile (and its option choices) give the pod
 (:mod:`~.kubespawner`):
 
-* the count: ``extra_resource_limits["nvidia.com/gpu"]``, or
-  ``extra_resource_guarantees["nvidia.com/gpu"]`` (the larger where both are set);
+* what it requests: every extended resource of ``extra_resource_limits`` and
+  ``extra_resource_guarantees`` (the larger where both are set). ``nvidia.com/gpu`` is
+  whole GPUs; ``nvidia.com/mig-<profile>`` a MIG slice; ``nvidia.com/gpu.shared`` (or any
+  resource named in ``c.GpuCostHub.gpu_sharing``) a time-sliced GPU. Any other extended
+  resource (``aws.amazon.com/neuron``, ``amd.com/gpu``, ``google.com/tpu``,
+  ``habana.ai/gaudi``, anything unknown) has no catalog price: :class:`Unpriced`, naming
+  the resource and the setting that prices it, never "no GPU";
 * the model: ``node_selector`` on ``cloud.google.com/gke-accelerator``,
   ``karpenter.k8s.aws/instance-gpu-name`` or ``nvidia.com/gpu.product``, the same keys
   written directly under ``kubespawner_override``, or ``node_affinity_required``
   ``matchExpressions`` on them with ``operator: In`` (several values or terms: the pod may
   land on any of them, so the dearest is billed);
-* the instance type: ``node.kubernetes.io/instance-type`` (as above). A type with a
-  whole-instance row in the catalog is billed whole: its price per hour, for all its
-  GPUs, whatever share of it the pod requests (the node is rented whole). A type the
-  catalog has no whole-instance row for names no GPU by itself.
+* the instance type: ``node.kubernetes.io/instance-type`` (as above). A pod on a type
+  with a whole-instance row (for sale) pays its share of the node: (its GPUs / the
+  instance's GPUs) × the instance's price; the whole instance when it asks for all of
+  them or says nothing of its GPUs.
 
-Every figure says where it came from. What cannot be priced (a count with no model, two
-keys naming different GPUs, a callable) is an :class:`Unpriced` with the reason.
+A device that is part of a GPU pays that part of the GPU's price (:mod:`~.mig`): a MIG
+slice its compute slices (1/7 of an A100 for ``1g.5gb``), a time-sliced GPU 1/N, N from
+``c.GpuCostHub.gpu_sharing`` (by resource, or by a ``label=value`` the pod selects), GKE's
+``cloud.google.com/gke-max-shared-clients-per-gpu`` or GPU feature discovery's
+``nvidia.com/gpu.replicas`` where the pod selects them. Fractions stay exact until the
+price per device is rounded up to the micro-dollar (never below its share).
+
+Every figure says where it came from. What cannot be priced is an :class:`Unpriced`
+with the reason.
 
 Pure: no I/O.
 """
@@ -24,14 +36,16 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
 
 from ...core.catalog import PricePolicy
 from ...core.instance_prices import InstanceRow, find_instance
-from ..allocation import NO_GPU, canonical_model, price
+from ..allocation import NO_GPU, PROFILES_SETTING, TIME_SLICED_TEXT, canonical_model, price
 from ..model import GpuAllocation, HubConfigError, Rate
 from .gpu_labels import (
+    GFD_PRODUCT,
     GPU_RESOURCE,
     INSTANCE_LABELS,
     KARPENTER_GPU_MEMORY,
@@ -41,8 +55,16 @@ from .gpu_labels import (
     model_from_label,
 )
 from .kubespawner import State, Unreadable
+from .mig import MigError, mig_profile, mig_slice, split_product
 
 MICRO = Decimal("0.000001")
+SHARING_SETTING = "c.GpuCostHub.gpu_sharing"
+GKE_SHARING = "cloud.google.com/gke-gpu-sharing-strategy"
+GKE_MAX_CLIENTS = "cloud.google.com/gke-max-shared-clients-per-gpu"
+GFD_REPLICAS = "nvidia.com/gpu.replicas"
+#: the resource NVIDIA's device plugin advertises for time-sliced GPUs with
+#: ``renameByDefault: true``
+SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 
 class Unpriced(ValueError):
@@ -57,6 +79,15 @@ class Prices:
     instances: tuple[InstanceRow, ...] = ()
     #: the setting named in messages about prices
     overrides_setting: str = "c.GpuCostHub.price_overrides"
+    #: ``c.GpuCostHub.gpu_sharing``: a resource name or a node label ``key=value`` → the
+    #: clients each GPU is shared by
+    gpu_sharing: Mapping[str, int] = field(default_factory=dict)
+
+
+def ceil_micro(value: Fraction) -> Decimal:
+    """``value`` rounded up to the micro-dollar."""
+    micro = -((-value.numerator * 1_000_000) // value.denominator)
+    return Decimal(micro).scaleb(-6)
 
 
 @dataclass(frozen=True)
@@ -67,6 +98,22 @@ class _Candidate:
     value: object
     where: str
     memory: object = None
+
+
+@dataclass(frozen=True)
+class _Device:
+    """The extended resource a pod requests, how many, and where that was read."""
+
+    resource: str
+    count: int
+    where: str
+
+
+def is_extended(resource: str) -> bool:
+    """A Kubernetes extended resource (``vendor.example/thing``), not cpu, memory,
+    ephemeral-storage or hugepages (``kubernetes.io`` names are the cluster's own)."""
+    domain, slash, _ = resource.partition("/")
+    return bool(slash) and not domain.endswith("kubernetes.io")
 
 
 def _candidates(state: State) -> list[_Candidate]:
@@ -115,21 +162,124 @@ def _candidates(state: State) -> list[_Candidate]:
     return found
 
 
-def _count(state: State) -> tuple[int | None, str]:
-    """The GPUs the pod requests, and where that was read; ``None``: not said."""
-    counts: list[tuple[int, str]] = []
+def _devices(state: State) -> list[_Device]:
+    """Every extended resource the pod requests, the larger of its limit and guarantee;
+    those asked 0 only where nothing else is asked."""
+    found: dict[str, _Device] = {}
     for setting in ("extra_resource_limits", "extra_resource_guarantees"):
         value = state.get(setting)
         if isinstance(value, Unreadable):
             raise Unpriced(f"{setting} cannot be read statically ({value.what})")
-        if isinstance(value, Mapping) and GPU_RESOURCE in value:
+        if not isinstance(value, Mapping):
+            continue
+        for resource, quantity in value.items():
+            if not isinstance(resource, str) or not is_extended(resource):
+                continue
             try:
-                counts.append((gpu_count(value[GPU_RESOURCE]), f"{setting} {GPU_RESOURCE}"))
+                count = gpu_count(quantity)
             except LabelError as e:
-                raise Unpriced(f"{setting} {GPU_RESOURCE}: {e}") from None
-    if not counts:
-        return None, ""
-    return max(counts)
+                raise Unpriced(f"{setting} {resource}: {e}") from None
+            seen = found.get(resource)
+            if seen is None or count > seen.count:
+                found[resource] = _Device(resource, count, f"{setting} {resource}")
+    asked = [d for d in found.values() if d.count > 0]
+    if asked:
+        return asked
+    # only zeros (``nvidia.com/gpu: "0"`` on a CPU profile): one, to say so
+    return list(found.values())[:1]
+
+
+def _selected(state: State) -> dict[str, str]:
+    """The node labels the pod's ``node_selector`` requires (text values only)."""
+    selector = state.get("node_selector")
+    if not isinstance(selector, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in selector.items() if isinstance(v, str | int)}
+
+
+def _clients(device: _Device, state: State, prices: Prices) -> tuple[int, str] | None:
+    """How many clients share each GPU of this device, and why; ``None``: not shared."""
+    sharing = prices.gpu_sharing
+    if device.resource in sharing:
+        return sharing[device.resource], f"{SHARING_SETTING}[{device.resource!r}]"
+    labels = _selected(state)
+    for key, value in labels.items():
+        name = f"{key}={value}"
+        if name in sharing:
+            return sharing[name], f"{SHARING_SETTING}[{name!r}]"
+    if labels.get(GKE_SHARING, "").lower() in ("time-sharing", "mps"):
+        raw = labels.get(GKE_MAX_CLIENTS)
+        if raw is None:
+            raise Unpriced(
+                f"node_selector {GKE_SHARING}={labels[GKE_SHARING]} without {GKE_MAX_CLIENTS}: "
+                f"add it to the node selector, or set {SHARING_SETTING}"
+                f"['{GKE_SHARING}={labels[GKE_SHARING]}'] = <clients per GPU>"
+            )
+        return _positive(raw, f"node_selector {GKE_MAX_CLIENTS}"), (
+            f"node_selector {GKE_MAX_CLIENTS}={raw}"
+        )
+    if GFD_REPLICAS in labels:
+        raw = labels[GFD_REPLICAS]
+        return _positive(
+            raw, f"node_selector {GFD_REPLICAS}"
+        ), f"node_selector {GFD_REPLICAS}={raw}"
+    return None
+
+
+def _positive(raw: object, where: str) -> int:
+    try:
+        n = gpu_count(raw)
+    except LabelError as e:
+        raise Unpriced(f"{where}: {e}") from None
+    if n < 1:
+        raise Unpriced(f"{where}={raw!r}: a GPU is shared by 1 or more clients")
+    return n
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What fraction of one GPU each device is (1 for whole GPUs)."""
+
+    share: Fraction = Fraction(1)
+    detail: str = ""
+    why: str = ""
+    #: a MIG profile (its parent GPU decides its share)
+    mig: str = ""
+
+
+def _part(device: _Device | None, state: State, prices: Prices, mig_label: str) -> _Part:
+    """The fraction of a GPU the device is; :class:`Unpriced` for a resource with no price."""
+    if device is None:
+        if mig_label:  # a MIG node's product label: billed one slice
+            return _Part(mig=mig_label, detail=f"MIG {mig_label}", why=f"{GFD_PRODUCT} (MIG)")
+        return _Part()
+    resource = device.resource
+    profile = mig_profile(resource)
+    if profile is not None:
+        return _Part(mig=profile, detail=f"MIG {profile}", why=f"{resource} ({device.where})")
+    shared = resource == SHARED_RESOURCE or resource in prices.gpu_sharing
+    if resource == GPU_RESOURCE or shared:
+        if mig_label and not shared:
+            return _Part(mig=mig_label, detail=f"MIG {mig_label}", why=f"{GFD_PRODUCT} (MIG)")
+        clients = _clients(device, state, prices)
+        if clients is None:
+            if shared:
+                raise Unpriced(
+                    f"{device.where}: {resource} is a time-sliced GPU shared by an unknown "
+                    f"number of clients: set {SHARING_SETTING}[{resource!r}] = <clients per GPU>"
+                )
+            return _Part()
+        n, why = clients
+        if n == 1:
+            return _Part()
+        return _Part(Fraction(1, n), TIME_SLICED_TEXT.format(n=n), why)
+    fix = f"set {PROFILES_SETTING}[<this profile>] to what it costs"
+    if resource.startswith("nvidia.com/gpu"):
+        fix += f", or {SHARING_SETTING}[{resource!r}] = <clients per GPU> for a shared GPU"
+    raise Unpriced(
+        f"the pod requests {resource}: {device.count} ({device.where}), which no catalog row "
+        f"prices: {fix}"
+    )
 
 
 def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
@@ -137,21 +287,34 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
 
     ``strict`` (settings that hold a user's text): an instance type with no whole-instance
     row is not taken as "no GPU" but is :class:`Unpriced`."""
-    count, count_from = _count(state)
-    options: list[Rate] = []
+    devices = _devices(state)
+    for d in devices:
+        if d.count:
+            _part(d, state, prices, "")  # a resource no catalog row prices stops here
+    if len(devices) > 1:
+        raise Unpriced(
+            f"the pod requests {', '.join(d.resource for d in devices)}: price a pod with "
+            f"several kinds of device with {PROFILES_SETTING}[<this profile>]"
+        )
+    device = devices[0] if devices else None
+    count = device.count if device is not None else None
+    count_from = device.where if device is not None else ""
     models: dict[str, list[str]] = {}
     instances: list[tuple[InstanceRow, str]] = []
     unknown: list[str] = []
+    mig_labels: set[str] = set()
     for c in _candidates(state):
         if c.key in INSTANCE_LABELS:
             if not isinstance(c.value, str):
-                raise Unpriced(f"{c.where}={c.value!r} is not an instance type")
+                raise Unpriced(f"{c.where}={c.value!r} has no whole-instance price")
             row = find_instance(
                 prices.instances,
                 provider=prices.policy.provider,
                 instance=c.value,
                 market=prices.policy.market,
             )
+            if row is not None and row.not_for_sale:
+                row = None  # a shape nobody rents at this market prices nothing
             # whole-instance rows are in USD: another currency is priced per GPU
             if row is not None and prices.policy.session_currency == "USD":
                 instances.append((row, c.where))
@@ -160,40 +323,48 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
             else:
                 unknown.append(f"{c.where}={c.value}")
             continue
+        value = c.value
+        if c.key == GFD_PRODUCT and isinstance(value, str):
+            split = split_product(value)
+            if split is not None:
+                value, profile = split
+                mig_labels.add(profile)
         try:
-            model = model_from_label(c.key, c.value, c.memory)
+            model = model_from_label(c.key, value, c.memory)
         except LabelError as e:
             raise Unpriced(str(e)) from None
         models.setdefault(model, []).append(f"{c.where}={c.value}")
-    if instances:
-        for row, where in instances:
-            if models and row.gpu_model not in models:
-                raise Unpriced(
-                    f"{where}={row.instance} has {row.gpu_model} GPUs, but "
-                    f"{'; '.join(w for ws in models.values() for w in ws)} names "
-                    f"{', '.join(models)}"
-                )
-            if count is not None and count > row.gpus:
-                raise Unpriced(
-                    f"{count_from} asks {count} GPUs of {row.instance}, which has {row.gpus}"
-                )
-            options.append(_whole(row, where, count, count_from, prices))
-        return max(options, key=lambda r: r.usd_per_hour)
+    if len(mig_labels) > 1:
+        raise Unpriced(f"{GFD_PRODUCT} names several MIG profiles: {', '.join(mig_labels)}")
     if count == 0:
+        assert device is not None
         return Rate(NO_GPU, Decimal(0), f"no GPU ({count_from} is 0)")
+    part = _part(device, state, prices, next(iter(mig_labels), ""))
+    if instances:
+        shares = [_instance(row, where, device, part, models, prices) for row, where in instances]
+        return max(shares, key=lambda r: r.usd_per_hour)
     if not models:
-        if count is None:
+        if part.mig:
+            try:
+                only = mig_slice(part.mig, None)
+            except MigError as e:
+                raise Unpriced(f"{part.why}: {e}") from None
+            models[only.parent] = [f"{part.detail} (the one GPU with this MIG profile)"]
+        elif count is None:
             why = "no nvidia.com/gpu limit, no GPU node label"
             if unknown:
                 why += f"; {', '.join(unknown)} has no whole-instance row "
                 why += f"({prices.policy.provider} {prices.policy.market})"
             return Rate(NO_GPU, Decimal(0), f"no GPU ({why})")
-        raise Unpriced(
-            f"{count_from} asks {count} GPU(s) but no node selector or affinity names their model"
-        )
+        else:
+            raise Unpriced(
+                f"{count_from} asks {count} but no node selector or affinity names the GPU model"
+            )
     counted = f"{count} ({count_from})" if count is not None else "1 (no nvidia.com/gpu limit)"
+    options: list[Rate] = []
     for model, wheres in models.items():
-        allocation = GpuAllocation(model, count if count is not None else 1)
+        share, detail, why = _share(part, model)
+        allocation = GpuAllocation(model, 1)
         try:
             r = price(
                 allocation,
@@ -203,8 +374,16 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
             )
         except HubConfigError as e:
             raise Unpriced(str(e)) from None
+        per_device = r.usd_per_gpu_hour
         source = f"{model} from {', '.join(wheres)}; {counted}; price: {r.source}"
-        options.append(Rate(r.allocation, r.usd_per_gpu_hour, source))
+        if share != 1:
+            per_device = ceil_micro(Fraction(per_device) * share)
+            source = (
+                f"{share} × {r.allocation.model} ({detail}, {why}) each; {model} from "
+                f"{', '.join(wheres)}; {counted}; {r.allocation.model}: {r.source}"
+            )
+        found = GpuAllocation(r.allocation.model, count if count is not None else 1, share, detail)
+        options.append(Rate(found, per_device, source))
     best = max(options, key=lambda r: r.usd_per_hour)
     if len(options) > 1:
         return Rate(
@@ -215,27 +394,65 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
     return best
 
 
-def _whole(
-    row: InstanceRow, where: str, count: int | None, count_from: str, prices: Prices
+def _share(part: _Part, model: str) -> tuple[Fraction, str, str]:
+    """The share of one ``model`` GPU each device is."""
+    if not part.mig:
+        return part.share, part.detail, part.why
+    try:
+        piece = mig_slice(part.mig, model)
+    except MigError as e:
+        raise Unpriced(f"{part.why}: {e}") from None
+    return piece.share, piece.label, f"{piece.share} of its compute slices, NVIDIA's MIG table"
+
+
+def _instance(
+    row: InstanceRow,
+    where: str,
+    device: _Device | None,
+    part: _Part,
+    models: Mapping[str, list[str]],
+    prices: Prices,
 ) -> Rate:
-    """An instance type's whole price (the admin's override for its GPU beats it)."""
+    """The pod's share of an instance: (its GPUs / the instance's) × the instance's price
+    (the admin's override for its GPU beats the row)."""
+    if models and row.gpu_model not in models:
+        raise Unpriced(
+            f"{where}={row.instance} has {row.gpu_model} GPUs, but "
+            f"{'; '.join(w for ws in models.values() for w in ws)} names "
+            f"{', '.join(models)}"
+        )
+    share, detail, why = _share(part, row.gpu_model)
+    count = device.count if device is not None else row.gpus
+    if device is None:
+        share = Fraction(1)
+    if count * share > row.gpus:
+        raise Unpriced(
+            f"{device.where if device else where} asks {count * share} GPUs of "
+            f"{row.instance}, which has {row.gpus}"
+        )
+    asked = f"; the pod asks {device.count} ({device.where})" if device is not None else ""
+    if share != 1:
+        asked += f", each {share} of a GPU ({detail}, {why})"
     overrides = prices.policy.overrides or {}
     model = canonical_model(row.gpu_model, prices.policy) or row.gpu_model
-    asked = f"; the pod asks {count} ({count_from})" if count is not None else ""
+    fraction = Fraction(count, row.gpus) * share
+    # a pod with all of the instance has it whole; else its share of it, shown as one
+    of, of_gpus = (row.instance, row.gpus) if fraction != 1 else ("", 0)
+    whole = "whole instance" if fraction == 1 else f"{fraction} of instance"
     if model in overrides:
         return Rate(
-            GpuAllocation(model, row.gpus),
-            overrides[model],
-            f"{row.gpus} × {model} of {row.instance} ({where}){asked}; price: admin "
-            f"override ({prices.overrides_setting}[{model!r}])",
+            GpuAllocation(model, count, share, detail, of, of_gpus),
+            overrides[model] if share == 1 else ceil_micro(Fraction(overrides[model]) * share),
+            f"{whole} {row.instance} ({where}, {row.gpus} × {model}){asked}; price: "
+            f"admin override ({prices.overrides_setting}[{model!r}])",
         )
-    # the share of each GPU, rounded up to the micro-dollar: never below the row's price
-    share = (row.usd_per_hour / row.gpus).quantize(MICRO, rounding=ROUND_CEILING)
+    # each device's share of the instance, rounded up to the micro-dollar
+    per_device = ceil_micro(Fraction(row.usd_per_hour) / row.gpus * share)
     date = f"as of {row.as_of}" if row.as_of else "undated"
     source = (
-        f"whole instance {row.instance} ({where}): {row.gpus} × {row.gpu_model}, "
+        f"{whole} {row.instance} ({where}): {row.gpus} × {row.gpu_model}, "
         f"{row.usd_per_hour} USD/h ({row.provider} {row.market}, {date}){asked}"
     )
     if row.source:
         source += f"; source: {row.source}"
-    return Rate(GpuAllocation(model, row.gpus), share, source)
+    return Rate(GpuAllocation(model, count, share, detail, of, of_gpus), per_device, source)

@@ -8,7 +8,7 @@ Reads the profile file and the catalog's whole-instance rows (blocking, once at 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...core.catalog import CatalogError, PricePolicy
 from ...core.instance_prices import load_instance_rows
@@ -24,12 +24,15 @@ class ProfileSettings:
     """The settings that decide each server's allocation, read once from the traits."""
 
     prices: PricePolicy
-    #: ``c.GpuCostHub.profiles_from`` ("" when unset)
-    profiles_from: str = ""
+    #: ``c.GpuCostHub.profiles_from``: its file, or its values files in Helm's order
+    #: (empty when unset)
+    profiles_from: str | tuple[str, ...] = ()
     #: ``c.GpuCostHub.profile_gpus`` as written (a dict, a callable or None)
     profile_gpus: object = None
     #: ``c.GpuCostHub.default_gpu`` as written
     default_gpu: object = None
+    #: ``c.GpuCostHub.gpu_sharing``: resource or ``label=value`` → clients per GPU
+    gpu_sharing: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,12 @@ class Allocations:
     source: ProfileSource | None = None
 
 
-def derived_prices(policy: PricePolicy) -> Prices:
+def derived_prices(policy: PricePolicy, gpu_sharing: Mapping[str, int] | None = None) -> Prices:
     try:
         rows = load_instance_rows()
     except CatalogError as e:
         raise HubConfigError(f"the price catalog: {e}") from None
-    return Prices(policy=policy, instances=rows)
+    return Prices(policy=policy, instances=rows, gpu_sharing=dict(gpu_sharing or {}))
 
 
 def build(settings: ProfileSettings) -> Allocations:
@@ -57,7 +60,7 @@ def build(settings: ProfileSettings) -> Allocations:
             AllocationPolicy(settings.profile_gpus, settings.default_gpu, settings.prices)
         )
     source = profile_source.read(settings.profiles_from)
-    prices = derived_prices(settings.prices)
+    prices = derived_prices(settings.prices, settings.gpu_sharing)
     tables: list[ProfileTable] = []
 
     def factory(overrides: Mapping[str, Rate]) -> ProfileTable:

@@ -2,8 +2,14 @@
 
 ``c.GpuCostHub.profiles_from`` names one of:
 
-* a Zero to JupyterHub ``values.yaml`` (``.yaml``/``.yml``): ``singleuser.profileList``,
-  or ``hub.config.KubeSpawner.profile_list`` (which Z2JH applies last, so it wins); the
+* Zero to JupyterHub values files (``.yaml``/``.yml``), one or several merged in Helm's
+  order (``-f common.yaml -f prod.yaml``: maps merge deeply, lists and other values are
+  replaced, ``null`` removes a key; anchors and aliases resolved). The chart's values are
+  looked for at the top and under any ``jupyterhub`` key (an umbrella chart such as
+  ``daskhub`` or a provider's base chart: ``jupyterhub.``, ``basehub.jupyterhub.``):
+  ``singleuser.profileList``, or ``hub.config.KubeSpawner.profile_list`` (which Z2JH
+  applies last, so it wins). No profile list anywhere is a :class:`HubConfigError` naming
+  every path looked at (never "no profiles"), and so are two hubs' lists in one file; the
   spawner's own GPU settings from ``singleuser.nodeSelector``,
   ``singleuser.extraResource.limits``/``guarantees``,
   ``singleuser.extraNodeAffinity.required`` and ``hub.config.KubeSpawner.*``. A
@@ -24,7 +30,7 @@ Blocking file I/O: called once at start (and by ``check-profiles``).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -42,10 +48,37 @@ _Z2JH_BASE = (
     (("extraNodeAffinity", "required"), "node_affinity_required"),
 )
 _MAX_BYTES = 5_000_000
+#: how deep under umbrella charts a ``jupyterhub`` key is looked for
+_MAX_DEPTH = 4
+_PROFILE_LIST = "singleuser.profileList"
+_HUB_PROFILE_LIST = "hub.config.KubeSpawner.profile_list"
 
 
-def read(path: str, setting: str = SETTING) -> ProfileSource:
-    """The profile list at ``path``; :class:`HubConfigError` naming ``setting``."""
+def read(paths: str | Sequence[str], setting: str = SETTING) -> ProfileSource:
+    """The profile list at ``paths`` (several values files are merged in Helm's order,
+    the last winning); :class:`HubConfigError` naming ``setting``."""
+    if isinstance(paths, str):
+        paths = [paths]
+    if not paths:
+        raise HubConfigError(f"{setting}: no file named")
+    texts: list[tuple[str, str]] = []
+    for path in paths:
+        texts.append((path, _text(path, setting)))
+    if len(texts) == 1 and texts[0][0].endswith(".py"):
+        return from_python(texts[0][1], texts[0][0], setting)
+    python = [p for p, _ in texts if p.endswith(".py")]
+    if python:
+        raise HubConfigError(
+            f"{setting}: {python[0]!r} is a jupyterhub_config.py; only values files "
+            "(.yaml, .yml) are merged"
+        )
+    merged: dict[str, object] = {}
+    for path, text in texts:
+        merged = helm_merge(merged, _load_values(text, path, setting))
+    return from_tree(merged, " + ".join(paths), setting)
+
+
+def _text(path: str, setting: str) -> str:
     file = Path(path)
     if file.suffix not in (".yaml", ".yml", ".py"):
         raise HubConfigError(
@@ -55,12 +88,9 @@ def read(path: str, setting: str = SETTING) -> ProfileSource:
     try:
         if file.stat().st_size > _MAX_BYTES:
             raise HubConfigError(f"{setting} = {path!r}: larger than {_MAX_BYTES} bytes")
-        text = file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise HubConfigError(f"{setting} = {path!r} cannot be read: {e}") from None
-    if file.suffix in (".yaml", ".yml"):
-        return from_values(text, path, setting)
-    return from_python(text, path, setting)
 
 
 def _get(tree: object, *keys: str) -> object:
@@ -71,9 +101,9 @@ def _get(tree: object, *keys: str) -> object:
     return tree
 
 
-def from_values(text: str, path: str, setting: str = SETTING) -> ProfileSource:
-    """A Z2JH ``values.yaml``."""
+def _load_values(text: str, path: str, setting: str) -> Mapping[str, object]:
     try:
+        # safe_load resolves anchors and aliases (``&init_containers`` / ``*init_containers``)
         values = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise HubConfigError(f"{setting} = {path!r} is not valid YAML: {e}") from None
@@ -81,28 +111,102 @@ def from_values(text: str, path: str, setting: str = SETTING) -> ProfileSource:
         values = {}
     if not isinstance(values, Mapping):
         raise HubConfigError(f"{setting} = {path!r}: a values.yaml is a mapping")
+    return values
+
+
+def helm_merge(base: Mapping[str, object], new: Mapping[str, object]) -> dict[str, object]:
+    """Helm's merge of ``-f base -f new``: maps merge deeply, anything else (lists
+    included) is replaced by the later file, and ``null`` removes the key."""
+    out: dict[str, object] = dict(base)
+    for key, value in new.items():
+        old = out.get(key)
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(old, Mapping):
+            out[key] = helm_merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def from_values(text: str, path: str, setting: str = SETTING) -> ProfileSource:
+    """A Z2JH ``values.yaml``."""
+    return from_tree(_load_values(text, path, setting), path, setting)
+
+
+def _chart_roots(tree: Mapping[str, object], prefix: str = "", depth: int = 0) -> list[str]:
+    """Where a Z2JH chart's values may sit: the top, and under any ``jupyterhub`` key
+    (an umbrella chart: ``jupyterhub.``, ``daskhub.jupyterhub.``, ``basehub.jupyterhub.``)."""
+    roots = [prefix] if depth == 0 else []
+    if depth >= _MAX_DEPTH:
+        return roots
+    for key, value in tree.items():
+        if not isinstance(key, str) or not isinstance(value, Mapping):
+            continue
+        inner = f"{prefix}{key}."
+        if key == "jupyterhub":
+            roots.append(inner)
+        roots += _chart_roots(value, inner, depth + 1)
+    return roots
+
+
+def _at(tree: Mapping[str, object], root: str) -> object:
+    return _get(tree, *[k for k in root.split(".") if k]) if root else tree
+
+
+def from_tree(values: Mapping[str, object], path: str, setting: str = SETTING) -> ProfileSource:
+    """The profile list of (merged) values, wherever Helm would put it."""
+    roots = _chart_roots(values)
+    looked: list[str] = []
+    found: list[tuple[str, ProfileSource]] = []
+    for root in roots:
+        chart = _at(values, root)
+        if not isinstance(chart, Mapping):
+            continue
+        looked += [f"{root}{_PROFILE_LIST}", f"{root}{_HUB_PROFILE_LIST}"]
+        source = _from_chart(chart, root, path)
+        if source is not None:
+            found.append((root, source))
+    if len(found) > 1:
+        raise HubConfigError(
+            f"{setting} = {path!r}: profile lists at "
+            f"{', '.join(s.origin for _, s in found)}; Helm installs one hub per release: "
+            "name the values of the hub to price"
+        )
+    if not found:
+        raise HubConfigError(
+            f"{setting} = {path!r}: no profile list found; looked at {', '.join(looked)}. "
+            "A hub with one server type: set c.GpuCostHub.profile_gpus or default_gpu instead"
+        )
+    return found[0][1]
+
+
+def _from_chart(chart: Mapping[str, object], root: str, path: str) -> ProfileSource | None:
+    """One chart's profile list and base settings; ``None`` when it has none."""
     base: dict[str, object] = {}
     for keys, name in _Z2JH_BASE:
-        value = _get(values, "singleuser", *keys)
+        value = _get(chart, "singleuser", *keys)
         if value is not None:
             base[name] = value
-    origin = f"{path} singleuser.profileList"
-    profiles = _get(values, "singleuser", "profileList")
-    hub_config = _get(values, "hub", "config", "KubeSpawner")
+    origin = f"{path} {root}{_PROFILE_LIST}"
+    profiles = _get(chart, "singleuser", "profileList")
+    hub_config = _get(chart, "hub", "config", "KubeSpawner")
     if isinstance(hub_config, Mapping):
         for name in GPU_SETTINGS:
             if name in hub_config:
                 base[name] = hub_config[name]
         if "profile_list" in hub_config:
             profiles = hub_config["profile_list"]
-            origin = f"{path} hub.config.KubeSpawner.profile_list"
-    extra = _get(values, "hub", "extraConfig")
+            origin = f"{path} {root}{_HUB_PROFILE_LIST}"
+    extra = _get(chart, "hub", "extraConfig")
     if isinstance(extra, Mapping):
         for name, snippet in extra.items():
             if isinstance(snippet, str) and "profile_list" in snippet:
-                profiles = Unreadable(f"set in Python by hub.extraConfig.{name}")
-                origin = f"{path} hub.extraConfig.{name}"
-    return ProfileSource(origin=origin, profiles=profiles or [], base=base)
+                profiles = Unreadable(f"set in Python by {root}hub.extraConfig.{name}")
+                origin = f"{path} {root}hub.extraConfig.{name}"
+    if profiles is None:
+        return None
+    return ProfileSource(origin=origin, profiles=profiles, base=base)
 
 
 def from_python(text: str, path: str, setting: str = SETTING) -> ProfileSource:
@@ -130,9 +234,15 @@ def from_python(text: str, path: str, setting: str = SETTING) -> ProfileSource:
             if name not in found:
                 found[name] = Unreadable(f"possibly set by {handed}")
     base = {k: v for k, v in found.items() if k in GPU_SETTINGS}
+    if "profile_list" not in found:
+        raise HubConfigError(
+            f"{setting} = {path!r}: no profile list found; looked at top-level "
+            "c.KubeSpawner.profile_list. A hub with one server type: set "
+            "c.GpuCostHub.profile_gpus or default_gpu instead"
+        )
     return ProfileSource(
         origin=f"{path} c.KubeSpawner.profile_list",
-        profiles=found.get("profile_list", []),
+        profiles=found["profile_list"],
         base=base,
     )
 

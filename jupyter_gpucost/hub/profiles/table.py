@@ -130,7 +130,8 @@ class ProfileTable:
                 rate = rate_of(state, self.prices)
                 line = Line(selection.slug, selection.label(), rate)
             except Unpriced as e:
-                line = Line(selection.slug, selection.label(), None, str(e))
+                why = str(e).replace("[<this profile>]", f"[{selection.slug!r}]")
+                line = Line(selection.slug, selection.label(), None, why)
         if line.rate is not None:
             self._rates[selection.key] = line.rate
         self.lines.append(line)
@@ -200,7 +201,9 @@ def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
     for model, usd in (policy.overrides or {}).items():
         found.append(Rate(GpuAllocation(model, count), usd, f"admin override for {model}"))
     whole = [
-        r for r in prices.instances if r.provider == policy.provider and r.market == policy.market
+        r
+        for r in prices.instances
+        if r.provider == policy.provider and r.market == policy.market and not r.not_for_sale
     ]
     if whole and policy.session_currency == "USD":
         top = max(whole, key=lambda r: r.usd_per_hour)

@@ -9,13 +9,16 @@ the browser's ``Accept-Language``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 from ...core.hub_protocol import HubBudget
 from ...core.i18n import Messages
 from ...core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
 from ...core.wording import hub_source, scope_name
+from ..allocation import describe as describe_gpus
 from ..budgets import describe
+from ..model import GpuAllocation
 
 
 def _micro(amount: object) -> int:
@@ -39,6 +42,25 @@ def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$"
     )
 
 
+def gpus_text(server: Mapping[str, Any], messages: Messages) -> str:
+    """A running server's GPUs in the page's language (a share as its fraction)."""
+    a = server.get("allocation")
+    if not isinstance(a, Mapping):
+        return str(server.get("gpus", ""))
+    try:
+        allocation = GpuAllocation(
+            str(a["model"]),
+            int(a["count"]),
+            Fraction(str(a["share"])),
+            str(a["detail"]),
+            str(a["instance"]),
+            int(a["instance_gpus"]),
+        )
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return str(server.get("gpus", ""))
+    return describe_gpus(allocation, messages.gettext)
+
+
 def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[..., str]]:
     """The templates' functions for words from data, in the language of ``messages``, and
     the display rule of each kind of figure (:mod:`jupyter_gpucost.core.money`) in the
@@ -49,6 +71,7 @@ def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[...,
         "scope_name": lambda scope: scope_name(str(scope), messages),
         "hub_source": lambda source: hub_source(str(source), messages),
         "stop_reason": lambda server: stop_reason(server, messages, symbol),
+        "gpus_text": lambda server: gpus_text(server, messages),
         "ngettext": messages.ngettext,
         "budget_text": lambda amount: budget(as_decimal(str(amount)), symbol),
         "rate_amount": lambda per_hour: rate_amount(as_decimal(str(per_hour)), symbol),

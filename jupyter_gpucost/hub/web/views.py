@@ -9,12 +9,14 @@ import io
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 from ...core.hub_protocol import HubBudget
+from ..allocation import describe
 from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
-from ..model import ServerRow, UserTotals
+from ..model import GpuAllocation, ServerRow, UserTotals
 from ..service import HubService
 from .idle_view import idle_gauges, idle_json, idle_summary
 
@@ -63,7 +65,10 @@ def _servers(
                 "server_name": server_name,
                 "profile": row.profile,
                 "started": row.started.isoformat(),
-                "gpus": f"{rate.allocation.count} × {rate.allocation.model}",
+                # a share shows as its fraction: "1/7 × A100-40GB (MIG 1g.5gb)"
+                "gpus": describe(rate.allocation),
+                # the same, for the page to write in its language
+                "allocation": allocation_json(rate.allocation),
                 "usd_per_hour": float(rate.usd_per_hour),
                 "rate_source": rate.source,
                 # "upper-bound": no price fits its GPU, billed at the most it can cost
@@ -106,11 +111,40 @@ def _when(value: object) -> object:
     return value.isoformat() if isinstance(value, datetime | date) else value
 
 
+def allocation_json(a: GpuAllocation) -> dict[str, object]:
+    """A server's GPUs for the pages to write in their language (:mod:`.page_words`)."""
+    return {
+        "model": a.model,
+        "count": a.count,
+        "share": str(a.share),
+        "detail": a.detail,
+        "instance": a.instance,
+        "instance_gpus": a.instance_gpus,
+    }
+
+
 def _session(row: dict[str, object]) -> dict[str, object]:
     """A session as the ledger lists it, plus what the page shows: GPUs and the bill."""
     found = {k: _when(v) for k, v in row.items()}
     model, count = row.get("gpu_model"), row.get("gpu_count")
     found["gpus"] = f"{count} × {model}" if model and count else "no GPU"
+    share = row.get("gpu_share")
+    if model and isinstance(count, int) and count and share is not None:
+        # a part of a GPU or of a node, as the admin page shows it
+        try:
+            part = GpuAllocation(
+                str(model),
+                count,
+                Fraction(str(share)),
+                str(row.get("gpu_detail") or ""),
+                str(row.get("gpu_instance") or ""),
+                int(str(row.get("gpu_instance_gpus") or 0)),
+            )
+        except (ValueError, ZeroDivisionError):
+            part = None
+        if part is not None:
+            found["gpus"] = describe(part)
+            found["allocation"] = allocation_json(part)
     billed = row.get("billed_micro_usd")
     found["bill_usd"] = usd(billed) if isinstance(billed, int) else None
     reported = row.get("reported_micro_usd")
@@ -220,6 +254,9 @@ def users_csv(summary: dict[str, Any]) -> str:
             "gpu_energy_wh",
             "gpu_idle_energy_wh",
             "dcgm_disagreements",
+            # each running server's GPUs, a share as its fraction ("1/7 × A100-40GB (MIG
+            # 1g.5gb)", "1/8 of p4d.24xlarge (1 × A100-40GB)"), "; " between servers
+            "running_gpus",
         ]
     )
     for u in summary["users"]:
@@ -246,6 +283,7 @@ def users_csv(summary: dict[str, Any]) -> str:
                 f"{sum(s['usd_per_hour'] for s in u['running']):.6f}",
                 f"{u['budget_share']:.4f}",
                 *split,
+                _cell("; ".join(s["gpus"] for s in u["running"])),
             ]
         )
     return out.getvalue()
