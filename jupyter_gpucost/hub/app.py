@@ -22,11 +22,12 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Dict, Float, Set, Unicode, default
+from traitlets import Bool, Dict, Float, Int, List, Set, Unicode, default
 from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
+from .alerting import parse_notify
 from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
 from .model import HubConfigError
@@ -204,6 +205,17 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         config=True
     )
 
+    # -- alerts (docs/alerts.md) ----------------------------------------------------------
+    notify = Dict(
+        help="Where alerts go: {'users': {name: [URL, ...]}, 'groups': {group: [URL, ...]} "
+        "(the group's owner), 'admins': [URL, ...]}; Apprise URLs or webhook(s)://. A user's "
+        "budget alert goes to that user and their groups' owners; a refused spawn to the "
+        "admins too. The URLs hold secrets: never logged nor shown.",
+    ).tag(config=True)
+    notify_thresholds_pct = List(
+        Int(), [50, 80, 100], help="Percentages of a budget that are alerted, once each."
+    ).tag(config=True)
+
     # -- built at start -----------------------------------------------------------------
     def settings(self) -> HubSettings:
         """Every setting checked, once, into frozen settings. :class:`HubConfigError` names
@@ -245,7 +257,17 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             ),
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
+            notify=parse_notify(self.notify, self.thresholds()),
         )
+
+    def thresholds(self) -> list[int]:
+        values = [int(v) for v in self.notify_thresholds_pct]
+        if not values or any(not 1 <= v <= 1000 for v in values):
+            raise HubConfigError(
+                f"{SETTING}.notify_thresholds_pct = {values!r} is not valid: use whole "
+                "percentages from 1 to 1000, such as [50, 80, 100]"
+            )
+        return sorted(set(values))
 
     def validate(self) -> Parts:
         """Every setting checked; the parts built from them. :class:`HubConfigError` names

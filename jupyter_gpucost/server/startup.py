@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.serverapp import ServerApp
 from traitlets import HasTraits, TraitError
 
@@ -25,6 +26,7 @@ from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
 from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
 from .machine import MachinePrices, instance_stopper, machine_can_stop
+from .notify import ServerAlerts, start_alerts
 from .service import CostService
 from .traits import trait_float, trait_str, trait_strings
 
@@ -57,6 +59,15 @@ class Started:
     exports: ExportManager
     #: ``None``: no hub service to report to
     hub: HubReporter | None = None
+    alerts: ServerAlerts | None = None
+
+    def settings(self) -> dict[str, object]:
+        """What the handlers find in the web app's settings."""
+        return {
+            "gpucost_budget": self.budget,
+            "gpucost_exports": self.exports,
+            "gpucost_alerts": self.alerts,
+        }
 
 
 def hub_link_config(traits: HasTraits) -> HubLinkConfig | None:
@@ -136,4 +147,22 @@ def start_budget_and_exports(
         exports,
     )
     reporter = None if hub is None else start_hub_link(hub, service, budget, log)
-    return Started(budget, exports, reporter)
+    alerts = start_alerts(
+        traits,
+        budget,
+        data_dir=Path(jupyter_data_dir()),
+        machine=None if machine is None else machine.machine,
+        currency=service.config.currency or "USD",
+        symbol=service.config.currency_symbol,
+        link=panel_link(serverapp),
+        log=log,
+    )
+    return Started(budget, exports, reporter, alerts)
+
+
+def panel_link(serverapp: ServerApp | None) -> str:
+    """Where the panel is (never with a token): the server's public URL, else its own."""
+    if serverapp is None:
+        return ""
+    base = str(getattr(serverapp, "public_url", "") or serverapp.connection_url)
+    return base.rstrip("/") + "/lab"
