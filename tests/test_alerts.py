@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
+import time
 from datetime import UTC, datetime
 from email.header import decode_header, make_header
 from pathlib import Path
@@ -26,8 +28,8 @@ from jupyter_gpucost.alerts import (
     stopped,
 )
 from jupyter_gpucost.alerts.deliver import deliver
-from jupyter_gpucost.alerts.model import Context
-from jupyter_gpucost.alerts.targets import parse_target
+from jupyter_gpucost.alerts.model import Alert, Context
+from jupyter_gpucost.alerts.targets import Target, parse_target
 from jupyter_gpucost.core import i18n
 
 AT = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
@@ -210,3 +212,30 @@ def test_an_alert_is_written_in_the_sessions_language_and_currency() -> None:
     assert alert.language == "zh_CN"
     assert alert.message == "alice 已花费 ¥5.00，预算 ¥10.00 的 50%。"  # noqa: RUF001
     assert alert.document()["currency"] == "CNY"
+
+
+def test_a_flood_is_dropped_not_waited_for_and_a_dropped_alert_is_not_marked_sent() -> None:
+    (target,) = parse_targets(["webhook://127.0.0.1:9/x"], "c.GpuCost.notify")
+    release = threading.Event()
+    sent: list[str] = []
+
+    def slow(alert: Alert, _target: Target, _timeout_s: float) -> None:
+        release.wait(10)
+        sent.append(alert.key)
+
+    dispatcher = AlertDispatcher(DispatchSettings(queue_size=1, workers=1), send=slow)
+    alerts = budget_crossings(CONTEXT, "s", 10_000_000, 10_000_000)
+    started = time.perf_counter()
+    queued = [dispatcher.submit(a, [target]) for a in alerts]
+    assert time.perf_counter() - started < 1  # never waits for the stuck worker
+    assert not all(queued)
+    release.set()
+    assert dispatcher.wait_idle(10)
+    # what was dropped goes out on a later try; what was sent is not sent again
+    again = []
+    for alert in alerts:
+        again.append(dispatcher.submit(alert, [target]))
+        assert dispatcher.wait_idle(10)
+    dispatcher.close()
+    assert [not q for q in queued] == again
+    assert sorted(sent) == sorted(a.key for a in alerts)

@@ -135,7 +135,10 @@ class AlertDispatcher:
                     continue
                 queued += 1
             self._pending += queued
-        if once:
+            if once and not queued:
+                # dropped everywhere: not sent, so it may be tried again later
+                self._sent.pop(alert.key, None)
+        if once and queued:
             self._queue_save()
         return queued > 0
 
