@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from alert_receivers import Http
-from hub_service_fixture import Hub, running_hub, spawn
+from hub_service_fixture import Hub, http, running_hub, spawn
 
 from jupyter_gpucost.alerts.targets import mask
 
@@ -52,6 +52,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory, receiver: Http) -> Iterator[Hu
         groups={"finance": ["carol"], "lab": ["alice", "bob"]},
         group_budgets={},
         service_extra=f"c.GpuCostHub.notify = {notify!r}\n",
+        # the driver reads the proxy's routes to reach the servers (no proxy process)
+        hub_extra='c.JupyterHub.load_roles[0]["scopes"].append("proxy")\n',
     ) as hub:
         yield hub
 
@@ -116,3 +118,27 @@ def test_only_admins_see_the_deliveries_and_never_a_url(hub: Hub, receiver: Http
     assert f"127.0.0.1:{receiver.port}" not in text
     # the service's log never names a target either
     assert SECRET not in Path(hub.log).read_text()
+
+
+def test_another_user_can_neither_read_nor_add_targets_on_a_users_server(hub: Hub) -> None:
+    code, body = spawn(hub, "bob")
+    assert code in (201, 202), body
+    code, routes = hub.call("GET", "/proxy")
+    assert code == 200, routes
+    base = f"{routes['/user/bob/']['target'].rstrip('/')}/user/bob/gpucost/api/alerts"
+    mine = "webhook://127.0.0.1:9/bob-only"
+    code, body = http("POST", f"{base}/targets", hub.token_for("bob"), {"url": mine})
+    assert code == 200, body
+    (target,) = body["yours"]
+    hostile = hub.token_for("carol")
+    for method, path, sent in (
+        ("GET", "", None),
+        ("POST", "/targets", {"url": "webhook://127.0.0.1:9/carol-reads-bob"}),
+        ("POST", f"/targets/{target['id']}/test", {}),
+        ("DELETE", f"/targets/{target['id']}", None),
+    ):
+        code, answer = http(method, base + path, hostile, sent)
+        assert code == 403, (method, path, answer)
+    code, body = http("GET", base, hub.token_for("bob"))
+    assert code == 200, body
+    assert body["yours"] == [target]

@@ -146,3 +146,30 @@ class TestTheUsersOwnTargets:
             "gpucost", "api", "alerts", "targets", fingerprint(mine), method="DELETE"
         )
         assert json.loads(answer.body)["yours"] == []
+
+    async def test_a_cookie_request_without_xsrf_cannot_add_a_target(
+        self, jp_fetch: Any, http_server_client: Any, jp_base_url: str, jp_serverapp: Any
+    ) -> None:
+        # a page of another site making the user's browser post: the cookie without the
+        # XSRF token is refused
+        token = jp_serverapp.identity_provider.token
+        login = await http_server_client.fetch(
+            f"{jp_base_url}?token={token}", follow_redirects=False, raise_error=False
+        )
+        cookies = "; ".join(
+            c.split(";", 1)[0] for c in login.headers.get_list("Set-Cookie") if "=" in c
+        )
+        assert cookies
+        url = f"{jp_base_url}gpucost/api/alerts"
+        ok = await http_server_client.fetch(url, headers={"Cookie": cookies}, raise_error=False)
+        assert ok.code == 200
+        response = await http_server_client.fetch(
+            f"{url}/targets",
+            method="POST",
+            body=json.dumps({"url": "webhook://attacker.example/steal"}),
+            headers={"Cookie": cookies},
+            raise_error=False,
+        )
+        assert response.code == 403
+        listing = json.loads((await jp_fetch("gpucost", "api", "alerts")).body)
+        assert listing["yours"] == []
