@@ -17,11 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from ..alerts.dispatch import AlertDispatcher
-from ..alerts.model import DEFAULT_THRESHOLDS_PCT, Context, StopReason, budget_crossings
+from ..alerts.model import (
+    DEFAULT_THRESHOLDS_PCT,
+    Context,
+    StopReason,
+    budget_crossings,
+    spend_spike,
+)
 from ..alerts.model import spawn_refused as refused_alert
 from ..alerts.model import stopped as stopped_alert
 from ..alerts.targets import Target, TargetError, parse_targets
@@ -39,6 +45,8 @@ class HubNotify:
     groups: Mapping[str, tuple[Target, ...]] = field(default_factory=dict)
     admins: tuple[Target, ...] = ()
     thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
+    #: a day's spend above this x the user's median day is alerted (0: never)
+    spike_factor: float = 3.0
 
     @property
     def empty(self) -> bool:
@@ -56,11 +64,15 @@ def _named(raw: object, section: str) -> dict[str, tuple[Target, ...]]:
     return out
 
 
-def parse_notify(raw: object, thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT) -> HubNotify:
+def parse_notify(
+    raw: object,
+    thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
+    spike_factor: float = 3.0,
+) -> HubNotify:
     """``c.GpuCostHub.notify`` checked; :class:`HubConfigError` names the setting (and the
     target masked, never its URL)."""
     if raw is None or raw == {}:
-        return HubNotify(thresholds_pct=tuple(thresholds_pct))
+        return HubNotify(thresholds_pct=tuple(thresholds_pct), spike_factor=spike_factor)
     if not isinstance(raw, Mapping) or set(raw) - set(SECTIONS):
         raise HubConfigError(f"{SETTING} must be a dict with the keys users, groups, admins")
     try:
@@ -72,6 +84,7 @@ def parse_notify(raw: object, thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS
             groups=_named(raw.get("groups", {}), "groups"),
             admins=parse_targets(admins, f'{SETTING}["admins"]'),
             thresholds_pct=tuple(thresholds_pct),
+            spike_factor=spike_factor,
         )
     except TargetError as e:
         raise HubConfigError(str(e)) from None
@@ -173,6 +186,40 @@ class HubAlerts:
         alert = refused_alert(context, reason, subject=f"{day}:{reason}", at=now)
         targets = _unique([*self.people_in_charge(user, groups), *self.notify.admins])
         return self.dispatcher.submit(alert, targets)
+
+    def spikes(
+        self,
+        daily: Iterable[tuple[date, str, int]],
+        groups_of: Mapping[str, tuple[str, ...]],
+        now: datetime,
+    ) -> int:
+        """Each user whose spend today is above ``spike_factor`` x the median of their
+        days with spend in the last 14 (at least 3 of them): once a day. ``daily`` is the
+        ledger's ``(day, user, micro-dollars)`` from 14 days ago; how many were queued."""
+        factor = self.notify.spike_factor
+        if factor <= 0:
+            return 0
+        today = now.astimezone(self.tz).date()
+        first = today - timedelta(days=14)
+        per_user: dict[str, tuple[int, list[int]]] = {}
+        for day, user, micro in daily:
+            if day < first or micro <= 0:
+                continue
+            today_micro, earlier = per_user.get(user, (0, []))
+            if day == today:
+                per_user[user] = (today_micro + micro, earlier)
+            elif day < today:
+                per_user[user] = (today_micro, [*earlier, micro])
+        queued = 0
+        for user, (today_micro, earlier) in sorted(per_user.items()):
+            targets = self.people_in_charge(user, groups_of.get(user, ()))
+            if not targets or not today_micro:
+                continue
+            context = Context(user=user, currency=self.currency, symbol=self.symbol, link=self.link)
+            alert = spend_spike(context, today.isoformat(), today_micro, earlier, factor, at=now)
+            if alert is not None:
+                queued += self.dispatcher.submit(alert, targets)
+        return queued
 
     def page(self) -> dict[str, list[dict[str, object]]]:
         """The admin page's: the latest deliveries and the failed ones (targets masked)."""

@@ -215,6 +215,11 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     notify_thresholds_pct = List(
         Int(), [50, 80, 100], help="Percentages of a budget that are alerted, once each."
     ).tag(config=True)
+    notify_spike_factor = Float(
+        3.0,
+        help="Alert when a user's spend today is above this many times their median day "
+        "(of their last 14 days with spend, at least 3); 0: never.",
+    ).tag(config=True)
 
     # -- built at start -----------------------------------------------------------------
     def settings(self) -> HubSettings:
@@ -257,8 +262,17 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             ),
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
-            notify=parse_notify(self.notify, self.thresholds()),
+            notify=parse_notify(self.notify, self.thresholds(), self.spike_factor()),
         )
+
+    def spike_factor(self) -> float:
+        factor = float(self.notify_spike_factor)
+        if not 0 <= factor <= 1000:
+            raise HubConfigError(
+                f"{SETTING}.notify_spike_factor = {factor!r} is not valid: use a number "
+                "from 0 (never) to 1000"
+            )
+        return factor
 
     def thresholds(self) -> list[int]:
         values = [int(v) for v in self.notify_thresholds_pct]

@@ -12,7 +12,7 @@ import os
 import secrets
 import signal
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
@@ -104,6 +104,17 @@ def alert_after_poll(
         alerts.stopped(row, "budget" if budget else "idle", why, groups, now)
 
 
+#: how often each user's day is compared with their usual one (seconds)
+SPIKES_EVERY_S = 600.0
+
+
+def alert_spikes(alerts: HubAlerts, service: HubService) -> None:
+    """Each user's spend today against their usual day (a worker thread: one query)."""
+    now = now_utc()
+    since = now.astimezone(alerts.tz).date() - timedelta(days=14)
+    alerts.spikes(service.ledger.daily(since, None, now), service.groups_of, now)
+
+
 async def run(settings: HubSettings) -> None:
     parts = build(settings)
     service = parts.service
@@ -187,6 +198,12 @@ async def run(settings: HubSettings) -> None:
         asyncio.create_task(every(settings.poll_interval_s, "poll of the Hub", poll, stop)),
         asyncio.create_task(every(settings.flush_interval_s, "ledger flush", flush, stop)),
     ]
+    if alerts is not None and settings.notify.spike_factor > 0:
+
+        async def spikes() -> None:
+            await asyncio.to_thread(alert_spikes, alerts, service)
+
+        tasks.append(asyncio.create_task(every(SPIKES_EVERY_S, "spend spikes", spikes, stop)))
     # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
     if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
         cluster = parts.cluster
