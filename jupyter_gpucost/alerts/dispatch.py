@@ -101,12 +101,8 @@ class AlertDispatcher:
         #: the latest deliveries, oldest first
         self.deliveries: deque[Delivery] = deque(maxlen=settings.kept)
         self.failures: deque[Delivery] = deque(maxlen=settings.kept)
-        self._threads = [
-            threading.Thread(target=self._work, name=f"gpucost-alerts-{n}", daemon=True)
-            for n in range(max(1, settings.workers))
-        ]
-        for thread in self._threads:
-            thread.start()
+        #: started with the first alert (a server with no targets runs none)
+        self._threads: list[threading.Thread] = []
 
     # -- the caller's side (any thread, the event loop's included) -----------------------
 
@@ -116,6 +112,8 @@ class AlertDispatcher:
         if not targets:
             return False
         with self._lock:
+            if not self._threads:
+                self._start()
             if once:
                 if alert.key in self._sent:
                     return False
@@ -141,6 +139,14 @@ class AlertDispatcher:
         if once and queued:
             self._queue_save()
         return queued > 0
+
+    def _start(self) -> None:
+        self._threads = [
+            threading.Thread(target=self._work, name=f"gpucost-alerts-{n}", daemon=True)
+            for n in range(max(1, self.settings.workers))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def recent(self) -> list[dict[str, object]]:
         with self._lock:
