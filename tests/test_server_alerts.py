@@ -173,3 +173,36 @@ class TestTheUsersOwnTargets:
         assert response.code == 403
         listing = json.loads((await jp_fetch("gpucost", "api", "alerts")).body)
         assert listing["yours"] == []
+
+
+def test_todays_spend_above_three_usual_days_is_alerted_once() -> None:
+    from datetime import date
+
+    from jupyter_gpucost.alerts import AlertDispatcher, DispatchSettings
+    from jupyter_gpucost.alerts.model import Alert, Context
+    from jupyter_gpucost.alerts.targets import Target, parse_targets
+    from jupyter_gpucost.server.notify.alerter import ServerAlerts
+    from jupyter_gpucost.server.notify.user_targets import UserTargets
+
+    sent: list[str] = []
+
+    def record(alert: Alert, _target: Target, _timeout_s: float) -> None:
+        sent.append(alert.message)
+
+    alerts = ServerAlerts(
+        parse_targets(["webhook://127.0.0.1:9/pi"], "c.GpuCost.notify"),
+        UserTargets(None),
+        AlertDispatcher(DispatchSettings(), send=record),
+        Context(user="alice"),
+        (50, 80, 100),
+    )
+    today = date(2026, 11, 27)
+    # what Ledger.days answers: spend per local day, oldest first, days with spend only
+    usual = [(date(2026, 11, d), 1_000_000) for d in (20, 22, 23, 25)]
+    assert not alerts.check_spike([*usual, (today, 2_900_000)], 3, today)
+    assert alerts.check_spike([*usual, (today, 3_100_000)], 3, today)
+    assert not alerts.check_spike([*usual, (today, 9_000_000)], 3, today)
+    # too little history: nothing to compare with
+    assert not alerts.check_spike([*usual[:2], (today, 9_000_000)], 3, date(2026, 11, 28))
+    assert alerts.dispatcher.wait_idle(10)
+    assert sent == ["alice has spent $3.10 on 2026-11-27, more than 3 times the usual $1.00 a day."]

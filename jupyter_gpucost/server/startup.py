@@ -156,6 +156,7 @@ def start_budget_and_exports(
         symbol=service.config.currency_symbol,
         link=panel_link(serverapp),
         log=log,
+        ledger=service.ledger,
     )
     return Started(budget, exports, reporter, alerts)
 

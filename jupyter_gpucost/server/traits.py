@@ -163,6 +163,12 @@ class AlertTraits(HasTraits):
         config=True,
         help="Percentages of a budget at which the targets are alerted, once each.",
     )
+    notify_spike_factor = Float(
+        3.0,
+        config=True,
+        help="Alert when today's spend is above this many times the median day (of the last "
+        "14 days with spend, at least 3; needs the ledger); 0: never.",
+    )
     notify_user_targets = Bool(
         True,
         config=True,
@@ -181,6 +187,12 @@ class AlertTraits(HasTraits):
             return [t.url for t in parse_targets(proposal["value"], "c.GpuCost.notify")]
         except TargetError as e:
             raise TraitError(str(e)) from None
+
+    @validate("notify_spike_factor")
+    def _check_spike_factor(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        within("notify_spike_factor", value, 0, 1000, "a number from 0 (never) to 1000")
+        return value
 
     @validate("notify_thresholds_pct")
     def _check_notify_thresholds(self, proposal: dict[str, Any]) -> list[int]:

@@ -9,12 +9,14 @@ Delivery happens on the dispatcher's threads, never here.
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import logging
 import os
 from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tornado.ioloop import PeriodicCallback
 from traitlets import HasTraits
@@ -26,17 +28,30 @@ from ...alerts.model import (
     StopReason,
     budget_crossings,
     idle_gpus,
+    spend_spike,
     stopped,
     trial_alert,
 )
 from ...alerts.targets import Target
 from ...core.machine import Machine
 from ..budget.controller import BudgetController
-from ..traits import trait_bool, trait_str, trait_strings
+from ..traits import trait_bool, trait_float, trait_str, trait_strings
 from .user_targets import UserTargets
 
 #: how often the budgets' standings are looked at (seconds)
 CHECK_S = 2.0
+#: how often today's spend is compared with the usual day (seconds)
+SPIKE_CHECK_S = 600.0
+
+
+class SpendLedger(Protocol):
+    """What the spike check reads of the ledger: spend per local day, and its calendar."""
+
+    def days(self, now: datetime, count: int = 31) -> list[tuple[date, int]]: ...
+
+    def day_start(self, now: datetime) -> datetime: ...
+
+
 #: a budget action's ``reason`` -> the stop it is alerted as (a user's own stop is not)
 STOP_REASONS: dict[str, StopReason] = {"budget": "budget", "idle": "idle", "done": "stop_when_done"}
 
@@ -62,6 +77,7 @@ class ServerAlerts:
         self.log = log or logging.getLogger("jupyter_gpucost")
         self.budget: BudgetController | None = None
         self._check: PeriodicCallback | None = None
+        self._spikes: PeriodicCallback | None = None
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -77,6 +93,31 @@ class ServerAlerts:
         budget.events.listeners.append(self.on_event)
         self._check = PeriodicCallback(self.check, CHECK_S * 1000)
         self._check.start()
+
+    def watch_spend(self, ledger: SpendLedger, factor: float) -> None:
+        """Compare today's spend with the usual day every 10 minutes (a thread reads the
+        ledger, whose calendar says what today is)."""
+
+        def read() -> tuple[list[tuple[date, int]], date]:
+            now = datetime.now(UTC)
+            return ledger.days(now, 15), ledger.day_start(now).date()
+
+        async def check() -> None:
+            rows, today = await asyncio.to_thread(read)
+            self.check_spike(rows, factor, today)
+
+        self._spikes = PeriodicCallback(check, SPIKE_CHECK_S * 1000)
+        self._spikes.start()
+
+    def check_spike(self, rows: list[tuple[date, int]], factor: float, today: date) -> bool:
+        """Today's spend above ``factor`` x the median of the earlier days with spend (of
+        ``rows``, the ledger's last days): alerted once a day."""
+        if not self.targets or factor <= 0:
+            return False
+        spent = sum(v for d, v in rows if d == today)
+        earlier = [v for d, v in rows if d < today and v > 0][-14:]
+        alert = spend_spike(self.context, today.isoformat(), spent, earlier, factor)
+        return alert is not None and self.send(alert)
 
     def check(self) -> None:
         """Each budget's thresholds reached, alerted once per budget and period."""
@@ -148,8 +189,9 @@ class ServerAlerts:
         return self.dispatcher.submit(trial_alert(self.context), found, once=False)
 
     def stop(self) -> None:
-        if self._check is not None:
-            self._check.stop()
+        for periodic in (self._check, self._spikes):
+            if periodic is not None:
+                periodic.stop()
         self.dispatcher.save()
         self.dispatcher.close()
 
@@ -174,6 +216,7 @@ def start_alerts(
     symbol: str,
     link: str,
     log: logging.Logger,
+    ledger: SpendLedger | None = None,
 ) -> ServerAlerts:
     """The alerts of ``c.GpuCost.notify*`` watching ``budget`` (traits already checked)."""
     from ...alerts.targets import parse_targets
@@ -198,4 +241,7 @@ def start_alerts(
         log=log,
     )
     alerts.watch(budget)
+    factor = trait_float(traits, "notify_spike_factor")
+    if ledger is not None and factor > 0:
+        alerts.watch_spend(ledger, factor)
     return alerts
