@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -161,9 +162,10 @@ def start_budget_and_exports(
     return Started(budget, exports, reporter, alerts)
 
 
-def panel_link(serverapp: ServerApp | None) -> str:
-    """Where the panel is (never with a token): the server's public URL, else its own."""
-    if serverapp is None:
-        return ""
-    base = str(getattr(serverapp, "public_url", "") or serverapp.connection_url)
-    return base.rstrip("/") + "/lab"
+def panel_link(serverapp: ServerApp | None, environ: Mapping[str, str] = os.environ) -> str:
+    """Where the panel is (never with a token): the server's public URL (JupyterHub's
+    ``JUPYTERHUB_PUBLIC_URL``, else ``c.ServerApp.public_url``), else its own."""
+    base = environ.get("JUPYTERHUB_PUBLIC_URL", "")
+    if not base and serverapp is not None:
+        base = str(getattr(serverapp, "public_url", "") or serverapp.connection_url)
+    return base.rstrip("/") + "/lab" if base else ""
