@@ -66,6 +66,32 @@ def test_a_refused_spawn_tells_the_admins_too_and_no_other_user() -> None:
     ]
 
 
+def test_an_idle_warning_is_alerted_once_per_spell_to_the_user_and_their_owner() -> None:
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerRow
+
+    alerts, sent = routed()
+    started = NOW - timedelta(hours=2)
+    row = ServerRow(
+        7,
+        "bob",
+        "",
+        started,
+        None,
+        started,
+        None,
+        Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "catalog"),
+    )
+    since = NOW - timedelta(minutes=30)
+    assert alerts.idle(row, since, ("other",), NOW)
+    assert not alerts.idle(row, since, ("other",), NOW + timedelta(seconds=10))
+    assert alerts.idle(row, NOW, ("other",), NOW + timedelta(minutes=40))  # a new spell
+    assert alerts.dispatcher.wait_idle(10)
+    assert sorted(sent) == [("idle_gpus", "bob")] * 2 + [("idle_gpus", "other")] * 2
+
+
 @pytest.mark.parametrize(
     ("raw", "named"),
     [

@@ -26,6 +26,7 @@ from ..alerts.model import (
     Context,
     StopReason,
     budget_crossings,
+    idle_gpus,
     spend_spike,
 )
 from ..alerts.model import spawn_refused as refused_alert
@@ -174,6 +175,24 @@ class HubAlerts:
             why,
             still_bills_usd_per_hour=None,
             subject=f"server-{row.server_id}",
+            at=now,
+        )
+        return self.dispatcher.submit(alert, self.people_in_charge(row.user, groups))
+
+    def idle(
+        self,
+        row: ServerRow,
+        since: datetime,
+        groups: Iterable[str],
+        now: datetime,
+    ) -> bool:
+        """The idle policy warned ``row`` (its GPUs idle since ``since``; stopped unless
+        used again): once per idle spell."""
+        minutes = round((now - since).total_seconds() / 60)
+        alert = idle_gpus(
+            self._context(row),
+            minutes,
+            subject=f"server-{row.server_id}:{since.isoformat()}",
             at=now,
         )
         return self.dispatcher.submit(alert, self.people_in_charge(row.user, groups))

@@ -92,6 +92,13 @@ def alert_after_poll(
     now = now_utc()
     state = service.state
     alerts.after_poll(((s.row, s.budgets) for s in state.values()), service.groups_of, now)
+    reclaim = service.reclaim
+    if reclaim is not None and reclaim.enabled:
+        for weighed in state.values():
+            warning = reclaim.warning(weighed.row)
+            if warning is not None:
+                groups = service.groups_of.get(weighed.row.user, ())
+                alerts.idle(weighed.row, warning.since, groups, now)
     rows = service.rows
     for key in stopped:
         row = rows.get(key)
