@@ -14,7 +14,7 @@ CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub clean i18n i18n-check
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub bench-alerts clean i18n i18n-check
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -122,6 +122,10 @@ bench: install
 # open tabs against the server: pushed (ours) and polled (jupyter-resource-usage); ~8 min
 bench-hub: install postgres
 	$(PY) benchmarks/bench_hub_service.py --users 1000 --duration 60
+
+# a dead alert target against the hub's enforcement loop and flush (docs/benchmarks.md)
+bench-alerts: install
+	$(PY) benchmarks/bench_alerts.py --users 1000 --out benchmarks/results/alerts.json
 	$(PY) benchmarks/bench_hub_ledger.py --postgres
 
 bench-tabs: install chromium

@@ -9,6 +9,7 @@ import pytest
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
+from alert_receivers import http_receiver, smtp  # noqa: E402, F401 - loopback receivers
 from postgres import ledger_url, postgres, postgres_url  # noqa: E402, F401 - fixtures
 from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
 

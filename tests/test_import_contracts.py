@@ -193,7 +193,7 @@ HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profiles", ("profiles",)),
     ("cluster", ("cluster",)),
     ("idle", ("idle",)),
-    ("service", ("service",)),
+    ("service", ("service", "alerting")),
     ("web", ("web",)),
     (
         "app",

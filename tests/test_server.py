@@ -98,7 +98,11 @@ async def test_status_has_every_documented_field(jp_fetch: Any) -> None:
 
 
 #: a value for each route parameter, so that every route can be called
-ROUTE_SAMPLES = {"([^/]+)": "0123456789ab", "([A-Za-z0-9_-]{1,64})": "probe-0123"}
+ROUTE_SAMPLES = {
+    "([^/]+)": "0123456789ab",
+    "([A-Za-z0-9_-]{1,64})": "probe-0123",
+    "([0-9a-f]{6})": "a1b2c3",
+}
 
 
 def extension_routes(app: Any) -> list[tuple[str, type]]:

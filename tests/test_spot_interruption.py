@@ -20,6 +20,7 @@ from typing import Any
 
 import boto3
 import pytest
+from alert_receivers import Http
 from cloud_standins import Cloud, StandIn, serve, write_dmi
 from s3_server import BUCKET
 from test_budget_api import budget, wait_for
@@ -62,9 +63,11 @@ def ledger_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def gpucost_config(
-    standin: StandIn, tmp_path: Path, s3_endpoint: str, ledger_url: str
+    standin: StandIn, tmp_path: Path, s3_endpoint: str, ledger_url: str, http_receiver: Http
 ) -> dict[str, object]:
     return {
+        "notify": [f"webhook://127.0.0.1:{http_receiver.port}/pi"],
+        "notify_state_path": str(tmp_path / "alerts.json"),
         "telemetry": "simulated",
         "sample_interval_s": 0.2,
         "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
@@ -130,7 +133,12 @@ async def execute(client: Any, code: str) -> dict[str, Any]:
 
 
 async def test_notice_saves_checkpoints_exports_and_records_within_it(
-    jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, standin: StandIn, ledger_url: str
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    jp_root_dir: Path,
+    standin: StandIn,
+    ledger_url: str,
+    http_receiver: Http,
 ) -> None:
     # the watcher asks, at AWS's rate, with a session token
     async def watching() -> bool:
@@ -258,6 +266,15 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
         # a checkpoint landed during the notice: little is lost, never more than the session
         assert 0 <= record["lost_micro_usd"] < record["session_cost_micro_usd"]
         assert record["checkpoint"] is True
+
+        # the person in charge is told, once, with what was done
+        async def alerted() -> bool:
+            return any(d.get("kind") == "stopped" for d in http_receiver.at("/pi"))
+
+        await wait_for(alerted, 20, "the interruption's alert")
+        (alert,) = [d for d in http_receiver.at("/pi") if d.get("kind") == "stopped"]
+        assert "interruption" in alert["subject"]
+        assert record["message"] in alert["message"]
     finally:
         client.stop_channels()
         other_client.stop_channels()

@@ -27,6 +27,7 @@ from traitlets.config import Application
 
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
+from .alerting import parse_notify
 from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
 from .model import HubConfigError
@@ -215,6 +216,22 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         config=True
     )
 
+    # -- alerts (docs/alerts.md) ----------------------------------------------------------
+    notify = Dict(
+        help="Where alerts go: {'users': {name: [URL, ...]}, 'groups': {group: [URL, ...]} "
+        "(the group's owner), 'admins': [URL, ...]}; Apprise URLs or webhook(s)://. A user's "
+        "budget alert goes to that user and their groups' owners; a refused spawn to the "
+        "admins too. The URLs hold secrets: never logged nor shown.",
+    ).tag(config=True)
+    notify_thresholds_pct = List(
+        Int(), [50, 80, 100], help="Percentages of a budget that are alerted, once each."
+    ).tag(config=True)
+    notify_spike_factor = Float(
+        3.0,
+        help="Alert when a user's spend today is above this many times their median day "
+        "(of their last 14 days with spend, at least 3); 0: never.",
+    ).tag(config=True)
+
     # -- built at start -----------------------------------------------------------------
     def settings(self) -> HubSettings:
         """Every setting checked, once, into frozen settings. :class:`HubConfigError` names
@@ -256,7 +273,26 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             ),
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
+            notify=parse_notify(self.notify, self.thresholds(), self.spike_factor()),
         )
+
+    def spike_factor(self) -> float:
+        factor = float(self.notify_spike_factor)
+        if not 0 <= factor <= 1000:
+            raise HubConfigError(
+                f"{SETTING}.notify_spike_factor = {factor!r} is not valid: use a number "
+                "from 0 (never) to 1000"
+            )
+        return factor
+
+    def thresholds(self) -> list[int]:
+        values = [int(v) for v in self.notify_thresholds_pct]
+        if not values or any(not 1 <= v <= 1000 for v in values):
+            raise HubConfigError(
+                f"{SETTING}.notify_thresholds_pct = {values!r} is not valid: use whole "
+                "percentages from 1 to 1000, such as [50, 80, 100]"
+            )
+        return sorted(set(values))
 
     def validate(self) -> Parts:
         """Every setting checked; the parts built from them. :class:`HubConfigError` names

@@ -11,20 +11,23 @@ import logging
 import os
 import secrets
 import signal
-from collections.abc import Awaitable, Callable
-from datetime import UTC, date, datetime
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo
 
+from ..alerts.dispatch import AlertDispatcher, DispatchSettings
 from ..core.currency import symbol as currency_symbol
+from .alerting import HubAlerts
 from .cluster.prometheus import Prometheus
 from .cluster.usage import ClusterUsage
+from .service import HubService
 from .settings import HubSettings
 from .web import handlers
 from .web.hubapi import HubApi, HubApiError
 from .web.ratelimit import RateLimit
-from .wiring import build
+from .wiring import Parts, build
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -65,6 +68,60 @@ async def every(
             await asyncio.wait_for(stop.wait(), seconds)
 
 
+def hub_alerts(settings: HubSettings, parts: Parts, base_url: str) -> HubAlerts | None:
+    """The alerts of ``c.GpuCostHub.notify`` (``None``: no targets at all)."""
+    if settings.notify.empty:
+        return None
+    dispatcher = AlertDispatcher(
+        DispatchSettings(state_path=parts.data_dir / "alerts.json"), log=log
+    )
+    return HubAlerts(
+        settings.notify,
+        dispatcher,
+        tz=parts.tz,
+        currency=parts.currency,
+        symbol=currency_symbol(parts.currency),
+        link=base_url.rstrip("/") + "/admin",
+    )
+
+
+def alert_after_poll(
+    alerts: HubAlerts, service: HubService, stopped: Sequence[tuple[str, str]]
+) -> None:
+    """After a poll (a worker thread): thresholds reached, and the stops just asked."""
+    now = now_utc()
+    state = service.state
+    alerts.after_poll(((s.row, s.budgets) for s in state.values()), service.groups_of, now)
+    reclaim = service.reclaim
+    if reclaim is not None and reclaim.enabled:
+        for weighed in state.values():
+            warning = reclaim.warning(weighed.row)
+            if warning is not None:
+                groups = service.groups_of.get(weighed.row.user, ())
+                alerts.idle(weighed.row, warning.since, groups, now)
+    rows = service.rows
+    for key in stopped:
+        row = rows.get(key)
+        if row is None:
+            continue
+        standing = state.get(row.server_id)
+        budget = standing is not None and standing.stop_at is not None
+        why = (standing.reason if standing else None) or "its GPUs are idle"
+        groups = service.groups_of.get(row.user, ())
+        alerts.stopped(row, "budget" if budget else "idle", why, groups, now)
+
+
+#: how often each user's day is compared with their usual one (seconds)
+SPIKES_EVERY_S = 600.0
+
+
+def alert_spikes(alerts: HubAlerts, service: HubService) -> None:
+    """Each user's spend today against their usual day (a worker thread: one query)."""
+    now = now_utc()
+    since = now.astimezone(alerts.tz).date() - timedelta(days=14)
+    alerts.spikes(service.ledger.daily(since, None, now), service.groups_of, now)
+
+
 async def run(settings: HubSettings) -> None:
     parts = build(settings)
     service = parts.service
@@ -93,7 +150,9 @@ async def run(settings: HubSettings) -> None:
         max_report_bytes=web_settings.max_report_bytes,
         templates=handlers.templates(currency_symbol(parts.currency)),
         report_limit=RateLimit(web_settings.report_rate_per_s, web_settings.report_burst),
+        alerts=hub_alerts(settings, parts, web_settings.base_url),
     )
+    alerts = ctx.alerts
     web = handlers.make_app(ctx, web_settings.base_url, cookie_secret(parts.data_dir))
     bind = urlparse(web_settings.bind_url)
     stop = asyncio.Event()
@@ -103,6 +162,8 @@ async def run(settings: HubSettings) -> None:
 
     async def poll() -> None:
         result = await service.poll(hub, now_utc)
+        if alerts is not None:
+            await asyncio.to_thread(alert_after_poll, alerts, service, result.stopped)
         if result.opened or result.closed or result.stopped:
             log.info(
                 "poll: %d opened, %d closed, %d stopped, %d running (%.3f s)",
@@ -144,6 +205,12 @@ async def run(settings: HubSettings) -> None:
         asyncio.create_task(every(settings.poll_interval_s, "poll of the Hub", poll, stop)),
         asyncio.create_task(every(settings.flush_interval_s, "ledger flush", flush, stop)),
     ]
+    if alerts is not None and settings.notify.spike_factor > 0:
+
+        async def spikes() -> None:
+            await asyncio.to_thread(alert_spikes, alerts, service)
+
+        tasks.append(asyncio.create_task(every(SPIKES_EVERY_S, "spend spikes", spikes, stop)))
     # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
     if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
         cluster = parts.cluster

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from .alerting import HubNotify
 from .cluster.settings import ClusterSettings
 from .profiles.settings import ProfileSettings
 
@@ -78,3 +79,5 @@ class HubSettings:
     #: how often the Hub's servers are listed, and the ledger written
     poll_interval_s: float
     flush_interval_s: float
+    #: where alerts go (``c.GpuCostHub.notify``, docs/alerts.md)
+    notify: HubNotify = field(default_factory=HubNotify)

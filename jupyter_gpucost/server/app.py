@@ -27,12 +27,12 @@ from .budget.setup import budget_env_default, budget_env_number, validate_budget
 from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
-from .machine import MachinePrices, MachineTraits, check_provider, resolve_machine
+from .machine import MachinePrices, check_provider, resolve_machine
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
-from .startup import InterruptionTraits, SpotPriceTraits, start_budget_and_exports
+from .startup import GpuCostTraits, start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
-from .traits import RANGES, CurrencyTraits, in_range, one_of
+from .traits import RANGES, in_range, one_of
 from .translations import follow_jupyterlab_language, watch_jupyterlab_language
 
 
@@ -40,7 +40,7 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits, ExtensionApp):
+class GpuCost(GpuCostTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
     #: the detected machine and its prices (set by ``cost_config``)
@@ -427,9 +427,8 @@ class GpuCost(MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits
             )
         except (TraitError, BudgetError) as e:
             self._refuse_to_start(str(e))
-        self.settings["gpucost_budget"] = started.budget
-        self.settings["gpucost_exports"] = started.exports
-        self._hub_link = started.hub
+        self.settings.update(started.settings())
+        self._hub_link, self._alerts = started.hub, started.alerts
         # the status pushed on the event bus; pages listening there are asked to save too
         event_logger = getattr(self.serverapp, "event_logger", None)
         self._events = start_live_events(
@@ -475,7 +474,7 @@ class GpuCost(MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits
         self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
-        for name in ("_kernel_watch", "_language_watch", "_interruption_watch"):
+        for name in ("_kernel_watch", "_language_watch", "_interruption_watch", "_alerts"):
             watch = getattr(self, name, None)
             if watch is not None:
                 watch.stop()

@@ -144,6 +144,8 @@ class Responder:
         self.task: asyncio.Task[dict[str, Any]] | None = None
         #: the session's cost when the newest checkpoint landed (None: none this session)
         self._checkpoint_cost: int | None = None
+        #: called with the ledger's record once the steps are done (the alerts)
+        self.listeners: list[Callable[[dict[str, Any]], object]] = []
 
     # -- handing a notice over ---------------------------------------------------------
 
@@ -225,6 +227,11 @@ class Responder:
         summary = self._summary(steps)
         record = await self._record(notice, deadline, steps, summary)
         self.current = {**self.current, **record, "steps": [s.to_json() for s in steps]}
+        for listener in self.listeners:
+            try:
+                listener(record)
+            except Exception as e:  # an alert never stops the rest
+                self.log.warning("jupyter-gpucost: the interruption's listener failed: %s", e)
         self.budget.events.emit(
             "interruption-done",
             summary,

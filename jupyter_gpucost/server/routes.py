@@ -11,6 +11,7 @@ from __future__ import annotations
 from .budget.handlers import budget_handlers
 from .export.handlers import export_handlers
 from .handlers import cost_handlers
+from .notify.handlers import alert_handlers
 from .probe_handlers import probe_handlers
 from .web import Route
 
@@ -18,4 +19,5 @@ from .web import Route
 def route_table() -> list[Route]:
     """Every route of the extension; each is authenticated (a user's, or a kernel's token
     where the route opens a method to kernels)."""
-    return [*cost_handlers(), *probe_handlers(), *budget_handlers(), *export_handlers()]
+    routes = [*cost_handlers(), *probe_handlers(), *budget_handlers(), *export_handlers()]
+    return [*routes, *alert_handlers()]

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.serverapp import ServerApp
 from traitlets import HasTraits, TraitError
 
@@ -25,10 +27,11 @@ from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
 from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
 from .interruption_setup import InterruptionTraits, start_interruption
-from .machine import MachinePrices, instance_stopper, machine_can_stop
+from .machine import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .notify import ServerAlerts, start_alerts
 from .service import CostService
 from .spot_price_setup import SpotPriceTraits
-from .traits import trait_float, trait_str, trait_strings
+from .traits import AlertTraits, CurrencyTraits, trait_float, trait_str, trait_strings
 
 
 def meter_spend(service: CostService) -> MeterSpend:
@@ -62,6 +65,15 @@ class Started:
     exports: ExportManager
     #: ``None``: no hub service to report to
     hub: HubReporter | None = None
+    alerts: ServerAlerts | None = None
+
+    def settings(self) -> dict[str, object]:
+        """What the handlers find in the web app's settings."""
+        return {
+            "gpucost_budget": self.budget,
+            "gpucost_exports": self.exports,
+            "gpucost_alerts": self.alerts,
+        }
 
 
 def hub_link_config(traits: HasTraits) -> HubLinkConfig | None:
@@ -155,4 +167,39 @@ def start_budget_and_exports(
     if interruption is not None and interruption.watcher is not None:
         # stopped with the extension's other watches
         traits._interruption_watch = interruption.watcher  # type: ignore[attr-defined]
-    return Started(budget, exports, reporter)
+    alerts = start_alerts(
+        traits,
+        budget,
+        data_dir=Path(jupyter_data_dir()),
+        machine=None if machine is None else machine.machine,
+        currency=service.config.currency or "USD",
+        symbol=service.config.currency_symbol,
+        link=panel_link(serverapp),
+        log=log,
+        ledger=service.ledger,
+    )
+    if interruption is not None:
+        interruption.responder.listeners.append(
+            lambda record: alerts.interrupted(
+                str(record.get("message", "")),
+                still_bills_usd_per_hour=None,
+                at=str(record.get("deadline", "")),
+            )
+        )
+    return Started(budget, exports, reporter, alerts)
+
+
+def panel_link(serverapp: ServerApp | None, environ: Mapping[str, str] = os.environ) -> str:
+    """Where the panel is (never with a token): the server's public URL (JupyterHub's
+    ``JUPYTERHUB_PUBLIC_URL``, else ``c.ServerApp.public_url``), else its own."""
+    base = environ.get("JUPYTERHUB_PUBLIC_URL", "")
+    if not base and serverapp is not None:
+        base = str(getattr(serverapp, "public_url", "") or serverapp.connection_url)
+    return base.rstrip("/") + "/lab" if base else ""
+
+
+class GpuCostTraits(
+    MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits, AlertTraits
+):
+    """The settings of ``c.GpuCost`` kept outside the app's module: the machine, spot
+    interruptions, spot prices, the currency and alerts."""

@@ -40,6 +40,7 @@ from tornado import web
 from ...core.hub_protocol import REPORT_PATH
 from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
 from ...core.money import as_decimal, status_bar
+from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
 from ..service import HubService
 from . import views
@@ -70,6 +71,12 @@ class Context:
     max_report_bytes: int
     templates: jinja2.Environment
     report_limit: RateLimit
+    #: ``None``: no ``c.GpuCostHub.notify``
+    alerts: HubAlerts | None = None
+
+    def alerts_page(self) -> dict[str, list[dict[str, object]]]:
+        """The last alerts and failed deliveries, targets masked (admins only)."""
+        return {"recent": [], "failed": []} if self.alerts is None else self.alerts.page()
 
     def currency_symbol(self) -> str:
         """The symbol of the hub's currency, as the pages write it."""
@@ -152,6 +159,10 @@ class AllowanceHandler(TokenHandler):
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
         # the reason in the language of the user's browser, which the hook passes on
         refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())
+        if refusal is not None and self.ctx.alerts is not None:
+            why = spawn_refusal(budgets, None, self.ctx.currency_symbol()) or refusal
+            known = groups or service.groups_of.get(user, ())
+            self.ctx.alerts.spawn_refused(user, known, why, self.ctx.now())
         self.write_json(
             {
                 "user": user,
@@ -201,7 +212,8 @@ class MeHandler(ApiBase):
 class AdminSummaryHandler(ApiBase):
     def get(self) -> None:
         self.admin()
-        self.write_json(views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today()))
+        summary = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        self.write_json({**summary, "alerts": self.ctx.alerts_page()})
 
 
 class AdminCsvHandler(ApiBase):
@@ -255,6 +267,7 @@ class AdminPage(PageBase):
     def get(self) -> None:
         self.admin()
         data = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        data["alerts"] = self.ctx.alerts_page()
         self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
 
 

@@ -14,6 +14,9 @@ EVENT_SCHEMA_PATH = Path(__file__).with_name("event.yaml")
 #: events kept for the API
 KEPT = 20
 
+#: who else hears each event (the alerts): ``(kind, message, fields)``, on the event loop
+Listener = Callable[[str, str, Mapping[str, Any]], None]
+
 
 def iso(when: datetime | None) -> str | None:
     return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -42,6 +45,7 @@ class BudgetEvents:
         self.clock = clock
         #: the latest events, oldest first, each with its time (``at``)
         self.recent: list[dict[str, Any]] = []
+        self.listeners: list[Listener] = []
 
     def register(self) -> None:
         if self.event_logger is not None and EVENT_SCHEMA_ID not in self.event_logger.schemas:
@@ -51,6 +55,11 @@ class BudgetEvents:
         data = {"kind": kind, "message": message, **(fields or {})}
         self.log.info("jupyter-gpucost: budget %s: %s", kind, message)
         self.recent = [*self.recent[-(KEPT - 1) :], {"at": iso(self.clock()), **data}]
+        for listener in self.listeners:
+            try:
+                listener(kind, message, data)
+            except Exception:
+                self.log.exception("jupyter-gpucost: a budget event's listener failed")
         if self.event_logger is None:
             return
         try:

@@ -1027,3 +1027,51 @@ describe('CostPanel budget, in the server currency', () => {
     });
   });
 });
+
+describe('the budget section’s alerts', () => {
+  it('lists the admin’s targets by kind only and the user’s masked, with a test', async () => {
+    const { node, urls } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 404 },
+      history: { status: 200, body: makeHistory() },
+      alerts: {
+        status: 200,
+        body: {
+          admin: ['mailtos'],
+          yours: [{ id: 'a1b2c3', target: 'slack://…#a1b2c3' }],
+          can_add: true,
+          thresholds_pct: [50, 80, 100],
+          recent: []
+        }
+      }
+    });
+    await new Promise(resolve => setTimeout(resolve, 0));
+    const section = node.querySelector('.jp-gpucost-alerts')!;
+    expect(section.textContent).toContain(
+      'Alerts at 50%, 80%, 100% of a budget, and when the server is stopped, go to:'
+    );
+    expect(
+      section.querySelector('[data-field="admin-target"]')!.textContent
+    ).toBe('mailtos (set by your administrator)');
+    expect(
+      section.querySelector('[data-field="your-target"] code')!.textContent
+    ).toBe('slack://…#a1b2c3');
+    // a URL is typed like a password: never shown on screen
+    expect(
+      (
+        section.querySelector(
+          '.jp-gpucost-alerts-add input'
+        ) as HTMLInputElement
+      ).type
+    ).toBe('password');
+    (
+      section.querySelector(
+        '[data-field="your-target"] button'
+      ) as HTMLButtonElement
+    ).click();
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(
+      urls.some(u => u.includes('/gpucost/api/alerts/targets/a1b2c3/test'))
+    ).toBe(true);
+  });
+});

@@ -392,6 +392,13 @@ export class CostPanelModel extends VDomModel {
     };
   }
 
+  /**
+   * The server connection settings the panel's requests use.
+   */
+  get serverSettings(): ServerConnection.ISettings {
+    return this._serverSettings;
+  }
+
   private _serverSettings: ServerConnection.ISettings;
   private _cost: IGpuCostModel | null;
   private _feed: PanelFeed | null;

@@ -6,6 +6,7 @@ import * as React from 'react';
 import { formatLocalTime } from '../budget/format';
 import { currencySymbol } from '../format';
 import { trans } from '../i18n';
+import { Alerts } from './alerts';
 import { Budget } from './budget-form';
 import { History } from './history';
 import { Kernels } from './kernels';
@@ -104,6 +105,7 @@ namespace Private {
         <Source status={s} trans={trans} />
         <Totals status={s} symbol={symbol} trans={trans} />
         <Budget model={model} status={s} symbol={symbol} trans={trans} />
+        <Alerts settings={model.serverSettings} trans={trans} />
         <Machine status={s} symbol={symbol} trans={trans} />
         <History {...props} symbol={symbol} />
         <Kernels

@@ -1,0 +1,251 @@
+"""What an alert says: its kind, who it is about, which server and machine, amounts in
+the session's currency (written by :mod:`jupyter_gpucost.core.money`) and language (the
+translator's, :mod:`jupyter_gpucost.core.i18n`), and a link to the panel or the admin page.
+
+The builders below are pure: they say *what* to send; :mod:`.dispatch` decides whether it
+was already sent (one per ``(event, subject, threshold)``) and sends it off the event loop.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from ..core.i18n import _, current_language
+from ..core.money import notice, rate
+
+AlertKind = Literal[
+    "budget_threshold", "stopped", "spend_spike", "idle_gpus", "spawn_refused", "test"
+]
+StopReason = Literal["budget", "idle", "stop_when_done", "interruption"]
+
+#: the generic webhook's document names its schema (docs/alerts.md)
+SCHEMA = "gpucost.alert/v1"
+#: the budget thresholds alerted by default, in percent
+DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 100)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Who and where: the same for every alert of one server (or one hub user)."""
+
+    user: str
+    server: str = ""
+    machine: str = ""
+    #: ISO 4217 code and the symbol written before amounts, as the session shows them
+    currency: str = "USD"
+    symbol: str = "$"
+    #: the panel (single server) or the admin page (hub)
+    link: str = ""
+    #: on the hub: the group whose owner is told too
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: AlertKind
+    context: Context
+    #: what de-duplication counts besides the kind: a budget and its period, a stop's time
+    subject: str
+    title: str
+    message: str
+    at: datetime
+    threshold_pct: int | None = None
+    #: named amounts as the session writes them (``"spent": "$4.00"``)
+    amounts: tuple[tuple[str, str], ...] = ()
+    language: str = field(default_factory=current_language)
+
+    @property
+    def key(self) -> str:
+        """At most one alert per key is ever sent."""
+        pct = "" if self.threshold_pct is None else str(self.threshold_pct)
+        return f"{self.kind}|{self.context.user}|{self.subject}|{pct}"
+
+    def document(self) -> dict[str, object]:
+        """The generic webhook's JSON body (docs/alerts.md, schema ``gpucost.alert/v1``)."""
+        c = self.context
+        return {
+            "schema": SCHEMA,
+            "kind": self.kind,
+            "at": self.at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "user": c.user,
+            "group": c.group or None,
+            "server": c.server or None,
+            "machine": c.machine or None,
+            "subject": self.subject,
+            "threshold_pct": self.threshold_pct,
+            "currency": c.currency,
+            "amounts": dict(self.amounts),
+            "language": self.language,
+            "title": self.title,
+            "message": self.message,
+            "link": c.link or None,
+        }
+
+    def body(self) -> str:
+        """The text of an e-mail or a chat message: the message, where, and the link."""
+        lines = [self.message]
+        c = self.context
+        if c.server:
+            lines.append(_("Server: {server}").format(server=c.server))
+        if c.machine:
+            lines.append(_("Machine: {machine}").format(machine=c.machine))
+        if c.link:
+            lines.append(c.link)
+        return "\n".join(lines)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def budget_crossings(
+    context: Context,
+    subject: str,
+    spent_micro_usd: int,
+    budget_micro_usd: int,
+    thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
+    *,
+    at: datetime | None = None,
+) -> list[Alert]:
+    """An alert for every threshold the spend has reached (the dispatcher sends each once).
+
+    ``subject`` names the budget and its period (a new month is a new subject)."""
+    if budget_micro_usd <= 0:
+        return []
+    when = at or _now()
+    spent = notice(spent_micro_usd, context.symbol)
+    amount = notice(budget_micro_usd, context.symbol)
+    found = []
+    for pct in sorted(set(thresholds_pct)):
+        # exact: spent / budget >= pct / 100, in integers
+        if spent_micro_usd * 100 < pct * budget_micro_usd:
+            continue
+        title = _("{user}: {pct}% of a {amount} budget spent").format(
+            user=context.user, pct=pct, amount=amount
+        )
+        message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
+            user=context.user, spent=spent, amount=amount, pct=pct
+        )
+        found.append(
+            Alert(
+                "budget_threshold",
+                context,
+                subject,
+                title,
+                message,
+                when,
+                threshold_pct=pct,
+                amounts=(("spent", spent), ("budget", amount)),
+            )
+        )
+    return found
+
+
+def _stop_reason(reason: StopReason) -> str:
+    if reason == "budget":
+        return _("the budget ran out")
+    if reason == "idle":
+        return _("the GPUs were idle")
+    if reason == "stop_when_done":
+        return _("the work was done (stop when done)")
+    return _("the machine was interrupted by its provider")
+
+
+def stopped(
+    context: Context,
+    reason: StopReason,
+    summary: str,
+    *,
+    still_bills_usd_per_hour: float | None,
+    subject: str,
+    at: datetime | None = None,
+) -> Alert:
+    """A stop: why, what was done (``summary``, as the record says it) and what still
+    bills (``None``: nothing; a machine left running bills by the hour)."""
+    why = _stop_reason(reason)
+    title = _("{user}: stopped because {why}").format(user=context.user, why=why)
+    amounts: tuple[tuple[str, str], ...] = ()
+    if still_bills_usd_per_hour:
+        still = rate(still_bills_usd_per_hour, context.symbol)
+        tail = _("The machine still bills {rate}.").format(rate=still)
+        amounts = (("still_bills_per_hour", still),)
+    else:
+        tail = _("Nothing bills any more.")
+    return Alert(
+        "stopped",
+        context,
+        f"{reason}:{subject}",
+        title,
+        f"{summary}\n{tail}",
+        at or _now(),
+        amounts=amounts,
+    )
+
+
+def spend_spike(
+    context: Context,
+    day: str,
+    day_micro_usd: int,
+    recent_days_micro_usd: Sequence[int],
+    factor: float,
+    *,
+    at: datetime | None = None,
+) -> Alert | None:
+    """A day's spend above ``factor`` x the median of the recent days' (at least three of
+    them, and a median above zero: no history, no alert)."""
+    if len(recent_days_micro_usd) < 3 or factor <= 0:
+        return None
+    median = statistics.median(recent_days_micro_usd)
+    if median <= 0 or day_micro_usd <= factor * median:
+        return None
+    spent = notice(day_micro_usd, context.symbol)
+    usual = notice(int(median), context.symbol)
+    title = _("{user}: {spent} spent on {day}").format(user=context.user, spent=spent, day=day)
+    message = _(
+        "{user} has spent {spent} on {day}, more than {factor} times the usual {usual} a day."
+    ).format(user=context.user, spent=spent, day=day, factor=f"{factor:g}", usual=usual)
+    return Alert(
+        "spend_spike",
+        context,
+        f"day:{day}",
+        title,
+        message,
+        at or _now(),
+        amounts=(("spent", spent), ("usual_per_day", usual)),
+    )
+
+
+def idle_gpus(
+    context: Context, minutes: float, *, subject: str, at: datetime | None = None
+) -> Alert:
+    """The GPUs idle past ``minutes`` while the server runs (``subject``: the idle spell)."""
+    title = _("{user}: GPUs idle for {minutes} minutes").format(
+        user=context.user, minutes=f"{minutes:g}"
+    )
+    message = _(
+        "The GPUs of {user}'s server have been idle for {minutes} minutes and still bill."
+    ).format(user=context.user, minutes=f"{minutes:g}")
+    return Alert("idle_gpus", context, subject, title, message, at or _now())
+
+
+def spawn_refused(
+    context: Context, reason: str, *, subject: str, at: datetime | None = None
+) -> Alert:
+    """The hub refused to start a server (``reason`` as the user was told)."""
+    title = _("{user}: a server was refused").format(user=context.user)
+    message = _("The hub refused to start a server for {user}: {reason}").format(
+        user=context.user, reason=reason
+    )
+    return Alert("spawn_refused", context, subject, title, message, at or _now())
+
+
+def trial_alert(context: Context, *, at: datetime | None = None) -> Alert:
+    """What "send a test" sends: never de-duplicated (its subject is its time)."""
+    when = at or _now()
+    title = _("Test alert from jupyter-gpucost")
+    message = _("Alerts about {user}'s GPU spending will arrive here.").format(user=context.user)
+    return Alert("test", context, when.isoformat(), title, message, when)

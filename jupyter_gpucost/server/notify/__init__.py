@@ -1,0 +1,14 @@
+"""Alerts from a single server (docs/alerts.md): the budget's threshold crossings, its stops
+and idle warnings sent to ``c.GpuCost.notify`` and the user's own targets, through the
+tornado-free :mod:`jupyter_gpucost.alerts`.
+
+* :mod:`.alerter`: the budget's standings and events to alerts;
+* :mod:`.user_targets`: the targets a user adds from the panel (a file of the server's);
+* :mod:`.handlers`: the panel's routes (targets masked, a test).
+"""
+
+from __future__ import annotations
+
+from .alerter import ServerAlerts, start_alerts
+
+__all__ = ["ServerAlerts", "start_alerts"]

@@ -1,0 +1,246 @@
+"""Alerts delivered to real receivers on loopback, and what the dispatcher promises: once per
+(event, subject, threshold) even across a restart, retried with backoff, a dead target
+recorded (masked) and never the URL in a log or a record."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from email.header import decode_header, make_header
+from pathlib import Path
+
+import pytest
+from alert_receivers import Http, Smtp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jupyter_gpucost.alerts import (
+    AlertDispatcher,
+    DispatchSettings,
+    TargetError,
+    budget_crossings,
+    mask,
+    parse_targets,
+    spend_spike,
+    stopped,
+)
+from jupyter_gpucost.alerts.deliver import deliver
+from jupyter_gpucost.alerts.model import Alert, Context
+from jupyter_gpucost.alerts.targets import Target, parse_target
+from jupyter_gpucost.core import i18n
+
+AT = datetime(2026, 11, 27, 9, 30, tzinfo=UTC)
+CONTEXT = Context(
+    user="alice",
+    server="alice/train",
+    machine="g5.xlarge (1 x A10G)",
+    link="http://127.0.0.1:8888/lab",
+)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_email_reaches_a_real_smtp_server(smtp: Smtp) -> None:
+    (target,) = parse_targets([smtp.mailto("pi@example.com")], "c.GpuCost.notify")
+    (alert,) = budget_crossings(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, [50], at=AT)
+    deliver(alert, target, 5.0)
+    (mail,) = smtp.inbox.messages
+    assert smtp.inbox.recipients == [["pi@example.com"]]
+    subject = str(make_header(decode_header(mail["Subject"])))
+    assert subject == "alice: 50% of a $10.00 budget spent"
+    parts = [p for p in mail.walk() if p.get_content_type() == "text/plain"]
+    raw = parts[0].get_payload(decode=True)
+    assert isinstance(raw, bytes)
+    body = raw.decode()
+    assert "alice has spent $5.00 of a $10.00 budget (50%)." in body
+    assert "alice/train" in body
+    assert "http://127.0.0.1:8888/lab" in body
+
+
+def test_slack_compatible_json_and_generic_webhooks_reach_a_real_http_server(
+    http_receiver: Http,
+) -> None:
+    port = http_receiver.port
+    targets = parse_targets(
+        [
+            # Mattermost's incoming webhooks take Slack's payload ({"text": ...})
+            f"mmost://127.0.0.1:{port}/slackkey",
+            f"json://127.0.0.1:{port}/apprise-json",
+            f"webhook://127.0.0.1:{port}/generic",
+        ],
+        "c.GpuCost.notify",
+    )
+    (alert,) = budget_crossings(CONTEXT, "hard:month:2026-11", 8_000_000, 10_000_000, [80], at=AT)
+    for target in targets:
+        deliver(alert, target, 5.0)
+    (slack,) = http_receiver.at("/hooks/slackkey")
+    assert "alice has spent $8.00 of a $10.00 budget (80%)." in slack["text"]
+    (generic_apprise,) = http_receiver.at("/apprise-json")
+    assert generic_apprise["title"] == "alice: 80% of a $10.00 budget spent"
+    (ours,) = http_receiver.at("/generic")
+    assert ours == {
+        "schema": "gpucost.alert/v1",
+        "kind": "budget_threshold",
+        "at": "2026-11-27T09:30:00Z",
+        "user": "alice",
+        "group": None,
+        "server": "alice/train",
+        "machine": "g5.xlarge (1 x A10G)",
+        "subject": "hard:month:2026-11",
+        "threshold_pct": 80,
+        "currency": "USD",
+        "amounts": {"spent": "$8.00", "budget": "$10.00"},
+        "language": "en",
+        "title": "alice: 80% of a $10.00 budget spent",
+        "message": "alice has spent $8.00 of a $10.00 budget (80%).",
+        "link": "http://127.0.0.1:8888/lab",
+    }
+
+
+def test_once_per_event_subject_threshold_even_after_a_restart(
+    http_receiver: Http, tmp_path: Path
+) -> None:
+    state = tmp_path / "alerts.json"
+    targets = parse_targets([f"webhook://127.0.0.1:{http_receiver.port}/a"], "c.GpuCost.notify")
+    dispatcher = AlertDispatcher(DispatchSettings(state_path=state))
+    for spent in (5_000_000, 6_000_000, 8_500_000, 8_600_000):
+        for alert in budget_crossings(CONTEXT, "hard:session:s1", spent, 10_000_000):
+            dispatcher.submit(alert, targets)
+    assert dispatcher.wait_idle(20)
+    dispatcher.save()
+    dispatcher.close()
+    assert sorted(b["threshold_pct"] for b in http_receiver.at("/a")) == [50, 80]
+    again = AlertDispatcher(DispatchSettings(state_path=state))
+    for alert in budget_crossings(CONTEXT, "hard:session:s1", 10_000_000, 10_000_000):
+        again.submit(alert, targets)
+    # another period of the same budget is another subject
+    for alert in budget_crossings(CONTEXT, "hard:session:s2", 5_000_000, 10_000_000):
+        again.submit(alert, targets)
+    assert again.wait_idle(20)
+    again.close()
+    assert sorted((b["subject"], b["threshold_pct"]) for b in http_receiver.at("/a")) == [
+        ("hard:session:s1", 50),
+        ("hard:session:s1", 80),
+        ("hard:session:s1", 100),
+        ("hard:session:s2", 50),
+    ]
+
+
+def test_a_dead_target_is_retried_with_backoff_recorded_masked_and_never_logged(
+    http_receiver: Http, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "hunter2-token"
+    dead = f"webhook://user:{secret}@127.0.0.1:{closed_port()}/hook?key={secret}"
+    live = f"webhook://127.0.0.1:{http_receiver.port}/live"
+    targets = parse_targets([dead, live], "c.GpuCost.notify")
+    waits: list[float] = []
+    dispatcher = AlertDispatcher(
+        DispatchSettings(retries=3, backoff_s=0.5, timeout_s=2), sleep=waits.append
+    )
+    alert = stopped(
+        CONTEXT,
+        "budget",
+        "stopped at $10.00 budget",
+        still_bills_usd_per_hour=1.006,
+        subject="2026-11-27T09:30:00Z",
+        at=AT,
+    )
+    with caplog.at_level(logging.DEBUG):
+        assert dispatcher.submit(alert, targets)
+        assert dispatcher.wait_idle(30)
+    dispatcher.close()
+    assert waits == [0.5, 1.0, 2.0]
+    (failure,) = dispatcher.failed()
+    assert failure["attempts"] == 4
+    assert failure["ok"] is False
+    assert failure["target"] == mask(dead)
+    assert secret not in str(failure)
+    assert "could not be reached" in str(failure["error"])
+    (live_body,) = http_receiver.at("/live")
+    assert live_body["amounts"] == {"still_bills_per_hour": "$1.01/h"}
+    assert "The machine still bills $1.01/h." in live_body["message"]
+    assert secret not in caplog.text
+    assert "127.0.0.1" not in caplog.text
+
+
+def test_a_bad_url_is_refused_naming_the_setting_but_not_the_secret() -> None:
+    with pytest.raises(TargetError, match=r"c\.GpuCost\.notify: .*not a URL Apprise") as e:
+        parse_target("nosuchservice://secret-token@host", "c.GpuCost.notify")
+    assert "secret-token" not in str(e.value)
+    with pytest.raises(TargetError, match=r"c\.GpuCostHub\.notify"):
+        parse_target("webhook:///no-host", "c.GpuCostHub.notify")
+    with pytest.raises(TargetError):
+        parse_target("", "c.GpuCost.notify")
+
+
+#: a token: "tok" is in no scheme's name nor in a hex fingerprint
+SECRETS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", max_size=60).map(
+    lambda s: f"tok{s}"
+)
+
+
+@given(SECRETS, st.text(max_size=80), st.sampled_from(["slack", "mailtos", "webhook", "??"]))
+def test_a_masked_target_never_shows_a_secret(secret: str, noise: str, scheme: str) -> None:
+    url = f"{scheme}://{noise}{secret}@{noise}/{secret}?token={secret}"
+    shown = mask(url)
+    assert secret not in shown
+    # all it shows: the scheme (when it is one) and six hex digits
+    assert re.fullmatch(r"(slack|mailtos|webhook|\?)://…#[0-9a-f]{6}", shown)
+
+
+def test_a_spike_needs_history_and_a_factor_above_the_median() -> None:
+    assert spend_spike(CONTEXT, "2026-11-27", 10_000_000, [1_000_000, 2_000_000], 3) is None
+    assert spend_spike(CONTEXT, "2026-11-27", 5_000_000, [1_000_000] * 5 + [9_000_000], 5) is None
+    spike = spend_spike(CONTEXT, "2026-11-27", 6_000_000, [1_000_000] * 5 + [9_000_000], 5)
+    assert spike is not None
+    assert spike.key == "spend_spike|alice|day:2026-11-27|"
+    assert spike.message == (
+        "alice has spent $6.00 on 2026-11-27, more than 5 times the usual $1.00 a day."
+    )
+
+
+def test_an_alert_is_written_in_the_sessions_language_and_currency() -> None:
+    context = Context(user="alice", currency="CNY", symbol="¥")
+    i18n.set_language("zh_CN")
+    try:
+        (alert,) = budget_crossings(context, "s", 5_000_000, 10_000_000, [50], at=AT)
+    finally:
+        i18n.set_language("en")
+    assert alert.language == "zh_CN"
+    assert alert.message == "alice 已花费 ¥5.00，预算 ¥10.00 的 50%。"  # noqa: RUF001
+    assert alert.document()["currency"] == "CNY"
+
+
+def test_a_flood_is_dropped_not_waited_for_and_a_dropped_alert_is_not_marked_sent() -> None:
+    (target,) = parse_targets(["webhook://127.0.0.1:9/x"], "c.GpuCost.notify")
+    release = threading.Event()
+    sent: list[str] = []
+
+    def slow(alert: Alert, _target: Target, _timeout_s: float) -> None:
+        release.wait(10)
+        sent.append(alert.key)
+
+    dispatcher = AlertDispatcher(DispatchSettings(queue_size=1, workers=1), send=slow)
+    alerts = budget_crossings(CONTEXT, "s", 10_000_000, 10_000_000)
+    started = time.perf_counter()
+    queued = [dispatcher.submit(a, [target]) for a in alerts]
+    assert time.perf_counter() - started < 1  # never waits for the stuck worker
+    assert not all(queued)
+    release.set()
+    assert dispatcher.wait_idle(10)
+    # what was dropped goes out on a later try; what was sent is not sent again
+    again = []
+    for alert in alerts:
+        again.append(dispatcher.submit(alert, [target]))
+        assert dispatcher.wait_idle(10)
+    dispatcher.close()
+    assert [not q for q in queued] == again
+    assert sorted(sent) == sorted(a.key for a in alerts)
