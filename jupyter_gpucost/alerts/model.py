@@ -173,6 +173,8 @@ def stopped(
         still = rate(still_bills_usd_per_hour, context.symbol)
         tail = _("The machine still bills {rate}.").format(rate=still)
         amounts = (("still_bills_per_hour", still),)
+    elif reason == "interruption":
+        tail = _("The cloud took the machine back: it no longer bills by the hour.")
     else:
         tail = _("Nothing bills any more.")
     return Alert(
