@@ -275,6 +275,7 @@ async def test_notice_saves_checkpoints_exports_and_records_within_it(
         (alert,) = [d for d in http_receiver.at("/pi") if d.get("kind") == "stopped"]
         assert "interruption" in alert["subject"]
         assert record["message"] in alert["message"]
+        assert "took the machine back" in alert["message"]
     finally:
         client.stop_channels()
         other_client.stop_channels()
