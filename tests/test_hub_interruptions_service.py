@@ -6,8 +6,10 @@ of order, or forged with another figure counts once; a report with a value outsi
 protocol is refused naming the field (test_hub_interruptions.py checks that the bill is the
 same with or without them).
 
-mallory's server runs with the extension off: she reports by hand, with her own hub token,
-as a user who owns her server process can. erin is an admin of the service (a Hub role).
+ann's server runs the extension on a machine that is not spot, on a ledger whose earlier
+session was interrupted: her server reports that interruption itself. mallory's server runs
+with the extension off: she reports by hand, with her own hub token, as a user who owns her
+server process can. erin is an admin of the service (a Hub role).
 """
 
 from __future__ import annotations
@@ -23,28 +25,63 @@ from typing import Any
 import pytest
 from hub_service_fixture import NO_EXTENSION, Hub, running_hub, spawn
 
+from jupyter_gpucost.server.ledger import Ledger
+
 FLUSH_S = 1.0
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
     root = tmp_path_factory.mktemp("hubspot")
+    ann_ledger = f"sqlite:///{root / 'ann-ledger.sqlite'}"
+    ledger = Ledger(ann_ledger)
+    # ann's earlier session, on a spot machine AWS took back: $0.41 lost
+    at = datetime.now(UTC) - timedelta(minutes=10)
+    ledger.start_session("ann-earlier", at - timedelta(hours=1), "ann")
+    ledger.add_action(
+        "ann-earlier",
+        {
+            **ANN_INTERRUPTION,
+            "at": at.isoformat(),
+            "deadline": (at + timedelta(seconds=10)).isoformat(),
+        },
+    )
+    ledger.close()
     with running_hub(
         root,
         budgets={},
         flush_s=FLUSH_S,
-        users=("mallory",),
+        users=("mallory", "ann"),
         groups={},
         group_budgets={},
-        user_configs={"mallory": NO_EXTENSION},
+        user_configs={
+            "mallory": NO_EXTENSION,
+            "ann": f"c.GpuCost.ledger_url = {ann_ledger!r}\n",
+        },
     ) as hub:
         spawn(hub, "mallory")
+        spawn(hub, "ann")
         hub.wait(
             "the service to open mallory's session",
             lambda: hub.svc("GET", "api/me", hub.token_for("mallory"))[1]["sessions"],
             30,
         )
         yield hub
+
+
+ANN_INTERRUPTION = {
+    "action": "interruption",
+    "provider": "aws",
+    "interruption_action": "terminate",
+    "market": "spot",
+    "instance_type": "p5.48xlarge",
+    "instance_id": "i-0123456789abcdef0",
+    "region": "us-east-1",
+    "session_cost_micro_usd": 2_410_000,
+    "lost_micro_usd": 410_000,
+    "checkpoint": False,
+    "steps": [],
+}
 
 
 def interruption(ident: str, minutes_ago: int, lost: int, session: int) -> dict[str, Any]:
@@ -74,11 +111,27 @@ def report(*items: dict[str, Any], **extra: Any) -> dict[str, Any]:
     }
 
 
-def mallory_in_summary(hub: Hub) -> dict[str, Any]:
+def in_summary(hub: Hub, user: str) -> dict[str, Any]:
     code, data = hub.svc("GET", "api/admin/summary", hub.token_for("erin"))
     assert code == 200, data
-    (entry,) = [u for u in data["users"] if u["user"] == "mallory"]
+    (entry,) = [u for u in data["users"] if u["user"] == user]
     return entry  # type: ignore[no-any-return]
+
+
+def mallory_in_summary(hub: Hub) -> dict[str, Any]:
+    return in_summary(hub, "mallory")
+
+
+def test_a_server_reports_its_earlier_sessions_interruption_itself(hub: Hub) -> None:
+    def counted() -> object:
+        code, data = hub.svc("GET", "api/admin/summary", hub.token_for("erin"))
+        assert code == 200, data
+        # ann is listed once the service has seen her server
+        return [u["interruptions"]["count"] for u in data["users"] if u["user"] == "ann"] == [1]
+
+    hub.wait("ann's server to report its interruption", counted, 30)
+    time.sleep(3)  # report after report (every second) carries it: still once
+    assert in_summary(hub, "ann")["interruptions"] == {"count": 1, "lost_usd": 0.41}
 
 
 def test_reported_interruptions_are_counted_once_per_user_on_every_admin_view(hub: Hub) -> None:
@@ -125,8 +178,9 @@ def test_reported_interruptions_are_counted_once_per_user_on_every_admin_view(hu
     assert (line["interruptions"], line["interruptions_lost_usd"]) == ("2", "0.500000")
     code, text = hub.svc("GET", "metrics", hub.tokens["prometheus"])
     assert code == 200, text
-    assert "gpucost_hub_interruptions_month 2.000000" in text
-    assert "gpucost_hub_interruptions_lost_month_usd 0.500000" in text
+    # ann's (her server's own report) and mallory's
+    assert "gpucost_hub_interruptions_month 3.000000" in text
+    assert "gpucost_hub_interruptions_lost_month_usd 0.910000" in text
 
 
 @pytest.mark.parametrize(
