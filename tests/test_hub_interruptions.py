@@ -320,3 +320,22 @@ def test_the_server_sends_its_recorded_interruptions_with_stable_ids() -> None:
     assert reported_interruptions(None, "s") == ()
     bad = {**last, "lost_micro_usd": float("nan")}
     assert reported_interruptions({"current": None, "last": bad}, "s") == ()
+
+
+def test_a_flush_the_database_refuses_keeps_them_for_the_next(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}")
+    row = ledger.open_server(ServerInfo("ann", "", T, True), T4)
+    with ledger.engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE hub_interruptions"))
+    ledger.add_report(row.server_id, report(spot("x", 3)), at(1))
+    ledger.flush(at(2))  # refused: logged, the bill's flush goes on
+    assert "the reported interruptions are not written" in caplog.text
+    assert ledger.all_totals(at(2))["ann"].today_micro_usd == 2_000
+    # sent again meanwhile with another figure: the first report's stands
+    ledger.add_report(row.server_id, report(spot("x", 5)), at(3))
+    interruptions_table.create(ledger.engine)
+    ledger.flush(at(4))
+    assert counted(ledger, "ann") == (1, 3)
+    ledger.close()

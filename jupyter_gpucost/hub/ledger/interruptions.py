@@ -106,7 +106,7 @@ class InterruptionStore:
                     conn.execute(interruptions_table.insert(), rows)
         except Exception:
             with self._lock:  # kept for the next flush (newer reports do not replace them)
-                self._pending = {**pending, **self._pending}
+                self._pending = {**self._pending, **pending}
             raise
         with self._lock:
             for key in pending:
