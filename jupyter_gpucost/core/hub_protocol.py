@@ -57,6 +57,8 @@ MAX_KERNELS = 1000
 MAX_CLOCK_SKEW = timedelta(minutes=10)
 #: the years a report's times may fall in
 YEARS = (2000, 2200)
+#: spot interruptions one report carries (the server's newest; older ones were sent before)
+MAX_INTERRUPTIONS = 16
 
 
 class ProtocolError(ValueError):
@@ -77,6 +79,53 @@ class GpuTime:
 
     used_us: int
     idle_us: int
+
+
+@dataclass(frozen=True)
+class ReportedInterruption:
+    """A spot/preemptible interruption the server recorded (docs/spot.md): informational,
+    never part of a bill. ``interruption_id`` is stable (the interrupted session and when),
+    so the same interruption sent in every report, or again after a restart, counts once."""
+
+    interruption_id: str
+    at: datetime
+    #: "aws", "gcp", "azure" or "kubernetes"
+    provider: str
+    #: "spot"
+    market: str
+    #: what was computed since the last checkpoint and so lost, in micro-dollars
+    lost_micro_usd: int
+    #: the interrupted session's cost, in micro-dollars
+    session_micro_usd: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.interruption_id,
+            "at": self.at.isoformat(),
+            "provider": self.provider,
+            "market": self.market,
+            "lost_micro_usd": self.lost_micro_usd,
+            "session_micro_usd": self.session_micro_usd,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, what: str) -> ReportedInterruption:
+        doc = _object(raw, what)
+        try:
+            lost = _amount(doc, "lost_micro_usd")
+            session = _amount(doc, "session_micro_usd")
+            if lost > session:
+                raise ProtocolError("lost_micro_usd: must not be more than session_micro_usd")
+            return cls(
+                interruption_id=_text(doc, "id", 200, empty=False),
+                at=_when(doc, "at"),
+                provider=_text(doc, "provider", 32, empty=False),
+                market=_text(doc, "market", 32),
+                lost_micro_usd=lost,
+                session_micro_usd=session,
+            )
+        except ProtocolError as e:
+            raise ProtocolError(f"{what}.{e}") from None
 
 
 @dataclass(frozen=True)
@@ -102,6 +151,8 @@ class SpendReport:
     kernels_busy: int | None = None
     #: each GPU's used and idle time in the session so far, in the meter's GPU order
     gpu_time: tuple[GpuTime, ...] = ()
+    #: the spot interruptions the server recorded, newest (a server that omits them: none)
+    interruptions: tuple[ReportedInterruption, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -122,6 +173,7 @@ class SpendReport:
             "gpu_models": list(self.gpu_models),
             "kernels_busy": self.kernels_busy,
             "gpu_time": [{"used_us": g.used_us, "idle_us": g.idle_us} for g in self.gpu_time],
+            "interruptions": [i.to_json() for i in self.interruptions],
         }
 
     @classmethod
@@ -165,6 +217,7 @@ class SpendReport:
             else _whole(doc, "kernels_busy", MAX_KERNELS, default=0)
         )
         gpu_time = _gpu_time(doc.get("gpu_time", []))
+        interruptions = _interruptions(doc.get("interruptions", []))
         started = _when(doc, "started")
         sent = _when(doc, "sent")
         if started > sent:
@@ -187,6 +240,7 @@ class SpendReport:
             gpu_models=models,
             kernels_busy=busy,
             gpu_time=gpu_time,
+            interruptions=interruptions,
         )
 
     def check_times(self, now: datetime) -> None:
@@ -194,6 +248,11 @@ class SpendReport:
         :data:`MAX_CLOCK_SKEW` of ``now``, the receiver's clock)."""
         if self.sent > now + MAX_CLOCK_SKEW:
             raise ProtocolError("sent: is in the future of the service's clock")
+        for i, item in enumerate(self.interruptions):
+            if item.at > now + MAX_CLOCK_SKEW:
+                raise ProtocolError(
+                    f"interruptions[{i}].at: is in the future of the service's clock"
+                )
 
 
 @dataclass(frozen=True)
@@ -303,6 +362,19 @@ def _gpu_time(raw: object) -> tuple[GpuTime, ...]:
             )
         except ProtocolError as e:
             raise ProtocolError(f"gpu_time[{i}].{e}") from None
+    return tuple(out)
+
+
+def _interruptions(raw: object) -> tuple[ReportedInterruption, ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_INTERRUPTIONS:
+        raise ProtocolError(
+            f"interruptions: must be a list of at most {MAX_INTERRUPTIONS} interruptions"
+        )
+    out = [
+        ReportedInterruption.from_json(item, f"interruptions[{i}]") for i, item in enumerate(raw)
+    ]
+    if len({i.interruption_id for i in out}) != len(out):
+        raise ProtocolError("interruptions: an id is repeated")
     return tuple(out)
 
 

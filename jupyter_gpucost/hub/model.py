@@ -111,6 +111,16 @@ class ServerRow:
 
 
 @dataclass(frozen=True)
+class InterruptionTotals:
+    """A user's spot interruptions over a period, as their servers reported them
+    (informational: never part of the bill)."""
+
+    count: int = 0
+    #: what was computed since each one's last checkpoint and so lost
+    lost_micro_usd: int = 0
+
+
+@dataclass(frozen=True)
 class UserTotals:
     """A user's bill as the hub keeps it: ``max(allocated, reported)`` per server and day."""
 
@@ -152,6 +162,10 @@ class HubLedgerApi(Protocol):
         latest report, split by day. At most one flush period is lost on a crash."""
 
     def totals(self, user: str, now: datetime) -> UserTotals: ...
+
+    def interruptions_by_user(self, since: date) -> dict[str, InterruptionTotals]:
+        """Each user's reported spot interruptions from the local day ``since`` on (each
+        id once)."""
 
     def all_totals(self, now: datetime) -> dict[str, UserTotals]:
         """Every user with spend this month (the admin page; fast for 1,000 users)."""

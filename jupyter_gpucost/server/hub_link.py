@@ -50,6 +50,7 @@ from ..core.hub_protocol import (
     HubReply,
     KernelSpend,
     ProtocolError,
+    ReportedInterruption,
     SpendReport,
 )
 from ..core.i18n import N_, _
@@ -123,6 +124,7 @@ def build_report(
     cells: int,
     sent: datetime,
     kernels_busy: int | None = None,
+    interruptions: tuple[ReportedInterruption, ...] = (),
 ) -> SpendReport:
     """What this server has spent in its session, as the protocol says it; with the
     kernels executing now and each GPU's used and idle time, for the hub's idle policy."""
@@ -150,7 +152,41 @@ def build_report(
         gpu_models=tuple(sorted({g.name for g in snapshot.gpus})),
         kernels_busy=kernels_busy,
         gpu_time=tuple(GpuTime(max(0, g.used_us), max(0, g.idle_us)) for g in snapshot.gpus),
+        interruptions=interruptions,
     )
+
+
+def reported_interruptions(
+    document: Mapping[str, object] | None, session_id: str
+) -> tuple[ReportedInterruption, ...]:
+    """The spot interruptions to tell the hub of, from the interruption's status document
+    (``{"current": this session's, once recorded; "last": the previous session's, from the
+    ledger}``). Each one's id is its session and time, so that it is the same in every
+    report and after a restart: the hub counts it once. A record that does not follow the
+    protocol is left out, never sent."""
+    if not document:
+        return ()
+    found: list[ReportedInterruption] = []
+    for key, session in (("last", None), ("current", session_id)):
+        record = document.get(key)
+        if not isinstance(record, Mapping) or "at" not in record:
+            continue  # none, or this session's still being answered (not recorded yet)
+        owner = session or record.get("session_id")
+        raw = {
+            "id": f"{owner}@{record.get('at')}",
+            "at": record.get("at"),
+            "provider": record.get("provider"),
+            "market": record.get("market") or "",
+            "lost_micro_usd": record.get("lost_micro_usd"),
+            "session_micro_usd": record.get("session_cost_micro_usd"),
+        }
+        try:
+            item = ReportedInterruption.from_json(raw, key)
+        except ProtocolError:
+            continue
+        if owner and item.interruption_id not in {f.interruption_id for f in found}:
+            found.append(item)
+    return tuple(found)
 
 
 #: the service dropped a kept-alive connection (closed it, or restarted): open a new one

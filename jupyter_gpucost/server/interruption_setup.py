@@ -64,6 +64,17 @@ class Interruption:
     sigterm: bool
 
 
+def show_last(service: CostService, budget: BudgetController) -> None:
+    """On a machine with nothing to watch, an earlier session's interruption (the next
+    session often runs on another machine) is still shown in the status and reported to
+    the hub service; nothing at all when the ledger has none."""
+    previous = last_interruption(service.ledger, service.session_id)
+    if previous is None:
+        return
+    last = {**previous, "line": interrupted_line(previous, service.config.currency_symbol)}
+    budget.interruption = lambda: {"current": None, "last": last}
+
+
 def start_interruption(
     traits: HasTraits,
     service: CostService,
@@ -83,6 +94,7 @@ def start_interruption(
     found = None if machine is None else machine.machine
     in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
     if not watchable(found) and not in_pod:
+        show_last(service, budget)
         return None
     folder = Path(runtime_dir) / f"gpucost-interruption-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,13 @@ from .budget.setup import ServerParts, budget_config, start_budget
 from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
 from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
-from .hub_link import HubLinkConfig, HubReporter, build_report, now_utc
+from .hub_link import (
+    HubLinkConfig,
+    HubReporter,
+    build_report,
+    now_utc,
+    reported_interruptions,
+)
 from .interruption_setup import InterruptionTraits, start_interruption
 from .machine import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
 from .notify import ServerAlerts, start_alerts
@@ -102,6 +108,7 @@ def start_hub_link(
             cells=service.cells.count,
             sent=now_utc(),
             kernels_busy=None if manager is None else len(busy_kernels(manager)),
+            interruptions=reported_interruptions(budget.interruption(), service.session_id),
         )
 
     budget.link_hub()

@@ -49,8 +49,17 @@ from sqlalchemy.engine import Connection
 
 from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
-from ..accounting import day_of, month_start
-from ..model import GroupTotals, Rate, ReportCeiling, ServerInfo, ServerRow, UserTotals
+from ..accounting import day_of, midnight, month_start
+from ..model import (
+    GroupTotals,
+    InterruptionTotals,
+    Rate,
+    ReportCeiling,
+    ServerInfo,
+    ServerRow,
+    UserTotals,
+)
+from .interruptions import USER_DAY_LIMIT, InterruptionStore
 from .quarantine import keep, quarantine_bad_rows
 from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
 from .schema import (
@@ -111,6 +120,8 @@ class HubLedger:
         self._open: dict[int, OpenServer] = {}
         self._keys: dict[tuple[str, str, int], int] = {}
         self._by_user: dict[str, set[int]] = {}
+        #: the spot interruptions servers reported (shown, never billed)
+        self.interruptions = InterruptionStore(self.engine)
         with self.engine.connect() as conn:
             for server in load_open(conn, _s.stopped_us.is_(None), self.ceiling):
                 self._track(server)
@@ -222,6 +233,15 @@ class HubLedger:
             over = server.add_report(report, received, self.billing, self.tz)
             first = over and not server.capped
             server.capped = server.capped or over
+        if self.interruptions.add(
+            server.row.user, server.row.server_name, report.interruptions, received
+        ):
+            self.log.warning(
+                "gpucost hub: %s's servers reported more new interruptions today than a "
+                "machine has (%d): the rest are not recorded",
+                server.row.user,
+                USER_DAY_LIMIT,
+            )
         if first:
             self.log.warning(
                 "gpucost hub: %s/%s reported %d micro-dollars, more than its GPUs could cost "
@@ -236,7 +256,12 @@ class HubLedger:
     def flush(self, now: datetime) -> None:
         """Write every running server's changed days up to ``now``, its latest report and
         ``last_seen = now``, in one transaction. A server whose figures cannot be written
-        is quarantined and logged; the others are written all the same."""
+        is quarantined and logged; the others are written all the same. The reported
+        interruptions are written first, in a transaction of their own."""
+        try:
+            self.interruptions.flush()
+        except sa.exc.SQLAlchemyError as e:  # kept for the next flush; never stops the bill's
+            self.log.error("gpucost hub: the reported interruptions are not written: %s", e)
         with self._view:
             with self._lock:
                 batch, refused = [], []
@@ -369,6 +394,9 @@ class HubLedger:
                         total[1] += sum_month
                         sessions.setdefault(user, {})[i] = figures
         return {u: UserTotals(u, t, m, sessions.get(u, {})) for u, (t, m) in sorted(sums.items())}
+
+    def interruptions_by_user(self, since: date) -> dict[str, InterruptionTotals]:
+        return self.interruptions.by_user(midnight(since, self.tz))
 
     def totals(self, user: str, now: datetime) -> UserTotals:
         """``user``'s own today / this month, exact up to ``now``, and the bill of each of

@@ -19,6 +19,8 @@
 * ``hub_usage``: per server and local day, how its allocation split by what the cluster's
   dcgm-exporter saw (used, idle, unknown, in integer micro-dollars), the energy its GPUs
   drew (mJ) and how many polls found its own report disagreeing (:mod:`.usage`);
+* ``hub_interruptions``: the spot interruptions servers reported (:mod:`.interruptions`),
+  one row per user and interruption id: informational, never part of a bill;
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -172,6 +174,25 @@ usage_table = sa.Table(
     #: the server's allocation is split up to here (a restart of the service goes on)
     sa.Column("until_us", sa.BigInteger, nullable=False),
     sa.Index("ix_hub_usage_day_user", "day", "user_name"),
+)
+
+#: spot interruptions servers reported (:mod:`.interruptions`); a user's claim, shown only
+interruptions_table = sa.Table(
+    "hub_interruptions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    #: the server's stable id of the interruption (unique per user, not across users)
+    sa.Column("interruption_id", sa.String(200), nullable=False),
+    sa.Column("server_name", sa.String(255), nullable=False),
+    sa.Column("at_us", sa.BigInteger, nullable=False),
+    sa.Column("received_us", sa.BigInteger, nullable=False),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("market", sa.String(32), nullable=False),
+    sa.Column("lost_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("session_micro_usd", sa.BigInteger, nullable=False),
+    sa.UniqueConstraint("user_name", "interruption_id", name="uq_hub_interruptions_id"),
+    sa.Index("ix_hub_interruptions_at", "at_us", "user_name"),
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

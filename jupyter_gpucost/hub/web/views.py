@@ -13,10 +13,11 @@ from fractions import Fraction
 from typing import Any
 
 from ...core.hub_protocol import HubBudget
+from ..accounting import month_start
 from ..allocation import describe
 from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
-from ..model import GpuAllocation, ServerRow, UserTotals
+from ..model import GpuAllocation, InterruptionTotals, ServerRow, UserTotals
 from ..service import HubService
 from .idle_view import idle_gauges, idle_json, idle_summary
 
@@ -162,7 +163,9 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
     by_user: dict[str, list[ServerRow]] = defaultdict(list)
     for (user, _), row in service.rows.items():
         by_user[user].append(row)
-    names = set(totals) | set(by_user)
+    # the spot interruptions their servers reported this month (shown, never billed)
+    interrupted = service.ledger.interruptions_by_user(month_start(today))
+    names = set(totals) | set(by_user) | set(interrupted)
     users: list[dict[str, Any]] = []
     for name in sorted(names):
         t = totals.get(name) or UserTotals(name, 0, 0)
@@ -180,6 +183,7 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
                 "budgets": _dedupe(budgets),
                 "near_budget": _near(budgets) >= NEAR_SHARE,
                 "budget_share": round(_near(budgets), 4),
+                "interruptions": _interruptions(interrupted.get(name)),
             }
         )
     groups: dict[str, dict[str, Any]] = {}
@@ -206,7 +210,20 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
         "month_usd": round(sum(u["month_usd"] for u in users), 6),
         "daily": _chart(service.ledger.daily(since, now=now), today),
         "idle": idle_summary(service, now),
+        "interruptions": _interruptions(
+            InterruptionTotals(
+                sum(t.count for t in interrupted.values()),
+                sum(t.lost_micro_usd for t in interrupted.values()),
+            )
+        ),
     }
+
+
+def _interruptions(totals: InterruptionTotals | None) -> dict[str, Any]:
+    """A user's (or everyone's) spot interruptions this month, as their servers reported
+    them: how many, and what was computed since each one's last checkpoint and lost."""
+    t = totals or InterruptionTotals()
+    return {"count": t.count, "lost_usd": usd(t.lost_micro_usd)}
 
 
 def _gpu_use(service: HubService, users: list[dict[str, Any]], today: date) -> Any:
@@ -257,6 +274,10 @@ def users_csv(summary: dict[str, Any]) -> str:
             # each running server's GPUs, a share as its fraction ("1/7 × A100-40GB (MIG
             # 1g.5gb)", "1/8 of p4d.24xlarge (1 × A100-40GB)"), "; " between servers
             "running_gpus",
+            # spot interruptions this month as the user's servers reported them, and what
+            # was computed since each one's last checkpoint (shown, never billed)
+            "interruptions",
+            "interruptions_lost_usd",
         ]
     )
     for u in summary["users"]:
@@ -284,6 +305,8 @@ def users_csv(summary: dict[str, Any]) -> str:
                 f"{u['budget_share']:.4f}",
                 *split,
                 _cell("; ".join(s["gpus"] for s in u["running"])),
+                u["interruptions"]["count"],
+                f"{u['interruptions']['lost_usd']:.6f}",
             ]
         )
     return out.getvalue()
@@ -375,6 +398,17 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
             "1 while the cluster's Prometheus answers the service, else 0",
             [("", 0.0 if service.cluster.status.down_since is not None else 1.0)],
         )
+    interrupted = service.ledger.interruptions_by_user(month_start(today)).values()
+    gauge(
+        "gpucost_hub_interruptions_month",
+        "spot interruptions this month, as the servers reported them (shown, never billed)",
+        [("", float(sum(t.count for t in interrupted)))],
+    )
+    gauge(
+        "gpucost_hub_interruptions_lost_month_usd",
+        "what was computed since the last checkpoint before this month's spot interruptions",
+        [("", usd(sum(t.lost_micro_usd for t in interrupted)))],
+    )
     idle = idle_summary(service, now)
     if idle is not None:
         days = idle["period_days"]
