@@ -50,7 +50,15 @@ from sqlalchemy.engine import Connection
 from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
 from ..accounting import day_of, month_start
-from ..model import GroupTotals, Rate, ReportCeiling, ServerInfo, ServerRow, UserTotals
+from ..model import (
+    GroupTotals,
+    Rate,
+    ReportCeiling,
+    ServerInfo,
+    ServerRow,
+    UserTotals,
+    pooled,
+)
 from .quarantine import keep, quarantine_bad_rows
 from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
 from .schema import (
@@ -382,18 +390,9 @@ class HubLedger:
     def group_totals(
         self, groups: Mapping[str, Iterable[str]], now: datetime
     ) -> dict[str, GroupTotals]:
-        members = {g: sorted(set(users)) for g, users in groups.items()}
+        members = {g: set(users) for g, users in groups.items()}
         everyone = {u for users in members.values() for u in users}
-        totals = self._totals(now, everyone) if everyone else {}
-        out: dict[str, GroupTotals] = {}
-        for group, users in members.items():
-            found = [totals[u] for u in users if u in totals]
-            out[group] = GroupTotals(
-                group,
-                sum(t.today_micro_usd for t in found),
-                sum(t.month_micro_usd for t in found),
-            )
-        return out
+        return pooled(members, self._totals(now, everyone) if everyone else {})
 
     # -- pages ------------------------------------------------------------------------
 
