@@ -6,8 +6,15 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from jupyter_gpucost.core.billing import US_PER_S, BillingRule, cost_micro_usd
+from jupyter_gpucost.core.billing import (
+    US_PER_S,
+    BillingRule,
+    cost_micro_usd,
+    rounded_cost_micro_usd,
+)
 from jupyter_gpucost.core.money import round_micro, to_usd
 
 
@@ -55,3 +62,28 @@ def test_rounding_is_half_up() -> None:
     assert round_micro(Fraction(5, 2)) == 3
     assert round_micro(Fraction(7, 3)) == 2
     assert round_micro(Fraction(0)) == 0
+
+
+# prices as the catalog and admins write them (up to six decimals, and finer), from
+# nothing to far past any GPU's; durations from nothing to a century of microseconds
+prices = st.decimals(min_value=0, max_value=10**7, places=9, allow_nan=False)
+durations = st.integers(min_value=0, max_value=100 * 366 * 86_400 * US_PER_S)
+
+
+@given(prices, durations)
+def test_the_whole_number_cost_is_the_exact_cost_rounded_half_up(
+    price: Decimal, duration_us: int
+) -> None:
+    # what the hub bills each poll and report: the same micro-dollar as the exact path
+    assert rounded_cost_micro_usd(price, duration_us) == round_micro(
+        cost_micro_usd(price, duration_us)
+    )
+
+
+def test_the_whole_number_cost_rounds_a_half_up_as_the_exact_path_does() -> None:
+    # 0.0018 $/h for one second is exactly half a micro-dollar: rounded up, as round_micro
+    assert cost_micro_usd(Decimal("0.0018"), US_PER_S) == Fraction(1, 2)
+    assert rounded_cost_micro_usd(Decimal("0.0018"), US_PER_S) == 1
+    # the same price written two ways is the same price
+    assert rounded_cost_micro_usd(Decimal("6.88"), US_PER_S) == 1911
+    assert rounded_cost_micro_usd(Decimal("6.880000"), US_PER_S) == 1911

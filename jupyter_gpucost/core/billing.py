@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
+
+from .money import round_ratio_micro
 
 US_PER_S = 1_000_000
 US_PER_HOUR = 3_600 * US_PER_S
@@ -19,6 +22,22 @@ US_PER_HOUR = 3_600 * US_PER_S
 def cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> Fraction:
     """The exact cost, in micro-dollars, of ``duration_us`` at ``usd_per_hour``."""
     return Fraction(usd_per_hour) * 1_000_000 * duration_us / US_PER_HOUR
+
+
+def rounded_cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> int:
+    """``round_micro(cost_micro_usd(usd_per_hour, duration_us))`` in whole numbers: the
+    same micro-dollars, at a fraction of the cost (the hub computes it for every running
+    server each poll and with each report)."""
+    numerator, denominator = _micro_usd_per_hour_us(usd_per_hour)
+    return round_ratio_micro(numerator * duration_us, denominator)
+
+
+@lru_cache(maxsize=1024)
+def _micro_usd_per_hour_us(usd_per_hour: Decimal) -> tuple[int, int]:
+    """``usd_per_hour`` as micro-dollars per microsecond: an exact (numerator,
+    denominator) of whole numbers, the denominator above 0."""
+    numerator, denominator = usd_per_hour.as_integer_ratio()
+    return numerator * 1_000_000, denominator * US_PER_HOUR
 
 
 @dataclass(frozen=True)

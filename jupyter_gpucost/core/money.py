@@ -51,8 +51,14 @@ Amount = Decimal | float | int | str
 
 def round_micro(value: Fraction) -> int:
     """Round an exact amount of micro-dollars to a whole micro-dollar, half up."""
-    quotient, remainder = divmod(value.numerator, value.denominator)
-    return quotient + (1 if 2 * remainder >= value.denominator else 0)
+    return round_ratio_micro(value.numerator, value.denominator)
+
+
+def round_ratio_micro(numerator: int, denominator: int) -> int:
+    """:func:`round_micro` of ``numerator / denominator`` micro-dollars (``denominator``
+    above 0, the ratio reduced or not), without building a :class:`~fractions.Fraction`."""
+    quotient, remainder = divmod(numerator, denominator)
+    return quotient + (1 if 2 * remainder >= denominator else 0)
 
 
 def to_usd(micro_usd: int) -> Decimal:

@@ -140,6 +140,22 @@ class GroupTotals:
     month_micro_usd: int
 
 
+def pooled(
+    groups: Mapping[str, Iterable[str]], totals: Mapping[str, UserTotals]
+) -> dict[str, GroupTotals]:
+    """Each group's pooled today / this month: the sum of its members' ``totals`` (a member
+    named twice counts once; one missing from ``totals`` has spent nothing)."""
+    out: dict[str, GroupTotals] = {}
+    for group, users in groups.items():
+        found = [totals[u] for u in set(users) if u in totals]
+        out[group] = GroupTotals(
+            group,
+            sum(t.today_micro_usd for t in found),
+            sum(t.month_micro_usd for t in found),
+        )
+    return out
+
+
 class HubLedgerApi(Protocol):
     """What the service asks of the hub ledger (SQLite or any SQLAlchemy URL)."""
 

@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -30,6 +31,9 @@ from .web.ratelimit import RateLimit
 from .wiring import Parts, build
 
 log = logging.getLogger("jupyter_gpucost.hub")
+
+#: how long a worker thread keeps the interpreter while the event loop waits for it
+REPORT_SWITCH_S = 0.001
 
 
 def now_utc() -> datetime:
@@ -186,6 +190,10 @@ async def run(settings: HubSettings) -> None:
         log.error("first poll of the Hub: %s", e)
     # what start-up made lives as long as the process: keep it out of the collector's scans
     gc.freeze()
+    # the poll's sync and the flush run in worker threads, holding the interpreter while
+    # they compute; the event loop gets it back at the switch interval (5 ms by default)
+    # after each socket call of a report: 1 ms keeps a report's wait behind them short
+    sys.setswitchinterval(min(sys.getswitchinterval(), REPORT_SWITCH_S))
     server = web.listen(
         bind.port or 80,
         bind.hostname or "127.0.0.1",

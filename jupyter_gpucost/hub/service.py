@@ -48,6 +48,7 @@ from .model import (
     ServerInfo,
     ServerRow,
     UserTotals,
+    pooled,
 )
 
 if TYPE_CHECKING:
@@ -220,8 +221,10 @@ class HubService:
         for key in rows:
             self.seen[key] = now
         self.servers = {k: present[k] for k in rows if k in present}
-        self.totals = self.ledger.all_totals(now)
-        self.group_totals = self._group_totals(groups_of, now)
+        totals = self.ledger.all_totals(now)
+        self.totals = totals
+        # the groups' pools from the same totals: no second walk of every running server
+        self.group_totals = self._group_totals(groups_of, totals)
         for row in rows.values():
             self._weigh(row, now, state)
             with self.lock:
@@ -255,9 +258,11 @@ class HubService:
             return None
 
     def _group_totals(
-        self, groups_of: dict[str, tuple[str, ...]], now: datetime
+        self, groups_of: dict[str, tuple[str, ...]], totals: dict[str, UserTotals]
     ) -> dict[str, GroupTotals]:
-        """The pooled spend of every group with a budget (members as the Hub listed them)."""
+        """The pooled spend of every group with a budget (members as the Hub listed them),
+        from every user's ``totals`` (:meth:`HubLedgerApi.all_totals`, at the same instant
+        as the ledger's :meth:`~HubLedgerApi.group_totals` would sum them)."""
         known = {g for groups in groups_of.values() for g in groups}
         budgeted = self.budgets.budgeted_groups(known)
         if not budgeted:
@@ -267,7 +272,7 @@ class HubService:
             for group in groups:
                 if group in members:
                     members[group].append(user)
-        return self.ledger.group_totals(members, now)
+        return pooled(members, totals)
 
     def _weigh(self, row: ServerRow, now: datetime, state: dict[int, Standing]) -> None:
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)

@@ -58,6 +58,7 @@ from ..model import (
     ServerInfo,
     ServerRow,
     UserTotals,
+    pooled,
 )
 from .interruptions import USER_DAY_LIMIT, InterruptionStore
 from .quarantine import keep, quarantine_bad_rows
@@ -410,18 +411,9 @@ class HubLedger:
     def group_totals(
         self, groups: Mapping[str, Iterable[str]], now: datetime
     ) -> dict[str, GroupTotals]:
-        members = {g: sorted(set(users)) for g, users in groups.items()}
+        members = {g: set(users) for g, users in groups.items()}
         everyone = {u for users in members.values() for u in users}
-        totals = self._totals(now, everyone) if everyone else {}
-        out: dict[str, GroupTotals] = {}
-        for group, users in members.items():
-            found = [totals[u] for u in users if u in totals]
-            out[group] = GroupTotals(
-                group,
-                sum(t.today_micro_usd for t in found),
-                sum(t.month_micro_usd for t in found),
-            )
-        return out
+        return pooled(members, self._totals(now, everyone) if everyone else {})
 
     # -- pages ------------------------------------------------------------------------
 

@@ -260,12 +260,14 @@ def answer(request: httputil.HTTPServerRequest, code: int, doc: object) -> None:
     connection.write_headers(start, headers, body)
     connection.finish()
     # the access log: as for the other routes, never the query (it may hold a token)
+    # (a 200 is logged at DEBUG: its line is not even formatted unless that level is on)
     level = logging.DEBUG if code < 400 else logging.WARNING
-    log.log(
-        level,
-        "%d %s %s %.1f ms",
-        code,
-        request.method,
-        request.path,
-        1000 * request.request_time(),
-    )
+    if log.isEnabledFor(level):
+        log.log(
+            level,
+            "%d %s %s %.1f ms",
+            code,
+            request.method,
+            request.path,
+            1000 * request.request_time(),
+        )
