@@ -119,6 +119,8 @@ def test_the_budget_is_shown_in_the_server_currency(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.currency=EUR",
         "--GpuCost.currency_symbol=€",
+        # the catalog has no price in euros: the admin says what an unpriced GPU costs
+        "--GpuCost.unknown_gpu_usd_per_hour=20",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
     )
     lab.api("gpucost/api/budget", method="PUT", body={"amount_usd": 5})

@@ -74,8 +74,12 @@ def test_no_gpu_telemetry_is_said_plainly(lab_factory: Any, page: Any) -> None:
 
 
 def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, page: Any) -> None:
-    # the catalog has no GCP price for an A100-80GB: the dearest known one, labelled
-    lab = lab_factory("--GpuCost.telemetry=simulated", "--GpuCost.price_provider=gcp")
+    # the catalog has no GCP spot price for an A100-80GB: its on-demand price, labelled
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.price_provider=gcp",
+        "--GpuCost.price_market=spot",
+    )
     item = open_lab(page, lab)
     wait_for_state(item, "simulated", "≤ $")
     text = item.inner_text()
@@ -83,7 +87,7 @@ def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, pa
     assert "≤ $" in text
     assert "$0.00" not in text
     title = item.get_attribute("title") or ""
-    assert "Upper bound: no gcp on-demand price for A100-80GB: priced at the dearest known" in title
+    assert "Upper bound: spot: priced at on-demand, the most it can cost" in title
     assert "not counted" not in title
     status = lab.api("gpucost/api/status")
     assert status["price_basis"] == "upper-bound"  # type: ignore[index]
@@ -94,9 +98,7 @@ def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, pa
     rate = panel.locator("[data-total='rate'] .jp-gpucost-total-value")
     expect(rate).to_contain_text("≤ $", timeout=30_000)
     prices = panel.locator(".jp-gpucost-panel-prices")
-    expect(prices).to_contain_text(
-        "(upper bound: no gcp on-demand price for A100-80GB: priced at the dearest known"
-    )
+    expect(prices).to_contain_text("(upper bound: spot: priced at on-demand, the most it can cost")
     screenshot(page, "upper-bound.png")
 
 
