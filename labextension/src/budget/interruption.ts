@@ -9,31 +9,6 @@ import { trans } from '../i18n';
  */
 export const INTERRUPTION_ITEM_ID = 'jp-gpucost-interruption';
 
-/**
- * One step the server took before the machine went.
- */
-export interface IInterruptionStep {
-  name: 'tell' | 'save' | 'checkpoint' | 'export' | string;
-  state: 'done' | 'late' | 'failed' | 'skipped' | string;
-  detail: string;
-}
-
-/**
- * The notice being answered (`current`) and the newest interruption of an
- * earlier session (`last`, with its sentence in `line`): `interruption` of
- * `GET /gpucost/api/budget`, `null` where nothing is watched.
- */
-export interface IInterruptionStatus {
-  current: {
-    provider: string;
-    action: string;
-    deadline: string | null;
-    message: string;
-    steps: IInterruptionStep[];
-  } | null;
-  last: { line: string; deadline?: string; provider?: string } | null;
-}
-
 const PROVIDERS: Record<string, string> = {
   aws: 'AWS',
   gcp: 'Google Cloud',

@@ -3,8 +3,6 @@
  * budget events pushed on the server's event bus.
  */
 
-import { IInterruptionStatus } from './interruption';
-
 /**
  * The `$id` of the budget events' schema.
  */
@@ -154,4 +152,29 @@ export interface IBudgetEvent {
   deadline?: string;
   /** Seconds from the notice to the deadline (kind interruption). */
   seconds_left?: number;
+}
+
+/**
+ * One step the server took before the machine went.
+ */
+export interface IInterruptionStep {
+  name: 'tell' | 'save' | 'checkpoint' | 'export' | string;
+  state: 'done' | 'late' | 'failed' | 'skipped' | string;
+  detail: string;
+}
+
+/**
+ * The notice being answered (`current`) and the newest interruption of an
+ * earlier session (`last`, with its sentence in `line`): `interruption` of
+ * `GET /gpucost/api/budget`, `null` where nothing is watched.
+ */
+export interface IInterruptionStatus {
+  current: {
+    provider: string;
+    action: string;
+    deadline: string | null;
+    message: string;
+    steps: IInterruptionStep[];
+  } | null;
+  last: { line: string; deadline?: string; provider?: string } | null;
 }
