@@ -212,8 +212,8 @@ class MeHandler(ApiBase):
 class AdminSummaryHandler(ApiBase):
     def get(self) -> None:
         self.admin()
-        summary = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
-        self.write_json({**summary, "alerts": self.ctx.alerts_page()})
+        now, today = self.ctx.now(), self.ctx.today()
+        self.write_json(views.admin_summary(self.ctx.service, now, today, self.ctx.alerts_page()))
 
 
 class AdminCsvHandler(ApiBase):
@@ -266,8 +266,8 @@ class AdminPage(PageBase):
     @web.authenticated
     def get(self) -> None:
         self.admin()
-        data = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
-        data["alerts"] = self.ctx.alerts_page()
+        now, today = self.ctx.now(), self.ctx.today()
+        data = views.admin_summary(self.ctx.service, now, today, self.ctx.alerts_page())
         self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -157,8 +157,15 @@ def _near(budgets: list[dict[str, Any]]) -> float:
     return max((b["share"] for b in budgets), default=0.0)
 
 
-def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, Any]:
-    """Every user and group: spend today and this month, running servers, budget shares."""
+def admin_summary(
+    service: HubService,
+    now: datetime,
+    today: date,
+    alerts: Mapping[str, list[dict[str, object]]] | None = None,
+) -> dict[str, Any]:
+    """Every user and group: spend today and this month, running servers, budget shares;
+    the last alerts and failed deliveries (``alerts``, targets masked: none when the hub
+    sends no alerts)."""
     totals = service.totals or service.ledger.all_totals(now)
     by_user: dict[str, list[ServerRow]] = defaultdict(list)
     for (user, _), row in service.rows.items():
@@ -216,6 +223,7 @@ def admin_summary(service: HubService, now: datetime, today: date) -> dict[str, 
                 sum(t.lost_micro_usd for t in interrupted.values()),
             )
         ),
+        "alerts": dict(alerts) if alerts is not None else {"recent": [], "failed": []},
     }
 
 
