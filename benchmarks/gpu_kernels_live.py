@@ -120,7 +120,9 @@ import os, time
 get_ipython().run_line_magic('load_ext', 'jupyter_gpucost')
 print(os.getpid())
 """
-CPU_LOOP = "end = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    sum(range(10**5))\n"
+CPU_LOOP = (
+    "end = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    sum(range(10**5))\n"
+)
 CHILD = """
 import subprocess, sys
 child = subprocess.Popen([sys.executable, '-c', {code!r}])
@@ -172,7 +174,9 @@ def nvml_call_costs() -> dict[str, Any]:
             last[0] = max(s.timeStamp for s in samples)
 
     out: dict[str, Any] = {
-        "nvmlDeviceGetUtilizationRates": timed_calls(lambda: pynvml.nvmlDeviceGetUtilizationRates(h), 200),
+        "nvmlDeviceGetUtilizationRates": timed_calls(
+            lambda: pynvml.nvmlDeviceGetUtilizationRates(h), 200
+        ),
         "nvmlDeviceGetMemoryInfo": timed_calls(lambda: pynvml.nvmlDeviceGetMemoryInfo(h), 200),
         "nvmlDeviceGetPowerUsage": timed_calls(lambda: pynvml.nvmlDeviceGetPowerUsage(h), 200),
         "nvmlDeviceGetTotalEnergyConsumption": timed_calls(
@@ -366,9 +370,7 @@ def session(args: argparse.Namespace, out: Path, report: dict[str, Any]) -> None
         while time.monotonic() < deadline:
             answer = server.call("/gpucost/api/kernels")[1]
             rows = answer["kernels"]
-            if len(rows) == 2 and (
-                not args.pid_namespace or all(k["gpu_host_pids"] for k in rows)
-            ):
+            if len(rows) == 2 and (not args.pid_namespace or all(k["gpu_host_pids"] for k in rows)):
                 break
             time.sleep(1)
         report["identified_after_s"] = round(time.monotonic() - waited, 1)
@@ -388,7 +390,9 @@ def session(args: argparse.Namespace, out: Path, report: dict[str, Any]) -> None
         cpu1, t1 = proc.cpu_times(), time.monotonic()
         last = answer
         before, after = kernel_costs(first), kernel_costs(last)
-        delta = {name: after[k.id] - before.get(k.id, 0) for name, k in (("busy", busy), ("idle", idle))}
+        delta = {
+            name: after[k.id] - before.get(k.id, 0) for name, k in (("busy", busy), ("idle", idle))
+        }
         charged = sum(delta.values())
         report["window"] = {
             "seconds": t1 - t0,
@@ -427,7 +431,8 @@ def child_check(server: Server, idle: Kernel, idle_pid: str) -> dict[str, Any]:
     host_child = [
         p.pid
         for p in psutil.process_iter(["cmdline"])
-        if "device='cuda'); torch.cuda.synchronize(); time.sleep" in " ".join(p.info["cmdline"] or ())
+        if "device='cuda'); torch.cuda.synchronize(); time.sleep"
+        in " ".join(p.info["cmdline"] or ())
     ]
     return {
         "child_pid_as_kernel_sees_it": child_pid,
@@ -440,9 +445,7 @@ def child_check(server: Server, idle: Kernel, idle_pid: str) -> dict[str, Any]:
 
 def alloc_check(out: Path) -> dict[str, Any]:
     code = ALLOC_CHECK.replace("SIZES", repr(ALLOC_SIZES_MIB))
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         return {"error": done.stderr[-3000:]}
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -479,7 +482,12 @@ def main() -> int:
     finally:
         (out / name).write_text(json.dumps(report, indent=2, default=str))
     summary = {k: v for k, v in report.get("window", {}).items() if k != "kernels_route_at_end"}
-    print(json.dumps({"summary": summary, "alloc_exact": report.get("alloc", {}).get("all_exact")}, default=str))
+    print(
+        json.dumps(
+            {"summary": summary, "alloc_exact": report.get("alloc", {}).get("all_exact")},
+            default=str,
+        )
+    )
     return 0
 
 

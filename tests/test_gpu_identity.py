@@ -146,6 +146,33 @@ def test_where_nvml_lists_the_kernels_own_pid_nothing_is_allocated() -> None:
     assert len(server.calls) == 1
 
 
+def test_an_answer_of_the_wrong_shape_waits_for_the_next_check_like_a_refusal() -> None:
+    # a server (or something in its place) that answers the probe's start without the
+    # probe's fields: the kernel gives up for now, frees nothing it never took, and the
+    # cells after it start no thread and send no request until the next check
+    class Odd(Server):
+        def request(self, method: str, path: str, body: object = None) -> object:
+            self.calls.append((method, path, body))
+            return {}
+
+    now = [100.0]
+    cuda, server = Cuda(), Odd()
+    ident = Identifier(server, "k1", b"key", cuda, sleep=lambda s: None, clock=lambda: now[0])
+    ident.post_run_cell(None)
+    ident.join(5)
+    first = len(server.calls)
+    assert first >= 1 and cuda.live == {}
+    assert ident.last_state[UUID].startswith("error")
+    for _ in range(50):
+        ident.post_run_cell(None)
+        ident.join(5)
+    assert len(server.calls) == first
+    now[0] += 31
+    ident.post_run_cell(None)
+    ident.join(5)
+    assert len(server.calls) > first
+
+
 class Driver:
     """The CUDA driver API's calls LibCuda makes, as the CUDA documentation describes them
     (return 0 = CUDA_SUCCESS; out-parameters written through the pointers): one device

@@ -23,7 +23,7 @@ from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, to_usd
-from .cuda import CudaEvent, torch_cuda
+from .cuda import CudaEvent, peak_allocated_bytes, torch_cuda
 from .link import kernel_id, link, notebook_path
 from .measure import prices, start_events
 from .saved import publish, saved_cell, summary_line
@@ -175,7 +175,7 @@ class AutoPricer:
                     end = torch.cuda.Event(enable_timing=True)
                     end.record()
                     ends[i] = (start, end)
-                    peaks[str(i)] = float(torch.cuda.max_memory_allocated(i))
+                    peaks[str(i)] = float(peak_allocated_bytes(torch, i))
             record["peak_memory_bytes_by_gpu"] = peaks
             record["peak_memory_bytes"] = int(max(peaks.values(), default=0))
 

@@ -203,6 +203,14 @@ class Identifier:
             self._thread.join(timeout_s)
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            # whatever happened (an answer of the wrong shape included), the next try
+            # waits: never a thread and a request on every cell
+            self._next_check = self._clock() + RECHECK_S
+
+    def _run(self) -> None:
         cuda = self.cuda
         if cuda is None:
             return
@@ -220,12 +228,12 @@ class Identifier:
                 self.tries[uuid] = self.tries.get(uuid, 0) + 1
                 try:
                     self.identify(ordinal, uuid)
-                except (LinkError, OSError) as e:
-                    self.last_state[uuid] = f"error: {e}"
-                    log.debug("jupyter-gpucost: identifying the GPU process failed: %s", e)
+                except (LinkError, OSError, KeyError, TypeError, ValueError) as e:
+                    # a failed request, or an answer without the fields a probe needs
+                    self.last_state[uuid] = f"error: {e!r}"
+                    log.debug("jupyter-gpucost: identifying the GPU process failed: %r", e)
                 if self.last_state.get(uuid) in ("taken", "visible"):
                     break
-        self._next_check = self._clock() + RECHECK_S
 
     def identify(self, ordinal: int, uuid: str) -> None:
         cuda = self.cuda

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import rate, round_micro, status_bar, to_usd
-from .cuda import CudaEvent, Torch, torch_cuda
+from .cuda import CudaEvent, Torch, peak_allocated_bytes, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
 from .prices import KernelPrices, from_environment
@@ -340,7 +340,7 @@ class Measurement:
                     start = self._events.get(i)
                     if start is not None:
                         r.gpu_span_s[i] = start.elapsed_time(end) / 1e3
-                    r.peak_memory_bytes[i] = int(torch.cuda.max_memory_allocated(i))
+                    r.peak_memory_bytes[i] = peak_allocated_bytes(torch, i)
         # the GPUs are done (synchronised above): the energy up to now, from the reader's
         # readings (no NVML call here)
         energy = None

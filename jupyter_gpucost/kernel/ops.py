@@ -63,62 +63,72 @@ class OpsTable:
     notes: list[str] = field(default_factory=list)
 
 
-def _device(event: Any) -> str:
-    return str(event.device_type()).rsplit(".", 1)[-1]
-
-
 def _name(event: Any) -> str:
     name = str(event.name())
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
 
 def ops_table(events: Sequence[Any], *, cuda: bool, top: int) -> OpsTable:
-    """The top ``top`` operators of a cell from the raw Kineto ``events``."""
-    cpu: list[Any] = []
+    """The top ``top`` operators of a cell from the raw Kineto ``events``.
+
+    Each event is a binding into the profiler's C++ results, and every method called on it
+    costs about a microsecond: a cell of thousands of tiny kernels has thousands of them,
+    so each event's name and device are read once, and a kernel's fields in one pass."""
+    cpu: list[tuple[Any, str]] = []
     kernels: list[Any] = []
+    #: the profiler's device kinds (its own enum), filled from the first event
+    kinds: dict[Any, str] = {}
     for e in events:
-        if _name(e) in FILTERED or e.is_hidden_event():
+        name = _name(e)
+        if name in FILTERED or e.is_hidden_event():
             continue
-        device = _device(e)
-        if device == "CPU":
-            cpu.append(e)
-        elif device == "CUDA":
+        device = e.device_type()
+        kind = kinds.get(device)
+        if kind is None:
+            kind = kinds[device] = str(device).rsplit(".", 1)[-1]
+        if kind == "CPU":
+            cpu.append((e, name))
+        elif kind == "CUDA":
             kernels.append(e)
+    counts: dict[str, int] = defaultdict(int)
+    for _, name in cpu:
+        counts[name] += 1
     table = OpsTable(by="self CPU time")
     table.kernels = len(kernels)
     if cuda and kernels:
         table.by = "self device time"
-        by_id = {int(e.correlation_id()): e for e in cpu if int(e.linked_correlation_id()) == 0}
+        # each kernel's time goes to the operator that launched it
+        launched = [int(k.linked_correlation_id()) for k in kernels]
+        wanted = set(launched)
+        by_id: dict[int, tuple[int, str]] = {}
+        for e, name in cpu:
+            cid = int(e.correlation_id())
+            if cid in wanted and int(e.linked_correlation_id()) == 0:
+                by_id[cid] = (cid, name)
         device_us: dict[str, float] = defaultdict(float)
         calls: dict[str, set[int]] = defaultdict(set)
-        for k in kernels:
-            op = by_id.get(int(k.linked_correlation_id()))
-            name = _name(op) if op is not None else _name(k)
-            device_us[name] += k.duration_ns() / 1e3
-            calls[name].add(int(op.correlation_id()) if op is not None else id(k))
-        counts = _counts(cpu)
+        spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for k, link in zip(kernels, launched, strict=True):
+            start, duration = int(k.start_ns()), int(k.duration_ns())
+            spans[int(k.device_index())].append((start, start + duration))
+            op = by_id.get(link)
+            name = op[1] if op is not None else _name(k)
+            device_us[name] += duration / 1e3
+            calls[name].add(op[0] if op is not None else id(k))
         ranked = sorted(device_us.items(), key=lambda kv: kv[1], reverse=True)
         table.rows = [
             OpRow(name, counts.get(name, len(calls[name])), us) for name, us in ranked[:top]
         ]
         table.total_us = sum(device_us.values())
-        table.busy_s = busy_seconds(kernels)
+        table.busy_s = {device: union_s(s) for device, s in spans.items()}
         _tiny(table, len(kernels), table.total_us, "GPU kernels")
         return table
-    self_us, outermost = self_cpu_us(cpu)
-    counts = _counts(cpu)
+    self_us, outermost = self_cpu_us(e for e, _ in cpu)
     ranked = sorted(self_us.items(), key=lambda kv: kv[1], reverse=True)
     table.rows = [OpRow(name, counts[name], us) for name, us in ranked[:top] if us > 0]
     table.total_us = sum(self_us.values())
     _tiny(table, outermost, table.total_us, "operators")
     return table
-
-
-def _counts(cpu: Iterable[Any]) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for e in cpu:
-        counts[_name(e)] += 1
-    return counts
 
 
 def self_cpu_us(cpu: Iterable[Any]) -> tuple[dict[str, float], int]:
@@ -156,20 +166,22 @@ def busy_seconds(kernels: Iterable[Any]) -> dict[int, float]:
     for k in kernels:
         start = int(k.start_ns())
         by_device[int(k.device_index())].append((start, start + int(k.duration_ns())))
-    busy: dict[int, float] = {}
-    for device, spans in by_device.items():
-        spans.sort()
-        total = 0
-        current_start, current_end = spans[0]
-        for start, end in spans[1:]:
-            if start > current_end:
-                total += current_end - current_start
-                current_start, current_end = start, end
-            else:
-                current_end = max(current_end, end)
-        total += current_end - current_start
-        busy[device] = total / 1e9
-    return busy
+    return {device: union_s(spans) for device, spans in by_device.items()}
+
+
+def union_s(spans: list[tuple[int, int]]) -> float:
+    """Seconds covered by the union of ``spans`` (start, end in nanoseconds)."""
+    spans.sort()
+    total = 0
+    current_start, current_end = spans[0]
+    for start, end in spans[1:]:
+        if start > current_end:
+            total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    total += current_end - current_start
+    return total / 1e9
 
 
 def _tiny(table: OpsTable, count: int, total_us: float, what: str) -> None:
