@@ -6,8 +6,9 @@ Runs one torch workload (matrix products; bf16 8192² on CUDA with ``--cuda``, f
 512² on the CPU otherwise) through a real IPython shell: plain, under ``%%time``, under
 ``%%gpucost`` (light), under ``%%gpucost --ops`` and with ``%gpucost auto on`` (each cell's
 record sent to a stand-in server on loopback, as in JupyterLab), alternating, ``--repeat``
-times each, and reports the median wall time of each as a ratio to the plain cell. The
-same variants on an empty cell give each one's fixed cost per cell, in microseconds. Also runs 1,000
+times each (each round in its own order), and reports the median wall time of each as a
+ratio to the plain cell. The same variants on an empty cell give each one's fixed cost per
+cell, in microseconds. Also runs 1,000
 light and 200 ``--ops`` cells in a row and reports how much the process grew. With
 ``--cuda`` it also prints one light and one ``--ops`` report in full. Last, each step of the
 light method is timed on its own, on an idle GPU (``light_steps_us``: median microseconds
@@ -29,6 +30,7 @@ import contextlib
 import gc
 import io
 import json
+import random
 import resource
 import statistics
 import time
@@ -223,9 +225,14 @@ def main() -> int:
     for _ in range(2):  # warm up every path once
         for name, source in variants.items():
             timed(name, source)
+    # each round in its own order: a variant that always followed the same one would carry
+    # what that one leaves behind (the GPU's clocks after an idle gap, a profiler teardown)
+    order = random.Random(0)
     for _ in range(args.repeat):
-        for name, source in variants.items():
-            times[name].append(timed(name, source))
+        names = list(variants)
+        order.shuffle(names)
+        for name in names:
+            times[name].append(timed(name, variants[name]))
     medians = {k: statistics.median(v) for k, v in times.items()}
     # the reports of the workload itself (the empty cells below would replace them)
     light, ops = shell.user_ns["last_light"], shell.user_ns["last_ops"]
