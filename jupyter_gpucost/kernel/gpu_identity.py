@@ -1,6 +1,6 @@
 """This kernel's own GPU process, made known to the server where NVML's pids are not ours.
 
-Inside a container NVML lists host pids, and nothing inside the container can read its own
+Inside a container NVML may list host pids, and nothing inside the container can read its own
 host pid (``/proc`` shows the container's namespace). So the kernel lets the server *see*
 which process it is (:mod:`jupyter_gpucost.server.gpu_claims`): once this process has a
 CUDA context on a GPU (the notebook created it; this module never does), it asks the

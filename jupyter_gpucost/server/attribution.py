@@ -25,8 +25,9 @@ they are ``unattributed``. Hence, exactly::
 
     sum(kernel costs) + unattributed + idle == GPU cost of the session
 
-NVML reports host pids. When none of the pids it lists exist in this server's pid
-namespace (a container), a process is a kernel's only where the kernel identified it (a
+In a container NVML may report host pids (some drivers answer in the caller's PID
+namespace instead: then nothing changes). When none of the pids it lists exist in this
+server's pid namespace, a process is a kernel's only where the kernel identified it (a
 probe the server observed, :mod:`.gpu_claims`); every other process, another tenant's or a
 kernel's child, is not from these kernels and counted as not attributed. With no process
 identified, nothing is attributed and the answer says so. With simulated telemetry the

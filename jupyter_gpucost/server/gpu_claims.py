@@ -1,8 +1,9 @@
 """Which of NVML's processes is which kernel's, when NVML's pids are not this server's.
 
-Inside a container the NVIDIA driver lists *host* pids (it knows nothing of PID namespaces:
-NVIDIA's answers on nvidia-docker #179 and #1483), so a kernel's pid, as the server knows
-it, is never among them. Nor can a kernel learn its host pid from inside (``/proc`` shows
+Inside a container the NVIDIA driver may list *host* pids (NVIDIA's answers on
+nvidia-docker #179 and #1483; the 580 driver measured on an H200 answered in the caller's
+PID namespace instead, and then no probe is needed), so a kernel's pid, as the server
+knows it, is never among them. Nor can a kernel learn its host pid from inside (``/proc`` shows
 the container's namespace only). What both sides can see is GPU memory: NVML reports each
 process's ``usedGpuMemory``, and a kernel that already has a CUDA context can change its own
 by an amount the server chooses.
