@@ -3,7 +3,8 @@ spike against the user's usual day, and a bad ``c.GpuCostHub.notify`` refused by
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 from jupyter_gpucost.alerts import AlertDispatcher, DispatchSettings
 from jupyter_gpucost.alerts.model import Alert
 from jupyter_gpucost.alerts.targets import Target
+from jupyter_gpucost.core.hub_protocol import HubBudget
+from jupyter_gpucost.core.i18n import _, current_language
 from jupyter_gpucost.hub.alerting import HubAlerts, parse_notify
-from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerRow
 
 NOW = datetime(2026, 11, 27, 15, 0, tzinfo=UTC)
 
@@ -21,21 +24,29 @@ def hook(name: str) -> str:
     return f"webhook://127.0.0.1:9/{name}?token=s3cret-{name}"
 
 
-def routed() -> tuple[HubAlerts, list[tuple[str, str]]]:
+#: alice's day budget of $20, spent: why her spawn is refused
+DAY_SPENT = HubBudget("day", 20_000_000, 20_410_000, "user")
+
+
+def routed(
+    language: str | None = None, delivered: list[tuple[Alert, str]] | None = None
+) -> tuple[HubAlerts, list[tuple[str, str]]]:
     sent: list[tuple[str, str]] = []
 
     def record(alert: Alert, target: Target, _timeout_s: float) -> None:
         sent.append((alert.kind, target.url.split("/")[3].split("?")[0]))
+        if delivered is not None:
+            delivered.append((alert, alert.body()))
 
-    notify = parse_notify(
-        {
-            "users": {"alice": [hook("alice")], "bob": [hook("bob")]},
-            "groups": {"lab": [hook("lab")], "other": [hook("other")]},
-            "admins": [hook("admins")],
-        }
-    )
+    raw: dict[str, object] = {
+        "users": {"alice": [hook("alice")], "bob": [hook("bob")]},
+        "groups": {"lab": [hook("lab")], "other": [hook("other")]},
+        "admins": [hook("admins")],
+    }
+    if language is not None:
+        raw["language"] = language
     dispatcher = AlertDispatcher(DispatchSettings(), send=record)
-    return HubAlerts(notify, dispatcher, tz=ZoneInfo("UTC")), sent
+    return HubAlerts(parse_notify(raw), dispatcher, tz=ZoneInfo("UTC")), sent
 
 
 def test_a_spike_goes_to_the_user_and_their_groups_owner_once_a_day() -> None:
@@ -56,8 +67,8 @@ def test_a_spike_goes_to_the_user_and_their_groups_owner_once_a_day() -> None:
 
 def test_a_refused_spawn_tells_the_admins_too_and_no_other_user() -> None:
     alerts, sent = routed()
-    assert alerts.spawn_refused("alice", ("lab",), "Your server cannot start.", NOW)
-    assert not alerts.spawn_refused("alice", ("lab",), "Your server cannot start.", NOW)
+    assert alerts.spawn_refused("alice", ("lab",), [DAY_SPENT], NOW)
+    assert not alerts.spawn_refused("alice", ("lab",), [DAY_SPENT], NOW)
     assert alerts.dispatcher.wait_idle(10)
     assert sorted(sent) == [
         ("spawn_refused", "admins"),
@@ -99,6 +110,8 @@ def test_an_idle_warning_is_alerted_once_per_spell_to_the_user_and_their_owner()
         ({"groups": {"lab": "webhook://x/y"}}, 'c.GpuCostHub.notify["groups"]'),
         ({"admins": "webhook://x/y"}, 'c.GpuCostHub.notify["admins"]'),
         ({"owners": {}}, "c.GpuCostHub.notify must be a dict"),
+        ({"language": "tlh"}, 'c.GpuCostHub.notify["language"] must be a language'),
+        ({"language": 7}, 'c.GpuCostHub.notify["language"] must be a language'),
         (["webhook://x/y"], "c.GpuCostHub.notify must be a dict"),
     ],
 )
@@ -107,3 +120,61 @@ def test_a_bad_setting_is_refused_naming_it_never_the_secret(raw: object, named:
         parse_notify(raw)
     assert named in str(e.value)
     assert "s3cret" not in str(e.value)
+
+
+def row_of(user: str, server_id: int = 7) -> ServerRow:
+    started = NOW - timedelta(hours=2)
+    return ServerRow(
+        server_id,
+        user,
+        "",
+        started,
+        None,
+        started,
+        None,
+        Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "catalog"),
+    )
+
+
+def test_the_hubs_alerts_are_written_in_its_notify_language_and_nothing_else_changes() -> None:
+    delivered: list[tuple[Alert, str]] = []
+    alerts, sent = routed("zh-CN", delivered)
+    row = row_of("alice")
+    assert alerts.spawn_refused("alice", ("lab",), [DAY_SPENT], NOW)
+    assert alerts.stopped(row, "budget", [DAY_SPENT], ("lab",), NOW)
+    assert alerts.stopped(row_of("bob", 8), "idle", [], ("other",), NOW)
+    assert alerts.dispatcher.wait_idle(10)
+    assert len(delivered) == len(sent) == 7
+    for alert, body in delivered:
+        assert alert.language == "zh_CN"
+        text = alert.title + alert.message + body
+        # written in Chinese: none of the English sentences is left
+        assert "refused" not in text, text
+        assert "stopped because" not in text, text
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in alert.title), alert.title
+    refusal = next(a for a, _ in delivered if a.kind == "spawn_refused")
+    assert "$20.00" in refusal.message  # the amounts as the hub writes them
+    # the process's own language, and this thread's, are untouched
+    assert current_language() == "en"
+    assert _("the budget ran out") == "the budget ran out"
+
+
+def test_an_alert_is_delivered_in_its_own_language_whatever_the_thread_speaks() -> None:
+    from dataclasses import replace
+
+    from jupyter_gpucost.alerts.model import Context, stopped
+
+    english = stopped(
+        Context(user="alice", server="gpu", machine="g5.xlarge"),
+        "budget",
+        "spent",
+        still_bills_usd_per_hour=None,
+        subject="s",
+        at=NOW,
+    )
+    assert english.language == "en"
+    assert "Server: gpu" in english.body()
+    chinese = replace(english, language="zh_CN")
+    assert "Server: gpu" not in chinese.body()
+    assert "gpu" in chinese.body()
+    assert "g5.xlarge" in chinese.body()

@@ -120,3 +120,41 @@ def test_every_translation_fills_in_exactly_the_placeholders_of_its_message() ->
             if found - allowed or (len(ids) == 1 and found != allowed):
                 wrong.append(f"{ids[0]!r}: {sorted(found)} instead of {sorted(allowed)}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_thread_speaking_another_language_changes_no_other_thread() -> None:
+    import threading
+
+    english = "the budget ran out"
+    chinese = i18n.messages_for("zh_CN").gettext(english)
+    assert chinese != english
+    inside = threading.Event()
+    release = threading.Event()
+    seen: dict[str, str] = {}
+
+    def alerts_thread() -> None:
+        with i18n.speaking("zh-CN") as language:
+            seen["language"] = language
+            seen["inside"] = i18n._(english)
+            inside.set()
+            release.wait(10)
+        seen["after"] = i18n._(english)
+
+    worker = threading.Thread(target=alerts_thread)
+    worker.start()
+    try:
+        assert inside.wait(10)
+        # meanwhile, this thread (a request handler, another alert) keeps the process's
+        assert i18n.current_language() == "en"
+        assert i18n._(english) == english
+    finally:
+        release.set()
+        worker.join(10)
+    assert seen == {"language": "zh_CN", "inside": chinese, "after": english}
+
+
+def test_the_shipped_languages_are_english_and_the_catalogs() -> None:
+    assert i18n.shipped_languages() == ("en", "zh_CN")
+    assert i18n.shipped("zh-cn")
+    assert i18n.shipped("en_US")
+    assert not i18n.shipped("tlh")

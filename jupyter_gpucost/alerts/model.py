@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from ..core.i18n import _, current_language
+from ..core.i18n import _, current_language, speaking
 from ..core.money import notice, rate
 
 AlertKind = Literal[
@@ -89,10 +89,12 @@ class Alert:
         """The text of an e-mail or a chat message: the message, where, and the link."""
         lines = [self.message]
         c = self.context
-        if c.server:
-            lines.append(_("Server: {server}").format(server=c.server))
-        if c.machine:
-            lines.append(_("Machine: {machine}").format(machine=c.machine))
+        # in the alert's language, whichever thread delivers it
+        with speaking(self.language):
+            if c.server:
+                lines.append(_("Server: {server}").format(server=c.server))
+            if c.machine:
+                lines.append(_("Machine: {machine}").format(machine=c.machine))
         if c.link:
             lines.append(c.link)
         return "\n".join(lines)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import gettext
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -136,18 +139,57 @@ class _State:
 _STATE = _State()
 
 
+class _Speaking(threading.local):
+    """A language this thread speaks for a while (:func:`speaking`), or ``None``."""
+
+    language: str | None = None
+
+
+_SPEAKING = _Speaking()
+
+
 def set_language(language: str) -> None:
     """The language of the server's messages from now on (JupyterLab's language setting)."""
     _STATE.language = normalise(language)
 
 
 def current_language() -> str:
-    return _STATE.language
+    """This thread's language inside :func:`speaking`, else the process's."""
+    return _SPEAKING.language or _STATE.language
+
+
+@contextmanager
+def speaking(language: str) -> Iterator[str]:
+    """Messages written in this thread, meanwhile, are in ``language`` (an alert for people
+    whose language is not the process's); other threads keep theirs."""
+    before = _SPEAKING.language
+    _SPEAKING.language = normalise(language)
+    try:
+        yield _SPEAKING.language
+    finally:
+        _SPEAKING.language = before
+
+
+def shipped_languages() -> tuple[str, ...]:
+    """English and each language with a catalog in the package."""
+    root = resources.files("jupyter_gpucost").joinpath("locale")
+    found = sorted(
+        entry.name
+        for entry in root.iterdir()
+        if entry.joinpath("LC_MESSAGES", f"{DOMAIN}.json").is_file()
+    )
+    return (SOURCE_LANGUAGE, *found)
+
+
+def shipped(language: str) -> bool:
+    """Whether messages can be written in ``language`` (English, or a shipped catalog)."""
+    english = normalise(language).partition("_")[0] == SOURCE_LANGUAGE
+    return english or bool(messages_for(language).entries)
 
 
 def _(msgid: str) -> str:
     """A message in the current language."""
-    return messages_for(_STATE.language).gettext(msgid)
+    return messages_for(current_language()).gettext(msgid)
 
 
 def N_(msgid: str) -> str:
@@ -159,9 +201,9 @@ def N_(msgid: str) -> str:
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """A message with a count, in the current language's plural form."""
-    return messages_for(_STATE.language).ngettext(singular, plural, n)
+    return messages_for(current_language()).ngettext(singular, plural, n)
 
 
 def pgettext(context: str, msgid: str) -> str:
     """A message in a context (e.g. ``"settings"``), in the current language."""
-    return messages_for(_STATE.language).pgettext(context, msgid)
+    return messages_for(current_language()).pgettext(context, msgid)

@@ -2,7 +2,8 @@
 people in charge of it, through the tornado-free :mod:`jupyter_gpucost.alerts`.
 
 ``c.GpuCostHub.notify = {"users": {"alice": [...]}, "groups": {"ml-lab": [...]},
-"admins": [...]}``: a group's targets are its owner's (the person paying for it). A user's
+"admins": [...], "language": "zh_CN"}``: a group's targets are its owner's (the person
+paying for it); the alerts are written in ``language`` (English when not set). A user's
 budget alert (their own budget or a group's) goes to that user's targets and the owners' of
 their groups (of the group whose budget it is, for a group budget), and to no one else; a
 stop likewise; a refused spawn to those and the admins.
@@ -32,11 +33,25 @@ from ..alerts.model import (
 from ..alerts.model import spawn_refused as refused_alert
 from ..alerts.model import stopped as stopped_alert
 from ..alerts.targets import Target, TargetError, parse_targets
-from ..core.hub_protocol import HubBudget
+from ..core.hub_protocol import IDLE_STOP_REASON, HubBudget
+from ..core.i18n import (
+    N_,
+    SOURCE_LANGUAGE,
+    messages_for,
+    normalise,
+    shipped,
+    shipped_languages,
+    speaking,
+)
+from .budgets import describe, spawn_refusal
 from .model import HubConfigError, ServerRow
 
 SETTING = "c.GpuCostHub.notify"
 SECTIONS = ("users", "groups", "admins")
+#: the keys besides the sections
+OPTIONS = ("language",)
+#: why a server stopped for its budget, when the spent budget is no longer known
+BUDGET_SPENT = N_("A budget is spent.")
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,8 @@ class HubNotify:
     thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
     #: a day's spend above this x the user's median day is alerted (0: never)
     spike_factor: float = 3.0
+    #: the language the alerts are written in
+    language: str = SOURCE_LANGUAGE
 
     @property
     def empty(self) -> bool:
@@ -74,8 +91,16 @@ def parse_notify(
     target masked, never its URL)."""
     if raw is None or raw == {}:
         return HubNotify(thresholds_pct=tuple(thresholds_pct), spike_factor=spike_factor)
-    if not isinstance(raw, Mapping) or set(raw) - set(SECTIONS):
-        raise HubConfigError(f"{SETTING} must be a dict with the keys users, groups, admins")
+    if not isinstance(raw, Mapping) or set(raw) - set(SECTIONS) - set(OPTIONS):
+        raise HubConfigError(
+            f"{SETTING} must be a dict with the keys users, groups, admins (and language)"
+        )
+    language = raw.get("language", SOURCE_LANGUAGE)
+    if not isinstance(language, str) or not shipped(language):
+        raise HubConfigError(
+            f'{SETTING}["language"] must be a language the alerts are written in: '
+            f"{', '.join(shipped_languages())} (not {language!r})"
+        )
     try:
         admins = raw.get("admins", [])
         if isinstance(admins, str) or not isinstance(admins, Iterable):
@@ -86,6 +111,7 @@ def parse_notify(
             admins=parse_targets(admins, f'{SETTING}["admins"]'),
             thresholds_pct=tuple(thresholds_pct),
             spike_factor=spike_factor,
+            language=normalise(language),
         )
     except TargetError as e:
         raise HubConfigError(str(e)) from None
@@ -154,29 +180,45 @@ class HubAlerts:
                 if not targets:
                     continue
                 subject = f"{budget.source}:{budget.scope}:{self._period(budget, row, now)}"
-                for alert in budget_crossings(
-                    self._context(row, group),
-                    subject,
-                    budget.spent_micro_usd,
-                    budget.amount_micro_usd,
-                    self.notify.thresholds_pct,
-                    at=now,
-                ):
+                with speaking(self.notify.language):
+                    alerts = budget_crossings(
+                        self._context(row, group),
+                        subject,
+                        budget.spent_micro_usd,
+                        budget.amount_micro_usd,
+                        self.notify.thresholds_pct,
+                        at=now,
+                    )
+                for alert in alerts:
                     queued += self.dispatcher.submit(alert, targets)
         return queued
 
     def stopped(
-        self, row: ServerRow, reason: StopReason, why: str, groups: Iterable[str], now: datetime
+        self,
+        row: ServerRow,
+        reason: StopReason,
+        spent: Sequence[HubBudget],
+        groups: Iterable[str],
+        now: datetime,
     ) -> bool:
-        """The service asked the Hub to stop ``row`` (the machine stops billing with it)."""
-        alert = stopped_alert(
-            self._context(row),
-            reason,
-            why,
-            still_bills_usd_per_hour=None,
-            subject=f"server-{row.server_id}",
-            at=now,
-        )
+        """The service asked the Hub to stop ``row`` (the machine stops billing with it):
+        because of the ``spent`` budgets, or its idle GPUs (``spent`` empty)."""
+        with speaking(self.notify.language) as language:
+            words = messages_for(language)
+            if reason == "budget" and spent:
+                why = " ".join(describe(b, words, self.symbol) for b in spent)
+            elif reason == "budget":
+                why = words.gettext(BUDGET_SPENT)
+            else:
+                why = words.gettext(IDLE_STOP_REASON)
+            alert = stopped_alert(
+                self._context(row),
+                reason,
+                why,
+                still_bills_usd_per_hour=None,
+                subject=f"server-{row.server_id}",
+                at=now,
+            )
         return self.dispatcher.submit(alert, self.people_in_charge(row.user, groups))
 
     def idle(
@@ -189,20 +231,29 @@ class HubAlerts:
         """The idle policy warned ``row`` (its GPUs idle since ``since``; stopped unless
         used again): once per idle spell."""
         minutes = round((now - since).total_seconds() / 60)
-        alert = idle_gpus(
-            self._context(row),
-            minutes,
-            subject=f"server-{row.server_id}:{since.isoformat()}",
-            at=now,
-        )
+        with speaking(self.notify.language):
+            alert = idle_gpus(
+                self._context(row),
+                minutes,
+                subject=f"server-{row.server_id}:{since.isoformat()}",
+                at=now,
+            )
         return self.dispatcher.submit(alert, self.people_in_charge(row.user, groups))
 
-    def spawn_refused(self, user: str, groups: Iterable[str], reason: str, now: datetime) -> bool:
-        """A spawn refused: once a day per user and reason, to them, their groups' owners
-        and the admins."""
+    def spawn_refused(
+        self, user: str, groups: Iterable[str], budgets: Sequence[HubBudget], now: datetime
+    ) -> bool:
+        """A spawn refused because of ``budgets``: once a day per user and reason, to them,
+        their groups' owners and the admins."""
         context = Context(user=user, currency=self.currency, symbol=self.symbol, link=self.link)
         day = now.astimezone(self.tz).date().isoformat()
-        alert = refused_alert(context, reason, subject=f"{day}:{reason}", at=now)
+        # the day's subject is the reason as the hub writes it, whatever the alerts' language
+        subject = f"{day}:{spawn_refusal(budgets, None, self.symbol) or ''}"
+        with speaking(self.notify.language) as language:
+            reason = spawn_refusal(budgets, messages_for(language), self.symbol)
+            if reason is None:
+                return False
+            alert = refused_alert(context, reason, subject=subject, at=now)
         targets = _unique([*self.people_in_charge(user, groups), *self.notify.admins])
         return self.dispatcher.submit(alert, targets)
 
@@ -235,7 +286,10 @@ class HubAlerts:
             if not targets or not today_micro:
                 continue
             context = Context(user=user, currency=self.currency, symbol=self.symbol, link=self.link)
-            alert = spend_spike(context, today.isoformat(), today_micro, earlier, factor, at=now)
+            with speaking(self.notify.language):
+                alert = spend_spike(
+                    context, today.isoformat(), today_micro, earlier, factor, at=now
+                )
             if alert is not None:
                 queued += self.dispatcher.submit(alert, targets)
         return queued

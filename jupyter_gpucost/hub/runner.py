@@ -110,9 +110,9 @@ def alert_after_poll(
             continue
         standing = state.get(row.server_id)
         budget = standing is not None and standing.stop_at is not None
-        why = (standing.reason if standing else None) or "its GPUs are idle"
+        spent = [b for b in standing.budgets if b.exceeded] if standing is not None else []
         groups = service.groups_of.get(row.user, ())
-        alerts.stopped(row, "budget" if budget else "idle", why, groups, now)
+        alerts.stopped(row, "budget" if budget else "idle", spent, groups, now)
 
 
 #: how often each user's day is compared with their usual one (seconds)

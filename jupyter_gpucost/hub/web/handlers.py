@@ -160,9 +160,8 @@ class AllowanceHandler(TokenHandler):
         # the reason in the language of the user's browser, which the hook passes on
         refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())
         if refusal is not None and self.ctx.alerts is not None:
-            why = spawn_refusal(budgets, None, self.ctx.currency_symbol()) or refusal
             known = groups or service.groups_of.get(user, ())
-            self.ctx.alerts.spawn_refused(user, known, why, self.ctx.now())
+            self.ctx.alerts.spawn_refused(user, known, budgets, self.ctx.now())
         self.write_json(
             {
                 "user": user,
