@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from .attribution import Attribution
+from .gpu_use.attribution import Attribution
 from .sampler import Published
 
 _GPU = ("user", "gpu", "UUID", "modelName")

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..core.meter import MeterSnapshot
-from .attribution import Attribution, Attributor
+from .gpu_use.attribution import Attribution, Attributor
+from .gpu_use.kernel_procs import KernelTracker
 from .history import GpuPoint, HistoryRing, Point
-from .kernel_procs import KernelTracker
 from .ledger import GpuMinuteSums, Ledger, Pending, Totals, minute_of
 from .sampler import Published
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from .budget.handlers import budget_handlers
 from .export.handlers import export_handlers
+from .gpu_use.handlers import probe_handlers
 from .handlers import cost_handlers
 from .notify.handlers import alert_handlers
-from .probe_handlers import probe_handlers
 from .web import Route
 
 

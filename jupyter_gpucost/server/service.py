@@ -24,11 +24,11 @@ from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_price
 from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from ..telemetry.simulated import SimulatedSource
 from . import history as hist
-from .attribution import Attributor
 from .cells import CellLog
-from .gpu_claims import ClaimBook
+from .gpu_use.attribution import Attributor
+from .gpu_use.gpu_claims import ClaimBook
+from .gpu_use.kernel_procs import KernelTracker, uptime_s
 from .history import HistoryRing
-from .kernel_procs import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
 from .metrics import Metrics
 from .recorder import Recorder

@@ -28,7 +28,7 @@ from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
-from .attribution import Attribution
+from .gpu_use.attribution import Attribution
 from .recorder import LiveTotals
 
 #: joules in a kilowatt-hour
