@@ -21,7 +21,7 @@ from ..core.interruption_files import ENV_NAME
 from .budget.controller import BudgetController
 from .export.jobs import ExportManager
 from .interruption import Responder, install_sigterm, interrupted_line, last_interruption
-from .machine import MachinePrices
+from .machine.setup import MachinePrices
 from .service import CostService
 from .traits import trait_float, within
 

@@ -33,10 +33,10 @@ from .hub_link import (
     reported_interruptions,
 )
 from .interruption_setup import InterruptionTraits, start_interruption
-from .machine import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .machine.setup import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .machine.spot_prices import SpotPriceTraits
 from .notify import ServerAlerts, start_alerts
 from .service import CostService
-from .spot_price_setup import SpotPriceTraits
 from .traits import AlertTraits, CurrencyTraits, trait_float, trait_str, trait_strings
 
 
