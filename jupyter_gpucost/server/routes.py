@@ -2,8 +2,8 @@
 
 ``GpuCost.initialize_handlers`` registers it; jupyter_server prepends the base URL. Each
 handler module imports only the base handler (:mod:`jupyter_gpucost.server.web`), so the
-HTTP layer has no import cycle: ``web`` ← ``handlers``, ``probe_handlers``, ``budget.handlers``,
-``export.handlers`` ← ``routes`` ← ``app``.
+HTTP layer has no import cycle: ``web`` ← ``handlers``, ``gpu_use.handlers``, ``budget.handlers``,
+``export.handlers``, ``notify.handlers`` ← ``routes`` ← ``app``.
 """
 
 from __future__ import annotations
