@@ -15,8 +15,13 @@ from jupyter_gpucost.core.billing import US_PER_S, BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.core.rightsizing import MODEL_MEMORY_BYTES, advise, why_not
-from jupyter_gpucost.server.attribution import NOTE_CONTAINER, SHARE_METHODS, Attributor, split
-from jupyter_gpucost.server.kernel_procs import KernelInfo
+from jupyter_gpucost.server.gpu_use.attribution import (
+    NOTE_CONTAINER,
+    SHARE_METHODS,
+    Attributor,
+    split,
+)
+from jupyter_gpucost.server.gpu_use.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
 
 CATALOG = load_catalog()

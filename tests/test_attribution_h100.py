@@ -16,8 +16,8 @@ from nvml_replay import ReplayNvml, Sample, fast_poll_scenario, replay_step, two
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
-from jupyter_gpucost.server.attribution import BY_SM_SAMPLES, Attribution, Attributor
-from jupyter_gpucost.server.kernel_procs import KernelInfo
+from jupyter_gpucost.server.gpu_use.attribution import BY_SM_SAMPLES, Attribution, Attributor
+from jupyter_gpucost.server.gpu_use.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.nvml import NvmlSource
 
 CATALOG = load_catalog()

@@ -24,7 +24,7 @@ from jupyter_gpucost.server.budget.policy import (
 )
 from jupyter_gpucost.server.budget.spend import LedgerPeriods, MeterSpend
 from jupyter_gpucost.server.budget.store import BudgetStore, StoredState
-from jupyter_gpucost.server.recorder import LiveTotals
+from jupyter_gpucost.server.record.recorder import LiveTotals
 
 T0 = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
 USD = 1_000_000

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_gpucost.server.cells import EARLIEST, MAX_AHEAD, CellRecordError, clean
+from jupyter_gpucost.server.record.cells import EARLIEST, MAX_AHEAD, CellRecordError, clean
 
 NOW = datetime(2026, 11, 25, 15, 0, tzinfo=UTC)
 ZONES = st.integers(min_value=-14 * 60, max_value=14 * 60).map(

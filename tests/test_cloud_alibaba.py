@@ -6,12 +6,12 @@ what to grant, and a machine that is not ECS sends nothing to 100.100.100.200.""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_server import closed_url, connections, in_language, stop_instance_config, write_catalog
 from cloud_standins import (
     ALIBABA_KEY_ID,
     ALIBABA_KEY_SECRET,
@@ -27,7 +27,6 @@ from test_budget_api import budget, wait_for
 from jupyter_gpucost.cloud import alibaba
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
 from jupyter_gpucost.cloud.stop import StopResult, StopSettings, stop_instance
-from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.machine import (
     STILL_ALIBABA_KEEP_CHARGING,
     STILL_ALIBABA_STOP_CHARGING,
@@ -135,9 +134,7 @@ def test_a_service_without_tokens_is_read_in_normal_mode(tmp_path: Path, standin
 
 
 def test_a_silent_metadata_service_leaves_what_dmi_says(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = closed_url()
     found = identify(
         DetectSettings(
             dmi_path=write_dmi(tmp_path / "dmi", "alibaba"),
@@ -154,14 +151,7 @@ def test_a_silent_metadata_service_leaves_what_dmi_says(tmp_path: Path) -> None:
 def test_a_machine_that_is_not_ecs_sends_no_packet_to_its_metadata_address(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[object] = []
-    real = socket.socket.connect
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        seen.append(address)
-        return real(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+    seen = connections(monkeypatch)
     for provider in ("aws", "gcp", "azure"):
         # the default endpoints: a connection to 100.100.100.200 would be recorded
         dmi = write_dmi(tmp_path / provider, provider)
@@ -232,9 +222,7 @@ def test_a_key_the_api_does_not_know_is_named(standin: StandIn) -> None:
 
 
 def test_the_api_down_is_a_reason(standin: StandIn) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = closed_url()
     result = stop_instance(
         machine(),
         StopSettings(alibaba_ecs_api_url=closed, timeout_s=2),
@@ -254,43 +242,14 @@ def test_the_api_down_is_a_reason(standin: StandIn) -> None:
 
 def test_the_failures_are_said_in_chinese(standin: StandIn) -> None:
     standin.cloud.allowed = False
-    i18n.set_language("zh_CN")
-    try:
+    with in_language("zh_CN"):
         result = stop(standin)
-    finally:
-        i18n.set_language("en")
     assert "Forbidden.RAM" in result.message
     assert "ecs:StopInstance" in result.message
     assert "阿里云" in result.message
 
 
 # -- the whole server: detected, priced whole, stopped --------------------------------------
-
-CATALOG = """
-[[price]]
-provider = "aws"
-model = "H100-80GB"
-usd_per_gpu_hour = "6.88"
-market = "on-demand"
-
-[[price]]
-provider = "alibaba"
-model = "H100-80GB"
-usd_per_gpu_hour = "9.00"
-market = "on-demand"
-
-[[instance]]
-provider = "alibaba"
-instance = "ecs.gn7i-c8g1.2xlarge"
-gpu_model = "A10"
-gpus = 1
-usd_per_hour = "1.70"
-market = "on-demand"
-region = "cn-hangzhou"
-source = "test catalog"
-as_of = "2026-11-27"
-confidence = "unverified"
-"""
 
 
 class TestASpentBudgetStopsTheEcsInstance:
@@ -300,24 +259,23 @@ class TestASpentBudgetStopsTheEcsInstance:
 
     @pytest.fixture
     def gpucost_config(self, tmp_path: Path, standin: StandIn) -> dict[str, object]:
-        catalog = tmp_path / "prices.toml"
-        catalog.write_text(CATALOG)
-        return {
-            "telemetry": "simulated",
-            "simulated_trace": "h100-live",
-            "sample_interval_s": 0.2,
-            "minimum_charge_s": 0,
-            "price_catalog_path": str(catalog),
-            "dmi_path": write_dmi(tmp_path / "dmi", "alibaba"),
-            "alibaba_metadata_url": standin.url,
-            "alibaba_ecs_api_url": standin.url,
-            "hard_budget_usd": 0.002,
-            "budget_grace_s": 0,
-            "budget_save_timeout_s": 1,
-            "budget_action": "stop-instance",
-            "budget_state_path": str(tmp_path / "budget.json"),
-            "ledger_url": "none",
-        }
+        catalog = write_catalog(
+            tmp_path,
+            "alibaba",
+            "9.00",
+            instance="ecs.gn7i-c8g1.2xlarge",
+            gpu_model="A10",
+            usd_per_hour="1.70",
+            region="cn-hangzhou",
+        )
+        return stop_instance_config(
+            tmp_path,
+            catalog,
+            0.002,
+            dmi_path=write_dmi(tmp_path / "dmi", "alibaba"),
+            alibaba_metadata_url=standin.url,
+            alibaba_ecs_api_url=standin.url,
+        )
 
     async def test_it_is_priced_whole_then_stopped_and_the_record_says_what_bills(
         self, jp_fetch: Any, standin: StandIn

@@ -6,17 +6,16 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_server import connections, in_language, stop_instance_config, write_catalog
 from test_budget_api import budget, wait_for
 
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
 from jupyter_gpucost.cloud.stop import StopSettings, stop_instance
-from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.machine import STILL_AUTODL, Machine
 
 UUID = "7c1a9e21-3b2f-4a44-9d0e-5f6a7b8c9d0e"
@@ -43,14 +42,7 @@ def autodl() -> Machine:
 def test_the_container_is_known_from_its_variables_without_a_packet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[object] = []
-    real = socket.socket.connect
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        seen.append(address)
-        return real(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+    seen = connections(monkeypatch)
     assert identify(DetectSettings(dmi_path=str(tmp_path)), ENVIRON) == autodl()
     # no variable: the admin names it
     named = identify(DetectSettings(dmi_path=str(tmp_path), provider="autodl"), {})
@@ -91,33 +83,15 @@ def test_a_shutdown_that_is_refused_says_to_run_it_as_root(tmp_path: Path) -> No
     )
     assert not missing.ok
     assert "could not run" in missing.message
-    i18n.set_language("zh_CN")
-    try:
+    with in_language("zh_CN"):
         chinese = stop_instance(
             autodl(), StopSettings(autodl_shutdown_command=tuple(command)), Endpoints(), {}
         )
-    finally:
-        i18n.set_language("en")
     assert "root" in chinese.message
     assert "退出" in chinese.message
 
 
 # -- the whole server ---------------------------------------------------------------------
-
-#: a test catalog: AutoDL prices per GPU (no instance types), in dollars here
-CATALOG = """
-[[price]]
-provider = "aws"
-model = "H100-80GB"
-usd_per_gpu_hour = "6.88"
-market = "on-demand"
-
-[[price]]
-provider = "autodl"
-model = "H100-80GB"
-usd_per_gpu_hour = "2.50"
-market = "on-demand"
-"""
 
 
 class TestASpentBudgetPowersTheContainerOff:
@@ -131,23 +105,15 @@ class TestASpentBudgetPowersTheContainerOff:
     ) -> dict[str, object]:
         for name, value in ENVIRON.items():
             monkeypatch.setenv(name, value)
-        catalog = tmp_path / "prices.toml"
-        catalog.write_text(CATALOG)
-        return {
-            "price_catalog_path": str(catalog),
-            "telemetry": "simulated",
-            "simulated_trace": "h100-live",
-            "sample_interval_s": 0.2,
-            "minimum_charge_s": 0,
-            "dmi_path": str(tmp_path / "no-dmi"),
-            "autodl_shutdown_command": marker[0],
-            "hard_budget_usd": 0.002,
-            "budget_grace_s": 0,
-            "budget_save_timeout_s": 1,
-            "budget_action": "stop-instance",
-            "budget_state_path": str(tmp_path / "budget.json"),
-            "ledger_url": "none",
-        }
+        # AutoDL prices per GPU (no instance types), in dollars here
+        catalog = write_catalog(tmp_path, "autodl", "2.50")
+        return stop_instance_config(
+            tmp_path,
+            catalog,
+            0.002,
+            dmi_path=str(tmp_path / "no-dmi"),
+            autodl_shutdown_command=marker[0],
+        )
 
     async def test_shutdown_runs_and_the_record_says_what_may_still_bill(
         self, jp_fetch: Any, marker: tuple[list[str], Path]

@@ -7,18 +7,17 @@ down each say why; the key is never shown."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cloud_server import closed_url, connections, in_language, stop_instance_config, write_catalog
 from cloud_standins import LAMBDA_KEY, Cloud, StandIn, serve
 from test_budget_api import budget, wait_for
 
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
 from jupyter_gpucost.cloud.stop import StopResult, StopSettings, stop_instance
-from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.machine import STILL_LAMBDA, Machine
 
 INSTANCE = "0920582c7ff041399e34823a0be62549"
@@ -74,14 +73,7 @@ def test_the_named_instance_is_read_from_the_cloud_api(tmp_path: Path, standin: 
 def test_without_the_setting_nothing_names_lambda_and_nothing_is_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[object] = []
-    real = socket.socket.connect
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        seen.append(address)
-        return real(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+    seen = connections(monkeypatch)
     assert identify(DetectSettings(dmi_path=str(tmp_path)), {"LAMBDA_API_KEY": "k"}) is None
     assert seen == []
 
@@ -130,9 +122,7 @@ def test_an_unknown_instance_and_the_api_down_are_reasons(standin: StandIn) -> N
     standin.cloud.lambda_instance = "another"
     gone = stop(standin)
     assert gone.message.startswith("Lambda answered 404: global/object-does-not-exist")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = closed_url()
     down = stop_instance(
         lambda_machine(),
         StopSettings(lambda_api_url=closed, lambda_api_key=LAMBDA_KEY, timeout_s=2),
@@ -145,42 +135,13 @@ def test_an_unknown_instance_and_the_api_down_are_reasons(standin: StandIn) -> N
 
 def test_a_refusal_is_said_in_chinese(standin: StandIn) -> None:
     standin.cloud.allowed = False
-    i18n.set_language("zh_CN")
-    try:
+    with in_language("zh_CN"):
         result = stop(standin)
-    finally:
-        i18n.set_language("en")
     assert "global/account-inactive" in result.message
     assert "拒绝" in result.message
 
 
 # -- the whole server: priced whole from the named type, terminated at the budget ----------
-
-CATALOG = """
-[[price]]
-provider = "aws"
-model = "H100-80GB"
-usd_per_gpu_hour = "6.88"
-market = "on-demand"
-
-[[price]]
-provider = "lambda"
-model = "H100-80GB"
-usd_per_gpu_hour = "2.99"
-market = "on-demand"
-
-[[instance]]
-provider = "lambda"
-instance = "gpu_1x_a100_sxm4"
-gpu_model = "A100-40GB"
-gpus = 1
-usd_per_hour = "1.29"
-market = "on-demand"
-region = ""
-source = "test catalog"
-as_of = "2026-11-27"
-confidence = "unverified"
-"""
 
 
 class TestASpentBudgetTerminatesTheLambdaInstance:
@@ -193,25 +154,23 @@ class TestASpentBudgetTerminatesTheLambdaInstance:
         self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
     ) -> dict[str, object]:
         monkeypatch.setenv("LAMBDA_API_KEY", LAMBDA_KEY)
-        catalog = tmp_path / "prices.toml"
-        catalog.write_text(CATALOG)
-        return {
-            "telemetry": "simulated",
-            "simulated_trace": "h100-live",
-            "sample_interval_s": 0.2,
-            "minimum_charge_s": 0,
-            "price_catalog_path": str(catalog),
-            "dmi_path": str(tmp_path / "no-dmi"),
-            "machine_provider": "lambda",
-            "machine_instance_id": INSTANCE,
-            "lambda_api_url": f"{standin.url}/api/v1",
-            "hard_budget_usd": 0.001,
-            "budget_grace_s": 0,
-            "budget_save_timeout_s": 1,
-            "budget_action": "stop-instance",
-            "budget_state_path": str(tmp_path / "budget.json"),
-            "ledger_url": "none",
-        }
+        catalog = write_catalog(
+            tmp_path,
+            "lambda",
+            "2.99",
+            instance="gpu_1x_a100_sxm4",
+            gpu_model="A100-40GB",
+            usd_per_hour="1.29",
+        )
+        return stop_instance_config(
+            tmp_path,
+            catalog,
+            0.001,
+            dmi_path=str(tmp_path / "no-dmi"),
+            machine_provider="lambda",
+            machine_instance_id=INSTANCE,
+            lambda_api_url=f"{standin.url}/api/v1",
+        )
 
     async def test_it_is_priced_whole_then_terminated(
         self, jp_fetch: Any, standin: StandIn

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cloud_server import closed_url, connections, in_language
 from cloud_standins import VAST_KEY, Cloud, StandIn, serve
 
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
 from jupyter_gpucost.cloud.stop import StopResult, StopSettings, stop_instance
-from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.machine import STILL_VAST, Machine
 from jupyter_gpucost.server.budget.enforce import (
     BrowserSaves,
@@ -63,14 +61,7 @@ def stop(standin: StandIn, environ: dict[str, str] = ENVIRON) -> StopResult:
 def test_the_instance_is_known_from_its_variables_without_a_packet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[object] = []
-    real = socket.socket.connect
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        seen.append(address)
-        return real(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
+    seen = connections(monkeypatch)
     found = identify(DetectSettings(dmi_path=str(tmp_path)), ENVIRON)
     assert found == vast_machine()
     assert seen == []
@@ -116,9 +107,7 @@ def test_another_instance_and_the_api_down_are_reasons(standin: StandIn) -> None
     result = stop(standin)
     assert not result.ok
     assert result.message.startswith("Vast.ai answered 404")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    closed = closed_url()
     down = stop_instance(
         vast_machine(), StopSettings(vast_api_url=closed, timeout_s=2), Endpoints(), ENVIRON
     )
@@ -127,14 +116,34 @@ def test_another_instance_and_the_api_down_are_reasons(standin: StandIn) -> None
 
 
 def test_a_refusal_is_said_in_chinese(standin: StandIn) -> None:
-    i18n.set_language("zh_CN")
-    try:
+    with in_language("zh_CN"):
         result = stop(standin, {**ENVIRON, "CONTAINER_API_KEY": "not-the-key"})
-    finally:
-        i18n.set_language("en")
     assert "CONTAINER_API_KEY" in result.message
     assert "Vast.ai" in result.message
     assert "拒绝" in result.message
+
+
+def stop_instance_enforcer(
+    vast_stop: Callable[[], Awaitable[InstanceStop]],
+    keep: Callable[[ActionRecord], Awaitable[None]],
+    stop_server: Callable[[], None],
+) -> Enforcer:
+    """The budget's enforcer with ``stop-instance`` through ``vast_stop``, no kernels."""
+    events = BudgetEvents(None, LOG, lambda: datetime.now(UTC))
+    enforcer = Enforcer(
+        EnforceSettings("stop-instance", 0.1, None, "$"),
+        policy=BudgetPolicy(),
+        saves=BrowserSaves(events, LOG),
+        events=events,
+        keep=keep,
+        forget=lambda at: None,
+        kernel_manager=None,
+        stop_server=stop_server,
+        log=LOG,
+        clock=lambda: datetime.now(UTC),
+    )
+    enforcer.stop_instance = vast_stop
+    return enforcer
 
 
 async def test_a_failed_stop_says_why_and_stops_the_server_instead(standin: StandIn) -> None:
@@ -150,20 +159,7 @@ async def test_a_failed_stop_says_why_and_stops_the_server_instead(standin: Stan
         )
         return InstanceStop(result.ok, result.via, result.message, result.still_bills)
 
-    events = BudgetEvents(None, LOG, lambda: datetime.now(UTC))
-    enforcer = Enforcer(
-        EnforceSettings("stop-instance", 0.1, None, "$"),
-        policy=BudgetPolicy(),
-        saves=BrowserSaves(events, LOG),
-        events=events,
-        keep=keep,
-        forget=lambda at: None,
-        kernel_manager=None,
-        stop_server=lambda: stopped.append(True),
-        log=LOG,
-        clock=lambda: datetime.now(UTC),
-    )
-    enforcer.stop_instance = vast_stop
+    enforcer = stop_instance_enforcer(vast_stop, keep, lambda: stopped.append(True))
     record = await enforcer.enforce(Enforce(None, "user"))
     assert "could not stop the machine (Vast.ai refused to stop the instance (401)" in (
         record.message
@@ -181,20 +177,7 @@ async def test_a_stop_that_worked_says_the_disk_still_bills(standin: StandIn) ->
     async def keep(record: ActionRecord) -> None:
         pass
 
-    events = BudgetEvents(None, LOG, lambda: datetime.now(UTC))
-    enforcer = Enforcer(
-        EnforceSettings("stop-instance", 0.1, None, "$"),
-        policy=BudgetPolicy(),
-        saves=BrowserSaves(events, LOG),
-        events=events,
-        keep=keep,
-        forget=lambda at: None,
-        kernel_manager=None,
-        stop_server=lambda: None,
-        log=LOG,
-        clock=lambda: datetime.now(UTC),
-    )
-    enforcer.stop_instance = vast_stop
+    enforcer = stop_instance_enforcer(vast_stop, keep, lambda: None)
     record = await enforcer.enforce(Enforce(None, "user"))
     assert record.via == "vast"
     assert f"machine stopping (Vast.ai is stopping instance {INSTANCE})" in record.message

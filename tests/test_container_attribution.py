@@ -21,7 +21,7 @@ from container_gpu import OFFSET, ContainerNvml
 from nvml_replay import load, replay_step
 
 from jupyter_gpucost.core.protocol import ENV_TOKEN, GPU_PROBES_PATH, gpu_probe_signature
-from jupyter_gpucost.server.gpu_claims import SIZE_CHOICES
+from jupyter_gpucost.server.gpu_use.gpu_claims import SIZE_CHOICES
 
 GIB = 2**30
 TESTS = Path(__file__).parent

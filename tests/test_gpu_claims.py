@@ -16,10 +16,10 @@ from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter, MeterSnapshot
 from jupyter_gpucost.core.protocol import gpu_probe_signature
-from jupyter_gpucost.server.attribution import NOTE_CONTAINER, NOTE_IDENTIFIED, Attributor
 from jupyter_gpucost.server.errors import Conflict, Forbidden, NotFound
-from jupyter_gpucost.server.gpu_claims import SIZE_CHOICES, ClaimBook, MiB
-from jupyter_gpucost.server.kernel_procs import KernelInfo
+from jupyter_gpucost.server.gpu_use.attribution import NOTE_CONTAINER, NOTE_IDENTIFIED, Attributor
+from jupyter_gpucost.server.gpu_use.gpu_claims import SIZE_CHOICES, ClaimBook, MiB
+from jupyter_gpucost.server.gpu_use.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
 
 CATALOG = load_catalog()

@@ -16,7 +16,7 @@ import pytest
 from jupyter_gpucost.kernel import measure
 from jupyter_gpucost.kernel.magics import magic_record
 from jupyter_gpucost.kernel.prices import KernelPrices
-from jupyter_gpucost.server.cells import clean
+from jupyter_gpucost.server.record.cells import clean
 
 
 class Event:

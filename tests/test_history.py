@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpucost.server.history import from_ledger
 from jupyter_gpucost.server.ledger import Ledger, Pending
+from jupyter_gpucost.server.record.history import from_ledger
 
 WINDOWS = ("15m", "1h", "24h", "7d")
 

@@ -179,10 +179,12 @@ def test_no_import_cycles_lazy_imports_included() -> None:
     assert _cycles() == []
 
 
-def test_no_import_cycles_in_the_hub_type_imports_included() -> None:
-    # the hub's rooms are layered (below): not even a type may point back up
-    hub = {m: ts for m, ts in TYPED_GRAPH.items() if _in(m, f"{PACKAGE}.hub")}
-    assert _cycles(hub) == []
+@pytest.mark.parametrize("process", ["hub", "server"])
+def test_no_import_cycles_in_the_hub_or_the_server_type_imports_included(process: str) -> None:
+    # the hub's and the server's rooms are layered (below): not even a type may point back up
+    graph = {m: ts for m, ts in TYPED_GRAPH.items() if _in(m, f"{PACKAGE}.{process}")}
+    assert graph
+    assert _cycles(graph) == []
 
 
 #: the hub's layers, lowest first: a module may import its own layer's and lower ones'
@@ -244,6 +246,100 @@ def test_each_hub_room_says_what_it_owns_and_may_import(room: str) -> None:
     init = ROOT / "hub" / room / "__init__.py"
     docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
     assert "May import:" in docstring
+
+
+#: the single-user server's layers, lowest first, as for the hub. A room's ``handlers``
+#: (its HTTP face) stands with the base handler in the web layer, above the service it reads
+SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("errors", "inputs", "traits", "kernel_auth", "translations", "sampler")),
+    ("ledger", ("ledger",)),
+    ("gpu_use", ("gpu_use",)),
+    ("record", ("record",)),
+    ("service", ("service", "status", "status_events", "hub_link")),
+    ("export", ("export",)),
+    ("budget", ("budget",)),
+    ("notify", ("notify",)),
+    ("machine", ("machine",)),
+    ("spot", ("spot",)),
+    (
+        "web",
+        (
+            "web",
+            "handlers",
+            "routes",
+            "gpu_use.handlers",
+            "export.handlers",
+            "budget.handlers",
+            "notify.handlers",
+        ),
+    ),
+    ("app", ("app", "startup")),
+]
+SERVER_ROOMS = ["ledger", "gpu_use", "record", "export", "budget", "notify", "machine", "spot"]
+
+
+def _server_layer(module: str) -> int | None:
+    """The layer of the longest name of :data:`SERVER_LAYERS` that ``module`` is in."""
+    if module == f"{PACKAGE}.server":
+        return len(SERVER_LAYERS) - 1
+    found: tuple[int, int] | None = None
+    for level, (_, names) in enumerate(SERVER_LAYERS):
+        for n in names:
+            if _in(module, f"{PACKAGE}.server.{n}") and (found is None or len(n) > found[1]):
+                found = (level, len(n))
+    return None if found is None else found[0]
+
+
+def test_every_server_module_is_in_a_room() -> None:
+    server = [m for m in TYPED_GRAPH if _in(m, f"{PACKAGE}.server")]
+    assert len(server) > len(SERVER_LAYERS)
+    assert [m for m in server if _server_layer(m) is None] == []
+
+
+def _server_upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({SERVER_LAYERS[low][0]}) imports {target} ({SERVER_LAYERS[high][0]})"
+        for module, targets in graph.items()
+        if (low := _server_layer(module)) is not None
+        for target in targets
+        if (high := _server_layer(target)) is not None and high > low
+    )
+
+
+def test_no_server_module_imports_a_layer_above_its_own() -> None:
+    assert _server_upward(TYPED_GRAPH) == []
+
+
+def test_the_server_layer_check_sees_an_upward_import() -> None:
+    # the check above must be able to fail: the service is above what it records with,
+    # and a room's handlers are above the service, the rest of the room below it
+    def level(name: str) -> int | None:
+        return _server_layer(f"{PACKAGE}.server.{name}")
+
+    assert level("gpu_use.attribution") == 2
+    assert level("record.recorder") == 3
+    assert level("service") == 4
+    assert level("gpu_use.handlers") == level("budget.handlers") == level("web") == 10
+    assert level("budget.controller") == 6
+    assert level("app") == len(SERVER_LAYERS) - 1
+    assert level("machine.setup") == 8
+    assert level("spot.setup") == 9
+    upward = {f"{PACKAGE}.server.record.recorder": {f"{PACKAGE}.server.budget.handlers"}}
+    assert _server_upward(upward) == [
+        f"{PACKAGE}.server.record.recorder (record) imports {PACKAGE}.server.budget.handlers (web)"
+    ]
+
+
+@pytest.mark.parametrize("room", SERVER_ROOMS)
+def test_each_server_room_says_what_it_owns_and_may_import(room: str) -> None:
+    init = ROOT / "server" / room / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "May import:" in docstring
+
+
+def test_every_server_room_is_layered() -> None:
+    rooms = sorted(p.parent.name for p in (ROOT / "server").glob("*/__init__.py"))
+    assert rooms == sorted(SERVER_ROOMS)
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -108,11 +108,11 @@ def test_a_runpod_pod_is_known_from_its_environment_without_a_packet(
 def test_a_server_with_no_dmi_starts_without_a_connection_to_a_metadata_service(
     tmp_path: Path, connections: list[object]
 ) -> None:
-    # what the server does at start-up (server.machine.detect_machine), on a machine with
+    # what the server does at start-up (server.machine.setup.detect_machine), on a machine with
     # neither DMI nor a cloud's variables: no connection is attempted at all
     import logging
 
-    from jupyter_gpucost.server.machine import MachineTraits, detect_machine, machine_settings
+    from jupyter_gpucost.server.machine.setup import MachineTraits, detect_machine, machine_settings
 
     traits = MachineTraits(dmi_path=str(tmp_path))
     assert detect_machine(machine_settings(traits, {}), {}, logging.getLogger("t")) is None

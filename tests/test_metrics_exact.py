@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
-from jupyter_gpucost.server.metrics import Metrics, _create
+from jupyter_gpucost.server.record.metrics import Metrics, _create
 
 COST = re.compile(r'^jupyter_gpucost_cost_usd_total\{user="(?P<user>[^"]*)"\} (?P<value>\S+)$')
 

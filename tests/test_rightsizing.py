@@ -50,7 +50,7 @@ def test_advice_once_the_gpus_were_observed_long_enough() -> None:
 
 def test_the_notes_the_panel_shows_are_in_the_servers_language() -> None:
     from jupyter_gpucost.core import i18n
-    from jupyter_gpucost.server.attribution import NOTE_SIMULATED
+    from jupyter_gpucost.server.gpu_use.attribution import NOTE_SIMULATED
 
     i18n.set_language("zh_CN")
     try:

@@ -153,8 +153,8 @@ def test_any_failure_keeps_the_bound_and_says_why(
     from jupyter_gpucost.core.catalog import load_catalog
     from jupyter_gpucost.core.instance_prices import load_instance_rows
     from jupyter_gpucost.core.machine import Machine
-    from jupyter_gpucost.server.machine import AdminPrices, price_plan
-    from jupyter_gpucost.server.spot_price_setup import spot_price_plan
+    from jupyter_gpucost.server.machine.setup import AdminPrices, price_plan
+    from jupyter_gpucost.server.machine.spot_prices import spot_price_plan
 
     class Traits(HasTraits):
         aws_spot_prices = Bool(True)
@@ -162,7 +162,7 @@ def test_any_failure_keeps_the_bound_and_says_why(
     def refused(*args: object, **kwargs: object) -> object:
         raise SpotPriceError("AWS refused DescribeSpotPriceHistory (UnauthorizedOperation)")
 
-    monkeypatch.setattr("jupyter_gpucost.server.spot_price_setup.aws_quote", refused)
+    monkeypatch.setattr("jupyter_gpucost.server.machine.spot_prices.aws_quote", refused)
     m = Machine("aws", "p5.48xlarge", "us-east-1", "spot", "i-0123", zone="us-east-1a")
     plan = price_plan(AdminPrices(), m, load_catalog(None), load_instance_rows(None))
     assert plan.whole is not None

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
-from jupyter_gpucost.server.recorder import LiveTotals
+from jupyter_gpucost.server.record.recorder import LiveTotals
 from jupyter_gpucost.server.status import LedgerFacts, StatusInputs, status_document
 from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
 

@@ -2,7 +2,7 @@
 
 Asked only on a machine detected as spot (:attr:`Machine.market`) on AWS, Google Cloud or
 Azure and not a shared Kubernetes node (a pod learns of its node's drain through SIGTERM,
-handled by the server: :mod:`..server.interruption`). Every other machine gets no watcher
+handled by the server: :mod:`..server.spot.interruption`). Every other machine gets no watcher
 and sends no packet (:func:`watchable`).
 
 What each metadata service answers, as documented:

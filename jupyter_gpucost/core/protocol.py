@@ -37,7 +37,7 @@ API_PATH = "gpucost/api"
 STATUS_PATH = f"{API_PATH}/status"
 CELLS_PATH = f"{API_PATH}/cells"
 BUDGET_PATH = f"{API_PATH}/budget"
-#: a kernel identifies its own GPU process (in a container), :mod:`...server.gpu_claims`
+#: a kernel identifies its own GPU process (in a container), :mod:`..server.gpu_use.gpu_claims`
 GPU_PROBES_PATH = f"{API_PATH}/kernels/gpu-probes"
 
 

@@ -2,7 +2,7 @@
 
 Inside a container NVML may list host pids, and nothing inside the container can read its own
 host pid (``/proc`` shows the container's namespace). So the kernel lets the server *see*
-which process it is (:mod:`jupyter_gpucost.server.gpu_claims`): once this process has a
+which process it is (:mod:`jupyter_gpucost.server.gpu_use.gpu_claims`): once this process has a
 CUDA context on a GPU (the notebook created it; this module never does), it asks the
 server for a probe, waits until the server has read the GPU's processes, allocates exactly
 the size the server chose in that context, tells the server it holds it, waits until the

@@ -27,7 +27,7 @@ from .budget.setup import budget_env_default, budget_env_number, validate_budget
 from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
-from .machine import MachinePrices, check_provider, resolve_machine
+from .machine.setup import MachinePrices, check_provider, resolve_machine
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
 from .startup import GpuCostTraits, start_budget_and_exports

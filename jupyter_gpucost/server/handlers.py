@@ -14,10 +14,10 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .attribution import Attributor
-from .cells import CellLog, clean
+from .gpu_use.attribution import Attributor
 from .inputs import whole_number
 from .kernel_auth import user_or_kernel
+from .record.cells import CellLog, clean
 from .web import API_PREFIX, GpuCostHandler, Route
 
 

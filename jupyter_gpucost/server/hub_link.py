@@ -56,7 +56,7 @@ from ..core.hub_protocol import (
 from ..core.i18n import N_, _
 from ..core.meter import MeterSnapshot
 from ..core.money import round_micro
-from .attribution import Attribution
+from .gpu_use.attribution import Attribution
 
 #: seconds a report may take before it counts as failed
 REPORT_TIMEOUT_S = 5.0

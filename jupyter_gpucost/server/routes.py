@@ -2,17 +2,17 @@
 
 ``GpuCost.initialize_handlers`` registers it; jupyter_server prepends the base URL. Each
 handler module imports only the base handler (:mod:`jupyter_gpucost.server.web`), so the
-HTTP layer has no import cycle: ``web`` ← ``handlers``, ``probe_handlers``, ``budget.handlers``,
-``export.handlers`` ← ``routes`` ← ``app``.
+HTTP layer has no import cycle: ``web`` ← ``handlers``, ``gpu_use.handlers``, ``budget.handlers``,
+``export.handlers``, ``notify.handlers`` ← ``routes`` ← ``app``.
 """
 
 from __future__ import annotations
 
 from .budget.handlers import budget_handlers
 from .export.handlers import export_handlers
+from .gpu_use.handlers import probe_handlers
 from .handlers import cost_handlers
 from .notify.handlers import alert_handlers
-from .probe_handlers import probe_handlers
 from .web import Route
 
 

@@ -23,15 +23,15 @@ from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from ..telemetry.simulated import SimulatedSource
-from . import history as hist
-from .attribution import Attributor
-from .cells import CellLog
-from .gpu_claims import ClaimBook
-from .history import HistoryRing
-from .kernel_procs import KernelTracker, uptime_s
+from .gpu_use.attribution import Attributor
+from .gpu_use.gpu_claims import ClaimBook
+from .gpu_use.kernel_procs import KernelTracker, uptime_s
 from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
-from .metrics import Metrics
-from .recorder import Recorder
+from .record import history as hist
+from .record.cells import CellLog
+from .record.history import HistoryRing
+from .record.metrics import Metrics
+from .record.recorder import Recorder
 from .sampler import Sampler, monotonic_us, utc_now
 from .status import LedgerFacts, StatusInputs, ledger_json, status_document
 

@@ -32,11 +32,11 @@ from .hub_link import (
     now_utc,
     reported_interruptions,
 )
-from .interruption_setup import InterruptionTraits, start_interruption
-from .machine import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .machine.setup import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .machine.spot_prices import SpotPriceTraits
 from .notify import ServerAlerts, start_alerts
 from .service import CostService
-from .spot_price_setup import SpotPriceTraits
+from .spot.setup import InterruptionTraits, start_interruption
 from .traits import AlertTraits, CurrencyTraits, trait_float, trait_str, trait_strings
 
 

@@ -28,8 +28,8 @@ from ..core.meter import GpuCost, MeterSnapshot
 from ..core.money import usd
 from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
-from .attribution import Attribution
-from .recorder import LiveTotals
+from .gpu_use.attribution import Attribution
+from .record.recorder import LiveTotals
 
 #: joules in a kilowatt-hour
 J_PER_KWH = 3.6e6

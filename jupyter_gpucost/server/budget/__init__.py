@@ -9,6 +9,11 @@
 * :mod:`.messages`: the sentences a person reads;
 * :mod:`.events`: the event bus; :mod:`.payload`: the API document;
 * :mod:`.store`: the state file; :mod:`.setup`: traits to a running controller.
+
+May import: the server's base (:mod:`..inputs`, :mod:`..traits`, ...), :mod:`..ledger`,
+:mod:`..record` (the session's spend), the service's layer and :mod:`..export`,
+``jupyter_gpucost.core``; its :mod:`.handlers` also the base handler (:mod:`..web`). Never
+:mod:`..notify`, :mod:`..machine`, :mod:`..spot` or the app.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from ...core.meter import MeterSnapshot
-from ..recorder import LiveTotals
+from ..record.recorder import LiveTotals
 from .policy import Scope
 
 

@@ -4,4 +4,8 @@
 server's root dir), ``stores`` (how bytes land: a local folder, S3 through boto3's
 multipart API, any other fsspec store), ``jobs`` (background jobs with progress, cancel
 and clean-up), ``handlers`` (the REST routes).
+
+May import: the server's base (:mod:`..errors`, :mod:`..inputs`, :mod:`..traits`) and
+``jupyter_gpucost.core``; its :mod:`.handlers` also the base handler (:mod:`..web`). Never
+:mod:`..budget`, :mod:`..spot`, the service or the app.
 """

@@ -24,6 +24,9 @@ the ledger off, with a warning. The server never fails because of its ledger.
 This package is the ledger's one entry point (:class:`Ledger`); its parts are the tables
 (``schema``), opening and moving a broken file aside (``opening``), the writes
 (``writes``) and the queries and rollups read back (``queries``).
+
+May import: ``jupyter_gpucost.core`` only; never another room of the server, the service
+or the app (the headless tools read it too).
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ tornado-free :mod:`jupyter_gpucost.alerts`.
 * :mod:`.alerter`: the budget's standings and events to alerts;
 * :mod:`.user_targets`: the targets a user adds from the panel (a file of the server's);
 * :mod:`.handlers`: the panel's routes (targets masked, a test).
+
+May import: everything below it (the server's base, :mod:`..budget`, ...),
+``jupyter_gpucost.alerts`` and ``.core``; its :mod:`.handlers` also the base handler
+(:mod:`..web`). Never :mod:`..machine`, :mod:`..spot` or the app.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The settings of the spot interruption answer and its wiring at start-up.
 
-:func:`start_interruption` starts the watcher (:mod:`..cloud.interruption`) only on a
+:func:`start_interruption` starts the watcher (:mod:`...cloud.interruption`) only on a
 detected spot machine, and answers SIGTERM only inside a Kubernetes pod; any other machine
 gets neither, and no request is ever sent (docs/spot.md).
 """
@@ -16,14 +16,14 @@ from typing import Any
 
 from traitlets import Bool, Float, HasTraits, validate
 
-from ..cloud.interruption import KUBERNETES_GRACE_S, Watcher, start_watch, watchable
-from ..core.interruption_files import ENV_NAME
-from .budget.controller import BudgetController
-from .export.jobs import ExportManager
+from ...cloud.interruption import KUBERNETES_GRACE_S, Watcher, start_watch, watchable
+from ...core.interruption_files import ENV_NAME
+from ..budget.controller import BudgetController
+from ..export.jobs import ExportManager
+from ..machine.setup import MachinePrices
+from ..service import CostService
+from ..traits import trait_float, within
 from .interruption import Responder, install_sigterm, interrupted_line, last_interruption
-from .machine import MachinePrices
-from .service import CostService
-from .traits import trait_float, within
 
 
 class InterruptionTraits(HasTraits):

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..core.i18n import _
-from ..core.money import usd
-from .errors import RequestError
-from .inputs import shown
-from .ledger import Ledger
+from ...core.i18n import _
+from ...core.money import usd
+from ..errors import RequestError
+from ..inputs import shown
+from ..ledger import Ledger
 
 WINDOWS_S = {"15m": 900, "1h": 3600, "6h": 21600, "24h": 86400, "7d": 604800, "30d": 2592000}
 STEPS_S = {"1s": 1, "5s": 5, "10s": 10, "1m": 60, "5m": 300, "1h": 3600}

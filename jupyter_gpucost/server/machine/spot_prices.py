@@ -1,5 +1,5 @@
 """Opt-in: a detected AWS spot instance priced at its spot price from AWS instead of its
-on-demand upper bound (:mod:`..cloud.spot_prices`, docs/spot.md)."""
+on-demand upper bound (:mod:`...cloud.spot_prices`, docs/spot.md)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, HasTraits, Unicode
 
-from ..cloud.spot_prices import QuoteCache, SpotPriceError, aws_quote
-from ..core.catalog import BASIS_UPPER_BOUND
-from ..core.instance_prices import PricePlan, whole_instance
-from ..core.machine import Machine
+from ...cloud.spot_prices import QuoteCache, SpotPriceError, aws_quote
+from ...core.catalog import BASIS_UPPER_BOUND
+from ...core.instance_prices import PricePlan, whole_instance
+from ...core.machine import Machine
 
 #: seconds the start-up waits for AWS's answer
 ASK_TIMEOUT_S = 5.0

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..core.i18n import _
-from .errors import RequestError
+from ...core.i18n import _
+from ..errors import RequestError
+from ..inputs import one_of
+from ..kernel_auth import user_or_kernel
+from ..web import API_PREFIX, GpuCostHandler, Route
 from .gpu_claims import ClaimBook, Probe
-from .inputs import one_of
-from .kernel_auth import user_or_kernel
-from .web import API_PREFIX, GpuCostHandler, Route
 
 STEPS: tuple[Literal["held", "released"], ...] = ("held", "released")
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from jupyter_core.utils import ensure_async
 
-from ..core.interruption_files import CODE_PREFIX, read_json
+from ...core.interruption_files import CODE_PREFIX, read_json
 
 #: how long an interrupted kernel is given to become idle before the code is sent
 SETTLE_S = 2.0

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..core.meter import MeterSnapshot
-from .attribution import Attribution, Attributor
+from ...core.meter import MeterSnapshot
+from ..gpu_use.attribution import Attribution, Attributor
+from ..gpu_use.kernel_procs import KernelTracker
+from ..ledger import GpuMinuteSums, Ledger, Pending, Totals, minute_of
+from ..sampler import Published
 from .history import GpuPoint, HistoryRing, Point
-from .kernel_procs import KernelTracker
-from .ledger import GpuMinuteSums, Ledger, Pending, Totals, minute_of
-from .sampler import Published
 
 
 @dataclass(frozen=True)

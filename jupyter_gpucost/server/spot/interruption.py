@@ -1,6 +1,6 @@
 """When the cloud takes a spot machine back: tell, save, checkpoint, export, record.
 
-The watcher (:mod:`..cloud.interruption`) or, on Kubernetes, SIGTERM to the server hands
+The watcher (:mod:`...cloud.interruption`) or, on Kubernetes, SIGTERM to the server hands
 over a :class:`Notice`; :class:`Responder` then runs, at once and in this order, each
 step bounded so that the ones after it still fit within the notice:
 
@@ -8,7 +8,7 @@ step bounded so that the ones after it still fit within the notice:
    page shows the seconds left) and the budget's status document (pages that poll);
 2. **save**: the budget stop's save path: every connected page saves its notebooks;
 3. **checkpoint**: ``notice.json`` in the interruption folder
-   (:mod:`..core.interruption_files`); each running training guard calls its
+   (:mod:`...core.interruption_files`); each running training guard calls its
    ``on_interrupt`` and answers with the checkpoint it wrote;
 4. **export**: where ``export_on_interrupt`` is set, the checkpoints the guards wrote go
    to the default export target, with the export's manifest;
@@ -32,23 +32,23 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..cloud.interruption import KUBERNETES_GRACE_S, Notice, NoticeHandler
-from ..core import money
-from ..core.i18n import _
-from ..core.interruption_files import (
+from ...cloud.interruption import KUBERNETES_GRACE_S, Notice, NoticeHandler
+from ...core import money
+from ...core.i18n import _
+from ...core.interruption_files import (
     GUARD_PREFIX,
     NOTICE,
     ack_name,
     read_json,
     write_json,
 )
-from ..core.machine import Machine
-from .budget.controller import BudgetController
-from .budget.events import iso
-from .errors import RequestError
-from .export.jobs import ExportManager
+from ...core.machine import Machine
+from ..budget.controller import BudgetController
+from ..budget.events import iso
+from ..errors import RequestError
+from ..export.jobs import ExportManager
+from ..ledger import Ledger
 from .interruption_code import CodeKernels, kept_codes, run_code
-from .ledger import Ledger
 
 #: seconds kept free at the end of the notice (the machine may go a little early)
 MARGIN_S = 3.0

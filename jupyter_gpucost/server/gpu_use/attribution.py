@@ -43,9 +43,9 @@ from fractions import Fraction
 
 import psutil
 
-from ..core.i18n import N_
-from ..core.meter import MeterSnapshot, apportion
-from ..telemetry.base import ProcessReading
+from ...core.i18n import N_
+from ...core.meter import MeterSnapshot, apportion
+from ...telemetry.base import ProcessReading
 from .gpu_claims import ClaimBook
 from .kernel_procs import KernelInfo
 

@@ -1,9 +1,9 @@
 """The machine's settings and its wiring: detection at start-up, prices, the stop driver.
 
 The ``GpuCost`` traits of this concern live here (:class:`MachineTraits`, a base of the
-extension app); :func:`detect_machine` runs the detection (:mod:`..cloud.detect`) in a
+extension app); :func:`detect_machine` runs the detection (:mod:`...cloud.detect`) in a
 worker thread, bounded, before the server serves; :func:`price_plan` applies the rule of
-:func:`..core.instance_prices.plan_prices`: the admin's settings always win.
+:func:`...core.instance_prices.plan_prices`: the admin's settings always win.
 """
 
 from __future__ import annotations
@@ -21,24 +21,24 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
 from traitlets.config import Config
 
-from ..cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
-from ..cloud.azure_prices import RETAIL_PRICES_URL
-from ..cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
-from ..cloud.lambda_cloud import LAMBDA_API
-from ..cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
-from ..cloud.stop import StopSettings, stop_instance
-from ..core.catalog import Catalog
-from ..core.instance_prices import (
+from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
+from ...cloud.azure_prices import RETAIL_PRICES_URL
+from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+from ...cloud.lambda_cloud import LAMBDA_API
+from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
+from ...cloud.stop import StopSettings, stop_instance
+from ...core.catalog import Catalog
+from ...core.instance_prices import (
     AdminPrices,
     InstanceRow,
     PricePlan,
     load_instance_rows,
     plan_prices,
 )
-from ..core.machine import Machine
-from .budget.enforce import InstanceStop, InstanceStopper
-from .spot_price_setup import spot_price_plan
-from .traits import within
+from ...core.machine import Machine
+from ..budget.enforce import InstanceStop, InstanceStopper
+from ..traits import within
+from .spot_prices import spot_price_plan
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
 MAX_REQUESTS = 3

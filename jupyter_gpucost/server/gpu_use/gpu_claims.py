@@ -49,10 +49,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.i18n import N_, _
-from ..core.meter import MeterSnapshot
-from ..core.protocol import gpu_probe_signature
-from .errors import Conflict, Forbidden, NotFound, RequestError
+from ...core.i18n import N_, _
+from ...core.meter import MeterSnapshot
+from ...core.protocol import gpu_probe_signature
+from ..errors import Conflict, Forbidden, NotFound, RequestError
 
 MiB = 1024**2
 #: the sizes a probe may ask for: 8 MiB to 260 MiB in steps of 4 MiB (NVML reports

@@ -15,9 +15,9 @@ from collections import deque
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from ..core.i18n import _
-from .errors import RequestError
-from .inputs import is_unicode, one_of, shown, type_name
+from ...core.i18n import _
+from ..errors import RequestError
+from ..inputs import is_unicode, one_of, shown, type_name
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")

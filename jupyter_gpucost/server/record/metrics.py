@@ -19,8 +19,8 @@ from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from .attribution import Attribution
-from .sampler import Published
+from ..gpu_use.attribution import Attribution
+from ..sampler import Published
 
 _GPU = ("user", "gpu", "UUID", "modelName")
 _lock = threading.Lock()
