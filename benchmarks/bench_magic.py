@@ -66,8 +66,8 @@ def stand_in_server() -> tuple[Any, dict[str, int]]:
 
 def light_steps(repeat: int = 200) -> dict[str, float]:
     """Median microseconds of each step of the light method, each timed on its own."""
-    from jupyter_gpucost.kernel import measure
-    from jupyter_gpucost.kernel.cuda import torch_cuda
+    from jupyter_gpucost.kernel.cell import measure
+    from jupyter_gpucost.kernel.cell.cuda import torch_cuda
 
     torch = torch_cuda()
     steps: dict[str, Any] = {

@@ -9,7 +9,7 @@
    the functions that cost the most, own time and with what they call.
 3. ``tiny``: the cell of 2,000 one-element adds under ``torch.profiler``, phase by phase:
    the profiler's start, the cell, its stop, reading the raw events and building the table
-   (:func:`jupyter_gpucost.kernel.ops.ops_table`), with CPU and CUDA activities (what
+   (:func:`jupyter_gpucost.kernel.cell.ops.ops_table`), with CPU and CUDA activities (what
    ``--ops`` records) and with CUDA alone (the least a profiler can record), against the
    plain cell.
 """
@@ -77,8 +77,8 @@ def shell_with_extension() -> tuple[Any, Any, Any]:
 
 
 def light(run: Any, repeat: int) -> dict[str, Any]:
-    from jupyter_gpucost.kernel import measure
-    from jupyter_gpucost.kernel.energy import EnergyReader
+    from jupyter_gpucost.kernel.cell import measure
+    from jupyter_gpucost.kernel.cell.energy import EnergyReader
 
     real = measure.energy_reader
     off = EnergyReader(lambda: {})
@@ -134,7 +134,7 @@ def tiny(repeat: int) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from jupyter_gpucost.kernel.ops import ops_table
+    from jupyter_gpucost.kernel.cell.ops import ops_table
 
     cuda = torch.cuda.is_available()
     x = torch.ones(1, device="cuda" if cuda else "cpu")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpucost.kernel import measure
+from jupyter_gpucost.kernel.cell import measure
+from jupyter_gpucost.kernel.cell.prices import KernelPrices
 from jupyter_gpucost.kernel.magics import magic_record
-from jupyter_gpucost.kernel.prices import KernelPrices
 from jupyter_gpucost.server.record.cells import clean
 
 

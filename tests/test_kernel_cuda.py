@@ -17,7 +17,7 @@ def _run(code: str) -> str:
 def test_a_notebook_without_torch_does_not_get_it_imported() -> None:
     out = _run(
         "import sys\n"
-        "from jupyter_gpucost.kernel.cuda import torch_cuda\n"
+        "from jupyter_gpucost.kernel.cell.cuda import torch_cuda\n"
         "print(torch_cuda(), 'torch' in sys.modules)\n"
     )
     assert out == "None False"
@@ -27,7 +27,7 @@ def test_torch_without_cuda_started_is_not_used() -> None:
     # a CPU build, or a CUDA build whose notebook has not touched the GPU: no CUDA context
     out = _run(
         "import torch\n"
-        "from jupyter_gpucost.kernel.cuda import torch_cuda\n"
+        "from jupyter_gpucost.kernel.cell.cuda import torch_cuda\n"
         "print(torch_cuda(), torch.cuda.is_initialized())\n"
     )
     assert out == "None False"
@@ -39,7 +39,7 @@ def test_the_peak_memory_is_torchs_own_figure_read_without_flattening(monkeypatc
     import torch
     import torch.cuda.memory
 
-    from jupyter_gpucost.kernel.cuda import peak_allocated_bytes
+    from jupyter_gpucost.kernel.cell.cuda import peak_allocated_bytes
 
     def stat(peak: int) -> dict[str, int]:
         return {"current": 512, "peak": peak, "allocated": peak * 2, "freed": peak * 2 - 512}
@@ -61,7 +61,7 @@ def test_the_peak_memory_is_torchs_own_figure_read_without_flattening(monkeypatc
 def test_a_torch_without_the_nested_statistics_is_read_through_its_public_call() -> None:
     from types import SimpleNamespace
 
-    from jupyter_gpucost.kernel.cuda import peak_allocated_bytes
+    from jupyter_gpucost.kernel.cell.cuda import peak_allocated_bytes
 
     calls: list[int] = []
 

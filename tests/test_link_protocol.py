@@ -26,7 +26,7 @@ from jupyter_gpucost.core.protocol import (
     decode_prices,
     encode_prices,
 )
-from jupyter_gpucost.kernel import prices as kernel_prices
+from jupyter_gpucost.kernel.cell import prices as kernel_prices
 from jupyter_gpucost.kernel.link import LinkError, ServerLink, published_prices
 from jupyter_gpucost.kernel.widgets import StatusError, fetch_status
 

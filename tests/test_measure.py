@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from nvml_stub import DRIVER_570, FakeNvml, h100_80gb
 
-from jupyter_gpucost.kernel import measure
-from jupyter_gpucost.kernel.energy import COUNTER_RESOLUTION_S, EnergyReader
-from jupyter_gpucost.kernel.prices import KernelPrices
+from jupyter_gpucost.kernel.cell import measure
+from jupyter_gpucost.kernel.cell.energy import COUNTER_RESOLUTION_S, EnergyReader
+from jupyter_gpucost.kernel.cell.prices import KernelPrices
 
 #: what the H100 drew while busy, and how its counter moved: every 100 ms, in steps
 POWER_W = 697.0

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_gpucost.kernel import measure
-from jupyter_gpucost.kernel.ops import busy_seconds, ops_table
-from jupyter_gpucost.kernel.prices import KernelPrices
+from jupyter_gpucost.kernel.cell import measure
+from jupyter_gpucost.kernel.cell.ops import busy_seconds, ops_table
+from jupyter_gpucost.kernel.cell.prices import KernelPrices
 
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile  # noqa: E402

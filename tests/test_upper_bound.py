@@ -17,7 +17,7 @@ from jupyter_gpucost.core.catalog import MARKETS, PricePolicy, load_catalog
 from jupyter_gpucost.core.gpu_models import GIB, model_for
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.core.protocol import PricedGpu, PublishedPrices, decode_prices, encode_prices
-from jupyter_gpucost.kernel.prices import from_catalog, from_published
+from jupyter_gpucost.kernel.cell.prices import from_catalog, from_published
 from jupyter_gpucost.telemetry.base import GpuReading
 
 CATALOG = load_catalog()

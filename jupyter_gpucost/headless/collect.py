@@ -1,7 +1,7 @@
 """Moving each cell's cost into the notebook, and summing the notebook, in headless runs.
 
 The kernel publishes a priced cell's record as a display output of its own MIME type
-(:mod:`jupyter_gpucost.kernel.saved`). A :class:`CostCollector` attached to an nbclient
+(:mod:`jupyter_gpucost.kernel.cell.saved`). A :class:`CostCollector` attached to an nbclient
 ``NotebookClient`` (nbclient itself, papermill's engine, ``jupyter gpucost run``) takes
 that output out of each cell *as the cell finishes in this run*, checks it, writes it into
 ``cell.metadata.gpucost`` and adds it to the run's total; at the end the notebook's

@@ -152,7 +152,7 @@ class Priced:
 
 def runner_prices() -> Priced:
     """The prices the kernel will use (same machine, same environment, same rule)."""
-    from ..kernel.measure import prices
+    from ..kernel.cell.measure import prices
 
     p = prices()
     unpriced = [name for name, price in p.gpus.values() if price is None]

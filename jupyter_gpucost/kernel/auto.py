@@ -6,7 +6,7 @@ started CUDA itself, records a CUDA event on each GPU's current stream (the cell
 peak-memory counter; it never starts a profiler, never imports torch and never waits for
 the GPU on the cell's thread (the end events are waited for in the thread that sends the
 record). The record goes to the server, and JupyterLab shows it next to the cell; it is
-also published as a hidden output for the notebook file (:mod:`.saved`), which the front
+also published as a hidden output for the notebook file (:mod:`.cell.saved`), which the front
 end or a headless runner moves into the cell's metadata. Without a server that output's
 one-line text is what a plain front end shows.
 """
@@ -23,10 +23,10 @@ from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, to_usd
-from .cuda import CudaEvent, peak_allocated_bytes, torch_cuda
+from .cell.cuda import CudaEvent, peak_allocated_bytes, torch_cuda
+from .cell.measure import prices, start_events
+from .cell.saved import publish, saved_cell, summary_line
 from .link import kernel_id, link, notebook_path
-from .measure import prices, start_events
-from .saved import publish, saved_cell, summary_line
 
 #: IPython's ``InteractiveShell``: the extension keeps its own attributes on it
 #: (``gpucost_timer``, ``gpucost_auto``, ``gpucost_tally``), which its class does not declare

@@ -89,7 +89,7 @@ def _torch_facts(facts: Facts) -> None:
 
 
 def _driver_facts(facts: Facts) -> None:
-    from .measure import nvml
+    from .cell.measure import nvml
 
     source = nvml().source
     if source is not None:

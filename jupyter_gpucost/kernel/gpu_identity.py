@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from ..core.protocol import GPU_PROBES_PATH, gpu_probe_signature
 from .auto import Shell
-from .cuda import torch_cuda
+from .cell.cuda import torch_cuda
 from .link import LinkError, ServerLink, kernel_id, link
 
 log = logging.getLogger(__name__)

@@ -44,7 +44,7 @@ from typing import TypeAlias
 from ..core.billing import US_PER_HOUR, US_PER_S
 from ..core.i18n import _
 from ..core.money import MICRO, guard_line, round_usd
-from .cuda import torch_cuda
+from .cell.cuda import torch_cuda
 from .guard_display import LiveLine, show_warning
 from .guard_interrupt import InterruptWatch, MachineInterrupted, interrupted_message
 from .guard_summary import BudgetExceeded, BudgetWarning, GuardSummary
@@ -144,7 +144,7 @@ class Guard:
             self.usd_per_hour = rate
             self.price_source = _("usd_per_hour given to the guard")
         else:
-            from .measure import prices
+            from .cell.measure import prices
 
             p = prices()
             self.usd_per_hour = p.rate_usd_per_hour()

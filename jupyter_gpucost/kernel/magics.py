@@ -25,9 +25,9 @@ from ..core.money import exact, rate, status_bar, to_usd
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
+from .cell.measure import CellCost, Measurement, prices
+from .cell.saved import publish, saved_cell, summary_line
 from .link import LinkError, follow_server_language, link
-from .measure import CellCost, Measurement, prices
-from .saved import publish, saved_cell, summary_line
 from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
@@ -372,9 +372,9 @@ def gpu_memory() -> tuple[list[GpuMemory], str]:
     ``torch.cuda.mem_get_info`` is only asked when the notebook already initialised CUDA:
     asking it first would create a CUDA context (hundreds of MB) on every GPU.
     """
-    from .cuda import torch_cuda
+    from .cell.cuda import torch_cuda
+    from .cell.measure import nvml
     from .fit import GpuMemory
-    from .measure import nvml
 
     torch = torch_cuda()
     if torch is not None:
@@ -417,6 +417,6 @@ def unload(shell: Shell) -> None:
     pricer = getattr(shell, "gpucost_auto", None)
     if pricer is not None:
         pricer.disable()
-    from .measure import stop_energy_reader
+    from .cell.measure import stop_energy_reader
 
     stop_energy_reader()

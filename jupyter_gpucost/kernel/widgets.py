@@ -159,7 +159,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         started = psutil.Process(os.getpid()).create_time()
         if self.usd_per_hour is not None:
             return started, self.usd_per_hour, _("this kernel since it started, at the rate given")
-        from .measure import prices
+        from .cell.measure import prices
 
         p = prices()
         self.currency_symbol = p.currency_symbol

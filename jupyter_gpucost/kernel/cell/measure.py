@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..core.billing import cost_micro_usd
-from ..core.i18n import _
-from ..core.money import rate, round_micro, status_bar, to_usd
+from ...core.billing import cost_micro_usd
+from ...core.i18n import _
+from ...core.money import rate, round_micro, status_bar, to_usd
 from .cuda import CudaEvent, Torch, peak_allocated_bytes, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
 from .prices import KernelPrices, from_environment
 
 if TYPE_CHECKING:
-    from ..telemetry.base import GpuReading
-    from ..telemetry.nvml import NvmlSource
+    from ...telemetry.base import GpuReading
+    from ...telemetry.nvml import NvmlSource
 
 
 @dataclass
@@ -176,8 +176,8 @@ class KernelNvml:
         self.source: NvmlSource | None = None
         self.reason: str | None = None
         try:
-            from ..telemetry.base import SourceUnavailable
-            from ..telemetry.nvml import NvmlSource
+            from ...telemetry.base import SourceUnavailable
+            from ...telemetry.nvml import NvmlSource
 
             source = NvmlSource()
             try:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ..core.i18n import _
-from ..core.protocol import PublishedPrices
-from .link import published_prices
+from ...core.i18n import _
+from ...core.protocol import PublishedPrices
+from ..link import published_prices
 
 #: a GPU's upper bound: the catalog's message and its values
 Bound = tuple[str, tuple[tuple[str, str], ...]]
@@ -82,7 +82,7 @@ def from_environment(environ: Mapping[str, str] | None = None) -> KernelPrices |
 
 def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     """Prices from the shipped catalog for (uuid, NVML name, memory) of the GPUs here."""
-    from ..core.catalog import PricePolicy, load_catalog
+    from ...core.catalog import PricePolicy, load_catalog
 
     policy = PricePolicy(catalog=load_catalog())
     gpus: dict[str, tuple[str, Decimal | None]] = {}

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from ..core.i18n import _
-from ..core.money import rate as money_rate
-from ..core.money import status_bar, to_usd
-from ..core.saved_cost import MIMETYPE, SavedCell, SavedGpu
+from ...core.i18n import _
+from ...core.money import rate as money_rate
+from ...core.money import status_bar, to_usd
+from ...core.saved_cost import MIMETYPE, SavedCell, SavedGpu
 from .prices import KernelPrices
 
 #: ``0`` turns the record off (nothing published into the notebook)

@@ -15,8 +15,8 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Protocol
 
-from ..core.saved_cost import ENV_DETECT, ENV_DMI, ENV_TELEMETRY, ENV_TRACE, TELEMETRY_CHOICES
-from ..telemetry.base import GpuReading
+from ...core.saved_cost import ENV_DETECT, ENV_DMI, ENV_TELEMETRY, ENV_TRACE, TELEMETRY_CHOICES
+from ...telemetry.base import GpuReading
 from .prices import KernelPrices, from_catalog
 
 
@@ -34,7 +34,7 @@ def telemetry_choice() -> str:
 
 def simulated_readings() -> tuple[tuple[GpuReading, ...], str]:
     """The first frame of the trace named in the environment, and the trace's name."""
-    from ..telemetry.simulated import SimulatedSource
+    from ...telemetry.simulated import SimulatedSource
 
     source = SimulatedSource(os.environ.get(ENV_TRACE) or None)
     source.open()  # a broken trace says so (SourceUnavailable): never a silent $0
@@ -66,9 +66,9 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
     """The GPUs priced as the server prices them on this machine: the machine detected
     from its DMI files and its cloud's metadata service (the endpoints its SDKs honour),
     priced whole where the catalog has the instance; ``None`` when no machine is found."""
-    from ..cloud.detect import DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
-    from ..core.catalog import PricePolicy, load_catalog
-    from ..core.instance_prices import AdminPrices, load_instance_rows, plan_prices
+    from ...cloud.detect import DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+    from ...core.catalog import PricePolicy, load_catalog
+    from ...core.instance_prices import AdminPrices, load_instance_rows, plan_prices
 
     environ = dict(os.environ)
     endpoints = Endpoints.from_environ(environ, azure_imds="")
