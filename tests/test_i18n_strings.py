@@ -196,7 +196,7 @@ def test_the_budget_reply_in_chinese_and_in_english(chinese: None) -> None:
 
 
 def _summary(**changes: Any) -> Any:
-    from jupyter_gpucost.kernel.guard_summary import GuardSummary
+    from jupyter_gpucost.kernel.training.summary import GuardSummary
 
     figures: dict[str, Any] = {
         "steps": 1200,

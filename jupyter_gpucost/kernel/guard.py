@@ -23,8 +23,8 @@ initialised, to synchronise the GPU before the few timings the projection rests 
 IPython (used, when running in IPython, to show the live line).
 
 This module owns the guard's arithmetic (the spend, the step rate, the projection) and
-its stop; what it reports is in ``guard_summary`` and how it shows itself in
-``guard_display``. The module itself is callable: ``guard(...)`` makes a :class:`Guard`.
+its stop; what it reports is in :mod:`.training.summary` and how it shows itself in
+:mod:`.training.display`. The module itself is callable: ``guard(...)`` makes a :class:`Guard`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from ..core.billing import US_PER_HOUR, US_PER_S
 from ..core.i18n import _
 from ..core.money import MICRO, guard_line, round_usd
 from .cell.cuda import torch_cuda
-from .guard_display import LiveLine, show_warning
-from .guard_interrupt import InterruptWatch, MachineInterrupted, interrupted_message
-from .guard_summary import BudgetExceeded, BudgetWarning, GuardSummary
+from .training.display import LiveLine, show_warning
+from .training.interrupt import InterruptWatch, MachineInterrupted, interrupted_message
+from .training.summary import BudgetExceeded, BudgetWarning, GuardSummary
 
 #: "one more step" is priced at the slowest of this many recent steps (or the mean, if
 #: that is more), so a step slower than the average does not go over the budget

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Protocol
 
-from ..core.i18n import _
+from ...core.i18n import _
 
 #: the live line is redrawn at most this often (seconds)
 DISPLAY_EVERY_S = 1.0

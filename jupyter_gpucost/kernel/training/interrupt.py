@@ -1,4 +1,4 @@
-"""The training guard's side of a spot interruption (:mod:`..core.interruption_files`).
+"""The training guard's side of a spot interruption (:mod:`...core.interruption_files`).
 
 A guard given ``on_interrupt`` registers itself in the folder the server names
 (``GPUCOST_INTERRUPTION_DIR``) while its loop runs. At each step it looks (at most every
@@ -17,8 +17,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..core.i18n import _
-from ..core.interruption_files import ENV_NAME, NOTICE, ack_name, guard_name, read_json, write_json
+from ...core.i18n import _
+from ...core.interruption_files import ENV_NAME, NOTICE, ack_name, guard_name, read_json, write_json
 
 #: a guard looks for the notice at most this often
 LOOK_EVERY_S = 0.2

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from ..core.i18n import _
-from ..core.money import budget, exact, guard_line, status_bar
+from ...core.i18n import _
+from ...core.money import budget, exact, guard_line, status_bar
 
 
 class BudgetExceeded(Exception):
