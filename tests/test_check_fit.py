@@ -7,8 +7,8 @@ import shutil
 import pytest
 from kernel_notebook import run_notebook, text
 
-from jupyter_gpucost.kernel.check import Facts, cudnn_text, findings
-from jupyter_gpucost.kernel.fit import (
+from jupyter_gpucost.kernel.commands.check import Facts, cudnn_text, findings
+from jupyter_gpucost.kernel.commands.fit import (
     CONTEXT_BYTES,
     GB,
     GpuMemory,

@@ -134,9 +134,9 @@ class TestTheBudgetMagicInChinese:
 
 
 def test_fit_and_check_in_english_are_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    from jupyter_gpucost.kernel.check import Facts, report
-    from jupyter_gpucost.kernel.fit import Option, estimate
-    from jupyter_gpucost.kernel.fit import report as fit_report
+    from jupyter_gpucost.kernel.commands.check import Facts, report
+    from jupyter_gpucost.kernel.commands.fit import Option, estimate
+    from jupyter_gpucost.kernel.commands.fit import report as fit_report
 
     est = estimate(7_000_000_000, "bf16", finetune=True)
     option = Option("H100", 80 * 10**9, 2, Decimal("2.49"), "aws on-demand")
@@ -152,7 +152,7 @@ def test_fit_and_check_in_english_are_as_before(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.usefixtures("chinese")
 def test_fit_prices_a_catalog_gpu_by_the_price_rule_in_its_currency() -> None:
-    from jupyter_gpucost.kernel.fit import Option, estimate, report
+    from jupyter_gpucost.kernel.commands.fit import Option, estimate, report
 
     est = estimate(70_000_000_000, "bf16")
     option = Option("A100-80GB", 80 * 10**9, 2, Decimal("6.98"), "autodl 按需", "¥")
@@ -163,7 +163,7 @@ def test_fit_prices_a_catalog_gpu_by_the_price_rule_in_its_currency() -> None:
 
 
 def test_the_budget_reply_in_chinese_and_in_english(chinese: None) -> None:
-    from jupyter_gpucost.kernel.budget_magic import budget_reply
+    from jupyter_gpucost.kernel.commands.budget import budget_reply
 
     state: dict[str, Any] = {
         "soft": {"amount_usd": 5, "scope": "day", "spent_usd": 0.11},

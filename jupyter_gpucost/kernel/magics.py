@@ -31,7 +31,7 @@ from .link import LinkError, follow_server_language, link
 from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
-    from .fit import GpuMemory
+    from .commands.fit import GpuMemory
 
 USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
 
@@ -178,7 +178,7 @@ class GpuCostMagics(Magics):
         elif words[0] == "check":
             if len(words) > 1:
                 raise UsageError(f"%gpucost check takes no options\nusage: {LINE_USAGE}")
-            from .check import run
+            from .commands.check import run
 
             print(run())
         elif words[0] == "fit":
@@ -186,13 +186,13 @@ class GpuCostMagics(Magics):
         elif words[0] == "auto":
             auto(self.shell, words[1:])
         elif words[0] == "budget":
-            from .budget_magic import budget
+            from .commands.budget import budget
 
             budget(words[1:])
         elif words[0] == "stop-when-done":
             stop_when_done(self.shell, words[1:])
         elif words[0] == "on-interrupt":
-            from .on_interrupt import on_interrupt
+            from .commands.on_interrupt import on_interrupt
 
             print(on_interrupt(line.strip()[len("on-interrupt") :]))
         else:
@@ -340,7 +340,7 @@ class _FitParser(argparse.ArgumentParser):
 
 
 def fit(words: list[str]) -> None:
-    from . import fit as estimator
+    from .commands import fit as estimator
 
     parser = _FitParser(prog="%gpucost fit", add_help=False)
     parser.add_argument("size")
@@ -374,7 +374,7 @@ def gpu_memory() -> tuple[list[GpuMemory], str]:
     """
     from .cell.cuda import torch_cuda
     from .cell.measure import nvml
-    from .fit import GpuMemory
+    from .commands.fit import GpuMemory
 
     torch = torch_cuda()
     if torch is not None:

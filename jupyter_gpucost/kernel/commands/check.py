@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.i18n import _
-from ..core.wording import columns, pad
+from ...core.i18n import _
+from ...core.wording import columns, pad
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _torch_facts(facts: Facts) -> None:
 
 
 def _driver_facts(facts: Facts) -> None:
-    from .cell.measure import nvml
+    from ..cell.measure import nvml
 
     source = nvml().source
     if source is not None:

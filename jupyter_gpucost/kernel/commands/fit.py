@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from ..core.currency import DEFAULT_CURRENCY
-from ..core.currency import symbol as currency_symbol
-from ..core.i18n import N_, _
-from ..core.money import exact
-from ..core.wording import columns, pad
+from ...core.currency import DEFAULT_CURRENCY
+from ...core.currency import symbol as currency_symbol
+from ...core.i18n import N_, _
+from ...core.money import exact
+from ...core.wording import columns, pad
 
 GB = 10**9
 #: the CUDA context, cuBLAS/cuDNN workspaces and allocator slack
@@ -271,8 +271,8 @@ def catalog_options(
     """Catalog GPU models that hold ``total_bytes``: on one GPU, else split over up to 8;
     priced from the catalog's rows in ``currency`` (prices in two currencies are never
     compared)."""
-    from ..core.catalog import load_catalog
-    from ..core.rightsizing import MODEL_MEMORY_BYTES
+    from ...core.catalog import load_catalog
+    from ...core.rightsizing import MODEL_MEMORY_BYTES
 
     catalog = load_catalog()
     cheapest: dict[str, tuple[Decimal, str, str]] = {}

@@ -9,11 +9,11 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 
-from ..core.i18n import N_, _
-from ..core.money import exact, status_bar
-from ..core.wording import per_scope
-from .cell.measure import prices
-from .link import LinkError, ServerLink, link
+from ...core.i18n import N_, _
+from ...core.money import exact, status_bar
+from ...core.wording import per_scope
+from ..cell.measure import prices
+from ..link import LinkError, ServerLink, link
 
 BUDGET_USAGE = "%gpucost budget AMOUNT|off [--scope session|day|month]"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 
-from ..core.i18n import _
-from ..core.interruption_files import ENV_NAME, code_name, read_json, write_json
-from .link import kernel_id
+from ...core.i18n import _
+from ...core.interruption_files import ENV_NAME, code_name, read_json, write_json
+from ..link import kernel_id
 
 USAGE = "%gpucost on-interrupt <code> | %gpucost on-interrupt off"
 
