@@ -179,9 +179,10 @@ def test_no_import_cycles_lazy_imports_included() -> None:
     assert _cycles() == []
 
 
-@pytest.mark.parametrize("process", ["hub", "server"])
-def test_no_import_cycles_in_the_hub_or_the_server_type_imports_included(process: str) -> None:
-    # the hub's and the server's rooms are layered (below): not even a type may point back up
+@pytest.mark.parametrize("process", ["hub", "server", "kernel"])
+def test_no_import_cycles_in_a_process_type_imports_included(process: str) -> None:
+    # the hub's, the server's and the kernel's rooms are layered (below): not even a type
+    # may point back up
     graph = {m: ts for m, ts in TYPED_GRAPH.items() if _in(m, f"{PACKAGE}.{process}")}
     assert graph
     assert _cycles(graph) == []
@@ -342,6 +343,82 @@ def test_every_server_room_is_layered() -> None:
     assert rooms == sorted(SERVER_ROOMS)
 
 
+#: the kernel's layers, lowest first, as for the server. What users import stays at the top
+#: of ``kernel/`` (the guard, its callbacks, the ticker, ``stop_when_done``), in the layer
+#: of the tools built on a cell's measurement; the magics read a line and call them all
+KERNEL_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("training", ("training",)),
+    ("link", ("link",)),
+    ("cell", ("cell",)),
+    ("auto", ("auto",)),
+    ("commands", ("commands",)),
+    ("tools", ("guard", "guard_callbacks", "stop_when_done", "widgets", "gpu_identity")),
+    ("magics", ("magics",)),
+]
+KERNEL_ROOMS = ["cell", "training", "commands"]
+
+
+def _kernel_layer(module: str) -> int | None:
+    if module == f"{PACKAGE}.kernel":
+        return len(KERNEL_LAYERS) - 1
+    for level, (_, names) in enumerate(KERNEL_LAYERS):
+        if any(_in(module, f"{PACKAGE}.kernel.{n}") for n in names):
+            return level
+    return None
+
+
+def _kernel_upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({KERNEL_LAYERS[low][0]}) imports {target} ({KERNEL_LAYERS[high][0]})"
+        for module, targets in graph.items()
+        if (low := _kernel_layer(module)) is not None
+        for target in targets
+        if (high := _kernel_layer(target)) is not None and high > low
+    )
+
+
+def test_every_kernel_module_is_in_a_room() -> None:
+    kernel = [m for m in TYPED_GRAPH if _in(m, f"{PACKAGE}.kernel")]
+    assert len(kernel) > len(KERNEL_LAYERS)
+    assert [m for m in kernel if _kernel_layer(m) is None] == []
+
+
+def test_no_kernel_module_imports_a_layer_above_its_own() -> None:
+    assert _kernel_upward(TYPED_GRAPH) == []
+
+
+def test_the_kernel_layer_check_sees_an_upward_import() -> None:
+    # the check above must be able to fail: a cell's measurement is below auto mode and the
+    # guard, which are below the magics
+    def level(name: str) -> int | None:
+        return _kernel_layer(f"{PACKAGE}.kernel.{name}")
+
+    assert level("training.summary") == 0
+    assert level("link") == 1
+    assert level("cell.measure") == level("cell.cuda") == 2
+    assert level("auto") == 3
+    assert level("commands.fit") == 4
+    assert level("guard") == level("guard_callbacks") == level("gpu_identity") == 5
+    assert level("magics") == len(KERNEL_LAYERS) - 1
+    assert _kernel_layer(f"{PACKAGE}.kernel") == len(KERNEL_LAYERS) - 1
+    upward = {f"{PACKAGE}.kernel.cell.measure": {f"{PACKAGE}.kernel.auto"}}
+    assert _kernel_upward(upward) == [
+        f"{PACKAGE}.kernel.cell.measure (cell) imports {PACKAGE}.kernel.auto (auto)"
+    ]
+
+
+@pytest.mark.parametrize("room", KERNEL_ROOMS)
+def test_each_kernel_room_says_what_it_owns_and_may_import(room: str) -> None:
+    init = ROOT / "kernel" / room / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "May import:" in docstring
+
+
+def test_every_kernel_room_is_layered() -> None:
+    rooms = sorted(p.parent.name for p in (ROOT / "kernel").glob("*/__init__.py"))
+    assert rooms == sorted(KERNEL_ROOMS)
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     # the check above must be able to fail: a two-module cycle is reported
     saved = dict(GRAPH)
@@ -378,3 +455,21 @@ def test_what_users_type_keeps_working() -> None:
     assert BudgetExceeded is kernel_guard.BudgetExceeded
     assert ticker is CostTicker
     assert callable(jupyter_gpucost.load_ipython_extension)
+
+
+def test_the_kernel_paths_users_and_configs_name_keep_working() -> None:
+    # the kernel's rooms moved modules behind these names; the names themselves stay:
+    # docs/magic.md's request_stop, the callbacks' module (whose classes pickle by its
+    # name), the ticker's, and the magics the headless collector imports in the kernel
+    import jupyter_gpucost.guard_callbacks as callbacks
+    import jupyter_gpucost.kernel.magics as magics
+    import jupyter_gpucost.widgets as widgets
+    from jupyter_gpucost.kernel import guard_callbacks as kernel_callbacks
+    from jupyter_gpucost.kernel import widgets as kernel_widgets
+    from jupyter_gpucost.kernel.stop_when_done import request_stop
+
+    assert callbacks is kernel_callbacks
+    assert callbacks.__name__ == "jupyter_gpucost.kernel.guard_callbacks"
+    assert widgets is kernel_widgets
+    assert callable(request_stop)
+    assert callable(magics.load)
