@@ -20,7 +20,8 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from jupyter_gpucost.hub.service import HubService
 from jupyter_gpucost.hub.web.hubapi import HubApi
 from jupyter_gpucost.hub.web.ratelimit import RateLimit
-from jupyter_gpucost.hub.web.report_route import MAX_PENDING_CHECKS, ReportRoute
+from jupyter_gpucost.hub.web.report_route import MAX_PENDING_CHECKS, ReportRoute, report_path
+from jupyter_gpucost.hub.web.server import listen
 
 
 @contextmanager
@@ -100,3 +101,57 @@ def test_a_flood_of_unknown_tokens_is_not_passed_on_to_the_hub() -> None:
     assert messages.count("the Hub cannot be reached to check the token") == MAX_PENDING_CHECKS
     too_many = "too many tokens are being checked with the Hub; try again shortly"
     assert messages.count(too_many) == 44
+
+
+def test_the_service_server_picks_the_report_route_by_its_path() -> None:
+    """The service's server sends ``api/report`` (any query) straight to the route; every
+    other path goes through the application, with the proxy's forwarded headers read."""
+
+    class Where(web.RequestHandler):
+        def get(self) -> None:
+            self.finish({"ip": self.request.remote_ip, "protocol": self.request.protocol})
+
+    async def ask() -> dict[str, tuple[int, str]]:
+        hub = HubApi("http://127.0.0.1:9/hub/api", "service-token", timeout_s=3)
+        ctx = Context(None, hub, lambda: datetime.now(UTC), 65_536, RateLimit(1, 1))  # type: ignore[arg-type]
+        route = ReportRoute(ctx)
+        app = web.Application(
+            [
+                (report_path("/services/gpucost/"), route),
+                (r"/services/gpucost/where", Where),
+            ],
+            gpucost_report=route,
+        )
+        server = listen(app, "/services/gpucost/", 0, "127.0.0.1", xheaders=True)
+        port = next(iter(server._sockets.values())).getsockname()[1]
+        base = f"http://127.0.0.1:{port}/services/gpucost/"
+        client = AsyncHTTPClient(force_instance=True)
+        proxied = {"X-Forwarded-For": "10.1.2.3", "X-Scheme": "https"}
+        asked = {
+            "report": HTTPRequest(base + "api/report", method="POST", body=b"{}"),
+            "report, a query": HTTPRequest(base + "api/report?x=1", method="POST", body=b"{}"),
+            "report, a GET": HTTPRequest(base + "api/report"),
+            "past the report path": HTTPRequest(
+                base + "api/report/more", method="POST", body=b"{}"
+            ),
+            "where": HTTPRequest(base + "where", headers=proxied),
+        }
+        try:
+            answers = {}
+            for what, request in asked.items():
+                response = await client.fetch(request, raise_error=False)
+                answers[what] = (response.code, response.body.decode())
+            return answers
+        finally:
+            client.close()
+            server.stop()
+
+    answers = asyncio.run(ask())
+    no_token = "a Hub token is required (Authorization: token …)"
+    assert answers["report"][0] == 401
+    assert json.loads(answers["report"][1])["message"] == no_token
+    assert answers["report, a query"][0] == 401
+    assert json.loads(answers["report, a query"][1])["message"] == no_token
+    assert answers["report, a GET"][0] == 405
+    assert answers["past the report path"][0] == 404
+    assert json.loads(answers["where"][1]) == {"ip": "10.1.2.3", "protocol": "https"}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 from typing import Protocol
 
 from ..core.hub_protocol import SpendReport
@@ -63,8 +64,10 @@ class Rate:
     #: a sentence: which catalog row or admin override
     source: str
 
-    @property
+    @cached_property
     def usd_per_hour(self) -> Decimal:
+        # computed once: every running server's bill is priced from it each poll and with
+        # each report (the one Decimal, so its hash in the price cache is computed once)
         return self.usd_per_gpu_hour * self.allocation.count
 
 

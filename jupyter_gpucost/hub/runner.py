@@ -28,12 +28,15 @@ from .settings import HubSettings
 from .web import handlers
 from .web.hubapi import HubApi, HubApiError
 from .web.ratelimit import RateLimit
+from .web.server import listen
 from .wiring import Parts, build
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
 #: how long a worker thread keeps the interpreter while the event loop waits for it
 REPORT_SWITCH_S = 0.001
+#: new objects the garbage collector lets pile up before it runs (Python's default: 700)
+GC_YOUNG_THRESHOLD = 20_000
 
 
 def now_utc() -> datetime:
@@ -190,11 +193,18 @@ async def run(settings: HubSettings) -> None:
         log.error("first poll of the Hub: %s", e)
     # what start-up made lives as long as the process: keep it out of the collector's scans
     gc.freeze()
+    # each poll makes thousands of objects that live until the next one (the Hub's user
+    # models, every server's figures), which at Python's default threshold set off many
+    # collections a poll, some of them of every generation; a report's objects die young,
+    # before any collection sees them (docs/benchmarks.md: about 0.06 of the CPU ratio)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     # the poll's sync and the flush run in worker threads, holding the interpreter while
     # they compute; the event loop gets it back at the switch interval (5 ms by default)
     # after each socket call of a report: 1 ms keeps a report's wait behind them short
     sys.setswitchinterval(min(sys.getswitchinterval(), REPORT_SWITCH_S))
-    server = web.listen(
+    server = listen(
+        web,
+        web_settings.base_url,
         bind.port or 80,
         bind.hostname or "127.0.0.1",
         xheaders=True,

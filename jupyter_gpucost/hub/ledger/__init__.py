@@ -73,7 +73,7 @@ from .schema import (
     servers_table,
     to_us,
 )
-from .state import Day, OpenServer
+from .state import NO_DAY, Day, OpenServer
 from .writes import report_values, write, write_days
 
 __all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_table"]
@@ -386,7 +386,7 @@ class HubLedger:
                         for d, v in server.days(now, self.billing, self.tz).items():
                             figures += v.billed
                             if first <= d <= today:
-                                delta = v.billed - server.flushed.get(d, Day()).billed
+                                delta = v.billed - server.flushed.get(d, NO_DAY).billed
                                 sum_month += delta
                                 if d == today:
                                     sum_today += delta
@@ -433,7 +433,7 @@ class HubLedger:
                     if user is not None and server.row.user != user:
                         continue
                     for d, v in server.days(now, self.billing, self.tz).items():
-                        delta = v.billed - server.flushed.get(d, Day()).billed
+                        delta = v.billed - server.flushed.get(d, NO_DAY).billed
                         if d >= since and delta:
                             key = (d, server.row.user)
                             sums[key] = sums.get(key, 0) + delta

@@ -50,6 +50,10 @@ class Day:
         )
 
 
+#: a day with nothing on it (what the database holds for a day it has no row of)
+NO_DAY = Day()
+
+
 @dataclass
 class LastReport:
     """The server's latest report, as it said it (shown to admins; not what is billed)."""
@@ -118,7 +122,7 @@ class OpenServer:
         since = max(day_of(row.started, tz), day_of(row.last_seen, tz))
         allocated = allocated_by_day(row.rate, billing, row.started, until, tz, since=since)
         days = sorted({*self.flushed, *allocated, *self.reported, *self.idle})
-        flushed = {d: self.flushed.get(d, Day()) for d in days}
+        flushed = {d: self.flushed.get(d, NO_DAY) for d in days}
         a = {d: max(flushed[d].allocated, allocated.get(d, 0)) for d in days}
         r = {d: max(flushed[d].reported, self.reported.get(d, 0)) for d in days}
         bill = billed_by_day(a, r)

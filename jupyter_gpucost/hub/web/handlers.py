@@ -37,7 +37,6 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 )
 from tornado import web
 
-from ...core.hub_protocol import REPORT_PATH
 from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
 from ...core.money import as_decimal, status_bar
 from ..alerting import HubAlerts
@@ -47,7 +46,7 @@ from . import views
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
-from .report_route import Refused, ReportRoute, bearer_token
+from .report_route import Refused, ReportRoute, bearer_token, report_path
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -345,11 +344,12 @@ def log_request(handler: web.RequestHandler) -> None:
 
 def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Application:
     prefix = base_url.rstrip("/")
+    report = ReportRoute(ctx)
     routes: list[Any] = [
         (rf"{prefix}/?", UserPage),
         (rf"{prefix}/admin", AdminPage),
         (rf"{prefix}/oauth_callback", HubOAuthCallbackHandler),
-        (rf"{prefix}/{REPORT_PATH}", ReportRoute(ctx)),
+        (report_path(base_url), report),
         (rf"{prefix}/api/me", MeHandler),
         (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
         (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
@@ -359,6 +359,8 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
     return web.Application(
         routes,
         gpucost=ctx,
+        # the same route, picked by its path before the router (:mod:`.server`)
+        gpucost_report=report,
         cookie_secret=cookie_secret,
         xsrf_cookies=True,
         static_path=str(HERE / "static"),

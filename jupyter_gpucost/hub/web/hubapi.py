@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +52,12 @@ def token_key(token: str) -> str:
 def parse_time(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
+    return _parse_time(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_time(value: str) -> datetime:
+    # each running server's ``started`` comes again with every poll: parsed once
     when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
@@ -58,7 +65,7 @@ def parse_time(value: object) -> datetime | None:
 def servers_of(user: dict[str, Any]) -> list[ServerInfo]:
     """The running servers in one user model of ``GET /users?state=active``."""
     found = []
-    groups = tuple(str(g) for g in user.get("groups") or ())
+    groups = tuple(map(str, user.get("groups") or ()))
     for name, server in (user.get("servers") or {}).items():
         started = parse_time(server.get("started"))
         if started is None or server.get("stopped"):

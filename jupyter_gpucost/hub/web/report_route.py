@@ -36,7 +36,7 @@ from typing import Protocol, cast
 from tornado import httputil
 from tornado.http1connection import HTTP1Connection
 
-from ...core.hub_protocol import ProtocolError, SpendReport
+from ...core.hub_protocol import REPORT_PATH, ProtocolError, SpendReport
 from ..service import HubService, ReportRejected
 from .hubapi import HubApi, Identity
 from .ratelimit import RateLimit
@@ -48,6 +48,13 @@ MAX_PENDING_CHECKS = 256
 DISCARD_LIMIT = 64 << 20
 
 log = logging.getLogger("jupyter_gpucost.hub")
+#: each status's reason phrase (``HTTPStatus(code).phrase``, looked up once)
+PHRASES = {status.value: status.phrase for status in HTTPStatus}
+
+
+def report_path(base_url: str) -> str:
+    """The route's path under the service's ``base_url``."""
+    return f"{base_url.rstrip('/')}/{REPORT_PATH}"
 
 
 class ReportContext(Protocol):
@@ -256,7 +263,7 @@ def answer(request: httputil.HTTPServerRequest, code: int, doc: object) -> None:
     )
     connection = request.connection
     assert connection is not None
-    start = httputil.ResponseStartLine("HTTP/1.1", code, HTTPStatus(code).phrase)
+    start = httputil.ResponseStartLine("HTTP/1.1", code, PHRASES[code])
     connection.write_headers(start, headers, body)
     connection.finish()
     # the access log: as for the other routes, never the query (it may hold a token)
