@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from jupyter_gpucost.kernel.cell import measure
-from jupyter_gpucost.kernel.cell.ops import busy_seconds, ops_table
+from jupyter_gpucost.kernel.cell.ops import ops_table
 from jupyter_gpucost.kernel.cell.prices import KernelPrices
 
 torch = pytest.importorskip("torch")
@@ -153,7 +153,7 @@ def test_busy_time_is_per_device_and_counts_overlap_once() -> None:
         Event("c", "CUDA", 500, 10, index=0),
         Event("d", "CUDA", 0, 40, index=1),
     ]
-    assert busy_seconds(kernels) == {0: 160e-9, 1: 40e-9}
+    assert ops_table(kernels, cuda=True, top=5).busy_s == {0: 160e-9, 1: 40e-9}
 
 
 def test_no_kernel_means_no_busy_time() -> None:

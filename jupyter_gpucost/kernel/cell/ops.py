@@ -160,15 +160,6 @@ def self_cpu_us(cpu: Iterable[Any]) -> tuple[dict[str, float], int]:
     return dict(out), outermost
 
 
-def busy_seconds(kernels: Iterable[Any]) -> dict[int, float]:
-    """Per device, the time some kernel ran: the union of the kernels' intervals."""
-    by_device: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for k in kernels:
-        start = int(k.start_ns())
-        by_device[int(k.device_index())].append((start, start + int(k.duration_ns())))
-    return {device: union_s(spans) for device, spans in by_device.items()}
-
-
 def union_s(spans: list[tuple[int, int]]) -> float:
     """Seconds covered by the union of ``spans`` (start, end in nanoseconds)."""
     spans.sort()
