@@ -27,11 +27,11 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from ..telemetry.base import GpuReading
 from .billing import US_PER_S, BillingRule, cost_micro_usd
 from .catalog import Price, PricePolicy
 from .gpu_models import model_for
 from .money import round_micro
+from .readings import GpuReading
 
 
 def apportion(parts: Sequence[Fraction]) -> list[int]:
