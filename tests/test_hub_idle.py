@@ -112,11 +112,13 @@ def budget(hub: Hub, user: str) -> dict[str, Any] | None:
 
 
 def running(hub: Hub, user: str) -> dict[str, Any] | None:
-    """The user's running server in the admin summary (erin is an admin of the service)."""
+    """The user's running server in the admin summary (erin is an admin of the service), or
+    None, also while the summary does not list the user yet."""
     code, data = hub.svc("GET", "api/admin/summary", hub.token_for("erin"))
     assert code == 200, data
-    (entry,) = [u for u in data["users"] if u["user"] == user]
-    return entry["running"][0] if entry["running"] else None
+    entries = [u for u in data["users"] if u["user"] == user]
+    assert len(entries) <= 1, entries
+    return entries[0]["running"][0] if entries and entries[0]["running"] else None
 
 
 async def start_long_cell(base: str, token: str, seconds: int) -> str:

@@ -107,9 +107,11 @@ def summary(hub: Hub) -> dict[str, Any]:
 
 
 def server(hub: Hub, user: str) -> dict[str, Any] | None:
-    """``user``'s running server in the admin summary, or None."""
-    (entry,) = [u for u in summary(hub)["users"] if u["user"] == user]
-    return entry["running"][0] if entry["running"] else None
+    """``user``'s running server in the admin summary, or None (also while the summary does
+    not list ``user`` yet: the service lists a user from its first poll after the spawn)."""
+    entries = [u for u in summary(hub)["users"] if u["user"] == user]
+    assert len(entries) <= 1, entries
+    return entries[0]["running"][0] if entries and entries[0]["running"] else None
 
 
 def page(hub: Hub) -> str:
