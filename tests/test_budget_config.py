@@ -49,7 +49,7 @@ from test_config import start_server
             [],
             {"GPUCOST_BUDGET_USD": "lots"},
             "GPUCOST_BUDGET_USD='lots' is not valid (c.GpuCost.hard_budget_usd = 'lots' is "
-            "not valid: use a number of dollars (0 for none).)",
+            "not valid: use an amount in the session's currency (0 for none).)",
         ),
         (
             [],

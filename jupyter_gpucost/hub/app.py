@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from traitlets import Any as AnyTrait
-from traitlets import Bool, Dict, Float, Int, List, Set, Unicode, Union, default
+from traitlets import Bool, Dict, Enum, Float, Int, List, Set, Unicode, Union, default
 from traitlets.config import Application
 
 from .._version import __version__
@@ -72,33 +72,40 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     aliases = {
         "config": "GpuCostHub.config_file",
         "f": "GpuCostHub.config_file",
-        "log-level": "Application.log_level",
+        "log-level": "GpuCostHub.log_level",
     }
 
+    log_level = Enum(
+        (0, 10, 20, 30, 40, 50, "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"),
+        default_value=logging.INFO,
+        help="How much the service logs, by value or name: DEBUG (10), INFO (20), WARN (30), "
+        "ERROR (40) or CRITICAL (50).",
+    ).tag(config=True)
     config_file = Unicode(
         "gpucost_hub_config.py", help="The config file to load (c.GpuCostHub.*)."
     ).tag(config=True)
 
     # -- the Hub ------------------------------------------------------------------------
-    hub_api_url = Unicode(help="The Hub's REST API (default: $JUPYTERHUB_API_URL).").tag(
-        config=True
-    )
+    hub_api_url = Unicode(
+        "http://127.0.0.1:8081/hub/api",
+        help="The Hub's REST API; $JUPYTERHUB_API_URL (the Hub sets it for its services) "
+        "when this is not configured.",
+    ).tag(config=True)
     hub_api_token = Unicode(
-        help="This service's Hub API token (default: $JUPYTERHUB_API_TOKEN). Needs the "
-        "scopes list:users, read:users:groups, read:servers and delete:servers."
+        "",
+        help="This service's Hub API token; $JUPYTERHUB_API_TOKEN when this is not "
+        "configured. Needs the scopes list:users, read:users:groups, read:servers and "
+        "delete:servers.",
     ).tag(config=True)
     bind_url = Unicode(
-        help="Where the service listens (default: $JUPYTERHUB_SERVICE_URL, else "
-        "http://127.0.0.1:10101)."
+        "http://127.0.0.1:10101",
+        help="Where the service listens; $JUPYTERHUB_SERVICE_URL when this is not configured.",
     ).tag(config=True)
     base_url = Unicode(
-        help="The URL prefix of the service's pages (default: $JUPYTERHUB_SERVICE_PREFIX, "
-        "else /services/gpucost/)."
+        "/services/gpucost/",
+        help="The URL prefix of the service's pages; $JUPYTERHUB_SERVICE_PREFIX when this is "
+        "not configured.",
     ).tag(config=True)
-
-    @default("log_level")
-    def _log_level(self) -> int:
-        return logging.INFO
 
     @default("hub_api_url")
     def _hub_api_url(self) -> str:
@@ -118,26 +125,30 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
 
     # -- the ledger ---------------------------------------------------------------------
     data_dir = Unicode(
-        help="The service's own directory (the SQLite ledger; default ./gpucost-hub)."
+        "gpucost-hub",
+        help="The service's own directory (the SQLite ledger); a relative path is in the "
+        "directory the service starts in.",
     ).tag(config=True)
     ledger_url = Unicode(
         "",
-        help="Any SQLAlchemy URL for the hub ledger (e.g. postgresql+psycopg://...); "
-        "default: SQLite in data_dir.",
+        help="Any SQLAlchemy URL for the hub ledger (e.g. postgresql+psycopg://...). Empty: "
+        "SQLite in data_dir.",
     ).tag(config=True)
     timezone = Unicode("UTC", help="Where a day and a month begin (an IANA name).").tag(config=True)
 
-    @default("data_dir")
-    def _data_dir(self) -> str:
-        return str(Path.cwd() / "gpucost-hub")
-
     # -- prices and allocations ---------------------------------------------------------
-    price_provider = Unicode("aws", help="The catalog's provider.").tag(config=True)
-    price_market = Unicode("on-demand", help="on-demand or spot.").tag(config=True)
-    price_instance = Unicode("", help="An instance type to price exactly, if any.").tag(config=True)
-    price_overrides = Dict(help="GPU model → USD per GPU-hour (beats the catalog).").tag(
-        config=True
-    )
+    price_provider = Unicode(
+        "aws",
+        help="The catalog's provider whose list prices apply: aws, gcp, azure, lambda, "
+        "runpod (in US dollars), alibaba or autodl (in yuan).",
+    ).tag(config=True)
+    price_market = Unicode("on-demand", help="'on-demand' or 'spot' prices.").tag(config=True)
+    price_instance = Unicode(
+        "", help="An instance type to price exactly; empty: the first row of the model."
+    ).tag(config=True)
+    price_overrides = Dict(
+        help="GPU model → price per GPU-hour in the provider's currency (beats the catalog)."
+    ).tag(config=True)
     profile_gpus = AnyTrait(
         None,
         allow_none=True,
@@ -172,8 +183,9 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     user_budgets = AnyTrait(
         None,
         allow_none=True,
-        help="User budgets: {'alice': {'day': 5}, '*': {'month': 100}} (USD per session, "
-        "day, month), or a callable(user, groups) returning one user's amounts.",
+        help="User budgets: {'alice': {'day': 5}, '*': {'month': 100}} (amounts in the "
+        "provider's currency per session, day, month), or a callable(user, groups) returning "
+        "one user's amounts.",
     ).tag(config=True)
     group_budgets = AnyTrait(
         None,
@@ -181,30 +193,45 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         help="Group budgets on the group's pooled spend: {'students': {'month': 500}} or "
         "a callable(group) returning the amounts.",
     ).tag(config=True)
-    billing_granularity_s = Float(1, help="The provider's billing step in seconds.").tag(
+    billing_granularity_s = Float(
+        1, help="The provider's billing step, 1 to 86400 whole seconds."
+    ).tag(config=True)
+    minimum_charge_s = Float(
+        60,
+        help="The provider's minimum charge per server start (AWS, GCP: 60), 0 to 86400 "
+        "whole seconds.",
+    ).tag(config=True)
+    grace_s = Float(300.0, help="Seconds between a spent budget and the stop, 0 to 86400.").tag(
         config=True
     )
-    minimum_charge_s = Float(
-        60, help="The provider's minimum charge per server start, in seconds (AWS, GCP: 60)."
+    poll_interval_s = Float(
+        10.0, help="How often the Hub's servers are listed, 0.5 to 3600 seconds."
     ).tag(config=True)
-    grace_s = Float(300.0, help="Seconds between a spent budget and the stop.").tag(config=True)
-    poll_interval_s = Float(10.0, help="How often the Hub's servers are listed.").tag(config=True)
     flush_interval_s = Float(
-        30.0, help="How often the ledger is written (at most this is lost on a crash)."
+        30.0,
+        help="How often the ledger is written (at most this is lost on a crash), 0.5 to 3600 "
+        "seconds.",
     ).tag(config=True)
-    identity_cache_s = Float(60.0, help="How long who owns a token is remembered.").tag(config=True)
-    max_report_bytes = Float(65_536, help="The largest report body taken.").tag(config=True)
+    identity_cache_s = Float(
+        60.0,
+        help="How long who owns a token (and its scopes) is remembered, 0 to 3600 seconds.",
+    ).tag(config=True)
+    max_report_bytes = Float(
+        65_536, help="The largest report body taken, 1024 to 10000000 bytes."
+    ).tag(config=True)
     report_rate_per_s = Float(
         2.0,
         help="Reports a second one user's servers may send on average (a server reports "
-        "every 10 s); past it the service answers 429.",
+        "every 10 s), 0.01 to 1000; past it the service answers 429.",
     ).tag(config=True)
-    report_burst = Float(30.0, help="Reports one user's servers may send at once.").tag(config=True)
+    report_burst = Float(
+        30.0, help="Reports one user's servers may send at once, 1 to 100000."
+    ).tag(config=True)
     max_gpus_per_server = Float(
         8,
-        help="The most GPUs one server can have on this hub (a node's GPUs): a server's "
-        "reports bill at most this many GPUs (or its allocation's, if more) at the dearest "
-        "price in force.",
+        help="The most GPUs one server can have on this hub (a node's GPUs), 0 to 1024 whole "
+        "GPUs: a server's reports bill at most this many GPUs (or its allocation's, if more) "
+        "at the dearest price in force.",
     ).tag(config=True)
 
     # -- who sees what ------------------------------------------------------------------
@@ -229,7 +256,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     notify_spike_factor = Float(
         3.0,
         help="Alert when a user's spend today is above this many times their median day "
-        "(of their last 14 days with spend, at least 3); 0: never.",
+        "(of their last 14 days with spend, at least 3), 0 (never) to 1000.",
     ).tag(config=True)
 
     # -- built at start -----------------------------------------------------------------
@@ -246,7 +273,9 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             ) from None
         profiles = self.profile_settings()
         return HubSettings(
-            ledger=LedgerSettings(data_dir=Path(self.data_dir), url=self.ledger_url, tz=tz),
+            ledger=LedgerSettings(
+                data_dir=Path(self.data_dir).absolute(), url=self.ledger_url, tz=tz
+            ),
             billing=BillingSettings(
                 granularity_s=int(self.billing_granularity_s),
                 minimum_charge_s=int(self.minimum_charge_s),

@@ -23,7 +23,7 @@ from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
 from . import kernel_auth
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
-from .budget.setup import budget_env_default, budget_env_number, validate_budget_trait
+from .budget.traits import BudgetTraits
 from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
@@ -40,7 +40,7 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(GpuCostTraits, ExtensionApp):
+class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
     #: the detected machine and its prices (set by ``cost_config``)
@@ -88,12 +88,16 @@ class GpuCost(GpuCostTraits, ExtensionApp):
         "jupyter_gpucost/data/prices.toml). Empty: the shipped catalog.",
     )
     billing_granularity_s = Int(
-        1, config=True, help="Billed time is rounded up to a multiple of this many seconds."
+        1,
+        config=True,
+        help="Billed time is rounded up to a multiple of this many seconds, 1 (per-second "
+        "billing) to 86400.",
     )
     minimum_charge_s = Int(
         60,
         config=True,
-        help="Minimum billed time per session, in seconds (AWS and GCP: 60). 0 for none.",
+        help="Minimum billed time per session, in seconds (AWS and GCP: 60), 0 (no minimum) "
+        "to 86400.",
     )
     base_price_usd_per_hour = Float(
         0.0,
@@ -131,8 +135,8 @@ class GpuCost(GpuCostTraits, ExtensionApp):
         475.0,
         config=True,
         help="Grams of CO2 per kWh used to turn the GPUs' energy into emissions (0 to 2000). "
-        "Default: 475, the world-average figure codecarbon falls back on; use your grid's "
-        "or your cloud region's figure.",
+        "475 is the world-average figure codecarbon falls back on; use your grid's or your "
+        "cloud region's figure.",
     )
 
     @validate("ledger_timezone")
@@ -148,66 +152,11 @@ class GpuCost(GpuCostTraits, ExtensionApp):
                 ) from None
         return value
 
-    # -- budgets (docs/budgets.md, docs/jupyterhub.md) ------------------------------
-    hard_budget_usd = Float(
-        config=True,
-        help="The admin's (hard, locked) budget in dollars; 0 for none. Default: the "
-        "GPUCOST_BUDGET_USD environment variable (a JupyterHub spawner can set it per user); "
-        "with both, the lower is in force (docs/budgets.md).",
-    )
-    hard_budget_scope = Unicode(
-        config=True,
-        help="What the hard budget counts: 'session' (this server run), 'day' or 'month' "
-        "(the last two need the ledger). Default: GPUCOST_BUDGET_SCOPE, else 'session'.",
-    )
-    budget_thresholds_pct = List(
-        Int(),
-        default_value=[50, 80, 95],
-        config=True,
-        help="Percentages of a budget at which a warning is shown, once each.",
-    )
-    budget_grace_s = Float(
-        config=True,
-        help="Seconds between a budget running out and the action (a countdown the user "
-        "sees), 0 to 86400. Default: GPUCOST_BUDGET_GRACE_S, else 120.",
-    )
-    budget_action = Unicode(
-        config=True,
-        help="What is done when a budget runs out, after saving notebooks: 'interrupt' or "
-        "'shutdown' the kernels, or 'stop-server' (asks JupyterHub, else stops itself). "
-        "Default: GPUCOST_BUDGET_ACTION, else 'shutdown'.",
-    )
-    budget_save_timeout_s = Float(
-        30.0,
-        config=True,
-        help="How long to wait for the open JupyterLab pages to save their notebooks.",
-    )
-    idle_gpu_minutes = Float(
-        0.0,
-        config=True,
-        help="Warn when the GPUs have been idle this many minutes while costing money "
-        "(no kernel busy, utilisation at most idle_gpu_utilization_pct). 0: off.",
-    )
-    idle_gpu_action = Unicode(
-        "warn",
-        config=True,
-        help="'warn' only, or 'act': after a grace period, save and take budget_action "
-        "(never while a kernel is busy).",
-    )
-    idle_gpu_utilization_pct = Float(
-        5.0, config=True, help="Utilisation at or below which a GPU counts as idle."
-    )
-    budget_state_path = Unicode(
-        "",
-        config=True,
-        help="The JSON file keeping the soft budget, fired warnings and actions taken. "
-        "Empty: <Jupyter data dir>/gpucost/budget.json.",
-    )
-
     hub_url = Unicode(
         config=True,
         help="The hub service's URL this server reports its spend to and takes the hub's "
-        "budgets from (docs/jupyterhub.md). Default: GPUCOST_HUB_URL. Empty: no reports.",
+        "budgets from (docs/jupyterhub.md); GPUCOST_HUB_URL sets it when this is not "
+        "configured. Empty: no reports.",
     )
     hub_report_interval_s = Float(
         10.0, config=True, help="Seconds between two reports to the hub service (1 to 3600)."
@@ -216,36 +165,6 @@ class GpuCost(GpuCostTraits, ExtensionApp):
     @default("hub_url")
     def _default_hub_url(self) -> str:
         return hub_url_default()
-
-    @default("hard_budget_usd")
-    def _default_hard_budget(self) -> float:
-        return budget_env_number("GPUCOST_BUDGET_USD", "0")
-
-    @default("hard_budget_scope")
-    def _default_hard_scope(self) -> str:
-        return budget_env_default("GPUCOST_BUDGET_SCOPE", "session")
-
-    @default("budget_grace_s")
-    def _default_grace(self) -> float:
-        return budget_env_number("GPUCOST_BUDGET_GRACE_S", "120")
-
-    @default("budget_action")
-    def _default_action(self) -> str:
-        return budget_env_default("GPUCOST_BUDGET_ACTION", "shutdown")
-
-    @validate(
-        "hard_budget_usd",
-        "hard_budget_scope",
-        "budget_thresholds_pct",
-        "budget_grace_s",
-        "budget_action",
-        "budget_save_timeout_s",
-        "idle_gpu_minutes",
-        "idle_gpu_action",
-        "idle_gpu_utilization_pct",
-    )
-    def _check_budget(self, proposal: dict[str, Any]) -> Any:
-        return validate_budget_trait(proposal["trait"].name, proposal["value"])
 
     # -- checkpoint export (docs/export.md) ---------------------------------------------
     export_targets = Dict(
@@ -299,7 +218,8 @@ class GpuCost(GpuCostTraits, ExtensionApp):
     export_on_budget_timeout_s = Float(
         600.0,
         config=True,
-        help="How long the budget action waits for that export before cancelling it.",
+        help="How long the budget action waits for that export before cancelling it, 1 to "
+        "86400 seconds.",
     )
 
     @validate("export_folder")

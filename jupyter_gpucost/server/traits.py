@@ -167,7 +167,7 @@ class AlertTraits(HasTraits):
         3.0,
         config=True,
         help="Alert when today's spend is above this many times the median day (of the last "
-        "14 days with spend, at least 3; needs the ledger); 0: never.",
+        "14 days with spend, at least 3; needs the ledger), 0 (never) to 1000.",
     )
     notify_user_targets = Bool(
         True,

@@ -8,7 +8,8 @@
 * :mod:`.record`: the typed record of an action, to and from JSON;
 * :mod:`.messages`: the sentences a person reads;
 * :mod:`.events`: the event bus; :mod:`.payload`: the API document;
-* :mod:`.store`: the state file; :mod:`.setup`: traits to a running controller.
+* :mod:`.store`: the state file; :mod:`.traits`: the settings; :mod:`.setup`: traits to a
+  running controller.
 
 May import: the server's base (:mod:`..inputs`, :mod:`..traits`, ...), :mod:`..ledger`,
 :mod:`..record` (the session's spend), the service's layer and :mod:`..export`,

@@ -94,7 +94,8 @@ def validate_budget_trait(name: str, value: Any) -> Any:
         raise TraitError(f"{e}.") from None
     except (TypeError, ValueError):
         raise TraitError(
-            f"c.GpuCost.{name} = {value!r} is not valid: use a number of dollars (0 for none)."
+            f"c.GpuCost.{name} = {value!r} is not valid: use an amount in the session's "
+            "currency (0 for none)."
         ) from None
     if name == "budget_action":
         return one_of(name, value, ACTIONS)
