@@ -160,7 +160,7 @@ def test_stop_when_done_answers_in_the_kernel_s_language(
         stop_when_done(object(), ["off"])  # type: ignore[arg-type]
         assert capsys.readouterr().out == "gpucost：此单元格结束时不会停止任何内容。\n"  # noqa: RUF001
         with pytest.raises(UsageError) as refused_here:
-            stop_when_done(object(), [])  # type: ignore[arg-type]
+            stop_when_done(object(), ["on"])  # type: ignore[arg-type]
         assert str(refused_here.value).startswith("停止由 jupyter-gpucost 服务器扩展执行")
     finally:
         i18n.set_language("en")

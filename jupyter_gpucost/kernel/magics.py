@@ -27,13 +27,14 @@ from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .cell.measure import CellCost, Measurement, prices
 from .cell.saved import publish, saved_cell, summary_line
+from .commands.usage import HELP_WORDS, SUBCOMMANDS, docstring, help_text, usage_of
 from .link import LinkError, follow_server_language, link
 from .stop_when_done import stop_when_done
 
 if TYPE_CHECKING:
     from .commands.fit import GpuMemory
 
-USAGE = "%%gpucost [--ops] [--top N] [-o NAME | --output NAME]"
+USAGE = usage_of("%%gpucost")
 
 _Method = TypeVar("_Method", bound=Callable[..., object])
 
@@ -171,10 +172,14 @@ class GpuCostMagics(Magics):
 
     @_named_line_magic("gpucost")
     def gpucost_line(self, line: str) -> None:
-        """%gpucost: the prices this kernel uses; %gpucost check; %gpucost fit SIZE ..."""
+        # the docstring (what %gpucost? shows) is every form: set below the class
         words = shlex_split(line)
         if not words:
             show_summary(self.shell)
+        elif words[0] in HELP_WORDS:
+            print(help_text())
+        elif words[0] in SUBCOMMANDS and words[1:] in (["--help"], ["-h"]):
+            print(help_text(words[0]))
         elif words[0] == "check":
             if len(words) > 1:
                 raise UsageError(f"%gpucost check takes no options\nusage: {LINE_USAGE}")
@@ -202,21 +207,27 @@ class GpuCostMagics(Magics):
             )
 
 
-LINE_USAGE = (
-    "%gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off [--scope session|day|month] "
-    "| %gpucost check | %gpucost stop-when-done [--action ACTION] | "
-    "%gpucost on-interrupt CODE|off | "
-    "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
-)
+GpuCostMagics.gpucost_line.__doc__ = docstring()
+
+LINE_USAGE = usage_of()
+#: what a wrong ``%gpucost auto X`` is told: the form that changes it
 AUTO_USAGE = "%gpucost auto on|off"
 
 
 def auto(shell: Shell, words: list[str]) -> None:
     from .auto import AutoPricer
 
+    pricer = getattr(shell, "gpucost_auto", None)
+    if not words:  # the state, never a change
+        on = pricer is not None and pricer.enabled
+        print(
+            _("gpucost: every cell is priced (%gpucost auto off stops).")
+            if on
+            else _("gpucost: cells are not priced one by one (%gpucost auto on starts).")
+        )
+        return
     if len(words) != 1 or words[0] not in ("on", "off"):
         raise UsageError(f"usage: {AUTO_USAGE}")
-    pricer = getattr(shell, "gpucost_auto", None)
     if pricer is None:
         pricer = shell.gpucost_auto = AutoPricer(shell)
     if words[0] == "on":
@@ -296,7 +307,7 @@ def show_summary(shell: Shell) -> None:
     show_prices()
 
 
-FIT_USAGE = "%gpucost fit SIZE [--dtype DTYPE] [--finetune] [--lora] [--batch N] [--seq N]"
+FIT_USAGE = usage_of("fit")
 
 
 def shlex_split(line: str) -> list[str]:

@@ -17,9 +17,10 @@ from IPython.core.error import UsageError
 
 from ..core.i18n import N_, _
 from .auto import Shell
+from .commands.usage import usage_of
 from .link import LinkError, link
 
-USAGE = "%gpucost stop-when-done [--action stop-instance|stop-server|shutdown] | off"
+USAGE = usage_of("stop-when-done")
 ACTIONS = ("stop-instance", "stop-server", "shutdown", "interrupt")
 NO_SERVER = N_(
     "stopping is done by the jupyter-gpucost server extension, and this kernel was not "
@@ -79,8 +80,17 @@ class StopWhenDone:
 
 
 def stop_when_done(shell: Shell, words: list[str]) -> None:
-    """``%gpucost stop-when-done [--action ...]`` or ``%gpucost stop-when-done off``."""
+    """``%gpucost stop-when-done on [--action ...]``, ``... off``, or alone: the state."""
     pending: StopWhenDone | None = getattr(shell, "gpucost_stop_when_done", None)
+    if not words:  # the state, never an action
+        if pending is None:
+            print(_("gpucost: nothing will be stopped when this cell ends."))
+        else:
+            text = _("gpucost: when this cell ends: save, export, then {action}.")
+            print(text.format(action=pending.action))
+        return
+    if words[0] == "on":
+        words = words[1:]
     if words == ["off"]:
         if pending is not None:
             pending.cancel()

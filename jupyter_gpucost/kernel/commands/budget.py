@@ -11,11 +11,17 @@ from IPython.core.error import UsageError
 
 from ...core.i18n import N_, _
 from ...core.money import exact, status_bar
-from ...core.wording import per_scope
+from ...core.protocol import binding_standing
+from ...core.wording import budget_kind, per_scope
 from ..cell.measure import prices
 from ..link import LinkError, ServerLink, link
+from .usage import usage_of
 
-BUDGET_USAGE = "%gpucost budget AMOUNT|off [--scope session|day|month]"
+BUDGET_USAGE = usage_of("budget")
+NO_SERVER = N_(
+    "budgets are kept by the jupyter-gpucost server extension, and this kernel was not "
+    "started by a Jupyter server that has it"
+)
 
 
 class _BudgetParser(argparse.ArgumentParser):
@@ -23,7 +29,32 @@ class _BudgetParser(argparse.ArgumentParser):
         raise UsageError(f"{message}\nusage: {BUDGET_USAGE}")
 
 
+def show_budget() -> str:
+    """``%gpucost budget`` alone: the budget in force and what is spent of it."""
+    server = link()
+    if server is None:
+        return _(NO_SERVER)
+    try:
+        status = server.status()
+    except LinkError as e:
+        raise UsageError(str(e)) from None
+    symbol = str(status.get("currency_symbol") or prices().currency_symbol)
+    binding = binding_standing(status.get("budget") or {})
+    if not binding:
+        return _("gpucost: no budget is set (%gpucost budget AMOUNT sets yours).")
+    spent = binding.get("spent_usd")
+    text = _("gpucost: budget {budget} ({kind}): {spent} spent")
+    return text.format(
+        budget=per_scope(exact(binding["amount_usd"], symbol), str(binding["scope"])),
+        kind=budget_kind(str(binding["kind"])),
+        spent=_("unknown") if spent is None else status_bar(spent, symbol),
+    )
+
+
 def budget(words: list[str]) -> None:
+    if not words:  # the state, never a change
+        print(show_budget())
+        return
     parser = _BudgetParser(prog="%gpucost budget", add_help=False)
     parser.add_argument("amount")
     parser.add_argument("--scope", default="session", choices=["session", "day", "month"])
@@ -41,12 +72,7 @@ def budget(words: list[str]) -> None:
             ) from None
     server = link()
     if server is None:
-        raise UsageError(
-            _(
-                "budgets are kept by the jupyter-gpucost server extension, and this kernel "
-                "was not started by a Jupyter server that has it"
-            )
-        )
+        raise UsageError(_(NO_SERVER))
     try:
         state = server.set_budget(amount, args.scope)
     except LinkError as e:

@@ -18,8 +18,9 @@ from IPython.core.error import UsageError
 from ...core.i18n import _
 from ...core.interruption_files import ENV_NAME, code_name, read_json, write_json
 from ..link import kernel_id
+from .usage import usage_of
 
-USAGE = "%gpucost on-interrupt <code> | %gpucost on-interrupt off"
+USAGE = usage_of("on-interrupt")
 
 
 def _where() -> Path | None:
