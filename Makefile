@@ -12,9 +12,13 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 DEMO_PORT ?= 8888
 CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
+# the oldest JupyterLab and Notebook 7 the front end supports (package.json's ranges): the
+# built wheel is installed beside them in a venv of its own and smoke-tested in Chromium
+OLDEST_VENV := .venv-oldest
+OLDEST_FRONT_ENDS := "jupyterlab==4.0.*" "notebook==7.0.*"
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
-.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub bench-alerts clean i18n i18n-check
+.PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub bench-alerts clean i18n i18n-check oldest
 
 help:
 	@echo "make demo   install everything and start JupyterLab with the extension (simulated GPUs when there is no NVIDIA driver)"
@@ -50,6 +54,16 @@ jupyter_gpucost/labextension/package.json: node_modules/.installed $(FRONTEND_SO
 build: jupyter_gpucost/labextension/package.json
 
 install: $(VENV)/.installed build
+
+# the wheel a user installs (built from this tree), beside the oldest supported front ends
+$(OLDEST_VENV)/.installed: jupyter_gpucost/labextension/package.json pyproject.toml $(shell find jupyter_gpucost -name '*.py' -newer $(OLDEST_VENV)/.installed 2>/dev/null)
+	rm -rf $(OLDEST_VENV)
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w $(OLDEST_VENV)/wheel .
+	$(OLDEST_VENV)/bin/python -m pip install --quiet $(OLDEST_FRONT_ENDS) $(OLDEST_VENV)/wheel/*.whl
+	touch $@
+
+oldest: install $(OLDEST_VENV)/.installed
 
 demo: install
 	@TELEMETRY=$$($(PY) -c 'import pynvml; pynvml.nvmlInit(); print("auto")' 2>/dev/null || echo simulated); \
@@ -111,8 +125,9 @@ test-python: install postgres prometheus
 test-js: install
 	$(BIN)/jlpm test
 
-test-ui: install chromium
-	GPUCOST_CHROMIUM=$(CHROMIUM) $(PY) -m pytest tests/ui
+test-ui: install chromium oldest
+	GPUCOST_CHROMIUM=$(CHROMIUM) GPUCOST_OLDEST_PYTHON=$(CURDIR)/$(OLDEST_VENV)/bin/python \
+		$(PY) -m pytest tests/ui
 
 test: lint test-python test-js test-ui
 
@@ -132,4 +147,4 @@ bench-tabs: install chromium
 	GPUCOST_CHROMIUM=$(CHROMIUM) $(PY) benchmarks/bench_tabs.py --out benchmarks/results/tabs.json
 
 clean:
-	rm -rf $(VENV) node_modules jupyter_gpucost/labextension labextension/lib tsconfig.tsbuildinfo .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(OLDEST_VENV) node_modules jupyter_gpucost/labextension labextension/lib tsconfig.tsbuildinfo .pytest_cache .ruff_cache .hypothesis

@@ -60,9 +60,11 @@ class Lab:
         return json.loads(text) if text else None
 
 
-def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
+def start_lab(
+    tmp: Path, *args: str, env: dict[str, str] | None = None, python: str = sys.executable
+) -> Lab:
     """JupyterLab with these arguments; ``env``: variables added to its environment (as a
-    spawner sets them)."""
+    spawner sets them); ``python``: the environment's interpreter (another JupyterLab's)."""
     port, token = free_port(), secrets.token_hex(16)
     log = tmp / "lab.log"
     extra = env or {}
@@ -81,7 +83,7 @@ def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
-                sys.executable,
+                python,
                 "-m",
                 "jupyterlab",
                 "--no-browser",
@@ -101,6 +103,9 @@ def start_lab(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Lab:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # another environment's JupyterLab imports its own jupyter_gpucost, never this
+            # tree's (which `python -m` would find first in the working directory)
+            cwd=None if python == sys.executable else tmp,
         )
     lab = Lab(url=f"http://127.0.0.1:{port}", token=token, process=process, log=log)
     deadline = time.monotonic() + 60
@@ -144,10 +149,10 @@ def jp_server_cleanup() -> None:
 def lab_factory(tmp_path: Path) -> Iterator[Callable[..., Lab]]:
     started: list[Lab] = []
 
-    def factory(*args: str, env: dict[str, str] | None = None) -> Lab:
+    def factory(*args: str, env: dict[str, str] | None = None, python: str = sys.executable) -> Lab:
         folder = tmp_path / f"lab{len(started)}"
         folder.mkdir()
-        lab = start_lab(folder, *args, env=env)
+        lab = start_lab(folder, *args, env=env, python=python)
         started.append(lab)
         return lab
 
