@@ -12,10 +12,11 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 DEMO_PORT ?= 8888
 CHROMIUM ?= /usr/bin/chromium
 TORCH := torch==2.13.0
-# the oldest JupyterLab and Notebook 7 the front end supports (package.json's ranges): the
-# built wheel is installed beside them in a venv of its own and smoke-tested in Chromium
+# the oldest JupyterLab, Notebook 7 and JupyterHub supported (package.json's ranges, the
+# hub service's needs): the built wheel is installed beside them in a venv of its own and
+# smoke-tested there (tests/ui/test_oldest_jupyterlab.py, tests/test_hub_oldest.py)
 OLDEST_VENV := .venv-oldest
-OLDEST_FRONT_ENDS := "jupyterlab==4.0.*" "notebook==7.0.*"
+OLDEST_STACK := "jupyterlab==4.0.*" "notebook==7.0.*" "jupyterhub==5.0.*"
 FRONTEND_SOURCES := $(shell find labextension/src labextension/style labextension/schema -type f 2>/dev/null) package.json tsconfig.json
 
 .PHONY: help install build demo test lint format test-python test-js test-ui chromium postgres prometheus bench bench-tabs bench-hub bench-alerts clean i18n i18n-check oldest
@@ -60,7 +61,7 @@ $(OLDEST_VENV)/.installed: jupyter_gpucost/labextension/package.json pyproject.t
 	rm -rf $(OLDEST_VENV)
 	$(PYTHON) -m venv $(OLDEST_VENV)
 	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w $(OLDEST_VENV)/wheel .
-	$(OLDEST_VENV)/bin/python -m pip install --quiet $(OLDEST_FRONT_ENDS) $(OLDEST_VENV)/wheel/*.whl
+	$(OLDEST_VENV)/bin/python -m pip install --quiet $(OLDEST_STACK) $(OLDEST_VENV)/wheel/*.whl
 	touch $@
 
 oldest: install $(OLDEST_VENV)/.installed
@@ -119,8 +120,8 @@ prometheus:
 		else sudo apt-get update -qq && sudo apt-get install -y -qq prometheus >/dev/null; fi; \
 	fi
 
-test-python: install postgres prometheus
-	$(PY) -m pytest tests --ignore=tests/ui
+test-python: install postgres prometheus oldest
+	GPUCOST_OLDEST_PYTHON=$(CURDIR)/$(OLDEST_VENV)/bin/python $(PY) -m pytest tests --ignore=tests/ui
 
 test-js: install
 	$(BIN)/jlpm test

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 #: the least scopes the gpucost service needs from the Hub
 SERVICE_SCOPES = ["list:users", "read:users:groups", "read:servers", "delete:servers"]
 #: 2 simulated A100-80GB at the AWS on-demand price: $6.862 an hour, $0.0019 a second
@@ -197,7 +196,7 @@ c.JupyterHub.services = [
         "name": "gpucost",
         "url": "http://127.0.0.1:{svc}",
         "api_token": "{service_token}",
-        "command": [sys.executable, "-m", "jupyter_gpucost.hub", "--config", "{root}/gpucost_hub_config.py"],
+        "command": [{python!r}, "-m", "jupyter_gpucost.hub", "--config", "{root}/gpucost_hub_config.py"],
         "cwd": "{root}",
         "environment": {{"PYTHONPATH": "{pythonpath}"}},
         "oauth_no_confirm": True,
@@ -258,10 +257,16 @@ def running_hub(
     user_configs: dict[str, str] | None = None,
     service_extra: str = "",
     hub_extra: str = "",
+    python: str = sys.executable,
 ) -> Iterator[Hub]:
     """A hub with ``users`` in ``groups`` (default: carol in finance, whose month budget
     is $1,000); each user's own Jupyter config from ``user_configs`` (default: alice's
-    disables the extension); more lines for the service's and the Hub's config."""
+    disables the extension); more lines for the service's and the Hub's config.
+
+    ``python``: the environment the Hub, its servers and the service run from; another
+    environment's runs its own installed jupyter_gpucost, never this tree's."""
+    this_tree = python == sys.executable
+    bin_dir = Path(python).parent
     groups = {"finance": ["carol"]} if groups is None else groups
     group_budgets = {"finance": {"month": 1000}} if group_budgets is None else group_budgets
     user_configs = {"alice": NO_EXTENSION} if user_configs is None else user_configs
@@ -302,8 +307,9 @@ def running_hub(
                 token=token,
                 service_token=service_token,
                 prometheus_token=prometheus_token,
-                singleuser=BIN / "jupyterhub-singleuser",
-                pythonpath=ROOT,
+                singleuser=bin_dir / "jupyterhub-singleuser",
+                pythonpath=ROOT if this_tree else "",
+                python=python,
                 scopes=SERVICE_SCOPES,
             )
         )
@@ -312,15 +318,15 @@ def running_hub(
     log = root / "hub.log"
     env = {
         **os.environ,
-        "PATH": f"{BIN}:{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
+        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT) if this_tree else "",
         "CONFIGPROXY_AUTH_TOKEN": secrets.token_hex(16),
     }
     for name in ("GPUCOST_BUDGET_USD", "JUPYTERHUB_API_TOKEN", "JUPYTERHUB_API_URL"):
         env.pop(name, None)
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+            [python, "-m", "jupyterhub", "-f", str(config)],
             cwd=root,
             env=env,
             stdout=out,
@@ -364,6 +370,19 @@ def running_hub(
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(5)
+
+
+def dig(document: object, *path: str | int) -> Any:
+    """The value at ``path`` in a JSON document, or None where it is not there (yet): what a
+    wait's predicate reads, so that "not there yet" is False and never an exception."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(document, list) or not -len(document) <= key < len(document):
+                return None
+        elif not isinstance(document, dict) or key not in document:
+            return None
+        document = document[key]
+    return document
 
 
 def spawn(hub: Hub, user: str) -> tuple[int, Any]:

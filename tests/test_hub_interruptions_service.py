@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hub_service_fixture import NO_EXTENSION, Hub, running_hub, spawn
+from hub_service_fixture import NO_EXTENSION, Hub, dig, running_hub, spawn
 
 from jupyter_gpucost.server.ledger import Ledger
 
@@ -63,7 +63,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         spawn(hub, "ann")
         hub.wait(
             "the service to open mallory's session",
-            lambda: hub.svc("GET", "api/me", hub.token_for("mallory"))[1]["sessions"],
+            lambda: dig(hub.svc("GET", "api/me", hub.token_for("mallory"))[1], "sessions"),
             30,
         )
         yield hub

@@ -23,6 +23,7 @@ from hub_service_fixture import (
     SERVICE_SCOPES,
     USD_PER_S,
     Hub,
+    dig,
     running_hub,
     service_pid,
     spawn,
@@ -94,7 +95,7 @@ def test_a_user_over_budget_is_stopped_with_the_extension_disabled(hub: Hub) -> 
     assert "DELETE /hub/api/users/alice/server (gpucost@127.0.0.1)" in hub.log.read_text()
     hub.wait(
         "the service to close alice's session",
-        lambda: me(hub, "alice")["sessions"][0]["stopped"],
+        lambda: dig(me(hub, "alice"), "sessions", 0, "stopped"),
         10,
     )
     mine = me(hub, "alice")
@@ -135,7 +136,7 @@ def test_one_users_totals_never_include_anothers(hub: Hub) -> None:
     # bob's own server reports to the service with its own token (simulated GPUs)
     hub.wait(
         "bob's server to report its spend",
-        lambda: (me(hub, "bob")["sessions"][0]["reported_usd"] or 0) > 0,
+        lambda: (dig(me(hub, "bob"), "sessions", 0, "reported_usd") or 0) > 0,
         20,
     )
     users = {u["user"]: u for u in summary(hub)["users"]}
