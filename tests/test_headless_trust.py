@@ -255,7 +255,7 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
     blocker.mkdir()
     second = gpucost_run(path, simulated, "--ledger", url)
     assert second.returncode == 0, second.stderr
-    assert "1 earlier run(s) added to the ledger" in second.stderr
+    assert "1 earlier run added to the ledger" in second.stderr
     assert not kept[0].exists()
     second_out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     second_cost = second_out.metadata[METADATA_KEY]["metered"]["cost_micro_usd"]

@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from ..core.i18n import _
+from ..core.i18n import _, ngettext
 from ..core.money import status_bar, to_usd
 from ..core.saved_cost import (
     ENV_DETECT,
@@ -368,7 +368,11 @@ def write_pending_runs(url: str, out: TextIO) -> None:
 
     written, errors = write_pending(url)
     if written:
-        text = _("gpucost: {n} earlier run(s) added to the ledger {url}")
+        text = ngettext(
+            "gpucost: {n} earlier run added to the ledger {url}",
+            "gpucost: {n} earlier runs added to the ledger {url}",
+            written,
+        )
         print(text.format(n=written, url=shown_url(url)), file=out)
     for error in errors:
         text = _("gpucost: an earlier run is still not in the ledger (kept for the next run): {e}")
