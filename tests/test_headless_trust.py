@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_gpucost.core.protocol import KERNEL_ENV
+# the headless tests' own: simulated GPUs, no server, a data folder of the test's own
+# (the fixture ``simulated``, asked for by name below)
+from test_headless import BIN, RATE, notebook, simulated, write  # noqa: F401
+
 from jupyter_gpucost.core.record_rules import (
     BEFORE_THE_RUN,
     IN_THE_FUTURE,
@@ -29,8 +31,6 @@ from jupyter_gpucost.core.record_rules import (
     check_time,
 )
 from jupyter_gpucost.core.saved_cost import (
-    ENV_DMI,
-    ENV_TELEMETRY,
     METADATA_KEY,
     MIMETYPE,
     expected_cost_micro_usd,
@@ -38,42 +38,8 @@ from jupyter_gpucost.core.saved_cost import (
 )
 from jupyter_gpucost.headless import execute
 
-BIN = Path(sys.executable).parent
-#: the demo trace's two A100-80GB at the shipped catalog's on-demand price
-RATE = Decimal("6.862")
 A100 = {"name": "NVIDIA A100-SXM4-80GB", "usd_per_hour": "3.431"}
 PUBLISH = "from IPython.display import publish_display_data as _p\n"
-
-
-@pytest.fixture
-def simulated(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, str]:
-    """No jupyter-gpucost server; the kernel reads simulated GPUs; a data folder of its
-    own. Returns the environment for a subprocess."""
-    for name in KERNEL_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(ENV_TELEMETRY, "simulated")
-    monkeypatch.setenv(ENV_DMI, str(tmp_path_factory.mktemp("no-dmi")))
-    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path_factory.mktemp("data")))
-    return dict(os.environ)
-
-
-def notebook(*sources: str) -> Any:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
-    return nb
-
-
-def write(tmp_path: Path, nb: Any, name: str = "in.ipynb") -> Path:
-    path = tmp_path / name
-    nbformat.write(nb, path)
-    return path
 
 
 def record(
@@ -161,9 +127,11 @@ def test_a_saved_record_without_a_zone_is_refused_when_read_from_a_file() -> Non
 # -- zone-less, future and early records in a real run ---------------------------------
 
 
+@pytest.mark.usefixtures("simulated")
 def test_a_run_refuses_records_without_a_zone_in_the_future_or_before_it_began(
-    simulated: dict[str, str], tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    env = dict(os.environ)
     late = (datetime.now(UTC) + timedelta(days=30)).isoformat()
     cells = [
         "%gpucost auto off",
@@ -173,9 +141,7 @@ def test_a_run_refuses_records_without_a_zone_in_the_future_or_before_it_began(
         publishing(record(late, late)),
     ]
     ledger = tmp_path / "ledger.sqlite"
-    done = gpucost_run(
-        write(tmp_path, notebook(*cells)), simulated, "--ledger", f"sqlite:///{ledger}"
-    )
+    done = gpucost_run(write(tmp_path, notebook(*cells)), env, "--ledger", f"sqlite:///{ledger}")
     assert done.returncode == 0, done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     assert ignored(out) == {
@@ -197,9 +163,9 @@ def test_a_run_refuses_records_without_a_zone_in_the_future_or_before_it_began(
         book.close()
 
 
-def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(
-    simulated: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("simulated")
+def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(tmp_path: Path) -> None:
+    env = dict(os.environ)
     # before the fix: "can't compare offset-naive and offset-aware datetimes", the run's
     # cost never reached the ledger, and the runner still exited 0
     cells = [
@@ -208,7 +174,7 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(
         "time.sleep(0.1)",
     ]
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
-    done = gpucost_run(write(tmp_path, notebook(*cells)), simulated, "--ledger", ledger)
+    done = gpucost_run(write(tmp_path, notebook(*cells)), env, "--ledger", ledger)
     assert done.returncode == 0, done.stderr
     assert "added to the ledger" in done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
@@ -230,9 +196,11 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(
 # -- a ledger write that fails ---------------------------------------------------------
 
 
+@pytest.mark.usefixtures("simulated")
 def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_next_run(
-    simulated: dict[str, str], tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    env = dict(os.environ)
     from jupyter_gpucost.server.ledger import Ledger
 
     # the ledger's folder is a file: nothing can be written there
@@ -240,11 +208,11 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
     blocker.write_text("not a folder")
     url = f"sqlite:///{blocker / 'ledger.sqlite'}"
     path = write(tmp_path, notebook("import time\ntime.sleep(0.3)"))
-    first = gpucost_run(path, simulated, "--ledger", url)
+    first = gpucost_run(path, env, "--ledger", url)
     assert first.returncode == 6, first.stderr
     assert "could not be added to the ledger" in first.stderr
     assert "added at the next run" in first.stderr
-    kept = list((Path(simulated["JUPYTER_DATA_DIR"]) / "gpucost" / "pending-runs").glob("*.json"))
+    kept = list((Path(env["JUPYTER_DATA_DIR"]) / "gpucost" / "pending-runs").glob("*.json"))
     assert len(kept) == 1
     assert oct(kept[0].stat().st_mode & 0o777) == "0o600"
     first_cost = json.loads(kept[0].read_text())["entry"]["cost_micro_usd"]
@@ -253,7 +221,7 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
     # the ledger can be written again: the next run adds the kept one first, then its own
     blocker.unlink()
     blocker.mkdir()
-    second = gpucost_run(path, simulated, "--ledger", url)
+    second = gpucost_run(path, env, "--ledger", url)
     assert second.returncode == 0, second.stderr
     assert "1 earlier run added to the ledger" in second.stderr
     assert not kept[0].exists()
@@ -266,7 +234,7 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
     finally:
         book.close()
     # a third run does not add the first one again
-    third = gpucost_run(path, simulated, "--ledger", url)
+    third = gpucost_run(path, env, "--ledger", url)
     assert third.returncode == 0, third.stderr
     assert "earlier run" not in third.stderr
 
@@ -274,16 +242,16 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
 # -- every runner checks the rate ------------------------------------------------------
 
 
-def test_papermill_engine_refuses_a_record_priced_at_rate_zero(
-    simulated: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("simulated")
+def test_papermill_engine_refuses_a_record_priced_at_rate_zero(tmp_path: Path) -> None:
+    env = dict(os.environ)
     now = datetime.now(UTC).isoformat()
     cells = ["%gpucost auto off", publishing(record(now, now, rate="0", gpus=[]), 0.2)]
     path = write(tmp_path, notebook(*cells))
     subprocess.run(
         [BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb"],
         check=True,
-        env=simulated,
+        env=env,
         capture_output=True,
         timeout=120,
     )
@@ -294,7 +262,8 @@ def test_papermill_engine_refuses_a_record_priced_at_rate_zero(
     assert METADATA_KEY not in out.cells[1].metadata
 
 
-def test_nbclient_refuses_a_record_priced_at_rate_zero(simulated: dict[str, str]) -> None:
+@pytest.mark.usefixtures("simulated")
+def test_nbclient_refuses_a_record_priced_at_rate_zero() -> None:
     now = datetime.now(UTC).isoformat()
     nb = notebook("%gpucost auto off", publishing(record(now, now, rate="0", gpus=[]), 0.2))
     execute(nb, kernel_name="python3", timeout=60)
@@ -305,15 +274,15 @@ def test_nbclient_refuses_a_record_priced_at_rate_zero(simulated: dict[str, str]
 # -- a budget the notebook cannot dodge ------------------------------------------------
 
 
-def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(
-    simulated: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("simulated")
+def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(tmp_path: Path) -> None:
+    env = dict(os.environ)
     # the issue: 12 s of cells on a $0.01 budget, exit 0, $0.00 recorded; at $6.862/h a
     # $0.002 budget lasts about 1.05 s
     cells = ["%gpucost auto off", "import time\nfor _ in range(60):\n    time.sleep(0.5)", "x = 1"]
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     path = write(tmp_path, notebook(*cells))
-    done = gpucost_run(path, simulated, "--budget", "0.002", "--ledger", ledger)
+    done = gpucost_run(path, env, "--budget", "0.002", "--ledger", ledger)
     assert done.returncode == 3, done.stderr
     assert "stopped at the $0.0020 budget" in done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
@@ -336,9 +305,9 @@ def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(
         book.close()
 
 
-def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(
-    simulated: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("simulated")
+def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(tmp_path: Path) -> None:
+    env = dict(os.environ)
     endless = (
         "import time\n"
         "while True:\n"
@@ -350,7 +319,7 @@ def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     path = write(tmp_path, notebook("x = 1", endless, "print('never')"))
     done = gpucost_run(
-        path, simulated, "--budget", "0.002", "--stop-grace", "2", "--ledger", ledger, timeout=90
+        path, env, "--budget", "0.002", "--stop-grace", "2", "--ledger", ledger, timeout=90
     )
     assert done.returncode == 3, done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
