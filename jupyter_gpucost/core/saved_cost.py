@@ -24,13 +24,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .billing import cost_micro_usd
 from .i18n import N_
 from .money import round_micro
+from .record_rules import (
+    RECORD_CURRENCY,
+    RecordRefused,
+    TimeWindow,
+    check_currency,
+    check_times,
+)
 
 SCHEMA_VERSION = 1
 #: the key in a cell's and the notebook's metadata
@@ -69,8 +76,6 @@ NOT_AN_OBJECT = N_("not an object")
 UNKNOWN_VERSION = N_("unknown schema version")
 BAD_FIELD = N_("a field is missing or out of range")
 COST_MISMATCH = N_("its cost does not match its rate and wall time")
-NOT_THIS_RATE = N_("its rate is not the one this run prices cells at")
-NOT_THIS_WALL = N_("its wall time is not the time the cell took to run")
 
 
 @dataclass(frozen=True)
@@ -96,13 +101,14 @@ class SavedCell:
     simulated: bool = False
     simulated_by: str = ""
     gpu_busy_s: dict[str, float] | None = None
+    currency: str = RECORD_CURRENCY
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": SCHEMA_VERSION,
             "cost_micro_usd": self.cost_micro_usd,
             "cost_usd": str(Decimal(self.cost_micro_usd) / 1_000_000),
-            "currency": "USD",
+            "currency": self.currency,
             "wall_s": self.wall_s,
             "gpu_busy_s": self.gpu_busy_s,
             "gpus": [
@@ -158,12 +164,9 @@ def expected_cost_micro_usd(rate_usd_per_hour: Decimal, wall_s: float) -> int:
     return round_micro(cost_micro_usd(rate_usd_per_hour, round(wall_s * 1_000_000)))
 
 
-class Refused(ValueError):
-    """A record that is not ours or not sound; ``reason`` is an ``N_`` constant."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+#: a record that is not ours or not sound (``reason``: an ``N_`` constant); the one error
+#: of :mod:`.record_rules`, so a caller catches every refusal with it
+Refused = RecordRefused
 
 
 def _decimal(value: object, *, allow_none: bool = False) -> Decimal | None:
@@ -188,12 +191,10 @@ def _text(value: object, *, choices: tuple[str, ...] | None = None) -> str:
     return value
 
 
-def _time(value: object) -> str:
+def _time_text(value: object) -> str:
     text = _text(value)
-    try:
-        datetime.fromisoformat(text)
-    except ValueError:
-        raise Refused(BAD_FIELD) from None
+    if len(text) > 64:
+        raise Refused(BAD_FIELD)
     return text
 
 
@@ -206,9 +207,10 @@ def _seconds(value: object) -> float:
     return seconds
 
 
-def parse_cell(value: object) -> SavedCell:
+def parse_cell(value: object, *, now: datetime | None = None) -> SavedCell:
     """A cell's record read from a notebook, checked field by field; :class:`Refused` when
-    it is not a sound version-1 record."""
+    it is not a sound version-1 record. Its times must say their zone and be plausible
+    (:mod:`.record_rules`; ``now``: the reader's clock)."""
     if not isinstance(value, Mapping):
         raise Refused(NOT_AN_OBJECT)
     if value.get("version") != SCHEMA_VERSION or isinstance(value.get("version"), bool):
@@ -216,8 +218,7 @@ def parse_cell(value: object) -> SavedCell:
     cost = value.get("cost_micro_usd")
     if isinstance(cost, bool) or not isinstance(cost, int) or not 0 <= cost <= MAX_COST_MICRO_USD:
         raise Refused(BAD_FIELD)
-    if value.get("currency") != "USD":
-        raise Refused(BAD_FIELD)
+    currency = check_currency(value.get("currency"))
     wall_s = _seconds(value.get("wall_s"))
     rate = _decimal(value.get("rate_usd_per_hour")) or Decimal(0)
     base = _decimal(value.get("base_usd_per_hour")) or Decimal(0)
@@ -248,12 +249,14 @@ def parse_cell(value: object) -> SavedCell:
         priced_by=_text(value.get("priced_by")),
         mode=_text(value.get("mode"), choices=MODES),
         status=_text(value.get("status"), choices=STATUSES),
-        started=_time(value.get("started")),
-        at=_time(value.get("at")),
+        started=_time_text(value.get("started")),
+        at=_time_text(value.get("at")),
         simulated=simulated,
         simulated_by=_text(value.get("simulated_by", "")),
         gpu_busy_s=gpu_busy_s,
+        currency=currency,
     )
+    check_times(cell.started, cell.at, TimeWindow.plausible(now or datetime.now(UTC)))
     # the rate is the GPUs' prices plus the base price, and the cost is the wall time at
     # that rate (one micro-dollar of slack for the wall time's rounding to 6 decimals)
     if sum((g.usd_per_hour or Decimal(0) for g in cell.gpus), base) != rate:
@@ -280,6 +283,9 @@ class NotebookSummary:
     ignored: list[dict[str, Any]] = field(default_factory=list)
     #: where a budgeted run stopped, if it did
     stopped: dict[str, Any] | None = None
+    #: the run's cost as the runner metered it (``jupyter gpucost run``): at least the sum
+    #: of the cells, with what no cell's record holds
+    metered: dict[str, Any] | None = None
 
     def add(self, cell: SavedCell) -> None:
         self.cells += 1
@@ -315,6 +321,8 @@ class NotebookSummary:
             out["ignored"] = list(self.ignored)
         if self.stopped is not None:
             out["stopped"] = dict(self.stopped)
+        if self.metered is not None:
+            out["metered"] = dict(self.metered)
         return out
 
 

@@ -12,18 +12,19 @@ execute is left as it was, a refused one is removed and named in the summary.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, MutableMapping
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from ..core.i18n import _
 from ..core.money import status_bar, to_usd
+from ..core.record_rules import Expected, TimeWindow, check_record
 from ..core.saved_cost import (
     METADATA_KEY,
     MIMETYPE,
-    NOT_THIS_RATE,
-    NOT_THIS_WALL,
     NotebookSummary,
     Refused,
     SavedCell,
@@ -32,10 +33,6 @@ from ..core.saved_cost import (
 
 #: a cell or notebook as nbformat gives it (a dict with attribute access)
 Node = Any
-#: how far a record's wall time may be from the time the runner saw the cell take (the
-#: messages to and from the kernel, its hooks; a loaded machine)
-WALL_SLACK_S = 2.0
-WALL_SLACK_SHARE = 0.1
 #: the tag of the summary cell a run appends (replaced on the next run)
 SUMMARY_TAG = "gpucost-summary"
 #: the code the runner sends (silently) before the first cell: price every cell
@@ -94,7 +91,8 @@ class CostCollector:
         self.price_all_cells = price_all_cells
         self.summary_cell = summary_cell
         self.budget_micro_usd = budget_micro_usd
-        #: the rate this run prices cells at, where the runner knows it
+        #: the rate this run prices cells at (``None``: read as the kernel reads it, at the
+        #: first record)
         self.rate_usd_per_hour = rate_usd_per_hour
         self.on_cell = on_cell
         self.executed: set[int] = set()
@@ -104,6 +102,19 @@ class CostCollector:
         #: each cell priced in this run, with its id
         self.priced: list[tuple[str, SavedCell]] = []
         self.cell_started: float | None = None
+        #: when this run sent its first code to the kernel (the runner's clock, with its zone)
+        self.run_started: datetime | None = None
+        #: called once, when the run sends its first code to the kernel, and as each cell
+        #: ends (a runner's meter)
+        self.on_start: Callable[[], None] | None = None
+        self.on_end: Callable[[], None] | None = None
+        #: the client's event loop (a watcher acts on the kernel through it)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        #: how many cells have ended in this run, and the one running (its index)
+        self.cells_done = 0
+        self.running: int | None = None
+        #: the runner's budget is spent (its own meter said so): no further cell starts
+        self.budget_spent = False
         self._client: Any = None
         self._set_up = False
 
@@ -122,14 +133,24 @@ class CostCollector:
         cells = None if nb is None else nb.get("cells")
         return len(cells) if isinstance(cells, list) else None
 
-    def kernel_pid(self) -> int | None:
-        """The kernel's process (a local kernel), for an interrupt."""
-        km = getattr(self._client, "km", None)
-        pid = getattr(getattr(km, "provisioner", None), "pid", None)
-        return pid if isinstance(pid, int) else None
+    def kernel_manager(self) -> Any:
+        """The client's kernel manager (``None`` before the kernel starts)."""
+        return getattr(self._client, "km", None)
+
+    def notebook_manager(self) -> Any:
+        """papermill's notebook manager (it saves the output notebook), if papermill runs."""
+        return getattr(self._client, "nb_man", None)
 
     async def on_cell_execute(self, cell: Node, cell_index: int, **_kw: object) -> None:
         client = self._client
+        if self.budget_spent:
+            raise BudgetSpent(self.last_executed or 0, self.summary.total_micro_usd)
+        if self.run_started is None:
+            self.loop = asyncio.get_running_loop()
+            self.run_started = datetime.now(UTC)
+            if self.on_start is not None:
+                self.on_start()
+        self.running = cell_index
         if not self._set_up and self.price_all_cells and getattr(client, "kc", None) is not None:
             self._set_up = True
             from nbclient.util import ensure_async
@@ -141,6 +162,10 @@ class CostCollector:
         self.cell_started = time.monotonic()
 
     def on_cell_executed(self, cell: Node, cell_index: int, **_kw: object) -> None:
+        self.cells_done += 1
+        self.running = None
+        if self.on_end is not None:
+            self.on_end()
         self.executed.add(cell_index)
         self.last_executed = cell_index
         self.last_cell_id = cell.get("id")
@@ -150,9 +175,10 @@ class CostCollector:
         metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
         metadata.pop(METADATA_KEY, None)  # what it carried before this run is gone
         parsed: list[SavedCell] = []
+        now = datetime.now(UTC)
         for record in records:
             try:
-                parsed.append(self.check(parse_cell(record), elapsed_s))
+                parsed.append(self.check(parse_cell(record, now=now), elapsed_s, now=now))
             except Refused as e:  # the notebook's code can publish one too
                 self.summary.ignored.append(
                     {"cell": cell_index, "cell_id": cell.get("id"), "reason": e.reason}
@@ -164,23 +190,47 @@ class CostCollector:
             self.priced.append((str(cell.get("id") or f"cell-{cell_index + 1}"), saved))
         if self.on_cell is not None:
             self.on_cell(cell_index, saved, self.summary)
-        if (
+        if self.budget_spent or (
             self.budget_micro_usd is not None
             and self.summary.total_micro_usd >= self.budget_micro_usd
         ):
             raise BudgetSpent(cell_index, self.summary.total_micro_usd)
 
-    def check(self, cell: SavedCell, elapsed_s: float | None) -> SavedCell:
-        """A record from the cell that just ran, against what the runner saw: the rate
-        it prices at, and the time the cell took (the code a notebook runs can publish a
-        record of our type too: it must not make its own cost smaller)."""
-        if self.rate_usd_per_hour is not None and cell.rate_usd_per_hour != self.rate_usd_per_hour:
-            raise Refused(NOT_THIS_RATE)
-        if elapsed_s is not None:
-            slack_s = WALL_SLACK_S + WALL_SLACK_SHARE * elapsed_s
-            if not elapsed_s - slack_s <= cell.wall_s <= elapsed_s + slack_s:
-                raise Refused(NOT_THIS_WALL)
+    def check(
+        self, cell: SavedCell, elapsed_s: float | None, *, now: datetime | None = None
+    ) -> SavedCell:
+        """A record from the cell that just ran, against what the runner knows itself
+        (:mod:`~jupyter_gpucost.core.record_rules`): the rate it prices at, the run's window
+        in time, the time the cell took (the code a notebook runs can publish a record of
+        our type too: it must not make its own cost smaller)."""
+        now = now or datetime.now(UTC)
+        # a run this collector did not see begin (nbconvert's --execute): any plausible time
+        window = (
+            TimeWindow.plausible(now)
+            if self.run_started is None
+            else TimeWindow.of_run(self.run_started, now)
+        )
+        check_record(
+            started=cell.started,
+            ended=cell.at,
+            wall_s=cell.wall_s,
+            rate_usd_per_hour=cell.rate_usd_per_hour,
+            currency=cell.currency,
+            expected=Expected(
+                window=window,
+                rate_usd_per_hour=self.expected_rate(),
+                elapsed_s=elapsed_s,
+            ),
+        )
         return cell
+
+    def expected_rate(self) -> Decimal:
+        """The rate this run prices at: the runner's, else the kernel's rule read here."""
+        if self.rate_usd_per_hour is None:
+            from .prices import runner_prices
+
+            self.rate_usd_per_hour = runner_prices().rate_usd_per_hour
+        return self.rate_usd_per_hour
 
     def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
         self.finish(notebook)
@@ -222,11 +272,17 @@ class CostCollector:
 def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
     """The run's cost in a few lines of Markdown (shown where metadata is not: GitHub)."""
     total = status_bar(to_usd(summary.total_micro_usd), symbol)
-    lines = [
-        _("**gpucost**: this run cost {total} over {n} priced cells.").format(
-            total=total, n=summary.cells
+    if summary.metered is None:
+        text = _("**gpucost**: this run cost {total} over {n} priced cells.")
+        lines = [text.format(total=total, n=summary.cells)]
+    else:
+        text = _(
+            "**gpucost**: this run cost {metered} ({seconds} s metered by the runner); "
+            "{total} of it over {n} priced cells."
         )
-    ]
+        metered = status_bar(to_usd(int(summary.metered["cost_micro_usd"])), symbol)
+        seconds = f"{float(summary.metered['wall_s']):.1f}"
+        lines = [text.format(metered=metered, seconds=seconds, total=total, n=summary.cells)]
     for name, micro in sorted(summary.by_gpu_micro_usd.items()):
         lines.append(f"- {name}: {status_bar(to_usd(micro), symbol)}")
     if summary.simulated:

@@ -2,38 +2,39 @@
 
 papermill runs the notebook (its parameters, its saving of the output notebook after each
 cell; nbclient underneath) with the ``gpucost`` engine: every cell priced by the kernel,
-its cost saved in its metadata, the total in the notebook's. With ``--budget`` a watcher
-interrupts the kernel once the cells' cost, plus the running cell's so far at the rate in
-force, reaches the budget; the partial notebook is saved with each cell that ran, and a note
-where it stopped. Exit codes (:data:`EXIT_CODES`) say how the run ended.
+its cost saved in its metadata, the total in the notebook's. The runner meters the run
+itself (:mod:`.budget`: the machine's rate × the run's wall time, whatever the notebook
+publishes); with ``--budget`` a watcher stops the kernel once that reaches the budget
+(interrupt, shutdown, kill, the notebook saved before each); the partial notebook is saved
+with each cell that ran, and a note where it stopped. Exit codes (:data:`EXIT_CODES`) say
+how the run ended.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from ..core.billing import cost_micro_usd
-from ..core.i18n import _
-from ..core.money import round_micro, status_bar, to_usd
+from ..core.i18n import _, ngettext
+from ..core.money import status_bar, to_usd
 from ..core.saved_cost import (
     ENV_DETECT,
     ENV_TELEMETRY,
     ENV_TRACE,
+    METADATA_KEY,
     TELEMETRY_CHOICES,
     NotebookSummary,
     SavedCell,
 )
+from .budget import BudgetWatch, Deadlines, RunMeter, run_cost_micro_usd
 from .collect import BudgetSpent, CostCollector
+from .prices import Priced, runner_prices
 
 EXIT_OK = 0
 EXIT_CELL_ERROR = 1
@@ -41,6 +42,7 @@ EXIT_USAGE = 2
 EXIT_BUDGET = 3
 EXIT_REFUSED = 4
 EXIT_STOP_FAILED = 5
+EXIT_LEDGER = 6
 #: documented in docs/headless.md
 EXIT_CODES = {
     EXIT_OK: "the notebook ran to the end",
@@ -49,9 +51,8 @@ EXIT_CODES = {
     EXIT_BUDGET: "the budget was spent: the run stopped there (notebook saved)",
     EXIT_REFUSED: "the run was refused: a budget cannot be enforced (no price here)",
     EXIT_STOP_FAILED: "the run ended but the machine could not be stopped",
+    EXIT_LEDGER: "the run could not be added to the ledger: kept for the next run",
 }
-#: how often the watcher looks at the running cell's cost
-WATCH_INTERVAL_S = 0.1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,6 +79,16 @@ def parser() -> argparse.ArgumentParser:
         help=_("a papermill parameter (repeatable)"),
     )
     p.add_argument("--budget", help=_("stop when the run has cost this much (USD)"))
+    p.add_argument(
+        "--stop-grace",
+        type=float,
+        default=Deadlines().interrupt_s,
+        metavar="SECONDS",
+        help=_(
+            "at the budget, how long each step (interrupt, then shutdown) may take before "
+            "the next (default %(default)s)"
+        ),
+    )
     p.add_argument(
         "--telemetry",
         choices=TELEMETRY_CHOICES,
@@ -143,22 +154,6 @@ def parse_budget(text: str | None) -> int | None:
     return int((amount * 1_000_000).to_integral_value())
 
 
-@dataclass
-class Priced:
-    rate_usd_per_hour: Decimal
-    unpriced: list[str]
-    simulated: bool
-
-
-def runner_prices() -> Priced:
-    """The prices the kernel will use (same machine, same environment, same rule)."""
-    from ..kernel.cell.measure import prices
-
-    p = prices()
-    unpriced = [name for name, price in p.gpus.values() if price is None]
-    return Priced(p.rate_usd_per_hour(), unpriced, p.simulated)
-
-
 class Progress:
     """One line per cell on the terminal: a bar of the budget, the cost so far."""
 
@@ -168,58 +163,25 @@ class Progress:
         self.out = out
         #: the running notebook's own count (papermill adds a parameters cell)
         self.count: Callable[[], int | None] = lambda: None
+        #: the run's cost so far as the runner meters it (else the cells')
+        self.spent: Callable[[], int | None] = lambda: None
 
     def __call__(self, index: int, cell: SavedCell | None, summary: NotebookSummary) -> None:
         cost = "-" if cell is None else status_bar(to_usd(cell.cost_micro_usd), "$")
-        total = status_bar(to_usd(summary.total_micro_usd), "$")
+        spent = self.spent()
+        spent = summary.total_micro_usd if spent is None else spent
+        total = status_bar(to_usd(spent), "$")
         line = _("cell {i}/{n}: {cost}, {total} so far").format(
             i=index + 1, n=self.count() or self.total_cells, cost=cost, total=total
         )
         if self.budget:
-            used = min(summary.total_micro_usd / self.budget, 1.0)
+            used = min(spent / self.budget, 1.0)
             filled = round(used * 20)
             bar = "#" * filled + "." * (20 - filled)
             line += f" [{bar}] " + _("{percent} of the {budget} budget").format(
                 percent=f"{used:.0%}", budget=status_bar(to_usd(self.budget), "$")
             )
         print(line, file=self.out, flush=True)
-
-
-class BudgetWatch:
-    """Interrupts the kernel when the run's cost, the running cell's included, reaches
-    the budget (the kernel's own record of the cell then says what it cost)."""
-
-    def __init__(self, collector: CostCollector, budget_micro_usd: int, rate: Decimal) -> None:
-        self.collector = collector
-        self.budget = budget_micro_usd
-        self.rate = rate
-        self.fired = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gpucost-budget", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-    def spent_micro_usd(self) -> int:
-        running = 0
-        started = self.collector.cell_started
-        if started is not None:
-            elapsed_us = round((time.monotonic() - started) * 1_000_000)
-            running = round_micro(cost_micro_usd(self.rate, elapsed_us))
-        return self.collector.summary.total_micro_usd + running
-
-    def _run(self) -> None:
-        while not self._stop.wait(WATCH_INTERVAL_S):
-            if self.fired or self.spent_micro_usd() < self.budget:
-                continue
-            pid = self.collector.kernel_pid()
-            if pid is not None:
-                self.fired = True
-                os.kill(pid, signal.SIGINT)
 
 
 def default_output(notebook: str) -> str:
@@ -242,15 +204,21 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         text = _("gpucost: a budget cannot be enforced: {what} (no price). Nothing was run.")
         print(text.format(what=what), file=out)
         return EXIT_REFUSED
-    code = run_notebook(args, budget, priced, out)
+    url = ledger_url(args.ledger)
+    if url:
+        write_pending_runs(url, out)
+    code = run_notebook(args, budget, priced, url, out)
     if args.stop_instance_when_done and not stop_machine(args.stop_command, out):
         return code if code != EXIT_OK else EXIT_STOP_FAILED
     return code
 
 
-def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, out: TextIO) -> int:
+def run_notebook(
+    args: argparse.Namespace, budget: int | None, priced: Priced, url: str | None, out: TextIO
+) -> int:
     import nbformat
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     from .papermill_engine import COLLECTOR_KW
@@ -268,9 +236,24 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         rate_usd_per_hour=priced.rate_usd_per_hour,
         on_cell=progress,
     )
+    meter = RunMeter(priced.rate_usd_per_hour)
+    collector.on_start, collector.on_end = meter.start, meter.lap
     if progress is not None:
         progress.count = collector.cell_count
-    watch = BudgetWatch(collector, budget, priced.rate_usd_per_hour) if budget else None
+        progress.spent = lambda: run_cost_micro_usd(collector, meter)
+
+    def save(step: str) -> None:
+        """The notebook as it stands, saved before each step of a budget's stop."""
+        stopped_at(collector, step)
+        collector.summary.metered = metered(collector, meter, priced)
+        nb_man = collector.notebook_manager()
+        if nb_man is not None:
+            nb_man.nb.setdefault("metadata", {})[METADATA_KEY] = collector.summary.to_json()
+            nb_man.save()
+
+    grace = max(0.5, min(float(args.stop_grace), 3600.0))
+    deadlines = Deadlines(interrupt_s=grace, shutdown_s=grace)
+    watch = BudgetWatch(collector, meter, budget, save, deadlines) if budget else None
     if watch is not None:
         watch.start()
     kw: dict[str, Any] = {COLLECTOR_KW: collector}
@@ -288,21 +271,19 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         )
     except BudgetSpent:
         code = EXIT_BUDGET
-    except PapermillExecutionError:
+    except (PapermillExecutionError, DeadKernelError):
         code = EXIT_BUDGET if watch is not None and watch.fired else EXIT_CELL_ERROR
     finally:
         if watch is not None:
             watch.stop()
+        # a cell the kernel never ended (it died) ran until now
+        meter.stop(at_last_lap=collector.running is None)
     if code == EXIT_BUDGET:
-        index = collector.last_executed or 0
-        note = _(
-            "gpucost: the run was stopped at cell {i}: its budget was spent; the cells after "
-            "it did not run."
-        ).format(i=index + 1)
-        collector.summary.stopped = {"cell": index, "cell_id": collector.last_cell_id, "note": note}
+        stopped_at(collector, watch.steps[-1] if watch is not None and watch.steps else "")
+    collector.summary.metered = metered(collector, meter, priced)
     finish(output, collector, summary_cell=not args.no_summary)
-    ledger = record_in_ledger(args.ledger, collector, args.notebook, out)
-    total = status_bar(to_usd(collector.summary.total_micro_usd), "$")
+    spent = run_cost_micro_usd(collector, meter)
+    total = status_bar(to_usd(spent), "$")
     if code == EXIT_BUDGET:
         text = _(
             "gpucost: stopped at the {budget} budget after cell {i}: {total} spent. Saved: {path}"
@@ -310,7 +291,7 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
         print(
             text.format(
                 budget=status_bar(to_usd(budget or 0), "$"),
-                i=(collector.last_executed or 0) + 1,
+                i=int((collector.summary.stopped or {}).get("cell", 0)) + 1,
                 total=total,
                 path=output,
             ),
@@ -319,27 +300,105 @@ def run_notebook(args: argparse.Namespace, budget: int | None, priced: Priced, o
     else:
         text = _("gpucost: the run cost {total} ({n} cells priced). Saved: {path}")
         print(text.format(total=total, n=collector.summary.cells, path=output), file=out)
-    if ledger:
-        print(_("gpucost: added to the ledger {url}").format(url=ledger), file=out)
+    if url is None:
+        return code
+    entry = run_entry(collector, meter, priced, args.notebook)
+    if not record_in_ledger(url, entry, out):
+        return code if code != EXIT_OK else EXIT_LEDGER
     return code
 
 
-def record_in_ledger(
-    choice: str | None, collector: CostCollector, notebook: str, out: TextIO
-) -> str | None:
-    """Add the run to the ledger (the one named, else this machine's); where, or None."""
-    from .ledger import append_run, default_ledger_url
+def stopped_at(collector: CostCollector, step: str) -> None:
+    """The summary's note of where the budget stopped the run, and how."""
+    # the cell that was running when the budget ran out (a killed kernel never ended it),
+    # else the last that ended
+    index = collector.running if collector.running is not None else collector.last_executed or 0
+    note = _(
+        "gpucost: the run was stopped at cell {i}: its budget was spent; the cells after "
+        "it did not run."
+    ).format(i=index + 1)
+    cell_id = collector.last_cell_id
+    nb = getattr(collector.notebook_manager(), "nb", None)
+    if nb is not None and 0 <= index < len(nb.cells):
+        cell_id = nb.cells[index].get("id")
+    collector.summary.stopped = {"cell": index, "cell_id": cell_id, "note": note, "by": step}
 
-    url = default_ledger_url() if choice is None else None if choice == "none" else choice
-    if not url:
-        return None
+
+def metered(collector: CostCollector, meter: RunMeter, priced: Priced) -> dict[str, Any]:
+    """What the runner metered: the run's cost (never below its cells'), its wall time and
+    rate, and how much of it no cell's record holds."""
+    spent = run_cost_micro_usd(collector, meter)
+    return {
+        "cost_micro_usd": spent,
+        "cost_usd": str(Decimal(spent) / 1_000_000),
+        "wall_s": round(meter.wall_s(), 3),
+        "rate_usd_per_hour": str(priced.rate_usd_per_hour),
+        "unattributed_micro_usd": spent - collector.summary.total_micro_usd,
+    }
+
+
+def run_entry(collector: CostCollector, meter: RunMeter, priced: Priced, notebook: str) -> Any:
+    from ..server.ledger import new_session_id
+    from .ledger import RunEntry
+
+    ended = datetime.now(UTC)
+    started = collector.run_started or ended
+    return RunEntry(
+        session_id=new_session_id(started),
+        notebook_path=notebook,
+        started=started,
+        ended=ended,
+        cost_micro_usd=run_cost_micro_usd(collector, meter),
+        rate_usd_per_hour=priced.rate_usd_per_hour,
+        cells=tuple(collector.priced),
+        user=os.environ.get("JUPYTERHUB_USER") or None,
+    )
+
+
+def ledger_url(choice: str | None) -> str | None:
+    """The ledger a run is added to: the one named, else this machine's (``None``: none)."""
+    from .ledger import default_ledger_url
+
+    return default_ledger_url() if choice is None else None if choice == "none" else choice
+
+
+def write_pending_runs(url: str, out: TextIO) -> None:
+    """The runs an earlier start could not add to this ledger, added now."""
+    from .ledger import shown_url, write_pending
+
+    written, errors = write_pending(url)
+    if written:
+        text = ngettext(
+            "gpucost: {n} earlier run added to the ledger {url}",
+            "gpucost: {n} earlier runs added to the ledger {url}",
+            written,
+        )
+        print(text.format(n=written, url=shown_url(url)), file=out)
+    for error in errors:
+        text = _("gpucost: an earlier run is still not in the ledger (kept for the next run): {e}")
+        print(text.format(e=error), file=out)
+
+
+def record_in_ledger(url: str, entry: Any, out: TextIO) -> bool:
+    """Add the run to the ledger; a failure is said, and the run kept for the next start."""
+    from .ledger import append_run, keep_pending, shown_url
+
     try:
-        append_run(url, collector.priced, notebook)
+        append_run(url, entry)
     except Exception as e:  # the run is saved: a ledger that cannot be written is said
         text = _("gpucost: the run could not be added to the ledger: {error}")
         print(text.format(error=f"{type(e).__name__}: {e}"), file=out)
-        return None
-    return url.split("://", 1)[0] + "://…" if "@" in url else url
+        try:
+            path = keep_pending(url, entry)
+        except OSError as kept:
+            text = _("gpucost: and it could not be kept for the next run: {error}")
+            print(text.format(error=kept), file=out)
+            return False
+        text = _("gpucost: its cost ({total}) is kept in {path} and added at the next run")
+        print(text.format(total=status_bar(to_usd(entry.cost_micro_usd), "$"), path=path), file=out)
+        return False
+    print(_("gpucost: added to the ledger {url}").format(url=shown_url(url)), file=out)
+    return True
 
 
 def finish(output: str, collector: CostCollector, *, summary_cell: bool) -> None:

@@ -40,6 +40,8 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Insert
+
 from .opening import LedgerUnavailable, open_ledger
 from .queries import LedgerReads, Totals
 from .schema import (
@@ -147,17 +149,38 @@ class Ledger(LedgerReads):
 
     def add_cell(self, session_id: str, record: dict[str, Any]) -> None:
         with self._lock, self.engine.begin() as conn:
+            conn.execute(_cell_row(session_id, record))
+
+    def add_run(
+        self,
+        session_id: str,
+        started: datetime,
+        ended: datetime,
+        user: str | None,
+        spend: Sequence[Sequence[int]],
+        cells: Sequence[dict[str, Any]],
+    ) -> None:
+        """A whole headless run in one transaction: its session, its (minute, cost, idle,
+        rate) rows and its cells; all of it is written, or none (a retry counts it once)."""
+        with self._lock, self.engine.begin() as conn:
+            known = sessions_table.select().where(sessions_table.c.id == session_id)
+            if conn.execute(known).first() is not None:
+                return  # written before (a retry of a run kept for later)
             conn.execute(
-                cells_table.insert().values(
-                    session_id=session_id,
-                    cell_id=str(record.get("cell_id", "")),
-                    notebook_path=record.get("notebook_path"),
-                    kernel_id=record.get("kernel_id"),
-                    started=str(record.get("started", "")),
-                    ended=str(record.get("ended", "")),
-                    record=record,
+                sessions_table.insert().values(
+                    id=session_id,
+                    started_unix_s=started.timestamp(),
+                    last_unix_s=ended.timestamp(),
+                    ended_unix_s=ended.timestamp(),
+                    user=user,
+                    cost_micro_usd=0,
+                    idle_micro_usd=0,
                 )
             )
+            if spend:
+                add_bulk_spend(conn, session_id, list(spend))
+            for record in cells:
+                conn.execute(_cell_row(session_id, record))
 
     def add_action(self, session_id: str, record: dict[str, Any]) -> None:
         """Keep what a budget did (an audit trail across sessions)."""
@@ -177,3 +200,15 @@ class Ledger(LedgerReads):
         """Insert (minute, cost, idle, rate) rows directly (benchmarks and imports)."""
         with self._lock, self.engine.begin() as conn:
             add_bulk_spend(conn, session_id, list(rows))
+
+
+def _cell_row(session_id: str, record: dict[str, Any]) -> Insert:
+    return cells_table.insert().values(
+        session_id=session_id,
+        cell_id=str(record.get("cell_id", "")),
+        notebook_path=record.get("notebook_path"),
+        kernel_id=record.get("kernel_id"),
+        started=str(record.get("started", "")),
+        ended=str(record.get("ended", "")),
+        record=record,
+    )

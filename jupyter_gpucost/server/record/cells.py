@@ -12,10 +12,20 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ...core.i18n import _
+from ...core.record_rules import (
+    EARLIEST,
+    MAX_AHEAD,
+    NO_TIME_ZONE,
+    NOT_A_TIME,
+    RecordRefused,
+    TimeWindow,
+    check_time,
+    check_times,
+)
 from ..errors import RequestError
 from ..inputs import is_unicode, one_of, shown, type_name
 
@@ -32,10 +42,8 @@ MAX_SECONDS = 100 * 365 * 86400
 MAX_JOULES = 1e15
 MAX_BYTES = 2**53
 MAX_GPUS = 64
-#: a cell's times must lie between these: before is a clock or a client gone wrong (year
-#: 0001), and a cell cannot end more than a day after the server's clock (year 9999)
-EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
-MAX_AHEAD = timedelta(days=1)
+#: a cell's times must lie between 2000 and a day after the server's clock, with a zone:
+#: the rule is :mod:`jupyter_gpucost.core.record_rules`' (``EARLIEST``, ``MAX_AHEAD``)
 
 
 class CellRecordError(RequestError):
@@ -100,18 +108,14 @@ def _time(record: dict[str, Any], key: str, now: datetime) -> str:
     value = _text(record, key, required=True, limit=64)
     assert value is not None
     try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise CellRecordError(
-            _("{key} must be an ISO 8601 time, not {value}").format(key=key, value=shown(value))
-        ) from None
-    if moment.tzinfo is None:
-        raise CellRecordError(_("{key} must say its time zone (e.g. +00:00)").format(key=key))
-    try:
-        plausible = EARLIEST <= moment <= now + MAX_AHEAD
-    except OverflowError:  # a time zone that moves it past year 1 or 9999
-        plausible = False
-    if not plausible:
+        check_time(value, TimeWindow.plausible(now))
+    except RecordRefused as e:
+        if e.reason == NOT_A_TIME:
+            text = _("{key} must be an ISO 8601 time, not {value}")
+            raise CellRecordError(text.format(key=key, value=shown(value))) from None
+        if e.reason == NO_TIME_ZONE:
+            text = _("{key} must say its time zone (e.g. +00:00)")
+            raise CellRecordError(text.format(key=key)) from None
         text = _(
             "{key} must be a time between {earliest} and a day from now ({latest} UTC), not {value}"
         )
@@ -122,7 +126,7 @@ def _time(record: dict[str, Any], key: str, now: datetime) -> str:
                 latest=f"{(now + MAX_AHEAD):%Y-%m-%d %H:%M}",
                 value=shown(value),
             )
-        )
+        ) from None
     return value
 
 
@@ -197,8 +201,10 @@ def clean(
         "status": status,
         "mode": mode,
     }
-    if datetime.fromisoformat(ended) < datetime.fromisoformat(started):
-        raise CellRecordError(_("ended is before started"))
+    try:
+        check_times(started, ended, TimeWindow.plausible(clock))
+    except RecordRefused:  # each time alone was checked above: the order is wrong
+        raise CellRecordError(_("ended is before started")) from None
     return cleaned
 
 

@@ -301,6 +301,12 @@ describe('saved cell costs', () => {
       saved({ wall_s: Infinity }),
       saved({ mode: 'live' }),
       saved({ at: 'yesterday' }),
+      // times without a zone, in the future, before 2000, or ending before the start
+      saved({ started: '2001-01-01T00:00:00', at: '2001-01-01T00:00:02' }),
+      saved({ at: '2026-11-27T08:00:02' }),
+      saved({ started: '2999-01-01T00:00:00Z', at: '2999-01-01T00:00:02Z' }),
+      saved({ started: '1999-12-31T23:59:58Z', at: '1999-12-31T23:59:59Z' }),
+      saved({ at: '2026-11-27T07:59:59+00:00' }),
       saved({ gpus: [{ name: 'x', usd_per_hour: '1e3' }] }),
       saved({ priced_by: 'x'.repeat(600) })
     ]) {

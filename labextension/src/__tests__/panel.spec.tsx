@@ -459,6 +459,28 @@ describe('CostPanel', () => {
     );
   });
 
+  it('says that kernels of one user can misattribute to each other', async () => {
+    const { node } = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 200, body: makeKernels() },
+      history: { status: 200, body: makeHistory() }
+    });
+    const note = node.querySelector('[data-state="same-user"]')!;
+    expect(note.textContent).toContain('These kernels run as one user');
+    expect(note.textContent).toContain(
+      'not proof of which notebook used the GPU'
+    );
+    // one kernel: nothing to misattribute to
+    document.body.innerHTML = '';
+    const [only] = makeKernels().kernels;
+    const one = await renderPanel({
+      status: { status: 200, body: makePanelStatus() },
+      kernels: { status: 200, body: makeKernels({ kernels: [only] }) },
+      history: { status: 200, body: makeHistory() }
+    });
+    expect(one.node.querySelector('[data-state="same-user"]')).toBeNull();
+  });
+
   it('says the server extension is missing, or why a part failed', async () => {
     const missing = await renderPanel({});
     expect(

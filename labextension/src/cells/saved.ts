@@ -60,8 +60,23 @@ function seconds(value: unknown): value is number {
   );
 }
 
+/** The earliest time a record may carry, and how far past now (as in
+ * `core/record_rules.py`, the one rule of the Python side). */
+const EARLIEST_MS = Date.UTC(2000, 0, 1);
+const MAX_AHEAD_MS = 24 * 3600 * 1000;
+
+/**
+ * An ISO 8601 time that says its zone (a zone-less time is read in whatever
+ * zone the reader is in), from 2000 to a day from now.
+ */
 function time(value: unknown): value is string {
-  return text(value) && !Number.isNaN(Date.parse(value));
+  if (!text(value) || !/(?:Z|[+-]\d{2}:\d{2})$/i.test(value)) {
+    return false;
+  }
+  const at = Date.parse(value);
+  return (
+    !Number.isNaN(at) && at >= EARLIEST_MS && at <= Date.now() + MAX_AHEAD_MS
+  );
 }
 
 /**
@@ -89,6 +104,7 @@ export function parseSavedCell(value: unknown): ISavedCell | null {
     (r.status !== 'ok' && r.status !== 'error' && r.status !== 'interrupted') ||
     !time(r.started) ||
     !time(r.at) ||
+    Date.parse(r.at) < Date.parse(r.started) ||
     typeof (r.simulated ?? false) !== 'boolean' ||
     !text(r.simulated_by ?? '')
   ) {

@@ -68,6 +68,14 @@ export function Kernels(props: {
           {answer.note}
         </div>
       )}
+      {metered &&
+        answer.kernels.filter(kernel => !kernel.remote).length > 1 && (
+          <div className="jp-gpucost-panel-note" data-state="same-user">
+            {trans.__(
+              "These kernels run as one user: code in one notebook can run in another's kernel or claim its GPU process, so the split between them is not proof of which notebook used the GPU. The session's cost is metered from the GPUs and does not depend on it."
+            )}
+          </div>
+        )}
       {part.error && (
         <div className="jp-gpucost-panel-note" data-state="error">
           {part.error}
