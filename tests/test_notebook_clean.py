@@ -56,80 +56,54 @@ def ours(nb: Any) -> list[str]:
     return found
 
 
-def priced_cell_outputs(nb: Any) -> list[Any]:
-    """The outputs of the cells auto mode priced (not the magic's own report)."""
-    return [nb.cells[1].outputs, nb.cells[3].outputs]
+def assert_cells_show_what_their_code_shows(nb: Any) -> None:
+    """Each priced cell shows exactly what its code shows, nothing else, and a %%gpucost
+    cell its report once."""
+    printed, value = nb.cells[1].outputs, nb.cells[3].outputs
+    assert [o["output_type"] for o in printed] == ["stream"]
+    assert printed[0]["text"] == "hello\n"
+    assert [o["output_type"] for o in value] == ["execute_result"]
+    assert len(nb.cells[4].outputs) == 1
+
+
+def run(*args: object, env: dict[str, str], cwd: Path | None = None) -> None:
+    subprocess.run(
+        [str(a) for a in args], check=True, env=env, cwd=cwd, capture_output=True, timeout=180
+    )
 
 
 def test_plain_papermill_leaves_no_output_of_ours(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
     path = write(tmp_path, notebook(*SOURCES))
-    subprocess.run(
-        [BIN / "papermill", path, tmp_path / "out.ipynb"],
-        check=True,
-        env=simulated,
-        capture_output=True,
-        timeout=180,
-    )
+    run(BIN / "papermill", path, tmp_path / "out.ipynb", env=simulated)
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert ours(out) == []
-    # each priced cell shows exactly what its code shows, nothing else
-    printed, value = priced_cell_outputs(out)
-    assert [o["output_type"] for o in printed] == ["stream"]
-    assert printed[0]["text"] == "hello\n"
-    assert [o["output_type"] for o in value] == ["execute_result"]
-    # a %%gpucost cell shows its report once
-    assert len(out.cells[4].outputs) == 1
+    assert_cells_show_what_their_code_shows(out)
 
 
 def test_plain_nbconvert_execute_leaves_no_output_of_ours(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
     path = write(tmp_path, notebook(*SOURCES))
-    subprocess.run(
-        [
-            BIN / "jupyter",
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--output",
-            "out.ipynb",
-            str(path),
-        ],
-        check=True,
-        env=simulated,
-        capture_output=True,
-        timeout=180,
-    )
+    nbconvert = (BIN / "jupyter", "nbconvert", "--to", "notebook", "--execute")
+    run(*nbconvert, "--output", "out.ipynb", path, env=simulated)
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert ours(out) == []
-    printed, value = priced_cell_outputs(out)
-    assert [o["output_type"] for o in printed] == ["stream"]
-    assert [o["output_type"] for o in value] == ["execute_result"]
-    assert len(out.cells[4].outputs) == 1
+    assert_cells_show_what_their_code_shows(out)
 
 
 def test_our_runners_write_the_metadata_and_no_output(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
     path = write(tmp_path, notebook(*SOURCES))
-    subprocess.run(
-        [BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated", "--ledger", "none"],
-        check=True,
-        env=simulated,
-        capture_output=True,
-        timeout=180,
-    )
+    gpucost_run = (BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated")
+    run(*gpucost_run, "--ledger", "none", env=simulated)
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     # every code cell priced (the runner switches auto mode on before the first)
     assert sorted(saved_costs(out)) == [0, 1, 3, 4]
     assert_sums_exactly(out)
-    printed, value = priced_cell_outputs(out)
-    assert [o["output_type"] for o in printed] == ["stream"]
-    assert [o["output_type"] for o in value] == ["execute_result"]
-    assert len(out.cells[4].outputs) == 1
+    assert_cells_show_what_their_code_shows(out)
     # the summary is the point of this runner: on by default
     assert SUMMARY_TAG in out.cells[-1].metadata["tags"]
 
@@ -142,13 +116,7 @@ def test_the_summary_cell_is_off_by_default_for_nbclient_and_papermill(
     assert [c.cell_type for c in nb.cells] == ["code"]
     assert nb.metadata[METADATA_KEY]["cells"] == 1
     path = write(tmp_path, notebook("x = 1"))
-    subprocess.run(
-        [BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb"],
-        check=True,
-        env=simulated,
-        capture_output=True,
-        timeout=120,
-    )
+    run(BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb", env=simulated)
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert [c.cell_type for c in out.cells] == ["code"]
     assert out.metadata[METADATA_KEY]["cells"] == 1
@@ -171,13 +139,7 @@ def test_an_old_notebook_with_hidden_outputs_comes_back_clean(
         ]
     old.cells[1].metadata["tags"] = ["skip-execution"]  # not run again: cleaned all the same
     path = write(tmp_path, old)
-    subprocess.run(
-        [BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb"],
-        check=True,
-        env=simulated,
-        capture_output=True,
-        timeout=120,
-    )
+    run(BIN / "papermill", "--engine", "gpucost", path, tmp_path / "out.ipynb", env=simulated)
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert [o["output_type"] for o in out.cells[0].outputs] == ["stream"]
     assert out.cells[1].outputs == []
@@ -194,13 +156,7 @@ def two_runs(simulated: dict[str, str], tmp_path: Path, sources: tuple[str, ...]
     outs = []
     for n in (1, 2):
         out = tmp_path / f"run{n}.ipynb"
-        subprocess.run(
-            [BIN / "papermill", "--engine", "gpucost", path, out],
-            check=True,
-            env=simulated,
-            capture_output=True,
-            timeout=120,
-        )
+        run(BIN / "papermill", "--engine", "gpucost", path, out, env=simulated)
         outs.append(out)
     return outs
 
@@ -236,13 +192,7 @@ def test_the_jupytext_pair_does_not_change_between_runs(
     first, second = two_runs(simulated, tmp_path, ("import time\ntime.sleep(0.05)", "x = 1"))
 
     def paired(path: Path) -> str:
-        subprocess.run(
-            [BIN / "jupytext", "--to", "py:percent", str(path)],
-            check=True,
-            capture_output=True,
-            cwd=path.parent,
-            timeout=60,
-        )
+        run(BIN / "jupytext", "--to", "py:percent", path, env=dict(os.environ), cwd=path.parent)
         return path.with_suffix(".py").read_text()
 
     # without the filter: the records are written onto each cell's "# %%" line
@@ -308,23 +258,17 @@ def test_nbstripout_as_a_git_filter_keeps_a_rerun_out_of_git_status(
         )
         return done.stdout
 
-    def run() -> None:
-        subprocess.run(
-            [BIN / "papermill", "--engine", "gpucost", nb_path, nb_path],
-            check=True,
-            env=simulated,
-            capture_output=True,
-            timeout=120,
-        )
+    def rerun() -> None:
+        run(BIN / "papermill", "--engine", "gpucost", nb_path, nb_path, env=simulated)
 
     git("init", "-q")
     git("config", "user.email", "t@example.invalid")
     git("config", "user.name", "t")
-    subprocess.run([BIN / "nbstripout", "--install"], cwd=repo, check=True, capture_output=True)
+    run(BIN / "nbstripout", "--install", env=dict(os.environ), cwd=repo)
     git("config", "filter.nbstripout.extrakeys", f"{NBSTRIPOUT_KEYS} {PAPERMILL_KEYS}")
-    run()
+    rerun()
     git("add", "nb.ipynb")
     git("commit", "-q", "-m", "first run")
-    run()
+    rerun()
     assert METADATA_KEY in nbformat.read(nb_path, as_version=4).metadata
     assert git("status", "--porcelain") == ""

@@ -130,15 +130,16 @@ def notebook_with_summary(tmp_path: Path) -> Path:
     return path
 
 
-def test_nbconvert_html_shows_the_list_and_amounts(tmp_path: Path) -> None:
+def convert(tmp_path: Path, to: str, suffix: str) -> str:
+    """The summary cell's notebook, as ``jupyter nbconvert --to TO`` writes it."""
     path = notebook_with_summary(tmp_path)
-    subprocess.run(
-        [BIN / "jupyter", "nbconvert", "--to", "html", str(path)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    html = path.with_suffix(".html").read_text()
+    command = [BIN / "jupyter", "nbconvert", "--to", to, str(path)]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    return path.with_suffix(suffix).read_text()
+
+
+def test_nbconvert_html_shows_the_list_and_amounts(tmp_path: Path) -> None:
+    html = convert(tmp_path, "html", ".html")
     body = html[html.index('<div class="jp-Cell') :]
     found = items_of(body)
     assert found.items == ITEMS
@@ -147,14 +148,7 @@ def test_nbconvert_html_shows_the_list_and_amounts(tmp_path: Path) -> None:
 
 
 def test_nbconvert_markdown_renders_on_a_github_style_renderer(tmp_path: Path) -> None:
-    path = notebook_with_summary(tmp_path)
-    subprocess.run(
-        [BIN / "jupyter", "nbconvert", "--to", "markdown", str(path)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    markdown = path.with_suffix(".md").read_text()
+    markdown = convert(tmp_path, "markdown", ".md")
     html = renderer().render(markdown)
     found = items_of(html)
     assert not found.math
