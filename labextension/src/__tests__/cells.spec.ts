@@ -318,6 +318,27 @@ describe('saved cell costs', () => {
     expect(
       (metadata[SAVED_KEY] as { cost_micro_usd: number }).cost_micro_usd
     ).toBe(3812);
+    // kept as the kernel writes it: a real GPU's record says nothing of simulation
+    controller.saveFromReply(
+      null,
+      cell,
+      saved({ simulated: false, simulated_by: '' })
+    );
+    expect(Object.keys(metadata[SAVED_KEY] as object)).toEqual([
+      'version',
+      'cost_micro_usd',
+      'cost_usd',
+      'currency',
+      'wall_s',
+      'gpus',
+      'base_usd_per_hour',
+      'rate_usd_per_hour',
+      'priced_by',
+      'mode',
+      'status',
+      'started',
+      'at'
+    ]);
     // run again without a record (auto mode off): the old one was another run's
     expect(controller.saveFromReply(null, cell, undefined)).toBeNull();
     expect(metadata).toEqual({});

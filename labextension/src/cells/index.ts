@@ -38,6 +38,7 @@ import {
   recordOf,
   SAVED_KEY,
   SAVED_MIMETYPE,
+  savedJSON,
   summarise
 } from './saved';
 
@@ -189,7 +190,7 @@ export class CellCostController {
     }
     const saved = value === undefined ? null : parseSavedCell(value);
     if (saved && this.saveInNotebook) {
-      cell.model.setMetadata(SAVED_KEY, saved);
+      cell.model.setMetadata(SAVED_KEY, savedJSON(saved));
     } else if (cell.model.getMetadata(SAVED_KEY) !== undefined) {
       cell.model.deleteMetadata(SAVED_KEY);
       if (!saved) {
@@ -251,7 +252,7 @@ export class CellCostController {
         this.saveInNotebook &&
         cell.model.getMetadata(SAVED_KEY) === undefined
       ) {
-        cell.model.setMetadata(SAVED_KEY, found.saved);
+        cell.model.setMetadata(SAVED_KEY, savedJSON(found.saved));
       }
     }
     if (cleaned && this.saveInNotebook) {
