@@ -84,7 +84,7 @@ def _msg_id(parent: object) -> str:
 class ReplyRecords:
     """The records waiting for their execute reply, by the request's message id."""
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: object) -> None:
         self.kernel = kernel
         self.pending: dict[str, dict[str, Any]] = {}
 
@@ -120,7 +120,7 @@ class ReplyRecords:
         return finish_metadata
 
 
-def install(shell: Any) -> ReplyRecords | None:
+def install(shell: object) -> ReplyRecords | None:
     """The kernel's :class:`ReplyRecords`, set up once (its ``finish_metadata`` wrapped);
     None outside a Jupyter kernel (a terminal IPython has no notebook file)."""
     kernel = getattr(shell, "kernel", None) if shell is not None else None
@@ -130,8 +130,9 @@ def install(shell: Any) -> ReplyRecords | None:
     if isinstance(records, ReplyRecords):
         return records
     records = ReplyRecords(kernel)
-    kernel.finish_metadata = records.finish(kernel.finish_metadata)
-    kernel.gpucost_replies = records
+    # the instance's attribute: ipykernel calls ``self.finish_metadata(...)``
+    setattr(kernel, "finish_metadata", records.finish(kernel.finish_metadata))  # noqa: B010
+    setattr(kernel, "gpucost_replies", records)  # noqa: B010
     return records
 
 
