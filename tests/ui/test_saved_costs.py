@@ -161,6 +161,13 @@ def test_the_summary_cell_renders_with_its_amounts_and_list(
     expect(rendered).to_contain_text(f"this run cost {total} over {summary.cells} priced cells")
     expect(rendered.locator("mjx-container, .MathJax, em, a")).to_have_count(0)
     screenshot(page, "summary-cell.png")
+    # Notebook 7 renders Markdown the same way
+    page.goto(f"{lab.url}/notebooks/run.ipynb?token={lab.token}", timeout=60_000)
+    rendered = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-RenderedMarkdown")
+    expect(rendered.locator("li")).to_have_count(len(expected), timeout=60_000)
+    assert rendered.locator("li").all_inner_texts() == expected
+    expect(rendered.locator("mjx-container, .MathJax, em, a")).to_have_count(0)
+    screenshot(page, "summary-cell-notebook7.png")
 
 
 def test_a_notebook_an_earlier_version_saved_comes_back_clean(
