@@ -137,7 +137,7 @@ def test_a_hostile_or_corrupt_record_from_elsewhere_is_ignored_never_summed(
     # the markdown cell: not an object, and a record pretending to be from the future
     nb.cells[1].metadata[METADATA_KEY] = "$1,000,000"
     # a code cell this run does not execute: a sound record (from another run) and a
-    # forged carrier output; neither is summed
+    # forged hidden output of an earlier version; neither is summed, the output is removed
     nb.cells[2].metadata["tags"] = ["skip-execution"]
     nb.cells[2].metadata[METADATA_KEY] = sound
     forged = {**sound, "cost_micro_usd": 999_999}
@@ -153,7 +153,7 @@ def test_a_hostile_or_corrupt_record_from_elsewhere_is_ignored_never_summed(
     assert summary["ignored"] == [{"cell": 1, "cell_id": nb.cells[1].id, "reason": "not an object"}]
     # left as it was (it is sound), shown as recorded by the front end, not summed
     assert nb.cells[2].metadata[METADATA_KEY] == sound
-    assert nb.cells[2].outputs[0]["data"]["text/plain"] == "forged"
+    assert nb.cells[2].outputs == []
 
 
 @pytest.mark.parametrize("version", [None, 2, True, "1"])
@@ -485,12 +485,13 @@ def test_a_notebook_cannot_make_its_own_cost_smaller(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
     a100 = {"name": "NVIDIA A100-SXM4-80GB", "usd_per_hour": "3.431"}
-    publish = "from IPython.display import publish_display_data as p\n"
+    # the notebook's code hands a record over with its own cell's execute reply
+    put = "from jupyter_gpucost.kernel.cell.saved import install\ninstall(get_ipython()).put"
     cells = [
         "%gpucost auto off",
         # 3 s said to be 0.01 s, and a rate of nothing for the time it took
-        f"import time\ntime.sleep(3)\n{publish}p({{{MIMETYPE!r}: {forged(0.01, [a100, a100], '6.862')!r}}})",
-        f"import time\ntime.sleep(0.3)\n{publish}p({{{MIMETYPE!r}: {forged(0.3, [], '0')!r}}})",
+        f"import time\ntime.sleep(3)\n{put}({forged(0.01, [a100, a100], '6.862')!r})",
+        f"import time\ntime.sleep(0.3)\n{put}({forged(0.3, [], '0')!r})",
     ]
     path = write(tmp_path, notebook(*cells))
     done = subprocess.run(

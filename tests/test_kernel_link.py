@@ -17,22 +17,28 @@ from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core.money import status_bar
 from jupyter_gpucost.core.protocol import ENV_TOKEN, ENV_URL
-from jupyter_gpucost.core.saved_cost import MIMETYPE, parse_cell
+from jupyter_gpucost.core.saved_cost import parse_cell
 
 
 def kernel_headers() -> dict[str, str]:
     return {"Authorization": f"token {os.environ[ENV_TOKEN]}"}
 
 
-async def run_async(cells: list[str]) -> Any:
+async def run_async(cells: list[str], replies: dict[int, Any] | None = None) -> Any:
     """Run cells in a kernel that inherits this (in-process) server's environment,
-    without blocking the server's event loop."""
+    without blocking the server's event loop; each cell's execute reply into ``replies``."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     for cell in nb.cells:
         if "# raises" in cell.source:
             cell.metadata["tags"] = ["raises-exception"]
-    await NotebookClient(nb, timeout=120, kernel_name="python3").async_execute()
+
+    def keep(cell: Any, cell_index: int, execute_reply: Any) -> None:
+        if replies is not None:
+            replies[cell_index] = execute_reply
+
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", on_cell_executed=keep)
+    await client.async_execute()
     return nb
 
 
@@ -54,6 +60,7 @@ async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget
     jp_fetch: Any, jp_serverapp: Any
 ) -> None:
     await asyncio.sleep(0.2)  # the URL is published once the server listens
+    replies: dict[int, Any] = {}
     nb = await run_async(
         [
             "%load_ext jupyter_gpucost",
@@ -66,14 +73,16 @@ async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget
             "%gpucost auto off",
             "x = 1",
             "get_ipython().gpucost_auto.cells",
-        ]
+        ],
+        replies,
     )
     assert "every cell is priced from now on, shown next to each cell" in text(nb.cells[1])
-    # auto mode shows nothing but the cell's record for the notebook file (a front end
-    # that knows its MIME type moves it into the cell's metadata)
-    [carrier] = nb.cells[2].outputs
-    saved = parse_cell(carrier["data"][MIMETYPE])
-    assert carrier["metadata"][MIMETYPE] == {"carrier": True}
+    # auto mode adds nothing to the cell: its record for the notebook file travels in the
+    # cell's execute reply (the front end and our runners write it into the metadata)
+    assert nb.cells[2].outputs == []
+    saved = parse_cell(replies[2]["metadata"]["gpucost"])
+    # a cell auto mode did not price sends none
+    assert "gpucost" not in replies[7]["metadata"]
     assert "your budget is now $5 per session" in text(nb.cells[4])
     summary = text(nb.cells[5])
     assert "this session has cost $" in summary
@@ -248,7 +257,7 @@ async def test_a_bad_cell_record_is_refused_with_its_reason(
     assert await cells(jp_fetch) == []
 
 
-def test_without_a_server_auto_mode_prints_and_budgets_say_why_not() -> None:
+def test_without_a_server_auto_mode_adds_no_output_and_budgets_say_why_not() -> None:
     nb = run_notebook(
         [
             "%load_ext jupyter_gpucost",
@@ -256,13 +265,17 @@ def test_without_a_server_auto_mode_prints_and_budgets_say_why_not() -> None:
             "import time\ntime.sleep(0.2)",
             "# raises\n%gpucost budget 5",
             "# raises\n%gpucost auto maybe",
+            "%gpucost",
         ]
     )
-    assert "printed under each cell (no jupyter-gpucost server" in text(nb.cells[1])
-    line = text(nb.cells[2])
-    assert line.startswith("gpucost: $0.00 · 0.2")
-    assert "no jupyter-gpucost server: catalog prices" in line
+    reply = text(nb.cells[1])
+    assert "saved in each cell's metadata by jupyter-gpucost's runners" in reply
+    assert "%gpucost shows the total (no jupyter-gpucost server" in reply
+    # the priced cell shows what its code shows: nothing
+    assert nb.cells[2].outputs == []
     assert "budgets are kept by the jupyter-gpucost server extension" in text(nb.cells[3])
+    # the kernel's tally says what the cells cost
+    assert "cells priced in this kernel: 3" in text(nb.cells[5])
     assert "usage: %gpucost auto on|off" in text(nb.cells[4])
 
 

@@ -134,3 +134,33 @@ def test_split_exactly_adds_up(total: int, weights: dict[str, Decimal]) -> None:
     assert all(v >= 0 for v in parts.values())
     if total and not any(w > 0 for w in weights.values()):
         assert parts == {BASE_KEY: total}
+
+
+def test_a_record_is_compact_and_reads_back_as_itself() -> None:
+    """What a real GPU's auto-priced cell keeps: no null busy time, no "not simulated";
+    the same keys in the same order every time (a diff shows changed figures only)."""
+    real = cell(2.0, [Decimal("3.431")])
+    kept = real.to_json()
+    assert list(kept) == [
+        "version",
+        "cost_micro_usd",
+        "cost_usd",
+        "currency",
+        "wall_s",
+        "gpus",
+        "base_usd_per_hour",
+        "rate_usd_per_hour",
+        "priced_by",
+        "mode",
+        "status",
+        "started",
+        "at",
+    ]
+    assert parse_cell(kept) == real
+    measured = SavedCell(
+        **{**real.__dict__, "gpu_busy_s": {"0": 1.5}, "simulated": True, "simulated_by": "demo"}
+    )
+    kept = measured.to_json()
+    assert kept["gpu_busy_s"] == {"0": 1.5}
+    assert (kept["simulated"], kept["simulated_by"]) == (True, "demo")
+    assert parse_cell(kept) == measured

@@ -3,10 +3,11 @@
 Schema version 1 (documented in ``docs/headless.md``). A cell's record::
 
     {"version": 1, "cost_micro_usd": 1234, "cost_usd": "0.001234", "currency": "USD",
-     "wall_s": 1.86, "gpu_busy_s": {"0": 1.2} | null,
+     "wall_s": 1.86, "gpu_busy_s": {"0": 1.2} (only where measured),
      "gpus": [{"name": "NVIDIA A10G", "usd_per_hour": "1.006"}],
      "base_usd_per_hour": "0", "rate_usd_per_hour": "1.006",
-     "priced_by": "<where the prices come from>", "simulated": false, "simulated_by": "",
+     "priced_by": "<where the prices come from>",
+     "simulated": true, "simulated_by": "<the trace>" (only for simulated GPUs),
      "mode": "auto" | "magic", "status": "ok" | "error" | "interrupted",
      "started": "<ISO 8601>", "at": "<ISO 8601, when the cell ended>"}
 
@@ -104,26 +105,30 @@ class SavedCell:
     currency: str = RECORD_CURRENCY
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The record as the notebook keeps it: its keys always in this order, and the
+        optional ones (``gpu_busy_s``, ``simulated``, ``simulated_by``) only where they say
+        something (a reader takes their absence as null, false and empty)."""
+        out: dict[str, Any] = {
             "version": SCHEMA_VERSION,
             "cost_micro_usd": self.cost_micro_usd,
             "cost_usd": str(Decimal(self.cost_micro_usd) / 1_000_000),
             "currency": self.currency,
             "wall_s": self.wall_s,
-            "gpu_busy_s": self.gpu_busy_s,
+        }
+        if self.gpu_busy_s:
+            out["gpu_busy_s"] = self.gpu_busy_s
+        out |= {
             "gpus": [
                 {"name": g.name, "usd_per_hour": _text_or_none(g.usd_per_hour)} for g in self.gpus
             ],
             "base_usd_per_hour": str(self.base_usd_per_hour),
             "rate_usd_per_hour": str(self.rate_usd_per_hour),
             "priced_by": self.priced_by,
-            "simulated": self.simulated,
-            "simulated_by": self.simulated_by,
-            "mode": self.mode,
-            "status": self.status,
-            "started": self.started,
-            "at": self.at,
         }
+        if self.simulated:
+            out |= {"simulated": True, "simulated_by": self.simulated_by}
+        out |= {"mode": self.mode, "status": self.status, "started": self.started, "at": self.at}
+        return out
 
     def by_gpu_micro_usd(self) -> dict[str, int]:
         """The cell's cost split by GPU model (and the instance's base price), exactly:

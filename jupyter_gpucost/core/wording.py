@@ -1,5 +1,6 @@
 """The words for values that travel as data: a budget's scope and kind, where a hub budget
-comes from, a JSON value's type; and the width of a text in a terminal's table.
+comes from, a JSON value's type; a cell's time as its badge shows it; and the width of a
+text in a terminal's table.
 
 The API and the ledger keep these values as they are (``"day"``, ``"group:ml"``); what a
 person reads is written here through the message catalog (:mod:`jupyter_gpucost.core.i18n`).
@@ -10,7 +11,9 @@ the hub service those of the page's browser.
 
 from __future__ import annotations
 
+import math
 import unicodedata
+from decimal import ROUND_HALF_UP, Decimal
 
 from .i18n import N_, Messages, current_language, messages_for
 
@@ -123,3 +126,26 @@ __all__ = [
     "scope_name",
     "scope_word",
 ]
+
+
+def cell_seconds(seconds: float) -> str:
+    """A cell's time as its badge shows it (the front end's ``formatDuration(s, true)``):
+    ``< 0.01 s`` for a trivial cell (never ``0.00 s``), ``3.20 s``, ``12.3 s``, ``2 min 05
+    s``, ``1 h 02 min``, ``2 d 3 h``; ``—`` for no time. The cases both sides are tested
+    against: ``labextension/src/__tests__/duration-rule.json``."""
+    if not math.isfinite(seconds) or seconds < 0:
+        return "—"
+    if 0 < seconds < 0.005:
+        return "< 0.01 s"
+    if seconds < 59.95:
+        # JavaScript's toFixed: the float's exact value, a tie to the larger
+        step = Decimal("0.01") if seconds < 10 else Decimal("0.1")
+        return f"{Decimal(seconds).quantize(step, rounding=ROUND_HALF_UP)} s"
+    s = math.floor(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"

@@ -1,26 +1,29 @@
 """Moving each cell's cost into the notebook, and summing the notebook, in headless runs.
 
-The kernel publishes a priced cell's record as a display output of its own MIME type
-(:mod:`jupyter_gpucost.kernel.cell.saved`). A :class:`CostCollector` attached to an nbclient
-``NotebookClient`` (nbclient itself, papermill's engine, ``jupyter gpucost run``) takes
-that output out of each cell *as the cell finishes in this run*, checks it, writes it into
+The kernel hands a priced cell's record over in the metadata of the cell's execute reply
+(:mod:`jupyter_gpucost.kernel.cell.saved`); nothing is added to the cell's outputs. A
+:class:`CostCollector` attached to an nbclient ``NotebookClient`` (nbclient itself,
+papermill's engine, nbconvert's preprocessor, ``jupyter gpucost run``) reads it from each
+reply *as the cell finishes in this run*, checks it, writes it into
 ``cell.metadata.gpucost`` and adds it to the run's total; at the end the notebook's
 ``metadata.gpucost`` holds the summary (exactly the sum of the cells). What a notebook
 already carried from elsewhere is never summed: a sound record on a cell this run did not
 execute is left as it was, a refused one is removed and named in the summary.
+
+Notebooks saved by earlier versions carry the record as a hidden display output of the
+MIME type :data:`~jupyter_gpucost.core.saved_cost.MIMETYPE`: a run removes every such output
+(:func:`clean_outputs`), and never reads a record from one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from ..core.i18n import _
-from ..core.money import status_bar, to_usd
 from ..core.record_rules import Expected, TimeWindow, check_record
 from ..core.saved_cost import (
     METADATA_KEY,
@@ -30,6 +33,7 @@ from ..core.saved_cost import (
     SavedCell,
     parse_cell,
 )
+from .summary import summary_markdown
 
 #: a cell or notebook as nbformat gives it (a dict with attribute access)
 Node = Any
@@ -55,23 +59,28 @@ class BudgetSpent(Exception):
 
 
 def is_carrier(output: Node) -> bool:
+    """An output an earlier version's kernel added to carry the record."""
     return output.get("output_type") == "display_data" and MIMETYPE in output.get("data", {})
 
 
-def take_records(cell: Node) -> list[object]:
-    """The records the kernel published in ``cell`` (its carrier outputs removed)."""
+def clean_outputs(cell: Node) -> bool:
+    """Remove the outputs earlier versions added to carry a record; True if any was."""
     outputs = cell.get("outputs") or []
-    found = [o["data"][MIMETYPE] for o in outputs if is_carrier(o)]
-    if found:
-        cell["outputs"] = [o for o in outputs if not is_carrier(o)]
-    return found
+    kept = [o for o in outputs if not is_carrier(o)]
+    if len(kept) == len(outputs):
+        return False
+    cell["outputs"] = kept
+    return True
 
 
-def combine(cells: list[SavedCell]) -> SavedCell:
-    """One record for a cell with several (a ``%%gpucost`` cell under auto mode is priced
-    once; the cell's own code may publish more): the last, which the kernel publishes after
-    the cell's code has run."""
-    return cells[-1]
+def reply_record(execute_reply: object) -> object | None:
+    """The record the kernel sent with a cell's execute reply, if it sent one."""
+    if not isinstance(execute_reply, Mapping):
+        return None
+    metadata = execute_reply.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    return metadata.get(METADATA_KEY)
 
 
 class CostCollector:
@@ -161,7 +170,9 @@ class CostCollector:
             await client.async_wait_for_reply(msg_id)
         self.cell_started = time.monotonic()
 
-    def on_cell_executed(self, cell: Node, cell_index: int, **_kw: object) -> None:
+    def on_cell_executed(
+        self, cell: Node, cell_index: int, execute_reply: object = None, **_kw: object
+    ) -> None:
         self.cells_done += 1
         self.running = None
         if self.on_end is not None:
@@ -171,19 +182,19 @@ class CostCollector:
         self.last_cell_id = cell.get("id")
         started, self.cell_started = self.cell_started, None
         elapsed_s = None if started is None else time.monotonic() - started
-        records = take_records(cell)
+        clean_outputs(cell)
+        record = reply_record(execute_reply)
         metadata: MutableMapping[str, Any] = cell.setdefault("metadata", {})
         metadata.pop(METADATA_KEY, None)  # what it carried before this run is gone
-        parsed: list[SavedCell] = []
-        now = datetime.now(UTC)
-        for record in records:
+        saved: SavedCell | None = None
+        if record is not None:
+            now = datetime.now(UTC)
             try:
-                parsed.append(self.check(parse_cell(record, now=now), elapsed_s, now=now))
-            except Refused as e:  # the notebook's code can publish one too
+                saved = self.check(parse_cell(record, now=now), elapsed_s, now=now)
+            except Refused as e:  # the notebook's code can hand one over too
                 self.summary.ignored.append(
                     {"cell": cell_index, "cell_id": cell.get("id"), "reason": e.reason}
                 )
-        saved = combine(parsed) if parsed else None
         if saved is not None:
             metadata[METADATA_KEY] = saved.to_json()
             self.summary.add(saved)
@@ -242,6 +253,7 @@ class CostCollector:
         if summary_cell is None:
             summary_cell = self.summary_cell
         for index, cell in enumerate(notebook.get("cells", [])):
+            clean_outputs(cell)
             if index in self.executed:
                 continue
             metadata = cell.get("metadata") or {}
@@ -267,32 +279,3 @@ class CostCollector:
             markdown.metadata["tags"] = [SUMMARY_TAG]
             cells.append(markdown)
         return summary
-
-
-def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
-    """The run's cost in a few lines of Markdown (shown where metadata is not: GitHub)."""
-    total = status_bar(to_usd(summary.total_micro_usd), symbol)
-    if summary.metered is None:
-        text = _("**gpucost**: this run cost {total} over {n} priced cells.")
-        lines = [text.format(total=total, n=summary.cells)]
-    else:
-        text = _(
-            "**gpucost**: this run cost {metered} ({seconds} s metered by the runner); "
-            "{total} of it over {n} priced cells."
-        )
-        metered = status_bar(to_usd(int(summary.metered["cost_micro_usd"])), symbol)
-        seconds = f"{float(summary.metered['wall_s']):.1f}"
-        lines = [text.format(metered=metered, seconds=seconds, total=total, n=summary.cells)]
-    for name, micro in sorted(summary.by_gpu_micro_usd.items()):
-        lines.append(f"- {name}: {status_bar(to_usd(micro), symbol)}")
-    if summary.simulated:
-        text = _("Simulated GPUs ({trace}): not real GPUs; the cost is what they would cost.")
-        lines.append("")
-        lines.append(text.format(trace=summary.simulated_by))
-    if summary.stopped:
-        lines.append("")
-        lines.append(str(summary.stopped.get("note", "")))
-    if summary.price_sources:
-        lines.append("")
-        lines.append(_("Prices: {sources}").format(sources="; ".join(summary.price_sources)))
-    return "\n".join(lines)

@@ -5,10 +5,10 @@ started CUDA itself, records a CUDA event on each GPU's current stream (the cell
 *span*, sent as ``gpu_span_s``: idle gaps included, so not busy time) and resets the
 peak-memory counter; it never starts a profiler, never imports torch and never waits for
 the GPU on the cell's thread (the end events are waited for in the thread that sends the
-record). The record goes to the server, and JupyterLab shows it next to the cell; it is
-also published as a hidden output for the notebook file (:mod:`.cell.saved`), which the front
-end or a headless runner moves into the cell's metadata. Without a server that output's
-one-line text is what a plain front end shows.
+record). The record goes to the server, and JupyterLab shows it next to the cell; it also travels in
+the cell's execute reply (:mod:`.cell.saved`), from which the front end or a headless runner
+writes the cell's metadata. Nothing is added to the cell's outputs: a front end without the
+extension shows the cell as it would without it (``%gpucost`` shows the kernel's tally).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, to_usd
+from ..core.wording import cell_seconds
 from .cell.cuda import CudaEvent, peak_allocated_bytes, torch_cuda
 from .cell.measure import prices, start_events
-from .cell.saved import publish, saved_cell, summary_line
+from .cell.saved import hand_over, in_a_kernel, saved_cell
 from .link import kernel_id, link, notebook_path
 
 #: IPython's ``InteractiveShell``: the extension keeps its own attributes on it
@@ -205,18 +206,19 @@ class AutoPricer:
         server = link()
         if server is not None:
             server.send_cell(record, finish)
-            publish(saved, cell_id_of(result), summary_line(saved, p.currency_symbol))
-        else:
+        hand_over(saved)
+        if server is None and not in_a_kernel():
+            # a terminal IPython: no notebook, no badge; the line is all there is
             symbol = p.currency_symbol
             text = _(
-                "gpucost: {cost} · {seconds} s at {rate} (no jupyter-gpucost server: "
-                "catalog prices)"
+                "gpucost: {cost} · {seconds} at {rate} (no jupyter-gpucost server: catalog prices)"
             )
             cost = status_bar(to_usd(micro), symbol)
-            line = text.format(cost=cost, seconds=f"{wall_s:.2f}", rate=money_rate(rate, symbol))
+            line = text.format(
+                cost=cost, seconds=cell_seconds(wall_s), rate=money_rate(rate, symbol)
+            )
             if p.simulated:
                 line += _(" (simulated GPUs)")
             for note in p.bound_notes():
                 line += f"\n  {note}"
-            if not publish(saved, cell_id_of(result), line):
-                print(line)
+            print(line)

@@ -26,7 +26,7 @@ from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .cell.measure import CellCost, Measurement, prices
-from .cell.saved import publish, saved_cell, summary_line
+from .cell.saved import hand_over, in_a_kernel, saved_cell
 from .commands.usage import HELP_WORDS, SUBCOMMANDS, docstring, help_text, usage_of
 from .link import LinkError, follow_server_language, link
 from .stop_when_done import stop_when_done
@@ -110,7 +110,7 @@ class CellTimer:
             status=report.status,
             gpu_busy_s=report.gpu_busy_s or None,
         )
-        publish(saved, cell_id_of(result), summary_line(saved, p.currency_symbol))
+        hand_over(saved)
         server = link()
         if server is not None:
             server.send_cell(magic_record(report, result))
@@ -233,11 +233,16 @@ def auto(shell: Shell, words: list[str]) -> None:
     if words[0] == "on":
         pricer.enable()
         server = link()
-        where = (
-            _("shown next to each cell")
-            if server is not None
-            else _("printed under each cell (no jupyter-gpucost server for this kernel)")
-        )
+        if server is not None:
+            where = _("shown next to each cell")
+        elif in_a_kernel():
+            # nothing is added under the cells: the record travels in each reply
+            where = _(
+                "saved in each cell's metadata by jupyter-gpucost's runners; %gpucost shows "
+                "the total (no jupyter-gpucost server for this kernel)"
+            )
+        else:
+            where = _("printed under each cell (no jupyter-gpucost server for this kernel)")
         text = _("gpucost: every cell is priced from now on, {where}. %gpucost auto off stops.")
         print(text.format(where=where))
     else:

@@ -13,9 +13,12 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
+from jupyter_gpucost.core.money import status_bar, to_usd
 from jupyter_gpucost.core.protocol import KERNEL_ENV
-from jupyter_gpucost.core.saved_cost import ENV_TELEMETRY, MIMETYPE, parse_cell
+from jupyter_gpucost.core.saved_cost import ENV_TELEMETRY, MIMETYPE, parse_cell, summarise
 from jupyter_gpucost.headless import execute
+from jupyter_gpucost.headless.collect import SUMMARY_TAG
+from jupyter_gpucost.headless.summary import summary_markdown
 
 from .conftest import open_notebook, screenshot
 
@@ -126,3 +129,73 @@ def test_the_setting_keeps_costs_out_of_the_notebook(lab_factory: Any, page: Any
     assert MIMETYPE not in json.dumps(saved)
     # the report of the magic stays
     assert "wall time" in json.dumps(saved["cells"][0]["outputs"])  # type: ignore[index]
+
+
+def test_the_summary_cell_renders_with_its_amounts_and_list(
+    lab_factory: Any, page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's summary cell in JupyterLab's Markdown renderer (which typesets `$…$` as TeX):
+    the amounts and the list are as written, nothing typeset, whatever a label holds."""
+    nb = executed_notebook(monkeypatch)
+    summary = summarise(parse_cell(c.metadata["gpucost"]) for c in nb.cells[:2])
+    # a label with dollars and Markdown in it (an admin's override can say anything)
+    hostile = "H100 $2/h *spot* [x](y)"
+    summary.by_gpu_micro_usd[hostile] = 2300
+    summary.total_micro_usd += 2300
+    markdown = nbformat.v4.new_markdown_cell(summary_markdown(summary))
+    markdown.metadata["tags"] = [SUMMARY_TAG]
+    nb.cells.append(markdown)
+    lab = lab_factory("--GpuCost.telemetry=simulated")
+    content = json.loads(nbformat.writes(nb))
+    lab.api("api/contents/run.ipynb", method="PUT", body={"type": "notebook", "content": content})
+    cells: Any = open_notebook(page, lab, "run.ipynb")
+    rendered = cells.nth(3).locator(".jp-RenderedMarkdown")
+    expect(rendered.locator("li")).to_have_count(len(summary.by_gpu_micro_usd), timeout=30_000)
+    items = rendered.locator("li").all_inner_texts()
+    expected = [
+        f"{name}: {status_bar(to_usd(micro))}"
+        for name, micro in sorted(summary.by_gpu_micro_usd.items())
+    ]
+    assert items == expected
+    total = status_bar(to_usd(summary.total_micro_usd))
+    expect(rendered).to_contain_text(f"this run cost {total} over {summary.cells} priced cells")
+    expect(rendered.locator("mjx-container, .MathJax, em, a")).to_have_count(0)
+    screenshot(page, "summary-cell.png")
+    # Notebook 7 renders Markdown the same way
+    page.goto(f"{lab.url}/notebooks/run.ipynb?token={lab.token}", timeout=60_000)
+    rendered = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-RenderedMarkdown")
+    expect(rendered.locator("li")).to_have_count(len(expected), timeout=60_000)
+    assert rendered.locator("li").all_inner_texts() == expected
+    expect(rendered.locator("mjx-container, .MathJax, em, a")).to_have_count(0)
+    screenshot(page, "summary-cell-notebook7.png")
+
+
+def test_a_notebook_an_earlier_version_saved_comes_back_clean(
+    lab_factory: Any, page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Earlier versions kept each record a second time as a hidden output: opened here, the
+    outputs are removed and the record stays in the cell's metadata."""
+    nb = executed_notebook(monkeypatch)
+    record = nb.cells[0].metadata.pop("gpucost")
+    for cell in nb.cells:
+        cell.outputs.append(
+            nbformat.v4.new_output(
+                "display_data",
+                data={MIMETYPE: record, "text/plain": "gpucost: $0.00 · 0.00 s at $6.86/h"},
+                metadata={MIMETYPE: {"carrier": True}},
+            )
+        )
+    lab = lab_factory("--GpuCost.telemetry=simulated")
+    content = json.loads(nbformat.writes(nb))
+    lab.api("api/contents/old.ipynb", method="PUT", body={"type": "notebook", "content": content})
+    cells: Any = open_notebook(page, lab, "old.ipynb")
+    badge = cells.nth(0).locator(".jp-gpucost-cell-badge")
+    expect(badge).to_have_attribute("data-recorded", "true", timeout=30_000)
+    expect(cells.nth(0).locator(".jp-OutputArea-output")).to_have_count(1)  # 'trained'
+    expect(cells.nth(1).locator(".jp-OutputArea-output")).to_have_count(0)
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0, timeout=30_000)
+    saved = lab.api("api/contents/old.ipynb")["content"]  # type: ignore[index]
+    assert MIMETYPE not in json.dumps(saved)
+    assert parse_cell(saved["cells"][0]["metadata"]["gpucost"]) == parse_cell(record)  # type: ignore[index]
+    assert saved["cells"][0]["outputs"][0]["text"] == "trained\n"  # type: ignore[index]

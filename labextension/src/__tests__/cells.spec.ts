@@ -314,28 +314,81 @@ describe('saved cell costs', () => {
     }
   });
 
-  it('moves the kernel record of a cell that ran into its metadata', () => {
+  it('writes the record a cell’s execute reply carries into its metadata', () => {
     const metadata: { [key: string]: unknown } = {};
-    const text = { output_type: 'stream', name: 'stdout', text: 'done' };
-    const cell = fakeCell('c1', 'x = 1', [text, carrier(saved())], metadata);
+    const cell = fakeCell('c1', 'x = 1', [], metadata);
     const controller = new CellCostController(cellsServer([]).settings);
-    expect(controller.saveFromOutputs(cell)?.cost_micro_usd).toBe(3812);
+    expect(controller.saveFromReply(null, cell, saved())?.cost_micro_usd).toBe(
+      3812
+    );
     expect(
       (metadata[SAVED_KEY] as { cost_micro_usd: number }).cost_micro_usd
     ).toBe(3812);
-    const outputs = (
-      cell.model as unknown as { outputs: { toJSON(): IOutputJSON[] } }
-    ).outputs.toJSON();
-    expect(outputs).toEqual([text]);
+    // kept as the kernel writes it: a real GPU's record says nothing of simulation
+    controller.saveFromReply(
+      null,
+      cell,
+      saved({ simulated: false, simulated_by: '' })
+    );
+    expect(Object.keys(metadata[SAVED_KEY] as object)).toEqual([
+      'version',
+      'cost_micro_usd',
+      'cost_usd',
+      'currency',
+      'wall_s',
+      'gpus',
+      'base_usd_per_hour',
+      'rate_usd_per_hour',
+      'priced_by',
+      'mode',
+      'status',
+      'started',
+      'at'
+    ]);
+    // run again without a record (auto mode off): the old one was another run's
+    expect(controller.saveFromReply(null, cell, undefined)).toBeNull();
+    expect(metadata).toEqual({});
+    // a forged record is neither saved nor shown
+    expect(
+      controller.saveFromReply(null, cell, saved({ cost_micro_usd: 1 }))
+    ).toBeNull();
+    expect(metadata).toEqual({});
   });
 
   it('writes nothing into the notebook when the setting says not to', () => {
     const metadata: { [key: string]: unknown } = {};
-    const cell = fakeCell('c1', 'x = 1', [carrier(saved())], metadata);
+    const cell = fakeCell('c1', 'x = 1', [], metadata);
     const controller = new CellCostController(cellsServer([]).settings);
     controller.saveInNotebook = false;
-    expect(controller.saveFromOutputs(cell)).not.toBeNull();
+    expect(controller.saveFromReply(null, cell, saved())).not.toBeNull();
     expect(metadata).toEqual({});
+  });
+
+  it('cleans the hidden outputs of a notebook an earlier version saved', () => {
+    const metadata: { [key: string]: unknown } = {};
+    const text = { output_type: 'stream', name: 'stdout', text: 'done' };
+    const old = fakeCell('c1', 'x = 1', [text, carrier(saved())], metadata);
+    const forged = fakeCell('c2', 'y = 1', [
+      carrier(saved({ cost_micro_usd: 1 }))
+    ]);
+    const plain = fakeCell('c3', 'z = 1', [text]);
+    const controller = new CellCostController(cellsServer([]).settings);
+    const panel = {
+      content: { widgets: [old, forged, plain], model: null }
+    } as unknown as NotebookPanel;
+    expect(controller.cleanSaved(panel)).toBe(true);
+    const outputs = (cell: Cell) =>
+      (
+        cell.model as unknown as { outputs: { toJSON(): IOutputJSON[] } }
+      ).outputs.toJSON();
+    expect(outputs(old)).toEqual([text]);
+    expect(outputs(forged)).toEqual([]);
+    expect(outputs(plain)).toEqual([text]);
+    // the sound record it carried is kept where a notebook keeps it now
+    expect(
+      (metadata[SAVED_KEY] as { cost_micro_usd: number }).cost_micro_usd
+    ).toBe(3812);
+    expect(controller.cleanSaved(panel)).toBe(false);
   });
 
   it('shows a notebook file’s costs as recorded, and a forged one as ignored', async () => {
@@ -393,6 +446,54 @@ describe('CellCostController', () => {
     expect(badge).not.toBeNull();
     expect(badge.dataset.mode).toBe('auto');
     expect(server.urls.some(u => u.includes('cell_id=c1'))).toBe(true);
+  });
+
+  it('saves the record the kernel sends with the reply to the cell’s request', async () => {
+    const kernel = new FakeKernel(true);
+    const anyMessage = new Signal<unknown, unknown>(kernel);
+    (kernel as unknown as { anyMessage: unknown }).anyMessage = anyMessage;
+    const controller = new CellCostController(
+      cellsServer([]).settings,
+      async () => undefined
+    );
+    const { panel } = fakePanel(kernel);
+    const metadata: { [key: string]: unknown } = {};
+    const cell = fakeCell('c1', 'x = 1', [], metadata);
+    (panel.content.widgets as Cell[]).push(cell);
+    controller.track(panel, null);
+    await settle();
+    const request = {
+      header: { msg_id: 'm1', msg_type: 'execute_request' },
+      parent_header: {},
+      metadata: { cellId: 'c1' },
+      content: {}
+    };
+    anyMessage.emit({ msg: request, direction: 'send' });
+    // a reply to another request (the page's own silent ones) is not the cell's
+    anyMessage.emit({
+      msg: {
+        header: { msg_id: 'r0', msg_type: 'execute_reply' },
+        parent_header: { msg_id: 'other' },
+        metadata: { [SAVED_KEY]: saved({ wall_s: 4, cost_micro_usd: 7624 }) },
+        content: { status: 'ok' }
+      },
+      direction: 'recv'
+    });
+    expect(metadata).toEqual({});
+    anyMessage.emit({
+      msg: {
+        header: { msg_id: 'r1', msg_type: 'execute_reply' },
+        parent_header: { msg_id: 'm1' },
+        metadata: { started: '2026-11-27T08:00:00Z', [SAVED_KEY]: saved() },
+        content: { status: 'ok' }
+      },
+      direction: 'recv'
+    });
+    expect(
+      (metadata[SAVED_KEY] as { cost_micro_usd: number }).cost_micro_usd
+    ).toBe(3812);
+    const badge = cell.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement;
+    expect(badge.textContent).toContain('$0.0038');
   });
 
   it('shows the button off when the kernel does not price cells', async () => {

@@ -4,11 +4,13 @@ import { deriveState, describe as describeStatus, groupGpus } from '../display';
 import {
   currencySymbol,
   formatBudget,
+  formatDuration,
   formatMoney,
   formatRate,
   setMoneyLocale
 } from '../format';
 import { IGpuCostSnapshot, IGpuCostStatus } from '../tokens';
+import durationRule from './duration-rule.json';
 import moneyRule from './money-rule.json';
 import {
   makeGpu,
@@ -354,6 +356,17 @@ describe('the money rule, as the server writes it', () => {
       expect([c.amount, formatBudget(c.amount, '$')]).toEqual([
         c.amount,
         c.budget
+      ]);
+    }
+  });
+});
+
+describe('the duration rule, as the kernel writes it', () => {
+  it('formatDuration(s, true) agrees with wording.cell_seconds', () => {
+    for (const c of durationRule.cases) {
+      expect([c.seconds, formatDuration(c.seconds, true)]).toEqual([
+        c.seconds,
+        c.shown
       ]);
     }
   });

@@ -12,7 +12,7 @@ import {
   NotebookActions,
   NotebookPanel
 } from '@jupyterlab/notebook';
-import { ServerConnection } from '@jupyterlab/services';
+import { Kernel, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
@@ -38,6 +38,7 @@ import {
   recordOf,
   SAVED_KEY,
   SAVED_MIMETYPE,
+  savedJSON,
   summarise
 } from './saved';
 
@@ -55,6 +56,11 @@ export const TOGGLE_COMMAND = 'gpucost:toggle-cell-cost';
  * from a background thread): delays between tries, in ms.
  */
 export const RECORD_RETRY_MS = [150, 300, 600, 1200, 2400];
+
+/**
+ * Execute requests of a notebook followed until their reply, at most.
+ */
+const MAX_REQUESTS = 256;
 
 /**
  * Loads the IPython extension (no output; an error when jupyter-gpucost is
@@ -128,8 +134,12 @@ export class CellCostController {
     };
     panel.sessionContext.ready.then(apply).catch(() => undefined);
     panel.context.ready
-      .then(() => this.showRecorded(panel))
+      .then(() => {
+        this.cleanSaved(panel);
+        this.showRecorded(panel);
+      })
       .catch(() => undefined);
+    this._followReplies(panel);
     panel.sessionContext.kernelChanged.connect(apply);
     panel.sessionContext.statusChanged.connect((_, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
@@ -165,37 +175,144 @@ export class CellCostController {
   }
 
   /**
-   * After a cell ran: take the kernel's record of it out of its outputs and
-   * into its metadata (unless the setting says not to). A cell run again
+   * A cell's execute reply arrived: the record the kernel sent with it (the
+   * reply's `metadata.gpucost`) goes into the cell's metadata (unless the
+   * setting says not to), and the notebook's summary follows. A cell run again
    * without a record loses the one it had: it was another run's.
    */
-  saveFromOutputs(cell: Cell): ISavedCell | null {
+  saveFromReply(
+    panel: NotebookPanel | null,
+    cell: Cell,
+    value: unknown
+  ): ISavedCell | null {
     if (cell.model.type !== 'code') {
       return null;
     }
-    const outputs = (cell.model as ICodeCellModel).outputs;
-    const all = outputs.toJSON() as unknown as IOutputJSON[];
-    const carriers = all.filter(isCarrier);
-    let saved: ISavedCell | null = null;
-    if (carriers.length) {
-      const kept = all.filter(output => !isCarrier(output));
-      outputs.clear();
-      for (const output of kept) {
-        outputs.add(output as unknown as Parameters<typeof outputs.add>[0]);
-      }
-      saved = parseSavedCell(
-        carriers[carriers.length - 1].data?.[SAVED_MIMETYPE]
-      );
-    }
+    const saved = value === undefined ? null : parseSavedCell(value);
     if (saved && this.saveInNotebook) {
-      cell.model.setMetadata(SAVED_KEY, saved);
+      cell.model.setMetadata(SAVED_KEY, savedJSON(saved));
     } else if (cell.model.getMetadata(SAVED_KEY) !== undefined) {
       cell.model.deleteMetadata(SAVED_KEY);
       if (!saved) {
         removeBadge(cell);
       }
     }
+    if (saved) {
+      // this run's figure, until the server's record (same cost, more detail)
+      showBadge(cell, recordOf(saved, cell.model.id), '$');
+    }
+    if (panel && this.saveInNotebook) {
+      this.saveSummary(panel);
+    }
     return saved;
+  }
+
+  /**
+   * Remove the outputs earlier versions added to carry a cell's record (a
+   * notebook saved by them): `null` when there was none, else the last sound
+   * record they carried (`saved` null when none was sound).
+   */
+  cleanOutputs(cell: Cell): { saved: ISavedCell | null } | null {
+    if (cell.model.type !== 'code') {
+      return null;
+    }
+    const outputs = (cell.model as ICodeCellModel).outputs;
+    const all = outputs.toJSON() as unknown as IOutputJSON[];
+    const carriers = all.filter(isCarrier);
+    if (!carriers.length) {
+      return null;
+    }
+    const kept = all.filter(output => !isCarrier(output));
+    outputs.clear();
+    for (const output of kept) {
+      outputs.add(output as unknown as Parameters<typeof outputs.add>[0]);
+    }
+    return {
+      saved: parseSavedCell(
+        carriers[carriers.length - 1].data?.[SAVED_MIMETYPE]
+      )
+    };
+  }
+
+  /**
+   * A notebook saved by an earlier version comes back clean: its hidden
+   * outputs are removed, a sound record they carried moves into the cell's
+   * metadata where the cell has none (unless the setting says not to).
+   */
+  cleanSaved(panel: NotebookPanel): boolean {
+    let cleaned = false;
+    for (const cell of panel.content.widgets) {
+      const found = this.cleanOutputs(cell);
+      if (found === null) {
+        continue;
+      }
+      cleaned = true;
+      if (
+        found.saved &&
+        this.saveInNotebook &&
+        cell.model.getMetadata(SAVED_KEY) === undefined
+      ) {
+        cell.model.setMetadata(SAVED_KEY, savedJSON(found.saved));
+      }
+    }
+    if (cleaned && this.saveInNotebook) {
+      this.saveSummary(panel);
+    }
+    return cleaned;
+  }
+
+  /**
+   * Follow a notebook's kernel messages: which cell each execute request is
+   * for (JupyterLab sends its id in the request's metadata), and the record
+   * each reply carries.
+   */
+  private _followReplies(panel: NotebookPanel): void {
+    const requests = new Map<string, string>();
+    let kernel: Kernel.IKernelConnection | null = null;
+    const onMessage = (
+      _: Kernel.IKernelConnection,
+      args: Kernel.IAnyMessageArgs
+    ): void => {
+      const msg = args.msg;
+      if (args.direction === 'send') {
+        const cellId = (msg.metadata as { cellId?: unknown }).cellId;
+        if (
+          msg.header.msg_type === 'execute_request' &&
+          typeof cellId === 'string'
+        ) {
+          requests.set(msg.header.msg_id, cellId);
+          while (requests.size > MAX_REQUESTS) {
+            requests.delete(requests.keys().next().value as string);
+          }
+        }
+        return;
+      }
+      if (msg.header.msg_type !== 'execute_reply') {
+        return;
+      }
+      const parent = (msg.parent_header as { msg_id?: string }).msg_id ?? '';
+      const cellId = requests.get(parent);
+      if (cellId === undefined) {
+        return;
+      }
+      requests.delete(parent);
+      const cell = panel.content.widgets.find(c => c.model.id === cellId);
+      if (cell) {
+        const metadata = (msg.metadata ?? {}) as { [key: string]: unknown };
+        this.saveFromReply(panel, cell, metadata[SAVED_KEY]);
+      }
+    };
+    const connect = (): void => {
+      kernel?.anyMessage?.disconnect(onMessage);
+      kernel = panel.sessionContext.session?.kernel ?? null;
+      kernel?.anyMessage?.connect(onMessage);
+    };
+    connect();
+    panel.sessionContext.ready.then(connect).catch(() => undefined);
+    panel.sessionContext.kernelChanged.connect(connect);
+    panel.disposed.connect(() => {
+      kernel?.anyMessage?.disconnect(onMessage);
+    });
   }
 
   /**
@@ -348,14 +465,6 @@ export class CellCostController {
    * cell's cost when the kernel recorded it.
    */
   async executed(panel: NotebookPanel | null, cell: Cell): Promise<void> {
-    const saved = this.saveFromOutputs(cell);
-    if (panel && this.saveInNotebook) {
-      this.saveSummary(panel);
-    }
-    if (saved) {
-      // this run's figure, until the server's record (same cost, more detail)
-      showBadge(cell, recordOf(saved, cell.model.id), '$');
-    }
     const source = cell.model.sharedModel.getSource();
     const typed = autoSwitch(source);
     if (panel && typed !== null) {

@@ -170,6 +170,37 @@ export function parseSavedCell(value: unknown): ISavedCell | null {
 }
 
 /**
+ * A record as the notebook keeps it (the kernel's `SavedCell.to_json`): the
+ * same keys in the same order, the optional ones (`gpu_busy_s`, `simulated`,
+ * `simulated_by`) only where they say something.
+ */
+export function savedJSON(saved: ISavedCell): { [key: string]: unknown } {
+  const out: { [key: string]: unknown } = {
+    version: saved.version,
+    cost_micro_usd: saved.cost_micro_usd,
+    cost_usd: saved.cost_usd,
+    currency: saved.currency,
+    wall_s: saved.wall_s
+  };
+  if (saved.gpu_busy_s && Object.keys(saved.gpu_busy_s).length) {
+    out.gpu_busy_s = saved.gpu_busy_s;
+  }
+  out.gpus = saved.gpus;
+  out.base_usd_per_hour = saved.base_usd_per_hour;
+  out.rate_usd_per_hour = saved.rate_usd_per_hour;
+  out.priced_by = saved.priced_by;
+  if (saved.simulated) {
+    out.simulated = true;
+    out.simulated_by = saved.simulated_by;
+  }
+  out.mode = saved.mode;
+  out.status = saved.status;
+  out.started = saved.started;
+  out.at = saved.at;
+  return out;
+}
+
+/**
  * A saved record as the badge and the panel read a cell's record.
  */
 export function recordOf(saved: ISavedCell, cellId: string): ICellRecord {
