@@ -103,6 +103,33 @@ def test_an_idle_warning_is_alerted_once_per_spell_to_the_user_and_their_owner()
     assert sorted(sent) == [("idle_gpus", "bob")] * 2 + [("idle_gpus", "other")] * 2
 
 
+def test_a_budget_found_five_times_spent_is_one_alert_naming_100_percent() -> None:
+    delivered: list[tuple[Alert, str]] = []
+    alerts, sent = routed(delivered=delivered)
+    started = NOW - timedelta(minutes=5)
+    row = ServerRow(
+        8,
+        "alice",
+        "",
+        started,
+        None,
+        started,
+        None,
+        Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "catalog"),
+    )
+    # a $0.02 day budget, $0.10 spent by the first poll that sees it
+    spent = HubBudget("day", 20_000, 100_000, "user")
+    groups = {"alice": ("lab",)}
+    assert alerts.after_poll([(row, [spent])], groups, NOW) == 1
+    # the polls after it: nothing more (neither 100 % again nor the lower ones)
+    more = HubBudget("day", 20_000, 120_000, "user")
+    assert alerts.after_poll([(row, [more])], groups, NOW + timedelta(seconds=5)) == 0
+    assert alerts.dispatcher.wait_idle(10)
+    assert sorted(sent) == [("budget_threshold", "alice"), ("budget_threshold", "lab")]
+    assert {a.threshold_pct for a, _ in delivered} == {100}
+    assert all("(100%)" in body for _, body in delivered)
+
+
 @pytest.mark.parametrize(
     ("raw", "named"),
     [

@@ -14,7 +14,7 @@ Tornado-free: may import :mod:`jupyter_gpucost.core` only.
 from __future__ import annotations
 
 from .dispatch import AlertDispatcher, Delivery, DispatchSettings
-from .model import Alert, AlertKind, budget_crossings, spend_spike, stopped
+from .model import Alert, AlertKind, budget_crossing, spend_spike, stopped
 from .targets import Target, TargetError, mask, parse_targets
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "DispatchSettings",
     "Target",
     "TargetError",
-    "budget_crossings",
+    "budget_crossing",
     "mask",
     "parse_targets",
     "spend_spike",

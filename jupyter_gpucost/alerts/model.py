@@ -104,7 +104,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def budget_crossings(
+def budget_crossing(
     context: Context,
     subject: str,
     spent_micro_usd: int,
@@ -112,39 +112,39 @@ def budget_crossings(
     thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
     *,
     at: datetime | None = None,
-) -> list[Alert]:
-    """An alert for every threshold the spend has reached (the dispatcher sends each once).
+) -> Alert | None:
+    """The alert of the highest threshold the spend has reached (``None``: none reached).
 
-    ``subject`` names the budget and its period (a new month is a new subject)."""
+    Only the highest: a budget found 5x spent at the first look is one "100 %" alert, not
+    50 %, 80 % and 100 % (the lower ones, false by the time they arrive). The dispatcher
+    sends each (subject, threshold) once, so a threshold passed is not alerted again, and
+    one skipped over is never sent late. ``subject`` names the budget and its period (a
+    new month is a new subject)."""
     if budget_micro_usd <= 0:
-        return []
-    when = at or _now()
+        return None
+    # exact: spent / budget >= pct / 100, in integers
+    reached = [p for p in set(thresholds_pct) if spent_micro_usd * 100 >= p * budget_micro_usd]
+    if not reached:
+        return None
+    pct = max(reached)
     spent = notice(spent_micro_usd, context.symbol)
     amount = notice(budget_micro_usd, context.symbol)
-    found = []
-    for pct in sorted(set(thresholds_pct)):
-        # exact: spent / budget >= pct / 100, in integers
-        if spent_micro_usd * 100 < pct * budget_micro_usd:
-            continue
-        title = _("{user}: {pct}% of a {amount} budget spent").format(
-            user=context.user, pct=pct, amount=amount
-        )
-        message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
-            user=context.user, spent=spent, amount=amount, pct=pct
-        )
-        found.append(
-            Alert(
-                "budget_threshold",
-                context,
-                subject,
-                title,
-                message,
-                when,
-                threshold_pct=pct,
-                amounts=(("spent", spent), ("budget", amount)),
-            )
-        )
-    return found
+    title = _("{user}: {pct}% of a {amount} budget spent").format(
+        user=context.user, pct=pct, amount=amount
+    )
+    message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
+        user=context.user, spent=spent, amount=amount, pct=pct
+    )
+    return Alert(
+        "budget_threshold",
+        context,
+        subject,
+        title,
+        message,
+        at or _now(),
+        threshold_pct=pct,
+        amounts=(("spent", spent), ("budget", amount)),
+    )
 
 
 def _stop_reason(reason: StopReason) -> str:

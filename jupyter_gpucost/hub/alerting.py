@@ -26,7 +26,7 @@ from ..alerts.model import (
     DEFAULT_THRESHOLDS_PCT,
     Context,
     StopReason,
-    budget_crossings,
+    budget_crossing,
     idle_gpus,
     spend_spike,
 )
@@ -168,8 +168,8 @@ class HubAlerts:
         groups_of: Mapping[str, tuple[str, ...]],
         now: datetime,
     ) -> int:
-        """Each budget's thresholds reached on each running server, queued once per
-        budget, period and threshold; how many were queued."""
+        """Each budget's highest threshold reached on each running server, queued once
+        per budget, period and threshold; how many were queued."""
         queued = 0
         for row, budgets in standings:
             for budget in budgets:
@@ -181,7 +181,7 @@ class HubAlerts:
                     continue
                 subject = f"{budget.source}:{budget.scope}:{self._period(budget, row, now)}"
                 with speaking(self.notify.language):
-                    alerts = budget_crossings(
+                    alert = budget_crossing(
                         self._context(row, group),
                         subject,
                         budget.spent_micro_usd,
@@ -189,7 +189,7 @@ class HubAlerts:
                         self.notify.thresholds_pct,
                         at=now,
                     )
-                for alert in alerts:
+                if alert is not None:
                     queued += self.dispatcher.submit(alert, targets)
         return queued
 

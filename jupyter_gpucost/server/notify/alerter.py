@@ -26,7 +26,7 @@ from ...alerts.model import (
     Alert,
     Context,
     StopReason,
-    budget_crossings,
+    budget_crossing,
     idle_gpus,
     spend_spike,
     stopped,
@@ -120,19 +120,20 @@ class ServerAlerts:
         return alert is not None and self.send(alert)
 
     def check(self) -> None:
-        """Each budget's thresholds reached, alerted once per budget and period."""
+        """Each budget's highest threshold reached, alerted once per budget and period."""
         if self.budget is None or not self.targets:
             return
         for standing in self.budget.standings():
             if standing.spent_micro_usd is None:
                 continue
-            for alert in budget_crossings(
+            alert = budget_crossing(
                 self.context,
                 standing.key,
                 standing.spent_micro_usd,
                 standing.budget.amount_micro_usd,
                 self.thresholds_pct,
-            ):
+            )
+            if alert is not None:
                 self.send(alert)
 
     def on_event(self, kind: str, message: str, fields: Mapping[str, Any]) -> None:
