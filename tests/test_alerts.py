@@ -162,6 +162,73 @@ def test_the_alert_names_the_highest_threshold_reached(
         assert alert.threshold_pct == max(reached)
 
 
+def test_each_target_is_paced_and_the_next_alert_says_how_many_were_held_back() -> None:
+    targets = parse_targets(
+        ["webhook://127.0.0.1:9/pi", "webhook://127.0.0.1:9/lab"], "c.GpuCost.notify"
+    )
+    delivered: list[tuple[str, Alert]] = []
+    dispatcher = AlertDispatcher(
+        DispatchSettings(per_target_per_hour=3, pace_window_s=1.0),
+        send=lambda alert, target, _t: delivered.append((target.url, alert)),
+    )
+    alerts = [crossing(CONTEXT, f"s{n}", 10_000_000, 10_000_000) for n in range(12)]
+    assert [dispatcher.submit(a, targets[:1]) for a in alerts[:5]] == [True] * 3 + [False] * 2
+    # the other target has a pace of its own
+    assert dispatcher.submit(alerts[5], targets[1:])
+    assert dispatcher.held_back(targets[0]) == 2
+    # what was held back is not sent later as if new: its key counts as sent
+    assert not dispatcher.submit(alerts[4], targets[:1])
+    time.sleep(1.1)
+    assert dispatcher.submit(alerts[6], targets[:1])
+    assert dispatcher.wait_idle(10)
+    dispatcher.close()
+    to_pi = [a for url, a in delivered if url.endswith("/pi")]
+    assert len(to_pi) == 4
+    assert to_pi[-1].message.endswith(
+        "2 more alerts were held back: at most 3 an hour go to one place."
+    )
+    assert not any("held back" in a.message for a in to_pi[:3])
+    assert dispatcher.held_back(targets[0]) == 0
+
+
+def test_a_key_is_remembered_until_its_end_and_not_by_count(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from jupyter_gpucost.alerts.memory import FileKeys
+
+    sent: list[str] = []
+    clock = [AT]
+
+    def dispatcher() -> AlertDispatcher:
+        return AlertDispatcher(
+            DispatchSettings(per_target_per_hour=0, queue_size=20_000),
+            send=lambda alert, _target, _t: sent.append(alert.key),
+            memory=FileKeys(tmp_path / "alerts.json"),
+            clock=lambda: clock[0],
+        )
+
+    (target,) = parse_targets(["webhook://127.0.0.1:9/pi"], "c.GpuCost.notify")
+    first = dispatcher()
+    half = crossing(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, at=AT)
+    assert first.submit(half, [target])
+    for n in range(6000):
+        first.submit(crossing(CONTEXT, f"other:{n}", 5_000_000, 10_000_000, at=AT), [target])
+    assert not first.submit(half, [target])
+    assert first.wait_idle(30)
+    first.save()
+    first.close()
+    assert sent.count(half.key) == 1
+    # a restart remembers it until its end, and forgets it after
+    clock[0] = AT + timedelta(days=20)
+    assert not dispatcher().submit(half, [target])
+    clock[0] = AT + timedelta(days=60)
+    later = dispatcher()
+    assert later.submit(half, [target])
+    assert later.wait_idle(10)
+    later.close()
+    assert sent.count(half.key) == 2
+
+
 def test_a_dead_target_is_retried_with_backoff_recorded_masked_and_never_logged(
     http_receiver: Http, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,13 +8,14 @@ was already sent (one per ``(event, subject, threshold)``) and sends it off the 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..core.i18n import _, current_language, speaking
+from ..core.i18n import _, current_language, ngettext, speaking
 from ..core.money import notice, rate
 
 AlertKind = Literal[
@@ -24,6 +25,10 @@ StopReason = Literal["budget", "idle", "stop_when_done", "interruption"]
 
 #: the generic webhook's document names its schema (docs/alerts.md)
 SCHEMA = "gpucost.alert/v1"
+#: how long an alert's key is remembered after it was sent: longer than any period a key
+#: names (a month), so a key is never forgotten within its period; an event that lasts
+#: longer (a session running for weeks) is remembered anew each time it comes back
+REMEMBER = timedelta(days=35)
 #: the budget thresholds alerted by default, in percent
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 100)
 
@@ -60,7 +65,8 @@ class Alert:
 
     @property
     def key(self) -> str:
-        """At most one alert per key is ever sent."""
+        """The event: its kind, user, subject (a budget and its period, a stop's id) and
+        threshold, never its wording. At most one alert per key is sent."""
         pct = "" if self.threshold_pct is None else str(self.threshold_pct)
         return f"{self.kind}|{self.context.user}|{self.subject}|{pct}"
 
@@ -98,6 +104,20 @@ class Alert:
         if c.link:
             lines.append(c.link)
         return "\n".join(lines)
+
+
+def with_held_back(alert: Alert, count: int, per_hour: int) -> Alert:
+    """``alert`` saying, at its end, that ``count`` alerts to the same target were held
+    back before it (the target's pace: ``per_hour``)."""
+    if count <= 0:
+        return alert
+    with speaking(alert.language):
+        note = ngettext(
+            "{count} more alert was held back: at most {limit} an hour go to one place.",
+            "{count} more alerts were held back: at most {limit} an hour go to one place.",
+            count,
+        ).format(count=count, limit=per_hour)
+    return dataclasses.replace(alert, message=f"{alert.message}\n{note}")
 
 
 def _now() -> datetime:

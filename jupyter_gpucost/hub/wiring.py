@@ -17,6 +17,7 @@ from .enforcer import Enforcer
 from .idle.policy import IdleClock, IdlePolicy
 from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
+from .ledger.alert_keys import AlertKeyStore
 from .ledger.reclaims import ReclaimStore
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
@@ -42,6 +43,8 @@ class Parts:
     cluster: ClusterSettings | None = None
     usage_ledger: UsageLedger | None = None
     billing: BillingRule | None = None
+    #: the alerts sent, by event key, in the ledger
+    alert_keys: AlertKeyStore | None = None
 
 
 def build(settings: HubSettings) -> Parts:
@@ -103,4 +106,5 @@ def build(settings: HubSettings) -> Parts:
         cluster=cluster,
         usage_ledger=UsageLedger(ledger.engine) if cluster else None,
         billing=billing,
+        alert_keys=AlertKeyStore(ledger.engine),
     )

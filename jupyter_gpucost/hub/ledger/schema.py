@@ -21,6 +21,8 @@
   drew (mJ) and how many polls found its own report disagreeing (:mod:`.usage`);
 * ``hub_interruptions``: the spot interruptions servers reported (:mod:`.interruptions`),
   one row per user and interruption id: informational, never part of a bill;
+* ``hub_alerts_sent``: each alert's event key sent, until when it is remembered
+  (:mod:`.alert_keys`), so that neither a restart nor other alerts send it again;
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -193,6 +195,16 @@ interruptions_table = sa.Table(
     sa.Column("session_micro_usd", sa.BigInteger, nullable=False),
     sa.UniqueConstraint("user_name", "interruption_id", name="uq_hub_interruptions_id"),
     sa.Index("ix_hub_interruptions_at", "at_us", "user_name"),
+)
+
+#: the alerts sent, by event key (:mod:`.alert_keys`)
+alerts_sent_table = sa.Table(
+    "hub_alerts_sent",
+    metadata,
+    #: kind|user|subject|threshold (a user name and a subject are short: the key fits)
+    sa.Column("alert_key", sa.String(1000), primary_key=True),
+    sa.Column("until_us", sa.BigInteger, nullable=False),
+    sa.Index("ix_hub_alerts_sent_until", "until_us"),
 )
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
