@@ -150,3 +150,35 @@ def test_no_labels_anywhere_is_not_spot(tmp_path: Path) -> None:
     missing = str(tmp_path / "none")
     assert spot_node({"GPUCOST_NODE_LABELS_FILE": missing}) is None
     assert parse_pairs('a="x\\"y",b') == {"a": 'x"y'}
+
+
+def test_a_sigterm_during_the_budgets_own_stop_or_after_the_hubs_stop_time_is_a_stop() -> None:
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+    from typing import cast
+
+    from jupyter_gpucost.server.spot.interruption import Responder, sigterm_is_interruption
+
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+    def responder(
+        state: str, deadline: datetime | None = None, current: object = None
+    ) -> Responder:
+        policy = SimpleNamespace(state=state, deadline=deadline)
+        fake = SimpleNamespace(task=None, current=current, budget=SimpleNamespace(policy=policy))
+        return cast(Responder, fake)
+
+    def spot() -> str:
+        return "karpenter.sh/capacity-type=spot"
+
+    # on a spot node, a SIGTERM out of the blue is the node taken back
+    assert sigterm_is_interruption(responder("ok"), spot, now) == spot()
+    # but not while the budget's own stop runs, nor once the hub's stop time has come
+    assert sigterm_is_interruption(responder("enforcing"), spot, now) is None
+    assert sigterm_is_interruption(responder("acted"), spot, now) is None
+    hub_stop = now - timedelta(seconds=1)
+    assert sigterm_is_interruption(responder("grace", hub_stop), spot, now) is None
+    assert sigterm_is_interruption(responder("grace", now + timedelta(minutes=1)), spot, now)
+    # a notice already seen says so whatever the labels
+    assert sigterm_is_interruption(responder("ok", current={}), lambda: None, now) == "a notice"
+    assert sigterm_is_interruption(responder("ok"), lambda: None, now) is None

@@ -413,11 +413,20 @@ def last_interruption(ledger: Ledger | None, session_id: str) -> dict[str, Any] 
 STOPPED_ACTION = "stopped"
 
 
-def sigterm_is_interruption(responder: Responder, spot: Callable[[], str | None]) -> str | None:
-    """Why a SIGTERM in a pod is a spot interruption (the label that makes the node spot,
-    or a notice already seen), or ``None``: a stop by the user, the culler or the hub."""
+def sigterm_is_interruption(
+    responder: Responder, spot: Callable[[], str | None], now: datetime
+) -> str | None:
+    """Why a SIGTERM in a pod is a spot interruption (a notice already seen, or the label
+    that makes the node spot), or ``None``: a stop by the user, the culler or the hub,
+    and always so while the budget's own stop is under way or past the time the hub said
+    it stops the server."""
     if responder.task is not None or responder.current is not None:
         return "a notice"
+    policy = responder.budget.policy
+    if policy.state in ("enforcing", "acted"):
+        return None
+    if policy.deadline is not None and now >= policy.deadline:
+        return None
     return spot()
 
 
@@ -438,7 +447,7 @@ def install_sigterm(
 
     async def on_term() -> None:
         now = datetime.now(UTC)
-        why = sigterm_is_interruption(responder, spot)
+        why = sigterm_is_interruption(responder, spot, now)
         if why is None:
             log.warning(
                 "jupyter-gpucost: SIGTERM on a node that is not spot (no spot label, no "
