@@ -339,3 +339,29 @@ def test_a_flood_is_dropped_not_waited_for_and_a_dropped_alert_is_not_marked_sen
     dispatcher.close()
     assert [not q for q in queued] == again
     assert sorted(sent) == sorted(a.key for a in alerts)
+
+
+def test_a_single_servers_ledger_remembers_the_keys_sent_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    from jupyter_gpucost.core.sent_keys import TableKeys
+    from jupyter_gpucost.server.ledger import Ledger
+    from jupyter_gpucost.server.ledger.schema import alerts_sent_table
+
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    sent: list[str] = []
+    (target,) = parse_targets(["webhook://127.0.0.1:9/pi"], "c.GpuCost.notify")
+    half = crossing(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, at=AT)
+    for _restart in range(3):
+        ledger = Ledger(url)
+        dispatcher = AlertDispatcher(
+            DispatchSettings(),
+            send=lambda alert, _target, _t: sent.append(alert.key),
+            memory=TableKeys(ledger.engine, alerts_sent_table),
+        )
+        dispatcher.submit(half, [target])
+        assert dispatcher.wait_idle(10)
+        dispatcher.save()
+        dispatcher.close()
+        ledger.close()
+    assert sent == [half.key]

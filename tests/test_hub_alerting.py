@@ -98,8 +98,9 @@ def test_a_hundred_amounts_spent_during_a_grace_are_one_refused_spawn_alert_each
 def test_after_five_thousand_other_alerts_a_users_50_percent_is_not_resent(
     ledger_url: str,
 ) -> None:
+    from jupyter_gpucost.core.sent_keys import TableKeys
     from jupyter_gpucost.hub.ledger import HubLedger
-    from jupyter_gpucost.hub.ledger.alert_keys import AlertKeyStore
+    from jupyter_gpucost.hub.ledger.schema import alerts_sent_table
 
     ledger = HubLedger(ledger_url)
     sent: list[str] = []
@@ -111,7 +112,7 @@ def test_after_five_thousand_other_alerts_a_users_50_percent_is_not_resent(
         return AlertDispatcher(
             DispatchSettings(per_target_per_hour=0, queue_size=20_000),
             send=record,
-            memory=AlertKeyStore(ledger.engine),
+            memory=TableKeys(ledger.engine, alerts_sent_table),
             clock=lambda: NOW,
         )
 

@@ -6,9 +6,10 @@ its time (:data:`.model.REMEMBER` after it was sent: longer than its period), ho
 alerts go out meanwhile: there is no count past which the oldest is forgotten. Expired
 keys are pruned when the memory is written.
 
-Where the keys are kept: :class:`FileKeys` (a JSON file; the single server's, in its data
-directory), or a store of the hub ledger's (``hub.ledger.alert_keys``), both behind
-:class:`SentKeys`. Their writes run on the dispatcher's worker threads, never the caller's.
+Where the keys are kept: a ledger's table (:mod:`jupyter_gpucost.core.sent_keys`: the
+hub's, and a single server's when it has a ledger), or :class:`FileKeys` (a JSON file in
+the server's data directory, without a ledger), both behind :class:`SentKeys`. Their
+writes run on the dispatcher's worker threads, never the caller's.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import HasTraits
 
 from ...alerts.dispatch import AlertDispatcher, DispatchSettings
+from ...alerts.memory import SentKeys
 from ...alerts.model import (
     Alert,
     Context,
@@ -218,8 +219,10 @@ def start_alerts(
     link: str,
     log: logging.Logger,
     ledger: SpendLedger | None = None,
+    sent: SentKeys | None = None,
 ) -> ServerAlerts:
-    """The alerts of ``c.GpuCost.notify*`` watching ``budget`` (traits already checked)."""
+    """The alerts of ``c.GpuCost.notify*`` watching ``budget`` (traits already checked);
+    the keys sent kept in ``sent`` (the ledger's table), else in the state file."""
     from ...alerts.targets import parse_targets
 
     state = trait_str(traits, "notify_state_path")
@@ -228,7 +231,7 @@ def start_alerts(
     alerts = ServerAlerts(
         admin,
         UserTargets(state_path.with_name(state_path.stem + "-targets.json")),
-        AlertDispatcher(DispatchSettings(state_path=state_path), log=log),
+        AlertDispatcher(DispatchSettings(state_path=state_path), log=log, memory=sent),
         Context(
             user=_user(),
             server=os.environ.get("JUPYTERHUB_SERVER_NAME", ""),
