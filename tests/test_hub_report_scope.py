@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import psutil
 import pytest
 from hub_service_fixture import Hub, running_hub, spawn
+from test_hub_attacks import report as report_doc
 
 from jupyter_gpucost.hub.web.report_route import REPORT_SCOPE, may_report
 
@@ -31,19 +31,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
 
 def report(cost_usd: float) -> bytes:
-    now = datetime.now(UTC).isoformat()
-    return json.dumps(
-        {
-            "version": 1,
-            "session_id": "s-visitor",
-            "server_name": "",
-            "started": now,
-            "sent": now,
-            "cost_micro_usd": round(cost_usd * 1_000_000),
-            "idle_micro_usd": 0,
-            "rate_micro_usd_per_s": 1900,
-        }
-    ).encode()
+    return json.dumps(report_doc(cost_usd, session_id="s-visitor")).encode()
 
 
 def server_token(hub: Hub, user: str) -> str:
