@@ -162,7 +162,9 @@ def test_the_alert_names_the_highest_threshold_reached(
         assert alert.threshold_pct == max(reached)
 
 
-def test_each_target_is_paced_and_the_next_alert_says_how_many_were_held_back() -> None:
+def test_each_target_is_paced_and_the_next_alert_says_how_many_were_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     targets = parse_targets(
         ["webhook://127.0.0.1:9/pi", "webhook://127.0.0.1:9/lab"], "c.GpuCost.notify"
     )
@@ -176,6 +178,10 @@ def test_each_target_is_paced_and_the_next_alert_says_how_many_were_held_back() 
     # the other target has a pace of its own
     assert dispatcher.submit(alerts[5], targets[1:])
     assert dispatcher.held_back(targets[0]) == 2
+    # logged once for the spell, never the URL
+    held = [r.getMessage() for r in caplog.records if "held back" in r.getMessage()]
+    assert len(held) == 1
+    assert "127.0.0.1:9" not in held[0]
     # what was held back is not sent later as if new: its key counts as sent
     assert not dispatcher.submit(alerts[4], targets[:1])
     time.sleep(1.1)

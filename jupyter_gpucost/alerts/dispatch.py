@@ -153,12 +153,14 @@ class AlertDispatcher:
                 held = self._pacing.take(target.url, tick)
                 if held is None:
                     held_back += 1
-                    self.log.warning(
-                        "jupyter-gpucost: %s alert to %s held back (more than %d an hour)",
-                        alert.kind,
-                        target.masked,
-                        self.settings.per_target_per_hour,
-                    )
+                    if self._pacing.held(target.url) == 1:
+                        # once per spell: a flood is not a flood of log lines either
+                        self.log.warning(
+                            "jupyter-gpucost: alerts to %s held back (more than %d an hour); "
+                            "the next one that goes says how many",
+                            target.masked,
+                            self.settings.per_target_per_hour,
+                        )
                     continue
                 told = with_held_back(alert, held, self.settings.per_target_per_hour)
                 try:
