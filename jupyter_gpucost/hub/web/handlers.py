@@ -3,7 +3,8 @@
 Who may call what:
 
 * ``POST api/report`` — a single-user server, with its own Hub token
-  (``Authorization: token …``); the Hub names the user. No cookies: no XSRF to check.
+  (``Authorization: token …``) carrying ``custom:gpucost:report`` for its user; the Hub
+  names the user and the token's scopes. No cookies: no XSRF to check.
   The service's hot path, so a plain callable route (:mod:`.report_route`), not a handler.
 * ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
   answers 403 to a user who is not an admin of the service.
