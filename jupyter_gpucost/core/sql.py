@@ -6,6 +6,8 @@ connections checked before use; and the one owner of "is this database error tra
 from __future__ import annotations
 
 import sqlite3
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +112,55 @@ def integrity_problem(path: Path) -> str | None:
         conn.close()
     found = [str(r[0]) for r in rows]
     return None if found == ["ok"] else "; ".join(found)[:500]
+
+
+class Spell:
+    """Whether a ledger's database answers, since when it has not, and when to try it
+    again (backing off from 1 s to 30 s): the one record of a spell, for both ledgers."""
+
+    FIRST_RETRY_S = 1.0
+    LONGEST_RETRY_S = 30.0
+
+    def __init__(self) -> None:
+        self.down_since: datetime | None = None
+        self.error: str | None = None
+        #: failures since the spell began (1: it began with the latest)
+        self.failures = 0
+        self._retry_at = 0.0
+        self._retry_s = self.FIRST_RETRY_S
+
+    def due(self) -> bool:
+        """Whether the database may be tried now (never while a spell waits its retry)."""
+        return self.down_since is None or time.monotonic() >= self._retry_at
+
+    def retry_now(self) -> None:
+        self._retry_at = 0.0
+
+    def failed(self, error: BaseException, engine: Engine | None) -> bool:
+        """Record ``error`` when it is a spell (:func:`is_transient`): the pool is emptied,
+        so the next try opens fresh connections (one opened while the file was
+        write-protected stays read-only for its whole life). False for any other error."""
+        if not is_transient(error):
+            return False
+        if engine is not None:
+            engine.dispose()
+        said = str(getattr(error, "orig", None) or error).strip().splitlines()
+        self.down(said[0][:300] if said else type(error).__name__)
+        return True
+
+    def down(self, error: str) -> None:
+        """Record a spell already known to be one (``error``: why, for people)."""
+        self.error = error
+        if self.down_since is None:
+            self.down_since = datetime.now(UTC)
+            self.failures = 0
+            self._retry_s = self.FIRST_RETRY_S
+        else:
+            self._retry_s = min(self._retry_s * 2, self.LONGEST_RETRY_S)
+        self.failures += 1
+        self._retry_at = time.monotonic() + self._retry_s
+
+    def back(self) -> datetime | None:
+        """The database answered: the spell is over. Returns since when it had lasted."""
+        since, self.down_since, self.error, self.failures = self.down_since, None, None, 0
+        return since

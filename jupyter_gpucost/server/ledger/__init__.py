@@ -41,17 +41,16 @@ import logging
 import os
 import secrets
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ...core.sql import is_transient
+from ...core.sql import Spell
 from .opening import LedgerOffline, LedgerUnavailable, Reset, open_ledger
 from .queries import LedgerReads, Totals
 from .schema import (
@@ -87,10 +86,6 @@ __all__ = [
     "sessions_table",
     "spend_table",
 ]
-
-#: the first and the longest wait before the ledger is tried again after a spell
-FIRST_RETRY_S = 1.0
-LONGEST_RETRY_S = 30.0
 
 
 def default_url(data_dir: str | os.PathLike[str]) -> str:
@@ -130,10 +125,8 @@ class Ledger(LedgerReads):
         #: a damaged ledger moved aside when this one was opened: where, what it held
         self.reset: Reset | None = None
         #: since when the ledger cannot be reached (``None``: it can), and why
-        self.down_since: datetime | None = None
-        self.error: str | None = None
-        self._retry_at = 0.0
-        self._retry_s = FIRST_RETRY_S
+        #: whether the database answers, since when it has not, when to try it again
+        self.spell = Spell()
         #: sessions started here: (started, user), written with their first flush when the
         #: ledger could not be reached at their start
         self._starts: dict[str, tuple[datetime, str | None]] = {}
@@ -153,11 +146,22 @@ class Ledger(LedgerReads):
         """The URL, its password hidden."""
         return sa.engine.make_url(self.url).render_as_string(hide_password=True)
 
+    @property
+    def down_since(self) -> datetime | None:
+        """Since when the ledger cannot be reached (``None``: it can)."""
+        return self.spell.down_since
+
+    @property
+    def error(self) -> str | None:
+        """Why it cannot be reached, in the database's words."""
+        return self.spell.error
+
     def _open(self) -> Engine:
         try:
             opened = open_ledger(self.url, self.log)
         except LedgerOffline as e:
-            self._went_down(str(e))
+            self.spell.down(str(e))
+            self._told_down()
             raise
         self._engine = opened.engine
         if opened.reset is not None:
@@ -171,54 +175,38 @@ class Ledger(LedgerReads):
         with self._open_lock:
             if self._engine is not None:
                 return self._engine
-            self._may_try()
+            if not self.spell.due():
+                raise LedgerOffline(self.spell.error or "the ledger cannot be reached")
             return self._open()
-
-    def _may_try(self) -> None:
-        if self.down_since is not None and time.monotonic() < self._retry_at:
-            raise LedgerOffline(self.error or "the ledger cannot be reached")
 
     def retry_now(self) -> None:
         """Let the next call try the ledger at once (a clean stop's last tries)."""
-        self._retry_at = 0.0
+        self.spell.retry_now()
 
-    def _went_down(self, error: str) -> None:
-        if self.down_since is None:
-            self.down_since = datetime.now(UTC)
-            self._retry_s = FIRST_RETRY_S
+    def _told_down(self) -> None:
+        if self.spell.failures == 1:  # once per spell
             self.log.warning(
                 "jupyter-gpucost: the ledger %s cannot be reached (%s); what is not written is "
                 "kept and written when it is back",
                 self.safe_url,
-                error,
+                self.spell.error,
             )
-        else:
-            self._retry_s = min(self._retry_s * 2, LONGEST_RETRY_S)
-        self.error = error
-        self._retry_at = time.monotonic() + self._retry_s
 
     def _came_back(self) -> None:
-        if self.down_since is not None:
+        since = self.spell.back()
+        if since is not None:
             self.log.info(
                 "jupyter-gpucost: the ledger %s is back (unreachable since %s)",
                 self.safe_url,
-                self.down_since.isoformat(timespec="seconds"),
+                since.isoformat(timespec="seconds"),
             )
-        self.down_since = None
-        self.error = None
 
     def _failed(self, e: sa.exc.SQLAlchemyError) -> None:
         """Turn a spell into :class:`LedgerOffline` (fresh connections for the next try);
         other errors are raised as they are."""
-        if not is_transient(e):
-            return
-        if self._engine is not None:
-            # a connection opened while the file was write-protected stays read-only:
-            # never hand it out again
-            self._engine.dispose()
-        said = str(getattr(e, "orig", None) or e).strip().splitlines()
-        self._went_down(said[0][:300] if said else type(e).__name__)
-        raise LedgerOffline(self.error or "") from e
+        if self.spell.failed(e, self._engine):
+            self._told_down()
+            raise LedgerOffline(self.spell.error or "") from e
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
