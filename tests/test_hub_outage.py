@@ -85,6 +85,25 @@ def test_the_service_enforces_through_an_outage_and_bills_to_the_hubs_stop_time(
         hub.wait("api/me to answer from memory with a warning", told, 30)
         assert warned[0]["warning"]["code"] == "ledger-unreachable"
         assert warned[0]["today_usd"] > 0
+        # a server's report is still taken, and its reply says the ledger is away
+        now = datetime.now(UTC).isoformat()
+        code, reply = hub.svc(
+            "POST",
+            "api/report",
+            hub.token_for("gina"),
+            {
+                "version": 1,
+                "session_id": "s-1",
+                "server_name": "",
+                "started": now,
+                "sent": now,
+                "cost_micro_usd": 1000,
+                "idle_micro_usd": 0,
+                "rate_micro_usd_per_s": 1900,
+            },
+        )
+        assert code == 200, reply
+        assert reply["ledger_unreachable_since"] is not None
         hub.wait("the service to stop gina's server", lambda: hub.server("gina") is None, 90)
         code, model = hub.call("GET", "/users/gina?include_stopped_servers=1")
         assert code == 200, model
