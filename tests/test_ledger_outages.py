@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from postgres import Postgres
 from jupyter_gpucost.core.catalog import load_catalog
 from jupyter_gpucost.core.sql import is_transient
 from jupyter_gpucost.server.errors import Unavailable
-from jupyter_gpucost.server.ledger import Ledger
+from jupyter_gpucost.server.ledger import Ledger, LedgerOffline, Pending, minute_of
 from jupyter_gpucost.server.service import CostConfig, CostService
 
 FLUSH_S = 0.3
@@ -261,10 +262,6 @@ def sqlite_url(tmp_path: Path) -> str:
 
 def earlier_session(url: str, cost: int) -> None:
     """A session of an earlier server, already in the ledger."""
-    from datetime import UTC, datetime
-
-    from jupyter_gpucost.server.ledger import Pending, minute_of
-
     ledger = Ledger(url)
     now = datetime.now(UTC)
     ledger.start_session("earlier", now, None)
@@ -428,3 +425,39 @@ class TestTheRoutesWhilePostgresqlIsDown:
             (await jp_fetch("gpucost", "api", "history", params={"window": "24h"})).body
         )
         assert history["source"] == "ledger"
+
+
+def part(minute: int, cost: int, last: float) -> Pending:
+    p = Pending(cost_micro_usd=cost, last_unix_s=last)
+    p.spend[minute] = [cost, 0, 1]
+    return p
+
+
+def test_a_flush_whose_commit_was_lost_is_not_counted_twice(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    ledger = Ledger(url)
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+    ledger.start_session("s", start, None)
+    m = minute_of(start.timestamp())
+    first = part(m, 100, start.timestamp() + 5)
+    ledger.write("s", [first])  # committed, but say the answer was lost with the connection
+    # the next flush tries that part again with what came since: the first is not re-added
+    queue = [part(m, 100, start.timestamp() + 5), part(m, 40, start.timestamp() + 10)]
+    ledger.write("s", queue)
+    assert written(url, "s") == 140
+    assert ledger.spend_between(m, m + 60) == [(m, 140, 1)]
+
+
+def test_a_long_spell_keeps_two_parts_and_counts_each_once(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    ledger = Ledger(url)
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+    ledger.start_session("s", start, None)
+    m = minute_of(start.timestamp())
+    queue = [part(m, 10 * (i + 1), start.timestamp() + i + 1) for i in range(6)]
+    with failing_disk("disk I/O error", connect=False), pytest.raises(LedgerOffline):
+        ledger.write("s", queue)
+    assert len(queue) <= 2
+    ledger.retry_now()
+    ledger.write("s", queue)
+    assert written(url, "s") == sum(10 * (i + 1) for i in range(6))

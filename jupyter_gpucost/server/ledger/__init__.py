@@ -296,10 +296,16 @@ class Ledger(LedgerReads):
         than the one before. A part ending at or before the session's ``last_unix_s`` was
         written by a flush that failed only after its commit: it is dropped. The rest are
         folded into one part before they are written, so whether this transaction
-        commits or not, ``queue`` is left holding exactly what the ledger lacks."""
+        commits or not, ``queue`` is left holding exactly what the ledger lacks (and at
+        most two parts)."""
         queue[:] = [p for p in queue if not p.empty()]
         if not queue:
             return
+        if len(queue) > 2:
+            # only the first part can have been in a transaction (each try folds what it
+            # writes into one part): the later ones are folded now, so a long spell keeps
+            # two parts, in memory and in the journal
+            queue[1:] = [merged(queue[1:])]
         with self._writing() as conn:
             last = self._ensure_session(conn, session_id)
             if last is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ from .writes import GpuMinuteSums, Pending
 VERSION = 1
 #: a journal bigger than this is not read (it is not one we wrote)
 MAX_BYTES = 64 * 2**20
+#: the most any figure of a journal may be (micro-dollars, bytes, seconds)
+MAX_FIGURE = 10**15
 
 
 @dataclass
@@ -51,21 +54,36 @@ def _pending_json(p: Pending) -> dict[str, Any]:
     }
 
 
+def _whole(value: object) -> int:
+    """A whole number from 0 to :data:`MAX_FIGURE` (a journal is read, not trusted)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FIGURE:
+        raise ValueError(f"not a figure: {value!r}")
+    return value
+
+
+def _real(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"not a number: {value!r}")
+    if not math.isfinite(value) or not 0 <= value <= MAX_FIGURE:
+        raise ValueError(f"not a number: {value!r}")
+    return float(value)
+
+
 def _pending(doc: dict[str, Any]) -> Pending:
     p = Pending(
-        cost_micro_usd=int(doc["cost_micro_usd"]),
-        idle_micro_usd=int(doc["idle_micro_usd"]),
-        energy_j=None if doc["energy_j"] is None else float(doc["energy_j"]),
+        cost_micro_usd=_whole(doc["cost_micro_usd"]),
+        idle_micro_usd=_whole(doc["idle_micro_usd"]),
+        energy_j=None if doc["energy_j"] is None else _real(doc["energy_j"]),
         peak_memory_bytes=None
         if doc["peak_memory_bytes"] is None
-        else int(doc["peak_memory_bytes"]),
-        last_unix_s=float(doc["last_unix_s"]),
+        else _whole(doc["peak_memory_bytes"]),
+        last_unix_s=_real(doc["last_unix_s"]),
     )
     for m, cost, idle, rate in doc["spend"]:
-        p.spend[int(m)] = [int(cost), int(idle), int(rate)]
+        p.spend[_whole(m)] = [_whole(cost), _whole(idle), _whole(rate)]
     for g, m, util, power, samples, memory in doc["gpus"]:
-        p.gpus[(int(g), int(m))] = GpuMinuteSums(
-            float(util), float(power), int(samples), None if memory is None else int(memory)
+        p.gpus[(_whole(g), _whole(m))] = GpuMinuteSums(
+            _real(util), _real(power), _whole(samples), None if memory is None else _whole(memory)
         )
     return p
 
@@ -127,9 +145,13 @@ class Journal:
                 doc = json.loads(path.read_text(encoding="utf-8"))
                 if doc.get("version") != VERSION:
                     raise ValueError(f"version {doc.get('version')!r}")
+                if not isinstance(doc["session_id"], str) or not 0 < len(doc["session_id"]) <= 64:
+                    raise ValueError("not a session id")
+                if doc["user"] is not None and len(str(doc["user"])) > 256:
+                    raise ValueError("not a user name")
                 entries.append(
                     JournalEntry(
-                        session_id=str(doc["session_id"]),
+                        session_id=doc["session_id"],
                         started=datetime.fromisoformat(doc["started"]).astimezone(UTC),
                         user=None if doc["user"] is None else str(doc["user"]),
                         parts=[_pending(p) for p in doc["parts"]],
@@ -138,7 +160,7 @@ class Journal:
                         else datetime.fromisoformat(doc["ended"]).astimezone(UTC),
                     )
                 )
-            except (OSError, ValueError, KeyError, TypeError) as e:
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
                 self.log.warning(
                     "jupyter-gpucost: the ledger's journal %s cannot be read (%s); it is left "
                     "there",

@@ -248,9 +248,21 @@ class Recorder:
         assert self.ledger is not None
         while self._orphans:
             entry = self._orphans[0]
-            self.ledger.write(entry.session_id, entry.parts)
-            if entry.ended is not None:
-                self.ledger.end_session(entry.session_id, entry.ended)
+            try:
+                self.ledger.write(entry.session_id, entry.parts)
+                if entry.ended is not None:
+                    self.ledger.end_session(entry.session_id, entry.ended)
+            except LedgerOffline:
+                raise
+            except Exception as e:  # not a spell: this journal never blocks the session's
+                self.log.warning(
+                    "jupyter-gpucost: the journal of session %s cannot be written (%s); it "
+                    "is left where it is",
+                    entry.session_id,
+                    e,
+                )
+                self._orphans.pop(0)
+                continue
             if self.journal is not None:
                 self.journal.remove(entry.session_id)
             self.log.info(
