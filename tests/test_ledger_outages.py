@@ -461,3 +461,55 @@ def test_a_long_spell_keeps_two_parts_and_counts_each_once(tmp_path: Path) -> No
     ledger.retry_now()
     ledger.write("s", queue)
     assert written(url, "s") == sum(10 * (i + 1) for i in range(6))
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB filesystem (tmpfs), where one may be mounted (root, CAP_SYS_ADMIN)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+        capture_output=True,
+        timeout=30,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {done.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True, timeout=30)
+
+
+def fill(disk: Path) -> Path:
+    """Fill ``disk`` to the last byte (ENOSPC); the filler is returned, to be removed."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+        while f.write(b"\0" * 4096):
+            pass
+    return filler
+
+
+@pytest.mark.parametrize("when", ["at start", "mid-session"])
+def test_a_really_full_disk_is_waited_out(
+    when: str, small_disk: Path, started: Callable[[CostConfig], CostService]
+) -> None:
+    url = f"sqlite:///{small_disk / 'gpucost' / 'ledger.sqlite'}"
+    earlier_session(url, 370_000)
+    filler = fill(small_disk) if when == "at start" else None
+    service = started(config(url, small_disk))
+    if filler is None:
+        assert wait(spent_something(url, service))
+        filler = fill(small_disk)
+    try:
+        assert wait(lambda: "ledger-unreachable" in codes(service), 90)
+        assert UNREACHABLE.match(unreachable_message(service))
+        time.sleep(1.0)
+    finally:
+        filler.unlink()
+    assert wait(lambda: "ledger-unreachable" not in codes(service), 60)
+    assert not list((small_disk / "gpucost").glob("*.broken-*"))
+    assert "ledger-reset" not in codes(service)
+    service.stop()
+    assert written(url, service.session_id) == metered(service)
+    assert written(url, "earlier") == 370_000
