@@ -33,8 +33,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory, ledger: str) -> Iterator[Hub]:
     with running_hub(
         root,
         budgets={"gina": {"day": BUDGET_USD}},
-        users=("gina",),
-        groups={},
+        users=("gina", "fin"),
+        # fin is an admin of the service (c.GpuCostHub.admin_groups)
+        groups={"finance": ["fin"]},
         group_budgets={},
         user_configs={"gina": NO_EXTENSION},
         flush_s=FLUSH_S,
@@ -104,6 +105,10 @@ def test_the_service_enforces_through_an_outage_and_bills_to_the_hubs_stop_time(
         )
         assert code == 200, reply
         assert reply["ledger_unreachable_since"] is not None
+        # a page that must read the ledger answers 503 with a sentence, never 500
+        code, body = hub.svc("GET", "api/admin/summary", hub.token_for("fin"))
+        assert code == 503, body
+        assert body["message"].startswith("The hub's ledger cannot be reached just now")
         hub.wait("the service to stop gina's server", lambda: hub.server("gina") is None, 90)
         code, model = hub.call("GET", "/users/gina?include_stopped_servers=1")
         assert code == 200, model

@@ -410,7 +410,12 @@ class HubLedger(CatchUp):
         return {u: UserTotals(u, t, m, sessions.get(u, {})) for u, (t, m) in sorted(sums.items())}
 
     def interruptions_by_user(self, since: date) -> dict[str, InterruptionTotals]:
-        return self.interruptions.by_user(midnight(since, self.tz))
+        self.outage.check()
+        try:
+            return self.interruptions.by_user(midnight(since, self.tz))
+        except sa.exc.SQLAlchemyError as e:
+            self.outage.failed(e)
+            raise
 
     def totals(self, user: str, now: datetime) -> UserTotals:
         """``user``'s own today / this month, exact up to ``now``, and the bill of each of
