@@ -513,3 +513,20 @@ def test_a_really_full_disk_is_waited_out(
     service.stop()
     assert written(url, service.session_id) == metered(service)
     assert written(url, "earlier") == 370_000
+
+
+def test_cells_and_budget_actions_sent_during_a_spell_are_written_after(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    ledger = Ledger(url)
+    start = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
+    ledger.start_session("s", start, None)
+    with failing_disk("disk I/O error", connect=False):
+        ledger.add_cell("s", {"cell_id": "c1", "ended": start.isoformat(), "cost_usd": 0.01})
+        ledger.add_action("s", {"at": start.isoformat(), "action": "shutdown"})
+        assert ledger.down_since is not None
+    ledger.retry_now()
+    m = minute_of(start.timestamp())
+    ledger.write("s", [part(m, 5, start.timestamp() + 5)])
+    assert [c["cell_id"] for c in ledger.recent_cells()] == ["c1"]
+    assert [a["action"] for a in ledger.actions()] == ["shutdown"]
+    assert ledger.down_since is None

@@ -88,6 +88,10 @@ __all__ = [
 ]
 
 
+#: cells and budget actions kept in memory while the ledger cannot be reached, at most
+MAX_LATER = 10_000
+
+
 def default_url(data_dir: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(data_dir) / 'gpucost' / 'ledger.sqlite'}"
 
@@ -127,6 +131,8 @@ class Ledger(LedgerReads):
         #: since when the ledger cannot be reached (``None``: it can), and why
         #: whether the database answers, since when it has not, when to try it again
         self.spell = Spell()
+        #: cells and budget actions not written yet (the ledger could not be reached)
+        self._later: list[tuple[sa.Table, dict[str, Any]]] = []
         #: sessions started here: (started, user), written with their first flush when the
         #: ledger could not be reached at their start
         self._starts: dict[str, tuple[datetime, str | None]] = {}
@@ -213,12 +219,17 @@ class Ledger(LedgerReads):
         """One transaction under the write lock; a spell raises :class:`LedgerOffline`."""
         with self._lock:
             engine = self.engine
+            later = list(self._later)
             try:
                 with engine.begin() as conn:
+                    # cells and actions kept while the ledger could not be reached, first
+                    for table, values in later:
+                        conn.execute(table.insert().values(**values))
                     yield conn
             except sa.exc.SQLAlchemyError as e:
                 self._failed(e)
                 raise
+            del self._later[: len(later)]
             self._came_back()
 
     @contextmanager
@@ -318,30 +329,41 @@ class Ledger(LedgerReads):
     # -- cells -----------------------------------------------------------------
 
     def add_cell(self, session_id: str, record: dict[str, Any]) -> None:
-        with self._writing() as conn:
-            conn.execute(
-                cells_table.insert().values(
-                    session_id=session_id,
-                    cell_id=str(record.get("cell_id", "")),
-                    notebook_path=record.get("notebook_path"),
-                    kernel_id=record.get("kernel_id"),
-                    started=str(record.get("started", "")),
-                    ended=str(record.get("ended", "")),
-                    record=record,
-                )
-            )
+        """Keep a cell record (while the ledger cannot be reached: in memory, written with
+        the next write that reaches it)."""
+        self._insert(
+            cells_table,
+            {
+                "session_id": session_id,
+                "cell_id": str(record.get("cell_id", "")),
+                "notebook_path": record.get("notebook_path"),
+                "kernel_id": record.get("kernel_id"),
+                "started": str(record.get("started", "")),
+                "ended": str(record.get("ended", "")),
+                "record": record,
+            },
+        )
 
     def add_action(self, session_id: str, record: dict[str, Any]) -> None:
-        """Keep what a budget did (an audit trail across sessions)."""
-        with self._writing() as conn:
-            conn.execute(
-                actions_table.insert().values(
-                    session_id=session_id,
-                    at=str(record.get("at", ""))[:40],
-                    action=str(record.get("action", ""))[:32],
-                    record=record,
-                )
-            )
+        """Keep what a budget did (an audit trail across sessions; kept like a cell)."""
+        self._insert(
+            actions_table,
+            {
+                "session_id": session_id,
+                "at": str(record.get("at", ""))[:40],
+                "action": str(record.get("action", ""))[:32],
+                "record": record,
+            },
+        )
+
+    def _insert(self, table: sa.Table, values: dict[str, Any]) -> None:
+        try:
+            with self._writing() as conn:
+                conn.execute(table.insert().values(**values))
+        except LedgerOffline:
+            with self._lock:
+                if len(self._later) < MAX_LATER:
+                    self._later.append((table, values))
 
     # -- bulk (benchmarks) -----------------------------------------------------
 
