@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -132,8 +133,11 @@ def test_one_rule_says_which_errors_are_a_spell(error: Exception, transient: boo
     assert is_transient(wrapped) is transient
 
 
-def test_a_lost_postgresql_connection_is_a_spell(postgres: Postgres, postgres_url: str) -> None:
-    engine = sa.create_engine(postgres_url.replace(str(postgres.port), str(postgres.port + 1)))
+def test_a_refused_postgresql_connection_is_a_spell(postgres: Postgres, postgres_url: str) -> None:
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    engine = sa.create_engine(postgres_url.replace(f":{postgres.port}/", f":{port}/"))
     with pytest.raises(sa.exc.OperationalError) as raised:
         engine.connect()
     assert is_transient(raised.value)
