@@ -42,6 +42,7 @@ from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_fo
 from ...core.money import as_decimal, status_bar
 from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
+from ..model import HubLedgerDown
 from ..service import HubService
 from . import views
 from .hubapi import HubApi, Identity
@@ -128,6 +129,14 @@ class Base(web.RequestHandler):
         exc = kwargs.get("exc_info")
         if exc is not None and isinstance(exc[1], web.HTTPError) and exc[1].log_message:
             reason = exc[1].log_message % exc[1].args if exc[1].args else exc[1].log_message
+        if exc is not None and isinstance(exc[1], HubLedgerDown):
+            # a page that must read the ledger while its database is away: a spell, not a bug
+            status_code = 503
+            self.set_status(status_code)
+            reason = (
+                "The hub's ledger cannot be reached just now; budgets and stops go on from "
+                "memory. Try again when it is back."
+            )
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"status": status_code, "message": reason}))
 
