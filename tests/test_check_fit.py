@@ -98,7 +98,10 @@ def test_fit_without_a_gpu_lists_the_catalog_gpus_it_would_fit_on() -> None:
     assert "full fine-tuning needs fp32, bf16 or fp16 weights, not int4" in text(c[5])
     assert "the following arguments are required: size" in text(c[6])
     assert "unknown subcommand 'fits'" in text(c[7])
-    assert "usage: %gpucost | %gpucost auto on|off | %gpucost budget AMOUNT|off" in text(c[7])
+    assert (
+        "usage: %gpucost | %gpucost --help | %gpucost auto | %gpucost auto on|off | "
+        "%gpucost budget | %gpucost budget AMOUNT|off"
+    ) in text(c[7])
     # no argument: the prices, as before
     # no GPU here: the rate rule's two decimals, never "$0.0000/h"
     assert text(c[8]).startswith("jupyter-gpucost: cells are priced at $0.00/h (the shipped")
