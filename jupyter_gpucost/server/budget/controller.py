@@ -92,7 +92,10 @@ class BudgetController:
         self.log = log or logging.getLogger("jupyter_gpucost")
         self.clock = clock
         self.policy = BudgetPolicy(
-            hard=config.hard, thresholds_pct=config.thresholds_pct, grace_s=config.grace_s
+            hard=config.hard,
+            thresholds_pct=config.thresholds_pct,
+            grace_s=config.grace_s,
+            tick_s=TICK_S,
         )
         self.store = BudgetStore(config.state_path, log=self.log) if config.state_path else None
         self.actions: list[ActionRecord] = []
@@ -187,7 +190,15 @@ class BudgetController:
                 raise
             except Exception:
                 self.log.exception("jupyter-gpucost: budget check failed")
-            await asyncio.sleep(TICK_S)
+            await asyncio.sleep(self._next_check_s())
+
+    def _next_check_s(self) -> float:
+        """Until the next check: a second, or less when the countdown ends sooner (the
+        action lands at its time, not up to a second after it)."""
+        ends = self.policy.grace_ends
+        if self.policy.state != "grace" or ends is None:
+            return TICK_S
+        return min(TICK_S, max(0.01, (ends - self.clock()).total_seconds()))
 
     # -- one step -----------------------------------------------------------------------
 
@@ -262,6 +273,7 @@ class BudgetController:
             kernels_running=bool(
                 self.kernel_manager is not None and list(self.kernel_manager.list_kernel_ids())
             ),
+            rate_usd_per_hour=self.spend.rate_usd_per_hour(),
         )
         for event in events:
             self._announce(event, now)
@@ -285,15 +297,18 @@ class BudgetController:
         elif isinstance(event, GraceStarted):
             standing = event.standing
             action = self.policy.grace_action or config.action
+            countdown_s = max(0.0, (event.ends - now).total_seconds())
             self.events.emit(
                 "grace",
                 messages.grace(
                     None if standing is None else standing.budget,
                     action,
-                    max(0.0, (event.ends - now).total_seconds()),
+                    countdown_s,
                     sym,
                     reason=event.reason,
                     hub_reason=self._hub_reason(),
+                    spent=standing is None or standing.exceeded,
+                    note=self._shortened_note(countdown_s),
                 ),
                 {
                     "grace_ends": iso(event.ends),
@@ -307,6 +322,15 @@ class BudgetController:
             self.events.emit("cleared", messages.cleared(event.why))
         elif isinstance(event, Enforce):
             self._enforcing = asyncio.get_event_loop().create_task(self.enforce(event))
+
+    def _shortened_note(self, countdown_s: float) -> str | None:
+        why = self.policy.grace_shortened
+        if why is None:
+            return None
+        rate = self.spend.rate_usd_per_hour()
+        return messages.shortened(
+            why, self.config.grace_s, countdown_s, rate, self.config.currency_symbol
+        )
 
     def _hub_reason(self) -> str | None:
         reply = None if self.hub is None else self.hub.reply
@@ -382,7 +406,12 @@ class BudgetController:
             self.policy.set_soft(None)
         else:
             spent, period = self.spend.spent(budget.scope)
-            self.policy.set_soft(budget, spent_micro_usd=spent, period=period)
+            self.policy.set_soft(
+                budget,
+                spent_micro_usd=spent,
+                period=period,
+                rate_usd_per_hour=self.spend.rate_usd_per_hour(),
+            )
         self._dirty = True
         await self.tick()
         await self._persist()
@@ -452,6 +481,7 @@ class BudgetController:
                 last_action=self.actions[-1] if self.actions else None,
                 events=self.events.recent,
                 hub=self.hub,
+                currency_symbol=config.currency_symbol,
             )
         )
         # waiting for the busy kernels to end before a stop the user asked for

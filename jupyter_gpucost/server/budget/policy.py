@@ -33,6 +33,7 @@ from typing import Literal
 
 from ...core.i18n import N_, _
 from ..inputs import one_of, shown
+from .timing import Shortened, countdown, due
 
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
@@ -249,6 +250,8 @@ class BudgetPolicy:
     deadline: datetime | None = None
     thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
     grace_s: float = 120.0
+    #: how often the controller checks (a countdown less than this short is not "shortened")
+    tick_s: float = 1.0
     #: arming key → thresholds already fired (persisted by the controller)
     fired: dict[str, set[int]] = field(default_factory=dict)
     state: State = "none"
@@ -256,10 +259,15 @@ class BudgetPolicy:
     grace_ends: datetime | None = None
     grace_standing: Standing | None = None
     grace_reason: str = "budget"
+    #: why the countdown is shorter than ``grace_s`` (:mod:`.timing`); ``None``: it is not
+    grace_shortened: Shortened | None = None
     #: the action the user asked for with ``request_stop`` (``None``: the configured one)
     grace_action: str | None = None
     #: the arming key the last enforcement was for: it is not enforced twice
     acted_key: str | None = None
+    #: the arming key of a soft budget the user set with less than the grace left (it
+    #: counts down the full grace, to be raised; any other budget spent acts at once)
+    set_when_due: str | None = None
 
     def budgets(self) -> tuple[Budget, ...]:
         return (*(b for b in (self.hard, self.soft) if b is not None), *self.hub)
@@ -267,13 +275,19 @@ class BudgetPolicy:
     # -- changes from the user ----------------------------------------------------
 
     def set_soft(
-        self, budget: Budget | None, *, spent_micro_usd: int | None = None, period: str = ""
+        self,
+        budget: Budget | None,
+        *,
+        spent_micro_usd: int | None = None,
+        period: str = "",
+        rate_usd_per_hour: Decimal | None = None,
     ) -> None:
         """Set, change or remove the soft budget (never the hard one).
 
         Thresholds the new budget's share has already passed (``spent_micro_usd`` in its
         scope now) count as fired: the user chose it knowing the spend; the ones above
-        are armed.
+        are armed. A budget set with less than the grace period left at the current rate
+        (or below what is spent) counts down the full grace, for the user to raise it.
         """
         if budget is not None and budget.kind != "soft":
             raise BudgetError("only the soft budget can be changed")
@@ -281,6 +295,9 @@ class BudgetPolicy:
         if budget is None or spent_micro_usd is None:
             return
         new = Standing(budget, spent_micro_usd, period)
+        left = budget.amount_micro_usd - spent_micro_usd
+        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
+        self.set_when_due = new.key if due(left, rate, self.grace_s) else None
         share_pct = 100 * spent_micro_usd / budget.amount_micro_usd
         self.fired.setdefault(new.key, set()).update(
             t for t in self.thresholds_pct if t <= share_pct
@@ -324,19 +341,32 @@ class BudgetPolicy:
         idle_for_s: float | None = None,
         idle_limit_s: float | None = None,
         kernels_running: bool = False,
+        rate_usd_per_hour: Decimal | None = None,
     ) -> list[PolicyEvent]:
         """Advance the machine with what was spent now; return what happened.
+
+        ``rate_usd_per_hour``: what the session costs now. A budget's countdown starts when
+        the money left lasts at most the grace period at this rate, and ends when it is
+        gone (:mod:`.timing`): the action lands at the budget. A rate that rises during the
+        countdown shortens it; one that falls keeps it (it never ends later, so it never
+        spends past the budget).
 
         After an action, a spent *hard* budget is enforced again when kernels run (the
         user started new ones): a new countdown, save and action. A spent soft budget is
         not: the user chose to go on.
         """
         standings = tuple(standings)
+        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
         events: list[PolicyEvent] = []
         for standing in standings:
             events.extend(self._thresholds(standing))
-        exceeded = [s for s in standings if s.exceeded]
-        binding = min(exceeded, key=_hard_first) if exceeded else None
+        # the budgets whose countdown must run now for the action to land at them
+        due_now = [
+            s
+            for s in standings
+            if s.remaining_micro_usd is not None and due(s.remaining_micro_usd, rate, self.grace_s)
+        ]
+        binding = min(due_now, key=_hard_first) if due_now else None
         idle = idle_limit_s is not None and idle_for_s is not None and idle_for_s >= idle_limit_s
         hub_stop = self.deadline is not None
 
@@ -356,15 +386,20 @@ class BudgetPolicy:
             else:
                 return events
         if self.state == "grace":
+            counted = self.grace_standing
+            # the budget counted down for is still there, unchanged (a rate that fell
+            # keeps its countdown); raised, removed or a new period: it is not
+            same = counted is not None and any(s.key == counted.key for s in standings)
             still = (
                 binding is not None
+                or (self.grace_reason == "budget" and same)
                 or (self.grace_reason == "idle" and idle)
                 or (self.grace_reason == "hub" and hub_stop)
                 or self.grace_reason in USER_REASONS
             )
             if still and self.deadline is not None and self.grace_started is not None:
                 # the hub's stop time came or moved while the countdown ran
-                ends = self._grace_end(now, self.grace_started, binding)
+                ends = self._grace_end(now, self.grace_started, binding, self.grace_s)
                 self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
                 why = (
@@ -374,19 +409,15 @@ class BudgetPolicy:
                 )
                 self.cancel_grace()
                 events.append(GraceCleared(why))
-            elif self.grace_ends is not None and now >= self.grace_ends:
-                self.state = "enforcing"
-                if self.grace_reason not in USER_REASONS:
-                    # a stop the user asked for leaves the budgets' own record as it was
-                    self.acted_key = self.grace_standing.key if self.grace_standing else None
-                events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
                 return events
-            else:
-                if binding is not None:
-                    self.grace_standing = binding
-                return events
+            if binding is not None:
+                self._keep_to_budget(now, binding, rate)
+                self.grace_standing = binding
+            self._end_if_over(now, events)
+            return events
         if binding is not None:
-            events.append(self._start_grace(now, binding, "budget"))
+            events.append(self._start_budget_grace(now, binding, rate))
+            self._end_if_over(now, events)
         elif hub_stop:
             events.append(self._start_grace(now, None, "hub"))
         elif idle:
@@ -399,18 +430,70 @@ class BudgetPolicy:
             self.state = "ok"
         return events
 
+    def _end_if_over(self, now: datetime, events: list[PolicyEvent]) -> None:
+        """The countdown is over: act (in the same check that found it over)."""
+        if self.state != "grace" or self.grace_ends is None or now < self.grace_ends:
+            return
+        self.state = "enforcing"
+        if self.grace_reason not in USER_REASONS:
+            # a stop the user asked for leaves the budgets' own record as it was
+            self.acted_key = self.grace_standing.key if self.grace_standing else None
+        events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
+
+    def _budget_countdown_s(
+        self, standing: Standing, rate: Decimal
+    ) -> tuple[float, Shortened | None]:
+        remaining = standing.remaining_micro_usd or 0
+        if standing.budget.kind == "hub" and self.deadline is not None:
+            # the hub names its own stop time: the countdown ends in time to save
+            return self.grace_s, None
+        if not standing.budget.locked and standing.key == self.set_when_due:
+            return self.grace_s, None
+        length = countdown(remaining, rate, self.grace_s, tick_s=self.tick_s)
+        return length.seconds, length.shortened
+
+    def _start_budget_grace(self, now: datetime, standing: Standing, rate: Decimal) -> GraceStarted:
+        seconds, shortened = self._budget_countdown_s(standing, rate)
+        self.state = "grace"
+        self.grace_started = now
+        self.grace_standing = standing
+        self.grace_reason = "budget"
+        self.grace_shortened = shortened
+        self.grace_ends = self._grace_end(now, now, standing, seconds)
+        return GraceStarted(standing, self.grace_ends, "budget")
+
+    def _keep_to_budget(self, now: datetime, standing: Standing, rate: Decimal) -> None:
+        """A rate that rose during the countdown: it ends when the money does (never later
+        than it would have; a soft budget already spent keeps its time to be raised)."""
+        if self.grace_ends is None or self.grace_started is None:
+            return
+        if not standing.budget.locked and standing.key == self.set_when_due:
+            return
+        if standing.budget.kind == "hub" and self.deadline is not None:
+            return
+        seconds, _why = self._budget_countdown_s(standing, rate)
+        ends = now + timedelta(seconds=seconds)
+        if ends >= self.grace_ends:
+            return
+        self.grace_ends = ends
+        if (ends - self.grace_started).total_seconds() < self.grace_s - self.tick_s:
+            self.grace_shortened = "overrun"
+
     def _start_grace(self, now: datetime, standing: Standing | None, reason: str) -> GraceStarted:
         self.state = "grace"
         self.grace_started = now
         self.grace_standing = standing
         self.grace_reason = reason
-        self.grace_ends = self._grace_end(now, now, standing)
+        self.grace_shortened = None
+        self.grace_ends = self._grace_end(now, now, standing, self.grace_s)
         return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
 
-    def _grace_end(self, now: datetime, started: datetime, standing: Standing | None) -> datetime:
-        """The countdown's end: ``grace_s`` after it started; for the hub's budget or stop,
+    def _grace_end(
+        self, now: datetime, started: datetime, standing: Standing | None, seconds: float
+    ) -> datetime:
+        """The countdown's end: ``seconds`` after it started; for the hub's budget or stop,
         the hub's time (``deadline``); never after the hub's time."""
-        local = started + timedelta(seconds=self.grace_s)
+        local = started + timedelta(seconds=seconds)
         if self.deadline is None:
             return local
         hub = max(now, self.deadline)
@@ -426,6 +509,7 @@ class BudgetPolicy:
         self.grace_started = self.grace_ends = None
         self.grace_standing = None
         self.grace_reason = "budget"
+        self.grace_shortened = None
         self.grace_action = None
 
     def _thresholds(self, standing: Standing) -> list[PolicyEvent]:
