@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_gpucost.server.budget.parse import parse_amount, parse_scope, parse_thresholds
 from jupyter_gpucost.server.budget.policy import (
     Budget,
     BudgetError,
@@ -18,9 +19,6 @@ from jupyter_gpucost.server.budget.policy import (
     GraceStarted,
     Standing,
     ThresholdCrossed,
-    parse_amount,
-    parse_scope,
-    parse_thresholds,
 )
 from jupyter_gpucost.server.budget.spend import LedgerPeriods, MeterSpend
 from jupyter_gpucost.server.budget.store import BudgetStore, StoredState

@@ -45,6 +45,7 @@ from .policy import (
 from .record import ActionRecord
 from .spend import SpendSource
 from .store import BudgetStore, StoredState
+from .timing import next_check_s
 
 TICK_S = 1.0
 
@@ -190,15 +191,9 @@ class BudgetController:
                 raise
             except Exception:
                 self.log.exception("jupyter-gpucost: budget check failed")
-            await asyncio.sleep(self._next_check_s())
-
-    def _next_check_s(self) -> float:
-        """Until the next check: a second, or less when the countdown ends sooner (the
-        action lands at its time, not up to a second after it)."""
-        ends = self.policy.grace_ends
-        if self.policy.state != "grace" or ends is None:
-            return TICK_S
-        return min(TICK_S, max(0.01, (ends - self.clock()).total_seconds()))
+            p = self.policy
+            ends = p.grace_ends if p.state == "grace" else None
+            await asyncio.sleep(next_check_s(ends, self.clock(), TICK_S))
 
     # -- one step -----------------------------------------------------------------------
 
@@ -308,7 +303,15 @@ class BudgetController:
                     reason=event.reason,
                     hub_reason=self._hub_reason(),
                     spent=standing is None or standing.exceeded,
-                    note=self._shortened_note(countdown_s),
+                    note=None
+                    if self.policy.grace_shortened is None
+                    else messages.shortened(
+                        self.policy.grace_shortened,
+                        config.grace_s,
+                        countdown_s,
+                        self.spend.rate_usd_per_hour(),
+                        sym,
+                    ),
                 ),
                 {
                     "grace_ends": iso(event.ends),
@@ -322,15 +325,6 @@ class BudgetController:
             self.events.emit("cleared", messages.cleared(event.why))
         elif isinstance(event, Enforce):
             self._enforcing = asyncio.get_event_loop().create_task(self.enforce(event))
-
-    def _shortened_note(self, countdown_s: float) -> str | None:
-        why = self.policy.grace_shortened
-        if why is None:
-            return None
-        rate = self.spend.rate_usd_per_hour()
-        return messages.shortened(
-            why, self.config.grace_s, countdown_s, rate, self.config.currency_symbol
-        )
 
     def _hub_reason(self) -> str | None:
         reply = None if self.hub is None else self.hub.reply

@@ -28,12 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Literal
 
-from ...core.i18n import N_, _
-from ..inputs import one_of, shown
-from .timing import Shortened, countdown, due
+from ...core.i18n import N_
+from .timing import Countdown, Shortened, countdown, due
 
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
@@ -48,42 +47,6 @@ class BudgetError(ValueError):
     """A budget value that cannot be accepted; the message says what is accepted."""
 
 
-def parse_amount(raw: object, *, what: str) -> int:
-    """Dollars (number or string) → integer micro-dollars, > 0, at most 6 decimals."""
-    number = _("{what} must be a number of dollars, e.g. 5 or 12.50").format(what=what)
-    if isinstance(raw, bool) or raw is None or not isinstance(raw, int | float | str):
-        raise BudgetError(number)
-    text = str(raw).strip()
-    if not text.isascii() or len(text) > 64:
-        raise BudgetError(number)
-    try:
-        # exact: a Decimal made from text is never rounded
-        value = Decimal(text)
-    except InvalidOperation:
-        raise BudgetError(number) from None
-    if not value.is_finite():
-        raise BudgetError(_("{what} must be a finite number of dollars").format(what=what))
-    if value <= 0:
-        raise BudgetError(
-            _("{what} must be more than 0 (remove the budget instead)").format(what=what)
-        )
-    # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
-    if value > MAX_BUDGET_MICRO_USD // 1_000_000:
-        raise BudgetError(_("{what} must be at most 1000000").format(what=what))
-    if value != value.quantize(Decimal("0.000001")):
-        raise BudgetError(_("{what} has more than 6 decimals").format(what=what))
-    return int(value.scaleb(6))
-
-
-def parse_scope(raw: object, *, what: str) -> Scope:
-    if isinstance(raw, str):
-        value = raw.strip().lower()
-        for scope in SCOPES:
-            if value == scope:
-                return scope
-    raise BudgetError(one_of(what, SCOPES, raw))
-
-
 class HardBudgetRefused(BudgetError):
     """A request that tries to set the hard budget (HTTP 403)."""
 
@@ -92,46 +55,6 @@ HARD_REFUSAL = N_(
     "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
     "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"
 )
-SOFT_FIELDS = ("amount_usd", "scope", "kind")
-
-
-def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
-    """``{"amount_usd": 5, "scope": "session"}`` → the user's budget; ``null`` removes it."""
-    if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
-        raise HardBudgetRefused(_(HARD_REFUSAL))
-    unknown = sorted(set(body) - set(SOFT_FIELDS))
-    if unknown:
-        names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
-        raise BudgetError(
-            _("unknown field(s) {names}: send amount_usd and scope").format(names=names)
-        )
-    if body.get("kind", "soft") != "soft":
-        raise BudgetError(
-            _("kind must be 'soft', not {value}").format(value=shown(body.get("kind")))
-        )
-    if "amount_usd" not in body:
-        raise BudgetError(_("amount_usd is required (a number of dollars, or null)"))
-    if body["amount_usd"] is None:
-        if body.get("scope") is not None:
-            parse_scope(body["scope"], what="scope")
-        return None
-    # the user reads this in the panel or the dialog: the budget, not the field's name
-    amount = parse_amount(body["amount_usd"], what=_("The budget"))
-    scope = parse_scope(body.get("scope", "session"), what="scope")
-    return Budget("soft", amount, scope)
-
-
-def parse_thresholds(raw: Iterable[object], *, what: str) -> tuple[int, ...]:
-    values = []
-    for item in raw:
-        try:
-            pct = int(str(item).strip())
-        except ValueError:
-            raise BudgetError(f"{what}: {item!r} is not a whole percentage") from None
-        if not 1 <= pct <= 99:
-            raise BudgetError(f"{what}: {pct} must be a percentage from 1 to 99")
-        values.append(pct)
-    return tuple(sorted(set(values)))
 
 
 @dataclass(frozen=True)
@@ -409,14 +332,15 @@ class BudgetPolicy:
                 )
                 self.cancel_grace()
                 events.append(GraceCleared(why))
+            else:
+                if binding is not None:
+                    self._keep_to_budget(now, binding, rate)
+                    self.grace_standing = binding
+                self._end_if_over(now, events)
                 return events
-            if binding is not None:
-                self._keep_to_budget(now, binding, rate)
-                self.grace_standing = binding
-            self._end_if_over(now, events)
-            return events
         if binding is not None:
-            events.append(self._start_budget_grace(now, binding, rate))
+            length = self._countdown(binding, rate)
+            events.append(self._start_grace(now, binding, "budget", length))
             self._end_if_over(now, events)
         elif hub_stop:
             events.append(self._start_grace(now, None, "hub"))
@@ -440,52 +364,41 @@ class BudgetPolicy:
             self.acted_key = self.grace_standing.key if self.grace_standing else None
         events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
 
-    def _budget_countdown_s(
-        self, standing: Standing, rate: Decimal
-    ) -> tuple[float, Shortened | None]:
-        remaining = standing.remaining_micro_usd or 0
+    def _countdown(self, standing: Standing, rate: Decimal) -> Countdown | None:
+        """The countdown to the budget (:mod:`.timing`); ``None``: the full grace (a soft
+        budget set with less than a grace left, to be raised; the hub's own stop time)."""
         if standing.budget.kind == "hub" and self.deadline is not None:
-            # the hub names its own stop time: the countdown ends in time to save
-            return self.grace_s, None
+            return None
         if not standing.budget.locked and standing.key == self.set_when_due:
-            return self.grace_s, None
-        length = countdown(remaining, rate, self.grace_s, tick_s=self.tick_s)
-        return length.seconds, length.shortened
-
-    def _start_budget_grace(self, now: datetime, standing: Standing, rate: Decimal) -> GraceStarted:
-        seconds, shortened = self._budget_countdown_s(standing, rate)
-        self.state = "grace"
-        self.grace_started = now
-        self.grace_standing = standing
-        self.grace_reason = "budget"
-        self.grace_shortened = shortened
-        self.grace_ends = self._grace_end(now, now, standing, seconds)
-        return GraceStarted(standing, self.grace_ends, "budget")
+            return None
+        return countdown(standing.remaining_micro_usd or 0, rate, self.grace_s, tick_s=self.tick_s)
 
     def _keep_to_budget(self, now: datetime, standing: Standing, rate: Decimal) -> None:
         """A rate that rose during the countdown: it ends when the money does (never later
-        than it would have; a soft budget already spent keeps its time to be raised)."""
-        if self.grace_ends is None or self.grace_started is None:
+        than it would have)."""
+        length = self._countdown(standing, rate)
+        if length is None or self.grace_ends is None or self.grace_started is None:
             return
-        if not standing.budget.locked and standing.key == self.set_when_due:
-            return
-        if standing.budget.kind == "hub" and self.deadline is not None:
-            return
-        seconds, _why = self._budget_countdown_s(standing, rate)
-        ends = now + timedelta(seconds=seconds)
-        if ends >= self.grace_ends:
-            return
-        self.grace_ends = ends
-        if (ends - self.grace_started).total_seconds() < self.grace_s - self.tick_s:
-            self.grace_shortened = "overrun"
+        ends = now + timedelta(seconds=length.seconds)
+        if ends < self.grace_ends:
+            self.grace_ends = ends
+            if (ends - self.grace_started).total_seconds() < self.grace_s - self.tick_s:
+                self.grace_shortened = "overrun"
 
-    def _start_grace(self, now: datetime, standing: Standing | None, reason: str) -> GraceStarted:
+    def _start_grace(
+        self,
+        now: datetime,
+        standing: Standing | None,
+        reason: str,
+        length: Countdown | None = None,
+    ) -> GraceStarted:
         self.state = "grace"
         self.grace_started = now
         self.grace_standing = standing
         self.grace_reason = reason
-        self.grace_shortened = None
-        self.grace_ends = self._grace_end(now, now, standing, self.grace_s)
+        self.grace_shortened = None if length is None else length.shortened
+        seconds = self.grace_s if length is None else length.seconds
+        self.grace_ends = self._grace_end(now, now, standing, seconds)
         return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
 
     def _grace_end(

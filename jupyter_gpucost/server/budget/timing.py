@@ -16,6 +16,7 @@ any other budget found spent acts at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
@@ -67,3 +68,11 @@ def countdown(
         return Countdown(grace_s)
     shortened = SHORTENED_OVERRUN if left < grace_s - tick_s else None
     return Countdown(left, shortened)
+
+
+def next_check_s(grace_ends: datetime | None, now: datetime, tick_s: float) -> float:
+    """Until the next check: a tick, or less when the countdown ends sooner, so the action
+    starts at its time, not up to a tick after it (at least 0.01 s)."""
+    if grace_ends is None:
+        return tick_s
+    return min(tick_s, max(0.01, (grace_ends - now).total_seconds()))
