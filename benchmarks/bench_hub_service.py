@@ -140,7 +140,9 @@ class WhoHandler(HubHandler):
             model = {"kind": "user", "name": "boss", "admin": True, "groups": [], "scopes": []}
         elif token.startswith("tok-"):
             name = token[4:]
-            model = {"kind": "user", "name": name, "admin": False, "groups": [], "scopes": []}
+            # as the Hub names a server token granted the report scope
+            scopes = [f"custom:gpucost:report!user={name}"]
+            model = {"kind": "user", "name": name, "admin": False, "groups": [], "scopes": scopes}
         else:
             raise web.HTTPError(403)
         self.finish(model)

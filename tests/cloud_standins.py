@@ -59,7 +59,8 @@ IMDS_TOKEN = "AQAEAImds-session-token-secret"
 ALIBABA_METADATA_TOKEN = "aliyun-metadata-token-secret"
 ALIBABA_KEY_ID = "STS.NTfp9uWmHCEr0secretid"
 ALIBABA_KEY_SECRET = "Hd6rdcsp3wmx0secretsecret"
-ALIBABA_STS_TOKEN = "CAIS8gF1q6Ft5B2yfSjIr5secrettoken"
+#: an STS token is base64: "+", "/" and "=" are in it, and are encoded when sent or quoted
+ALIBABA_STS_TOKEN = "CAIS8gF1q6Ft5B2yfSjIr5+secret/token+Ba4gHXw=="
 ALIBABA_ROLE = "gpucost-stopper"
 GCE_TOKEN = "ya29.gce-secret-token"
 AZURE_TOKEN = "eyJ0eXAi.azure-secret-token"
@@ -135,6 +136,8 @@ class Cloud:
     )
     #: the key the ECS API knows for the role (another: InvalidAccessKeyId.NotFound)
     alibaba_known_key: str = ALIBABA_KEY_ID
+    #: the secret the ECS API checks signatures with (another: SignatureDoesNotMatch)
+    alibaba_api_secret: str = ALIBABA_KEY_SECRET
     #: the ECS API's calls, each its form's fields
     ecs_calls: list[dict[str, str]] = field(default_factory=list)
     azure_compute: dict[str, Any] = field(
@@ -422,11 +425,14 @@ class _Handler(BaseHTTPRequestHandler):
             return error(404, "InvalidAccessKeyId.NotFound", "Specified access key is not found.")
         if form.get("SecurityToken") != ALIBABA_STS_TOKEN:
             return error(400, "InvalidSecurityToken.Expired", "Specified SecurityToken is expired.")
-        if form.get("Signature") != _rpc_signature(form, ALIBABA_KEY_SECRET):
+        if form.get("Signature") != _rpc_signature(form, cloud.alibaba_api_secret):
+            # as Alibaba answers it: the string it signed quoted whole, every parameter in
+            # it (the key id and the STS token too) encoded twice (NewFuture/DDNS#57)
             return error(
                 400,
                 "SignatureDoesNotMatch",
-                "Specified signature is not matched with our calculation.",
+                "Specified signature is not matched with our calculation. server string to "
+                f"sign is:{_string_to_sign(form)}",
             )
         if form.get("Action") != "StopInstance" or not form.get("InstanceId"):
             return error(400, "MissingParameter", "The input parameter is missing.")
@@ -548,11 +554,15 @@ def _percent(text: str) -> str:
     return "".join(chr(b) if b in keep else f"%{b:02X}" for b in text.encode())
 
 
-def _rpc_signature(form: dict[str, str], secret: str) -> str:
+def _string_to_sign(form: dict[str, str]) -> str:
     query = "&".join(
         f"{_percent(k)}={_percent(v)}" for k, v in sorted(form.items()) if k != "Signature"
     )
-    to_sign = "POST&%2F&" + _percent(query)
+    return "POST&%2F&" + _percent(query)
+
+
+def _rpc_signature(form: dict[str, str], secret: str) -> str:
+    to_sign = _string_to_sign(form)
     mac = hmac.new((secret + "&").encode(), to_sign.encode(), hashlib.sha1).digest()
     return base64.b64encode(mac).decode()
 

@@ -182,7 +182,11 @@ c.Spawner.environment = {{
     "JUPYTER_DATA_DIR": lambda spawner: "{root}/data/" + spawner.user.name,
     "JUPYTER_RUNTIME_DIR": lambda spawner: "{root}/runtime/" + spawner.user.name,
 }}
-c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server"]
+# each server's own token may report its user's spend (the user role grants it too: a
+# token never has more than its owner)
+c.Spawner.server_token_scopes = [
+    "users:activity!user", "access:servers!server", "custom:gpucost:report!user"
+]
 c.Spawner.poll_interval = 1
 c.Spawner.start_timeout = 60
 c.Spawner.http_timeout = 60
@@ -206,6 +210,7 @@ c.JupyterHub.services = [
 ]
 c.JupyterHub.custom_scopes = {{
     "custom:gpucost:admin": {{"description": "See every user's GPU spend in the gpucost service"}},
+    "custom:gpucost:report": {{"description": "Report a server's GPU spend to the gpucost service"}},
 }}
 c.JupyterHub.load_roles = [
     {{
@@ -223,7 +228,10 @@ c.JupyterHub.load_roles = [
     # an admin of the gpucost service by a Hub role (the pages see it through OAuth)
     {{"name": "gpucost-admins", "scopes": ["custom:gpucost:admin"], "users": ["erin"]}},
     # users may open the service's pages
-    {{"name": "user", "scopes": ["self", "access:services!service=gpucost"]}},
+    {{
+        "name": "user",
+        "scopes": ["self", "access:services!service=gpucost", "custom:gpucost:report!user"],
+    }},
 ]
 """
 

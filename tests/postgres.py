@@ -63,6 +63,18 @@ class Postgres:
             "-l", str(self.root / "log"), "-w", "start",
         )  # fmt: skip
 
+    def crash(self) -> None:
+        """Stop the server at once, as a crash or a failover would (``-m immediate``)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "db"), "-m", "immediate", "stop")
+
+    def restart(self) -> None:
+        """Start the server again on the same port and data after :meth:`crash`."""
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(
+            str(self.bin / "pg_ctl"), "-D", str(self.root / "db"), "-o", options,
+            "-l", str(self.root / "log"), "-w", "start",
+        )  # fmt: skip
+
     def stop(self) -> None:
         try:
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.root / "db"), "-m", "fast", "stop")

@@ -22,7 +22,7 @@ from jupyter_gpucost.alerts import (
     AlertDispatcher,
     DispatchSettings,
     TargetError,
-    budget_crossings,
+    budget_crossing,
     mask,
     parse_targets,
     spend_spike,
@@ -42,6 +42,12 @@ CONTEXT = Context(
 )
 
 
+def crossing(*args: object, **kwargs: object) -> Alert:
+    alert = budget_crossing(*args, **kwargs)  # type: ignore[arg-type]
+    assert alert is not None
+    return alert
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,7 +56,7 @@ def closed_port() -> int:
 
 def test_an_email_reaches_a_real_smtp_server(smtp: Smtp) -> None:
     (target,) = parse_targets([smtp.mailto("pi@example.com")], "c.GpuCost.notify")
-    (alert,) = budget_crossings(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, [50], at=AT)
+    alert = crossing(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, [50], at=AT)
     deliver(alert, target, 5.0)
     (mail,) = smtp.inbox.messages
     assert smtp.inbox.recipients == [["pi@example.com"]]
@@ -78,7 +84,7 @@ def test_slack_compatible_json_and_generic_webhooks_reach_a_real_http_server(
         ],
         "c.GpuCost.notify",
     )
-    (alert,) = budget_crossings(CONTEXT, "hard:month:2026-11", 8_000_000, 10_000_000, [80], at=AT)
+    alert = crossing(CONTEXT, "hard:month:2026-11", 8_000_000, 10_000_000, [80], at=AT)
     for target in targets:
         deliver(alert, target, 5.0)
     (slack,) = http_receiver.at("/hooks/slackkey")
@@ -112,18 +118,15 @@ def test_once_per_event_subject_threshold_even_after_a_restart(
     targets = parse_targets([f"webhook://127.0.0.1:{http_receiver.port}/a"], "c.GpuCost.notify")
     dispatcher = AlertDispatcher(DispatchSettings(state_path=state))
     for spent in (5_000_000, 6_000_000, 8_500_000, 8_600_000):
-        for alert in budget_crossings(CONTEXT, "hard:session:s1", spent, 10_000_000):
-            dispatcher.submit(alert, targets)
+        dispatcher.submit(crossing(CONTEXT, "hard:session:s1", spent, 10_000_000), targets)
     assert dispatcher.wait_idle(20)
     dispatcher.save()
     dispatcher.close()
     assert sorted(b["threshold_pct"] for b in http_receiver.at("/a")) == [50, 80]
     again = AlertDispatcher(DispatchSettings(state_path=state))
-    for alert in budget_crossings(CONTEXT, "hard:session:s1", 10_000_000, 10_000_000):
-        again.submit(alert, targets)
+    again.submit(crossing(CONTEXT, "hard:session:s1", 10_000_000, 10_000_000), targets)
     # another period of the same budget is another subject
-    for alert in budget_crossings(CONTEXT, "hard:session:s2", 5_000_000, 10_000_000):
-        again.submit(alert, targets)
+    again.submit(crossing(CONTEXT, "hard:session:s2", 5_000_000, 10_000_000), targets)
     assert again.wait_idle(20)
     again.close()
     assert sorted((b["subject"], b["threshold_pct"]) for b in http_receiver.at("/a")) == [
@@ -132,6 +135,104 @@ def test_once_per_event_subject_threshold_even_after_a_restart(
         ("hard:session:s1", 100),
         ("hard:session:s2", 50),
     ]
+
+
+def test_several_thresholds_passed_at_once_are_one_alert_naming_the_highest() -> None:
+    # a $0.02 budget found 5x spent at the first check
+    alert = crossing(CONTEXT, "hard:session:s1", 100_000, 20_000, at=AT)
+    assert alert.threshold_pct == 100
+    assert alert.title == "alice: 100% of a $0.02 budget spent"
+    assert crossing(CONTEXT, "s", 8_500_000, 10_000_000, [50, 80, 95]).threshold_pct == 80
+    assert budget_crossing(CONTEXT, "s", 4_999_999, 10_000_000) is None
+    assert budget_crossing(CONTEXT, "s", 5_000_000, 0) is None
+
+
+@given(
+    spent=st.integers(0, 10**12),
+    budget=st.integers(1, 10**10),
+    thresholds=st.lists(st.integers(1, 1000), min_size=1, max_size=6),
+)
+def test_the_alert_names_the_highest_threshold_reached(
+    spent: int, budget: int, thresholds: list[int]
+) -> None:
+    alert = budget_crossing(CONTEXT, "s", spent, budget, thresholds, at=AT)
+    reached = [t for t in thresholds if spent * 100 >= t * budget]
+    assert (alert is None) == (not reached)
+    if alert is not None:
+        assert alert.threshold_pct == max(reached)
+
+
+def test_each_target_is_paced_and_the_next_alert_says_how_many_were_held_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    targets = parse_targets(
+        ["webhook://127.0.0.1:9/pi", "webhook://127.0.0.1:9/lab"], "c.GpuCost.notify"
+    )
+    delivered: list[tuple[str, Alert]] = []
+    dispatcher = AlertDispatcher(
+        DispatchSettings(per_target_per_hour=3, pace_window_s=1.0),
+        send=lambda alert, target, _t: delivered.append((target.url, alert)),
+    )
+    alerts = [crossing(CONTEXT, f"s{n}", 10_000_000, 10_000_000) for n in range(12)]
+    assert [dispatcher.submit(a, targets[:1]) for a in alerts[:5]] == [True] * 3 + [False] * 2
+    # the other target has a pace of its own
+    assert dispatcher.submit(alerts[5], targets[1:])
+    assert dispatcher.held_back(targets[0]) == 2
+    # logged once for the spell, never the URL
+    held = [r.getMessage() for r in caplog.records if "held back" in r.getMessage()]
+    assert len(held) == 1
+    assert "127.0.0.1:9" not in held[0]
+    # what was held back is not sent later as if new: its key counts as sent
+    assert not dispatcher.submit(alerts[4], targets[:1])
+    time.sleep(1.1)
+    assert dispatcher.submit(alerts[6], targets[:1])
+    assert dispatcher.wait_idle(10)
+    dispatcher.close()
+    to_pi = [a for url, a in delivered if url.endswith("/pi")]
+    assert len(to_pi) == 4
+    assert to_pi[-1].message.endswith(
+        "2 more alerts were held back: at most 3 an hour go to one place."
+    )
+    assert not any("held back" in a.message for a in to_pi[:3])
+    assert dispatcher.held_back(targets[0]) == 0
+
+
+def test_a_key_is_remembered_until_its_end_and_not_by_count(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from jupyter_gpucost.alerts.memory import FileKeys
+
+    sent: list[str] = []
+    clock = [AT]
+
+    def dispatcher() -> AlertDispatcher:
+        return AlertDispatcher(
+            DispatchSettings(per_target_per_hour=0, queue_size=20_000),
+            send=lambda alert, _target, _t: sent.append(alert.key),
+            memory=FileKeys(tmp_path / "alerts.json"),
+            clock=lambda: clock[0],
+        )
+
+    (target,) = parse_targets(["webhook://127.0.0.1:9/pi"], "c.GpuCost.notify")
+    first = dispatcher()
+    half = crossing(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, at=AT)
+    assert first.submit(half, [target])
+    for n in range(6000):
+        first.submit(crossing(CONTEXT, f"other:{n}", 5_000_000, 10_000_000, at=AT), [target])
+    assert not first.submit(half, [target])
+    assert first.wait_idle(30)
+    first.save()
+    first.close()
+    assert sent.count(half.key) == 1
+    # a restart remembers it until its end, and forgets it after
+    clock[0] = AT + timedelta(days=20)
+    assert not dispatcher().submit(half, [target])
+    clock[0] = AT + timedelta(days=60)
+    later = dispatcher()
+    assert later.submit(half, [target])
+    assert later.wait_idle(10)
+    later.close()
+    assert sent.count(half.key) == 2
 
 
 def test_a_dead_target_is_retried_with_backoff_recorded_masked_and_never_logged(
@@ -211,7 +312,7 @@ def test_an_alert_is_written_in_the_sessions_language_and_currency() -> None:
     context = Context(user="alice", currency="CNY", symbol="¥")
     i18n.set_language("zh_CN")
     try:
-        (alert,) = budget_crossings(context, "s", 5_000_000, 10_000_000, [50], at=AT)
+        alert = crossing(context, "s", 5_000_000, 10_000_000, [50], at=AT)
     finally:
         i18n.set_language("en")
     assert alert.language == "zh_CN"
@@ -229,7 +330,7 @@ def test_a_flood_is_dropped_not_waited_for_and_a_dropped_alert_is_not_marked_sen
         sent.append(alert.key)
 
     dispatcher = AlertDispatcher(DispatchSettings(queue_size=1, workers=1), send=slow)
-    alerts = budget_crossings(CONTEXT, "s", 10_000_000, 10_000_000)
+    alerts = [crossing(CONTEXT, f"s{n}", 10_000_000, 10_000_000) for n in range(3)]
     started = time.perf_counter()
     queued = [dispatcher.submit(a, [target]) for a in alerts]
     assert time.perf_counter() - started < 1  # never waits for the stuck worker
@@ -244,3 +345,29 @@ def test_a_flood_is_dropped_not_waited_for_and_a_dropped_alert_is_not_marked_sen
     dispatcher.close()
     assert [not q for q in queued] == again
     assert sorted(sent) == sorted(a.key for a in alerts)
+
+
+def test_a_single_servers_ledger_remembers_the_keys_sent_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    from jupyter_gpucost.core.sent_keys import TableKeys
+    from jupyter_gpucost.server.ledger import Ledger
+    from jupyter_gpucost.server.ledger.schema import alerts_sent_table
+
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    sent: list[str] = []
+    (target,) = parse_targets(["webhook://127.0.0.1:9/pi"], "c.GpuCost.notify")
+    half = crossing(CONTEXT, "hard:month:2026-11", 5_000_000, 10_000_000, at=AT)
+    for _restart in range(3):
+        ledger = Ledger(url)
+        dispatcher = AlertDispatcher(
+            DispatchSettings(),
+            send=lambda alert, _target, _t: sent.append(alert.key),
+            memory=TableKeys(ledger.engine, alerts_sent_table),
+        )
+        dispatcher.submit(half, [target])
+        assert dispatcher.wait_idle(10)
+        dispatcher.save()
+        dispatcher.close()
+        ledger.close()
+    assert sent == [half.key]

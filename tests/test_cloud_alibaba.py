@@ -221,6 +221,23 @@ def test_a_key_the_api_does_not_know_is_named(standin: StandIn) -> None:
     assert "did not accept the role's credentials (InvalidAccessKeyId.NotFound)" in result.message
 
 
+def test_a_signature_refusal_quoting_the_token_encoded_twice_shows_none_of_it(
+    standin: StandIn,
+) -> None:
+    # Alibaba's SignatureDoesNotMatch quotes the string it signed, the STS token in it
+    # URL-encoded twice (NewFuture/DDNS#57): "...%26SecurityToken%3DCAIS...%252B..."
+    standin.cloud.alibaba_api_secret = "another-key-secret"
+    standin.cloud.echo_credentials = True
+    result = stop(standin)
+    assert not result.ok
+    assert "SignatureDoesNotMatch" in result.message
+    assert "server string to sign is:POST&%2F&AccessKeyId%3D[redacted]" in result.message
+    # every secret here has "secret" in it: no part of any, in any encoding, is left
+    assert "secret" not in result.message.lower()
+    assert "%252B" not in result.message
+    assert "%2B" not in result.message
+
+
 def test_the_api_down_is_a_reason(standin: StandIn) -> None:
     closed = closed_url()
     result = stop_instance(

@@ -5,13 +5,16 @@ answers something that is not HTTP (loopback stand-ins only)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import string
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 from cloud_standins import (
@@ -24,6 +27,8 @@ from cloud_standins import (
     serve,
     write_dmi,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 from test_budget_api import budget, wait_for
 
 from jupyter_gpucost.cloud.detect import Endpoints
@@ -187,6 +192,116 @@ def test_the_snippet_of_an_answer_blanks_out_what_the_request_carried() -> None:
     # a body longer than the snippet, cut inside the token, leaves no part of it
     cut = Answer(500, "x" * 290 + GCE_TOKEN, {}, (f"Bearer {GCE_TOKEN}",))
     assert GCE_TOKEN[:10] not in cut.snippet()
+
+
+#: a temporary token as the clouds issue them: base64, with "+", "/" and "="
+STS_TOKEN = "FwoGZXIvYXdzEBYaDH+k3yRYuGSSecRetT0ken/Pn8nAhbQ+z3JzcaD7KYv+Q=="
+AWS_TEMP_SECRET = "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"
+
+
+def _echoes() -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Each provider's documented error shape, echoing a credential the request carried,
+    in the encoding that provider writes: (provider, the secret, the body, what in the
+    body would be the secret, in that encoding)."""
+    from urllib.parse import quote
+
+    def percent(text: str) -> str:
+        return quote(text, safe="-_.~")
+
+    form = f"AccessKeyId=STS.NUgYrLnoC37mZZCNnAbez2&SecurityToken={percent(STS_TOKEN)}"
+    signed = "POST&%2F&" + percent(f"Action=StopInstance&{form}")
+    canonical = (
+        f"POST\n/\nAction=StopInstances&X-Amz-Security-Token={percent(STS_TOKEN)}\n"
+        f"host:ec2.us-east-1.amazonaws.com\nx-amz-security-token:{STS_TOKEN}\n"
+    )
+    net_escaped = STS_TOKEN.replace("+", "\\u002B")
+    go_escaped = STS_TOKEN.replace("=", "\\u003d")
+    basic = base64.b64encode(f"AKIAI44QH8DHBEXAMPLE:{AWS_TEMP_SECRET}".encode()).decode()
+    twice = percent(percent(STS_TOKEN))
+    return [
+        # Alibaba: SignatureDoesNotMatch quotes the string signed, values encoded twice
+        (
+            "alibaba",
+            STS_TOKEN,
+            json.dumps(
+                {
+                    "RequestId": "1DD9FD9A-8E57-43E5-B911-E4F5AD2027F7",
+                    "HostId": "ecs.aliyuncs.com",
+                    "Code": "SignatureDoesNotMatch",
+                    "Message": "Specified signature is not matched with our calculation. "
+                    f"server string to sign is:{signed}",
+                }
+            ),
+            (twice[:12], twice[-12:], "SSecRetT0ken"),
+        ),
+        # AWS (S3's SignatureDoesNotMatch): the canonical request quoted, its bytes in hex
+        (
+            "aws",
+            STS_TOKEN,
+            "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we "
+            "calculated does not match the signature you provided.</Message>"
+            f"<AWSAccessKeyId>{AWS_KEY_ID}</AWSAccessKeyId>"
+            f"<CanonicalRequest>{canonical}</CanonicalRequest>"
+            f"<CanonicalRequestBytes>{canonical.encode().hex(' ')}</CanonicalRequestBytes>"
+            "<RequestId>5d6f</RequestId></Error>",
+            (percent(STS_TOKEN)[:12], STS_TOKEN, STS_TOKEN.encode().hex(" ")[:30]),
+        ),
+        # AWS: a form-encoded body echoed (the query API's parameters)
+        (
+            "aws",
+            AWS_TEMP_SECRET,
+            f"<Message>bad request SecretKey={quote(AWS_TEMP_SECRET)}</Message>",
+            ("je7MtGbClwBF", "9Utk"),
+        ),
+        # GCP: {"error": {"code", "message", "status"}}, the token JSON-escaped the Go way
+        (
+            "gcp",
+            STS_TOKEN,
+            json.dumps(
+                {
+                    "error": {
+                        "code": 401,
+                        "message": "Request had invalid authentication credentials.",
+                        "status": "UNAUTHENTICATED",
+                    }
+                }
+            ).replace('credentials."', f'credentials: {go_escaped}"'),
+            ("SSecRetT0ken", "Pn8nAhbQ"),
+        ),
+        # Azure: {"error": {"code", "message"}}, written by .NET ("+" as \u002B)
+        (
+            "azure",
+            STS_TOKEN,
+            '{"error":{"code":"InvalidAuthenticationToken","message":"The access token '
+            f'is invalid: {net_escaped}"}}}}',
+            ("SSecRetT0ken", "Pn8nAhbQ"),
+        ),
+        # a Basic credential quoted back: base64 of "id:secret"
+        ("basic", AWS_TEMP_SECRET, f"401 for Authorization: Basic {basic}", (basic[30:50],)),
+        # a JSON writer that escapes "/" (PHP's, some Java's)
+        (
+            "json",
+            AWS_TEMP_SECRET,
+            json.dumps({"m": AWS_TEMP_SECRET}).replace("/", "\\/"),
+            ("je7MtGbClwBF", "9Utk"),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("provider", "secret", "body", "tells"), _echoes())
+def test_a_credential_echoed_in_any_encoding_is_blanked(
+    provider: str, secret: str, body: str, tells: tuple[str, ...]
+) -> None:
+    from jupyter_gpucost.cloud.http import redact
+
+    assert all(t in body for t in tells), provider  # the echo is there to blank
+    shown = redact(body, [secret, AWS_KEY_ID])
+    assert [t for t in tells if t in shown] == [], (provider, shown)
+    assert AWS_KEY_ID not in shown
+    assert REDACTED in shown
+    # and through an answer cut for a message: the cut never leaves a part of one
+    long = Answer(400, "x" * 250 + body, {}, (secret,))
+    assert [t for t in tells if t[:10] in long.snippet()] == [], (provider, long.snippet())
 
 
 class _EchoingEc2(BaseHTTPRequestHandler):
@@ -361,3 +476,43 @@ class TestARefusedGcpStopThroughTheServer:
             return bool(stops)
 
         return check
+
+
+def _lower_hex(text: str) -> str:
+    import re
+
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), text)
+
+
+ENCODERS: dict[str, Callable[[str], str]] = {
+    "as is": lambda s: s,
+    "url": lambda s: quote(s, safe=""),
+    "url, rfc 3986": lambda s: quote(s, safe="-_.~"),
+    "url, lower hex": lambda s: _lower_hex(quote(s, safe="")),
+    "url twice": lambda s: quote(quote(s, safe="-_.~"), safe="-_.~"),
+    "form": lambda s: quote_plus(s),
+    "json": lambda s: json.dumps(s)[1:-1],
+    "json, slash escaped": lambda s: json.dumps(s)[1:-1].replace("/", "\\/"),
+    "json, all escaped": lambda s: "".join(c if c.isalnum() else f"\\u{ord(c):04X}" for c in s),
+    "base64": lambda s: base64.b64encode(s.encode()).decode(),
+    "base64, url-safe": lambda s: base64.urlsafe_b64encode(s.encode()).decode(),
+    "hex": lambda s: s.encode().hex(" "),
+}
+
+
+@given(
+    secret=st.text(
+        alphabet=string.ascii_letters + string.digits + "+/=-_.~!*'()&:@ ",
+        min_size=12,
+        max_size=60,
+    ).filter(lambda s: s.strip() == s),
+    encoder=st.sampled_from(sorted(ENCODERS)),
+)
+def test_any_secret_in_any_encoding_is_blanked(secret: str, encoder: str) -> None:
+    from jupyter_gpucost.cloud.http import redact
+
+    echoed = ENCODERS[encoder](secret)
+    shown = redact(f"Error 400: {echoed} (request 5d6f)", [secret])
+    assert echoed not in shown
+    assert shown.startswith("Error 400: ")
+    assert shown.endswith(" (request 5d6f)")

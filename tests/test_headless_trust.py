@@ -33,14 +33,17 @@ from jupyter_gpucost.core.record_rules import (
 )
 from jupyter_gpucost.core.saved_cost import (
     METADATA_KEY,
-    MIMETYPE,
     expected_cost_micro_usd,
     parse_cell,
 )
 from jupyter_gpucost.headless import execute
 
 A100 = {"name": "NVIDIA A100-SXM4-80GB", "usd_per_hour": "3.431"}
-PUBLISH = "from IPython.display import publish_display_data as _p\n"
+#: what a notebook's own code can do to hand a record over: the reply channel is the kernel's
+HAND_OVER = (
+    "from IPython import get_ipython as _g\n"
+    "from jupyter_gpucost.kernel.cell.saved import install as _i\n"
+)
 
 
 def record(
@@ -65,8 +68,21 @@ def record(
 
 
 def publishing(rec: dict[str, Any], sleep_s: float = 0.2) -> str:
-    """A cell that takes ``sleep_s`` and publishes ``rec`` as its own record."""
-    return f"import time\ntime.sleep({sleep_s})\n{PUBLISH}_p({{{MIMETYPE!r}: {rec!r}}})"
+    """A cell that takes ``sleep_s`` and hands ``rec`` over with its execute reply."""
+    return f"import time\ntime.sleep({sleep_s})\n{HAND_OVER}_i(_g()).put({rec!r})"
+
+
+def publishing_last(rec: dict[str, Any], sleep_s: float = 0.2) -> str:
+    """The same, after the kernel has handed over its own record of the cell (a hook of the
+    notebook's own, run once after the kernel's): the last record handed over is the one
+    its reply carries."""
+    return (
+        f"import time\ntime.sleep({sleep_s})\n{HAND_OVER}"
+        f"def _last(result, _rec={rec!r}):\n"
+        "    _i(_g()).put(_rec)\n"
+        "    _g().events.unregister('post_run_cell', _last)\n"
+        "_g().events.register('post_run_cell', _last)"
+    )
 
 
 def saved_step(path: Path) -> str | None:
@@ -180,7 +196,7 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(tmp_path
     # cost never reached the ledger, and the runner still exited 0
     cells = [
         "import time\ntime.sleep(0.2)",
-        publishing(record("2001-01-01T00:00:00", "2001-01-01T00:00:00.200000")),
+        publishing_last(record("2001-01-01T00:00:00", "2001-01-01T00:00:00.200000")),
         "time.sleep(0.1)",
     ]
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
@@ -189,8 +205,9 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(tmp_path
     assert "added to the ledger" in done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     summary = out.metadata[METADATA_KEY]
-    # the kernel's own record of cell 1 is kept; the zone-less one the code published is not
-    assert summary["cells"] == 3
+    # cell 1's reply carried the zone-less record its code handed over last: refused, and
+    # the others' records summed beside it
+    assert summary["cells"] == 2
     assert ignored(out) == {1: "its time has no time zone"}
     from jupyter_gpucost.server.ledger import Ledger
 
@@ -198,7 +215,9 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(tmp_path
     try:
         today = book.totals(datetime.now(UTC)).today_micro_usd
         assert today == summary["metered"]["cost_micro_usd"] >= summary["total_micro_usd"] > 0
-        assert len(book.recent_cells()) == 3
+        # the two priced cells; the refused record is booked nowhere (the run's metered
+        # cost holds cell 1's time)
+        assert len(book.recent_cells()) == 2
     finally:
         book.close()
 

@@ -77,6 +77,73 @@ def test_a_refused_spawn_tells_the_admins_too_and_no_other_user() -> None:
     ]
 
 
+def test_a_hundred_amounts_spent_during_a_grace_are_one_refused_spawn_alert_each() -> None:
+    # each refused spawn during a grace period says a new amount: the event is the same
+    alerts, sent = routed()
+    for cents in range(100):
+        spent = HubBudget("day", 20_000_000, 20_000_000 + cents * 10_000, "user")
+        alerts.spawn_refused("alice", ("lab",), [spent], NOW + timedelta(seconds=cents))
+    assert alerts.dispatcher.wait_idle(10)
+    assert sorted(sent) == [
+        ("spawn_refused", "admins"),
+        ("spawn_refused", "alice"),
+        ("spawn_refused", "lab"),
+    ]
+    # another budget spent is another event; so is the next day
+    month = HubBudget("month", 100_000_000, 100_000_001, "group:lab")
+    assert alerts.spawn_refused("alice", ("lab",), [DAY_SPENT, month], NOW)
+    assert alerts.spawn_refused("alice", ("lab",), [DAY_SPENT], NOW + timedelta(days=1))
+
+
+def test_after_five_thousand_other_alerts_a_users_50_percent_is_not_resent(
+    ledger_url: str,
+) -> None:
+    from jupyter_gpucost.core.sent_keys import TableKeys
+    from jupyter_gpucost.hub.ledger import HubLedger
+    from jupyter_gpucost.hub.ledger.schema import alerts_sent_table
+
+    ledger = HubLedger(ledger_url)
+    sent: list[str] = []
+
+    def record(alert: Alert, target: Target, _timeout_s: float) -> None:
+        sent.append(alert.key)
+
+    def dispatcher() -> AlertDispatcher:
+        return AlertDispatcher(
+            DispatchSettings(per_target_per_hour=0, queue_size=20_000),
+            send=record,
+            memory=TableKeys(ledger.engine, alerts_sent_table),
+            clock=lambda: NOW,
+        )
+
+    notify = parse_notify({"users": {u: [hook(u)] for u in ("alice", "bob")}})
+    first = HubAlerts(notify, dispatcher(), tz=ZoneInfo("UTC"))
+    started = NOW - timedelta(hours=1)
+    rate = Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "catalog")
+    alice = ServerRow(1, "alice", "", started, None, started, None, rate)
+    half = HubBudget("month", 10_000_000, 5_000_000, "user")
+    assert first.after_poll([(alice, [half])], {}, NOW) == 1
+    # 5,000 other events (bob's idle spells), more than the memory ever held
+    bob = ServerRow(2, "bob", "", started, None, started, None, rate)
+    for n in range(5000):
+        first.idle(bob, NOW - timedelta(seconds=n), (), NOW)
+    assert first.after_poll([(alice, [half])], {}, NOW) == 0
+    assert first.dispatcher.wait_idle(30)
+    first.dispatcher.save()
+    first.dispatcher.close()
+    assert sent.count("budget_threshold|alice|user:month:2026-11|50") == 1
+    assert len(sent) == 5001
+    # and after a restart of the service, from the ledger
+    again = HubAlerts(notify, dispatcher(), tz=ZoneInfo("UTC"))
+    assert again.after_poll([(alice, [half])], {}, NOW + timedelta(days=2)) == 0
+    # the next month is another period
+    december = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    assert again.after_poll([(alice, [half])], {}, december) == 1
+    assert again.dispatcher.wait_idle(10)
+    again.dispatcher.close()
+    ledger.close()
+
+
 def test_an_idle_warning_is_alerted_once_per_spell_to_the_user_and_their_owner() -> None:
     from datetime import timedelta
     from decimal import Decimal
@@ -101,6 +168,33 @@ def test_an_idle_warning_is_alerted_once_per_spell_to_the_user_and_their_owner()
     assert alerts.idle(row, NOW, ("other",), NOW + timedelta(minutes=40))  # a new spell
     assert alerts.dispatcher.wait_idle(10)
     assert sorted(sent) == [("idle_gpus", "bob")] * 2 + [("idle_gpus", "other")] * 2
+
+
+def test_a_budget_found_five_times_spent_is_one_alert_naming_100_percent() -> None:
+    delivered: list[tuple[Alert, str]] = []
+    alerts, sent = routed(delivered=delivered)
+    started = NOW - timedelta(minutes=5)
+    row = ServerRow(
+        8,
+        "alice",
+        "",
+        started,
+        None,
+        started,
+        None,
+        Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "catalog"),
+    )
+    # a $0.02 day budget, $0.10 spent by the first poll that sees it
+    spent = HubBudget("day", 20_000, 100_000, "user")
+    groups = {"alice": ("lab",)}
+    assert alerts.after_poll([(row, [spent])], groups, NOW) == 1
+    # the polls after it: nothing more (neither 100 % again nor the lower ones)
+    more = HubBudget("day", 20_000, 120_000, "user")
+    assert alerts.after_poll([(row, [more])], groups, NOW + timedelta(seconds=5)) == 0
+    assert alerts.dispatcher.wait_idle(10)
+    assert sorted(sent) == [("budget_threshold", "alice"), ("budget_threshold", "lab")]
+    assert {a.threshold_pct for a, _ in delivered} == {100}
+    assert all("(100%)" in body for _, body in delivered)
 
 
 @pytest.mark.parametrize(

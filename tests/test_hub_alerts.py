@@ -16,8 +16,11 @@ from hub_service_fixture import Hub, http, running_hub, spawn
 
 from jupyter_gpucost.alerts.targets import mask
 
-#: alice's day budget: spent about 11 s after her spawn begins
-ALICE_DAY_USD = 0.02
+#: alice's day budget: spent about 32 s after her spawn begins (2 A100s, $0.0019 a
+#: second), so that a spawn slowed by a busy machine still leaves the first poll under
+#: 50 %, and each threshold is crossed at a poll of its own (thresholds crossed within one
+#: poll are one alert naming the highest)
+ALICE_DAY_USD = 0.06
 SECRET = "owner-secret-token"
 PEOPLE = ("alice", "bob", "carol", "lab-owner", "finance-owner", "admins")
 

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -222,6 +222,40 @@ async def test_reports_arrive_with_the_servers_token_and_its_spend(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_the_server_is_told_when_the_hubs_ledger_is_unreachable(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    down = datetime(2026, 11, 29, 14, 2, tzinfo=UTC)
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=1_500_000,
+        today_micro_usd=3_000_000,
+        month_micro_usd=40_000_000,
+        budgets=(HubBudget("day", 10_000_000, 3_000_000, "user"),),
+        ledger_unreachable_since=down,
+    )
+
+    async def told() -> bool:
+        hub = (await get(jp_fetch, "budget"))["hub"]
+        return bool(hub and hub["error"])
+
+    await until(told, "the hub's ledger outage in hub.error")
+    hub = (await get(jp_fetch, "budget"))["hub"]
+    local = down.astimezone()
+    assert hub["error"] == (
+        f"the hub's ledger is unreachable since {local:%H:%M} {local.tzname()}; the hub bills "
+        "and enforces budgets from memory meanwhile, and writes it all when the ledger is back"
+    )
+    # the hub's figures still count: billing and budgets go on from its memory
+    assert hub["today_usd"] == 3.0
+    service.reply = replace(service.reply, ledger_unreachable_since=None)
+
+    async def cleared() -> bool:
+        return (await get(jp_fetch, "budget"))["hub"]["error"] is None
+
+    await until(cleared, "hub.error cleared once the hub's ledger is back")
 
 
 async def test_hub_budgets_are_locked_and_counted_as_the_hub_counts(

@@ -46,6 +46,9 @@ class Hub:
     async def active_servers(self) -> list[ServerInfo]:
         return list(self.servers)
 
+    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
+        return None  # a stand-in Hub keeps no record of stopped servers
+
     async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
         return {}
 

@@ -32,12 +32,14 @@ async def eventually(check: Any, timeout_s: float = 60) -> None:
 class TestABudgetCrossingItsThresholds:
     @pytest.fixture
     def gpucost_config(self, tmp_path: Path, http_receiver: Http, smtp: Smtp) -> dict[str, object]:
-        # 2 simulated A100s at $6.862/h: $0.0019 a second; $0.012 lasts about 6 s
+        # 2 simulated A100s at $6.862/h: $0.0019 a second; $0.04 lasts about 21 s, so
+        # the alerts' check (every 2 s, 10 % of it) sees each threshold crossed on its own
+        # (thresholds crossed within one check are one alert: see the class below)
         return {
             "telemetry": "simulated",
             "sample_interval_s": 0.2,
             "minimum_charge_s": 0,
-            "hard_budget_usd": 0.012,
+            "hard_budget_usd": 0.04,
             "budget_grace_s": 1,
             "budget_save_timeout_s": 1,
             "budget_state_path": str(tmp_path / "budget.json"),
@@ -63,7 +65,7 @@ class TestABudgetCrossingItsThresholds:
         assert thresholds == [50, 80, 100]
         (stop,) = [d for d in documents() if d["kind"] == "stopped"]
         assert stop["title"].endswith("stopped because the budget ran out")
-        assert "stopped at $0.012 budget" in stop["message"]
+        assert "stopped at $0.04 budget" in stop["message"]
         assert stop["link"].endswith("/lab")
         assert len(documents()) == 4
         # the same four by e-mail
@@ -77,6 +79,35 @@ class TestABudgetCrossingItsThresholds:
         assert ADMIN_SECRET not in text
         assert str(http_receiver.port) not in text
         assert str(smtp.port) not in text
+
+
+class TestABudgetFoundSpentAtTheFirstCheck:
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, http_receiver: Http) -> dict[str, object]:
+        # $0.0001: the first sample (0.2 s of 2 A100s, $0.00038) is already 3.8x over it
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "minimum_charge_s": 0,
+            "hard_budget_usd": 0.0001,
+            "budget_grace_s": 1,
+            "budget_save_timeout_s": 1,
+            "budget_state_path": str(tmp_path / "budget.json"),
+            "notify_state_path": str(tmp_path / "alerts.json"),
+            "notify": [f"webhook://127.0.0.1:{http_receiver.port}/pi"],
+        }
+
+    async def test_one_alert_names_100_percent(
+        self, jp_fetch: Any, jp_serverapp: Any, http_receiver: Http
+    ) -> None:
+        def documents() -> list[dict[str, Any]]:
+            return list(http_receiver.at("/pi"))
+
+        await eventually(lambda: any(d["kind"] == "stopped" for d in documents()))
+        await asyncio.sleep(5)  # a few more checks: nothing more
+        thresholds = [d["threshold_pct"] for d in documents() if d["kind"] == "budget_threshold"]
+        assert thresholds == [100]
+        assert len(documents()) == 2
 
 
 class TestTheUsersOwnTargets:

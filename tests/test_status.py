@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.server.ledger import Reset
 from jupyter_gpucost.server.record.recorder import LiveTotals
 from jupyter_gpucost.server.status import LedgerFacts, StatusInputs, status_document
 from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
@@ -70,21 +71,58 @@ def test_a_reset_ledger_is_named_after_the_meter_s_own_warnings() -> None:
         url="sqlite:///x/ledger.sqlite",
         flush_interval_s=5.0,
         timezone="UTC",
-        reset_from="/x/ledger.sqlite.corrupt-1",
+        reset=Reset("/x/ledger.sqlite.corrupt-1", "malformed", 3, 1_250_000),
     )
     # a GPU priced at an upper bound: the meter's warning comes first, then the ledger's
     document = status_document(inputs(ledger, name="Mystery GPU 9000"))
     assert codes(document) == ["price-upper-bound", "ledger-reset"]
     assert document["price_basis"] == "upper-bound"
     assert "no price for Mystery GPU 9000" in document["price_basis_reasons"][0]
-    assert "moved to ledger.sqlite.corrupt-1;" in document["warnings"][1]["message"]
+    assert document["warnings"][1]["message"] == (
+        "The ledger was damaged and was moved to /x/ledger.sqlite.corrupt-1 (it held 3 "
+        "sessions costing $1.25); a fresh one was started, so earlier sessions are not in "
+        "today's and this month's totals."
+    )
     assert document["ledger"] == {
         "enabled": True,
         "url": "sqlite:///x/ledger.sqlite",
         "flush_interval_s": 5.0,
         "timezone": "UTC",
         "reset_from": "/x/ledger.sqlite.corrupt-1",
+        "reset": {
+            "file": "/x/ledger.sqlite.corrupt-1",
+            "reason": "malformed",
+            "sessions": 3,
+            "cost_micro_usd": 1_250_000,
+        },
+        "reachable": True,
+        "unreachable_since": None,
+        "error": None,
+        "unwritten_s": 0.0,
+        "unwritten_micro_usd": 0,
+        "journaled": False,
     }
+
+
+def test_an_unreachable_ledger_says_since_when_and_what_waits() -> None:
+    ledger = LedgerFacts(
+        enabled=True,
+        url="postgresql+psycopg://ledger/gpucost",
+        flush_interval_s=5.0,
+        timezone="UTC",
+        down_since=datetime(2026, 11, 29, 14, 2, 30, tzinfo=UTC),
+        down_error="connection refused",
+        unwritten_s=42.4,
+        unwritten_micro_usd=1234,
+        tz=UTC,
+    )
+    document = status_document(inputs(ledger))
+    assert codes(document) == ["ledger-unreachable"]
+    assert document["warnings"][0]["message"] == (
+        "The ledger is unreachable since 14:02 UTC; nothing lost yet; 42 s waiting to be written."
+    )
+    assert document["ledger"]["reachable"] is False
+    assert document["ledger"]["unreachable_since"] == "2026-11-29T14:02:30+00:00"
 
 
 def test_the_session_part_follows_the_meter_part_in_order() -> None:

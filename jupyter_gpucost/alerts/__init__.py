@@ -5,8 +5,9 @@
 * :mod:`.targets`: where alerts go (Apprise URLs and ``webhook(s)://``), checked at start
   and masked wherever they are shown;
 * :mod:`.deliver`: one alert to one target, bounded in time;
-* :mod:`.dispatch`: off the event loop, retried with backoff, at most once per
-  (event, subject, threshold), remembered across restarts.
+* :mod:`.dispatch`: off the event loop, retried with backoff, at most once per event key
+  (kind, user, subject and its period, threshold), each target paced (:mod:`.pacing`);
+* :mod:`.memory`: the keys sent, each until the end of its period, across restarts.
 
 Tornado-free: may import :mod:`jupyter_gpucost.core` only.
 """
@@ -14,7 +15,8 @@ Tornado-free: may import :mod:`jupyter_gpucost.core` only.
 from __future__ import annotations
 
 from .dispatch import AlertDispatcher, Delivery, DispatchSettings
-from .model import Alert, AlertKind, budget_crossings, spend_spike, stopped
+from .memory import FileKeys, SentKeys
+from .model import Alert, AlertKind, budget_crossing, spend_spike, stopped
 from .targets import Target, TargetError, mask, parse_targets
 
 __all__ = [
@@ -23,9 +25,11 @@ __all__ = [
     "AlertKind",
     "Delivery",
     "DispatchSettings",
+    "FileKeys",
+    "SentKeys",
     "Target",
     "TargetError",
-    "budget_crossings",
+    "budget_crossing",
     "mask",
     "parse_targets",
     "spend_spike",

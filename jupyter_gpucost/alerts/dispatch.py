@@ -1,7 +1,10 @@
 """Alerts sent off the event loop: daemon worker threads, a bounded queue (a flood is
 dropped and logged, never waited for), each delivery bounded in time and retried with
-exponential backoff; at most one alert per key (``(event, subject, threshold)``), the keys
-sent kept in a JSON file so that a restart does not send them again.
+exponential backoff; at most one alert per event key (kind, user, the budget and its
+period or the stop's id, the threshold: :attr:`.model.Alert.key`, never the wording),
+each key remembered until the end of its period (:mod:`.memory`: a JSON file, or the hub
+ledger) so that neither a restart nor thousands of other alerts send it again; each target
+paced (:mod:`.pacing`), what is held back counted and said in the next alert that goes.
 
 Nothing here blocks the caller: :meth:`AlertDispatcher.submit` only takes a lock to check
 and mark the key and puts the deliveries on the queue. A target that is down costs its
@@ -10,9 +13,7 @@ worker thread the time of its tries, never billing's or enforcement's.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -23,11 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .deliver import DeliveryError, Send, deliver
-from .model import Alert
+from .memory import FileKeys, SentKeys
+from .model import REMEMBER, Alert, with_held_back
+from .pacing import Pacing
 from .targets import Target
-
-#: keys remembered (the oldest forgotten first)
-KEYS_KEPT = 5000
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class DispatchSettings:
     queue_size: int = 500
     #: alerts and failed deliveries kept for the API and the admin page
     kept: int = 50
+    #: alerts to one target in any hour, at most (0: no limit); past it they are held
+    #: back, and the next one that goes says how many
+    per_target_per_hour: int = 30
+    #: the window that pace is counted over (an hour; shorter in tests)
+    pace_window_s: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,10 @@ class _Save:
     """A job that writes the keys sent (on a worker thread, never the caller's)."""
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 _Job = tuple[Alert, Target] | _Save | None
 
 
@@ -88,13 +97,26 @@ class AlertDispatcher:
         log: logging.Logger | None = None,
         send: Send = deliver,
         sleep: Callable[[float], None] = time.sleep,
+        memory: SentKeys | None = None,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.settings = settings
         self.log = log or logging.getLogger("jupyter_gpucost")
         self._send = send
         self._sleep = sleep
+        self._clock = clock
+        if memory is None and settings.state_path is not None:
+            memory = FileKeys(settings.state_path, self.log)
+        self._memory = memory
         self._lock = threading.Lock()
-        self._sent: dict[str, None] = dict.fromkeys(self._load())
+        self._saving = threading.Lock()
+        #: every key sent, until when it is remembered (no count limit: expired ones go)
+        self._sent: dict[str, datetime] = self._load()
+        #: keys not yet written to the memory
+        self._unsaved: dict[str, datetime] = {}
+        self._pacing = Pacing(settings.per_target_per_hour, settings.pace_window_s)
+        #: how many keys there were after the last pruning
+        self._kept_after_prune = 1024
         self._queue: queue.Queue[_Job] = queue.Queue(maxsize=settings.queue_size)
         self._pending = 0
         self._idle = threading.Condition(self._lock)
@@ -111,20 +133,40 @@ class AlertDispatcher:
         ``once``) or there is nowhere to send it. Never blocks."""
         if not targets:
             return False
+        now = self._clock()
         with self._lock:
             if not self._threads:
                 self._start()
             if once:
-                if alert.key in self._sent:
+                until = self._sent.get(alert.key)
+                if until is not None and until > now:
+                    if until - now < REMEMBER / 2:
+                        # the event lasts: remembered for as long again
+                        self._remember(alert.key, now + REMEMBER)
+                        self._queue_save()
                     return False
-                self._sent[alert.key] = None
-                while len(self._sent) > KEYS_KEPT:
-                    del self._sent[next(iter(self._sent))]
-            queued = 0
+                self._prune(now)
+                self._remember(alert.key, now + REMEMBER)
+            queued = held_back = 0
+            tick = time.monotonic()
             for target in targets:
+                held = self._pacing.take(target.url, tick)
+                if held is None:
+                    held_back += 1
+                    if self._pacing.held(target.url) == 1:
+                        # once per spell: a flood is not a flood of log lines either
+                        self.log.warning(
+                            "jupyter-gpucost: alerts to %s held back (more than %d an hour); "
+                            "the next one that goes says how many",
+                            target.masked,
+                            self.settings.per_target_per_hour,
+                        )
+                    continue
+                told = with_held_back(alert, held, self.settings.per_target_per_hour)
                 try:
-                    self._queue.put_nowait((alert, target))
+                    self._queue.put_nowait((told, target))
                 except queue.Full:
+                    self._pacing.untake(target.url, held)
                     self.log.warning(
                         "jupyter-gpucost: alert queue full; %s alert to %s dropped",
                         alert.kind,
@@ -133,12 +175,29 @@ class AlertDispatcher:
                     continue
                 queued += 1
             self._pending += queued
-            if once and not queued:
+            if once and not queued and not held_back:
                 # dropped everywhere: not sent, so it may be tried again later
                 self._sent.pop(alert.key, None)
-        if once and queued:
+                self._unsaved.pop(alert.key, None)
+        if once and (queued or held_back):
             self._queue_save()
         return queued > 0
+
+    def _remember(self, key: str, until: datetime) -> None:
+        self._sent[key] = until
+        self._unsaved[key] = until
+
+    def _prune(self, now: datetime) -> None:
+        """Forget the expired keys, now and then (when the keys have doubled since)."""
+        if len(self._sent) < 2 * self._kept_after_prune:
+            return
+        self._sent = {k: v for k, v in self._sent.items() if v > now}
+        self._kept_after_prune = max(1024, len(self._sent))
+
+    def held_back(self, target: Target) -> int:
+        """Alerts to ``target`` held back by its pace, not yet told of."""
+        with self._lock:
+            return self._pacing.held(target.url)
 
     def _start(self) -> None:
         self._threads = [
@@ -230,20 +289,17 @@ class AlertDispatcher:
 
     # -- the keys sent -----------------------------------------------------------------
 
-    def _load(self) -> list[str]:
-        path = self.settings.state_path
-        if path is None or not path.is_file():
-            return []
+    def _load(self) -> dict[str, datetime]:
+        if self._memory is None:
+            return {}
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.log.warning("jupyter-gpucost: the alerts' state file could not be read")
-            return []
-        keys = data.get("sent") if isinstance(data, dict) else None
-        return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+            return self._memory.load(self._clock())
+        except Exception:  # a store that cannot be read: start with none, and say so
+            self.log.exception("jupyter-gpucost: the alerts sent could not be read")
+            return {}
 
     def _queue_save(self) -> None:
-        if self.settings.state_path is None:
+        if self._memory is None:
             return
         try:
             self._queue.put_nowait(_Save())
@@ -251,16 +307,19 @@ class AlertDispatcher:
             self.log.warning("jupyter-gpucost: alert queue full; the keys sent are kept later")
 
     def save(self) -> None:
-        """Write the keys sent (a worker does it after each new one; tests and shutdown)."""
-        path = self.settings.state_path
-        if path is None:
+        """Write the keys sent since the last write (a worker does it after each new one;
+        tests and shutdown)."""
+        if self._memory is None:
             return
-        with self._lock:
-            keys = list(self._sent)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"sent": keys}), encoding="utf-8")
-            os.replace(temporary, path)
-        except OSError:
-            self.log.warning("jupyter-gpucost: the alerts' state file could not be written")
+        # one write at a time: a file is read, merged and replaced whole
+        with self._saving:
+            with self._lock:
+                keys, self._unsaved = self._unsaved, {}
+            if not keys:
+                return
+            try:
+                self._memory.keep(keys, self._clock())
+            except Exception:
+                self.log.exception("jupyter-gpucost: the alerts sent could not be written")
+                with self._lock:
+                    self._unsaved = {**keys, **self._unsaved}

@@ -8,13 +8,14 @@ was already sent (one per ``(event, subject, threshold)``) and sends it off the 
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from ..core.i18n import _, current_language, speaking
+from ..core.i18n import _, current_language, ngettext, speaking
 from ..core.money import notice, rate
 
 AlertKind = Literal[
@@ -24,6 +25,10 @@ StopReason = Literal["budget", "idle", "stop_when_done", "interruption"]
 
 #: the generic webhook's document names its schema (docs/alerts.md)
 SCHEMA = "gpucost.alert/v1"
+#: how long an alert's key is remembered after it was sent: longer than any period a key
+#: names (a month), so a key is never forgotten within its period; an event that lasts
+#: longer (a session running for weeks) is remembered anew each time it comes back
+REMEMBER = timedelta(days=35)
 #: the budget thresholds alerted by default, in percent
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 100)
 
@@ -60,7 +65,8 @@ class Alert:
 
     @property
     def key(self) -> str:
-        """At most one alert per key is ever sent."""
+        """The event: its kind, user, subject (a budget and its period, a stop's id) and
+        threshold, never its wording. At most one alert per key is sent."""
         pct = "" if self.threshold_pct is None else str(self.threshold_pct)
         return f"{self.kind}|{self.context.user}|{self.subject}|{pct}"
 
@@ -100,11 +106,25 @@ class Alert:
         return "\n".join(lines)
 
 
+def with_held_back(alert: Alert, count: int, per_hour: int) -> Alert:
+    """``alert`` saying, at its end, that ``count`` alerts to the same target were held
+    back before it (the target's pace: ``per_hour``)."""
+    if count <= 0:
+        return alert
+    with speaking(alert.language):
+        note = ngettext(
+            "{count} more alert was held back: at most {limit} an hour go to one place.",
+            "{count} more alerts were held back: at most {limit} an hour go to one place.",
+            count,
+        ).format(count=count, limit=per_hour)
+    return dataclasses.replace(alert, message=f"{alert.message}\n{note}")
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def budget_crossings(
+def budget_crossing(
     context: Context,
     subject: str,
     spent_micro_usd: int,
@@ -112,39 +132,39 @@ def budget_crossings(
     thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
     *,
     at: datetime | None = None,
-) -> list[Alert]:
-    """An alert for every threshold the spend has reached (the dispatcher sends each once).
+) -> Alert | None:
+    """The alert of the highest threshold the spend has reached (``None``: none reached).
 
-    ``subject`` names the budget and its period (a new month is a new subject)."""
+    Only the highest: a budget found 5x spent at the first look is one "100 %" alert, not
+    50 %, 80 % and 100 % (the lower ones, false by the time they arrive). The dispatcher
+    sends each (subject, threshold) once, so a threshold passed is not alerted again, and
+    one skipped over is never sent late. ``subject`` names the budget and its period (a
+    new month is a new subject)."""
     if budget_micro_usd <= 0:
-        return []
-    when = at or _now()
+        return None
+    # exact: spent / budget >= pct / 100, in integers
+    reached = [p for p in set(thresholds_pct) if spent_micro_usd * 100 >= p * budget_micro_usd]
+    if not reached:
+        return None
+    pct = max(reached)
     spent = notice(spent_micro_usd, context.symbol)
     amount = notice(budget_micro_usd, context.symbol)
-    found = []
-    for pct in sorted(set(thresholds_pct)):
-        # exact: spent / budget >= pct / 100, in integers
-        if spent_micro_usd * 100 < pct * budget_micro_usd:
-            continue
-        title = _("{user}: {pct}% of a {amount} budget spent").format(
-            user=context.user, pct=pct, amount=amount
-        )
-        message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
-            user=context.user, spent=spent, amount=amount, pct=pct
-        )
-        found.append(
-            Alert(
-                "budget_threshold",
-                context,
-                subject,
-                title,
-                message,
-                when,
-                threshold_pct=pct,
-                amounts=(("spent", spent), ("budget", amount)),
-            )
-        )
-    return found
+    title = _("{user}: {pct}% of a {amount} budget spent").format(
+        user=context.user, pct=pct, amount=amount
+    )
+    message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
+        user=context.user, spent=spent, amount=amount, pct=pct
+    )
+    return Alert(
+        "budget_threshold",
+        context,
+        subject,
+        title,
+        message,
+        at or _now(),
+        threshold_pct=pct,
+        amounts=(("spent", spent), ("budget", amount)),
+    )
 
 
 def _stop_reason(reason: StopReason) -> str:

@@ -198,6 +198,7 @@ def stop_request(
         headers={"Content-Type": "application/x-www-form-urlencoded"},
         body=body,
         timeout_s=timeout_s,
+        secrets=credentials.secrets,
     )
 
 
@@ -212,7 +213,8 @@ def error_code(answer: Answer) -> tuple[str, str]:
     code, message = doc.get("Code"), doc.get("Message")
     return (
         code if isinstance(code, str) and code.isprintable() else "",
-        " ".join(message.split())[:300] if isinstance(message, str) else "",
+        # a SignatureDoesNotMatch quotes the string signed, the token in it: blanked whole
+        " ".join(answer.shown(message).split())[:300] if isinstance(message, str) else "",
     )
 
 

@@ -285,6 +285,9 @@ class HubReply:
     reason: str | None = None
     #: why: a spent budget or idle GPUs (``None`` from a service that does not say)
     stop_kind: StopKind | None = None
+    #: since when the hub's ledger cannot be reached (``None``: it can, or the service
+    #: does not say); the hub bills and enforces from memory meanwhile
+    ledger_unreachable_since: datetime | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -305,6 +308,9 @@ class HubReply:
             "stop_at": self.stop_at.isoformat() if self.stop_at else None,
             "reason": self.reason,
             "stop_kind": self.stop_kind,
+            "ledger_unreachable_since": None
+            if self.ledger_unreachable_since is None
+            else self.ledger_unreachable_since.isoformat(),
         }
 
     @classmethod
@@ -344,6 +350,9 @@ class HubReply:
             stop_at=stop_at,
             reason=reason,
             stop_kind=kind,
+            ledger_unreachable_since=None
+            if doc.get("ledger_unreachable_since") is None
+            else _when(doc, "ledger_unreachable_since"),
         )
 
 

@@ -26,7 +26,7 @@ from ..alerts.model import (
     DEFAULT_THRESHOLDS_PCT,
     Context,
     StopReason,
-    budget_crossings,
+    budget_crossing,
     idle_gpus,
     spend_spike,
 )
@@ -43,7 +43,7 @@ from ..core.i18n import (
     shipped_languages,
     speaking,
 )
-from .budgets import describe, spawn_refusal
+from .budgets import describe, exceeded, spawn_refusal
 from .model import HubConfigError, ServerRow
 
 SETTING = "c.GpuCostHub.notify"
@@ -168,8 +168,8 @@ class HubAlerts:
         groups_of: Mapping[str, tuple[str, ...]],
         now: datetime,
     ) -> int:
-        """Each budget's thresholds reached on each running server, queued once per
-        budget, period and threshold; how many were queued."""
+        """Each budget's highest threshold reached on each running server, queued once
+        per budget, period and threshold; how many were queued."""
         queued = 0
         for row, budgets in standings:
             for budget in budgets:
@@ -181,7 +181,7 @@ class HubAlerts:
                     continue
                 subject = f"{budget.source}:{budget.scope}:{self._period(budget, row, now)}"
                 with speaking(self.notify.language):
-                    alerts = budget_crossings(
+                    alert = budget_crossing(
                         self._context(row, group),
                         subject,
                         budget.spent_micro_usd,
@@ -189,7 +189,7 @@ class HubAlerts:
                         self.notify.thresholds_pct,
                         at=now,
                     )
-                for alert in alerts:
+                if alert is not None:
                     queued += self.dispatcher.submit(alert, targets)
         return queued
 
@@ -243,12 +243,14 @@ class HubAlerts:
     def spawn_refused(
         self, user: str, groups: Iterable[str], budgets: Sequence[HubBudget], now: datetime
     ) -> bool:
-        """A spawn refused because of ``budgets``: once a day per user and reason, to them,
-        their groups' owners and the admins."""
+        """A spawn refused because of ``budgets``: once a day per user and spent budget,
+        to them, their groups' owners and the admins."""
         context = Context(user=user, currency=self.currency, symbol=self.symbol, link=self.link)
         day = now.astimezone(self.tz).date().isoformat()
-        # the day's subject is the reason as the hub writes it, whatever the alerts' language
-        subject = f"{day}:{spawn_refusal(budgets, None, self.symbol) or ''}"
+        # the event is which budgets are spent, never the sentence: its amounts move with
+        # every cent spent during a grace period
+        spent = sorted({f"{b.source}:{b.scope}" for b in exceeded(budgets) if b.scope != "session"})
+        subject = f"{day}:{','.join(spent)}"
         with speaking(self.notify.language) as language:
             reason = spawn_refusal(budgets, messages_for(language), self.symbol)
             if reason is None:

@@ -159,6 +159,11 @@ def pooled(
     return out
 
 
+class HubLedgerDown(Exception):
+    """The hub ledger's database cannot be reached just now (a spell: never bad data); what
+    was to be written is kept in memory and written when it can be."""
+
+
 class HubLedgerApi(Protocol):
     """What the service asks of the hub ledger (SQLite or any SQLAlchemy URL)."""
 
@@ -167,6 +172,10 @@ class HubLedgerApi(Protocol):
         ``server.started``), created on first sight; the same row when seen again."""
 
     def close_server(self, server_id: int, stopped: datetime) -> None: ...
+
+    def unreachable_since(self) -> datetime | None:
+        """Since when the ledger's database cannot be reached (``None``: it can); billing,
+        budgets and stops go on from memory meanwhile."""
 
     def running(self) -> list[ServerRow]:
         """Servers the ledger believes are running (not stopped)."""

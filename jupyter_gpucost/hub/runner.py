@@ -79,8 +79,11 @@ def hub_alerts(settings: HubSettings, parts: Parts, base_url: str) -> HubAlerts 
     """The alerts of ``c.GpuCostHub.notify`` (``None``: no targets at all)."""
     if settings.notify.empty:
         return None
+    # the keys sent are in the ledger (a hub without one, in its tests: a file)
     dispatcher = AlertDispatcher(
-        DispatchSettings(state_path=parts.data_dir / "alerts.json"), log=log
+        DispatchSettings(state_path=parts.data_dir / "alerts.json"),
+        log=log,
+        memory=parts.alert_keys,
     )
     return HubAlerts(
         settings.notify,

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -44,6 +44,7 @@ from .model import (
     GroupTotals,
     HubConfigError,
     HubLedgerApi,
+    HubLedgerDown,
     Rate,
     ServerInfo,
     ServerRow,
@@ -73,6 +74,9 @@ class HubClient(Protocol):
 
     async def stop_server(self, user: str, server_name: str) -> str: ...
 
+    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
+        """When the Hub says this (stopped) server stopped; ``None`` when it does not."""
+
 
 class ReportRejected(Exception):
     """A report the service does not take; ``code`` is the HTTP status to answer."""
@@ -99,6 +103,11 @@ class PollResult:
     closed: int = 0
     stopped: list[Key] = field(default_factory=list)
     seconds: float = 0.0
+
+
+def _between(told: datetime | None, last_seen: datetime, now: datetime) -> datetime:
+    """The Hub's stop time, never before what the ledger last saw nor after now."""
+    return last_seen if told is None else min(max(told, last_seen), now)
 
 
 def server_key(row: ServerRow) -> ServerKey:
@@ -164,9 +173,15 @@ class HubService:
 
     # -- each poll ----------------------------------------------------------------------
 
-    def sync(self, servers: Sequence[ServerInfo], now: datetime) -> PollResult:
+    def sync(
+        self,
+        servers: Sequence[ServerInfo],
+        now: datetime,
+        stopped_at: Mapping[Key, datetime] | None = None,
+    ) -> PollResult:
         """Take the Hub's list of servers: open, keep and close ledger rows; weigh budgets.
-        Returns what changed; :meth:`due` says what to stop.
+        Returns what changed; :meth:`due` says what to stop. ``stopped_at``: when the Hub
+        says servers stopped that this process never saw run (:meth:`_stop_times`).
 
         Safe to run in a worker thread while the event loop takes reports and serves pages
         (see the module's docstring); not twice at once."""
@@ -188,7 +203,9 @@ class HubService:
             if still is None or still.started != row.started:
                 # gone (or restarted): billed up to where it was last seen running, and no
                 # report is taken for it from here on
-                stopped = self.seen.get(key, row.last_seen)
+                stopped = self.seen.get(key) or _between(
+                    (stopped_at or {}).get(key), row.last_seen, now
+                )
                 with self.lock:
                     rows = dict(self.rows)
                     del rows[key]
@@ -358,8 +375,9 @@ class HubService:
             self._merge_groups(await hub.groups_of_users())
             self._groups_listed = time.monotonic()
         servers = await hub.active_servers()
+        told = await self._stop_times(hub, servers)
         # every server walked: off the event loop, so reports are answered meanwhile
-        result = await asyncio.to_thread(self.sync, servers, now())
+        result = await asyncio.to_thread(self.sync, servers, now(), told)
         for row in self.due(now()):
             standing = self.state.get(row.server_id)
             why = (standing.reason if standing else None) or "a budget is spent"
@@ -375,6 +393,25 @@ class HubService:
             task.add_done_callback(self._stopping.discard)
             result.stopped.append((row.user, row.server_name))
         return result
+
+    async def _stop_times(
+        self, hub: HubClient, servers: Sequence[ServerInfo]
+    ) -> dict[Key, datetime]:
+        """When the Hub says each server stopped that is gone without this process having
+        seen it run (it stopped while the service was down): its bill ends there."""
+        present = {(s.user, s.server_name): s.started for s in servers}
+        told: dict[Key, datetime] = {}
+        for key, row in list(self.rows.items()):
+            if key in self.seen or present.get(key) == row.started:
+                continue
+            try:
+                when = await hub.stopped_at(*key)
+            except Exception as e:  # billed up to its last_seen, as before
+                log.warning("when did %s/%s stop? the Hub does not say: %s", *key, e)
+                continue
+            if when is not None:
+                told[key] = when
+        return told
 
     @staticmethod
     async def _stop(hub: HubClient, row: ServerRow, why: str) -> None:
@@ -429,12 +466,16 @@ class HubService:
             stop_at=stop_at,
             reason=reason,
             stop_kind=kind,
+            ledger_unreachable_since=self.ledger.unreachable_since(),
         )
 
     # -- flush and shutdown -------------------------------------------------------------
 
     def flush(self, now: datetime) -> None:
-        self.ledger.flush(now)
+        try:
+            self.ledger.flush(now)
+        except HubLedgerDown:
+            return  # kept in memory; the ledger logged the spell once
         if self.reclaim is not None:
             self.reclaim.flush()
 
@@ -444,6 +485,13 @@ class HubService:
             self.ledger.flush(now)
             if self.reclaim is not None:
                 self.reclaim.flush()
+        except HubLedgerDown as e:
+            log.error(
+                "the ledger cannot be reached at stop (%s): what came since its last flush is "
+                "not written; the next start bills a server that stopped meanwhile up to when "
+                "the Hub says it stopped",
+                e,
+            )
         except Exception:
             log.exception("the last flush failed")
         finally:

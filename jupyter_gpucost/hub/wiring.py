@@ -10,6 +10,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from ..core.billing import BillingRule
+from ..core.sent_keys import TableKeys
 from .allocation import describe, report_ceiling
 from .budgets import BudgetPolicy
 from .cluster.settings import ClusterSettings
@@ -18,6 +19,7 @@ from .idle.policy import IdleClock, IdlePolicy
 from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
+from .ledger.schema import alerts_sent_table
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
 from .profiles import settings as profiles_setup
@@ -42,6 +44,8 @@ class Parts:
     cluster: ClusterSettings | None = None
     usage_ledger: UsageLedger | None = None
     billing: BillingRule | None = None
+    #: the alerts sent, by event key, in the ledger
+    alert_keys: TableKeys | None = None
 
 
 def build(settings: HubSettings) -> Parts:
@@ -103,4 +107,5 @@ def build(settings: HubSettings) -> Parts:
         cluster=cluster,
         usage_ledger=UsageLedger(ledger.engine) if cluster else None,
         billing=billing,
+        alert_keys=TableKeys(ledger.engine, alerts_sent_table),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -21,19 +23,28 @@ from ..core.machine import Machine
 from ..core.meter import Meter
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
+from ..core.sql import sqlite_path
 from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
 from ..telemetry.simulated import SimulatedSource
+from .errors import Unavailable
 from .gpu_use.attribution import Attributor
 from .gpu_use.gpu_claims import ClaimBook
 from .gpu_use.kernel_procs import KernelTracker, uptime_s
-from .ledger import Ledger, LedgerUnavailable, default_url, new_session_id
+from .ledger import Ledger, LedgerOffline, LedgerUnavailable, default_url, new_session_id
+from .ledger.journal import Journal
 from .record import history as hist
 from .record.cells import CellLog
 from .record.history import HistoryRing
 from .record.metrics import Metrics
 from .record.recorder import Recorder
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import LedgerFacts, StatusInputs, ledger_json, status_document
+from .status import (
+    LedgerFacts,
+    StatusInputs,
+    ledger_json,
+    ledger_unreachable,
+    status_document,
+)
 
 TELEMETRY_MODES = ("auto", "nvml", "simulated", "none")
 
@@ -66,6 +77,8 @@ class CostConfig:
     ledger_flush_interval_s: float = 5.0
     #: IANA zone for "today" and "this month"; empty: the server's local time
     ledger_timezone: str = ""
+    #: how long a clean stop waits for a ledger that cannot be reached
+    ledger_stop_wait_s: float = 10.0
     carbon_intensity_g_per_kwh: float = 475.0
     #: the detected machine (``None``: none, or detection is off)
     machine: Machine | None = None
@@ -164,6 +177,7 @@ class CostService:
         self.session_id = new_session_id(started)
         self.ledger_error: str | None = None
         self.ledger = self._open_ledger()
+        user = os.environ.get("JUPYTERHUB_USER") or None
         self.cells = CellLog(self.ledger, self.session_id)
         self.tracker = KernelTracker(log=self.log)
         #: the GPU processes kernels identified as theirs (NVML's pids in a container)
@@ -178,6 +192,8 @@ class CostService:
             attributor=self.attributor,
             ring=self.ring,
             log=self.log,
+            journal=self._journal(),
+            started=(started, user),
         )
         self.sampler.listeners.append(self.recorder.on_sample)
         self.metrics = Metrics(self.session_id, currency=config.currency)
@@ -192,8 +208,8 @@ class CostService:
         # under JupyterHub, the ledger reads this user's sessions only (a shared ledger)
         user = os.environ.get("JUPYTERHUB_USER") or None
         try:
-            ledger = Ledger(url, tz=tz, log=self.log, user=user)
-            ledger.start_session(self.session_id, self.meter.snapshot().started, user)
+            # a ledger that cannot be reached now is tried again at every flush
+            ledger = Ledger(url, tz=tz, log=self.log, user=user, offline_ok=True)
         except LedgerUnavailable as e:
             self.ledger_error = str(e)
             self.log.warning(
@@ -206,7 +222,17 @@ class CostService:
             self.ledger_error = f"{type(e).__name__}: {e}"
             self.log.warning("jupyter-gpucost: cannot open the ledger: %s", e)
             return None
+        # a ledger that cannot be reached: written with the first flush once it is back
+        with contextlib.suppress(LedgerOffline):
+            ledger.start_session(self.session_id, self.meter.snapshot().started, user)
         return ledger
+
+    def _journal(self) -> Journal | None:
+        """The local journal of a remote ledger (``None``: a SQLite file, or none)."""
+        if self.ledger is None or sqlite_path(self.ledger.url) is not None:
+            return None
+        folder = os.path.join(self.config.data_dir or ".", "gpucost", "journal")
+        return Journal(Path(folder), self.log)
 
     def start(self) -> None:
         # one reading now, so the first request already knows the GPUs
@@ -286,12 +312,29 @@ class CostService:
     def ledger_facts(self) -> LedgerFacts:
         if self.ledger is None:
             return LedgerFacts(enabled=False, error=self.ledger_error)
+        unwritten = self.recorder.unwritten(self.sampler.latest.snapshot.as_of.timestamp())
         return LedgerFacts(
             enabled=True,
-            url=self.ledger.engine.url.render_as_string(hide_password=True),
+            url=self.ledger.safe_url,
             flush_interval_s=self.config.ledger_flush_interval_s,
             timezone=self.config.ledger_timezone or "server local time",
-            reset_from=self.ledger.reset_from,
+            reset=self.ledger.reset,
+            down_since=self.ledger.down_since,
+            down_error=self.ledger.error,
+            unwritten_s=unwritten.seconds,
+            unwritten_micro_usd=unwritten.cost_micro_usd,
+            journaled=unwritten.journaled,
+            tz=self.ledger.tz,
+        )
+
+    def ledger_unavailable(self) -> Unavailable:
+        """The 503 of a route that needs the ledger while it cannot be reached."""
+        ledger = self.ledger
+        return Unavailable(
+            ledger_unreachable(
+                None if ledger is None else ledger.down_since,
+                None if ledger is None else ledger.tz,
+            )
         )
 
     def ledger_state(self) -> dict[str, Any]:
@@ -380,7 +423,14 @@ class CostService:
         return self.cells.in_memory(limit)
 
     def history(self, window: str | None, step: str | None) -> dict[str, Any]:
-        """Spend rate and readings over a window (raises ``HistoryError`` on bad input)."""
+        """Spend rate and readings over a window (raises ``HistoryError`` on bad input, and
+        :class:`Unavailable` when it needs the ledger while it cannot be reached)."""
+        try:
+            return self._history(window, step)
+        except LedgerOffline:
+            raise self.ledger_unavailable() from None
+
+    def _history(self, window: str | None, step: str | None) -> dict[str, Any]:
         window_s = hist.parse_window(window)
         step_s = hist.parse_step(step, window_s)
         snapshot = self.sampler.latest.snapshot
@@ -399,24 +449,13 @@ class CostService:
                 self.ledger, start_s, end_s, step_s, gpu_indexes, self.session_id
             )
             source = "ledger"
-        totals: dict[str, Any] = {"sessions": [], "days": []}
-        if self.ledger is not None:
-            for row in self.ledger.sessions():
-                live = row["id"] == self.session_id
-                totals["sessions"].append(
-                    {
-                        "id": row["id"],
-                        "started": datetime.fromtimestamp(row["started_unix_s"], UTC).isoformat(),
-                        "ended": None
-                        if row["ended_unix_s"] is None
-                        else datetime.fromtimestamp(row["ended_unix_s"], UTC).isoformat(),
-                        "cost_usd": usd(snapshot.cost_micro_usd if live else row["cost_micro_usd"]),
-                    }
-                )
-            totals["days"] = [
-                {"date": day.isoformat(), "cost_usd": usd(cost)}
-                for day, cost in self.ledger.days(snapshot.as_of)
-            ]
+        try:
+            totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro_usd)
+        except LedgerOffline:
+            if source == "ledger":
+                raise
+            # the window is in memory: its points stand; the totals say why they are empty
+            totals = {"sessions": [], "days": [], "unavailable": str(self.ledger_unavailable())}
         return {
             "window_s": window_s,
             "step_s": step_s,
@@ -431,8 +470,31 @@ class CostService:
             "totals": totals,
         }
 
+    def _ledger_totals(self, as_of: datetime, live_micro_usd: int) -> dict[str, Any]:
+        """The history's sessions and days from the ledger (:class:`LedgerOffline` while
+        it cannot be reached)."""
+        totals: dict[str, Any] = {"sessions": [], "days": []}
+        if self.ledger is not None:
+            for row in self.ledger.sessions():
+                live = row["id"] == self.session_id
+                totals["sessions"].append(
+                    {
+                        "id": row["id"],
+                        "started": datetime.fromtimestamp(row["started_unix_s"], UTC).isoformat(),
+                        "ended": None
+                        if row["ended_unix_s"] is None
+                        else datetime.fromtimestamp(row["ended_unix_s"], UTC).isoformat(),
+                        "cost_usd": usd(live_micro_usd if live else row["cost_micro_usd"]),
+                    }
+                )
+            totals["days"] = [
+                {"date": day.isoformat(), "cost_usd": usd(cost)}
+                for day, cost in self.ledger.days(as_of)
+            ]
+        return totals
+
     def stop(self) -> None:
         self.sampler.stop()
-        self.recorder.stop()
+        self.recorder.stop(self.config.ledger_stop_wait_s)
         if self.ledger is not None:
             self.ledger.close()

@@ -19,6 +19,7 @@ from jupyter_server.serverapp import ServerApp
 from traitlets import HasTraits, TraitError
 
 from ..core.hub_protocol import SpendReport
+from ..core.sent_keys import TableKeys
 from .budget.actions import busy_kernels
 from .budget.controller import BudgetController
 from .budget.setup import ServerParts, budget_config, start_budget
@@ -32,6 +33,7 @@ from .hub_link import (
     now_utc,
     reported_interruptions,
 )
+from .ledger.schema import alerts_sent_table
 from .machine.setup import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
 from .machine.spot_prices import SpotPriceTraits
 from .notify import ServerAlerts, start_alerts
@@ -184,6 +186,10 @@ def start_budget_and_exports(
         link=panel_link(serverapp),
         log=log,
         ledger=service.ledger,
+        # the keys sent in the ledger, where there is one (else the state file)
+        sent=None
+        if service.ledger is None
+        else TableKeys(service.ledger.engine, alerts_sent_table),
     )
     if interruption is not None:
         interruption.responder.listeners.append(

@@ -29,7 +29,9 @@ from .budget.policy import BudgetError, HardBudgetRefused
 from .errors import RequestError
 from .inputs import json_object
 from .kernel_auth import KernelUser, is_kernel_request
+from .ledger import LedgerOffline
 from .service import CostService
+from .status import ledger_unreachable
 
 API_PREFIX = f"/{API_PATH}"
 
@@ -44,6 +46,9 @@ def error_status(error: BaseException) -> int | None:
         return 403
     if isinstance(error, BudgetError):
         return 400
+    # a route that read the ledger while it cannot be reached: a spell, not a bug
+    if isinstance(error, LedgerOffline):
+        return 503
     return None
 
 
@@ -53,7 +58,12 @@ def as_http_error(error: BaseException) -> web.HTTPError | None:
     if status is None:
         return None
     # given as an argument: tornado doubles every % of a log_message given alone
-    return web.HTTPError(status, "%s", str(error))
+    return web.HTTPError(status, "%s", refusal_message(error))
+
+
+def refusal_message(error: BaseException) -> str:
+    """The sentence a refusal answers with."""
+    return ledger_unreachable(None, None) if isinstance(error, LedgerOffline) else str(error)
 
 
 class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
@@ -111,7 +121,8 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
             # the words it has (jupyter_server's reply would show a log format string)
             self.set_status(converted.status_code)
             self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": str(exc_info[1]), "reason": None}))
+            message = refusal_message(exc_info[1])
+            self.finish(json.dumps({"message": message, "reason": None}))
             return
         super().write_error(status_code, **kwargs)
 

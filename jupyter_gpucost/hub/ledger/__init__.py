@@ -20,7 +20,11 @@ How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerA
   or a meter gone back) takes nothing back and adds nothing.
 * No figure outside what the ledger may hold is ever written; one found when the ledger
   is opened is moved to quarantine (:mod:`.quarantine`), and a flush that cannot write
-  one server writes the others. Sums are exact and cannot overflow (:mod:`.queries`).
+  one server (bad data) writes the others. Sums are exact and cannot overflow.
+* A spell of the database (:func:`~jupyter_gpucost.core.sql.is_transient`) is never bad
+  data: nothing is quarantined, the bill goes on from memory (servers opened and closed,
+  deadlines, totals from the sums last known) and is written when it is back (:mod:`.outage`,
+  :mod:`.catchup`); :class:`~..model.HubLedgerDown` says so meanwhile.
 * :meth:`HubLedger.totals` and :meth:`HubLedger.all_totals` are exact up to ``now``: the
   database's sums (as of the last flush) plus, for each running server, what it has
   allocated and reported since. They are the user's own: rows are selected by user name.
@@ -28,30 +32,31 @@ How it keeps the bill (:class:`HubLedger` implements :class:`~..model.HubLedgerA
   since then (a server's next report, being cumulative, brings most of it back) and, for a
   server that stopped while the service was down, the time after its ``last_seen``. On the
   next start, :meth:`HubLedger.running` gives back the servers that were running, with
-  ``last_seen`` = the last flush; the service closes those the Hub no longer lists with
-  ``stopped = last_seen``, and the others go on being billed from their start.
+  ``last_seen`` = the last flush; the service closes those the Hub no longer lists at the
+  time the Hub says they stopped (never before ``last_seen``), and the others go on being
+  billed from their start.
 
 One process writes a ledger (the service); pages and tools may read it at the same time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
-from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from ...core.billing import BillingRule
 from ...core.hub_protocol import SpendReport
 from ..accounting import day_of, midnight, month_start
 from ..model import (
     GroupTotals,
+    HubLedgerDown,
     InterruptionTotals,
     Rate,
     ReportCeiling,
@@ -60,9 +65,11 @@ from ..model import (
     UserTotals,
     pooled,
 )
+from .catchup import CatchUp
 from .interruptions import USER_DAY_LIMIT, InterruptionStore
-from .quarantine import keep, quarantine_bad_rows
-from .queries import daily_rows, load_open, rate_id, session_rows, sums_by_user
+from .outage import Closing, Deadline, Outage, Waiting
+from .quarantine import quarantine_bad_rows
+from .queries import daily_rows, load_open, session_rows
 from .schema import (
     daily_table,
     deadlines_table,
@@ -74,9 +81,16 @@ from .schema import (
     to_us,
 )
 from .state import NO_DAY, Day, OpenServer
-from .writes import report_values, write, write_days
+from .writes import write
 
-__all__ = ["HubLedger", "daily_table", "default_url", "rates_table", "servers_table"]
+__all__ = [
+    "HubLedger",
+    "HubLedgerDown",
+    "daily_table",
+    "default_url",
+    "rates_table",
+    "servers_table",
+]
 
 _s = servers_table.c
 _d = daily_table.c
@@ -89,7 +103,7 @@ def default_url(data_dir: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(data_dir) / 'gpucost-hub.sqlite'}"
 
 
-class HubLedger:
+class HubLedger(CatchUp):
     """One hub ledger. Thread-safe: reports may come in while a flush writes.
 
     ``tz`` is the time zone days and months are cut in; ``billing`` the provider's rule
@@ -126,6 +140,13 @@ class HubLedger:
         with self.engine.connect() as conn:
             for server in load_open(conn, _s.stopped_us.is_(None), self.ceiling):
                 self._track(server)
+        #: whether the database answers; what waits in memory while it does not
+        self.outage = Outage(self.engine, self.log)
+        self.waiting = Waiting()
+        #: the database's sums by user (today, month) as last read or written: the totals
+        #: while it cannot be read
+        self._sums: tuple[date, dict[str, list[int]]] | None = None
+        self._flushed_sums(day_of(datetime.now(UTC), tz), None)
 
     def close(self) -> None:
         """Release the database (what is not flushed is not written)."""
@@ -157,66 +178,62 @@ class HubLedger:
                 known = self._keys.get(key)
                 if known is not None:
                     return self._open[known].row
-            with self.engine.begin() as conn:
-                found = conn.execute(
-                    sa.select(_s.id).where(
-                        _s.user_name == key[0], _s.server_name == key[1], _s.started_us == key[2]
-                    )
-                ).scalar()
-                if found is None:
-                    found = self._insert(conn, server, rate, key[2])
-                else:
-                    conn.execute(
-                        servers_table.update().where(_s.id == found).values(stopped_us=None)
-                    )
-                (opened,) = load_open(conn, _s.id == found, self.ceiling)
+            try:
+                found = self._insert_or_reopen(server, rate, key)
+            except HubLedgerDown:  # billed from memory; its row is made when the db is back
+                opened = OpenServer(
+                    ServerRow(
+                        self.waiting.provisional_id(),
+                        server.user,
+                        server.server_name,
+                        server.started,
+                        None,
+                        server.started,
+                        server.profile,
+                        rate,
+                    ),
+                    self.ceiling.rate(rate),
+                )
+                with self._lock:
+                    self.waiting.opened[opened.row.server_id] = opened
+                    self._track(opened)
+                return opened.row
             with self._lock:
-                self._track(opened)
-            return opened.row
-
-    @staticmethod
-    def _insert(conn: Connection, server: ServerInfo, rate: Rate, started_us: int) -> int:
-        result = conn.execute(
-            servers_table.insert().values(
-                user_name=server.user,
-                server_name=server.server_name,
-                started_us=started_us,
-                last_seen_us=started_us,
-                profile=server.profile,
-                rate_id=rate_id(conn, rate),
-            )
-        )
-        key = result.inserted_primary_key
-        assert key is not None
-        return int(key[0])
+                self._track(found)
+            return found.row
 
     def close_server(self, server_id: int, stopped: datetime) -> None:
         """The session ended at ``stopped``: its bill is written up to then (never below
         what was already written) and it is no longer running. Unknown ids are ignored."""
         with self._view:
             with self._lock:
-                server = self._open.get(server_id)
+                server = self._open.get(self.waiting.real(server_id))
                 if server is None:
                     return
-                days = server.changes(stopped, self.billing, self.tz)
-                last = server.last
-                last_seen = max(server.row.last_seen, stopped)
-            with self.engine.begin() as conn:
-                write_days(conn, [(server, days)])
-                conn.execute(
-                    servers_table.update()
-                    .where(_s.id == server_id)
-                    .values(
-                        stopped_us=to_us(stopped),
-                        last_seen_us=to_us(last_seen),
-                        **report_values(last),
-                    )
+                closing = Closing(
+                    server,
+                    server.changes(stopped, self.billing, self.tz),
+                    stopped,
+                    max(server.row.last_seen, stopped),
+                    server.last,
                 )
-                conn.execute(
-                    deadlines_table.delete().where(deadlines_table.c.server_id == server_id)
-                )
+            try:
+                if server.row.server_id < 0 or self.waiting:
+                    raise HubLedgerDown("written after what waits")  # in order
+                with self._db() as conn:
+                    self._write_close(conn, closing)
+            except HubLedgerDown:  # written when the database is back
+                with self._lock:
+                    self.waiting.closing[server.row.server_id] = closing
+                    self.waiting.deadlines.pop(server.row.server_id, None)
+                    self._untrack(server.row.server_id)
+                return
             with self._lock:
-                self._untrack(server_id)
+                self._cache_written(server, closing.days)
+                self._untrack(server.row.server_id)
+
+    def unreachable_since(self) -> datetime | None:
+        return self.outage.down_since
 
     def running(self) -> list[ServerRow]:
         with self._lock:
@@ -228,7 +245,7 @@ class HubLedger:
         """Keep a running server's report (written at the next flush). ``KeyError`` when
         the server is not running."""
         with self._lock:
-            server = self._open.get(server_id)
+            server = self._open.get(self.waiting.real(server_id))
             if server is None:
                 raise KeyError(f"server {server_id} is not running")
             over = server.add_report(report, received, self.billing, self.tz)
@@ -259,6 +276,8 @@ class HubLedger:
         ``last_seen = now``, in one transaction. A server whose figures cannot be written
         is quarantined and logged; the others are written all the same. The reported
         interruptions are written first, in a transaction of their own."""
+        self.outage.retry_now()
+        self._write_waiting()
         try:
             self.interruptions.flush()
         except sa.exc.SQLAlchemyError as e:  # kept for the next flush; never stops the bill's
@@ -280,20 +299,29 @@ class HubLedger:
             for server, days in refused:
                 self._quarantine(server, days, now, "a figure outside what the ledger holds")
             try:
-                with self.engine.begin() as conn:
+                with self._db() as conn:
                     write(conn, batch, reports, now)
             except sa.exc.SQLAlchemyError as e:
-                # one server's row the database refuses must not stop the others'
+                # bad data, not a spell: one server's row the database refuses must not
+                # stop the others'
                 self.log.error("gpucost hub: the flush failed (%s); writing server by server", e)
-                for one in batch:
+                for at, one in enumerate(batch):
                     mine = [(i, r) for i, r in reports if i == one[0].row.server_id]
                     try:
-                        with self.engine.begin() as conn:
+                        with self._db() as conn:
                             write(conn, [one], mine, now)
                     except sa.exc.SQLAlchemyError as why:
                         self._quarantine(one[0], one[1], now, f"the database refused it: {why}")
                         continue
+                    except HubLedgerDown:
+                        with self._lock:
+                            for s, _ in batch[at:]:
+                                s.report_pending = s.report_pending or any(
+                                    i == s.row.server_id for i, _ in reports
+                                )
+                        raise
                     with self._lock:
+                        self._cache_written(one[0], one[1])
                         one[0].written(one[1], now)
                 return
             except BaseException:
@@ -304,25 +332,19 @@ class HubLedger:
                 raise
             with self._lock:
                 for server, days in batch:
+                    self._cache_written(server, days)
                     server.written(days, now)
+            self.outage.back()
 
     def _quarantine(
         self, server: OpenServer, days: Mapping[date, Day], now: datetime, reason: str
     ) -> None:
-        """Stop writing ``server`` (its figures are kept in quarantine, and logged)."""
+        """Stop writing ``server``; its figures wait in memory for the quarantine (written
+        first thing at the next flush, and kept until it can be)."""
         with self._lock:
-            server.quarantined = True
-        row: dict[str, Any] = {
-            "server_id": server.row.server_id,
-            "user_name": server.row.user,
-            "server_name": server.row.server_name,
-            "days": {d.isoformat(): v for d, v in days.items()},
-        }
-        try:
-            with self.engine.begin() as conn:
-                keep(conn, now_us=to_us(now), source="flush", row=row, reason=reason, log=self.log)
-        except sa.exc.SQLAlchemyError as e:
-            self.log.error("gpucost hub: cannot quarantine %r (%s): %s", row, reason, e)
+            self._refuse(server, "flush", days, reason, now)
+        with contextlib.suppress(HubLedgerDown):
+            self._write_waiting()
 
     # -- grace deadlines ----------------------------------------------------------------
 
@@ -330,26 +352,14 @@ class HubLedger:
         self, server_id: int, since: datetime, stop_at: datetime, reason: str
     ) -> None:
         """Keep a server's grace deadline (a restart of the service keeps it)."""
-        table = deadlines_table
-        with self.engine.begin() as conn:
-            conn.execute(table.delete().where(table.c.server_id == server_id))
-            conn.execute(
-                table.insert().values(
-                    server_id=server_id,
-                    since_us=to_us(since),
-                    stop_at_us=to_us(stop_at),
-                    reason=reason[:2000],
-                )
-            )
+        self._deadline(server_id, Deadline(since, stop_at, reason))
 
     def clear_deadline(self, server_id: int) -> None:
-        table = deadlines_table
-        with self.engine.begin() as conn:
-            conn.execute(table.delete().where(table.c.server_id == server_id))
+        self._deadline(server_id, Deadline())
 
     def deadlines(self) -> dict[int, tuple[datetime, datetime, str]]:
         """server_id → (since, stop_at, reason) of every kept grace deadline."""
-        with self.engine.connect() as conn:
+        with self._db(write=False) as conn:
             rows = conn.execute(sa.select(deadlines_table)).mappings().all()
         return {
             int(r["server_id"]): (from_us(r["since_us"]), from_us(r["stop_at_us"]), r["reason"])
@@ -364,14 +374,17 @@ class HubLedger:
         first = month_start(today)
         wanted = None if users is None else set(users)
         with self._view:
-            with self.engine.connect() as conn:
-                flushed = sums_by_user(conn, today, wanted)
+            sums = self._flushed_sums(today, wanted)
             with self._lock:
                 if wanted is None:
                     ids = list(self._open)
                 else:
                     ids = [i for u in wanted for i in self._by_user.get(u, ())]
-            sums = {u: list(v) for u, v in flushed.items()}
+                # servers closed while the database could not be reached: not written yet
+                for c in self.waiting.closing.values():
+                    user = c.server.row.user
+                    if wanted is None or user in wanted:
+                        self._add_days(sums.setdefault(user, [0, 0]), c.server, c.days, today)
             sessions: dict[str, dict[int, int]] = {}
             # the lock a chunk at a time: reports (on the event loop) wait for at most one
             # chunk's figures, not every running server's
@@ -397,7 +410,12 @@ class HubLedger:
         return {u: UserTotals(u, t, m, sessions.get(u, {})) for u, (t, m) in sorted(sums.items())}
 
     def interruptions_by_user(self, since: date) -> dict[str, InterruptionTotals]:
-        return self.interruptions.by_user(midnight(since, self.tz))
+        self.outage.check()
+        try:
+            return self.interruptions.by_user(midnight(since, self.tz))
+        except sa.exc.SQLAlchemyError as e:
+            self.outage.failed(e)
+            raise
 
     def totals(self, user: str, now: datetime) -> UserTotals:
         """``user``'s own today / this month, exact up to ``now``, and the bill of each of
@@ -423,7 +441,7 @@ class HubLedger:
         """(day, user, billed micro-dollars) from ``since``, for ``user`` or everyone; as of
         the last flush, or with ``now`` up to then."""
         with self._view:
-            with self.engine.connect() as conn:
+            with self._db(write=False) as conn:
                 rows = daily_rows(conn, since, user)
             if now is None:
                 return rows
@@ -445,7 +463,7 @@ class HubLedger:
         """``user``'s server sessions, newest first; as of the last flush, or with ``now``
         the running ones up to then."""
         with self._view:
-            with self.engine.connect() as conn:
+            with self._db(write=False) as conn:
                 rows = session_rows(conn, user, limit)
             if now is None:
                 return rows

@@ -21,6 +21,8 @@
   drew (mJ) and how many polls found its own report disagreeing (:mod:`.usage`);
 * ``hub_interruptions``: the spot interruptions servers reported (:mod:`.interruptions`),
   one row per user and interruption id: informational, never part of a bill;
+* ``hub_alerts_sent``: each alert's event key sent, until when it is remembered
+  (:mod:`...core.sent_keys`), so that neither a restart nor other alerts send it again;
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -34,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from ...core.sent_keys import sent_keys_table
 from ...core.sql import create_engine, sqlite_path
 from ..model import HubConfigError
 
@@ -194,6 +197,9 @@ interruptions_table = sa.Table(
     sa.UniqueConstraint("user_name", "interruption_id", name="uq_hub_interruptions_id"),
     sa.Index("ix_hub_interruptions_at", "at_us", "user_name"),
 )
+
+#: the alerts sent, by event key (:mod:`...core.sent_keys`)
+alerts_sent_table = sent_keys_table(metadata, "hub_alerts_sent")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

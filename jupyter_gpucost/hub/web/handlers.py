@@ -3,7 +3,8 @@
 Who may call what:
 
 * ``POST api/report`` — a single-user server, with its own Hub token
-  (``Authorization: token …``); the Hub names the user. No cookies: no XSRF to check.
+  (``Authorization: token …``) carrying ``custom:gpucost:report`` for its user; the Hub
+  names the user and the token's scopes. No cookies: no XSRF to check.
   The service's hot path, so a plain callable route (:mod:`.report_route`), not a handler.
 * ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
   answers 403 to a user who is not an admin of the service.
@@ -41,6 +42,7 @@ from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_fo
 from ...core.money import as_decimal, status_bar
 from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
+from ..model import HubLedgerDown
 from ..service import HubService
 from . import views
 from .hubapi import HubApi, Identity
@@ -127,6 +129,14 @@ class Base(web.RequestHandler):
         exc = kwargs.get("exc_info")
         if exc is not None and isinstance(exc[1], web.HTTPError) and exc[1].log_message:
             reason = exc[1].log_message % exc[1].args if exc[1].args else exc[1].log_message
+        if exc is not None and isinstance(exc[1], HubLedgerDown):
+            # a page that must read the ledger while its database is away: a spell, not a bug
+            status_code = 503
+            self.set_status(status_code)
+            reason = (
+                "The hub's ledger cannot be reached just now; budgets and stops go on from "
+                "memory. Try again when it is back."
+            )
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"status": status_code, "message": reason}))
 

@@ -201,6 +201,20 @@ class HubApi:
         self._identities[key] = (expires, identity)
         return identity
 
+    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
+        """When the Hub says this server stopped (``None``: it does not say, or it runs).
+
+        JupyterHub sets a server's ``last_activity`` to the time it stopped it and lists
+        stopped servers with ``include_stopped_servers``."""
+        path = f"/users/{quote(user, safe='')}?include_stopped_servers=1"
+        code, doc = await self._call("GET", path)
+        if code != 200 or not isinstance(doc, dict):
+            raise HubApiError(f"GET {self.api_url}{path}: {code} {_why(doc)}")
+        server = (doc.get("servers") or {}).get(server_name)
+        if not isinstance(server, dict) or not server.get("stopped"):
+            return None
+        return parse_time(server.get("last_activity"))
+
     async def stop_server(self, user: str, server_name: str) -> str:
         """Ask the Hub to stop a server: "stopping", or "gone" when it is not running."""
         path = f"/users/{quote(user, safe='')}/server"

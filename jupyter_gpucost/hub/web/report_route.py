@@ -15,11 +15,17 @@ closed. Each user's reports are rate-limited
 (:mod:`.ratelimit`) before their body is parsed.
 
 Who may report: a user's server, with that user's own Hub token
-(``Authorization: token …``); the Hub names the user (cached per token). No cookies, so
-no XSRF to check. Answers: 200 with the :class:`~jupyter_gpucost.core.hub_protocol.HubReply`;
-401 without a token the Hub knows; 403 for a token that is not a user's; 400 naming the
-field that is wrong; 409 when the user runs no such server; 413 over the size limit;
-429 over the rate limit; 405 for another method; 503 when the Hub cannot be asked.
+(``Authorization: token …``); the Hub names the user and the token's scopes (cached per
+token). The token must carry :data:`REPORT_SCOPE` for that user (or that server): the
+admin grants it to the users and to their servers' tokens (docs/jupyterhub.md). Any other
+token of the user lacks it: above all the token a user's browser hands to *another* user's
+server when visiting it (OAuth, sharing), which carries only the user's name and access to
+that server, so a visited server cannot report for its visitor. No cookies, so no XSRF to
+check. Answers: 200 with the :class:`~jupyter_gpucost.core.hub_protocol.HubReply`;
+401 without a token the Hub knows; 403 for a token that is not a user's, or one without
+the scope; 400 naming the field that is wrong; 409 when the user runs no such server;
+413 over the size limit; 429 over the rate limit; 405 for another method; 503 when the
+Hub cannot be asked.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ from ..service import HubService, ReportRejected
 from .hubapi import HubApi, Identity
 from .ratelimit import RateLimit
 
+#: the scope a token must carry to report a user's spend (the admin defines it in
+#: ``c.JupyterHub.custom_scopes`` and grants ``custom:gpucost:report!user`` to the users and
+#: their servers' tokens)
+REPORT_SCOPE = "custom:gpucost:report"
 #: tokens being checked with the Hub at once, at most
 MAX_PENDING_CHECKS = 256
 #: the largest body read (and dropped) to answer 413 on a connection kept open; past
@@ -134,6 +144,8 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
                 raise Refused(401, "the Hub does not know this token")
             if who.kind != "user":
                 raise Refused(403, "only a user's server reports its spend")
+            if not may_report(who.scopes, who.name):
+                raise Refused(403, no_scope(who.name))
             limit = self.ctx.report_limit
             if not limit.allow(who.name, time.monotonic()):
                 wait_s = limit.retry_after_s(who.name)
@@ -152,6 +164,8 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
                 report.check_times(now)
             except ProtocolError as e:
                 raise Refused(400, str(e)) from None
+            if not may_report(who.scopes, who.name, report.server_name):
+                raise Refused(403, no_scope(who.name, report.server_name))
             try:
                 reply = self.ctx.service.report(who.name, report, now)
             except ReportRejected as e:
@@ -240,6 +254,38 @@ class _ReportMessage(httputil.HTTPMessageDelegate):
         self.answered = True
         message = f"a report is at most {self.limit} bytes"
         answer(self.request, 413, {"status": 413, "message": message})
+
+
+def may_report(scopes: frozenset[str], user: str, server_name: str | None = None) -> bool:
+    """Whether a token of ``user`` whose scopes the Hub names ``scopes`` may report for the
+    server ``server_name`` (``None``: for some server of ``user``).
+
+    The Hub answers ``GET /user`` with the token's scopes expanded, filters resolved:
+    ``custom:gpucost:report!user`` granted to alice reads ``…!user=alice``,
+    ``…!server`` reads ``…!server=alice/<name>``. A group filter is not taken (the Hub
+    names the groups only to a token that may read them)."""
+    for scope in scopes:
+        base, _, where = scope.partition("!")
+        if base != REPORT_SCOPE:
+            continue
+        kind, _, value = where.partition("=")
+        if not where or (kind == "user" and value == user):
+            return True
+        if kind == "server":
+            owner, _, name = value.partition("/")
+            if owner == user and (server_name is None or name == server_name):
+                return True
+    return False
+
+
+def no_scope(user: str, server_name: str | None = None) -> str:
+    """The 403's sentence for a token without :data:`REPORT_SCOPE` for the server."""
+    server = f"{user}'s server" if not server_name else f"{user}'s server {server_name!r}"
+    return (
+        f"this token may not report spend for {server}: it lacks the {REPORT_SCOPE} "
+        "scope, which the Hub gives a user's own server token when the admin grants it "
+        f"({REPORT_SCOPE}!user in the server's and the user's roles; docs/jupyterhub.md)"
+    )
 
 
 def bearer_token(header: str) -> str:

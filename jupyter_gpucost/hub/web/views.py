@@ -17,7 +17,7 @@ from ..accounting import month_start
 from ..allocation import describe
 from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
-from ..model import GpuAllocation, InterruptionTotals, ServerRow, UserTotals
+from ..model import GpuAllocation, HubLedgerDown, InterruptionTotals, ServerRow, UserTotals
 from ..service import HubService
 from .idle_view import idle_gauges, idle_json, idle_summary
 
@@ -94,17 +94,35 @@ def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[dict[str,
 
 def me(service: HubService, user: str, now: datetime, today: date) -> dict[str, Any]:
     """A user's own page: today, this month, their sessions and a chart of days."""
-    totals = service.totals.get(user) or service.ledger.totals(user, now)
     since = today - timedelta(days=CHART_DAYS - 1)
     budgets = [budget_json(b) for b in service.budgets_for(user)]
+    warning = None
+    try:
+        totals = service.totals.get(user) or service.ledger.totals(user, now)
+        sessions = [_session(s) for s in service.ledger.sessions(user, limit=50, now=now)]
+        daily = service.ledger.daily(since, user, now=now)
+    except HubLedgerDown:
+        # from memory: the last poll's totals; past sessions and days wait for the ledger
+        totals = service.totals.get(user) or UserTotals(user, 0, 0)
+        sessions, daily = [], [(today, user, totals.today_micro_usd)]
+    down = service.ledger.unreachable_since()
+    if down is not None:
+        warning = {
+            "code": "ledger-unreachable",
+            "since": down.isoformat(timespec="seconds"),
+            "message": f"The hub's ledger is unreachable since {down:%H:%M} UTC: today and "
+            "this month are the service's own figures, kept in memory and written when it "
+            "is back; past sessions are not shown meanwhile.",
+        }
     return {
         "user": user,
         "today_usd": usd(totals.today_micro_usd),
         "month_usd": usd(totals.month_micro_usd),
         "running": _servers(service, user),
         "budgets": budgets,
-        "sessions": [_session(s) for s in service.ledger.sessions(user, limit=50, now=now)],
-        "daily": _chart(service.ledger.daily(since, user, now=now), today),
+        "sessions": sessions,
+        "daily": _chart(daily, today),
+        "warning": warning,
     }
 
 

@@ -221,7 +221,15 @@ class BudgetController:
         if reply is None:
             self.hub = HubView(last.reply, error, last.reported_at)
             return
-        self.hub = HubView(reply, None, self.clock())
+        down = reply.ledger_unreachable_since
+        said = None
+        if down is not None:
+            local = down.astimezone()
+            said = _(
+                "the hub's ledger is unreachable since {time}; the hub bills and enforces "
+                "budgets from memory meanwhile, and writes it all when the ledger is back"
+            ).format(time=f"{local:%H:%M} {local.tzname() or ''}".strip())
+        self.hub = HubView(reply, said, self.clock())
         self.policy.hub = tuple(
             Budget("hub", b.amount_micro_usd, b.scope, HUB_SOURCE_LABEL, b.source)
             for b in reply.budgets

@@ -10,12 +10,13 @@ session of the ledger counts.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection
 
 from .schema import (
     actions_table,
@@ -41,10 +42,14 @@ class Totals:
 class LedgerReads:
     """The ledger's queries; :class:`~.ledger.Ledger` adds opening and writing."""
 
-    engine: Engine
     tz: tzinfo | None
     #: whose rows are read (``None``: every session's)
     user: str | None = None
+
+    def _reading(self) -> AbstractContextManager[Connection]:
+        """A connection to read with (:class:`~.Ledger` turns a spell into
+        :class:`~.opening.LedgerOffline`)."""
+        raise NotImplementedError
 
     def _mine(self, session_id: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
         """Rows of the user's sessions (every row without a user)."""
@@ -83,7 +88,7 @@ class LedgerReads:
         everything = sa.select(sa.func.coalesce(sa.func.sum(c.cost_micro_usd), 0)).where(
             (c.id != exclude_session if exclude_session else sa.true()) & self._my_sessions()
         )
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             today, month_total = conn.execute(recent).one()
             all_time = conn.execute(everything).scalar_one()
         return Totals(int(today), int(month_total), int(all_time))
@@ -94,7 +99,7 @@ class LedgerReads:
         if not ids:
             return {}
         s = spend_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(s.session_id, sa.func.sum(s.cost_micro_usd))
                 .where(
@@ -111,7 +116,7 @@ class LedgerReads:
     def spend_between(self, start_s: float, end_s: float) -> list[tuple[int, int, int]]:
         """(minute, cost, rate) summed over the user's sessions, for minutes in [start, end)."""
         s = spend_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(
                     s.minute_unix_s,
@@ -133,7 +138,7 @@ class LedgerReads:
     ) -> list[tuple[int, str, int, int]]:
         """(minute, session, cost, rate) per session, for minutes in [start, end)."""
         s = spend_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(
                     s.minute_unix_s, s.session_id, s.cost_micro_usd, s.rate_micro_usd_per_hour
@@ -152,7 +157,7 @@ class LedgerReads:
     ) -> list[tuple[int, int, float, float, int, int | None]]:
         """(minute, gpu, utilisation sum, power sum, samples, memory max)."""
         g = gpu_minutes_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(
                     g.minute_unix_s,
@@ -174,7 +179,7 @@ class LedgerReads:
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         c = sessions_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(c.id, c.started_unix_s, c.ended_unix_s, c.last_unix_s, c.cost_micro_usd)
                 .where(self._my_sessions())
@@ -205,7 +210,7 @@ class LedgerReads:
     def actions(self, limit: int = 50) -> list[dict[str, Any]]:
         """Budget actions, newest first, each with its session id."""
         c = actions_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(c.record, c.session_id)
                 .where(self._mine(c.session_id))
@@ -216,7 +221,7 @@ class LedgerReads:
 
     def recent_cells(self, limit: int = 50) -> list[dict[str, Any]]:
         c = cells_table.c
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(
                 sa.select(c.record, c.session_id)
                 .where(self._mine(c.session_id))

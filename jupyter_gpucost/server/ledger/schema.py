@@ -9,12 +9,16 @@
 * ``gpu_minutes``: per session, GPU and minute, utilisation, memory and power, for the
   history chart of past windows;
 * ``budget_actions``: what budgets did; ``cells``: cell records sent by the kernel extension;
+* ``alerts_sent``: each alert's event key sent, until when it is remembered
+  (:mod:`...core.sent_keys`);
 * ``meta``: the schema version.
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
+
+from ...core.sent_keys import sent_keys_table
 
 SCHEMA_VERSION = 1
 
@@ -111,3 +115,7 @@ def minute_of(unix_s: float) -> int:
 def quarter_of(unix_s: float) -> int:
     """The quarter hour (unix seconds) ``unix_s`` falls in."""
     return int(unix_s // 900) * 900
+
+
+#: the alerts sent, by event key (:mod:`...core.sent_keys`)
+alerts_sent_table = sent_keys_table(metadata, "alerts_sent")

@@ -67,6 +67,31 @@ class Pending:
     def empty(self) -> bool:
         return not self.spend and not self.gpus
 
+    def absorb(self, newer: Pending) -> None:
+        """Fold in what was counted after this part (a part not written yet)."""
+        for minute, (cost, idle, rate) in newer.spend.items():
+            row = self.spend.setdefault(minute, [0, 0, rate])
+            row[0] += cost
+            row[1] += idle
+            row[2] = rate
+        for key, sums in newer.gpus.items():
+            self.gpus.setdefault(key, GpuMinuteSums()).merge(sums)
+        self.cost_micro_usd += newer.cost_micro_usd
+        self.idle_micro_usd += newer.idle_micro_usd
+        if newer.energy_j is not None:
+            self.energy_j = newer.energy_j
+        if newer.peak_memory_bytes is not None:
+            self.peak_memory_bytes = max(self.peak_memory_bytes or 0, newer.peak_memory_bytes)
+        self.last_unix_s = max(self.last_unix_s, newer.last_unix_s)
+
+
+def merged(parts: Sequence[Pending]) -> Pending:
+    """One part holding ``parts`` (oldest first)."""
+    out = Pending()
+    for part in parts:
+        out.absorb(part)
+    return out
+
 
 def _add_row(
     conn: Connection,

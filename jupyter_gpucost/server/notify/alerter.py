@@ -22,11 +22,12 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import HasTraits
 
 from ...alerts.dispatch import AlertDispatcher, DispatchSettings
+from ...alerts.memory import SentKeys
 from ...alerts.model import (
     Alert,
     Context,
     StopReason,
-    budget_crossings,
+    budget_crossing,
     idle_gpus,
     spend_spike,
     stopped,
@@ -120,19 +121,20 @@ class ServerAlerts:
         return alert is not None and self.send(alert)
 
     def check(self) -> None:
-        """Each budget's thresholds reached, alerted once per budget and period."""
+        """Each budget's highest threshold reached, alerted once per budget and period."""
         if self.budget is None or not self.targets:
             return
         for standing in self.budget.standings():
             if standing.spent_micro_usd is None:
                 continue
-            for alert in budget_crossings(
+            alert = budget_crossing(
                 self.context,
                 standing.key,
                 standing.spent_micro_usd,
                 standing.budget.amount_micro_usd,
                 self.thresholds_pct,
-            ):
+            )
+            if alert is not None:
                 self.send(alert)
 
     def on_event(self, kind: str, message: str, fields: Mapping[str, Any]) -> None:
@@ -217,8 +219,10 @@ def start_alerts(
     link: str,
     log: logging.Logger,
     ledger: SpendLedger | None = None,
+    sent: SentKeys | None = None,
 ) -> ServerAlerts:
-    """The alerts of ``c.GpuCost.notify*`` watching ``budget`` (traits already checked)."""
+    """The alerts of ``c.GpuCost.notify*`` watching ``budget`` (traits already checked);
+    the keys sent kept in ``sent`` (the ledger's table), else in the state file."""
     from ...alerts.targets import parse_targets
 
     state = trait_str(traits, "notify_state_path")
@@ -227,7 +231,7 @@ def start_alerts(
     alerts = ServerAlerts(
         admin,
         UserTargets(state_path.with_name(state_path.stem + "-targets.json")),
-        AlertDispatcher(DispatchSettings(state_path=state_path), log=log),
+        AlertDispatcher(DispatchSettings(state_path=state_path), log=log, memory=sent),
         Context(
             user=_user(),
             server=os.environ.get("JUPYTERHUB_SERVER_NAME", ""),

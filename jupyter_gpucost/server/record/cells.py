@@ -28,6 +28,7 @@ from ...core.record_rules import (
 )
 from ..errors import RequestError
 from ..inputs import is_unicode, one_of, shown, type_name
+from ..ledger import LedgerOffline
 
 STATUSES = ("ok", "error", "interrupted")
 MODES = ("auto", "magic")
@@ -261,9 +262,11 @@ class CellLog:
             and len(kept) < MAX_CELLS_IN_MEMORY
         ):
             # earlier sessions' cells (this session's are already in memory)
-            older = [
-                r for r in self.ledger.recent_cells(limit) if r.get("session_id") != self.session_id
-            ]
+            try:
+                earlier = self.ledger.recent_cells(limit)
+            except LedgerOffline:  # this session's, from memory, until the ledger is back
+                earlier = []
+            older = [r for r in earlier if r.get("session_id") != self.session_id]
             seen = {(r["cell_id"], r["ended"]) for r in chosen}
             for r in older:
                 if (r.get("cell_id"), r.get("ended")) not in seen and len(chosen) < limit:

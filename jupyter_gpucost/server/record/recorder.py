@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,7 +17,8 @@ from datetime import UTC, datetime
 from ...core.meter import MeterSnapshot
 from ..gpu_use.attribution import Attribution, Attributor
 from ..gpu_use.kernel_procs import KernelTracker
-from ..ledger import GpuMinuteSums, Ledger, Pending, Totals, minute_of
+from ..ledger import GpuMinuteSums, Ledger, LedgerOffline, Pending, Totals, minute_of
+from ..ledger.journal import Journal, JournalEntry
 from ..sampler import Published
 from .history import GpuPoint, HistoryRing, Point
 
@@ -28,6 +30,20 @@ class LiveTotals:
     today_micro_usd: int
     month_micro_usd: int
     all_time_micro_usd: int
+
+
+#: how long a clean stop waits for a ledger that cannot be reached
+STOP_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Unwritten:
+    """What the ledger does not have yet: seconds of this session and their cost (with
+    earlier sessions' journals), and whether it is in the local journal."""
+
+    seconds: float
+    cost_micro_usd: int
+    journaled: bool
 
 
 class Recorder:
@@ -42,6 +58,8 @@ class Recorder:
         ring: HistoryRing,
         log: logging.Logger,
         listeners: list[Callable[[Published, Attribution | None], None]] | None = None,
+        journal: Journal | None = None,
+        started: tuple[datetime, str | None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.session_id = session_id
@@ -62,6 +80,22 @@ class Recorder:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._flush_failed = False
+        #: one flush at a time (the flusher thread, a history read, the stop)
+        self._flush_lock = threading.Lock()
+        #: parts earlier flushes could not write, oldest first
+        self._queue: list[Pending] = []
+        #: the time up to which the ledger has every sample; the latest sample's time
+        self._written_until_s = self._last_sample_s = (
+            time.time() if started is None else started[0].timestamp()
+        )
+        #: the local journal of a remote ledger, the session's start and user for it
+        self.journal = journal
+        self._journal_start = started
+        self._journaled = False
+        #: earlier servers' journals not written yet
+        self._orphans: list[JournalEntry] = []
+        #: when the session ended (set by a clean stop)
+        self._ended: datetime | None = None
 
     # -- sampler thread --------------------------------------------------------
 
@@ -100,6 +134,7 @@ class Recorder:
             p.energy_j = snap.energy_j
             p.peak_memory_bytes = self.peak_memory_bytes
             p.last_unix_s = now_s
+            self._last_sample_s = now_s
             self._by_day[day] = self._by_day.get(day, 0) + delta_cost
         self.ring.append(
             Point(
@@ -156,7 +191,12 @@ class Recorder:
     def start(self) -> None:
         if self.ledger is None or self._thread is not None:
             return
-        self._refresh_others()
+        if self.journal is not None:
+            # what earlier servers could not write to this remote ledger
+            self._orphans = [e for e in self.journal.load_all() if e.session_id != self.session_id]
+            for entry in self._orphans:
+                self.ledger.remember_start(entry.session_id, entry.started, entry.user)
+        self.flush()
         self._thread = threading.Thread(target=self._run, name="gpucost-ledger", daemon=True)
         self._thread.start()
 
@@ -164,43 +204,99 @@ class Recorder:
         while not self._stop.wait(self.flush_interval_s):
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self) -> bool:
+        """Write what was counted since the last flush (and what earlier flushes and
+        earlier servers' journals could not write); True when the ledger has it all."""
         if self.ledger is None:
+            return True
+        with self._flush_lock:
+            with self._lock:
+                if not self._pending.empty():
+                    self._queue.append(self._pending)
+                    self._pending = Pending()
+                waiting = list(self._queue)
+                until = self._last_sample_s
+            try:
+                self._write_orphans()
+                self.ledger.write(self.session_id, waiting)
+                if self._ended is not None:
+                    self.ledger.end_session(self.session_id, self._ended)
+            except LedgerOffline:
+                with self._lock:
+                    # ``write`` left in ``waiting`` exactly what the ledger lacks
+                    self._queue[:] = waiting
+                self._journal_now()
+                return False
+            except Exception as e:  # not a spell: kept, logged once, tried again
+                if not self._flush_failed:
+                    self._flush_failed = True
+                    self.log.warning("jupyter-gpucost: writing the ledger failed: %s", e)
+                return False
+            with self._lock:
+                self._queue.clear()
+                self._written_until_s = until
+            if self._journaled and self.journal is not None:
+                self.journal.remove(self.session_id)
+                self._journaled = False
+            if self._flush_failed:
+                self._flush_failed = False
+                self.log.info("jupyter-gpucost: the ledger is written again")
+        self._refresh_others()
+        return True
+
+    def _write_orphans(self) -> None:
+        assert self.ledger is not None
+        while self._orphans:
+            entry = self._orphans[0]
+            try:
+                self.ledger.write(entry.session_id, entry.parts)
+                if entry.ended is not None:
+                    self.ledger.end_session(entry.session_id, entry.ended)
+            except LedgerOffline:
+                raise
+            except Exception as e:  # not a spell: this journal never blocks the session's
+                self.log.warning(
+                    "jupyter-gpucost: the journal of session %s cannot be written (%s); it "
+                    "is left where it is",
+                    entry.session_id,
+                    e,
+                )
+                self._orphans.pop(0)
+                continue
+            if self.journal is not None:
+                self.journal.remove(entry.session_id)
+            self.log.info(
+                "jupyter-gpucost: the journal of session %s is written to the ledger",
+                entry.session_id,
+            )
+            self._orphans.pop(0)
+
+    def _journal_now(self) -> None:
+        """Keep what is not written in the local journal (a remote ledger only)."""
+        if self.journal is None or self._journal_start is None:
             return
         with self._lock:
-            pending, self._pending = self._pending, Pending()
-        try:
-            self.ledger.flush(self.session_id, pending)
-        except Exception as e:
-            # keep what was not written; try again at the next flush
-            with self._lock:
-                self._merge_back(pending)
-            if not self._flush_failed:
-                self._flush_failed = True
-                self.log.warning("jupyter-gpucost: writing the ledger failed: %s", e)
-            return
-        if self._flush_failed:
-            self._flush_failed = False
-            self.log.info("jupyter-gpucost: the ledger is written again")
-        self._refresh_others()
+            parts = [*self._queue]
+        started, user = self._journal_start
+        entry = JournalEntry(self.session_id, started, user, parts, self._ended)
+        self._journaled = self.journal.save(entry) or self._journaled
 
     def flush_if_stale(self) -> None:
         """Write what is pending now (before reading the ledger back; off the loop)."""
         self.flush()
 
-    def _merge_back(self, old: Pending) -> None:
-        new = self._pending
-        for minute, (cost, idle, rate) in old.spend.items():
-            row = new.spend.setdefault(minute, [0, 0, rate])
-            row[0] += cost
-            row[1] += idle
-        for key, sums in old.gpus.items():
-            new.gpus.setdefault(key, GpuMinuteSums()).merge(sums)
-        new.cost_micro_usd += old.cost_micro_usd
-        new.idle_micro_usd += old.idle_micro_usd
-        new.energy_j = new.energy_j if new.energy_j is not None else old.energy_j
-        new.peak_memory_bytes = new.peak_memory_bytes or old.peak_memory_bytes
-        new.last_unix_s = max(new.last_unix_s, old.last_unix_s)
+    def unwritten(self, now_s: float) -> Unwritten:
+        """What is waiting to be written: the metered seconds and their cost."""
+        with self._lock:
+            cost = sum(p.cost_micro_usd for p in self._queue) + self._pending.cost_micro_usd
+            empty = not self._queue and self._pending.empty()
+            since = self._written_until_s
+        orphans = sum(p.cost_micro_usd for e in self._orphans for p in e.parts)
+        return Unwritten(
+            seconds=0.0 if empty else max(now_s - since, 0.0),
+            cost_micro_usd=cost + orphans,
+            journaled=self._journaled,
+        )
 
     def _refresh_others(self) -> None:
         if self.ledger is None:
@@ -213,14 +309,30 @@ class Recorder:
         with self._lock:
             self._others = others
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Stop the flusher and write what is left, trying for at most ``wait_s`` while
+        the ledger cannot be reached; then it stays in the journal (a remote ledger)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
             self._thread = None
-        if self.ledger is not None:
-            self.flush()
-            try:
-                self.ledger.end_session(self.session_id, datetime.now(UTC))
-            except Exception as e:
-                self.log.warning("jupyter-gpucost: could not close the session: %s", e)
+        if self.ledger is None:
+            return
+        self._ended = datetime.now(UTC)
+        deadline = time.monotonic() + wait_s
+        while True:
+            self.ledger.retry_now()
+            if self.flush():
+                return
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0.0)))
+        self._journal_now()
+        left = self.unwritten(time.time())
+        self.log.warning(
+            "jupyter-gpucost: the ledger cannot be reached at stop: %.0f s of this session "
+            "(%d micro-dollars) are not written%s",
+            left.seconds,
+            left.cost_micro_usd,
+            "; they are in the journal and written at the next start" if left.journaled else "",
+        )

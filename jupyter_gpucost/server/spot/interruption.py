@@ -1,8 +1,10 @@
 """When the cloud takes a spot machine back: tell, save, checkpoint, export, record.
 
-The watcher (:mod:`...cloud.interruption`) or, on Kubernetes, SIGTERM to the server hands
-over a :class:`Notice`; :class:`Responder` then runs, at once and in this order, each
-step bounded so that the ones after it still fit within the notice:
+The watcher (:mod:`...cloud.interruption`) or, on a Kubernetes spot node
+(:mod:`...cloud.node_capacity`), SIGTERM to the server hands over a :class:`Notice` (a
+SIGTERM on any other node is a stop, recorded as one); :class:`Responder` then runs, at
+once and in this order, each step bounded so that the ones after it still fit within the
+notice:
 
 1. **tell**: a budget event of kind ``interruption`` (every open JupyterLab and Notebook 7
    page shows the seconds left) and the budget's status document (pages that poll);
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ...cloud.interruption import KUBERNETES_GRACE_S, Notice, NoticeHandler
+from ...cloud.node_capacity import spot_node
 from ...core import money
 from ...core.i18n import _
 from ...core.interruption_files import (
@@ -406,32 +409,64 @@ def last_interruption(ledger: Ledger | None, session_id: str) -> dict[str, Any] 
     return None
 
 
+#: the ledger's action for a SIGTERM that is not a spot interruption
+STOPPED_ACTION = "stopped"
+
+
+def sigterm_is_interruption(
+    responder: Responder, spot: Callable[[], str | None], now: datetime
+) -> str | None:
+    """Why a SIGTERM in a pod is a spot interruption (a notice already seen, or the label
+    that makes the node spot), or ``None``: a stop by the user, the culler or the hub,
+    and always so while the budget's own stop is under way or past the time the hub said
+    it stops the server."""
+    if responder.task is not None or responder.current is not None:
+        return "a notice"
+    policy = responder.budget.policy
+    if policy.state in ("enforcing", "acted"):
+        return None
+    if policy.deadline is not None and now >= policy.deadline:
+        return None
+    return spot()
+
+
 def install_sigterm(
     loop: asyncio.AbstractEventLoop,
     responder: Responder,
     grace_s: float,
     stop_server: Callable[[], None] | None,
     log: logging.Logger,
+    spot: Callable[[], str | None] = spot_node,
 ) -> bool:
     """Kubernetes drains a spot node by sending the pod SIGTERM, then SIGKILL after its
-    grace period: answer as to a notice, then stop the server. Only inside a pod."""
+    grace period: answer as to a notice, then stop the server. Only inside a pod, and
+    only on a spot node (:mod:`...cloud.node_capacity`) or after a notice: anywhere else
+    SIGTERM is the user's stop, the idle culler's or the hub's, recorded as a stop."""
     if not os.environ.get("KUBERNETES_SERVICE_HOST"):
         return False
 
     async def on_term() -> None:
         now = datetime.now(UTC)
-        notice = Notice("kubernetes", "sigterm", now, now + timedelta(seconds=grace_s))
-        responder.start(notice)
-        if responder.task is not None:
-            try:
-                await responder.task
-            except Exception:
-                log.exception("jupyter-gpucost: the interruption steps failed")
+        why = sigterm_is_interruption(responder, spot, now)
+        if why is None:
+            log.warning(
+                "jupyter-gpucost: SIGTERM on a node that is not spot (no spot label, no "
+                "notice): a stop by the user, the idle culler or the hub, not an interruption"
+            )
+            await _record_stop(responder, now, log)
+        else:
+            log.warning("jupyter-gpucost: SIGTERM: saving before the pod goes (%s)", why)
+            notice = Notice("kubernetes", "sigterm", now, now + timedelta(seconds=grace_s))
+            responder.start(notice)
+            if responder.task is not None:
+                try:
+                    await responder.task
+                except Exception:
+                    log.exception("jupyter-gpucost: the interruption steps failed")
         if stop_server is not None:
             stop_server()
 
     def handle() -> None:
-        log.warning("jupyter-gpucost: SIGTERM: saving before the pod goes")
         loop.create_task(on_term())
 
     try:
@@ -439,3 +474,21 @@ def install_sigterm(
     except (NotImplementedError, RuntimeError, ValueError):
         return False
     return True
+
+
+async def _record_stop(responder: Responder, now: datetime, log: logging.Logger) -> None:
+    """A SIGTERM that is a stop: in the ledger as one (never as an interruption)."""
+    if responder.ledger is None:
+        return
+    record = {
+        "action": STOPPED_ACTION,
+        "at": iso(now),
+        "signal": "SIGTERM",
+        "session_cost_micro_usd": responder.session_cost(),
+        # in the language of its time, as a budget action's (docs/translations.md)
+        "message": _("Stopped from outside (by the user, the idle culler or the hub)."),
+    }
+    try:
+        await asyncio.to_thread(responder.ledger.add_action, responder.session_id, record)
+    except Exception as e:  # the ledger never stops the stop
+        log.warning("jupyter-gpucost: the stop is not in the ledger: %s", e)

@@ -12,6 +12,7 @@ import { Kernels } from '../panel/kernels';
 import { cellName } from '../panel/recent';
 import { CostPanelModel } from '../panel/model';
 import { ICellCost, IKernelsAnswer, IPanelStatus } from '../panel/types';
+import { LedgerWarnings } from '../panel/summary';
 import { Waste } from '../panel/waste';
 import { makeStatus } from './fixtures';
 
@@ -189,5 +190,39 @@ describe('recent cells', () => {
       'cell 8a5e1f0c'
     );
     closed.dispose();
+  });
+});
+
+describe("the ledger's warnings in the panel", () => {
+  it("shows the server's sentences for an unreachable or reset ledger, and no other", async () => {
+    const status = makeStatus({
+      warnings: [
+        {
+          code: 'ledger-unreachable',
+          message:
+            'The ledger is unreachable since 14:02 UTC; nothing lost yet; 42 s waiting to be written.'
+        },
+        {
+          code: 'ledger-reset',
+          message:
+            'The ledger was damaged and was moved to /x/ledger.sqlite.broken-1 (it held 3 sessions costing $1.25); a fresh one was started.'
+        },
+        { code: 'price-upper-bound', message: 'no price for Mystery GPU 9000' }
+      ]
+    }) as unknown as IPanelStatus;
+    const html = await render(<LedgerWarnings status={status} />);
+    expect(html).toContain('data-state="ledger-unreachable"');
+    expect(html).toContain(
+      'The ledger is unreachable since 14:02 UTC; nothing lost yet; 42 s waiting to be written.'
+    );
+    expect(html).toContain(
+      'moved to /x/ledger.sqlite.broken-1 (it held 3 sessions costing $1.25)'
+    );
+    expect(html).not.toContain('Mystery GPU');
+  });
+
+  it('shows nothing while the ledger is well', async () => {
+    const status = makeStatus({ warnings: [] }) as unknown as IPanelStatus;
+    expect(await render(<LedgerWarnings status={status} />)).toBe('');
   });
 });

@@ -39,6 +39,36 @@ export function Source(props: {
   return null;
 }
 
+/**
+ * What the server says about its ledger: unreachable (since when, what waits to be
+ * written) or reset (the damaged file moved aside and what it held). The sentences are
+ * the server's, already in the user's language.
+ */
+export function LedgerWarnings(props: {
+  status: IPanelStatus;
+}): React.ReactElement | null {
+  const shown = props.status.warnings.filter(
+    w => w.code === 'ledger-unreachable' || w.code === 'ledger-reset'
+  );
+  if (shown.length === 0) {
+    return null;
+  }
+  return (
+    <>
+      {shown.map(w => (
+        <div
+          key={w.code}
+          className="jp-gpucost-panel-banner"
+          data-state={w.code}
+          role="status"
+        >
+          {w.message}
+        </div>
+      ))}
+    </>
+  );
+}
+
 export function Totals(props: {
   status: IPanelStatus;
   symbol: string;

@@ -14,7 +14,7 @@ import { Machine } from './machine';
 import { CostPanelModel } from './model';
 import { Prices } from './prices';
 import { Cells, Exports } from './recent';
-import { Source, Totals } from './summary';
+import { LedgerWarnings, Source, Totals } from './summary';
 import { HistoryWindow } from './types';
 import { Energy, Waste } from './waste';
 
@@ -103,6 +103,7 @@ namespace Private {
           </div>
         )}
         <Source status={s} trans={trans} />
+        <LedgerWarnings status={s} />
         <Totals status={s} symbol={symbol} trans={trans} />
         <Budget model={model} status={s} symbol={symbol} trans={trans} />
         <Alerts settings={model.serverSettings} trans={trans} />
