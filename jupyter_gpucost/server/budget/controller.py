@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from . import messages
 from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
 from .events import EVENT_SCHEMA_ID, BudgetEvents, EventLogger, iso
+from .idle import IdleClock
 from .payload import BudgetView, HubView, IdleView, budget_payload
 from .policy import (
     SCOPES,
@@ -125,8 +125,7 @@ class BudgetController:
         self.enforcer.machine_rate = spend.rate_usd_per_hour
         #: where each action is kept besides the state file (the ledger)
         self.action_sink: ActionSink | None = None
-        self._idle_since: float | None = None
-        self._idle_warned = False
+        self._idle = IdleClock()
         #: ``(action,)`` while waiting for the busy kernels to end (``stop_when_idle``)
         self._after_busy: tuple[str | None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -247,13 +246,7 @@ class BudgetController:
             u is not None and u <= self.config.idle_utilization_pct for u in utilizations
         )
         busy = bool(self.kernel_manager is not None and busy_kernels(self.kernel_manager))
-        if costing and quiet and not busy:
-            if self._idle_since is None:
-                self._idle_since = time.monotonic()
-            return time.monotonic() - self._idle_since
-        self._idle_since = None
-        self._idle_warned = False
-        return 0.0
+        return self._idle.idle_for_s(costing=costing, quiet=quiet, busy=busy)
 
     async def tick(self) -> list[PolicyEvent]:
         self._stop_if_done()
@@ -263,8 +256,8 @@ class BudgetController:
         limit = config.idle_minutes * 60 if config.idle_minutes > 0 else None
         over = idle_for is not None and limit is not None and idle_for >= limit
         act_on_idle = config.idle_action == "act"
-        if over and not self._idle_warned:
-            self._idle_warned = True
+        if over and not self._idle.warned:
+            self._idle.warned = True
             self.events.emit(
                 "idle", messages.idle(config.idle_minutes, act=act_on_idle), {"reason": "idle"}
             )
@@ -464,11 +457,8 @@ class BudgetController:
         config = self.config
         idle = None
         if config.idle_minutes > 0:
-            since = self._idle_since
             idle = IdleView(
-                minutes=config.idle_minutes,
-                action=config.idle_action,
-                idle_s=None if since is None else round(time.monotonic() - since, 1),
+                minutes=config.idle_minutes, action=config.idle_action, idle_s=self._idle.so_far_s()
             )
         document = budget_payload(
             BudgetView(
