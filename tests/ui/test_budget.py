@@ -47,7 +47,7 @@ def test_budget_runs_out_the_typed_text_is_saved_and_the_kernel_shut_down(
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.minimum_charge_s=0",
-        "--GpuCost.budget_grace_s=8",
+        "--GpuCost.budget_grace_s=20",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
     )
     # no autosave: whatever reaches the disk was saved by the budget
