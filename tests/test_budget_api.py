@@ -277,7 +277,8 @@ class TestAtTheBudget:
         grace = next(e for e in events if e["kind"] == "grace")
         assert grace["budget_kind"] == "hard"
         assert grace["grace_s"] == 2
-        assert "budget is spent" in grace["message"]
+        # the countdown starts before the budget is spent, to end when it is
+        assert "budget runs out at the current rate" in grace["message"]
         kernels = json.loads((await jp_fetch("api", "kernels")).body)
         assert kernel["id"] not in [k["id"] for k in kernels]
         body = await budget(jp_fetch)

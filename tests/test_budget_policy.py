@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_gpucost.server.budget.parse import parse_amount, parse_scope, parse_thresholds
 from jupyter_gpucost.server.budget.policy import (
     Budget,
     BudgetError,
@@ -18,9 +19,6 @@ from jupyter_gpucost.server.budget.policy import (
     GraceStarted,
     Standing,
     ThresholdCrossed,
-    parse_amount,
-    parse_scope,
-    parse_thresholds,
 )
 from jupyter_gpucost.server.budget.spend import LedgerPeriods, MeterSpend
 from jupyter_gpucost.server.budget.store import BudgetStore, StoredState
@@ -35,11 +33,20 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+#: $0.01 lasts 120 s at this rate: a countdown of up to 120 s starts $0.01 before a budget
+SLOW = Decimal("0.3")
+
+
 def step(
-    policy: BudgetPolicy, seconds: float, spent_usd: float, period: str = "s1"
+    policy: BudgetPolicy,
+    seconds: float,
+    spent_usd: float,
+    period: str = "s1",
+    rate: Decimal | None = None,
 ) -> list[object]:
     spent = round(spent_usd * USD)
-    return policy.evaluate(at(seconds), [Standing(b, spent, period) for b in policy.budgets()])
+    standings = [Standing(b, spent, period) for b in policy.budgets()]
+    return policy.evaluate(at(seconds), standings, rate_usd_per_hour=rate)
 
 
 def thresholds(events: list[object]) -> list[int]:
@@ -72,14 +79,14 @@ def test_a_jump_fires_every_crossed_threshold_in_one_event() -> None:
 
 def test_grace_then_enforce_once() -> None:
     policy = BudgetPolicy(hard=HARD, grace_s=120)
-    step(policy, 0, 9.99)
-    events = step(policy, 1, 10)
+    step(policy, 0, 9.98)
+    events = step(policy, 1, 9.99, rate=SLOW)
     grace = [e for e in events if isinstance(e, GraceStarted)]
     assert len(grace) == 1
     assert grace[0].ends == at(121)
     assert policy.state == "grace"
-    assert not any(isinstance(e, Enforce) for e in step(policy, 60, 10.2))
-    events = step(policy, 121, 10.4)
+    assert not any(isinstance(e, Enforce) for e in step(policy, 60, 9.995, rate=SLOW))
+    events = step(policy, 121, 10, rate=SLOW)
     (enforce,) = [e for e in events if isinstance(e, Enforce)]
     assert enforce.standing is not None
     assert enforce.standing.budget.kind == "hard"
@@ -92,22 +99,22 @@ def test_grace_then_enforce_once() -> None:
 
 def test_a_spent_hard_budget_stops_kernels_started_after_the_action() -> None:
     policy = BudgetPolicy(hard=HARD, grace_s=60)
-    step(policy, 0, 10)
-    assert any(isinstance(e, Enforce) for e in step(policy, 60, 10.1))
+    step(policy, 0, 9.995, rate=SLOW)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 10, rate=SLOW))
     policy.acted()
     assert policy.evaluate(at(61), [Standing(HARD, 10_200_000, "s1")]) == []
-    # the user starts a kernel again: a new countdown, then the action again
+    # the user starts a kernel again: the budget is spent, so the action again at once
+    # (was: a new countdown of the full grace, past the budget)
     events = policy.evaluate(at(70), [Standing(HARD, 10_300_000, "s1")], kernels_running=True)
     assert any(isinstance(e, GraceStarted) for e in events)
-    events = policy.evaluate(at(130), [Standing(HARD, 10_400_000, "s1")], kernels_running=True)
     assert any(isinstance(e, Enforce) for e in events)
 
 
 def test_a_spent_soft_budget_lets_the_user_go_on_after_the_action() -> None:
     soft = Budget("soft", 5 * USD)
     policy = BudgetPolicy(soft=soft, grace_s=60)
-    step(policy, 0, 5)
-    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5.1))
+    step(policy, 0, 4.995, rate=SLOW)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5, rate=SLOW))
     policy.acted()
     assert policy.evaluate(at(70), [Standing(soft, 5_300_000, "s1")], kernels_running=True) == []
     assert policy.state == "acted"
@@ -115,16 +122,16 @@ def test_a_spent_soft_budget_lets_the_user_go_on_after_the_action() -> None:
 
 def test_save_and_stop_now_ends_the_grace_period() -> None:
     policy = BudgetPolicy(hard=HARD, grace_s=120)
-    step(policy, 0, 10)
+    step(policy, 0, 9.99, rate=SLOW)
     assert policy.stop_now(at(5))
-    assert any(isinstance(e, Enforce) for e in step(policy, 5, 10))
+    assert any(isinstance(e, Enforce) for e in step(policy, 5, 9.99, rate=SLOW))
     assert not policy.stop_now(at(6))  # no countdown to end any more
 
 
 def test_raising_a_soft_budget_clears_grace_and_rearms_the_thresholds_above() -> None:
     policy = BudgetPolicy(soft=Budget("soft", 5 * USD))
     assert thresholds(step(policy, 0, 4.9)) == [95]
-    assert any(isinstance(e, GraceStarted) for e in step(policy, 1, 5))
+    assert any(isinstance(e, GraceStarted) for e in step(policy, 1, 4.995, rate=SLOW))
     policy.set_soft(Budget("soft", 20 * USD), spent_micro_usd=5 * USD, period="s1")
     events = step(policy, 2, 5.1)
     assert any(isinstance(e, GraceCleared) for e in events)
@@ -156,7 +163,7 @@ def test_a_hard_budget_cannot_be_raised_or_removed_through_the_soft_path() -> No
         policy.set_soft(Budget("hard", 100 * USD))
     policy.set_soft(Budget("soft", 100 * USD))
     assert policy.hard == HARD
-    step(policy, 0, 10)
+    step(policy, 0, 9.995, rate=SLOW)
     assert policy.state == "grace"  # the hard one still binds
     policy.set_soft(None)
     assert policy.hard == HARD
@@ -354,7 +361,7 @@ def test_the_user_cancels_their_own_stop_never_a_budget_s() -> None:
     assert policy.cancel_stop()
     assert policy.state == "ok"
     assert not policy.cancel_stop()
-    step(policy, 1, 10)  # the admin's budget is spent: its countdown
+    step(policy, 1, 9.995, rate=SLOW)  # the admin's budget runs out: its countdown
     assert policy.state == "grace"
     assert not policy.cancel_stop()
     # nor can a stop of the user's replace it (and so end it sooner or later)
@@ -365,8 +372,8 @@ def test_the_user_cancels_their_own_stop_never_a_budget_s() -> None:
 def test_a_stop_the_user_asks_for_after_a_soft_budget_s_action_does_not_rearm_it() -> None:
     soft = Budget("soft", 5 * USD)
     policy = BudgetPolicy(soft=soft, grace_s=60)
-    step(policy, 0, 5)
-    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5.1))
+    step(policy, 0, 4.995, rate=SLOW)
+    assert any(isinstance(e, Enforce) for e in step(policy, 60, 5, rate=SLOW))
     policy.acted()
     policy.request_stop(at(70), "user", "stop-instance")
     assert any(isinstance(e, Enforce) for e in step(policy, 130, 5.3))

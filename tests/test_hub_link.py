@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -588,14 +589,17 @@ def test_the_countdown_follows_the_hubs_stop_time() -> None:
     assert enforce.reason == "hub"
 
     # a local budget's countdown is never made longer by a later hub stop
+    # ($0.01 left at $0.60/h lasts the 60 s grace: the countdown starts, to end at the
+    # budget; was: a spent budget, which now acts at once)
     policy = BudgetPolicy(hard=Budget("hard", 1_000_000), grace_s=60)
     policy.deadline = t0 + timedelta(hours=1)
-    spent = Standing(Budget("hard", 1_000_000), 1_000_000, "s")
-    events = policy.evaluate(t0, [spent])
+    spent = Standing(Budget("hard", 1_000_000), 990_000, "s")
+    rate = Decimal("0.6")
+    events = policy.evaluate(t0, [spent], rate_usd_per_hour=rate)
     assert [e.ends for e in events if isinstance(e, GraceStarted)] == [t0 + timedelta(seconds=60)]
     # ...and a hub stop that comes sooner shortens it
     policy.deadline = t0 + timedelta(seconds=10)
-    policy.evaluate(t0 + timedelta(seconds=1), [spent])
+    policy.evaluate(t0 + timedelta(seconds=1), [spent], rate_usd_per_hour=rate)
     assert policy.grace_ends == t0 + timedelta(seconds=10)
 
     # the hub no longer stops the server (its budget was raised): the countdown ends

@@ -103,7 +103,8 @@ def test_in_english_the_sentences_are_as_before() -> None:
 
 @pytest.mark.usefixtures("chinese")
 def test_the_errors_a_person_reads_are_in_chinese() -> None:
-    from jupyter_gpucost.server.budget.policy import BudgetError, parse_soft_request
+    from jupyter_gpucost.server.budget.parse import parse_soft_request
+    from jupyter_gpucost.server.budget.policy import BudgetError
     from jupyter_gpucost.server.errors import RequestError
     from jupyter_gpucost.server.inputs import json_object
 
@@ -116,7 +117,8 @@ def test_the_errors_a_person_reads_are_in_chinese() -> None:
 
 
 def test_in_english_the_errors_are_as_before() -> None:
-    from jupyter_gpucost.server.budget.policy import BudgetError, parse_soft_request
+    from jupyter_gpucost.server.budget.parse import parse_soft_request
+    from jupyter_gpucost.server.budget.policy import BudgetError
 
     with pytest.raises(BudgetError, match=r"^The budget must be more than 0 \(remove"):
         parse_soft_request({"amount_usd": 0})

@@ -33,8 +33,9 @@ def test_jupyterlab_in_chinese_shows_the_cost_in_chinese(
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.minimum_charge_s=0",
-        # an administrator's budget of one micro-dollar: spent at once, a long countdown
-        "--GpuCost.hard_budget_usd=0.000001",
+        # an administrator's budget that runs out within the grace at $6.862/h (a spent
+        # one acts at once): a long countdown, ending at the budget
+        "--GpuCost.hard_budget_usd=1",
         "--GpuCost.budget_grace_s=600",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
     )
@@ -53,9 +54,10 @@ def test_jupyterlab_in_chinese_shows_the_cost_in_chinese(
     # ... and so is the cost: the status item's tooltip, the budget item, the countdown
     expect(item).to_have_attribute("title", _contains("本次会话在"), timeout=30_000)
     budget = page.locator(BUDGET)
-    expect(budget).to_contain_text("预算已用完", timeout=30_000)
-    expect(budget).to_contain_text("后停止")
-    countdown = page.get_by_text("管理员设置的预算已用完。")
+    # "8:40 后在 US$1.00 停止": it stops at the budget, which is not spent yet
+    expect(budget).to_contain_text("后在", timeout=30_000)
+    expect(budget).to_contain_text("停止")
+    countdown = page.get_by_text(re.compile("按当前费率，管理员设置的 .* 预算即将用完。"))  # noqa: RUF001
     expect(countdown.first).to_be_visible(timeout=30_000)
     expect(countdown.first).to_contain_text("后内核将关闭")
     expect(page.get_by_role("button", name="立即保存并停止")).to_be_visible()
@@ -82,7 +84,7 @@ def test_notebook7_in_chinese_shows_the_top_bar_and_the_cost_panel_in_chinese(
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.minimum_charge_s=0",
-        "--GpuCost.hard_budget_usd=0.000001",
+        "--GpuCost.hard_budget_usd=1",
         "--GpuCost.budget_grace_s=600",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
     )
@@ -100,7 +102,7 @@ def test_notebook7_in_chinese_shows_the_top_bar_and_the_cost_panel_in_chinese(
     expect(page.locator(".lm-MenuBar-content").first).to_contain_text("文件", timeout=30_000)
     # ... and so is the top-bar item: its budget, and its tooltip
     budget = item.locator(".jp-gpucost-topbar-budget")
-    expect(budget).to_contain_text("预算已用完", timeout=30_000)
+    expect(budget).to_contain_text("后在", timeout=30_000)
     expect(item).to_have_attribute("title", _contains("点击"), timeout=30_000)
     expect(item).not_to_contain_text("budget")
     screenshot(page, "zh-notebook7-tree.png")
@@ -117,7 +119,7 @@ def test_notebook7_in_chinese_shows_the_top_bar_and_the_cost_panel_in_chinese(
     page.goto(f"{lab.url}/notebooks/work.ipynb?token={lab.token}", timeout=60_000)
     item = page.locator(TOP_BAR)
     expect(item).to_be_visible(timeout=60_000)
-    expect(item.locator(".jp-gpucost-topbar-budget")).to_contain_text("预算已用完", timeout=30_000)
+    expect(item.locator(".jp-gpucost-topbar-budget")).to_contain_text("后在", timeout=30_000)
     expect(item).not_to_contain_text("budget")
     screenshot(page, "zh-notebook7-notebook.png")
 

@@ -32,7 +32,9 @@ def test_the_machine_is_named_and_what_still_costs_is_said_after_the_action(
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.minimum_charge_s=0",
-        "--GpuCost.hard_budget_usd=0.004",
+        # 2 simulated A100s at $6.862/h: the 30 s countdown starts 22 s in and ends at the
+        # budget, 52 s in (a budget spent at the first check would act at once)
+        "--GpuCost.hard_budget_usd=0.10",
         "--GpuCost.budget_grace_s=30",
         "--GpuCost.budget_save_timeout_s=2",
         "--GpuCost.budget_action=shutdown",

@@ -8,6 +8,7 @@
 * :mod:`.record`: the typed record of an action, to and from JSON;
 * :mod:`.messages`: the sentences a person reads;
 * :mod:`.events`: the event bus; :mod:`.payload`: the API document;
+* :mod:`.idle`: how long the GPUs have cost money doing nothing;
 * :mod:`.store`: the state file; :mod:`.traits`: the settings; :mod:`.setup`: traits to a
   running controller.
 

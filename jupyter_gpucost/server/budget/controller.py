@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from . import messages
 from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
 from .events import EVENT_SCHEMA_ID, BudgetEvents, EventLogger, iso
+from .idle import IdleClock
 from .payload import BudgetView, HubView, IdleView, budget_payload
 from .policy import (
     SCOPES,
@@ -45,6 +45,7 @@ from .policy import (
 from .record import ActionRecord
 from .spend import SpendSource
 from .store import BudgetStore, StoredState
+from .timing import next_check_s
 
 TICK_S = 1.0
 
@@ -92,7 +93,10 @@ class BudgetController:
         self.log = log or logging.getLogger("jupyter_gpucost")
         self.clock = clock
         self.policy = BudgetPolicy(
-            hard=config.hard, thresholds_pct=config.thresholds_pct, grace_s=config.grace_s
+            hard=config.hard,
+            thresholds_pct=config.thresholds_pct,
+            grace_s=config.grace_s,
+            tick_s=TICK_S,
         )
         self.store = BudgetStore(config.state_path, log=self.log) if config.state_path else None
         self.actions: list[ActionRecord] = []
@@ -121,8 +125,7 @@ class BudgetController:
         self.enforcer.machine_rate = spend.rate_usd_per_hour
         #: where each action is kept besides the state file (the ledger)
         self.action_sink: ActionSink | None = None
-        self._idle_since: float | None = None
-        self._idle_warned = False
+        self._idle = IdleClock()
         #: ``(action,)`` while waiting for the busy kernels to end (``stop_when_idle``)
         self._after_busy: tuple[str | None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -187,7 +190,9 @@ class BudgetController:
                 raise
             except Exception:
                 self.log.exception("jupyter-gpucost: budget check failed")
-            await asyncio.sleep(TICK_S)
+            p = self.policy
+            ends = p.grace_ends if p.state == "grace" else None
+            await asyncio.sleep(next_check_s(ends, self.clock(), TICK_S))
 
     # -- one step -----------------------------------------------------------------------
 
@@ -241,13 +246,7 @@ class BudgetController:
             u is not None and u <= self.config.idle_utilization_pct for u in utilizations
         )
         busy = bool(self.kernel_manager is not None and busy_kernels(self.kernel_manager))
-        if costing and quiet and not busy:
-            if self._idle_since is None:
-                self._idle_since = time.monotonic()
-            return time.monotonic() - self._idle_since
-        self._idle_since = None
-        self._idle_warned = False
-        return 0.0
+        return self._idle.idle_for_s(costing=costing, quiet=quiet, busy=busy)
 
     async def tick(self) -> list[PolicyEvent]:
         self._stop_if_done()
@@ -257,8 +256,8 @@ class BudgetController:
         limit = config.idle_minutes * 60 if config.idle_minutes > 0 else None
         over = idle_for is not None and limit is not None and idle_for >= limit
         act_on_idle = config.idle_action == "act"
-        if over and not self._idle_warned:
-            self._idle_warned = True
+        if over and not self._idle.warned:
+            self._idle.warned = True
             self.events.emit(
                 "idle", messages.idle(config.idle_minutes, act=act_on_idle), {"reason": "idle"}
             )
@@ -270,6 +269,7 @@ class BudgetController:
             kernels_running=bool(
                 self.kernel_manager is not None and list(self.kernel_manager.list_kernel_ids())
             ),
+            rate_usd_per_hour=self.spend.rate_usd_per_hour(),
         )
         for event in events:
             self._announce(event, now)
@@ -293,15 +293,26 @@ class BudgetController:
         elif isinstance(event, GraceStarted):
             standing = event.standing
             action = self.policy.grace_action or config.action
+            countdown_s = max(0.0, (event.ends - now).total_seconds())
             self.events.emit(
                 "grace",
                 messages.grace(
                     None if standing is None else standing.budget,
                     action,
-                    max(0.0, (event.ends - now).total_seconds()),
+                    countdown_s,
                     sym,
                     reason=event.reason,
                     hub_reason=self._hub_reason(),
+                    spent=standing is None or standing.exceeded,
+                    note=None
+                    if self.policy.grace_shortened is None
+                    else messages.shortened(
+                        self.policy.grace_shortened,
+                        config.grace_s,
+                        countdown_s,
+                        self.spend.rate_usd_per_hour(),
+                        sym,
+                    ),
                 ),
                 {
                     "grace_ends": iso(event.ends),
@@ -390,7 +401,12 @@ class BudgetController:
             self.policy.set_soft(None)
         else:
             spent, period = self.spend.spent(budget.scope)
-            self.policy.set_soft(budget, spent_micro_usd=spent, period=period)
+            self.policy.set_soft(
+                budget,
+                spent_micro_usd=spent,
+                period=period,
+                rate_usd_per_hour=self.spend.rate_usd_per_hour(),
+            )
         self._dirty = True
         await self.tick()
         await self._persist()
@@ -441,11 +457,8 @@ class BudgetController:
         config = self.config
         idle = None
         if config.idle_minutes > 0:
-            since = self._idle_since
             idle = IdleView(
-                minutes=config.idle_minutes,
-                action=config.idle_action,
-                idle_s=None if since is None else round(time.monotonic() - since, 1),
+                minutes=config.idle_minutes, action=config.idle_action, idle_s=self._idle.so_far_s()
             )
         document = budget_payload(
             BudgetView(
@@ -460,6 +473,7 @@ class BudgetController:
                 last_action=self.actions[-1] if self.actions else None,
                 events=self.events.recent,
                 hub=self.hub,
+                currency_symbol=config.currency_symbol,
             )
         )
         # waiting for the busy kernels to end before a stop the user asked for

@@ -15,7 +15,7 @@ from ..errors import Conflict, Unavailable
 from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .controller import BudgetController
-from .policy import parse_soft_request
+from .parse import parse_soft_request
 from .save_answer import parse_save_answer
 from .stop_request import parse_stop_request
 

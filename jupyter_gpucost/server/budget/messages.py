@@ -100,9 +100,17 @@ def grace(
     *,
     reason: str = "budget",
     hub_reason: str | None = None,
+    spent: bool = True,
+    note: str | None = None,
 ) -> str:
-    """``hub_reason``: the hub's own reason for its stop (a sentence of the catalog)."""
-    if budget is not None:
+    """``hub_reason``: the hub's own reason for its stop (a sentence of the catalog);
+    ``spent``: the budget is spent already (else it runs out as the countdown ends);
+    ``note``: why the countdown is shorter than the grace period (:func:`shortened`)."""
+    if budget is not None and not spent:
+        what = _("Your {amount} {budget} runs out at the current rate.").format(
+            amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
+        )
+    elif budget is not None:
         what = _("Your {amount} {budget} is spent.").format(
             amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
         )
@@ -119,7 +127,52 @@ def grace(
     then = _("Notebooks will be saved and the {action} in {seconds} s.").format(
         action=action_name(action), seconds=f"{round(grace_s, 1):g}"
     )
-    return f"{what} {then}"
+    return " ".join(part for part in (what, then, note) if part)
+
+
+def about(seconds: float) -> str:
+    """A duration as a person reads it ahead: ``40 s``, ``14 min``, ``2 h 10 min``."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return _("{seconds} s").format(seconds=whole)
+    minutes = round(whole / 60)
+    if minutes < 60:
+        return _("{minutes} min").format(minutes=minutes)
+    hours, minutes = divmod(minutes, 60)
+    return _("{hours} h {minutes} min").format(hours=hours, minutes=minutes)
+
+
+def stop_plan(amount_micro: int, in_s: float, per_hour: Decimal, action: str, symbol: str) -> str:
+    """``Stops at $5.00 — in about 14 min at $21.50/h; notebooks saved first, then the
+    kernels shut down.`` (before the countdown, from the current rate)."""
+    return _(
+        "Stops at {amount} — in about {duration} at {rate}; notebooks saved first, then the "
+        "{action}."
+    ).format(
+        amount=notice(amount_micro, symbol),
+        duration=about(in_s),
+        rate=rate(per_hour, symbol),
+        action=action_name(action),
+    )
+
+
+def shortened(why: str, grace_s: float, countdown_s: float, per_hour: Decimal, symbol: str) -> str:
+    """Why the countdown is shorter than the grace period (:mod:`.timing`)."""
+    if why == "spent":
+        text = _(
+            "The budget was already spent when it was checked: no {grace} s grace, so the "
+            "bill stops at the budget."
+        )
+    else:
+        text = _(
+            "The {grace} s grace is shortened to {seconds} s: at {rate} the full grace would "
+            "go past the budget."
+        )
+    return text.format(
+        grace=f"{round(grace_s, 1):g}",
+        seconds=f"{round(countdown_s):d}",
+        rate=rate(per_hour, symbol),
+    )
 
 
 def cleared(why: str) -> str:

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.i18n import SOURCE_LANGUAGE, _, current_language
 from ...core.money import usd
+from . import messages
 from .events import iso
 from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing
 from .record import ActionRecord
+from .timing import seconds_left
 
 #: events shown by the API
 SHOWN_EVENTS = 10
@@ -63,6 +65,7 @@ class BudgetView:
     events: Sequence[dict[str, Any]]
     #: ``None``: this server does not report to a hub service
     hub: HubView | None = None
+    currency_symbol: str = "$"
 
 
 def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
@@ -116,6 +119,41 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
     }
 
 
+def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, Any] | None:
+    """When, at what amount and how the budget acts, at the current rate (``None``: no
+    budget runs out: none set, no rate, spent already, or it has acted)."""
+    p, rate = view.policy, view.rate_usd_per_hour
+    if binding is None or binding.remaining_micro_usd is None or p.state in ("enforcing", "acted"):
+        return None
+    in_s = seconds_left(binding.remaining_micro_usd, rate)
+    if in_s is None or binding.remaining_micro_usd <= 0:
+        return None
+    if p.state == "grace" and p.grace_ends is not None:
+        # the countdown's end: at the budget, or sooner (shortened, or the hub's time)
+        in_s = min(in_s, max(0.0, (p.grace_ends - view.now).total_seconds()))
+    action = p.grace_action or view.action
+    amount = binding.budget.amount_micro_usd
+    return {
+        "amount_usd": usd(amount),
+        "budget_kind": binding.budget.kind,
+        "in_s": round(in_s, 1),
+        "at": iso(view.now + timedelta(seconds=in_s)),
+        "rate_usd_per_hour": float(rate),
+        "action": action,
+        "text": messages.stop_plan(amount, in_s, rate, action, view.currency_symbol),
+    }
+
+
+def _shortened(view: BudgetView) -> str | None:
+    p = view.policy
+    if p.grace_shortened is None or p.grace_ends is None or p.grace_started is None:
+        return None
+    countdown_s = (p.grace_ends - p.grace_started).total_seconds()
+    return messages.shortened(
+        p.grace_shortened, p.grace_s, countdown_s, view.rate_usd_per_hour, view.currency_symbol
+    )
+
+
 def budget_payload(view: BudgetView) -> dict[str, Any]:
     now, rate, p = view.now, view.rate_usd_per_hour, view.policy
     standings = view.standings
@@ -132,6 +170,9 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
             # the action at the end of this countdown, and whether the user may cancel it
             "action": p.grace_action or view.action,
             "can_cancel": p.grace_reason in USER_REASONS,
+            # why it is shorter than the grace period (``None``: it is not)
+            "shortened": p.grace_shortened,
+            "shortened_text": _shortened(view),
         }
     return {
         "state": p.state,
@@ -139,6 +180,7 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
         "soft": next((_standing(view, s) for s in standings if s.budget.kind == "soft"), None),
         "binding": None if binding is None else binding.budget.kind,
         "runs_out_at": None if binding is None else iso(binding.runs_out_at(now, rate)),
+        "stop": _stop_plan(view, binding),
         "thresholds_pct": list(p.thresholds_pct),
         "grace_s": p.grace_s,
         "grace": grace,

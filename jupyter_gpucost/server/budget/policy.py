@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Literal
 
-from ...core.i18n import N_, _
-from ..inputs import one_of, shown
+from ...core.i18n import N_
+from .timing import Countdown, Shortened, countdown, due
 
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
@@ -47,42 +47,6 @@ class BudgetError(ValueError):
     """A budget value that cannot be accepted; the message says what is accepted."""
 
 
-def parse_amount(raw: object, *, what: str) -> int:
-    """Dollars (number or string) → integer micro-dollars, > 0, at most 6 decimals."""
-    number = _("{what} must be a number of dollars, e.g. 5 or 12.50").format(what=what)
-    if isinstance(raw, bool) or raw is None or not isinstance(raw, int | float | str):
-        raise BudgetError(number)
-    text = str(raw).strip()
-    if not text.isascii() or len(text) > 64:
-        raise BudgetError(number)
-    try:
-        # exact: a Decimal made from text is never rounded
-        value = Decimal(text)
-    except InvalidOperation:
-        raise BudgetError(number) from None
-    if not value.is_finite():
-        raise BudgetError(_("{what} must be a finite number of dollars").format(what=what))
-    if value <= 0:
-        raise BudgetError(
-            _("{what} must be more than 0 (remove the budget instead)").format(what=what)
-        )
-    # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
-    if value > MAX_BUDGET_MICRO_USD // 1_000_000:
-        raise BudgetError(_("{what} must be at most 1000000").format(what=what))
-    if value != value.quantize(Decimal("0.000001")):
-        raise BudgetError(_("{what} has more than 6 decimals").format(what=what))
-    return int(value.scaleb(6))
-
-
-def parse_scope(raw: object, *, what: str) -> Scope:
-    if isinstance(raw, str):
-        value = raw.strip().lower()
-        for scope in SCOPES:
-            if value == scope:
-                return scope
-    raise BudgetError(one_of(what, SCOPES, raw))
-
-
 class HardBudgetRefused(BudgetError):
     """A request that tries to set the hard budget (HTTP 403)."""
 
@@ -91,46 +55,6 @@ HARD_REFUSAL = N_(
     "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
     "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"
 )
-SOFT_FIELDS = ("amount_usd", "scope", "kind")
-
-
-def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
-    """``{"amount_usd": 5, "scope": "session"}`` → the user's budget; ``null`` removes it."""
-    if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
-        raise HardBudgetRefused(_(HARD_REFUSAL))
-    unknown = sorted(set(body) - set(SOFT_FIELDS))
-    if unknown:
-        names = ", ".join(shown(k, 40) if not k.isidentifier() else k for k in unknown[:5])
-        raise BudgetError(
-            _("unknown field(s) {names}: send amount_usd and scope").format(names=names)
-        )
-    if body.get("kind", "soft") != "soft":
-        raise BudgetError(
-            _("kind must be 'soft', not {value}").format(value=shown(body.get("kind")))
-        )
-    if "amount_usd" not in body:
-        raise BudgetError(_("amount_usd is required (a number of dollars, or null)"))
-    if body["amount_usd"] is None:
-        if body.get("scope") is not None:
-            parse_scope(body["scope"], what="scope")
-        return None
-    # the user reads this in the panel or the dialog: the budget, not the field's name
-    amount = parse_amount(body["amount_usd"], what=_("The budget"))
-    scope = parse_scope(body.get("scope", "session"), what="scope")
-    return Budget("soft", amount, scope)
-
-
-def parse_thresholds(raw: Iterable[object], *, what: str) -> tuple[int, ...]:
-    values = []
-    for item in raw:
-        try:
-            pct = int(str(item).strip())
-        except ValueError:
-            raise BudgetError(f"{what}: {item!r} is not a whole percentage") from None
-        if not 1 <= pct <= 99:
-            raise BudgetError(f"{what}: {pct} must be a percentage from 1 to 99")
-        values.append(pct)
-    return tuple(sorted(set(values)))
 
 
 @dataclass(frozen=True)
@@ -249,6 +173,8 @@ class BudgetPolicy:
     deadline: datetime | None = None
     thresholds_pct: tuple[int, ...] = DEFAULT_THRESHOLDS_PCT
     grace_s: float = 120.0
+    #: how often the controller checks (a countdown less than this short is not "shortened")
+    tick_s: float = 1.0
     #: arming key → thresholds already fired (persisted by the controller)
     fired: dict[str, set[int]] = field(default_factory=dict)
     state: State = "none"
@@ -256,10 +182,15 @@ class BudgetPolicy:
     grace_ends: datetime | None = None
     grace_standing: Standing | None = None
     grace_reason: str = "budget"
+    #: why the countdown is shorter than ``grace_s`` (:mod:`.timing`); ``None``: it is not
+    grace_shortened: Shortened | None = None
     #: the action the user asked for with ``request_stop`` (``None``: the configured one)
     grace_action: str | None = None
     #: the arming key the last enforcement was for: it is not enforced twice
     acted_key: str | None = None
+    #: the arming key of a soft budget the user set with less than the grace left (it
+    #: counts down the full grace, to be raised; any other budget spent acts at once)
+    set_when_due: str | None = None
 
     def budgets(self) -> tuple[Budget, ...]:
         return (*(b for b in (self.hard, self.soft) if b is not None), *self.hub)
@@ -267,13 +198,19 @@ class BudgetPolicy:
     # -- changes from the user ----------------------------------------------------
 
     def set_soft(
-        self, budget: Budget | None, *, spent_micro_usd: int | None = None, period: str = ""
+        self,
+        budget: Budget | None,
+        *,
+        spent_micro_usd: int | None = None,
+        period: str = "",
+        rate_usd_per_hour: Decimal | None = None,
     ) -> None:
         """Set, change or remove the soft budget (never the hard one).
 
         Thresholds the new budget's share has already passed (``spent_micro_usd`` in its
         scope now) count as fired: the user chose it knowing the spend; the ones above
-        are armed.
+        are armed. A budget set with less than the grace period left at the current rate
+        (or below what is spent) counts down the full grace, for the user to raise it.
         """
         if budget is not None and budget.kind != "soft":
             raise BudgetError("only the soft budget can be changed")
@@ -281,6 +218,9 @@ class BudgetPolicy:
         if budget is None or spent_micro_usd is None:
             return
         new = Standing(budget, spent_micro_usd, period)
+        left = budget.amount_micro_usd - spent_micro_usd
+        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
+        self.set_when_due = new.key if due(left, rate, self.grace_s) else None
         share_pct = 100 * spent_micro_usd / budget.amount_micro_usd
         self.fired.setdefault(new.key, set()).update(
             t for t in self.thresholds_pct if t <= share_pct
@@ -324,19 +264,32 @@ class BudgetPolicy:
         idle_for_s: float | None = None,
         idle_limit_s: float | None = None,
         kernels_running: bool = False,
+        rate_usd_per_hour: Decimal | None = None,
     ) -> list[PolicyEvent]:
         """Advance the machine with what was spent now; return what happened.
+
+        ``rate_usd_per_hour``: what the session costs now. A budget's countdown starts when
+        the money left lasts at most the grace period at this rate, and ends when it is
+        gone (:mod:`.timing`): the action lands at the budget. A rate that rises during the
+        countdown shortens it; one that falls keeps it (it never ends later, so it never
+        spends past the budget).
 
         After an action, a spent *hard* budget is enforced again when kernels run (the
         user started new ones): a new countdown, save and action. A spent soft budget is
         not: the user chose to go on.
         """
         standings = tuple(standings)
+        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
         events: list[PolicyEvent] = []
         for standing in standings:
             events.extend(self._thresholds(standing))
-        exceeded = [s for s in standings if s.exceeded]
-        binding = min(exceeded, key=_hard_first) if exceeded else None
+        # the budgets whose countdown must run now for the action to land at them
+        due_now = [
+            s
+            for s in standings
+            if s.remaining_micro_usd is not None and due(s.remaining_micro_usd, rate, self.grace_s)
+        ]
+        binding = min(due_now, key=_hard_first) if due_now else None
         idle = idle_limit_s is not None and idle_for_s is not None and idle_for_s >= idle_limit_s
         hub_stop = self.deadline is not None
 
@@ -356,15 +309,20 @@ class BudgetPolicy:
             else:
                 return events
         if self.state == "grace":
+            counted = self.grace_standing
+            # the budget counted down for is still there, unchanged (a rate that fell
+            # keeps its countdown); raised, removed or a new period: it is not
+            same = counted is not None and any(s.key == counted.key for s in standings)
             still = (
                 binding is not None
+                or (self.grace_reason == "budget" and same)
                 or (self.grace_reason == "idle" and idle)
                 or (self.grace_reason == "hub" and hub_stop)
                 or self.grace_reason in USER_REASONS
             )
             if still and self.deadline is not None and self.grace_started is not None:
                 # the hub's stop time came or moved while the countdown ran
-                ends = self._grace_end(now, self.grace_started, binding)
+                ends = self._grace_end(now, self.grace_started, binding, self.grace_s)
                 self.grace_ends = ends if self.grace_ends is None else min(self.grace_ends, ends)
             if not still:
                 why = (
@@ -374,19 +332,16 @@ class BudgetPolicy:
                 )
                 self.cancel_grace()
                 events.append(GraceCleared(why))
-            elif self.grace_ends is not None and now >= self.grace_ends:
-                self.state = "enforcing"
-                if self.grace_reason not in USER_REASONS:
-                    # a stop the user asked for leaves the budgets' own record as it was
-                    self.acted_key = self.grace_standing.key if self.grace_standing else None
-                events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
-                return events
             else:
                 if binding is not None:
+                    self._keep_to_budget(now, binding, rate)
                     self.grace_standing = binding
+                self._end_if_over(now, events)
                 return events
         if binding is not None:
-            events.append(self._start_grace(now, binding, "budget"))
+            length = self._countdown(binding, rate)
+            events.append(self._start_grace(now, binding, "budget", length))
+            self._end_if_over(now, events)
         elif hub_stop:
             events.append(self._start_grace(now, None, "hub"))
         elif idle:
@@ -399,18 +354,59 @@ class BudgetPolicy:
             self.state = "ok"
         return events
 
-    def _start_grace(self, now: datetime, standing: Standing | None, reason: str) -> GraceStarted:
+    def _end_if_over(self, now: datetime, events: list[PolicyEvent]) -> None:
+        """The countdown is over: act (in the same check that found it over)."""
+        if self.state != "grace" or self.grace_ends is None or now < self.grace_ends:
+            return
+        self.state = "enforcing"
+        if self.grace_reason not in USER_REASONS:
+            # a stop the user asked for leaves the budgets' own record as it was
+            self.acted_key = self.grace_standing.key if self.grace_standing else None
+        events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
+
+    def _countdown(self, standing: Standing, rate: Decimal) -> Countdown | None:
+        """The countdown to the budget (:mod:`.timing`); ``None``: the full grace (a soft
+        budget set with less than a grace left, to be raised; the hub's own stop time)."""
+        if standing.budget.kind == "hub" and self.deadline is not None:
+            return None
+        if not standing.budget.locked and standing.key == self.set_when_due:
+            return None
+        return countdown(standing.remaining_micro_usd or 0, rate, self.grace_s, tick_s=self.tick_s)
+
+    def _keep_to_budget(self, now: datetime, standing: Standing, rate: Decimal) -> None:
+        """A rate that rose during the countdown: it ends when the money does (never later
+        than it would have)."""
+        length = self._countdown(standing, rate)
+        if length is None or self.grace_ends is None or self.grace_started is None:
+            return
+        ends = now + timedelta(seconds=length.seconds)
+        if ends < self.grace_ends:
+            self.grace_ends = ends
+            if (ends - self.grace_started).total_seconds() < self.grace_s - self.tick_s:
+                self.grace_shortened = "overrun"
+
+    def _start_grace(
+        self,
+        now: datetime,
+        standing: Standing | None,
+        reason: str,
+        length: Countdown | None = None,
+    ) -> GraceStarted:
         self.state = "grace"
         self.grace_started = now
         self.grace_standing = standing
         self.grace_reason = reason
-        self.grace_ends = self._grace_end(now, now, standing)
+        self.grace_shortened = None if length is None else length.shortened
+        seconds = self.grace_s if length is None else length.seconds
+        self.grace_ends = self._grace_end(now, now, standing, seconds)
         return GraceStarted(standing, self.grace_ends, reason)  # type: ignore[arg-type]
 
-    def _grace_end(self, now: datetime, started: datetime, standing: Standing | None) -> datetime:
-        """The countdown's end: ``grace_s`` after it started; for the hub's budget or stop,
+    def _grace_end(
+        self, now: datetime, started: datetime, standing: Standing | None, seconds: float
+    ) -> datetime:
+        """The countdown's end: ``seconds`` after it started; for the hub's budget or stop,
         the hub's time (``deadline``); never after the hub's time."""
-        local = started + timedelta(seconds=self.grace_s)
+        local = started + timedelta(seconds=seconds)
         if self.deadline is None:
             return local
         hub = max(now, self.deadline)
@@ -426,6 +422,7 @@ class BudgetPolicy:
         self.grace_started = self.grace_ends = None
         self.grace_standing = None
         self.grace_reason = "budget"
+        self.grace_shortened = None
         self.grace_action = None
 
     def _thresholds(self, standing: Standing) -> list[PolicyEvent]:

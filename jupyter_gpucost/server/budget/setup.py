@@ -22,7 +22,8 @@ from ..traits import one_of, trait_str
 from .actions import HubTarget, KernelManager
 from .controller import BudgetConfig, BudgetController
 from .events import EventLogger
-from .policy import ACTIONS, BudgetError, parse_amount, parse_scope, parse_thresholds
+from .parse import parse_amount, parse_scope, parse_thresholds
+from .policy import ACTIONS, BudgetError
 from .sources import Resolved, Setting, resolve
 from .spend import MeterSpend, SpendSource
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .policy import Budget, BudgetError, parse_amount, parse_scope
+from .parse import parse_amount, parse_scope
+from .policy import Budget, BudgetError
 from .record import ActionRecord
 
 #: actions kept in the file (newest last)

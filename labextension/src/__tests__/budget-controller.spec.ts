@@ -190,8 +190,10 @@ async function until(what: string, predicate: () => boolean): Promise<void> {
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 function countdownNotification(): Notification.INotification | undefined {
-  return Notification.manager.notifications.find(n =>
-    n.message.includes('budget is spent')
+  return Notification.manager.notifications.find(
+    n =>
+      n.message.includes('budget is spent') ||
+      n.message.includes('runs out at the current rate')
   );
 }
 
@@ -417,6 +419,50 @@ describe('the countdown', () => {
       /^Your server's GPUs have been idle with no kernel busy: the hub stops the server to free them\. Run something to keep it\. Notebooks are saved and the kernels shut down in (1:00|0:5\d)\.$/
     );
     expect(shown?.message).not.toMatch(/budget is spent/);
+  });
+
+  it('says the budget runs out, not that it is spent, before it is', async () => {
+    const hard = standing({
+      kind: 'hard',
+      locked: true,
+      amount_usd: 5,
+      spent_usd: 4.9,
+      remaining_usd: 0.1,
+      share: 0.98
+    });
+    const server = new BudgetServer(
+      budget({
+        ...graceBudget(),
+        hard,
+        soft: null,
+        binding: 'hard',
+        stop: {
+          amount_usd: 5,
+          budget_kind: 'hard',
+          in_s: 17,
+          at: new Date(Date.now() + 17_000).toISOString(),
+          rate_usd_per_hour: 21.5,
+          action: 'shutdown',
+          text: 'Stops at €5.00 — in about 17 s at €21.50/h; notebooks saved first, then the kernels shut down.'
+        },
+        grace: {
+          started: new Date().toISOString(),
+          ends: new Date(Date.now() + 17_000).toISOString(),
+          remaining_s: 17,
+          reason: 'budget',
+          can_raise: false,
+          shortened: 'overrun',
+          shortened_text:
+            'The 120 s grace is shortened to 17 s: at €21.50/h the full grace would go past the budget.'
+        }
+      })
+    );
+    const controller = makeController(server);
+    await controller.refresh();
+    expect(countdownNotification()?.message).toMatch(
+      /^The administrator's budget of €5\.00 runs out at the current rate\. Notebooks are saved and the kernels shut down in 0:1\d\. The 120 s grace is shortened to 17 s: at €21\.50\/h the full grace would go past the budget\.$/
+    );
+    expect(() => action('Raise budget')).toThrow();
   });
 
   it('comes back when its notification is dismissed', async () => {

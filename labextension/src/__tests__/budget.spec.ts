@@ -96,6 +96,52 @@ describe('budget format', () => {
     expect(formatCountdown(9.2)).toBe('0:10');
   });
 
+  it('says before the countdown when and at what amount it stops', () => {
+    const text =
+      'Stops at $5.00 — in about 14 min at $21.50/h; notebooks saved first, then the kernels shut down.';
+    const stop = {
+      amount_usd: 5,
+      budget_kind: 'hard' as const,
+      in_s: 840,
+      at: '2026-11-22T14:14:00Z',
+      rate_usd_per_hour: 21.5,
+      action: 'shutdown',
+      text
+    };
+    const hard = standing({ kind: 'hard', locked: true, amount_usd: 5 });
+    const status = budget({ hard, soft: null, binding: 'hard', stop });
+    expect(budgetTitle(status, '$')).toContain(text);
+    expect(budgetText(status, 0, '$')).toBe('🔒 budget 42% of $5.00');
+    // the countdown ends at the budget: it stops there, it is not spent yet
+    const ends = Date.UTC(2026, 10, 22, 14, 14, 0);
+    const counting = budget({
+      hard,
+      soft: null,
+      binding: 'hard',
+      stop: { ...stop, in_s: 28 },
+      state: 'grace',
+      grace: {
+        started: '',
+        ends: new Date(ends).toISOString(),
+        remaining_s: 28,
+        reason: 'budget',
+        can_raise: false,
+        shortened: 'overrun',
+        shortened_text:
+          'The 120 s grace is shortened to 28 s: at $21.50/h the full grace would go past the budget.'
+      }
+    });
+    expect(budgetText(counting, ends - 28_000, '$')).toBe(
+      '🔒 stops at $5.00 in 0:28'
+    );
+    expect(budgetTitle(counting, '$')).toContain(
+      'The 120 s grace is shortened to 28 s'
+    );
+    expect(budgetTitle(counting, '$')).toContain(
+      'a 120 s countdown ends at the budget: notebooks saved, then shutdown.'
+    );
+  });
+
   it('explains both budgets, the run-out time and the last action', () => {
     const title = budgetTitle(
       budget({

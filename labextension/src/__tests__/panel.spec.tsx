@@ -967,7 +967,10 @@ describe('CostPanel budget, in the server currency', () => {
     };
   }
 
-  async function render(soft: IBudgetLine): Promise<HTMLElement> {
+  async function render(
+    soft: IBudgetLine,
+    more: Partial<NonNullable<IPanelStatus['budget']>> = {}
+  ): Promise<HTMLElement> {
     const status = makePanelStatus({
       currency: 'EUR',
       currency_symbol: '€',
@@ -976,7 +979,8 @@ describe('CostPanel budget, in the server currency', () => {
         hard: null,
         soft,
         scopes: ['session'],
-        last_action: null
+        last_action: null,
+        ...more
       }
     });
     const { node } = await renderPanel({
@@ -1012,6 +1016,28 @@ describe('CostPanel budget, in the server currency', () => {
     expect(node.textContent).not.toContain('$');
     const legend = node.querySelector('.jp-gpucost-chart-legend')!.textContent!;
     expect(legend).toContain('spend rate (€/h): €');
+  });
+
+  it('says when and at what amount it stops, and why a countdown is short', async () => {
+    const text =
+      'Stops at €5.00 — in about 14 min at €21.50/h; notebooks saved first, then the kernels shut down.';
+    const note =
+      'The 120 s grace is shortened to 28 s: at €21.50/h the full grace would go past the budget.';
+    const node = await render(line(), {
+      state: 'grace',
+      stop: { text, amount_usd: 5, in_s: 28 },
+      grace: { shortened_text: note }
+    });
+    expect(node.querySelector('[data-field="budget-stop"]')!.textContent).toBe(
+      text
+    );
+    expect(
+      node.querySelector('[data-field="grace-shortened"]')!.textContent
+    ).toBe(note);
+    document.body.innerHTML = '';
+    const none = await render(line());
+    expect(none.querySelector('[data-field="budget-stop"]')).toBeNull();
+    expect(none.querySelector('[data-field="grace-shortened"]')).toBeNull();
   });
 
   it('gives the run-out time in local time, and none once spent', async () => {

@@ -49,6 +49,9 @@ export class BudgetController {
       get applying(): boolean {
         return controller._applying > 0;
       },
+      get symbol(): string {
+        return controller.symbol;
+      },
       stopNow: () => stopNow(this._settings),
       raise: () => this.raise(),
       render: () => this.render(),

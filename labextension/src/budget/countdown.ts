@@ -1,8 +1,8 @@
 import { Notification } from '@jupyterlab/apputils';
 
-import { formatCountdown } from '../format';
+import { formatBudget, formatCountdown } from '../format';
 import { trans } from '../i18n';
-import { bindingBudget } from './format';
+import { bindingBudget, isSpent } from './format';
 import { IBudgetStatus } from './tokens';
 
 /**
@@ -11,6 +11,8 @@ import { IBudgetStatus } from './tokens';
 export interface ICountdownHost {
   /** The last budget received. */
   readonly status: IBudgetStatus | null;
+  /** The server's currency symbol. */
+  readonly symbol: string;
   /** "Save and stop now": ask the server to end the grace period. */
   stopNow(): Promise<void>;
   /** "Raise budget": ask for a higher soft budget. */
@@ -134,9 +136,20 @@ export class BudgetCountdown {
         )
       : budget?.kind === 'hub' || status?.grace?.reason === 'hub'
         ? trans().__("Your hub admin's budget is spent.")
-        : budget?.locked
-          ? trans().__("The administrator's budget is spent.")
-          : trans().__('Your budget is spent.');
+        : status?.stop && budget && !isSpent(budget)
+          ? // the countdown ends at the budget: it is not spent yet
+            budget.locked
+            ? trans().__(
+                "The administrator's budget of %1 runs out at the current rate.",
+                formatBudget(status.stop.amount_usd, this._host.symbol)
+              )
+            : trans().__(
+                'Your budget of %1 runs out at the current rate.',
+                formatBudget(status.stop.amount_usd, this._host.symbol)
+              )
+          : budget?.locked
+            ? trans().__("The administrator's budget is spent.")
+            : trans().__('Your budget is spent.');
     const reason = grace?.reason ?? this._pushed.reason;
     const head =
       reason === 'user'
@@ -147,7 +160,8 @@ export class BudgetCountdown {
     if (this._stopping || status?.state === 'enforcing') {
       return `${head} ${trans().__('Saving notebooks, then %1.', what)}`;
     }
-    return `${head} ${trans().__('Notebooks are saved and %1 in %2.', what, formatCountdown(left))}`;
+    const why = grace?.shortened_text ? ` ${grace.shortened_text}` : '';
+    return `${head} ${trans().__('Notebooks are saved and %1 in %2.', what, formatCountdown(left))}${why}`;
   }
 
   private actions(): Notification.IAction[] {

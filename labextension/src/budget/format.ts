@@ -291,6 +291,17 @@ export function budgetText(
   const amount = formatBudget(budget.amount_usd, symbol);
   if (status.state === 'grace' && status.grace) {
     const left = (new Date(status.grace.ends).getTime() - now) / 1000;
+    if (status.grace.reason === 'budget' && status.stop) {
+      // the countdown ends at the budget: it is not spent yet
+      return (
+        lock +
+        trans().__(
+          'stops at %1 in %2',
+          formatBudget(status.stop.amount_usd, symbol),
+          formatCountdown(left)
+        )
+      );
+    }
     return (
       lock + trans().__('budget spent · stop in %1', formatCountdown(left))
     );
@@ -339,10 +350,16 @@ export function budgetTitle(
       lines.push(trans().__('At the current rate it runs out at %1.', runOut));
     }
   }
+  if (status.stop?.text) {
+    lines.push(status.stop.text);
+  }
+  if (status.grace?.shortened_text) {
+    lines.push(status.grace.shortened_text);
+  }
   if (lines.length) {
     lines.push(
       trans().__(
-        'Warnings at %1 %; when spent: save notebooks, then %2 after %3 s.',
+        'Warnings at %1 %; a %3 s countdown ends at the budget: notebooks saved, then %2.',
         status.thresholds_pct.join('/'),
         actionName(status.action),
         status.grace_s

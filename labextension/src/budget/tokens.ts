@@ -55,6 +55,30 @@ export interface IBudgetGrace {
   action?: string;
   /** Whether the user started this countdown and may cancel it. */
   can_cancel?: boolean;
+  /**
+   * Why the countdown is shorter than the grace period (`overrun`: the full
+   * grace would go past the budget; `spent`: it was spent at the check), and
+   * the sentence that says so; older servers leave them out.
+   */
+  shortened?: 'overrun' | 'spent' | null;
+  shortened_text?: string | null;
+}
+
+/**
+ * When, at what amount and how the budget acts, at the current rate: the
+ * countdown ends at the budget (older servers leave it out).
+ */
+export interface IBudgetStop {
+  amount_usd: number;
+  budget_kind: 'hard' | 'soft' | 'hub';
+  /** Seconds until the action, at the current rate. */
+  in_s: number;
+  /** When (ISO-8601 UTC). */
+  at: string;
+  rate_usd_per_hour: number;
+  action: string;
+  /** "Stops at $5.00 — in about 14 min at $21.50/h; notebooks saved first, …" */
+  text: string;
 }
 
 /**
@@ -108,6 +132,8 @@ export interface IBudgetStatus {
   thresholds_pct: number[];
   grace_s: number;
   grace: IBudgetGrace | null;
+  /** When the budget acts, at the current rate (`null`: it does not run out). */
+  stop?: IBudgetStop | null;
   action: string;
   save_request: { id: string } | null;
   scopes: string[];

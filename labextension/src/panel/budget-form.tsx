@@ -100,6 +100,12 @@ export function Budget(props: {
           <li>{trans.__('No budget set.')}</li>
         )}
       </ul>
+      {budget.stop?.text && <p data-field="budget-stop">{budget.stop.text}</p>}
+      {budget.grace?.shortened_text && (
+        <p className="jp-gpucost-panel-note" data-field="grace-shortened">
+          {budget.grace.shortened_text}
+        </p>
+      )}
       {budget.hub?.stop_at && (
         <p data-field="hub-stop">
           {budget.hub.reason

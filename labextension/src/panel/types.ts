@@ -63,6 +63,10 @@ export interface IPanelBudget {
     error: string | null;
   } | null;
   scopes: string[];
+  /** When, at what amount and how it stops (absent or `null`: it does not). */
+  stop?: { text: string; amount_usd: number; in_s: number } | null;
+  /** The countdown: why it is shorter than the grace period (if it is). */
+  grace?: { shortened_text?: string | null } | null;
   last_action: { message?: string; at?: string } | null;
   /** A spot machine's interruptions (absent or `null`: nothing is watched). */
   interruption?: {
