@@ -16,7 +16,6 @@ from jupyter_gpucost.kernel.cell.prices import KernelPrices
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
-
 #: what :func:`workload` runs 20 times each (relu is clamp_min underneath)
 WORKLOAD_OPS = {
     "aten::mm",
