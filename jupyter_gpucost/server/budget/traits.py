@@ -41,9 +41,10 @@ class BudgetTraits(HasTraits):
     budget_grace_s = Float(
         120.0,
         config=True,
-        help="Seconds between a budget running out and the action (a countdown the user "
-        "sees), 0 to 86400. GPUCOST_BUDGET_GRACE_S sets it when this is not configured; "
-        "with both, the shorter is in force.",
+        help="Seconds of the countdown the user sees before a budget's action, 0 to 86400: it "
+        "starts when the money left lasts this long at the current rate, so the action lands "
+        "at the budget (shorter when less is left). GPUCOST_BUDGET_GRACE_S sets it when this "
+        "is not configured; with both, the shorter is in force.",
     )
     budget_action = Unicode(
         "shutdown",
