@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub import check_command as check_profiles
+from jupyter_gpucost.hub.allocation import ceil_micro
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
 from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
@@ -28,7 +29,7 @@ from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
 from jupyter_gpucost.hub.model import HubConfigError, ServerInfo
 from jupyter_gpucost.hub.profiles import source as profile_source
-from jupyter_gpucost.hub.profiles.gpus import Prices, Unpriced, ceil_micro, rate_of
+from jupyter_gpucost.hub.profiles.gpus import Prices, Unpriced, rate_of
 from jupyter_gpucost.hub.profiles.settings import ProfileSettings, build, derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 from jupyter_gpucost.hub.service import HubService

@@ -4,6 +4,8 @@ The admin maps the profile a user picks (KubeSpawner's ``profile_list`` slug, in
 ``user_options["profile"]``) to a GPU allocation, in ``c.GpuCostHub.profile_gpus``:
 
 * a dict ``{"a100-2": "A100-80GB x 2", "t4": {"gpu": "T4", "count": 1}, "cpu": "none"}``;
+  a count may be a share of one GPU, ``"RTX-5090 x 1/8"`` or ``{"gpu": …, "count": "1/8"}``
+  (a GPU shared by 8 pods: each is billed 1/8 of its price);
 * or a callable ``f(server: ServerInfo) -> GpuAllocation | str | dict | None`` (``None``:
   the default below).
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from typing import Protocol
@@ -51,9 +54,13 @@ _NONE_WORDS = ("none", "no gpu", "cpu", "")
 AllocationFn = Callable[[ServerInfo], object]
 Profiles = Mapping[str, GpuAllocation] | AllocationFn
 
-_COUNT_SUFFIX = re.compile(r"(?P<model>.+?)\s*[x×*]\s*(?P<count>\d+)")
-_COUNT_PREFIX = re.compile(r"(?P<count>\d+)\s*[x×*]\s*(?P<model>.+)")
+_COUNT = r"\d+(?:\s*/\s*\d+)?"
+_COUNT_SUFFIX = re.compile(rf"(?P<model>.+?)\s*[x×*]\s*(?P<count>{_COUNT})")
+_COUNT_PREFIX = re.compile(rf"(?P<count>{_COUNT})\s*[x×*]\s*(?P<model>.+)")
+_COUNT_TEXT = re.compile(_COUNT)
 _MAX_COUNT = 1024
+#: how a count reads when it is neither whole nor a share of one GPU
+_COUNT_HINT = "a whole number of GPUs, or '1/N' for a GPU shared by N pods"
 
 
 def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
@@ -63,7 +70,12 @@ def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
     if raw is None:
         return NO_GPU
     if isinstance(raw, GpuAllocation):
-        return _checked(raw.model, raw.count, setting)
+        checked = _checked(raw.model, Fraction(raw.count), setting)
+        if checked.count == 0 or raw.share == 1:
+            return checked
+        if not 0 < raw.share < 1:
+            raise HubConfigError(f"{setting}: share {raw.share} is not a part of one GPU")
+        return replace(checked, share=raw.share, detail=raw.detail)
     if isinstance(raw, str):
         text = raw.strip()
         if text.lower() in _NONE_WORDS:
@@ -71,8 +83,9 @@ def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
         for pattern in (_COUNT_SUFFIX, _COUNT_PREFIX):
             m = pattern.fullmatch(text)
             if m:
-                return _checked(m["model"].strip(), int(m["count"]), setting)
-        return _checked(text, 1, setting)
+                count = _count(m["count"], setting, text=True)
+                return _checked(m["model"].strip(), count, setting)
+        return _checked(text, Fraction(1), setting)
     if isinstance(raw, Mapping):
         unknown = sorted(str(k) for k in raw if k not in ("gpu", "count"))
         if unknown:
@@ -80,9 +93,7 @@ def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
                 f"{setting}: unknown key {unknown[0]!r}; an allocation is "
                 '{"gpu": "<catalog model>", "count": <number of GPUs>}'
             )
-        count = raw.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise HubConfigError(f"{setting}: count {count!r} is not a whole number of GPUs")
+        count = _count(raw.get("count", 1), setting)
         gpu = raw.get("gpu")
         if count == 0 and (gpu is None or gpu == ""):
             return NO_GPU
@@ -95,14 +106,46 @@ def parse_allocation(raw: object, *, setting: str) -> GpuAllocation:
     )
 
 
-def _checked(model: str, count: int, setting: str) -> GpuAllocation:
+def _count(raw: object, setting: str, *, text: bool = False) -> Fraction:
+    """A count as the admin writes it: ``2``, or ``"1/8"`` (not a float: ``0.125`` is
+    written ``"1/8"``, so the share is exact); ``text``: the count of ``"T4 x 2"``."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return Fraction(raw)
+    if isinstance(raw, Fraction):
+        return raw
+    if isinstance(raw, str) and _COUNT_TEXT.fullmatch(raw.strip()) and ("/" in raw or text):
+        num, _, den = raw.replace(" ", "").partition("/")
+        if den and int(den) == 0:
+            raise HubConfigError(f"{setting}: count {raw!r} divides by zero; {_COUNT_HINT}")
+        return Fraction(int(num), int(den or 1))
+    raise HubConfigError(f"{setting}: count {raw!r} is not {_COUNT_HINT}")
+
+
+def _checked(model: str, count: Fraction, setting: str) -> GpuAllocation:
     if count == 0:
         return NO_GPU
+    if count.denominator != 1:
+        if count.numerator != 1 or not 2 <= count.denominator <= _MAX_COUNT:
+            raise HubConfigError(
+                f"{setting}: count {count} is not {_COUNT_HINT} (N from 2 to {_MAX_COUNT})"
+            )
+        if not model:
+            raise HubConfigError(f"{setting}: the GPU model is empty")
+        return shared(GpuAllocation(model=model, count=1), count.denominator)
     if not 0 < count <= _MAX_COUNT:
         raise HubConfigError(f"{setting}: {count} GPUs; the count must be 1 to {_MAX_COUNT}")
     if not model:
         raise HubConfigError(f"{setting}: the GPU model is empty")
-    return GpuAllocation(model=model, count=count)
+    return GpuAllocation(model=model, count=int(count))
+
+
+def shared(allocation: GpuAllocation, clients: int) -> GpuAllocation:
+    """``allocation``'s devices each a GPU shared by ``clients`` pods (time-slicing, MPS):
+    1/clients of one GPU each. An allocation already a share (MIG, ``"1/8"``), or with no
+    GPU, is left as it is."""
+    if clients <= 1 or allocation.count == 0 or allocation.share != 1:
+        return allocation
+    return replace(allocation, share=Fraction(1, clients), detail=SHARED_TEXT.format(n=clients))
 
 
 def parse_profiles(raw: object, *, setting: str = PROFILES_SETTING) -> Profiles:
@@ -153,6 +196,35 @@ def price(
     labelled: never $0."""
     if allocation.count == 0:
         return Rate(NO_GPU, Decimal(0), f"no GPU allocated ({setting})")
+    whole = _price_whole(
+        allocation, prices, setting=setting, overrides_setting=overrides_setting, bound=bound
+    )
+    if allocation.share == 1:
+        return whole
+    # each device is a share of one GPU: its share of the price, rounded up to the micro
+    return Rate(
+        replace(allocation, model=whole.allocation.model),
+        ceil_micro(Fraction(whole.usd_per_gpu_hour) * allocation.share),
+        f"{allocation.share} × {whole.allocation.model} ({allocation.detail}) each; "
+        f"{whole.allocation.model}: {whole.source}",
+    )
+
+
+def ceil_micro(value: Fraction) -> Decimal:
+    """``value`` rounded up to the micro-unit (a share of a price never bills less)."""
+    micro = -((-value.numerator * 1_000_000) // value.denominator)
+    return Decimal(micro).scaleb(-6)
+
+
+def _price_whole(
+    allocation: GpuAllocation,
+    prices: PricePolicy,
+    *,
+    setting: str,
+    overrides_setting: str,
+    bound: bool,
+) -> Rate:
+    """:func:`price` of whole GPUs of ``allocation``'s model."""
     model = canonical_model(allocation.model, prices)
     overrides = prices.overrides or {}
     if model is not None and model in overrides:
@@ -234,19 +306,20 @@ class AllocationPolicy:
         default_setting: str = DEFAULT_SETTING,
         overrides_setting: str = OVERRIDES_SETTING,
         derived: DerivedFactory | None = None,
+        shared_by: tuple[int, str] = (1, ""),
     ) -> None:
         self.prices = prices
+        #: with no profile list to read, ``gpu_sharing`` of the plain GPU resource (clients,
+        #: the setting): every allocation's GPUs are that share of one
+        self._shared_by = shared_by
         self._profiles_setting = profiles_setting
         self._overrides_setting = overrides_setting
         self.profiles = parse_profiles(profiles, setting=profiles_setting)
         self._rates: dict[GpuAllocation, Rate] = {}
         if isinstance(self.profiles, Mapping):
             for name, allocation in self.profiles.items():
-                self._rates[allocation] = price(
-                    allocation,
-                    prices,
-                    setting=f"{profiles_setting}[{name!r}]",
-                    overrides_setting=overrides_setting,
+                self._rates[allocation] = self._price(
+                    allocation, setting=f"{profiles_setting}[{name!r}]"
                 )
         self.derived: DerivedProfiles | None = None
         if derived is not None:
@@ -280,12 +353,24 @@ class AllocationPolicy:
                 f"{profiles_setting} does not name, need an allocation; set it to a GPU "
                 "('T4', 'A100-80GB x 2') or to 'none' if they have no GPU"
             )
-        self.default_rate = price(
-            parse_allocation(default, setting=default_setting),
-            prices,
-            setting=default_setting,
-            overrides_setting=overrides_setting,
+        self.default_rate = self._price(
+            parse_allocation(default, setting=default_setting), setting=default_setting
         )
+
+    def _price(self, allocation: GpuAllocation, *, setting: str, bound: bool = False) -> Rate:
+        """:func:`price`, with :attr:`_shared_by` applied to whole GPUs."""
+        clients, why = self._shared_by
+        sliced = shared(allocation, clients)
+        rate = price(
+            sliced,
+            self.prices,
+            setting=setting,
+            overrides_setting=self._overrides_setting,
+            bound=bound,
+        )
+        if sliced is allocation:
+            return rate
+        return Rate(rate.allocation, rate.usd_per_gpu_hour, f"{rate.source} ({why})")
 
     def rate_for(self, server: ServerInfo) -> Rate:
         """The rate of ``server``'s allocation (the default one when it has none)."""
@@ -311,13 +396,7 @@ class AllocationPolicy:
             allocation = parse_allocation(raw, setting=setting)
             if allocation not in self._rates:
                 # a running server: a GPU with no price is billed at its upper bound
-                self._rates[allocation] = price(
-                    allocation,
-                    self.prices,
-                    setting=setting,
-                    overrides_setting=self._overrides_setting,
-                    bound=True,
-                )
+                self._rates[allocation] = self._price(allocation, setting=setting, bound=True)
             return self._rates[allocation]
         except Exception as e:  # the admin's code: bill the default, and say why
             d = self.default_rate
@@ -345,6 +424,9 @@ PART_OF_GPU_TEXT = N_("{count} × {model} ({detail})")
 PART_OF_NODE_TEXT = N_("{part} of {instance} ({gpus})")
 TIME_SLICED_TEXT = N_("time-sliced {n} ways")
 _TIME_SLICED = re.compile(r"time-sliced (\d+) ways")
+#: a share the admin named (``"1/8"``, or ``gpu_sharing`` for the plain GPU resource)
+SHARED_TEXT = N_("shared {n} ways")
+_SHARED = re.compile(r"shared (\d+) ways")
 
 
 def describe(allocation: GpuAllocation, gettext: Callable[[str], str] = str) -> str:
@@ -358,6 +440,9 @@ def describe(allocation: GpuAllocation, gettext: Callable[[str], str] = str) -> 
         sliced = _TIME_SLICED.fullmatch(detail)
         if sliced:
             detail = gettext(TIME_SLICED_TEXT).format(n=sliced.group(1))
+        named = _SHARED.fullmatch(detail)
+        if named:
+            detail = gettext(SHARED_TEXT).format(n=named.group(1))
         whole = gettext(PART_OF_GPU_TEXT).format(
             count=allocation.count * allocation.share, model=allocation.model, detail=detail
         )

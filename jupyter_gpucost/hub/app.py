@@ -152,8 +152,9 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     profile_gpus = AnyTrait(
         None,
         allow_none=True,
-        help="Profile → GPU allocation: a dict ({'a100': 'A100-80GB x 2'}) or a callable "
-        "of the server returning one.",
+        help="Profile → GPU allocation: a dict ({'a100': 'A100-80GB x 2'}; a GPU shared by "
+        "N pods, N from 2 to 1024: 'RTX-5090 x 1/8') or a callable of the server returning "
+        "one.",
     ).tag(config=True)
     default_gpu = AnyTrait(
         None,
@@ -176,7 +177,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         help="GPUs shared by several pods (time-slicing, MPS): a resource name "
         "('nvidia.com/gpu.shared') or a node label the profile selects "
         "('cloud.google.com/gke-nodepool=shared-t4') → the clients per GPU. Such a GPU "
-        "is billed 1/N of its price.",
+        "is billed 1/N of its price, also where profile_gpus names its model.",
     ).tag(config=True)
 
     # -- budgets ------------------------------------------------------------------------

@@ -42,7 +42,14 @@ from fractions import Fraction
 
 from ...core.catalog import PricePolicy
 from ...core.instance_prices import InstanceRow, find_instance
-from ..allocation import NO_GPU, PROFILES_SETTING, TIME_SLICED_TEXT, canonical_model, price
+from ..allocation import (
+    NO_GPU,
+    PROFILES_SETTING,
+    TIME_SLICED_TEXT,
+    canonical_model,
+    ceil_micro,
+    price,
+)
 from ..model import GpuAllocation, HubConfigError, Rate
 from .gpu_labels import (
     GFD_PRODUCT,
@@ -82,12 +89,6 @@ class Prices:
     #: ``c.GpuCostHub.gpu_sharing``: a resource name or a node label ``key=value`` → the
     #: clients each GPU is shared by
     gpu_sharing: Mapping[str, int] = field(default_factory=dict)
-
-
-def ceil_micro(value: Fraction) -> Decimal:
-    """``value`` rounded up to the micro-dollar."""
-    micro = -((-value.numerator * 1_000_000) // value.denominator)
-    return Decimal(micro).scaleb(-6)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,23 @@ def _positive(raw: object, where: str) -> int:
     if n < 1:
         raise Unpriced(f"{where}={raw!r}: a GPU is shared by 1 or more clients")
     return n
+
+
+def time_slicing(state: State, prices: Prices) -> tuple[int, str] | None:
+    """How many pods share each GPU this pod asks for (``gpu_sharing``, GKE's or NVIDIA's
+    sharing labels) and why; ``None`` for whole GPUs, or where the pod's GPUs are not
+    known (for a profile whose model ``profile_gpus`` names: its share still applies)."""
+    try:
+        asked = [d for d in _devices(state) if d.count]
+        if len(asked) != 1:
+            return None
+        device = asked[0]
+        plain = device.resource in (GPU_RESOURCE, SHARED_RESOURCE)
+        if not plain and device.resource not in prices.gpu_sharing:
+            return None
+        return _clients(device, state, prices)
+    except Unpriced:
+        return None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from ...core.instance_prices import load_instance_rows
 from ..allocation import AllocationPolicy
 from ..model import HubConfigError, Rate
 from . import source as profile_source
-from .gpus import Prices
+from .gpu_labels import GPU_RESOURCE
+from .gpus import SHARED_RESOURCE, SHARING_SETTING, Prices
 from .table import ProfileSource, ProfileTable
 
 
@@ -57,7 +58,12 @@ def build(settings: ProfileSettings) -> Allocations:
     """The allocation policy; :class:`HubConfigError` naming what cannot be priced."""
     if not settings.profiles_from:
         return Allocations(
-            AllocationPolicy(settings.profile_gpus, settings.default_gpu, settings.prices)
+            AllocationPolicy(
+                settings.profile_gpus,
+                settings.default_gpu,
+                settings.prices,
+                shared_by=plain_sharing(settings.gpu_sharing),
+            )
         )
     source = profile_source.read(settings.profiles_from)
     prices = derived_prices(settings.prices, settings.gpu_sharing)
@@ -71,3 +77,15 @@ def build(settings: ProfileSettings) -> Allocations:
         settings.profile_gpus, settings.default_gpu, settings.prices, derived=factory
     )
     return Allocations(policy, tables[-1] if tables else None, source)
+
+
+def plain_sharing(gpu_sharing: Mapping[str, int]) -> tuple[int, str]:
+    """With no profile list to read, the pods' GPUs are the plain resource: the clients
+    ``gpu_sharing`` gives it (the fewest, the dearest share, where both resource names are
+    set), and the setting that says so; ``(1, "")``: whole GPUs."""
+    named = [
+        (clients, f"{SHARING_SETTING}[{resource!r}] = {clients}")
+        for resource in (GPU_RESOURCE, SHARED_RESOURCE)
+        if (clients := gpu_sharing.get(resource, 1)) > 1
+    ]
+    return min(named) if named else (1, "")

@@ -21,11 +21,13 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING
+from fractions import Fraction
 
+from ..allocation import TIME_SLICED_TEXT, ceil_micro
 from ..model import GpuAllocation, Rate
-from .gpus import MICRO, Prices, Unpriced, rate_of
+from .gpus import MICRO, Prices, Unpriced, rate_of, time_slicing
 from .kubespawner import (
     UNLISTED,
     ProfileListError,
@@ -121,7 +123,7 @@ class ProfileTable:
             if choice == UNLISTED
         )
         if selection.slug in self.overrides:
-            rate = self.overrides[selection.slug]
+            rate = self._override(selection.slug, state)
             line = Line(selection.slug, selection.label(), rate, "", False)
         elif from_text:
             line = Line(selection.slug, selection.label(), None, "", True)
@@ -135,6 +137,23 @@ class ProfileTable:
         if line.rate is not None:
             self._rates[selection.key] = line.rate
         self.lines.append(line)
+
+    def _override(self, slug: str, state: dict[str, object]) -> Rate:
+        """``profile_gpus[slug]``, each GPU a share where the pod's GPU is shared
+        (``gpu_sharing``, a sharing label): the model is the admin's, the sharing the pod's."""
+        rate = self.overrides[slug]
+        a = rate.allocation
+        clients = time_slicing(state, self.prices)
+        if clients is None or clients[0] <= 1 or a.count == 0 or a.share != 1:
+            return rate
+        n, why = clients
+        share = Fraction(1, n)
+        detail = TIME_SLICED_TEXT.format(n=n)
+        return Rate(
+            replace(a, share=share, detail=detail),
+            ceil_micro(Fraction(rate.usd_per_gpu_hour) * share),
+            f"{share} × {a.model} ({detail}, {why}) each; {OVERRIDE}[{slug!r}]: {rate.source}",
+        )
 
     @property
     def problems(self) -> list[str]:
@@ -166,7 +185,7 @@ class ProfileTable:
 
     def _rate(self, selection: Selection, state: dict[str, object], dearest: Rate) -> Rate:
         if selection.slug in self.overrides:
-            return self.overrides[selection.slug]
+            return self._override(selection.slug, state)
         known = self._rates.get(selection.key)
         if known is not None:
             return known
