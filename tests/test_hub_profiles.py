@@ -157,7 +157,8 @@ def test_profile_gpus_covers_a_profile_that_cannot_be_read(tmp_path: Path) -> No
 
 
 def test_a_callable_profile_list_is_named_and_fails_the_check(tmp_path: Path) -> None:
-    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(CALLABLE)!r}\n")
+    aws = 'c.GpuCostHub.price_provider = "aws"\n'
+    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(CALLABLE)!r}\n" + aws)
     assert code == 2
     assert "the profile list is the function profiles_for() (a callable)" in out
     assert "it cannot be read statically" in err
@@ -165,7 +166,7 @@ def test_a_callable_profile_list_is_named_and_fails_the_check(tmp_path: Path) ->
     code, out, err = run_check(
         tmp_path,
         f"c.GpuCostHub.profiles_from = {str(CALLABLE)!r}\n"
-        'c.GpuCostHub.profile_gpus = {"gpu": "T4"}\nc.GpuCostHub.default_gpu = "none"\n',
+        'c.GpuCostHub.profile_gpus = {"gpu": "T4"}\nc.GpuCostHub.default_gpu = "none"\n' + aws,
     )
     assert code == 0, err
     assert "cannot be read statically" in out
@@ -187,6 +188,7 @@ def test_a_profile_with_no_price_stops_the_service_at_start(tmp_path: Path) -> N
     (tmp_path / "gpucost_hub_config.py").write_text(
         f"c.GpuCostHub.profiles_from = {str(values)!r}\n"
         f"c.GpuCostHub.data_dir = {str(tmp_path / 'data')!r}\n"
+        "c.GpuCostHub.price_provider = 'aws'\n"
     )
     done = subprocess.run(
         [sys.executable, "-m", "jupyter_gpucost.hub", "--config", "gpucost_hub_config.py"],
@@ -285,7 +287,10 @@ def test_a_config_that_hands_kubespawner_to_code_is_not_read_as_empty(tmp_path: 
     )
     source = profile_source.read(str(config))
     assert str(source.profiles) == "<possibly set by the call at line 4>"
-    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(config)!r}\n")
+    code, out, err = run_check(
+        tmp_path,
+        f"c.GpuCostHub.profiles_from = {str(config)!r}\nc.GpuCostHub.price_provider = 'aws'\n",
+    )
     assert code == 2
     assert "the profile list is possibly set by the call at line 4" in out
     assert "cannot be read statically" in err

@@ -284,6 +284,15 @@ def test_a_clean_shutdown_flushes(hub: Hub, tmp_path: Path) -> None:
         ),
         (["--GpuCostHub.bind_url=localhost:80"], "c.GpuCostHub.bind_url = 'localhost:80' is not"),
         (["--config=missing.py"], "c.GpuCostHub.config_file = 'missing.py': no such file"),
+        # nothing names the cloud: no price is assumed (the AWS default is gone)
+        (
+            ["--GpuCostHub.price_provider="],
+            "c.GpuCostHub.price_provider is not set and nothing in the profiles names a cloud",
+        ),
+        (
+            ["--GpuCostHub.price_provider=ibm"],
+            "c.GpuCostHub.price_provider = 'ibm' is not valid: use one of aws, gcp",
+        ),
     ],
 )
 def test_a_setting_that_cannot_be_used_stops_the_service_with_one_line(
@@ -295,6 +304,8 @@ def test_a_setting_that_cannot_be_used_stops_the_service_with_one_line(
     env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
     if args and not any(a.startswith("--GpuCostHub.default_gpu") for a in args):
         args = [*args, "--GpuCostHub.default_gpu=T4"]
+    if not any(a.startswith("--GpuCostHub.price_provider") for a in args):
+        args = [*args, "--GpuCostHub.price_provider=aws"]
     done = subprocess.run(
         [sys.executable, "-m", "jupyter_gpucost.hub", *args],
         cwd=tmp_path,
@@ -315,6 +326,7 @@ def test_a_budget_setting_is_checked_at_start(tmp_path: Path) -> None:
 
     (tmp_path / "gpucost_hub_config.py").write_text(
         "c.GpuCostHub.default_gpu = 'T4'\nc.GpuCostHub.user_budgets = {'ann': {'week': 3}}\n"
+        "c.GpuCostHub.price_provider = 'aws'\n"
     )
     env = {**os.environ, "JUPYTERHUB_API_TOKEN": "x", "PYTHONPATH": str(Path.cwd())}
     done = subprocess.run(

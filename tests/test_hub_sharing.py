@@ -44,6 +44,7 @@ hub:
 """
 
 CONFIG = """
+c.GpuCostHub.price_provider = "aws"
 c.GpuCostHub.price_overrides = {{"RTX-5090": "0.89"}}
 c.GpuCostHub.profiles_from = {path!r}
 c.GpuCostHub.profile_gpus = {{"rtx": "RTX-5090"}}

@@ -138,9 +138,11 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
 
     # -- prices and allocations ---------------------------------------------------------
     price_provider = Unicode(
-        "aws",
+        "",
         help="The catalog's provider whose list prices apply: aws, gcp, azure, lambda, "
-        "runpod (in US dollars), alibaba or autodl (in yuan).",
+        "runpod (in US dollars), alibaba or autodl (in yuan). Empty: detected from the "
+        "profile list (its node labels and machine types); where nothing names a cloud "
+        "the service refuses to start rather than guess.",
     ).tag(config=True)
     price_market = Unicode("on-demand", help="'on-demand' or 'spot' prices.").tag(config=True)
     price_instance = Unicode(
@@ -382,7 +384,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             catalog = load_catalog()
         except CatalogError as e:
             raise HubConfigError(f"the price catalog: {e}") from None
-        if self.price_provider not in catalog.providers:
+        if self.price_provider and self.price_provider not in catalog.providers:
             raise HubConfigError(
                 f"{SETTING}.price_provider = {self.price_provider!r} is not valid: use one of "
                 + ", ".join(catalog.providers)

@@ -52,8 +52,8 @@ def build(settings: HubSettings) -> Parts:
     profiles, billing_settings = settings.profiles, settings.billing
     tz = settings.ledger.tz
     cluster = settings.cluster
-    prices = profiles.prices
     allocations = profiles_setup.build(profiles)
+    prices = allocations.prices
     allocation = allocations.policy
     if allocations.table is not None and allocations.source is not None:
         log.info("profiles from %s", allocations.source.origin)
@@ -98,6 +98,7 @@ def build(settings: HubSettings) -> Parts:
         idle, IdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
     )
     service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
+    log.info("prices of %s: %s", prices.provider, allocations.cloud.why)
     return Parts(
         service=service,
         tz=tz,

@@ -27,6 +27,7 @@ from ..allocation import PROFILES_SETTING, describe, parse_profiles, price
 from ..model import HubConfigError, Rate
 from . import settings as profiles_setup
 from . import source as profile_source
+from .cloud import Cloud
 from .prose import prose_hints
 from .settings import ProfileSettings
 from .table import Line, ProfileTable
@@ -106,6 +107,7 @@ def main(
 
 
 def _check(settings: ProfileSettings, out: TextIO, err: TextIO, *, as_json: bool = False) -> int:
+    settings, cloud = profiles_setup.resolved(settings)
     sign = symbol(settings.prices.session_currency)
     source = profile_source.read(settings.profiles_from)
     prices = profiles_setup.derived_prices(settings.prices, settings.gpu_sharing)
@@ -118,7 +120,7 @@ def _check(settings: ProfileSettings, out: TextIO, err: TextIO, *, as_json: bool
         if table.unreadable:
             print(json.dumps({"profile": None, "error": table.unreadable}), file=out)
     else:
-        _print_table(table, settings, sign, out)
+        _print_table(table, settings, sign, out, cloud)
     try:
         profiles_setup.build(settings)
     except HubConfigError as e:
@@ -131,8 +133,11 @@ def _check(settings: ProfileSettings, out: TextIO, err: TextIO, *, as_json: bool
     return 0
 
 
-def _print_table(table: ProfileTable, settings: ProfileSettings, sign: str, out: TextIO) -> None:
+def _print_table(
+    table: ProfileTable, settings: ProfileSettings, sign: str, out: TextIO, cloud: Cloud
+) -> None:
     print(f"profiles from {table.source.origin}", file=out)
+    print(f"prices of {cloud.provider}: {cloud.why}", file=out)
     rows = [("profile", "choice", "GPUs", "per hour", "from")]
     rows += [_row(line, table, sign) for line in table.lines]
     if table.unreadable:
@@ -160,6 +165,7 @@ def _json(
     """One profile and choice for ``--json``: the GPUs (count as an exact fraction of a
     GPU, "1/7"), the price per hour as a decimal string, or the error."""
     found: dict[str, object] = {"profile": line.slug, "choice": line.choice}
+    found["provider"] = settings.prices.provider
     currency = settings.prices.session_currency
     if line.rate is not None:
         a = line.rate.allocation

@@ -8,15 +8,17 @@ Reads the profile file and the catalog's whole-instance rows (blocking, once at 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...core.catalog import CatalogError, PricePolicy
 from ...core.instance_prices import load_instance_rows
 from ..allocation import AllocationPolicy
 from ..model import HubConfigError, Rate
 from . import source as profile_source
+from .cloud import Cloud, decide, signals
 from .gpu_labels import GPU_RESOURCE
 from .gpus import SHARED_RESOURCE, SHARING_SETTING, Prices
+from .kubespawner import Unreadable
 from .table import ProfileSource, ProfileTable
 
 
@@ -42,6 +44,10 @@ class Allocations:
     and the start's log line)."""
 
     policy: AllocationPolicy
+    #: the prices in force, their provider resolved (:func:`resolved`)
+    prices: PricePolicy
+    #: which cloud's prices, and why
+    cloud: Cloud
     table: ProfileTable | None = None
     source: ProfileSource | None = None
 
@@ -54,8 +60,29 @@ def derived_prices(policy: PricePolicy, gpu_sharing: Mapping[str, int] | None = 
     return Prices(policy=policy, instances=rows, gpu_sharing=dict(gpu_sharing or {}))
 
 
+def resolved(settings: ProfileSettings) -> tuple[ProfileSettings, Cloud]:
+    """``settings`` with the provider whose prices apply: ``price_provider`` checked
+    against the cloud the profile list names, or that cloud where it is unset
+    (:mod:`.cloud`); :class:`HubConfigError` for a conflict, or nothing to go by."""
+    found = []
+    unreadable = ""
+    if settings.profiles_from:
+        source = profile_source.read(settings.profiles_from)
+        try:
+            rows = load_instance_rows()
+        except CatalogError as e:
+            raise HubConfigError(f"the price catalog: {e}") from None
+        found = signals(source, rows)
+        if isinstance(source.profiles, Unreadable):
+            unreadable = f"{source.origin} is {source.profiles.what}"
+    policy = settings.prices
+    cloud = decide(policy.provider, found, policy.catalog.providers, unreadable)
+    return replace(settings, prices=replace(policy, provider=cloud.provider)), cloud
+
+
 def build(settings: ProfileSettings) -> Allocations:
     """The allocation policy; :class:`HubConfigError` naming what cannot be priced."""
+    settings, cloud = resolved(settings)
     if not settings.profiles_from:
         return Allocations(
             AllocationPolicy(
@@ -63,7 +90,9 @@ def build(settings: ProfileSettings) -> Allocations:
                 settings.default_gpu,
                 settings.prices,
                 shared_by=plain_sharing(settings.gpu_sharing),
-            )
+            ),
+            settings.prices,
+            cloud,
         )
     source = profile_source.read(settings.profiles_from)
     prices = derived_prices(settings.prices, settings.gpu_sharing)
@@ -76,7 +105,7 @@ def build(settings: ProfileSettings) -> Allocations:
     policy = AllocationPolicy(
         settings.profile_gpus, settings.default_gpu, settings.prices, derived=factory
     )
-    return Allocations(policy, tables[-1] if tables else None, source)
+    return Allocations(policy, settings.prices, cloud, tables[-1] if tables else None, source)
 
 
 def plain_sharing(gpu_sharing: Mapping[str, int]) -> tuple[int, str]:

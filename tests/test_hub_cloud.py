@@ -1,0 +1,182 @@
+"""The hub knows its own cloud: ``c.GpuCostHub.price_provider`` unset is read from the
+profile list (node labels, machine types), a provider the profiles contradict is refused
+by name, and nothing names a cloud: the service asks rather than assume AWS.
+
+Real configs: LEAP's GKE daskhub (2i2c-org/infrastructure, ``leap/daskhub-common``) and
+2i2c's EKS neurohackademy hub, both in tests/data/real_configs; the AKS profile uses the
+labels AKS documents as its own (``kubernetes.azure.com/agentpool``, the VM size in
+``node.kubernetes.io/instance-type``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_hub_profiles import row, run_check
+
+from jupyter_gpucost.core.instance_prices import load_instance_rows
+from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.profiles.cloud import Signal, decide, instance_provider
+
+REAL = Path(__file__).parent / "data" / "real_configs"
+LEAP = REAL / "leap-daskhub-common.values.yaml"
+NEUROHACKADEMY = REAL / "2i2c-neurohackademy.values.yaml"
+ROWS = load_instance_rows()
+PROVIDERS = ("aws", "gcp", "azure", "lambda", "runpod", "autodl", "alibaba")
+
+AKS = """
+singleuser:
+  profileList:
+    - display_name: "A100 (AKS)"
+      slug: a100
+      kubespawner_override:
+        node_selector:
+          kubernetes.azure.com/agentpool: gpua100
+          node.kubernetes.io/instance-type: Standard_NC24ads_A100_v4
+        extra_resource_limits:
+          nvidia.com/gpu: "1"
+"""
+
+
+def config(path: Path, extra: str = "") -> str:
+    return f"c.GpuCostHub.profiles_from = {str(path)!r}\n{extra}"
+
+
+def test_leap_gke_hub_is_priced_at_gcp_not_at_aws_and_its_t4_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    code, out, err = run_check(tmp_path, config(LEAP))
+    # the cloud is GCP, read from the profiles (an n2 machine type, GKE's labels)
+    assert "prices of gcp: detected from the profiles: profile" in out
+    assert "node.kubernetes.io/instance-type=n2-highmem-64" in out
+    # GCP's catalog has no T4 by itself (GCP bills it on an N1 VM): refused by name,
+    # never the AWS g4dn row
+    assert code == 2
+    assert "no price for GPU model 'T4' (gcp, on-demand)" in out + err
+    assert "g4dn" not in out + err
+    # the CPU profiles are not GPU machines: no GPU, at any choice
+    assert row(out, "medium-full", "requests=mem_8, image=pangeo")[2] == "no GPU"
+
+
+def test_leap_priced_with_the_admins_gcp_t4_price(tmp_path: Path) -> None:
+    code, out, err = run_check(
+        tmp_path, config(LEAP, 'c.GpuCostHub.price_overrides = {"T4": "0.35"}\n')
+    )
+    assert code == 0, err
+    gpu = row(out, "gpu", "image=pytorch")
+    assert gpu[2:4] == ["1 × T4", "$0.35/h"]
+    assert "cloud.google.com/gke-accelerator=nvidia-tesla-t4" in gpu[4]
+
+
+def test_aws_prices_set_for_a_gke_hub_are_refused_by_name(tmp_path: Path) -> None:
+    code, _out, err = run_check(tmp_path, config(LEAP, 'c.GpuCostHub.price_provider = "aws"\n'))
+    assert code == 2
+    assert "c.GpuCostHub.price_provider = 'aws', but the profile list runs on gcp" in err
+    assert "set c.GpuCostHub.price_provider = 'gcp'" in err
+
+
+def test_an_eks_hub_is_priced_at_aws_from_its_machine_type(tmp_path: Path) -> None:
+    code, out, err = run_check(tmp_path, config(NEUROHACKADEMY))
+    assert code == 0, err
+    assert "prices of aws: detected from the profiles" in out
+    gpu_lines = [line for line in out.splitlines() if "g4dn.xlarge" in line and "T4" in line]
+    assert gpu_lines
+    assert all("$0.526/h" in line for line in gpu_lines)
+
+
+def test_an_aks_hub_is_priced_at_azure(tmp_path: Path) -> None:
+    values = tmp_path / "aks.yaml"
+    values.write_text(AKS)
+    code, out, err = run_check(tmp_path, config(values))
+    assert code == 0, err
+    assert "prices of azure: detected from the profiles" in out
+    a100 = row(out, "a100", "-")
+    assert a100[2] == "1 × A100-80GB"
+    assert "Standard_NC24ads_A100_v4" in a100[4]
+    assert "azure" in a100[4]
+
+
+def test_a_profile_list_naming_two_clouds_is_refused(tmp_path: Path) -> None:
+    values = tmp_path / "mixed.yaml"
+    values.write_text(
+        AKS + "    - display_name: T4\n      slug: t4\n      kubespawner_override:\n"
+        "        node_selector: {node.kubernetes.io/instance-type: g4dn.xlarge}\n"
+        "        extra_resource_limits: {nvidia.com/gpu: 1}\n"
+    )
+    code, _out, err = run_check(tmp_path, config(values))
+    assert code == 2
+    assert "the profile list names machines of several clouds: aws (profile 't4'" in err
+    assert "azure (profile 'a100'" in err
+
+
+def test_nothing_naming_a_cloud_asks_for_the_setting(tmp_path: Path) -> None:
+    values = tmp_path / "plain.yaml"
+    values.write_text(
+        "singleuser:\n  profileList:\n    - display_name: T4\n      slug: t4\n"
+        "      kubespawner_override:\n"
+        "        node_selector: {nvidia.com/gpu.product: Tesla-T4}\n"
+        "        extra_resource_limits: {nvidia.com/gpu: 1}\n"
+    )
+    code, _out, err = run_check(tmp_path, config(values))
+    assert code == 2
+    assert "c.GpuCostHub.price_provider is not set and nothing in the profiles names" in err
+    # once the admin says so, it is priced there
+    code, out, err = run_check(tmp_path, config(values, 'c.GpuCostHub.price_provider = "aws"\n'))
+    assert code == 0, err
+    assert "prices of aws: c.GpuCostHub.price_provider = 'aws'" in out
+
+
+def test_every_catalog_machine_type_is_its_own_providers() -> None:
+    for r in ROWS:
+        assert instance_provider(r.instance, ROWS) == r.provider
+        # by its name alone too (a type a later catalog drops is still recognised)
+        assert instance_provider(r.instance, ()) == r.provider, r.instance
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    configured=st.sampled_from(("", *PROVIDERS)),
+    found=st.lists(
+        st.builds(Signal, st.sampled_from(PROVIDERS), st.text(min_size=1, max_size=20)),
+        max_size=6,
+    ),
+)
+def test_the_provider_is_never_one_the_profiles_contradict(
+    configured: str, found: list[Signal]
+) -> None:
+    clouds = {s.provider for s in found}
+    conflict = len(clouds) > 1 or bool(configured and clouds and configured not in clouds)
+    if conflict or not (configured or clouds):
+        # refused only for a conflict, or with nothing to go by
+        with pytest.raises(HubConfigError):
+            decide(configured, found, PROVIDERS)
+        return
+    cloud = decide(configured, found, PROVIDERS)
+    assert cloud.provider in (clouds or {configured})
+    if configured:
+        assert cloud.provider == configured
+
+
+@given(st.text(max_size=60))
+def test_any_machine_type_text_is_read_without_error(text: str) -> None:
+    assert instance_provider(text, ()) in (None, *PROVIDERS)
+
+
+@pytest.mark.parametrize(
+    ("instance", "provider"),
+    [
+        ("a2-highgpu-1g", "gcp"),
+        ("n1-standard-8", "gcp"),
+        ("g2-standard-4", "gcp"),
+        ("g4dn.xlarge", "aws"),
+        ("p4d.24xlarge", "aws"),
+        ("Standard_NC24ads_A100_v4", "azure"),
+        ("ecs.gn7i-c8g1.2xlarge", "alibaba"),
+        ("gpu_1x_a10", "lambda"),
+        ("my-node-pool", None),
+    ],
+)
+def test_machine_type_names_as_each_cloud_writes_them(instance: str, provider: str) -> None:
+    assert instance_provider(instance, ()) == provider
