@@ -2,8 +2,9 @@
 
 One driver per provider, each doing what the provider documents:
 
-* AWS: EC2 ``StopInstances`` on the instance's own id, with the instance's role (boto3,
-  an optional dependency; ``AWS_ENDPOINT_URL_EC2`` honoured as boto3 does);
+* AWS: EC2 ``StopInstances`` on the instance's own id, with the instance's role
+  (:mod:`.aws`; an instance of a one-time Spot request cannot be stopped, only
+  terminated: ``terminate-instance``);
 * GCP: ``instances.stop`` with the token of the VM's service account from the metadata
   server;
 * Azure: ``virtualMachines/deallocate`` with the VM's managed identity (a token from IMDS);
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from ..core.machine import Machine
-from . import alibaba, lambda_cloud, rented
+from . import alibaba, aws, lambda_cloud, rented
 from .detect import Endpoints
 from .http import HttpFailure, redact, request
 from .outcome import StopResult, StopSettings
@@ -62,11 +63,17 @@ def stop_instance(
     settings: StopSettings,
     endpoints: Endpoints,
     environ: Mapping[str, str],
+    *,
+    terminate: bool = False,
 ) -> StopResult:
-    """Ask the provider to stop this machine; never raises, and never says a credential."""
+    """Ask the provider to stop this machine (``terminate``: to end it,
+    ``terminate-instance``); never raises, and never says a credential."""
     secrets: list[str] = [environ.get(name, "") for name in SECRET_VARIABLES]
     secrets.append(settings.lambda_api_key)
-    result = _stop(machine, settings, endpoints, environ, secrets)
+    if terminate:
+        result = _terminate(machine, settings, environ, secrets)
+    else:
+        result = _stop(machine, settings, endpoints, environ, secrets)
     return StopResult(result.ok, result.via, redact(result.message, secrets), result.still_bills)
 
 
@@ -92,7 +99,7 @@ def _stop(
         )
     try:
         if machine.provider == "aws":
-            return _aws(machine, environ, secrets)
+            return aws.stop(machine, environ, secrets)
         if machine.provider == "gcp":
             return _gcp(machine, settings, endpoints)
         if machine.provider == "azure":
@@ -116,6 +123,29 @@ def _stop(
     )
 
 
+def _terminate(
+    machine: Machine | None,
+    settings: StopSettings,
+    environ: Mapping[str, str],
+    secrets: list[str],
+) -> StopResult:
+    if machine is None or machine.shared or not machine.terminable:
+        what = "no cloud instance" if machine is None else f"a {machine.provider} machine"
+        if machine is not None and machine.shared:
+            what = "a Kubernetes pod on a shared node"
+        return _fail(
+            "" if machine is None else machine.provider,
+            f"terminate-instance ends AWS and Lambda instances; this server runs on {what}",
+        )
+    try:
+        if machine.provider == "aws":
+            return aws.stop(machine, environ, secrets, terminate=True)
+        key = settings.lambda_api_key or environ.get("LAMBDA_API_KEY", "")
+        return lambda_cloud.stop(machine, settings, key)
+    except HttpFailure as e:
+        return _fail(machine.provider, str(e))
+
+
 def _command(settings: StopSettings) -> StopResult:
     argv = list(settings.command)
     try:
@@ -130,47 +160,6 @@ def _command(settings: StopSettings) -> StopResult:
             "command", f"c.GpuCost.stop_instance_command exited with {done.returncode}: {tail}"
         )
     return StopResult(True, "command", f"stop command run: {' '.join(argv)}")
-
-
-def _aws(machine: Machine, environ: Mapping[str, str], secrets: list[str]) -> StopResult:
-    if not machine.instance_id:
-        return _fail("aws", "the EC2 instance id is not known (IMDS did not answer)")
-    try:
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-    except ImportError:
-        return _fail(
-            "aws", "boto3 is not installed: pip install 'jupyter-gpucost[aws]' to stop EC2"
-        )
-    region = machine.region or environ.get("AWS_DEFAULT_REGION", "") or None
-    grant = (
-        f"grant ec2:StopInstances on arn:aws:ec2:{machine.region or '*'}:*:instance/"
-        f"{machine.instance_id} to the instance's role"
-    )
-    try:
-        # a session of its own: credentials are read now (the instance role's, refreshed)
-        session = boto3.session.Session(region_name=region)
-        found = session.get_credentials()
-        if found is not None:
-            frozen = found.get_frozen_credentials()
-            secrets.extend(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s)
-        client = session.client("ec2")
-        answer = client.stop_instances(InstanceIds=[machine.instance_id])
-    except NoCredentialsError:
-        return _fail("aws", f"no AWS credentials: attach an instance role and {grant}")
-    except ClientError as e:
-        code = e.response.get("Error", {}).get("Code", "")
-        text = e.response.get("Error", {}).get("Message", "")
-        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
-            return _fail("aws", f"EC2 refused StopInstances ({code}): {grant}")
-        return _fail("aws", f"EC2 StopInstances failed ({code}): {text}")
-    except BotoCoreError as e:
-        return _fail("aws", f"EC2 StopInstances failed: {e}")
-    states = [
-        str(s.get("CurrentState", {}).get("Name", "")) for s in answer.get("StoppingInstances", [])
-    ]
-    state = states[0] if states else "stopping"
-    return StopResult(True, "aws", f"EC2 is stopping {machine.instance_id} ({state})")
 
 
 def _token(answer_body: str) -> str:

@@ -29,6 +29,8 @@ from .i18n import N_
 Provider = Literal["aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl"]
 #: the providers whose API (or, on AutoDL, ``shutdown``) ``stop-instance`` calls
 STOPPABLE = ("aws", "gcp", "azure", "alibaba", "runpod", "vast", "lambda", "autodl")
+#: the providers ``terminate-instance`` can end from inside
+TERMINABLE = ("aws", "lambda")
 #: the providers whose metadata service is asked (only when DMI names them)
 METADATA_PROVIDERS: tuple[Provider, ...] = ("aws", "gcp", "azure", "alibaba")
 #: the providers no local signal names: the admin's ``c.GpuCost.machine_provider``
@@ -88,11 +90,20 @@ class Machine:
     subscription_id: str = ""
     #: why the metadata service gave no answer (the machine is then known from DMI only)
     note: str = ""
+    #: why the machine cannot be stopped although its provider stops others (an AWS
+    #: one-time Spot Instance): "" when it can, or when nothing says otherwise
+    cannot_stop: str = ""
 
     @property
     def stoppable(self) -> bool:
         """Whether its provider's API can stop it from inside (``stop-instance``)."""
-        return self.provider in STOPPABLE and not self.shared
+        return self.provider in STOPPABLE and not self.shared and not self.cannot_stop
+
+    @property
+    def terminable(self) -> bool:
+        """Whether ``terminate-instance`` can end it from inside (AWS; Lambda, whose stop
+        is a termination)."""
+        return self.provider in TERMINABLE and not self.shared
 
     def to_json(self) -> dict[str, object]:
         """The ``machine`` object of ``GET /gpucost/api/status``."""
@@ -105,6 +116,7 @@ class Machine:
             "source": self.source,
             "shared": self.shared,
             "stoppable": self.stoppable,
+            "cannot_stop": self.cannot_stop or None,
             "note": self.note or None,
         }
 
@@ -351,6 +363,17 @@ STILL_VAST = N_("its disk still bills while the instance is stopped")
 STILL_LAMBDA = N_(
     "the instance no longer bills (terminated: its local disk is erased); persistent "
     "filesystems still bill"
+)
+#: EC2 TerminateInstances: the instance ends; its instance-store data and the EBS volumes
+#: with DeleteOnTermination are deleted, other volumes and snapshots go on billing
+STILL_AWS_TERMINATED = N_(
+    "the instance no longer bills (terminated: its instance-store data and the EBS volumes "
+    "set to DeleteOnTermination are deleted); other volumes and snapshots still bill"
+)
+#: an AWS one-time Spot Instance (StopInstances answers UnsupportedOperation)
+CANNOT_STOP_ONE_TIME_SPOT = N_(
+    "this machine cannot be stopped: it is a one-time Spot Instance (AWS stops only Spot "
+    "Instances of persistent requests); it bills until it is terminated"
 )
 #: AutoDL: a powered-off instance is not billed for its GPUs; storage kept is
 STILL_AUTODL = N_("storage it keeps (file storage, an expanded data disk) may still bill")

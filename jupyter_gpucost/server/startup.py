@@ -34,7 +34,13 @@ from .hub_link import (
     reported_interruptions,
 )
 from .ledger.schema import alerts_sent_table
-from .machine.setup import MachinePrices, MachineTraits, instance_stopper, machine_can_stop
+from .machine.setup import (
+    MachinePrices,
+    MachineTraits,
+    instance_stopper,
+    machine_can_stop,
+    machine_can_terminate,
+)
 from .machine.spot_prices import SpotPriceTraits
 from .notify import ServerAlerts, start_alerts
 from .service import CostService
@@ -145,7 +151,23 @@ def start_budget_and_exports(
     service.attach_budget(budget)
     if machine is not None:
         budget.enforcer.stop_instance = instance_stopper(machine, os.environ)
-        if config.action == "stop-instance" and not machine_can_stop(machine):
+        budget.enforcer.terminate_instance = instance_stopper(machine, os.environ, terminate=True)
+        cannot = machine.machine.cannot_stop if machine.machine is not None else ""
+        if config.action == "stop-instance" and cannot:
+            log.warning(
+                "jupyter-gpucost: budget_action 'stop-instance': %s. At the budget the server "
+                "stops itself and the machine goes on billing; c.GpuCost.budget_action = "
+                "'terminate-instance' ends it instead (its instance-store data and EBS volumes "
+                "set to DeleteOnTermination are deleted)",
+                cannot,
+            )
+        elif config.action == "terminate-instance" and not machine_can_terminate(machine):
+            log.warning(
+                "jupyter-gpucost: budget_action 'terminate-instance' ends AWS and Lambda "
+                "instances only: at the budget the server stops itself and the machine goes "
+                "on billing"
+            )
+        elif config.action == "stop-instance" and not machine_can_stop(machine):
             log.warning(
                 "jupyter-gpucost: budget_action 'stop-instance' has no way to stop this "
                 "machine (none detected, or a shared Kubernetes node, and no "

@@ -184,6 +184,8 @@ class Enforcer:
         self.export_hook: ExportHook | None = None
         #: stops the machine (``None``: ``stop-instance`` falls back to ``stop-server``)
         self.stop_instance: InstanceStopper | None = None
+        #: ends it (``terminate-instance``; ``None``: falls back to ``stop-server``)
+        self.terminate_instance: InstanceStopper | None = None
         #: what the machine costs per hour now (the meter's rate)
         self.machine_rate: Callable[[], Decimal] = lambda: Decimal(0)
 
@@ -250,8 +252,10 @@ class Enforcer:
             done = record.with_outcome(
                 "done", messages.kernels_acted(summary, action, n), kernels=n
             ).with_still(self.machine_rate())
-        elif action == "stop-instance":
-            done = await self._stop_instance(record, summary)
+        elif action in ("stop-instance", "terminate-instance"):
+            done = await self._stop_instance(
+                record, summary, terminate=action == "terminate-instance"
+            )
         else:
             done = await self._stop_server(record, messages.server_stopped(summary))
         symbol = self.settings.currency_symbol
@@ -265,23 +269,29 @@ class Enforcer:
         self.events.emit("action", done.message, fields)
         return done
 
-    async def _stop_instance(self, record: ActionRecord, summary: str) -> ActionRecord:
-        """Kernels shut down, then the machine stopped through its cloud; on failure, loud,
-        the server is stopped instead (and the machine still costs)."""
+    async def _stop_instance(
+        self, record: ActionRecord, summary: str, *, terminate: bool = False
+    ) -> ActionRecord:
+        """Kernels shut down, then the machine stopped (``terminate``: ended) through its
+        cloud; on failure, loud, the server is stopped instead (and the machine still
+        costs)."""
         km = self.kernel_manager
         n = await shutdown_kernels(km, self.log) if km is not None else 0
-        if self.stop_instance is None:
+        driver = self.terminate_instance if terminate else self.stop_instance
+        if driver is None:
             answer = InstanceStop(False, "", messages.no_instance_stopper())
         else:
             try:
-                answer = await self.stop_instance()
+                answer = await driver()
             except Exception as e:  # a driver's bug must not spare the fallback
                 answer = InstanceStop(False, "", f"{type(e).__name__}: {e}")
         if answer.ok:
             self.log.warning("jupyter-gpucost: %s (budget)", answer.message)
             return record.with_outcome(
                 "done",
-                messages.instance_stopped(summary, n, answer.message, answer.still_bills),
+                messages.instance_stopped(
+                    summary, n, answer.message, answer.still_bills, terminated=terminate
+                ),
                 kernels=n,
                 via=answer.via,
             ).with_instance(answer.message)

@@ -65,6 +65,7 @@ def action_name(action: str) -> str:
         "shutdown": _("kernels shut down"),
         "stop-server": _("server stopped"),
         "stop-instance": _("machine stopped"),
+        "terminate-instance": _("machine terminated"),
     }.get(action, action)
 
 
@@ -239,13 +240,19 @@ def no_instance_stopper() -> str:
 
 
 def instance_stopped(
-    summary_text: str, kernels: int, answer: str, still_bills: str = STILL_DISKS
+    summary_text: str,
+    kernels: int,
+    answer: str,
+    still_bills: str = STILL_DISKS,
+    *,
+    terminated: bool = False,
 ) -> str:
     """``...; 1 kernel shut down; machine stopping (EC2 is stopping i-0abc); its disks
     still bill``: ``still_bills`` is the provider's sentence (a constant of
-    :mod:`...core.machine`), translated here."""
+    :mod:`...core.machine`), translated here; ``terminated``: ``machine terminating``."""
     acted = kernels_acted(summary_text, "shutdown", kernels)
-    return _join(acted, _("machine stopping ({answer})").format(answer=answer), _(still_bills))
+    done = _("machine terminating ({answer})") if terminated else _("machine stopping ({answer})")
+    return _join(acted, done.format(answer=answer), _(still_bills))
 
 
 def instance_failed(summary_text: str, why: str) -> str:

@@ -37,7 +37,10 @@ from .timing import Countdown, Shortened, countdown, due
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
 SCOPES: tuple[Scope, ...] = ("session", "day", "month")
-ACTIONS = ("interrupt", "shutdown", "stop-server", "stop-instance")
+#: weakest first; ``terminate-instance`` only where the admin chose it (it deletes the
+#: instance's local data): a user's own stop request cannot ask for it
+ACTIONS = ("interrupt", "shutdown", "stop-server", "stop-instance", "terminate-instance")
+USER_ACTIONS = ACTIONS[:-1]
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 95)
 #: the most a budget may be, so a typo of many zeros is refused rather than ignored
 MAX_BUDGET_MICRO_USD = 10**6 * 10**6

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...core.i18n import _
 from ..inputs import one_of
-from .policy import ACTIONS, USER_REASONS, BudgetError
+from .policy import USER_ACTIONS, USER_REASONS, BudgetError
 
 WHEN = ("now", "idle")
 
@@ -31,8 +31,8 @@ def parse_stop_request(body: Mapping[str, object]) -> StopRequest:
     if unknown:
         raise BudgetError(_("unknown field(s): send action, reason and when"))
     action = body.get("action")
-    if action is not None and action not in ACTIONS:
-        raise BudgetError(one_of("action", ACTIONS, action))
+    if action is not None and action not in USER_ACTIONS:
+        raise BudgetError(one_of("action", USER_ACTIONS, action))
     reason = body.get("reason", "user")
     if reason not in USER_REASONS:
         raise BudgetError(one_of("reason", USER_REASONS, reason))

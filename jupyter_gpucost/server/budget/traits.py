@@ -51,7 +51,9 @@ class BudgetTraits(HasTraits):
         config=True,
         help="What is done when a budget runs out, after saving notebooks: 'interrupt' or "
         "'shutdown' the kernels, 'stop-server' (asks JupyterHub, else stops itself) or "
-        "'stop-instance' (stops the machine through its cloud, else the server). "
+        "'stop-instance' (stops the machine through its cloud, else the server) or "
+        "'terminate-instance' (ends an AWS or Lambda instance, deleting its local data: for "
+        "an AWS one-time Spot Instance, which cannot be stopped; else the server). "
         "GPUCOST_BUDGET_ACTION sets it when this is not configured; with both, the "
         "stronger is in force.",
     )

@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
 from traitlets.config import Config
 
+from ...cloud import aws
 from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ...cloud.azure_prices import RETAIL_PRICES_URL
 from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
@@ -188,6 +190,9 @@ class MachineSettings:
     detect_settings: DetectSettings
     stop: StopSettings
     refresh: RefreshSettings = field(default_factory=RefreshSettings)
+    #: ask EC2 at start whether a Spot Instance can be stopped: where the budget's action
+    #: would stop it (``stop-instance``)
+    check_spot_stop: bool = False
 
 
 def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
@@ -228,6 +233,8 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             azure_url=str(traits.azure_prices_url),
             cache_path=cache,
         ),
+        check_spot_stop="stop-instance"
+        in (str(getattr(traits, "budget_action", "")), environ.get("GPUCOST_BUDGET_ACTION", "")),
     )
 
 
@@ -237,10 +244,11 @@ def detect_machine(
     """The machine, found in a worker thread within the bounded time (``None``: not found)."""
     if not settings.detect:
         return None
-    limit_s = settings.detect_settings.timeout_s * MAX_REQUESTS + 1
+    # the spot check's two EC2 calls, each bounded, after the metadata requests
+    limit_s = settings.detect_settings.timeout_s * MAX_REQUESTS + 2 * aws.CHECK_TIMEOUT_S + 1
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-machine")
     try:
-        machine = pool.submit(detect, settings.detect_settings, dict(environ)).result(limit_s)
+        found = pool.submit(_detect_and_check, settings, dict(environ)).result(limit_s)
     except FutureTimeout:
         log.warning("jupyter-gpucost: machine detection took over %g s: not used", limit_s)
         return None
@@ -249,6 +257,9 @@ def detect_machine(
         return None
     finally:
         pool.shutdown(wait=False)
+    machine, spot_note = found
+    if spot_note:
+        log.warning("jupyter-gpucost: %s", spot_note)
     if machine is not None:
         log.info(
             "jupyter-gpucost: machine %s %s %s %s (%s)%s",
@@ -260,6 +271,17 @@ def detect_machine(
             f"; {machine.note}" if machine.note else "",
         )
     return machine
+
+
+def _detect_and_check(
+    settings: MachineSettings, environ: dict[str, str]
+) -> tuple[Machine | None, str]:
+    """The machine, and whether an AWS Spot Instance can be stopped (:mod:`...cloud.aws`):
+    only asked where the budget's action would stop it."""
+    machine = detect(settings.detect_settings, environ)
+    if machine is None or not settings.check_spot_stop:
+        return machine, ""
+    return aws.spot_stop_check(machine, environ)
 
 
 def admin_prices(config: Config, values: Mapping[str, str]) -> AdminPrices:
@@ -395,19 +417,28 @@ def machine_can_stop(found: MachinePrices) -> bool:
     )
 
 
-def instance_stopper(found: MachinePrices, environ: Mapping[str, str]) -> InstanceStopper:
-    """``stop-instance``: the cloud's stop for this machine, in a worker thread."""
+def machine_can_terminate(found: MachinePrices) -> bool:
+    """Whether ``terminate-instance`` has a way to end this machine."""
+    return found.machine is not None and found.machine.terminable
+
+
+def instance_stopper(
+    found: MachinePrices, environ: Mapping[str, str], *, terminate: bool = False
+) -> InstanceStopper:
+    """``stop-instance`` (``terminate``: ``terminate-instance``): the cloud's call for this
+    machine, in a worker thread."""
     env = dict(environ)
+    call = partial(
+        stop_instance,
+        found.machine,
+        found.settings.stop,
+        found.settings.detect_settings.endpoints,
+        env,
+        terminate=terminate,
+    )
 
     async def stop() -> InstanceStop:
-        result = await asyncio.get_running_loop().run_in_executor(
-            None,
-            stop_instance,
-            found.machine,
-            found.settings.stop,
-            found.settings.detect_settings.endpoints,
-            env,
-        )
+        result = await asyncio.get_running_loop().run_in_executor(None, call)
         return InstanceStop(result.ok, result.via, result.message, result.still_bills)
 
     return stop
