@@ -31,12 +31,10 @@ class EC2Client(Protocol):
 
     def terminate_instances(self, *, InstanceIds: list[str]) -> dict[str, Any]: ...
 
-    def describe_instances(self, *, InstanceIds: list[str]) -> dict[str, Any]: ...
-
     def describe_spot_instance_requests(
         self,
         *,
-        SpotInstanceRequestIds: list[str],
+        Filters: list[dict[str, object]],
     ) -> dict[str, Any]: ...
 
 
