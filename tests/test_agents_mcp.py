@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ import pytest
 from jupyter_client.session import Session
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from test_budget_api import budget, wait_for
+from test_budget_api import budget, refused, wait_for
 
 # http_server_client: the fixture that makes the test server accept connections on its port
 pytestmark = pytest.mark.usefixtures("jp_serverapp", "http_server_client")
@@ -366,3 +367,20 @@ class TestANonBrowserClientIsStoppedByTheBudget:
         assert last["result"] == "done"
         assert last["kernels"] == 1
         assert last["spent_usd"] <= limit + 0.002
+
+
+class TestWithoutTheMcpPackage:
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+        # as on a server installed without the extra: importing the SDK fails
+        monkeypatch.setitem(sys.modules, "mcp", None)
+        monkeypatch.setitem(sys.modules, "jupyter_gpucost.server.agents.endpoint", None)
+        return config(tmp_path)
+
+    async def test_the_endpoint_says_what_to_install_and_the_server_runs_on(
+        self, jp_fetch: Any
+    ) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        message = await refused(jp_fetch("gpucost", "mcp", method="POST", body=body), 503)
+        assert "pip install 'jupyter-gpucost[mcp]'" in message
+        assert (await status(jp_fetch))["rate_usd_per_hour"] == 6.862
