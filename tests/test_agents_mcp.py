@@ -66,6 +66,20 @@ async def refusal(session: ClientSession, tool: str, **arguments: object) -> str
     return str(result.content[0].text)  # type: ignore[union-attr]
 
 
+@asynccontextmanager
+async def kernel_client(km: Any) -> AsyncIterator[tuple[str, Any]]:
+    """A kernel the server started, and a jupyter_client client of it (not a browser)."""
+    kid = await km.start_kernel(kernel_name="python3")
+    client = km.get_kernel(kid).client()
+    client.start_channels()
+    try:
+        await asyncio.wait_for(client._async_wait_for_ready(), 60)
+        yield kid, client
+    finally:
+        client.stop_channels()
+        await km.shutdown_kernel(kid)
+
+
 async def status(jp_fetch: Any) -> dict[str, Any]:
     return dict(json.loads((await jp_fetch("gpucost", "api", "status")).body))
 
@@ -167,6 +181,12 @@ class TestTools:
             answer = await call(session, "cell_costs", limit=2)
             assert "limit must be" in await refusal(session, "cell_costs", limit=0)
         assert [c["cell_id"] for c in answer["cells"]] == ["c", "a"]
+        # the cells route's records, the same figures
+        route = json.loads((await jp_fetch("gpucost", "api", "cells")).body)["cells"]
+        by_id = {c["cell_id"]: c for c in route}
+        for listed in answer["cells"]:
+            assert listed["cost_usd"] == by_id[listed["cell_id"]]["cost_usd"]
+            assert listed["wall_s"] == by_id[listed["cell_id"]]["wall_s"]
         assert answer["cells"][1]["gpu_busy_s"] == 60.0
         assert answer["total_usd"] == 1.35
         assert answer["notebooks"] == [
@@ -220,11 +240,7 @@ class TestTools:
         self, jp_fetch: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any
     ) -> None:
         km = jp_serverapp.kernel_manager
-        kid = await km.start_kernel(kernel_name="python3")
-        client = km.get_kernel(kid).client()
-        client.start_channels()
-        try:
-            await asyncio.wait_for(client._async_wait_for_ready(), 60)
+        async with kernel_client(km) as (kid, client):
             client.execute("import time; time.sleep(3)")
 
             async def busy() -> bool:
@@ -245,9 +261,6 @@ class TestTools:
             grace = (await budget(jp_fetch))["grace"]
             assert (grace["reason"], grace["action"]) == ("done", "interrupt")
             await jp_fetch("gpucost", "api", "budget", "stop", method="DELETE")
-        finally:
-            client.stop_channels()
-            await km.shutdown_kernel(kid)
 
 
 async def test_without_a_token_the_endpoint_answers_403(
@@ -293,14 +306,13 @@ class TestEstimate:
             before = await call(session, "estimate", duration_s=8)
             assert before["fits_budget"] is True
             assert before["budget_kind"] == "hard"
-            assert before["rate_usd_per_hour"] == 6.862
+            assert (
+                before["rate_usd_per_hour"]
+                == 6.862
+                == (await status(jp_fetch))["rate_usd_per_hour"]
+            )
             assert "costs about $0.015" in before["summary"]
-            km = jp_serverapp.kernel_manager
-            kid = await km.start_kernel(kernel_name="python3")
-            client = km.get_kernel(kid).client()
-            client.start_channels()
-            try:
-                await asyncio.wait_for(client._async_wait_for_ready(), 60)
+            async with kernel_client(jp_serverapp.kernel_manager) as (_, client):
                 client.execute("%load_ext jupyter_gpucost")
                 client.execute("%%gpucost\nimport time\ntime.sleep(8)")
 
@@ -309,9 +321,6 @@ class TestEstimate:
                     return bool(cells["cells"])
 
                 await wait_for(measured, 60, "the measured cell's record")
-            finally:
-                client.stop_channels()
-                await km.shutdown_kernel(kid)
             (cell,) = json.loads((await jp_fetch("gpucost", "api", "cells")).body)["cells"]
             assert cell["cost_usd"] == pytest.approx(before["cost_usd"], rel=0.01)
             like = await call(session, "estimate", cell_id=cell["cell_id"])
