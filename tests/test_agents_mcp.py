@@ -393,3 +393,25 @@ class TestWithoutTheMcpPackage:
         message = await refused(jp_fetch("gpucost", "mcp", method="POST", body=body), 503)
         assert "pip install 'jupyter-gpucost[mcp]'" in message
         assert (await status(jp_fetch))["rate_usd_per_hour"] == 6.862
+
+
+async def test_a_browser_s_cookie_alone_needs_the_xsrf_token(
+    jp_http_port: int, jp_base_url: str, jp_serverapp: Any
+) -> None:
+    """Jupyter's rule for every POST: a login cookie without the XSRF token is refused (a
+    page of another site cannot call the tools with the user's cookie)."""
+    token = jp_serverapp.identity_provider.token
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
+    async with httpx2.AsyncClient(timeout=30) as http:
+        # a token in the URL logs the browser in: it gets the login cookie
+        login = await http.get(f"{base}api/status?token={token}")
+        assert login.status_code == 200
+        assert any(name.startswith("username-") for name in http.cookies)
+        cookie_only = await http.post(
+            mcp_url(jp_http_port, jp_base_url), json=listing, headers=headers
+        )
+        assert cookie_only.status_code == 403, cookie_only.text
+        assert "tools" not in cookie_only.text
+        assert (await http.get(f"{base}api/status")).status_code == 200
