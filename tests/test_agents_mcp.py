@@ -121,6 +121,14 @@ class TestTools:
         actions = by_name["stop_when_done"].input_schema["properties"]["action"]["enum"]
         assert set(actions) == {"interrupt", "shutdown", "stop-server", "stop-instance"}
 
+    async def test_no_event_stream_is_left_open(self, jp_fetch: Any) -> None:
+        # stateless and JSON: GET (an event stream) and DELETE (a session) are not offered
+        for method in ("GET", "DELETE"):
+            answer = await asyncio.wait_for(
+                jp_fetch("gpucost", "mcp", method=method, raise_error=False), 15
+            )
+            assert answer.code == 405, method
+
     async def test_cost_status_answers_the_status_route_s_figures(
         self, jp_fetch: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any
     ) -> None:

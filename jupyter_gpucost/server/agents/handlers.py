@@ -5,6 +5,9 @@ Authenticated as every route of the extension (the Jupyter token, or JupyterHub'
 jupyter_server's XSRF rule for POST: a token in the ``Authorization`` header is enough, a
 browser's cookie needs the XSRF token); the request, body read, is handed to the SDK's
 ASGI transport and its answer streamed back.
+
+Only ``POST``: the endpoint is stateless and answers in JSON, so it offers no event stream
+to ``GET`` and no session to ``DELETE`` (both ``405``, as the MCP specification allows).
 """
 
 from __future__ import annotations
@@ -49,17 +52,7 @@ class McpHandler(GpuCostHandler):
 
     @web.authenticated
     @authorized
-    async def get(self) -> None:
-        await self._bridge()
-
-    @web.authenticated
-    @authorized
     async def post(self) -> None:
-        await self._bridge()
-
-    @web.authenticated
-    @authorized
-    async def delete(self) -> None:
         await self._bridge()
 
 
