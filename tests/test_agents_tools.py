@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from jupyter_gpucost.core.i18n import _, set_language
 from jupyter_gpucost.server.agents.schemas import TOOLS
-from jupyter_gpucost.server.agents.tools import unknown_fields
+from jupyter_gpucost.server.agents.tools import MAX_ESTIMATE_S, parse_duration, unknown_fields
 from jupyter_gpucost.server.budget.parse import parse_lower_request
 from jupyter_gpucost.server.budget.policy import Budget, BudgetError
 from jupyter_gpucost.server.errors import RequestError
@@ -86,3 +86,18 @@ def test_the_tools_describe_themselves_in_the_server_s_language() -> None:
     assert all(chinese(text) for text in properties), properties
     english = [p["description"] for t in TOOLS for p in t.input_schema()["properties"].values()]
     assert not any(chinese(text) for text in english)
+
+
+@settings(max_examples=300, deadline=None)
+@given(amounts)
+def test_an_estimate_s_duration_is_a_number_of_seconds_in_range_or_refused(raw: object) -> None:
+    refusal: RequestError | None = None
+    try:
+        seconds = parse_duration(raw)
+    except RequestError as e:
+        refusal = e
+    if refusal is not None:
+        assert str(refusal).startswith("duration_s must be")
+        return
+    assert 0 < seconds <= MAX_ESTIMATE_S
+    assert not isinstance(raw, bool | str)

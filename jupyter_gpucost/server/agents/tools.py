@@ -117,7 +117,8 @@ def parse_duration(raw: object) -> float:
         raise RequestError(
             _("duration_s must be a number of seconds, not {what}").format(what=type_name(raw))
         )
-    if not math.isfinite(raw) or raw <= 0 or raw > MAX_ESTIMATE_S:
+    # a float may be NaN or infinite; an int of any size is compared exactly
+    if (isinstance(raw, float) and not math.isfinite(raw)) or raw <= 0 or raw > MAX_ESTIMATE_S:
         raise RequestError(
             _("duration_s must be more than 0 and at most {most} seconds (30 days)").format(
                 most=MAX_ESTIMATE_S
