@@ -23,6 +23,7 @@ from ...core.i18n import _
 from ...core.money import as_decimal, status_bar, usd
 from ..budget.controller import BudgetController
 from ..budget.parse import parse_lower_request
+from ..budget.policy import binding_standing
 from ..budget.stop_request import parse_stop_request
 from ..errors import RequestError, Unavailable
 from ..inputs import one_of, shown, type_name
@@ -104,10 +105,9 @@ def remaining_micro_usd(parts: AgentParts) -> tuple[int | None, str | None]:
     when no budget with a known spend is set."""
     if parts.budget is None:
         return None, None
-    known = [s for s in parts.budget.standings() if s.remaining_micro_usd is not None]
-    if not known:
+    binding = binding_standing(parts.budget.standings())
+    if binding is None:
         return None, None
-    binding = min(known, key=lambda s: s.remaining_micro_usd or 0)
     return max(0, binding.remaining_micro_usd or 0), binding.budget.kind
 
 
