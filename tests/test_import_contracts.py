@@ -265,6 +265,7 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("notify", ("notify",)),
     ("machine", ("machine",)),
     ("spot", ("spot",)),
+    ("agents", ("agents",)),
     (
         "web",
         (
@@ -275,11 +276,22 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "export.handlers",
             "budget.handlers",
             "notify.handlers",
+            "agents.handlers",
         ),
     ),
     ("app", ("app", "startup")),
 ]
-SERVER_ROOMS = ["ledger", "gpu_use", "record", "export", "budget", "notify", "machine", "spot"]
+SERVER_ROOMS = [
+    "ledger",
+    "gpu_use",
+    "record",
+    "export",
+    "budget",
+    "notify",
+    "machine",
+    "spot",
+    "agents",
+]
 
 
 def _server_layer(module: str) -> int | None:
@@ -323,7 +335,9 @@ def test_the_server_layer_check_sees_an_upward_import() -> None:
     assert level("gpu_use.attribution") == 2
     assert level("record.recorder") == 3
     assert level("service") == 4
-    assert level("gpu_use.handlers") == level("budget.handlers") == level("web") == 10
+    assert level("gpu_use.handlers") == level("budget.handlers") == level("web") == 11
+    assert level("agents.handlers") == level("web")
+    assert level("agents.tools") == 10
     assert level("budget.controller") == 6
     assert level("app") == len(SERVER_LAYERS) - 1
     assert level("machine.setup") == 8

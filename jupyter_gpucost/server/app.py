@@ -21,6 +21,8 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default
 
 from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
 from . import kernel_auth
+from .agents.setup import Endpoint, start_endpoint
+from .agents.tools import AgentParts
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
 from .budget.traits import BudgetTraits
@@ -349,6 +351,10 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
             self._refuse_to_start(str(e))
         self.settings.update(started.settings())
         self._hub_link, self._alerts = started.hub, started.alerts
+        # the agents' MCP endpoint (docs/agents.md): the same service and budget
+        self.settings["gpucost_agents"] = start_endpoint(
+            AgentParts(service, started.budget), self.log
+        )
         # the status pushed on the event bus; pages listening there are asked to save too
         event_logger = getattr(self.serverapp, "event_logger", None)
         self._events = start_live_events(
@@ -404,6 +410,9 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         hub_link: HubReporter | None = getattr(self, "_hub_link", None)
         if hub_link is not None:
             await hub_link.stop()
+        agents: Endpoint | None = self.settings.get("gpucost_agents")
+        if agents is not None:
+            await agents.stop()
         budget: BudgetController | None = self.settings.get("gpucost_budget")
         if budget is not None:
             await budget.stop()

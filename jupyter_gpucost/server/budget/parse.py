@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from ...core.i18n import _
+from ...core.money import to_usd
+from ...core.wording import budget_kind, scope_word
 from ..inputs import one_of, shown
 from .policy import (
     HARD_REFUSAL,
@@ -95,3 +97,38 @@ def parse_thresholds(raw: Iterable[object], *, what: str) -> tuple[int, ...]:
             raise BudgetError(f"{what}: {pct} must be a percentage from 1 to 99")
         values.append(pct)
     return tuple(sorted(set(values)))
+
+
+def parse_lower_request(body: Mapping[str, object], in_force: Iterable[Budget]) -> Budget:
+    """``{"amount_usd": 2}`` from an agent → a session budget lower than every budget in
+    force (the admin's, the hub's and the user's own): an agent can lower the limit, never
+    raise or remove one, nor replace the user's day or month budget."""
+    if body.get("amount_usd") is None:
+        raise BudgetError(_("amount_usd is required: a number of dollars, lower than the budget"))
+    budget = parse_soft_request({"amount_usd": body["amount_usd"], "scope": "session"})
+    assert budget is not None
+    for current in in_force:
+        if current.kind == "soft" and current.scope != "session":
+            raise BudgetError(
+                _(
+                    "the user has set a {scope} budget; an agent cannot replace it with a "
+                    "session budget"
+                ).format(scope=scope_word(current.scope))
+            )
+        if budget.amount_micro_usd >= current.amount_micro_usd:
+            raise BudgetError(
+                _(
+                    "an agent can only lower the budget: {amount} is not below the budget "
+                    "of {limit} ({kind})"
+                ).format(
+                    amount=_dollars(budget.amount_micro_usd),
+                    limit=_dollars(current.amount_micro_usd),
+                    kind=budget_kind(current.kind),
+                )
+            )
+    return budget
+
+
+def _dollars(micro_usd: int) -> str:
+    """An amount as it was sent, exactly: ``2``, ``0.5``, ``1.234567``."""
+    return f"{to_usd(micro_usd).normalize():f}"

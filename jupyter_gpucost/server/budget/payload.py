@@ -14,7 +14,7 @@ from ...core.i18n import SOURCE_LANGUAGE, _, current_language
 from ...core.money import usd
 from . import messages
 from .events import iso
-from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing
+from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing, binding_standing
 from .record import ActionRecord
 from .timing import seconds_left
 
@@ -157,8 +157,7 @@ def _shortened(view: BudgetView) -> str | None:
 def budget_payload(view: BudgetView) -> dict[str, Any]:
     now, rate, p = view.now, view.rate_usd_per_hour, view.policy
     standings = view.standings
-    known = [s for s in standings if s.remaining_micro_usd is not None]
-    binding = min(known, key=lambda s: s.remaining_micro_usd or 0) if known else None
+    binding = binding_standing(standings)
     grace = None
     if p.state == "grace" and p.grace_ends is not None:
         grace = {

@@ -449,3 +449,10 @@ class BudgetPolicy:
 def _hard_first(standing: Standing) -> tuple[int, int]:
     remaining = standing.remaining_micro_usd or 0
     return (remaining, 0 if standing.budget.locked else 1)
+
+
+def binding_standing(standings: Iterable[Standing]) -> Standing | None:
+    """The budget that binds: the one with the least money left, of those whose spend is
+    known (``None``: none is)."""
+    known = [s for s in standings if s.remaining_micro_usd is not None]
+    return min(known, key=lambda s: s.remaining_micro_usd or 0) if known else None
