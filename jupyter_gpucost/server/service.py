@@ -356,8 +356,12 @@ class CostService:
                 "kernels": [],
             }
         kernels = []
+        # beside each kernel's GPU use: the machine's cost while its cells ran (a
+        # different measure: the whole machine for each cell's wall time)
+        by_kernel = self.cells.by_kernel()
         for k in attribution.kernels:
             info = k.info
+            cells_micro, cells = by_kernel.get(info.id, (0, 0))
             kernels.append(
                 {
                     "id": info.id,
@@ -379,6 +383,9 @@ class CostService:
                     "memory_bytes": k.memory_bytes,
                     "cost_usd": usd(k.cost_micro_usd),
                     "cost_micro_usd": k.cost_micro_usd,
+                    "cells": cells,
+                    "cells_cost_usd": usd(cells_micro),
+                    "cells_cost_micro_usd": cells_micro,
                 }
             )
         # the part of unattributed that is the billing rule's (minimum charge, rounding):
