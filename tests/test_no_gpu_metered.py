@@ -63,7 +63,8 @@ class TestNoNvmlAndNoKnownMachine:
         assert shown["metering"]["state"] == "unknown"
         assert shown["metering"]["reason"] == NO_LIBRARY
         assert shown["metering"]["message"] == (
-            f"GPU cost unknown: {NO_LIBRARY}. The machine may still bill; a budget cannot act."
+            f"No GPU is metered ({NO_LIBRARY}): the machine may still bill, and a budget "
+            "cannot act."
         )
         assert shown["metering"]["budget"] == REFUSAL
 

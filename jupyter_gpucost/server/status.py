@@ -359,7 +359,10 @@ def metering_json(metering: Metering, currency_symbol: str, rate: float) -> dict
         "message": None
         if metering.state == "gpus"
         else (
-            _("GPU cost unknown: {reason}. The machine may still bill; a budget cannot act.")
+            _(
+                "No GPU is metered ({reason}): the machine may still bill, and a budget "
+                "cannot act."
+            )
             if metering.state == "unknown"
             else _(
                 "No GPU is seen ({reason}): the {instance} is priced whole from its "

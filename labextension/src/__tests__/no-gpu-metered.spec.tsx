@@ -42,7 +42,7 @@ function unknownStatus(): IGpuCostStatus {
       reason: REASON,
       instance: null,
       budget: REFUSAL,
-      message: `GPU cost unknown: ${REASON}. The machine may still bill; a budget cannot act.`
+      message: `No GPU is metered (${REASON}): the machine may still bill, and a budget cannot act.`
     }
   } as IGpuCostStatus;
 }

@@ -117,7 +117,10 @@ namespace Private {
         )}
         <Alerts settings={model.serverSettings} trans={trans} />
         <Machine status={s} symbol={symbol} trans={trans} />
-        <History {...props} symbol={symbol} />
+        {/* nothing metered: no spend to draw, never a line at $0 */}
+        {s.metering?.state !== 'unknown' && (
+          <History {...props} symbol={symbol} />
+        )}
         <Kernels
           model={model}
           gpus={s.gpus.length}
