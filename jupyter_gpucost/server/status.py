@@ -359,10 +359,7 @@ def metering_json(metering: Metering, currency_symbol: str, rate: float) -> dict
         "message": None
         if metering.state == "gpus"
         else (
-            _(
-                "No GPU is metered ({reason}): the machine may still bill, and a budget "
-                "cannot act."
-            )
+            _("No GPU is metered ({reason}): the machine may still bill, and a budget cannot act.")
             if metering.state == "unknown"
             else _(
                 "No GPU is seen ({reason}): the {instance} is priced whole from its "
