@@ -11,23 +11,13 @@ import pytest
 from playwright.sync_api import expect
 
 from .conftest import open_notebook, screenshot, wait_until
+from .test_cells import code_cell
 from .test_panel import PANEL
 
 pytestmark = pytest.mark.browser
 
 TOP_BAR = ".jp-gpucost-TopBarItem"
 AMOUNT = re.compile(r"^(\$\d+\.\d+|< \$0\.0001)$")
-
-
-def code_cell(cell_id: str, source: str) -> dict[str, Any]:
-    return {
-        "cell_type": "code",
-        "id": cell_id,
-        "source": source,
-        "metadata": {},
-        "outputs": [],
-        "execution_count": None,
-    }
 
 
 NOTEBOOK = {

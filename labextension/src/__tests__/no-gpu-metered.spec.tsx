@@ -1,4 +1,3 @@
-import { ReactWidget } from '@jupyterlab/apputils';
 import { nullTranslator } from '@jupyterlab/translation';
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
@@ -13,6 +12,7 @@ import { IGpuCostStatus } from '../tokens';
 import { GpuCostTopBarItem } from '../topbar';
 import { GpuCostStatus } from '../view';
 import { fakeServer, makeNoTelemetryStatus } from './fixtures';
+import { renderNode } from './render';
 
 /*
  * No GPU seen is a state, not $0: "GPU cost unknown ⚠" with the reason, budgets
@@ -70,17 +70,6 @@ function snapshot(status: IGpuCostStatus) {
   return { status, receivedAt: 0, missing: false, error: null };
 }
 
-async function render(element: React.ReactElement): Promise<HTMLElement> {
-  const widget = ReactWidget.create(element);
-  Widget.attach(widget, document.body);
-  MessageLoop.sendMessage(widget, Widget.Msg.UpdateRequest);
-  await widget.renderPromise;
-  await new Promise(resolve => setTimeout(resolve, 0));
-  const node = widget.node.cloneNode(true) as HTMLElement;
-  widget.dispose();
-  return node;
-}
-
 describe('no GPU seen, nothing to price the machine by', () => {
   it('says the GPU cost is unknown, never $0.00, and why', () => {
     const shown = describeStatus(snapshot(unknownStatus()), trans);
@@ -120,11 +109,15 @@ describe('no GPU seen, nothing to price the machine by', () => {
 
   it('shows the banner with the reason and no $0 totals in the panel', async () => {
     const s = unknownStatus() as unknown as IPanelStatus;
-    const banner = await render(<MeteringBanner status={s} trans={trans} />);
+    const banner = await renderNode(
+      <MeteringBanner status={s} trans={trans} />
+    );
     const shown = banner.querySelector('[data-state="cost-unknown"]');
     expect(shown?.textContent).toContain('GPU cost unknown ⚠');
     expect(shown?.textContent).toContain(REASON);
-    const totals = await render(<Totals status={s} symbol="$" trans={trans} />);
+    const totals = await renderNode(
+      <Totals status={s} symbol="$" trans={trans} />
+    );
     for (const key of ['session', 'rate']) {
       expect(
         totals.querySelector(`[data-total="${key}"] .jp-gpucost-total-value`)
@@ -134,7 +127,7 @@ describe('no GPU seen, nothing to price the machine by', () => {
   });
 
   it('turns the budget off with a sentence', async () => {
-    const node = await render(
+    const node = await renderNode(
       <BudgetCannotAct sentence={REFUSAL} trans={trans} />
     );
     expect(
@@ -157,7 +150,7 @@ describe('no GPU seen on a known instance', () => {
 
   it('shows the label in the panel too', async () => {
     const s = wholeStatus() as unknown as IPanelStatus;
-    const node = await render(<MeteringBanner status={s} trans={trans} />);
+    const node = await renderNode(<MeteringBanner status={s} trans={trans} />);
     expect(
       node.querySelector('[data-state="whole-instance"]')?.textContent
     ).toContain('p5.48xlarge, priced whole');

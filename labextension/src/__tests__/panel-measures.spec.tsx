@@ -2,10 +2,8 @@ import { Event } from '@jupyterlab/services';
 import { nullTranslator } from '@jupyterlab/translation';
 import { Signal } from '@lumino/signaling';
 import * as React from 'react';
-import { ReactWidget } from '@jupyterlab/apputils';
-import { MessageLoop } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
 
+import { renderNode } from './render';
 import { PANEL_EVENT_SCHEMA, PanelFeed } from '../panel/feed';
 import { kernelRows } from '../panel/format';
 import { Kernels } from '../panel/kernels';
@@ -72,17 +70,6 @@ function pushed(
   return new CostPanelModel({ feed, autoStart: false, active: false });
 }
 
-async function render(element: React.ReactElement): Promise<HTMLElement> {
-  const widget = ReactWidget.create(element);
-  Widget.attach(widget, document.body);
-  MessageLoop.sendMessage(widget, Widget.Msg.UpdateRequest);
-  await widget.renderPromise;
-  await new Promise(resolve => setTimeout(resolve, 0));
-  const node = widget.node.cloneNode(true) as HTMLElement;
-  widget.dispose();
-  return node;
-}
-
 function headers(node: HTMLElement, table: string): string[] {
   return Array.from(node.querySelectorAll(`table.${table} th`)).map(
     th => th.textContent ?? ''
@@ -92,7 +79,7 @@ function headers(node: HTMLElement, table: string): string[] {
 describe('a kernel has two measures, named apart', () => {
   it('shows GPU use and the machine while its cells ran side by side', async () => {
     const model = pushed(answer([train]));
-    const node = await render(
+    const node = await renderNode(
       <Kernels model={model} gpus={1} symbol="$" trans={trans} />
     );
     expect(headers(node, 'jp-gpucost-kernels')).toEqual([
@@ -130,7 +117,7 @@ describe('a kernel has two measures, named apart', () => {
   it('leaves the column out where no kernel priced a cell', async () => {
     const quiet = { ...train, cells: 0, cells_cost_usd: 0 };
     const model = pushed(answer([quiet]));
-    const node = await render(
+    const node = await renderNode(
       <Kernels model={model} gpus={1} symbol="$" trans={trans} />
     );
     expect(headers(node, 'jp-gpucost-kernels')).not.toContain(
@@ -169,7 +156,9 @@ describe("recent cells say what a cell's cost is", () => {
       status: 'ok'
     } as unknown as ICellCost;
     const model = pushed(answer([train]), [cell]);
-    const node = await render(<Cells model={model} symbol="$" trans={trans} />);
+    const node = await renderNode(
+      <Cells model={model} symbol="$" trans={trans} />
+    );
     expect(headers(node, 'jp-gpucost-cells')).toContain('Machine while it ran');
     expect(headers(node, 'jp-gpucost-cells')).not.toContain('Cost');
     expect(
