@@ -99,4 +99,11 @@ def test_the_kernel_table_names_both_measures_in_jupyterlab_and_notebook7(
     )
     expect(side.locator("[data-state='measures']")).to_contain_text("Rows of no notebook")
     side_table.scroll_into_view_if_needed()
+    # in the narrow sidebar both of a kernel's figures stay on screen, side by side
+    box = side.bounding_box()
+    for header in ("Machine while cells ran", "GPU use"):
+        shown = side_table.locator("th", has_text=header).bounding_box()
+        assert box is not None
+        assert shown is not None, header
+        assert shown["x"] + shown["width"] <= box["x"] + box["width"] + 1, (header, box, shown)
     screenshot(page, "measures-notebook7.png")

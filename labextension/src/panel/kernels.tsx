@@ -85,7 +85,11 @@ export function Kernels(props: {
       )}
       {rows.length > 0 && (
         <PanelTable
-          className="jp-gpucost-kernels"
+          className={
+            withCells
+              ? 'jp-gpucost-kernels jp-gpucost-kernels-with-cells'
+              : 'jp-gpucost-kernels'
+          }
           rows={rows}
           rowKey={row => row.key}
           rowAttributes={row => ({
