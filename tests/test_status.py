@@ -131,7 +131,7 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         totals=LiveTotals(1_000_000, 2_500_000, 9_000_001),
     )
     document = status_document(given)
-    assert list(document)[-13:] == [
+    assert list(document)[-14:] == [
         "warnings",
         "session_id",
         "today_usd",
@@ -145,7 +145,9 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         "attribution",
         "budget",
         "machine",
+        "metering",
     ]
+    assert document["metering"]["state"] == "gpus"
     assert (document["today_usd"], document["month_usd"], document["all_time_usd"]) == (
         1.0,
         2.5,

@@ -17,10 +17,10 @@ from zoneinfo import ZoneInfo
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.currency import symbol as currency_symbol
-from ..core.i18n import _
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import Meter
+from ..core.metering import Metering, metering
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..core.sql import sqlite_path
@@ -29,7 +29,8 @@ from ..telemetry.simulated import SimulatedSource
 from .errors import Unavailable
 from .gpu_use.attribution import Attributor
 from .gpu_use.gpu_claims import ClaimBook
-from .gpu_use.kernel_procs import KernelTracker, uptime_s
+from .gpu_use.kernel_procs import KernelTracker
+from .gpu_use.payload import kernels_payload
 from .ledger import Ledger, LedgerOffline, LedgerUnavailable, default_url, new_session_id
 from .ledger.journal import Journal
 from .record import history as hist
@@ -136,6 +137,16 @@ def with_session_currency(config: CostConfig, catalog: Catalog) -> CostConfig:
     )
 
 
+def whole_without_gpus(config: CostConfig, source: TelemetrySource) -> str | None:
+    """The detected instance to price whole when the opened source sees no GPU (``None``:
+    it sees some, or the machine has no whole-instance price). A simulated trace is never
+    the machine's own GPUs: it is not asked."""
+    whole = None if config.plan is None else config.plan.whole
+    if whole is None or source.simulated or source.read():
+        return None
+    return whole.row.instance
+
+
 class CostService:
     def __init__(self, config: CostConfig, *, log: logging.Logger | None = None) -> None:
         self.log = log or logging.getLogger("jupyter_gpucost")
@@ -160,13 +171,26 @@ class CostService:
         self.source = open_source(
             config.telemetry, simulated_trace=config.simulated_trace, log=self.log
         )
+        #: the detected instance priced whole because no GPU is seen (it bills whether or
+        #: not NVML answers); ``None``: GPUs are seen, or there is no whole-instance price
+        self.whole_without_gpus = whole_without_gpus(config, self.source)
+        base = config.base_usd_per_hour
+        if self.whole_without_gpus is not None and config.plan and config.plan.whole:
+            base = config.plan.whole.row.usd_per_hour
+            self.log.warning(
+                "jupyter-gpucost: no GPU is seen; the %s is priced whole from its instance, "
+                "%s %s/h",
+                self.whole_without_gpus,
+                base,
+                config.currency,
+            )
         self.meter = Meter(
             policy=self.policy,
             rule=self.rule,
             sample_interval_s=config.sample_interval_s,
             start_us=monotonic_us(),
             started=utc_now(),
-            base_usd_per_hour=config.base_usd_per_hour,
+            base_usd_per_hour=base,
         )
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
@@ -281,6 +305,15 @@ class CostService:
                     self.policy.session_currency,
                 )
 
+    def metering(self) -> Metering:
+        """Whether a GPU is metered, the machine priced whole, or the cost unknown."""
+        published = self.sampler.latest
+        return metering(
+            len(published.snapshot.gpus),
+            telemetry_reason=published.telemetry.reason,
+            whole_instance=self.whole_without_gpus,
+        )
+
     def attach_budget(self, budget: BudgetDocument) -> None:
         """The budget whose document the status shows (set by the extension app)."""
         self.budget = budget
@@ -306,6 +339,7 @@ class CostService:
                 budget=None if self.budget is None else self.budget.payload(),
                 machine=self.config.machine,
                 plan=self.config.plan,
+                metering=self.metering(),
             )
         )
 
@@ -342,70 +376,9 @@ class CostService:
 
     def kernels(self) -> dict[str, Any]:
         """Per-kernel cost; kernels + unattributed + idle == total, exactly."""
-        attribution = self.attributor.latest
-        now = time.time()
-        if attribution is None:
-            return {
-                "as_of": utc_now().isoformat(),
-                "pids_visible": True,
-                "note": None,
-                "total_usd": 0.0,
-                "idle_usd": 0.0,
-                "unattributed_usd": 0.0,
-                "minimum_charge_usd": 0.0,
-                "kernels": [],
-            }
-        kernels = []
-        for k in attribution.kernels:
-            info = k.info
-            kernels.append(
-                {
-                    "id": info.id,
-                    "name": info.name,
-                    "notebook_path": info.notebook_path,
-                    "execution_state": "ended" if k.ended else info.execution_state,
-                    "started": info.started.isoformat() if info.started else None,
-                    "uptime_s": None if k.ended else uptime_s(info, now),
-                    "pids": sorted(self.tracker.trees().get(info.id, ())),
-                    # the host pids this kernel identified as its own, per GPU (a container)
-                    "gpu_host_pids": {
-                        str(i): sorted(pid for pid, owner in mine.items() if owner == info.id)
-                        for i, mine in sorted(attribution.identified.items())
-                        if info.id in mine.values()
-                    },
-                    "remote": info.pid is None,
-                    "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
-                    "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
-                    "memory_bytes": k.memory_bytes,
-                    "cost_usd": usd(k.cost_micro_usd),
-                    "cost_micro_usd": k.cost_micro_usd,
-                }
-            )
-        # the part of unattributed that is the billing rule's (minimum charge, rounding):
-        # billed whether or not anything ran, so the panel names it apart
-        adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
-        minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
-        return {
-            "as_of": attribution.snapshot.as_of.isoformat(),
-            "pids_visible": attribution.pids_visible,
-            "note": _(attribution.note) if attribution.note else None,
-            "total_usd": usd(attribution.total_micro_usd),
-            "idle_usd": usd(attribution.idle_micro_usd),
-            "unattributed_usd": usd(attribution.unattributed_micro_usd),
-            "minimum_charge_usd": usd(minimum),
-            # where kernels identify their GPU processes: the others, not from these kernels
-            "other_processes": [
-                {"gpu": o.gpu_index, "host_pid": o.host_pid, "memory_bytes": o.memory_bytes}
-                for o in attribution.others
-            ],
-            "micro_usd": {
-                "total": attribution.total_micro_usd,
-                "idle": attribution.idle_micro_usd,
-                "unattributed": attribution.unattributed_micro_usd,
-                "minimum_charge": minimum,
-            },
-            "kernels": kernels,
-        }
+        return kernels_payload(
+            self.attributor.latest, self.tracker.trees(), self.cells.by_kernel(), time.time()
+        )
 
     def newest_point(self) -> dict[str, Any] | None:
         """The newest point of the history's 5-second step (in memory), or ``None``."""

@@ -149,6 +149,8 @@ def start_budget_and_exports(
         log=log,
     )
     service.attach_budget(budget)
+    # no GPU metered: a budget could never act, so none is taken
+    budget.unmetered = lambda: service.metering().budget_refusal
     if machine is not None:
         budget.enforcer.stop_instance = instance_stopper(machine, os.environ)
         budget.enforcer.terminate_instance = instance_stopper(machine, os.environ, terminate=True)

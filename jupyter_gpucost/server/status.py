@@ -21,11 +21,14 @@ from typing import Any
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND, DOUBTFUL_CONFIDENCE, PricePolicy
-from ..core.i18n import _, ngettext
+from ..core.currency import in_language
+from ..core.i18n import _, current_language, ngettext
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe, note_text
 from ..core.meter import GpuCost, MeterSnapshot
+from ..core.metering import Metering, metering
 from ..core.money import notice, usd
+from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
 from .gpu_use.attribution import Attribution
@@ -338,6 +341,41 @@ class StatusInputs:
     #: the detected machine and how the prices were chosen
     machine: Machine | None = None
     plan: PricePlan | None = None
+    #: whether a GPU is metered (``None``: as the snapshot says, GPUs or unknown)
+    metering: Metering | None = None
+
+
+def metering_json(metering: Metering, currency_symbol: str, rate: float) -> dict[str, Any]:
+    """The ``metering`` object: the state, why no GPU is metered and what a budget can do,
+    in the server's language."""
+    reason = _(metering.reason) if metering.reason else None
+    refusal = metering.budget_refusal
+    return {
+        "state": metering.state,
+        "reason": reason,
+        "instance": metering.instance,
+        # the sentence the budget is refused with (``None``: a budget can act)
+        "budget": _(refusal) if refusal else None,
+        "message": None
+        if metering.state == "gpus"
+        else (
+            _("No GPU is metered ({reason}): the machine may still bill, and a budget cannot act.")
+            if metering.state == "unknown"
+            else _(
+                "No GPU is seen ({reason}): the {instance} is priced whole from its "
+                "instance, {rate}."
+            )
+        ).format(
+            reason=sentence(reason or ""),
+            instance=metering.instance,
+            rate=money_rate(str(rate), in_language(currency_symbol, current_language())),
+        ),
+    }
+
+
+def sentence(text: str) -> str:
+    """A reason set inside a sentence: no full stop of its own."""
+    return text.strip().rstrip(".")
 
 
 def machine_json(
@@ -425,6 +463,14 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
     )
     attribution = inputs.attribution
     machine, machine_warnings = machine_json(inputs.machine, inputs.plan, snapshot)
+    measured = inputs.metering or metering(
+        len(snapshot.gpus), telemetry_reason=inputs.telemetry.reason, whole_instance=None
+    )
+    shown = metering_json(measured, inputs.currency_symbol, payload["rate_usd_per_hour"])
+    if measured.state == "instance":
+        # priced whole: not "0 of its 8 shares are counted"
+        machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
+        machine_warnings.append({"code": "instance-whole", "message": shown["message"]})
     payload["warnings"].extend(machine_warnings)
     payload.update(
         {
@@ -444,6 +490,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
             },
             "budget": inputs.budget,
             "machine": machine,
+            "metering": shown,
         }
     )
     return payload

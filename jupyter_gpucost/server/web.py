@@ -25,7 +25,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
 from ..core.protocol import API_PATH
-from .budget.policy import BudgetError, HardBudgetRefused
+from .budget.policy import BudgetCannotAct, BudgetError, HardBudgetRefused
 from .errors import RequestError
 from .inputs import json_object
 from .kernel_auth import KernelUser, is_kernel_request
@@ -44,6 +44,8 @@ def error_status(error: BaseException) -> int | None:
     # the budget policy's own errors: what the user sent cannot be a budget
     if isinstance(error, HardBudgetRefused):
         return 403
+    if isinstance(error, BudgetCannotAct):
+        return 409
     if isinstance(error, BudgetError):
         return 400
     # a route that read the ledger while it cannot be reached: a spell, not a bug

@@ -118,6 +118,13 @@ export function deriveState(snapshot: IGpuCostSnapshot): GpuCostState {
   if (status === null) {
     return 'loading';
   }
+  // no GPU seen: the cost unknown, or the machine priced whole from its instance
+  if (status.metering?.state === 'unknown') {
+    return 'unknown';
+  }
+  if (status.metering?.state === 'instance') {
+    return 'instance';
+  }
   if (!status.telemetry.available) {
     return 'no-telemetry';
   }
@@ -147,6 +154,11 @@ export interface IStatusDisplay {
   readonly simulated: boolean;
   /** Show ` · no GPU telemetry`. */
   readonly noTelemetry: boolean;
+  /**
+   * No GPU seen, the machine priced whole: ` · p5.48xlarge, priced whole`;
+   * `null` otherwise.
+   */
+  readonly wholeInstance: string | null;
   /** The cost is the last good value; the last request failed. */
   readonly stale: boolean;
   /** The tooltip: sentences, then one line per warning. */
@@ -169,6 +181,7 @@ export function describe(
     warning: false,
     simulated: false,
     noTelemetry: false,
+    wholeInstance: null,
     stale: false
   };
   if (snapshot.missing) {
@@ -199,6 +212,19 @@ export function describe(
     };
   }
   const symbol = currencySymbol(status);
+  const metering = status.metering;
+  if (state === 'unknown' && metering) {
+    // no GPU seen and nothing to price the machine by: a state, never $0
+    return {
+      ...base,
+      message: trans.__('GPU cost unknown ⚠'),
+      title: [
+        metering.message ??
+          trans.__('GPU cost unknown: %1', metering.reason ?? ''),
+        ...status.warnings.map(warning => `⚠ ${warning.message}`)
+      ].join('\n')
+    };
+  }
   const lines = [Private.summary(status, symbol, trans)];
   const machine = machineLine(status, symbol, trans);
   if (machine !== null) {
@@ -251,7 +277,11 @@ export function describe(
         : trans.__('≤ %1', formatRate(status.rate_usd_per_hour, symbol, trans)),
     warning: unpriced.length > 0 || status.warnings.length > 0,
     simulated: status.telemetry.simulated,
-    noTelemetry: !status.telemetry.available,
+    noTelemetry: !status.telemetry.available && state !== 'instance',
+    wholeInstance:
+      state === 'instance' && metering?.instance
+        ? trans.__('%1, priced whole', metering.instance)
+        : null,
     stale,
     title: lines.join('\n')
   };

@@ -129,6 +129,24 @@ export interface IGpuCostStatus {
   budget?: IBudgetStatus | null;
   /** The machine this server runs on, `null` when none was detected. */
   machine?: IMachine | null;
+  /** Whether a GPU is metered; absent from servers that predate it. */
+  metering?: IMetering;
+}
+
+/**
+ * What the session's cost stands on (`metering` in the status): GPUs; no GPU
+ * seen but the machine priced whole from its instance; or nothing (unknown).
+ */
+export interface IMetering {
+  state: 'gpus' | 'instance' | 'unknown';
+  /** Why no GPU is metered, in the server's language; `null` with GPUs. */
+  reason: string | null;
+  /** The instance priced whole (`instance` only). */
+  instance: string | null;
+  /** The sentence a budget is refused with; `null` when a budget can act. */
+  budget: string | null;
+  /** The state in one or two sentences, `null` with GPUs. */
+  message: string | null;
 }
 
 /**
@@ -142,6 +160,8 @@ export type GpuCostState =
   | 'simulated'
   | 'unpriced'
   | 'no-telemetry'
+  | 'unknown'
+  | 'instance'
   | 'missing'
   | 'error';
 

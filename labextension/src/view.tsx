@@ -72,6 +72,12 @@ export function CostText(props: {
           <span className="jp-gpucost-rate">{display.rate}</span>
         </>
       )}
+      {display.wholeInstance !== null && (
+        <span className="jp-gpucost-whole">
+          {separator}
+          {display.wholeInstance}
+        </span>
+      )}
       {display.noTelemetry && (
         <span className="jp-gpucost-no-telemetry">
           {separator}

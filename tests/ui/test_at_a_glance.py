@@ -106,8 +106,8 @@ def test_every_defect_a_user_saw_is_gone_in_both_front_ends_and_themes(
     page.wait_for_timeout(500)  # let the layout settle for the screenshot
     screenshot(page, f"glance-{name}.png")
 
-    # -- layout: the Cost column on screen, the budget's scope picker in the theme ----
-    cost = kernels.locator("th", has_text="Cost")
+    # -- layout: the GPU use column on screen, the budget's scope picker in the theme ----
+    cost = kernels.locator("th", has_text="GPU use")
     expect(cost).to_have_count(1)
     box, header = panel.bounding_box(), cost.bounding_box()
     idle_cell = kernels.locator("tr[data-kind='idle'] td").last.bounding_box()

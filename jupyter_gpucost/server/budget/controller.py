@@ -102,6 +102,7 @@ class BudgetController:
         self.actions: list[ActionRecord] = []
         self.events = BudgetEvents(event_logger, self.log, clock)
         self.saves = BrowserSaves(self.events, self.log)
+        self.unmetered: Callable[[], str | None] = lambda: None  # why a budget cannot act
         #: the spot interruption's document in the status (``server.interruption``)
         self.interruption: Callable[[], dict[str, Any] | None] = lambda: None
         self.enforcer = Enforcer(

@@ -16,6 +16,7 @@ from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .controller import BudgetController
 from .parse import parse_soft_request
+from .policy import BudgetCannotAct
 from .save_answer import parse_save_answer
 from .stop_request import parse_stop_request
 
@@ -41,8 +42,12 @@ class BudgetStateHandler(BudgetHandler):
 
     @user_or_kernel
     async def put(self) -> None:
-        """Set the soft budget: ``{"amount_usd": 5, "scope": "session"}``; null removes it."""
-        await self.budget.set_soft(parse_soft_request(self.body()))
+        """Set the soft budget: ``{"amount_usd": 5, "scope": "session"}``; null removes it.
+        Where no GPU is metered a budget could never act: refused (409) with the sentence."""
+        budget = parse_soft_request(self.body())
+        if budget is not None and (refusal := self.budget.unmetered()) is not None:
+            raise BudgetCannotAct(_(refusal))
+        await self.budget.set_soft(budget)
         self.write_json(self.budget.payload())
 
 

@@ -54,6 +54,10 @@ class HardBudgetRefused(BudgetError):
     """A request that tries to set the hard budget (HTTP 403)."""
 
 
+class BudgetCannotAct(BudgetError):
+    """A budget asked for where no GPU is metered: it could never act (HTTP 409)."""
+
+
 HARD_REFUSAL = N_(
     "the hard budget is set by the administrator (c.GpuCost.hard_budget_usd or "
     "GPUCOST_BUDGET_USD) and cannot be changed from JupyterLab"

@@ -5,6 +5,8 @@ split among the kernels.
 * :mod:`.kernel_procs`: the kernels, their process trees;
 * :mod:`.gpu_claims`: the probes a kernel identifies its own GPU process with;
 * :mod:`.attribution`: the split of used time and money among kernels;
+* :mod:`.payload`: the body of ``GET /gpucost/api/kernels`` (each kernel's GPU use, beside
+  the machine's cost while its cells ran);
 * :mod:`.handlers`: the probes' routes (the room's HTTP face).
 
 May import: the server's base (:mod:`..errors`, :mod:`..inputs`, :mod:`..kernel_auth`,

@@ -13,9 +13,11 @@ import math
 import threading
 from collections import deque
 from datetime import UTC, datetime
+from fractions import Fraction
 from typing import Any, Protocol
 
 from ...core.i18n import _
+from ...core.money import round_micro
 from ...core.record_rules import (
     EARLIEST,
     MAX_AHEAD,
@@ -227,14 +229,28 @@ class CellLog:
         self._lock = threading.Lock()
         #: cells run in this session (reported to the hub service)
         self.count = 0
+        #: per kernel id: the machine's cost while its cells ran (micro-units) and how
+        #: many cells, this session (the panel sets it beside the kernel's GPU use)
+        self._by_kernel: dict[str, tuple[int, int]] = {}
 
     def add(self, record: dict[str, Any]) -> None:
         """Keep a cleaned record (blocking: the ledger write; call it off the loop)."""
         with self._lock:
             self._recent.append(record)
             self.count += 1
+            kernel = record.get("kernel_id")
+            if kernel:
+                micro, cells = self._by_kernel.get(kernel, (0, 0))
+                cost = round_micro(Fraction(str(record["cost_usd"])) * 1_000_000)
+                self._by_kernel[kernel] = (micro + cost, cells + 1)
         if self.ledger is not None:
             self.ledger.add_cell(self.session_id, record)
+
+    def by_kernel(self) -> dict[str, tuple[int, int]]:
+        """Per kernel id, this session: the machine's cost while its cells ran (the sum of
+        its cells' costs, in micro-units) and how many cells."""
+        with self._lock:
+            return dict(self._by_kernel)
 
     def in_memory(self, limit: int) -> list[dict[str, Any]]:
         """This server's newest cells, newest first (no ledger read)."""

@@ -48,6 +48,11 @@ export interface IKernelRow {
   /** How the share was made (`by SM samples`, …), or `—`. */
   shareBy: string;
   cost: string;
+  /**
+   * The machine's cost while the kernel's cells ran (`—` with no priced cell),
+   * empty on the rows of no notebook.
+   */
+  cellsCost: string;
   /** `kernel`, or one of the two rows that complete the total. */
   kind: 'kernel' | 'unattributed' | 'minimum' | 'idle';
   title: string;
@@ -98,6 +103,10 @@ export function kernelRows(
           ? formatShareBy(kernel.gpu_share_by, trans)
           : '—',
       cost: metered ? formatMoney(kernel.cost_usd, symbol) : '—',
+      cellsCost:
+        kernel.cells && kernel.cells_cost_usd !== undefined
+          ? formatMoney(kernel.cells_cost_usd, symbol)
+          : '—',
       kind: 'kernel' as const,
       title: kernel.remote
         ? trans.__(
@@ -139,6 +148,7 @@ export function kernelRows(
     uptime: '',
     share: '',
     shareBy: '',
+    cellsCost: '',
     cost: formatMoney(unattributed, symbol),
     kind: 'unattributed',
     title: trans.__(
@@ -165,6 +175,7 @@ export function kernelRows(
       uptime: '',
       share: '',
       shareBy: '',
+      cellsCost: '',
       cost: formatMoney(minimumMicro / 1_000_000, symbol),
       kind: 'minimum',
       title: trans.__(
@@ -179,6 +190,7 @@ export function kernelRows(
     uptime: '',
     share: '',
     shareBy: '',
+    cellsCost: '',
     cost: formatMoney(answer.idle_usd, symbol),
     kind: 'idle',
     title: trans.__('Paid while the GPUs did nothing.')

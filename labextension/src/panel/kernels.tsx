@@ -2,7 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatMoney } from '../format';
-import { gpuMetered, kernelRows } from './format';
+import { gpuMetered, IKernelRow, kernelRows } from './format';
 import { CostPanelModel } from './model';
 import { PanelTable } from './table';
 
@@ -45,6 +45,8 @@ export function Kernels(props: {
   const answer = part.value;
   const metered = gpuMetered(gpus, answer);
   const rows = kernelRows(answer, symbol, trans, metered);
+  // the machine's cost while each kernel's cells ran, where a kernel priced any
+  const withCells = metered && answer.kernels.some(kernel => !!kernel.cells);
   return (
     <section className="jp-gpucost-panel-kernels">
       <h3>{trans.__('Kernels')}</h3>
@@ -83,7 +85,11 @@ export function Kernels(props: {
       )}
       {rows.length > 0 && (
         <PanelTable
-          className="jp-gpucost-kernels"
+          className={
+            withCells
+              ? 'jp-gpucost-kernels jp-gpucost-kernels-with-cells'
+              : 'jp-gpucost-kernels'
+          }
           rows={rows}
           rowKey={row => row.key}
           rowAttributes={row => ({
@@ -103,16 +109,37 @@ export function Kernels(props: {
                   ? trans.__('%1 (%2)', row.share, row.shareBy)
                   : row.share
             },
-            { header: trans.__('Cost'), cell: row => row.cost, numeric: true }
+            ...(withCells
+              ? [
+                  {
+                    header: trans.__('Machine while cells ran'),
+                    headerTitle: trans.__(
+                      "The whole machine (every GPU, idle or not) priced for the wall time of the kernel's priced cells this session: the sum of its Recent cells."
+                    ),
+                    cell: (row: IKernelRow) => row.cellsCost,
+                    numeric: true
+                  }
+                ]
+              : []),
+            {
+              header: trans.__('GPU use'),
+              headerTitle: trans.__(
+                "The kernel's part of the GPUs' used time (what it computed on them)."
+              ),
+              cell: row => row.cost,
+              numeric: true
+            }
           ]}
           footer={
             metered && (
               <tr data-kind="total">
                 {/* one cell per column after the label's two, so that a narrow
-                    panel can leave out the Uptime column (the third) */}
+                    panel can leave out the Uptime column (the third); the GPU
+                    total under the GPU use it adds up */}
                 <td colSpan={2}>{trans.__('GPU total')}</td>
                 <td />
                 <td />
+                {withCells && <td />}
                 <td className="jp-gpucost-num">
                   {formatMoney(answer.total_usd, symbol)}
                 </td>
@@ -120,6 +147,18 @@ export function Kernels(props: {
             )
           }
         />
+      )}
+      {metered && rows.length > 0 && (
+        <div className="jp-gpucost-panel-note" data-state="measures">
+          {withCells
+            ? trans.__(
+                "GPU use is what a kernel computed on the GPUs; machine while cells ran is the whole machine priced for its cells' wall time (as in Recent cells). They measure different things and do not add up."
+              )
+            : trans.__('GPU use is what a kernel computed on the GPUs.')}{' '}
+          {trans.__(
+            'Rows of no notebook: not attributed (GPU use by no kernel of this server), minimum charge (the billing rule), idle GPUs (rented, doing nothing); with the kernels they make the GPU total.'
+          )}
+        </div>
       )}
     </section>
   );

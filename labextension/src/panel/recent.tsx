@@ -60,12 +60,20 @@ export function Cells(props: {
             cell: cell => formatBytes(cell.peak_memory_bytes)
           },
           {
-            header: trans.__('Cost'),
+            header: trans.__('Machine while it ran'),
+            headerTitle: trans.__(
+              "The whole machine (every GPU, idle or not) priced for the cell's wall time; not the cell's GPU use."
+            ),
             cell: cell => formatMoney(cell.cost_usd, symbol),
             numeric: true
           }
         ]}
       />
+      <div className="jp-gpucost-panel-note" data-state="cell-measure">
+        {trans.__(
+          "Each cell's cost is the whole machine priced for its wall time, idle GPUs included: more than its GPU use in Kernels."
+        )}
+      </div>
     </section>
   );
 }

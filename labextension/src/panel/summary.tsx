@@ -81,6 +81,8 @@ export function Totals(props: {
     bound === null
       ? formatRate(value, symbol, trans)
       : trans.__('≤ %1', formatRate(value, symbol, trans));
+  // no GPU seen and nothing to price the machine by: unknown, never $0
+  const unknown = status.metering?.state === 'unknown';
   const noLedger = trans.__(
     'Not known: the server has no ledger (older version, or the ledger could not be opened; see the server log).'
   );
@@ -93,11 +95,13 @@ export function Totals(props: {
     <div className="jp-gpucost-total" data-total={key} title={title}>
       <div className="jp-gpucost-total-label">{label}</div>
       <div className="jp-gpucost-total-value">
-        {value === null || value === undefined
-          ? '—'
-          : key === 'rate'
-            ? rate(value)
-            : formatMoney(value, symbol)}
+        {unknown && (key === 'session' || key === 'rate')
+          ? trans.__('unknown ⚠')
+          : value === null || value === undefined
+            ? '—'
+            : key === 'rate'
+              ? rate(value)
+              : formatMoney(value, symbol)}
       </div>
     </div>
   );

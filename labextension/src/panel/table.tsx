@@ -14,6 +14,8 @@ export interface IColumn<T> {
   className?: string;
   /** A tooltip on a cell. */
   title?: (row: T) => string | undefined;
+  /** A tooltip on the header: what the column measures. */
+  headerTitle?: string;
 }
 
 /**
@@ -43,6 +45,7 @@ export function PanelTable<T>(props: {
               <th
                 key={column.header}
                 className={column.numeric ? 'jp-gpucost-num' : undefined}
+                title={column.headerTitle}
               >
                 {column.header}
               </th>

@@ -119,7 +119,15 @@ export interface IKernelCost {
    */
   gpu_host_pids?: { [index: string]: number[] };
   memory_bytes: number | null;
+  /** The kernel's GPU use: its part of the GPUs' used time. */
   cost_usd: number;
+  /**
+   * The machine's cost while the kernel's priced cells ran this session (the
+   * sum of its cells' costs), and how many cells; absent from servers that
+   * predate them.
+   */
+  cells?: number;
+  cells_cost_usd?: number;
 }
 
 /**

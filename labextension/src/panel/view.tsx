@@ -14,6 +14,7 @@ import { Machine } from './machine';
 import { CostPanelModel } from './model';
 import { Prices } from './prices';
 import { Cells, Exports } from './recent';
+import { BudgetCannotAct, MeteringBanner, noGpuMetered } from './metering';
 import { LedgerWarnings, Source, Totals } from './summary';
 import { HistoryWindow } from './types';
 import { Energy, Waste } from './waste';
@@ -102,13 +103,24 @@ namespace Private {
             )}
           </div>
         )}
-        <Source status={s} trans={trans} />
+        {noGpuMetered(s) ? (
+          <MeteringBanner status={s} trans={trans} />
+        ) : (
+          <Source status={s} trans={trans} />
+        )}
         <LedgerWarnings status={s} />
         <Totals status={s} symbol={symbol} trans={trans} />
-        <Budget model={model} status={s} symbol={symbol} trans={trans} />
+        {s.metering?.budget ? (
+          <BudgetCannotAct sentence={s.metering.budget} trans={trans} />
+        ) : (
+          <Budget model={model} status={s} symbol={symbol} trans={trans} />
+        )}
         <Alerts settings={model.serverSettings} trans={trans} />
         <Machine status={s} symbol={symbol} trans={trans} />
-        <History {...props} symbol={symbol} />
+        {/* nothing metered: no spend to draw, never a line at $0 */}
+        {s.metering?.state !== 'unknown' && (
+          <History {...props} symbol={symbol} />
+        )}
         <Kernels
           model={model}
           gpus={s.gpus.length}

@@ -1,0 +1,92 @@
+"""The body of ``GET /gpucost/api/kernels``: what each kernel cost (its GPU use), beside the
+machine's cost while its cells ran, and the rows of no kernel; kernels + unattributed + idle
+== total, exactly (in micro-units)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.i18n import _
+from ...core.money import usd
+from ..sampler import utc_now
+from .attribution import Attribution
+from .kernel_procs import uptime_s
+
+
+def kernels_payload(
+    attribution: Attribution | None,
+    trees: dict[str, frozenset[int]],
+    cells_by_kernel: dict[str, tuple[int, int]],
+    now: float,
+) -> dict[str, Any]:
+    """The kernels' costs from the latest attribution; ``trees``: each kernel's processes;
+    ``cells_by_kernel``: each kernel's cells this session (their cost in micro-units, how
+    many); ``now``: the wall clock, for uptimes."""
+    if attribution is None:
+        return {
+            "as_of": utc_now().isoformat(),
+            "pids_visible": True,
+            "note": None,
+            "total_usd": 0.0,
+            "idle_usd": 0.0,
+            "unattributed_usd": 0.0,
+            "minimum_charge_usd": 0.0,
+            "kernels": [],
+        }
+    kernels = []
+    # beside each kernel's GPU use: the machine's cost while its cells ran (a
+    # different measure: the whole machine for each cell's wall time)
+    for k in attribution.kernels:
+        info = k.info
+        cells_micro, cells = cells_by_kernel.get(info.id, (0, 0))
+        kernels.append(
+            {
+                "id": info.id,
+                "name": info.name,
+                "notebook_path": info.notebook_path,
+                "execution_state": "ended" if k.ended else info.execution_state,
+                "started": info.started.isoformat() if info.started else None,
+                "uptime_s": None if k.ended else uptime_s(info, now),
+                "pids": sorted(trees.get(info.id, ())),
+                # the host pids this kernel identified as its own, per GPU (a container)
+                "gpu_host_pids": {
+                    str(i): sorted(pid for pid, owner in mine.items() if owner == info.id)
+                    for i, mine in sorted(attribution.identified.items())
+                    if info.id in mine.values()
+                },
+                "remote": info.pid is None,
+                "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
+                "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
+                "memory_bytes": k.memory_bytes,
+                "cost_usd": usd(k.cost_micro_usd),
+                "cost_micro_usd": k.cost_micro_usd,
+                "cells": cells,
+                "cells_cost_usd": usd(cells_micro),
+                "cells_cost_micro_usd": cells_micro,
+            }
+        )
+    # the part of unattributed that is the billing rule's (minimum charge, rounding):
+    # billed whether or not anything ran, so the panel names it apart
+    adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
+    minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
+    return {
+        "as_of": attribution.snapshot.as_of.isoformat(),
+        "pids_visible": attribution.pids_visible,
+        "note": _(attribution.note) if attribution.note else None,
+        "total_usd": usd(attribution.total_micro_usd),
+        "idle_usd": usd(attribution.idle_micro_usd),
+        "unattributed_usd": usd(attribution.unattributed_micro_usd),
+        "minimum_charge_usd": usd(minimum),
+        # where kernels identify their GPU processes: the others, not from these kernels
+        "other_processes": [
+            {"gpu": o.gpu_index, "host_pid": o.host_pid, "memory_bytes": o.memory_bytes}
+            for o in attribution.others
+        ],
+        "micro_usd": {
+            "total": attribution.total_micro_usd,
+            "idle": attribution.idle_micro_usd,
+            "unattributed": attribution.unattributed_micro_usd,
+            "minimum_charge": minimum,
+        },
+        "kernels": kernels,
+    }
