@@ -166,7 +166,10 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
             "ends": iso(p.grace_ends),
             "remaining_s": max(0.0, round((p.grace_ends - now).total_seconds(), 1)),
             "reason": p.grace_reason,
-            "can_raise": binding is not None and binding.budget.kind == "soft",
+            # only a budget's countdown is ended by raising one's own budget
+            "can_raise": p.grace_reason == "budget"
+            and binding is not None
+            and binding.budget.kind == "soft",
             # the action at the end of this countdown, and whether the user may cancel it
             "action": p.grace_action or view.action,
             "can_cancel": p.grace_reason in USER_REASONS,
@@ -184,6 +187,8 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
         "thresholds_pct": list(p.thresholds_pct),
         "grace_s": p.grace_s,
         "grace": grace,
+        # why it counts down or acts now (the front end words each countdown by it)
+        "reason": p.grace_reason if p.state in ("grace", "enforcing") else None,
         "action": view.action,
         "save_request": None
         if view.save_request_id is None or p.state != "enforcing"
