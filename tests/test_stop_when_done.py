@@ -120,6 +120,12 @@ class TestCountdownAndCancel:
         assert grace["reason"] == "user"
         assert grace["can_raise"] is False
         assert grace["can_cancel"] is True
+        # the budget's own plan stands: it does not stop at $1,000 when the countdown ends
+        stop = started["stop"]
+        assert stop["amount_usd"] == 1000
+        assert stop["in_s"] > 3600
+        assert stop["action"] != "stop-server"
+        assert "server stopped" not in stop["text"]
         await jp_fetch("gpucost", "api", "budget", "stop", method="DELETE")
         assert (await budget(jp_fetch))["reason"] is None
 

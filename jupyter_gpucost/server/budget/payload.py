@@ -128,10 +128,12 @@ def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, Any] | N
     in_s = seconds_left(binding.remaining_micro_usd, rate)
     if in_s is None or binding.remaining_micro_usd <= 0:
         return None
-    if p.state == "grace" and p.grace_ends is not None:
-        # the countdown's end: at the budget, or sooner (shortened, or the hub's time)
+    # a budget's countdown: its end (at the budget, or sooner: shortened, or the hub's
+    # time); any other countdown (the user's own stop, idle GPUs) leaves the budget's plan
+    budget_countdown = p.state == "grace" and p.grace_reason == "budget"
+    if budget_countdown and p.grace_ends is not None:
         in_s = min(in_s, max(0.0, (p.grace_ends - view.now).total_seconds()))
-    action = p.grace_action or view.action
+    action = (p.grace_action if budget_countdown else None) or view.action
     amount = binding.budget.amount_micro_usd
     return {
         "amount_usd": usd(amount),
