@@ -1037,6 +1037,10 @@ describe('CostPanel budget, in the server currency', () => {
     });
     const countdown = node.querySelector('[data-field="countdown"]')!;
     expect(countdown.getAttribute('data-reason')).toBe('user');
+    // the budget's heading is not marked as a budget running out
+    expect(
+      node.querySelector('.jp-gpucost-panel-budget')!.getAttribute('data-state')
+    ).toBe('stop');
     // in New York time (jest.config.js)
     expect(countdown.textContent).toMatch(
       /^Manual stop: notebooks saved, then the stop at (Nov 22, )?02:10:05 PM EST\.$/

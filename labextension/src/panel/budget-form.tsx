@@ -85,7 +85,15 @@ export function Budget(props: {
     void model.setSoftBudget(value, scope).then(setError);
   };
   return (
-    <section className="jp-gpucost-panel-budget" data-state={budget.state}>
+    <section
+      className="jp-gpucost-panel-budget"
+      // a stop that is no budget's does not mark the budget as running out
+      data-state={
+        counting !== null && counting !== 'budget' && counting !== 'hub-budget'
+          ? 'stop'
+          : budget.state
+      }
+    >
       <h3>{trans.__('Budget')}</h3>
       {left !== null && (
         <p className="jp-gpucost-time-left" data-field="time-left">
