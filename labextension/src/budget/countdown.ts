@@ -2,7 +2,7 @@ import { Notification } from '@jupyterlab/apputils';
 
 import { formatBudget, formatCountdown } from '../format';
 import { trans } from '../i18n';
-import { bindingBudget, isSpent } from './format';
+import { actionOutcome, bindingBudget, isSpent } from './format';
 import { countdownReason, offersRaise, reasonSentence } from './reason';
 import { IBudgetStatus } from './tokens';
 
@@ -121,14 +121,7 @@ export class BudgetCountdown {
     const grace = status?.state === 'grace' ? status.grace : null;
     const action =
       grace?.action ?? this._pushed.action ?? status?.action ?? 'shutdown';
-    const what =
-      action === 'stop-instance'
-        ? trans().__('the machine stops')
-        : action === 'stop-server'
-          ? trans().__('the server stops')
-          : action === 'interrupt'
-            ? trans().__('the kernels are interrupted')
-            : trans().__('the kernels shut down');
+    const what = actionOutcome(action);
     // the countdown's reason: a budget's, the user's own stop, an idle reclaim…
     const reason = countdownReason(status, this._pushed.reason) ?? 'budget';
     const spent =

@@ -376,7 +376,8 @@ export function budgetTitle(
       trans().__(
         'Warnings at %1 %; a %3 s countdown ends at the budget: notebooks saved, then %2.',
         status.thresholds_pct.join('/'),
-        actionName(status.action),
+        // what stops, not a bare "shutdown": "the kernels shut down"
+        actionOutcome(status.action),
         status.grace_s
       )
     );
@@ -436,5 +437,23 @@ export function actionName(action: string): string {
       return trans().__('stop-server');
     default:
       return action;
+  }
+}
+
+/**
+ * What a budget action does, as a sentence's end: `the kernels shut down`,
+ * `the server stops`, `the machine stops`, `the kernels are interrupted`. The
+ * tooltip and the countdown both say it this way.
+ */
+export function actionOutcome(action: string | null | undefined): string {
+  switch (action) {
+    case 'stop-instance':
+      return trans().__('the machine stops');
+    case 'stop-server':
+      return trans().__('the server stops');
+    case 'interrupt':
+      return trans().__('the kernels are interrupted');
+    default:
+      return trans().__('the kernels shut down');
   }
 }
