@@ -5,9 +5,11 @@ controller drives it: every second, and at the countdown's end)."""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -254,3 +256,13 @@ def test_at_a_steady_rate_the_action_lands_at_the_budget(
     # within rounding and the controller's shortest wait (0.01 s), never a grace past it
     slack = float(rate) / 3600 * USD * 0.01 + 3
     assert amount - 3 <= landing.spent_micro <= amount + slack
+
+
+def test_the_browser_s_time_left_agrees_with_the_stop_plan_s_duration() -> None:
+    """The panel's headline "about 2 h 10 min left" (formatAhead) and the stop plan's "in
+    about 14 min" (messages.about) are one rule: both pass the same cases."""
+    path = Path(__file__).parent.parent / "labextension/src/__tests__/about-rule.json"
+    cases = json.loads(path.read_text())["cases"]
+    assert len(cases) > 10
+    for case in cases:
+        assert messages.about(float(case["seconds"])) == case["shown"], case

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from kernel_notebook import text
-from test_budget_api import budget, refused, wait_for
+from test_budget_api import budget, put, refused, wait_for
 from test_kernel_link import run_async
 
 
@@ -106,6 +106,28 @@ class TestCountdownAndCancel:
         finally:
             client.stop_channels()
             await km.shutdown_kernel(kid)
+
+    async def test_a_manual_stop_is_named_as_such_and_offers_no_raise(self, jp_fetch: Any) -> None:
+        # a budget of one's own, barely touched: "Stop server" is not a spent budget
+        await put(jp_fetch, {"amount_usd": 1000, "scope": "session"})
+        body = json.dumps({"action": "stop-server", "reason": "user"})
+        started = json.loads(
+            (await jp_fetch("gpucost", "api", "budget", "stop", method="POST", body=body)).body
+        )
+        assert started["state"] == "grace"
+        assert started["reason"] == "user"
+        grace = started["grace"]
+        assert grace["reason"] == "user"
+        assert grace["can_raise"] is False
+        assert grace["can_cancel"] is True
+        # the budget's own plan stands: it does not stop at $1,000 when the countdown ends
+        stop = started["stop"]
+        assert stop["amount_usd"] == 1000
+        assert stop["in_s"] > 3600
+        assert stop["action"] != "stop-server"
+        assert "server stopped" not in stop["text"]
+        await jp_fetch("gpucost", "api", "budget", "stop", method="DELETE")
+        assert (await budget(jp_fetch))["reason"] is None
 
     async def test_a_stop_request_is_checked(self, jp_fetch: Any) -> None:
         message = await refused(

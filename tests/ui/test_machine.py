@@ -79,8 +79,12 @@ def test_the_machine_is_named_and_what_still_costs_is_said_after_the_action(
     page.wait_for_timeout(1_000)  # let the toasts settle
     screenshot(page, "machine-still-costs.png")
 
-    # Stop machine: the same countdown as a budget stop, which the user may cancel
+    # Stop machine: asked first, then the same countdown as a budget stop, which the user
+    # may cancel
     stop.click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Stop this machine?", timeout=30_000)
+    dialog.locator("button.jp-mod-warn").click()
     cancel = machine.get_by_role("button", name="Cancel stop")
     expect(cancel).to_be_visible(timeout=30_000)
     expect(
@@ -122,6 +126,10 @@ def test_the_panel_names_the_machine_and_stops_it_when_done_or_not(
     )
     # no kernel is busy: "when done" starts the countdown at once, which can be cancelled
     section.get_by_role("button", name="Stop machine when done").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text("Stop this machine?", timeout=30_000)
+    expect(dialog).to_contain_text("When the running cells end")
+    dialog.locator("button.jp-mod-warn").click()
     cancel = section.get_by_role("button", name="Cancel stop")
     expect(cancel).to_be_visible(timeout=30_000)
     expect(

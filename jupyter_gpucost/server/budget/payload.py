@@ -128,10 +128,12 @@ def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, Any] | N
     in_s = seconds_left(binding.remaining_micro_usd, rate)
     if in_s is None or binding.remaining_micro_usd <= 0:
         return None
-    if p.state == "grace" and p.grace_ends is not None:
-        # the countdown's end: at the budget, or sooner (shortened, or the hub's time)
+    # a budget's countdown: its end (at the budget, or sooner: shortened, or the hub's
+    # time); any other countdown (the user's own stop, idle GPUs) leaves the budget's plan
+    budget_countdown = p.state == "grace" and p.grace_reason == "budget"
+    if budget_countdown and p.grace_ends is not None:
         in_s = min(in_s, max(0.0, (p.grace_ends - view.now).total_seconds()))
-    action = p.grace_action or view.action
+    action = (p.grace_action if budget_countdown else None) or view.action
     amount = binding.budget.amount_micro_usd
     return {
         "amount_usd": usd(amount),
@@ -165,7 +167,10 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
             "ends": iso(p.grace_ends),
             "remaining_s": max(0.0, round((p.grace_ends - now).total_seconds(), 1)),
             "reason": p.grace_reason,
-            "can_raise": binding is not None and binding.budget.kind == "soft",
+            # only a budget's countdown is ended by raising one's own budget
+            "can_raise": p.grace_reason == "budget"
+            and binding is not None
+            and binding.budget.kind == "soft",
             # the action at the end of this countdown, and whether the user may cancel it
             "action": p.grace_action or view.action,
             "can_cancel": p.grace_reason in USER_REASONS,
@@ -183,6 +188,8 @@ def budget_payload(view: BudgetView) -> dict[str, Any]:
         "thresholds_pct": list(p.thresholds_pct),
         "grace_s": p.grace_s,
         "grace": grace,
+        # why it counts down or acts now (the front end words each countdown by it)
+        "reason": p.grace_reason if p.state in ("grace", "enforcing") else None,
         "action": view.action,
         "save_request": None
         if view.save_request_id is None or p.state != "enforcing"

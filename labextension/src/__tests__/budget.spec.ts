@@ -138,7 +138,7 @@ describe('budget format', () => {
       'The 120 s grace is shortened to 28 s'
     );
     expect(budgetTitle(counting, '$')).toContain(
-      'a 120 s countdown ends at the budget: notebooks saved, then shutdown.'
+      'a 120 s countdown ends at the budget: notebooks saved, then the kernels shut down.'
     );
   });
 

@@ -99,6 +99,25 @@ describe('what still costs after an action', () => {
   });
 });
 
+/**
+ * Press the button labelled `label` of the dialog once it is shown.
+ */
+async function pressDialog(label: RegExp): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const button = Array.from(
+      document.querySelectorAll<HTMLButtonElement>('.jp-Dialog button')
+    ).find(b => label.test(b.textContent ?? ''));
+    if (button) {
+      button.click();
+      // the dialog resolves when it closes
+      await new Promise(resolve => setTimeout(resolve, 0));
+      return;
+    }
+    await new Promise(resolve => setTimeout(resolve, 20));
+  }
+  throw new Error(`no ${label} button in a dialog`);
+}
+
 class FakeModel {
   readonly stateChanged = new Signal<FakeModel, void>(this);
   status: IGpuCostStatus | null = null;
@@ -136,7 +155,17 @@ describe('the machine status item', () => {
     );
     const button = widget.node.querySelector('button')!;
     expect(button.textContent).toBe('Stop machine');
+    // secondary, not a filled red button
+    expect(button.classList.contains('jp-mod-warn')).toBe(false);
+    expect(button.classList.contains('jp-gpucost-stop-button')).toBe(true);
     button.click();
+    // it asks first: Cancel sends nothing
+    await pressDialog(/^Cancel$/);
+    await new Promise(resolve => setTimeout(resolve, 0));
+    expect(server.urls).toEqual([]);
+    expect(button.disabled).toBe(false);
+    button.click();
+    await pressDialog(/^Stop machine$/);
     await new Promise(resolve => setTimeout(resolve, 0));
     expect(server.urls.map(url => url.split('?')[0])).toEqual([
       'http://localhost:8888/user/alice/gpucost/api/budget/stop'

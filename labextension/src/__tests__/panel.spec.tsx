@@ -1018,6 +1018,37 @@ describe('CostPanel budget, in the server currency', () => {
     expect(legend).toContain('spend rate (€/h): €');
   });
 
+  it('leads with the time left at the current rate, and words a countdown by its reason', async () => {
+    const text =
+      'Stops at €5.00 — in about 2 h 10 min at €6.86/h; notebooks saved first, then the kernels shut down.';
+    let node = await render(line(), {
+      stop: { text, amount_usd: 5, in_s: 7800, rate_usd_per_hour: 6.862 }
+    });
+    expect(node.querySelector('[data-field="time-left"]')!.textContent).toBe(
+      'about 2 h 10 min left at €6.86/h'
+    );
+    expect(node.querySelector('[data-field="countdown"]')).toBeNull();
+    document.body.innerHTML = '';
+    // the user's own stop counts down: a manual stop, not a budget's
+    node = await render(line(), {
+      state: 'grace',
+      reason: 'user',
+      grace: { reason: 'user', ends: '2026-11-22T19:10:05Z' }
+    });
+    const countdown = node.querySelector('[data-field="countdown"]')!;
+    expect(countdown.getAttribute('data-reason')).toBe('user');
+    // the budget's heading is not marked as a budget running out
+    expect(
+      node.querySelector('.jp-gpucost-panel-budget')!.getAttribute('data-state')
+    ).toBe('stop');
+    // in New York time (jest.config.js)
+    expect(countdown.textContent).toMatch(
+      /^Manual stop: notebooks saved, then the stop at (Nov 22, )?02:10:05 PM EST\.$/
+    );
+    // nothing runs out: no headline
+    expect(node.querySelector('[data-field="time-left"]')).toBeNull();
+  });
+
   it('says when and at what amount it stops, and why a countdown is short', async () => {
     const text =
       'Stops at €5.00 — in about 14 min at €21.50/h; notebooks saved first, then the kernels shut down.';

@@ -16,6 +16,7 @@ import {
   parseAmount,
   proposeRaise
 } from './format';
+import { countdownReason, savedText } from './reason';
 import { acknowledgeSave, stopNow } from './request';
 import { BudgetSettingsSync } from './settings-sync';
 import { BudgetStatusItem } from './status-item';
@@ -215,11 +216,7 @@ export class BudgetController {
       }
     }
     this._countdown.closing(
-      trans()._n(
-        'Budget spent: %1 notebook saved; stopping.',
-        'Budget spent: %1 notebooks saved; stopping.',
-        saved.length
-      )
+      savedText(countdownReason(this._status), saved.length)
     );
     try {
       await acknowledgeSave(this._settings, {

@@ -2,7 +2,8 @@ import { Notification } from '@jupyterlab/apputils';
 
 import { formatBudget, formatCountdown } from '../format';
 import { trans } from '../i18n';
-import { bindingBudget, isSpent } from './format';
+import { actionOutcome, bindingBudget, isSpent } from './format';
+import { countdownReason, offersRaise, reasonSentence } from './reason';
 import { IBudgetStatus } from './tokens';
 
 /**
@@ -120,21 +121,11 @@ export class BudgetCountdown {
     const grace = status?.state === 'grace' ? status.grace : null;
     const action =
       grace?.action ?? this._pushed.action ?? status?.action ?? 'shutdown';
-    const what =
-      action === 'stop-instance'
-        ? trans().__('the machine stops')
-        : action === 'stop-server'
-          ? trans().__('the server stops')
-          : action === 'interrupt'
-            ? trans().__('the kernels are interrupted')
-            : trans().__('the kernels shut down');
-    const idleStop =
-      status?.grace?.reason === 'hub' && status?.hub?.stop_kind === 'idle';
-    const spent = idleStop
-      ? trans().__(
-          "Your server's GPUs have been idle with no kernel busy: the hub stops the server to free them. Run something to keep it."
-        )
-      : budget?.kind === 'hub' || status?.grace?.reason === 'hub'
+    const what = actionOutcome(action);
+    // the countdown's reason: a budget's, the user's own stop, an idle reclaim…
+    const reason = countdownReason(status, this._pushed.reason) ?? 'budget';
+    const spent =
+      budget?.kind === 'hub'
         ? trans().__("Your hub admin's budget is spent.")
         : status?.stop && budget && !isSpent(budget)
           ? // the countdown ends at the budget: it is not spent yet
@@ -150,13 +141,7 @@ export class BudgetCountdown {
           : budget?.locked
             ? trans().__("The administrator's budget is spent.")
             : trans().__('Your budget is spent.');
-    const reason = grace?.reason ?? this._pushed.reason;
-    const head =
-      reason === 'user'
-        ? trans().__('Stopping as you asked.')
-        : reason === 'done'
-          ? trans().__('Your run is done, as you asked to stop then.')
-          : spent;
+    const head = reasonSentence(reason) ?? spent;
     if (this._stopping || status?.state === 'enforcing') {
       return `${head} ${trans().__('Saving notebooks, then %1.', what)}`;
     }
@@ -192,7 +177,8 @@ export class BudgetCountdown {
         }
       }
     ];
-    if (this._canRaise) {
+    // only a budget's countdown is ended by a higher budget
+    if (offersRaise(this._host.status, this._canRaise, this._pushed.reason)) {
       actions.push({
         label: trans().__('Raise budget'),
         caption: trans().__('Set a higher budget of your own'),

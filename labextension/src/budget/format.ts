@@ -1,18 +1,37 @@
-import { formatBudget, formatCountdown, formatMoney } from '../format';
+import { formatBudget, formatMoney } from '../format';
 import { trans } from '../i18n';
+import {
+  actedText,
+  countdownReason,
+  countdownText,
+  stoppingText,
+  stopsAt
+} from './reason';
 import { IBudgetStanding, IBudgetStatus } from './tokens';
 
 /**
  * The value of the status item's `data-budget` attribute.
  */
-export type BudgetDisplayState = 'none' | 'ok' | 'warning' | 'exceeded';
+export type BudgetDisplayState =
+  'none' | 'ok' | 'warning' | 'exceeded' | 'stop';
 
 /**
- * The budget's visible state: `exceeded` from the countdown on.
+ * The budget's visible state: `exceeded` from a budget's countdown on; `stop`
+ * for a stop that is no budget's (the user's own, an idle reclaim, the end of
+ * a run), counting down, acting or done.
  */
 export function budgetDisplayState(
   status: IBudgetStatus | null
 ): BudgetDisplayState {
+  const reason = countdownReason(status);
+  const acted =
+    status?.state === 'acted' && !!actedText(status.last_action?.reason);
+  if (
+    acted ||
+    (reason !== null && reason !== 'budget' && reason !== 'hub-budget')
+  ) {
+    return 'stop';
+  }
   if (!status || allBudgets(status).length === 0) {
     return 'none';
   }
@@ -283,34 +302,30 @@ export function budgetText(
   now: number,
   symbol: string
 ): string {
-  const budget = bindingBudget(status);
-  if (!status || !budget) {
+  if (!status) {
     return '';
   }
-  const lock = budget.locked ? '🔒 ' : '';
-  const amount = formatBudget(budget.amount_usd, symbol);
-  if (status.state === 'grace' && status.grace) {
+  const budget = bindingBudget(status);
+  const lock = budget?.locked ? '🔒 ' : '';
+  const reason = countdownReason(status);
+  // a budget's countdown carries the lock of the budget; any other stop does not
+  const mark = reason === 'budget' || reason === 'hub-budget' ? lock : '';
+  if (status.state === 'grace' && status.grace && reason) {
     const left = (new Date(status.grace.ends).getTime() - now) / 1000;
-    if (status.grace.reason === 'budget' && status.stop) {
-      // the countdown ends at the budget: it is not spent yet
-      return (
-        lock +
-        trans().__(
-          'stops at %1 in %2',
-          formatBudget(status.stop.amount_usd, symbol),
-          formatCountdown(left)
-        )
-      );
-    }
-    return (
-      lock + trans().__('budget spent · stop in %1', formatCountdown(left))
-    );
+    // a budget's countdown ends at the budget: it is not spent yet
+    const at = reason === 'budget' ? stopsAt(status, symbol) : null;
+    return mark + countdownText(reason, left, at);
   }
-  if (status.state === 'enforcing') {
-    return lock + trans().__('budget spent · saving and stopping');
+  if (status.state === 'enforcing' && reason) {
+    return mark + stoppingText(reason);
   }
+  if (!budget) {
+    return '';
+  }
+  const amount = formatBudget(budget.amount_usd, symbol);
   if (status.state === 'acted') {
-    return lock + trans().__('budget of %1 spent', amount);
+    const done = actedText(status.last_action?.reason);
+    return done ?? lock + trans().__('budget of %1 spent', amount);
   }
   return (
     lock + trans().__('budget %1% of %2', budgetPercent(budget.share), amount)
@@ -361,7 +376,8 @@ export function budgetTitle(
       trans().__(
         'Warnings at %1 %; a %3 s countdown ends at the budget: notebooks saved, then %2.',
         status.thresholds_pct.join('/'),
-        actionName(status.action),
+        // what stops, not a bare "shutdown": "the kernels shut down"
+        actionOutcome(status.action),
         status.grace_s
       )
     );
@@ -421,5 +437,23 @@ export function actionName(action: string): string {
       return trans().__('stop-server');
     default:
       return action;
+  }
+}
+
+/**
+ * What a budget action does, as a sentence's end: `the kernels shut down`,
+ * `the server stops`, `the machine stops`, `the kernels are interrupted`. The
+ * tooltip and the countdown both say it this way.
+ */
+export function actionOutcome(action: string | null | undefined): string {
+  switch (action) {
+    case 'stop-instance':
+      return trans().__('the machine stops');
+    case 'stop-server':
+      return trans().__('the server stops');
+    case 'interrupt':
+      return trans().__('the kernels are interrupted');
+    default:
+      return trans().__('the kernels shut down');
   }
 }

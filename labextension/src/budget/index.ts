@@ -9,13 +9,16 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { IGpuCostModel } from '../tokens';
 import { BudgetController } from './controller';
 
+export * from './confirm';
 export * from './controller';
 export * from './countdown';
 export * from './format';
 export * from './interruption';
+export * from './reason';
 export * from './request';
 export * from './settings-sync';
 export * from './status-item';
+export * from './time-left';
 export * from './tokens';
 export * from './warnings';
 

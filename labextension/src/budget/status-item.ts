@@ -42,6 +42,7 @@ export class BudgetStatusItem extends Widget {
         state === 'exceeded'
       );
     }
+    // a stop that is no budget's shows even where no budget is set
     this.setHidden(state === 'none');
   }
 }

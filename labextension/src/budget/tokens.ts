@@ -134,6 +134,11 @@ export interface IBudgetStatus {
   grace: IBudgetGrace | null;
   /** When the budget acts, at the current rate (`null`: it does not run out). */
   stop?: IBudgetStop | null;
+  /**
+   * Why the server counts down or acts now (`grace`, `enforcing`): `budget`,
+   * `idle`, `hub`, `user` or `done`; `null` otherwise (older servers leave it out).
+   */
+  reason?: string | null;
   action: string;
   save_request: { id: string } | null;
   scopes: string[];

@@ -6,6 +6,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
+import { confirmStop } from '../budget/confirm';
 import { budgetRequest } from '../budget/request';
 import { IBudgetStatus } from '../budget/tokens';
 import { currencySymbol } from '../format';
@@ -102,34 +103,50 @@ export class MachineItem extends Widget {
     const machine = machineOf(status);
     if (machine?.stoppable) {
       node.append(
-        this._button(trans().__('Stop machine'), () =>
-          requestStop(this._settings, 'stop-instance')
+        this._button(
+          trans().__('Stop machine'),
+          () => requestStop(this._settings, 'stop-instance'),
+          () => confirmStop('stop-instance')
         )
       );
     } else {
       node.append(
-        this._button(trans().__('Stop server'), () =>
-          requestStop(this._settings, 'stop-server')
+        this._button(
+          trans().__('Stop server'),
+          () => requestStop(this._settings, 'stop-server'),
+          () => confirmStop('stop-server')
         )
       );
     }
   }
 
+  /**
+   * A button that sends `onClick` once, after `confirm` (a manual stop asks
+   * first; Cancel sends nothing).
+   */
   private _button(
     label: string,
-    onClick: () => Promise<IBudgetStatus>
+    onClick: () => Promise<IBudgetStatus>,
+    confirm: () => Promise<boolean> = () => Promise.resolve(true)
   ): HTMLButtonElement {
     const button = document.createElement('button');
     button.className =
-      'jp-Button jp-mod-styled jp-mod-warn jp-gpucost-machine-button';
+      'jp-Button jp-mod-styled jp-gpucost-stop-button jp-gpucost-machine-button';
     button.textContent = label;
     button.addEventListener('click', () => {
       button.disabled = true;
-      onClick().catch(reason => {
-        button.disabled = false;
-        button.title = String(reason);
-        console.error('jupyter-gpucost: stop request refused', reason);
-      });
+      void confirm()
+        .then(confirmed => (confirmed ? onClick() : null))
+        .catch(reason => {
+          button.title = String(reason);
+          console.error('jupyter-gpucost: stop request refused', reason);
+          return null;
+        })
+        .then(sent => {
+          if (sent === null) {
+            button.disabled = false;
+          }
+        });
     });
     return button;
   }

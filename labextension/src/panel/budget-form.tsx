@@ -11,6 +11,8 @@ import {
   scopeName
 } from '../budget/format';
 
+import { countdownReason, countdownSentence } from '../budget/reason';
+import { timeLeftText } from '../budget/time-left';
 import { formatBudget, formatMoney } from '../format';
 import { CostPanelModel } from './model';
 import { IBudgetLine, IPanelStatus } from './types';
@@ -75,12 +77,37 @@ export function Budget(props: {
     return null;
   }
   const hubLines = budget.hub?.budgets ?? [];
+  // the headline: how long the budget lasts at the current rate
+  const left = timeLeftText(budget, symbol);
+  // a countdown, worded by its reason (a budget, the user's own stop, …)
+  const counting = budget.state === 'grace' ? countdownReason(budget) : null;
   const submit = (value: number | null): void => {
     void model.setSoftBudget(value, scope).then(setError);
   };
   return (
-    <section className="jp-gpucost-panel-budget" data-state={budget.state}>
+    <section
+      className="jp-gpucost-panel-budget"
+      // a stop that is no budget's does not mark the budget as running out
+      data-state={
+        counting !== null && counting !== 'budget' && counting !== 'hub-budget'
+          ? 'stop'
+          : budget.state
+      }
+    >
       <h3>{trans.__('Budget')}</h3>
+      {left !== null && (
+        <p className="jp-gpucost-time-left" data-field="time-left">
+          {left}
+        </p>
+      )}
+      {counting !== null && budget.grace?.ends && (
+        <p data-field="countdown" data-reason={counting}>
+          {countdownSentence(
+            counting,
+            formatLocalTime(budget.grace.ends, Date.now(), { seconds: true })
+          )}
+        </p>
+      )}
       <ul>
         {budget.hard && (
           <BudgetLine line={budget.hard} symbol={symbol} trans={trans} />

@@ -2,6 +2,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { confirmStop } from '../budget/confirm';
 import { budgetRequest } from '../budget/request';
 import { machineLine, machineOf } from '../machine/format';
 import { IPanelBudget, IPanelStatus } from './types';
@@ -40,15 +41,21 @@ export function Machine(props: {
       setError(String(reason))
     );
   };
-  const stop = (when: 'now' | 'idle'): void =>
-    send({
-      method: 'POST',
-      body: JSON.stringify({
-        action,
-        reason: when === 'now' ? 'user' : 'done',
-        when
-      })
+  // a manual stop asks first: Cancel starts nothing
+  const stop = (when: 'now' | 'idle'): void => {
+    void confirmStop(action, when).then(confirmed => {
+      if (confirmed) {
+        send({
+          method: 'POST',
+          body: JSON.stringify({
+            action,
+            reason: when === 'now' ? 'user' : 'done',
+            when
+          })
+        });
+      }
     });
+  };
   const waiting = budget?.stop_when_idle ?? null;
   const counting = budget?.state === 'grace' && !!budget.grace?.can_cancel;
   return (
@@ -77,7 +84,8 @@ export function Machine(props: {
         ) : (
           <>
             <button
-              className="jp-Button jp-mod-styled jp-mod-warn"
+              className="jp-Button jp-mod-styled jp-gpucost-stop-button"
+              data-stop="idle"
               title={trans.__(
                 'When the running cells end: save the notebooks, export the checkpoints, then stop (after a countdown you can cancel)'
               )}
@@ -88,7 +96,8 @@ export function Machine(props: {
                 : trans.__('Stop server when done')}
             </button>
             <button
-              className="jp-Button jp-mod-styled jp-mod-warn"
+              className="jp-Button jp-mod-styled jp-gpucost-stop-button"
+              data-stop="now"
               onClick={() => stop('now')}
             >
               {machine?.stoppable

@@ -60,13 +60,30 @@ export interface IPanelBudget {
     budgets: IBudgetLine[];
     stop_at: string | null;
     reason: string | null;
+    /** Why the hub stops it: `budget`, `idle` (older servers: absent). */
+    stop_kind?: string | null;
     error: string | null;
   } | null;
   scopes: string[];
   /** When, at what amount and how it stops (absent or `null`: it does not). */
-  stop?: { text: string; amount_usd: number; in_s: number } | null;
-  /** The countdown: why it is shorter than the grace period (if it is). */
-  grace?: { shortened_text?: string | null } | null;
+  stop?: {
+    text: string;
+    amount_usd: number;
+    in_s: number;
+    /** The rate it is timed at (older servers leave it out). */
+    rate_usd_per_hour?: number;
+  } | null;
+  /**
+   * The countdown: when it ends, why (`budget`, `idle`, `hub`, `user`,
+   * `done`), and why it is shorter than the grace period (if it is).
+   */
+  grace?: {
+    ends?: string;
+    reason?: string;
+    shortened_text?: string | null;
+  } | null;
+  /** Why it counts down or acts now (`grace`, `enforcing`), else `null`. */
+  reason?: string | null;
   last_action: { message?: string; at?: string } | null;
   /** A spot machine's interruptions (absent or `null`: nothing is watched). */
   interruption?: {
