@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.i18n import N_, _
-from ..budget.policy import ACTIONS
+from ..budget.policy import USER_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         (
             (
                 "action",
-                {"type": "string", "enum": list(ACTIONS)},
+                {"type": "string", "enum": list(USER_ACTIONS)},
                 N_(
                     "interrupt, shutdown (the kernels), stop-server or stop-instance (the "
                     "machine); by default the server's configured budget action."
