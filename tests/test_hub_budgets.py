@@ -342,3 +342,14 @@ def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them(
     assert [d.key for d in enforcer.due(NOW + timedelta(hours=2))] == [restarted]
     with pytest.raises(ValueError, match="grace"):
         Enforcer(grace_s=-1)
+
+
+def test_the_stop_plan_is_said_in_the_readers_language() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.budgets import stop_plan
+
+    budget = HubBudget("day", 20 * USD, 19 * USD, "user")
+    chinese = stop_plan(budget, PER_HOUR, 100.0, 120.0, "overrun", messages_for("zh_CN"))
+    plan = "在 $20.00 时停止——按 $36.00/小时 约 2 分钟 后；先保存笔记本，然后由 Hub 停止服务器。"  # noqa: RUF001
+    assert plan in chinese
+    assert "120 秒宽限期缩短为 100 秒" in chinese
