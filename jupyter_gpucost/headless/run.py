@@ -51,7 +51,7 @@ EXIT_CODES = {
     EXIT_OK: "the notebook ran to the end",
     EXIT_CELL_ERROR: "a cell raised an error: the run stopped there (notebook saved)",
     EXIT_USAGE: "the command line is wrong",
-    EXIT_BUDGET: "the budget was spent: the run stopped there (notebook saved)",
+    EXIT_BUDGET: "the budget ran out: the run was stopped at it (notebook saved)",
     EXIT_REFUSED: "the run was refused: a budget cannot be enforced (no price here)",
     EXIT_STOP_FAILED: "the run ended but the machine could not be stopped",
     EXIT_LEDGER: "the run could not be added to the ledger: kept for the next run",
