@@ -27,13 +27,18 @@ MAX_TICKS = 20_000
 
 
 def run_to_the_stop(
-    budget: int, spent: int, rates: list[int], grace_s: float, tick_s: float
+    budget: int,
+    spent: int,
+    rates: list[int],
+    grace_s: float,
+    tick_s: float,
+    granularity_s: float = 0.0,
 ) -> tuple[float, Fraction, float]:
     """Poll an enforcer as the service does, each poll's rate (micro-dollars a second)
     holding until the next (the last one from there on). Returns when the hub stopped the
     server (seconds), what was spent then, and when the money ran out (seconds; for money
     left at the stop, when it would run out at the rate the hub saw then)."""
-    enforcer = Enforcer(grace_s, tick_s=tick_s)
+    enforcer = Enforcer(grace_s, tick_s=tick_s, granularity_s=granularity_s)
     spent_now = Fraction(spent)
     ran_out: float | None = 0.0 if spent >= budget else None
     for k in range(MAX_TICKS):
@@ -65,6 +70,7 @@ def run_to_the_stop(
     jumps=st.lists(st.integers(1, 4), min_size=1, max_size=60),
     grace_s=st.sampled_from([0.0, 2.0, 30.0, 120.0, 300.0]),
     tick_s=st.sampled_from([0.5, 1.0, 5.0, 10.0]),
+    granularity_s=st.sampled_from([0.0, 1.0]),
 )
 def test_the_hubs_stop_lands_at_the_budget(
     budget: int,
@@ -73,15 +79,20 @@ def test_the_hubs_stop_lands_at_the_budget(
     jumps: list[int],
     grace_s: float,
     tick_s: float,
+    granularity_s: float,
 ) -> None:
     rates = [base * j for j in jumps]
     slowest = min(rates)
     spent = max(0, budget - round(ahead * slowest * (grace_s + 40 * tick_s)))
-    stopped, spent_at_stop, ran_out = run_to_the_stop(budget, spent, rates, grace_s, tick_s)
+    stopped, spent_at_stop, ran_out = run_to_the_stop(
+        budget, spent, rates, grace_s, tick_s, granularity_s
+    )
     one_poll = max(rates) * Fraction(tick_s)
-    # never past the budget by more than one poll's cost (the poll that finds it gone),
-    # or than what was spent already when the hub first looked
-    assert spent_at_stop <= max(budget, spent) + one_poll + 1
+    # a stop time is not brought forward for less than the billing rule's granularity
+    rounding = max(rates) * Fraction(granularity_s)
+    # never past the budget by more than one poll's cost (the poll that finds it gone) and
+    # the bill's rounding, or than what was spent already when the hub first looked
+    assert spent_at_stop <= max(budget, spent) + one_poll + rounding + 1
     # never earlier than the money runs out less the grace period (at the rate the hub
     # sees: a rate that falls during the countdown keeps its stop time)
     assert stopped >= ran_out - grace_s - 1e-6

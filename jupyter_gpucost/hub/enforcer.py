@@ -161,14 +161,18 @@ class Enforcer:
 
     ``tick_s``: how often the service weighs the budgets (its poll): a countdown that
     starts less than one tick late is the grace period itself, not a shortened one.
+    ``granularity_s``: the billing rule's (a bill that grows a second at a time): a stop
+    time is brought forward only by more than that, never for the bill's own rounding
+    (a restart of the service that weighs the same budget a fraction later).
     """
 
-    def __init__(self, grace_s: float, tick_s: float = 1.0) -> None:
+    def __init__(self, grace_s: float, tick_s: float = 1.0, granularity_s: float = 0.0) -> None:
         if grace_s < 0:
             raise ValueError("the grace period must be 0 seconds or more")
         self.grace = timedelta(seconds=grace_s)
         self.grace_s = float(grace_s)
         self.tick_s = float(tick_s)
+        self.slack = timedelta(seconds=granularity_s)
         self._deadlines: dict[ServerKey, Deadline] = {}
 
     def update(self, key: ServerKey, weighed: Iterable[Weighed], now: datetime) -> Deadline | None:
@@ -199,7 +203,7 @@ class Enforcer:
             self._deadlines[key] = deadline
             return deadline
         ends = now + timedelta(seconds=left_s)
-        if ends < deadline.stop_at:
+        if ends < deadline.stop_at - self.slack:
             # the money runs out sooner than planned (the rate rose, a report raised the
             # bill): the stop comes forward with it, and says why
             length_s = max(0.0, (ends - deadline.since).total_seconds())
