@@ -353,3 +353,23 @@ def test_the_stop_plan_is_said_in_the_readers_language() -> None:
     plan = "在 $20.00 时停止——按 $36.00/小时 约 2 分钟 后；先保存笔记本，然后由 Hub 停止服务器。"  # noqa: RUF001
     assert plan in chinese
     assert "120 秒宽限期缩短为 100 秒" in chinese
+
+
+def test_the_users_page_says_the_stop_plan_in_the_browsers_language() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.enforcer import Plan
+    from jupyter_gpucost.hub.web.page_words import stop_reason
+
+    plan = Plan(HubBudget("session", 5 * USD, 4_700_000, "user"), PER_HOUR, 30.0, 120.0, "overrun")
+    server = {"stop_plan": plan.to_json(), "reason": "kept", "budgets": []}
+    english = stop_reason(server, messages_for("en"))
+    assert english.startswith("Your session budget of $5.00 (set by your hub admin) stands at")
+    assert "Stops at $5.00 — in about 30 s at $36.00/h; notebooks saved first" in english
+    assert "The 120 s grace is shortened to 30 s" in english
+    chinese = stop_reason(server, messages_for("zh_CN"))
+    assert "在 $5.00 时停止" in chinese
+    assert "120 秒宽限期缩短为 30 秒" in chinese
+    # a deadline kept over a restart has no figures: its kept reason
+    assert stop_reason(
+        {"stop_plan": None, "reason": "kept", "budgets": []}, messages_for("en")
+    ) == ("kept")
