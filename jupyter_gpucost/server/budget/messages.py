@@ -119,7 +119,7 @@ def grace(
     elif reason == "hub" and hub_reason == IDLE_STOP_REASON:
         what = _(IDLE_STOP_REASON)
     elif reason == "hub":
-        what = _("Your hub admin's budget is spent: the hub stops this server.")
+        what = _("Your hub admin's budget runs out: the hub stops this server when it does.")
     elif reason == "done":
         what = _("Your run is done, as you asked to stop then.")
     elif reason == "user":
