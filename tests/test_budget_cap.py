@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jupyter_gpucost.core.budget_timing import countdown, due, seconds_left
 from jupyter_gpucost.server.budget import messages
 from jupyter_gpucost.server.budget.policy import (
     Budget,
@@ -23,7 +24,6 @@ from jupyter_gpucost.server.budget.policy import (
     GraceStarted,
     Standing,
 )
-from jupyter_gpucost.server.budget.timing import countdown, due, seconds_left
 
 T0 = datetime(2026, 11, 29, 5, 0, tzinfo=UTC)
 USD = 1_000_000

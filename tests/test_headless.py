@@ -262,7 +262,8 @@ def test_papermill_engine_saves_every_cell_and_the_total(
 def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
     simulated: dict[str, str], tmp_path: Path
 ) -> None:
-    # a long cell at $6.862/h: a $0.002 budget lasts about 1.05 s
+    # a long cell at $6.862/h: a $0.006 budget lasts about 3.1 s; with a 0.5 s stop grace
+    # the interrupt comes 1 s before the budget (so a kill would land at it), in cell 3
     nb = notebook("import time", "time.sleep(0.5)", "time.sleep(30)", "print('never')")
     path = write(tmp_path, nb)
     marker = tmp_path / "stopped"
@@ -273,7 +274,9 @@ def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
             "run",
             path,
             "--budget",
-            "0.002",
+            "0.006",
+            "--stop-grace",
+            "0.5",
             "--telemetry",
             "simulated",
             "--stop-instance-when-done",
@@ -288,8 +291,12 @@ def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
     assert done.returncode == 3, done.stderr
     # the progress: a line per cell, with the budget's bar
     assert "cell 2/4:" in done.stderr
-    assert "of the $0.0020 budget" in done.stderr
-    assert "stopped at the $0.0020 budget after cell 3" in done.stderr
+    assert "of the $0.0060 budget" in done.stderr
+    assert "stopped at the $0.0060 budget after cell 3" in done.stderr
+    # when the stop lands was said as it began, and what the run cost against the budget
+    assert "gpucost: stops at $0.006 — in about 1 s at $6.86/h; the notebook saved" in (done.stderr)
+    assert "gpucost: the run cost $0.00" in done.stderr
+    assert "of its $0.006 budget (" in done.stderr
     # the machine is stopped after the run, through the stop-instance path
     assert marker.exists()
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
@@ -300,11 +307,11 @@ def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
     assert cells[2].wall_s < 5
     summary = assert_sums_exactly(out)
     # the budget holds on the run's cost as the runner meters it (from the first code it
-    # sends the kernel): it reaches the budget and overshoots it by no more than the
-    # interrupt's latency; the cells' records hold all of it but the runner's own set-up
-    # and the gaps between cells
+    # sends the kernel): a cap, never past it; the interrupt came the stop grace's two
+    # steps (1 s) before it, and the cell ended within the interrupt's latency; the cells'
+    # records hold all of it but the runner's own set-up and the gaps between cells
     metered = summary["metered"]["cost_micro_usd"]
-    assert 2000 <= metered < 2000 + expected_cost_micro_usd(RATE, 1.0)
+    assert 6000 - expected_cost_micro_usd(RATE, 1.1) <= metered <= 6000
     gaps = expected_cost_micro_usd(RATE, 0.5)
     assert metered - gaps <= summary["total_micro_usd"] <= metered
     assert summary["stopped"]["by"] == "interrupt"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from datetime import UTC, datetime, timedelta, timezone
@@ -302,24 +303,61 @@ def test_nbclient_refuses_a_record_priced_at_rate_zero() -> None:
 
 # -- a budget the notebook cannot dodge ------------------------------------------------
 
+#: How long past the budget a killed run may be metered: the notebook is saved before the
+#: kill (tens of milliseconds), the kill itself, and the watcher's look that sees the kernel
+#: gone (every 0.1 s, each look a round trip to the kernel manager): 0.5 s on a busy machine
+KILL_S = 0.5
+#: a cell that swallows every interrupt, and whose kernel a shutdown request cannot reach
+ENDLESS = (
+    "import time\n"
+    "while True:\n"
+    "    try:\n"
+    "        time.sleep(0.05)\n"
+    "    except KeyboardInterrupt:\n"
+    "        print('swallowed', flush=True)\n"
+)
+
+
+@pytest.mark.usefixtures("simulated")
+def test_a_budget_smaller_than_the_stop_grace_shortens_the_steps_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # $0.002 at $6.862/h lasts about 1.05 s, less than the two 2 s steps: they are
+    # shortened to fit, so the kill still lands at the budget, and the runner says why
+    path = write(tmp_path, notebook(ENDLESS, "print('never')"))
+    done = gpucost_run(path, dict(os.environ), "--budget", "0.002", "--stop-grace", "2")
+    assert done.returncode == 3, done.stderr
+    assert re.search(
+        r"The 4 s grace is shortened to [01] s: at \$6\.86/h the full grace would go past "
+        r"the budget\.",
+        done.stderr,
+    ), done.stderr
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    summary = out.metadata[METADATA_KEY]
+    # interrupted before the loop caught it, or killed at the budget: never past it
+    cost = summary["metered"]["cost_micro_usd"]
+    assert cost <= 2000 + expected_cost_micro_usd(RATE, KILL_S)
+    assert out.cells[1].outputs == []
+
 
 @pytest.mark.usefixtures("simulated")
 def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(tmp_path: Path) -> None:
     env = dict(os.environ)
     # the issue: 12 s of cells on a $0.01 budget, exit 0, $0.00 recorded; at $6.862/h a
-    # $0.002 budget lasts about 1.05 s
+    # $0.004 budget lasts about 2.1 s, and a 0.5 s stop grace interrupts 1 s before it
     cells = ["%gpucost auto off", "import time\nfor _ in range(60):\n    time.sleep(0.5)", "x = 1"]
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     path = write(tmp_path, notebook(*cells))
-    done = gpucost_run(path, env, "--budget", "0.002", "--ledger", ledger)
+    done = gpucost_run(path, env, "--budget", "0.004", "--stop-grace", "0.5", "--ledger", ledger)
     assert done.returncode == 3, done.stderr
-    assert "stopped at the $0.0020 budget" in done.stderr
+    assert "stopped at the $0.0040 budget" in done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     summary = out.metadata[METADATA_KEY]
     metered = summary["metered"]
-    # no cell said what it cost; the runner did: at the budget, give or take the interrupt
+    # no cell said what it cost; the runner did: never past the budget, the interrupt
+    # (and its latency) within the stop grace's two steps before it
     assert summary["total_micro_usd"] == 0
-    assert 2000 <= metered["cost_micro_usd"] < 2000 + expected_cost_micro_usd(RATE, 2.0)
+    assert 4000 - expected_cost_micro_usd(RATE, 1.1) <= metered["cost_micro_usd"] <= 4000
     assert metered["unattributed_micro_usd"] == metered["cost_micro_usd"]
     assert metered["wall_s"] < 5
     assert summary["stopped"]["cell"] == 1
@@ -337,21 +375,14 @@ def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(tmp_path: Path
 @pytest.mark.usefixtures("simulated")
 def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(tmp_path: Path) -> None:
     env = dict(os.environ)
-    endless = (
-        "import time\n"
-        "while True:\n"
-        "    try:\n"
-        "        time.sleep(0.05)\n"
-        "    except KeyboardInterrupt:\n"
-        "        print('swallowed', flush=True)\n"
-    )
+    endless = ENDLESS
     ledger = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     path = write(tmp_path, notebook("x = 1", endless, "print('never')"))
     saved = tmp_path / "in.gpucost.ipynb"
     run = subprocess.Popen(
         [
             *(BIN / "jupyter", "gpucost", "run", path, "--telemetry", "simulated"),
-            *("--budget", "0.002", "--stop-grace", "2", "--ledger", ledger),
+            *("--budget", "0.01", "--stop-grace", "2", "--ledger", ledger),
         ],
         env=env,
         stderr=subprocess.PIPE,
@@ -378,8 +409,13 @@ def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(tmp_path:
     assert summary["stopped"]["cell"] == 1
     assert summary["stopped"]["by"] == "kill"
     metered = summary["metered"]
-    # about 1.05 s to the budget, then at most two 2 s steps and the kill's
-    assert 2000 <= metered["cost_micro_usd"] <= expected_cost_micro_usd(RATE, 12.0)
+    # $0.01 lasts about 5.2 s: the interrupt came 4 s before the budget, the shutdown 2 s
+    # before, the kill at it: a cap, the run metered at the budget (within KILL_S)
+    assert "gpucost: stops at $0.01 — in about 4 s at $6.86/h; the notebook saved first" in (stderr)
+    assert "shortened" not in stderr
+    cost = metered["cost_micro_usd"]
+    assert 10_000 <= cost <= 10_000 + expected_cost_micro_usd(RATE, KILL_S)
+    assert f"gpucost: the run cost ${cost / 1e6:.4f} of its $0.01 budget (" in stderr
     assert metered["cost_micro_usd"] >= summary["total_micro_usd"]
     assert out.cells[2].outputs == []
     from jupyter_gpucost.server.ledger import Ledger

@@ -272,3 +272,25 @@ def test_an_alert_is_delivered_in_its_own_language_whatever_the_thread_speaks() 
     assert "Server: gpu" not in chinese.body()
     assert "gpu" in chinese.body()
     assert "g5.xlarge" in chinese.body()
+
+
+def test_a_stop_at_the_budget_is_alerted_with_when_and_at_what_rate() -> None:
+    from jupyter_gpucost.hub.enforcer import Plan
+
+    delivered: list[tuple[Alert, str]] = []
+    alerts, _sent = routed("en", delivered)
+    close = HubBudget("day", 20_000_000, 19_770_000, "user")
+    plan = Plan(close, Decimal("6.862"), 120.0, 120.0)
+    assert alerts.stopped(row_of("alice"), "budget", [], ("lab",), NOW, plan)
+    assert alerts.dispatcher.wait_idle(10)
+    # to alice and to her group's owner, the same alert
+    stops = [a for a, _ in delivered if a.kind == "stopped"]
+    assert len(stops) == 2
+    stop = stops[0]
+    assert "Your day budget of $20.00 (set by your hub admin) stands at: $19.77 today." in (
+        stop.message
+    )
+    assert (
+        "Stops at $20.00 — in about 2 min at $6.86/h; notebooks saved first, then the hub "
+        "stops the server." in stop.message
+    )

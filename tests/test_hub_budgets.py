@@ -4,6 +4,7 @@ the hub stops a server."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -15,7 +16,7 @@ from jupyter_gpucost.hub.budgets import (
     spawn_refusal,
     to_micro_usd,
 )
-from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.enforcer import Enforcer, Weighed
 from jupyter_gpucost.hub.model import GroupTotals, HubConfigError, UserTotals
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -207,44 +208,128 @@ def test_the_hub_pages_show_each_kind_of_figure_by_its_own_rule() -> None:
     )
 
 
-# -- the grace period --------------------------------------------------------------------
+# -- the countdown to the budget --------------------------------------------------------------------
 
 
-def test_a_server_over_budget_is_due_after_the_grace_and_the_deadline_holds() -> None:
-    enforcer = Enforcer(grace_s=120)
+#: $36 an hour: a cent a second
+PER_HOUR = Decimal(36)
+
+
+def at(rate: Decimal, *budgets: HubBudget) -> list[Weighed]:
+    return [Weighed(b, rate) for b in budgets]
+
+
+def test_the_countdown_starts_when_the_money_left_lasts_the_grace_and_ends_at_the_budget() -> None:
+    enforcer = Enforcer(grace_s=120, tick_s=1)
     key = ("alice", "", NOW)
-    over = [HubBudget("day", 20 * USD, 21 * USD, "user")]
-    first = enforcer.update(key, over, NOW)
+    # $2.00 left at a cent a second: 200 s, more than the grace; no countdown yet
+    assert (
+        enforcer.update(key, at(PER_HOUR, HubBudget("day", 20 * USD, 18 * USD, "user")), NOW)
+        is None
+    )
+    # $1.20 left: 120 s, the grace: the countdown starts and ends when the money does
+    later = NOW + timedelta(seconds=80)
+    first = enforcer.update(
+        key, at(PER_HOUR, HubBudget("day", 20 * USD, 18_800_000, "user")), later
+    )
     assert first is not None
-    assert first.stop_at == NOW + timedelta(seconds=120)
-    assert first.reason.startswith("Your day budget of $20.00")
-    # still over later: the same deadline, not pushed back
-    later = enforcer.update(key, over, NOW + timedelta(seconds=60))
-    assert later is not None
-    assert later.stop_at == first.stop_at
-    assert enforcer.due(NOW + timedelta(seconds=119)) == []
-    assert [d.key for d in enforcer.due(NOW + timedelta(seconds=120))] == [key]
+    assert first.stop_at == later + timedelta(seconds=120)
+    assert first.plan is not None
+    assert first.plan.shortened is None
+    assert first.reason == (
+        "Your day budget of $20.00 (set by your hub admin) stands at: $18.80 today. "
+        "Stops at $20.00 — in about 2 min at $36.00/h; notebooks saved first, then the hub "
+        "stops the server."
+    )
+    # the same rate later: the same deadline, never pushed back
+    again = enforcer.update(
+        key,
+        at(PER_HOUR, HubBudget("day", 20 * USD, 19_400_000, "user")),
+        later + timedelta(seconds=60),
+    )
+    assert again == first
+    assert enforcer.due(first.stop_at - timedelta(seconds=1)) == []
+    assert [d.key for d in enforcer.due(first.stop_at)] == [key]
     enforcer.forget(key)
     assert enforcer.due(NOW + timedelta(seconds=500)) == []
+
+
+def test_a_rate_that_jumps_brings_the_stop_forward_and_says_why() -> None:
+    enforcer = Enforcer(grace_s=120, tick_s=1)
+    key = ("alice", "", NOW)
+    first = enforcer.update(
+        key, at(PER_HOUR, HubBudget("session", 5 * USD, 3_800_000, "user")), NOW
+    )
+    assert first is not None
+    assert first.stop_at == NOW + timedelta(seconds=120)
+    # 30 s on, the rate is four times as high: the $0.90 left lasts 22.5 s, not 90
+    now = NOW + timedelta(seconds=30)
+    faster = enforcer.update(
+        key, at(4 * PER_HOUR, HubBudget("session", 5 * USD, 4_100_000, "user")), now
+    )
+    assert faster is not None
+    assert faster.stop_at == now + timedelta(seconds=22.5)
+    assert faster.since == NOW
+    assert faster.plan is not None
+    assert faster.plan.shortened == "overrun"
+    assert "The 120 s grace is shortened to 52 s: at $144.00/h the full grace would go past " in (
+        faster.reason
+    )
+    # the rate falls back: the stop stays where the money ran out at the faster rate
+    slower = enforcer.update(
+        key,
+        at(PER_HOUR, HubBudget("session", 5 * USD, 4_200_000, "user")),
+        now + timedelta(seconds=1),
+    )
+    assert slower == faster
+
+
+def test_a_server_found_over_its_budget_is_stopped_at_once_and_told_why() -> None:
+    # it started over budget, or the service was down while it went past it: no grace
+    enforcer = Enforcer(grace_s=120)
+    key = ("alice", "", NOW)
+    first = enforcer.update(key, at(PER_HOUR, HubBudget("day", 20 * USD, 21 * USD, "user")), NOW)
+    assert first is not None
+    assert first.stop_at == NOW
+    assert first.plan is not None
+    assert first.plan.shortened == "spent"
+    assert first.reason.startswith("Your day budget of $20.00 (set by your hub admin) is spent")
+    assert first.reason.endswith(
+        "The budget was already spent when it was checked: no 120 s grace, so the bill stops "
+        "at the budget."
+    )
+    assert [d.key for d in enforcer.due(NOW)] == [key]
+
+
+def test_a_deadline_kept_over_a_restart_gives_no_new_grace() -> None:
+    enforcer = Enforcer(grace_s=120)
+    key = ("alice", "", NOW)
+    enforcer.restore(key, NOW, NOW + timedelta(seconds=120), "kept")
+    # after the restart the budget is spent: the kept stop time holds (never a new grace)
+    now = NOW + timedelta(seconds=60)
+    kept = enforcer.update(key, at(PER_HOUR, HubBudget("day", 20 * USD, 21 * USD, "user")), now)
+    assert kept is not None
+    assert kept.stop_at == now  # the money ran out: brought forward to now
+    assert kept.since == NOW
 
 
 def test_raising_the_budget_clears_the_countdown_and_a_new_excess_starts_a_new_one() -> None:
     enforcer = Enforcer(grace_s=60)
     key = ("bob", "gpu", NOW)
-    over = [HubBudget("month", 5 * USD, 6 * USD, "group:ml")]
-    assert enforcer.update(key, over, NOW) is not None
-    raised = [HubBudget("month", 50 * USD, 6 * USD, "group:ml")]
+    close = at(PER_HOUR, HubBudget("month", 5 * USD, 4_700_000, "group:ml"))
+    assert enforcer.update(key, close, NOW) is not None
+    raised = at(PER_HOUR, HubBudget("month", 50 * USD, 4_700_000, "group:ml"))
     assert enforcer.update(key, raised, NOW + timedelta(seconds=30)) is None
     assert enforcer.deadline(key) is None
     assert enforcer.due(NOW + timedelta(seconds=90)) == []
-    again = enforcer.update(key, over, NOW + timedelta(seconds=40))
+    again = enforcer.update(key, close, NOW + timedelta(seconds=40))
     assert again is not None
-    assert again.stop_at == NOW + timedelta(seconds=100)
+    assert again.stop_at == NOW + timedelta(seconds=70)
 
 
 def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them() -> None:
     enforcer = Enforcer(grace_s=0)
-    over = [HubBudget("session", 1, 1, "user")]
+    over = at(PER_HOUR, HubBudget("session", 1, 1, "user"))
     old = ("alice", "", NOW)
     restarted = ("alice", "", NOW + timedelta(hours=1))
     enforcer.update(old, over, NOW)
@@ -257,3 +342,34 @@ def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them(
     assert [d.key for d in enforcer.due(NOW + timedelta(hours=2))] == [restarted]
     with pytest.raises(ValueError, match="grace"):
         Enforcer(grace_s=-1)
+
+
+def test_the_stop_plan_is_said_in_the_readers_language() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.budgets import stop_plan
+
+    budget = HubBudget("day", 20 * USD, 19 * USD, "user")
+    chinese = stop_plan(budget, PER_HOUR, 100.0, 120.0, "overrun", messages_for("zh_CN"))
+    plan = "在 $20.00 时停止——按 $36.00/小时 约 2 分钟 后；先保存笔记本，然后由 Hub 停止服务器。"  # noqa: RUF001
+    assert plan in chinese
+    assert "120 秒宽限期缩短为 100 秒" in chinese
+
+
+def test_the_users_page_says_the_stop_plan_in_the_browsers_language() -> None:
+    from jupyter_gpucost.core.i18n import messages_for
+    from jupyter_gpucost.hub.enforcer import Plan
+    from jupyter_gpucost.hub.web.page_words import stop_reason
+
+    plan = Plan(HubBudget("session", 5 * USD, 4_700_000, "user"), PER_HOUR, 30.0, 120.0, "overrun")
+    server = {"stop_plan": plan.to_json(), "reason": "kept", "budgets": []}
+    english = stop_reason(server, messages_for("en"))
+    assert english.startswith("Your session budget of $5.00 (set by your hub admin) stands at")
+    assert "Stops at $5.00 — in about 30 s at $36.00/h; notebooks saved first" in english
+    assert "The 120 s grace is shortened to 30 s" in english
+    chinese = stop_reason(server, messages_for("zh_CN"))
+    assert "在 $5.00 时停止" in chinese
+    assert "120 秒宽限期缩短为 30 秒" in chinese
+    # a deadline kept over a restart has no figures: its kept reason
+    assert stop_reason(
+        {"stop_plan": None, "reason": "kept", "budgets": []}, messages_for("en")
+    ) == ("kept")

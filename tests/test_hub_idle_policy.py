@@ -525,7 +525,7 @@ def test_the_countdown_of_an_idle_stop_says_why_in_the_users_language() -> None:
     assert english.startswith(IDLE_STOP_REASON)
     # a budget's stop by the hub keeps its own sentence
     budget = messages.grace(None, "shutdown", 30, "$", reason="hub", hub_reason="Your day budget")
-    assert budget.startswith("Your hub admin's budget is spent")
+    assert budget.startswith("Your hub admin's budget runs out: the hub stops this server when")
     i18n.set_language("zh_CN")
     try:
         chinese = messages.grace(

@@ -184,21 +184,26 @@ def test_a_restart_of_the_service_keeps_a_servers_grace_deadline(ledger_url: str
 
     def service() -> HubService:
         ledger = HubLedger(ledger_url)
-        # alice's day budget: $0.10, spent after 100 s of her T4 ($3.60 an hour)
+        # alice's day budget: $0.10, spent after 100 s of her T4 ($3.60 an hour); a 60 s
+        # grace: the countdown starts 40 s in and ends when the money runs out
         budgets = BudgetPolicy({"alice": {"day": 0.1}})
-        return HubService(ledger, lambda _: T4, budgets, Enforcer(300))
+        return HubService(ledger, lambda _: T4, budgets, Enforcer(60))
 
     first = service()
-    first.sync([server("alice")], at(150))
+    first.sync([server("alice")], at(40))
     (row,) = first.rows.values()
     stop_at = first.reply(row).stop_at
-    assert stop_at == at(450)
-    first.close(at(150))
-    # restarted 200 s into the grace: the deadline is the one it had, not 300 s from now
+    assert stop_at == at(100)
+    first.close(at(40))
+    # restarted 30 s into the countdown: the deadline is the one it had (begun at 40 s),
+    # not a new countdown from now
     second = service()
-    second.sync([server("alice")], at(350))
+    second.sync([server("alice")], at(70))
     (row,) = second.rows.values()
-    assert second.reply(row).stop_at == at(450)
-    assert [r.user for r in second.due(at(449))] == []
-    assert [r.user for r in second.due(at(450))] == ["alice"]
-    second.close(at(450))
+    assert second.reply(row).stop_at == at(100)
+    kept = second.enforcer.deadline(("alice", "", row.started))
+    assert kept is not None
+    assert kept.since == at(40)
+    assert [r.user for r in second.due(at(99))] == []
+    assert [r.user for r in second.due(at(100))] == ["alice"]
+    second.close(at(100))

@@ -6,14 +6,23 @@ GPUs the runner sees, priced as the kernel prices them), whatever the notebook's
 publishes or switches off (``%gpucost auto off``). The cells' records only split that cost
 among the cells; they never make the run cheaper.
 
-When the run's cost reaches the budget, :class:`BudgetWatch` stops the kernel in steps,
-each with a deadline, saving the notebook before each one:
+A budget is a cap: :class:`BudgetWatch` stops the kernel in steps, each with a deadline,
+saving the notebook before each one, and starts them early enough that, at the run's
+metered rate, the last step lands when the money runs out:
 
 1. **interrupt** (SIGINT to the kernel's process group, as *Kernel → Interrupt* does), and
    wait for the running cell to end;
 2. **shutdown** (the protocol's ``shutdown_request`` on the control channel), and wait for
    the kernel to exit;
-3. **kill** (SIGKILL to the kernel's process group).
+3. **kill** (SIGKILL to the kernel's process group), at the budget.
+
+So the steps begin once the money left lasts the interrupt's and the shutdown's deadlines
+together (``--stop-grace`` each) at the rate
+(:func:`~jupyter_gpucost.core.budget_timing.due`); a cell that ends at the interrupt ends
+the run that much before the budget. Where the money left lasts less than that (a budget
+smaller than the steps' cost, or one a cell's record brought closer), both deadlines are
+shortened in proportion, so the kill still lands at the budget, and the run says why
+(:attr:`BudgetWatch.plan`).
 
 A cell that swallows ``KeyboardInterrupt`` in a loop is so stopped anyway. The steps run on
 the client's own event loop (the kernel manager is not thread-safe); the watcher thread
@@ -27,11 +36,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
 from ..core.billing import cost_micro_usd
+from ..core.budget_timing import Shortened, countdown, due
 from ..core.money import round_micro
 from .collect import CostCollector
 
@@ -91,8 +101,48 @@ def run_cost_micro_usd(collector: CostCollector, meter: RunMeter) -> int:
     return max(meter.cost_micro_usd(), collector.summary.total_micro_usd)
 
 
+@dataclass(frozen=True)
+class StopPlan:
+    """When the steps began and how long they may take, so the kill lands at the budget."""
+
+    #: the money left when the steps began
+    remaining_micro_usd: int
+    rate_usd_per_hour: Decimal
+    #: the interrupt's and the shutdown's deadlines as they run (shortened, where needed)
+    deadlines: Deadlines
+    #: the steps' full length (``--stop-grace`` twice), and theirs now
+    grace_s: float
+    countdown_s: float
+    #: why ``countdown_s`` is shorter than ``grace_s`` (``None``: it is not)
+    shortened: Shortened | None = None
+
+
+def stop_plan(
+    remaining_micro_usd: int, rate_usd_per_hour: Decimal, deadlines: Deadlines
+) -> StopPlan | None:
+    """The steps' plan once they are due (the money left lasts their deadlines at the
+    rate); ``None`` while they are not."""
+    grace_s = deadlines.interrupt_s + deadlines.shutdown_s
+    if not due(remaining_micro_usd, rate_usd_per_hour, grace_s):
+        return None
+    length = countdown(remaining_micro_usd, rate_usd_per_hour, grace_s, tick_s=WATCH_INTERVAL_S)
+    share = 1.0 if grace_s <= 0 else length.seconds / grace_s
+    return StopPlan(
+        remaining_micro_usd,
+        rate_usd_per_hour,
+        replace(
+            deadlines,
+            interrupt_s=deadlines.interrupt_s * share,
+            shutdown_s=deadlines.shutdown_s * share,
+        ),
+        grace_s,
+        length.seconds,
+        length.shortened,
+    )
+
+
 class BudgetWatch:
-    """Stops the kernel when the run's cost, as the runner meters it, reaches the budget."""
+    """Stops the kernel so that the run's cost, as the runner meters it, ends at the budget."""
 
     def __init__(
         self,
@@ -101,12 +151,17 @@ class BudgetWatch:
         budget_micro_usd: int,
         save: Callable[[str], None],
         deadlines: Deadlines | None = None,
+        on_plan: Callable[[StopPlan], None] | None = None,
     ) -> None:
         self.collector = collector
         self.meter = meter
         self.budget = budget_micro_usd
         self.save = save
         self.deadlines = deadlines or Deadlines()
+        #: told the plan as the steps begin (the runner says it on the terminal)
+        self.on_plan = on_plan
+        #: the steps' plan, once they began (``None``: the budget held)
+        self.plan: StopPlan | None = None
         #: the steps taken, in order (empty: the budget held)
         self.steps: list[str] = []
         self._stop = threading.Event()
@@ -128,19 +183,29 @@ class BudgetWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL_S):
-            if self.collector.loop is None or self.spent_micro_usd() < self.budget:
+            if self.collector.loop is None:
                 continue
+            remaining = self.budget - self.spent_micro_usd()
+            plan = stop_plan(remaining, self.meter.rate, self.deadlines)
+            if plan is None:
+                continue
+            self.plan = plan
             self.collector.budget_spent = True
-            self._escalate()
+            if self.on_plan is not None:
+                self.on_plan(plan)
+            self._escalate(plan.deadlines)
             return
 
-    def _escalate(self) -> None:
+    def _escalate(self, deadlines: Deadlines) -> None:
         done = self.collector.cells_done
         waits = {
-            "interrupt": (self.deadlines.interrupt_s, lambda: self.collector.cells_done > done),
-            "shutdown": (self.deadlines.shutdown_s, self._kernel_gone),
-            "kill": (self.deadlines.kill_s, self._kernel_gone),
+            "interrupt": (deadlines.interrupt_s, lambda _: self.collector.cells_done > done),
+            "shutdown": (deadlines.shutdown_s, self._kernel_gone),
+            "kill": (deadlines.kill_s, self._kernel_gone),
         }
+        # each step's wait ends at a time fixed from the start, so that the time saving
+        # the notebook and sending a step take does not push the kill past the budget
+        until = time.monotonic()
         for step in STEPS:
             if self._stop.is_set():
                 return
@@ -148,23 +213,25 @@ class BudgetWatch:
             self._on_loop(self._save(step), timeout_s=10.0)
             self._on_loop(self._act(step), timeout_s=5.0)
             deadline_s, ended = waits[step]
-            if self._wait(deadline_s, ended):
+            until = time.monotonic() + deadline_s if step == "kill" else until + deadline_s
+            if self._wait(until, ended):
                 break
         if step != "interrupt":
             # the kernel is gone: nothing runs on after this (an interrupted cell's end is
             # the meter's lap)
             self.meter.stop()
 
-    def _wait(self, deadline_s: float, ended: Callable[[], bool]) -> bool:
-        until = time.monotonic() + deadline_s
-        while time.monotonic() < until:
-            if self._stop.is_set() or ended():
+    def _wait(self, until: float, ended: Callable[[float], bool]) -> bool:
+        """Until ``ended`` (True) or the monotonic time ``until`` (False); ``ended`` is
+        given the time left, so that a look at the kernel never runs past ``until``."""
+        while (left := until - time.monotonic()) > 0:
+            if self._stop.is_set() or ended(left):
                 return True
-            time.sleep(WATCH_INTERVAL_S)
+            time.sleep(min(WATCH_INTERVAL_S, max(0.0, until - time.monotonic())))
         return False
 
-    def _kernel_gone(self) -> bool:
-        alive = self._on_loop(self._is_alive(), timeout_s=2.0)
+    def _kernel_gone(self, left_s: float = 2.0) -> bool:
+        alive = self._on_loop(self._is_alive(), timeout_s=max(0.05, min(2.0, left_s)))
         return alive is False
 
     async def _is_alive(self) -> bool:

@@ -4,8 +4,10 @@ papermill runs the notebook (its parameters, its saving of the output notebook a
 cell; nbclient underneath) with the ``gpucost`` engine: every cell priced by the kernel,
 its cost saved in its metadata, the total in the notebook's. The runner meters the run
 itself (:mod:`.budget`: the machine's rate × the run's wall time, whatever the notebook
-publishes); with ``--budget`` a watcher stops the kernel once that reaches the budget
-(interrupt, shutdown, kill, the notebook saved before each); the partial notebook is saved
+publishes); with ``--budget`` a watcher stops the kernel so that the stop lands at the
+budget (interrupt, shutdown, then the kill at the budget, the notebook saved before each;
+the steps start early enough at the run's rate, and the runner says when and why); the
+run's last line says what it cost against the budget; the partial notebook is saved
 with each cell that ran, and a note where it stopped. Exit codes (:data:`EXIT_CODES`) say
 how the run ended.
 """
@@ -21,8 +23,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from ..core.budget_words import about, shortened
 from ..core.i18n import _, ngettext
-from ..core.money import status_bar, to_usd
+from ..core.money import notice, rate, status_bar, to_usd
 from ..core.saved_cost import (
     ENV_DETECT,
     ENV_TELEMETRY,
@@ -32,7 +35,7 @@ from ..core.saved_cost import (
     NotebookSummary,
     SavedCell,
 )
-from .budget import BudgetWatch, Deadlines, RunMeter, run_cost_micro_usd
+from .budget import BudgetWatch, Deadlines, RunMeter, StopPlan, run_cost_micro_usd
 from .collect import BudgetSpent, CostCollector
 from .prices import Priced, runner_prices
 
@@ -48,7 +51,7 @@ EXIT_CODES = {
     EXIT_OK: "the notebook ran to the end",
     EXIT_CELL_ERROR: "a cell raised an error: the run stopped there (notebook saved)",
     EXIT_USAGE: "the command line is wrong",
-    EXIT_BUDGET: "the budget was spent: the run stopped there (notebook saved)",
+    EXIT_BUDGET: "the budget ran out: the run was stopped at it (notebook saved)",
     EXIT_REFUSED: "the run was refused: a budget cannot be enforced (no price here)",
     EXIT_STOP_FAILED: "the run ended but the machine could not be stopped",
     EXIT_LEDGER: "the run could not be added to the ledger: kept for the next run",
@@ -85,8 +88,9 @@ def parser() -> argparse.ArgumentParser:
         default=Deadlines().interrupt_s,
         metavar="SECONDS",
         help=_(
-            "at the budget, how long each step (interrupt, then shutdown) may take before "
-            "the next (default %(default)s)"
+            "how long each step of a budget's stop (interrupt, then shutdown) may take "
+            "before the next; the steps start that much before the budget at the run's "
+            "rate, so the kill lands at the budget (default %(default)s)"
         ),
     )
     p.add_argument(
@@ -253,7 +257,11 @@ def run_notebook(
 
     grace = max(0.5, min(float(args.stop_grace), 3600.0))
     deadlines = Deadlines(interrupt_s=grace, shutdown_s=grace)
-    watch = BudgetWatch(collector, meter, budget, save, deadlines) if budget else None
+    watch = (
+        BudgetWatch(collector, meter, budget, save, deadlines, lambda p: say_plan(p, budget, out))
+        if budget
+        else None
+    )
     if watch is not None:
         watch.start()
     kw: dict[str, Any] = {COLLECTOR_KW: collector}
@@ -300,12 +308,34 @@ def run_notebook(
     else:
         text = _("gpucost: the run cost {total} ({n} cells priced). Saved: {path}")
         print(text.format(total=total, n=collector.summary.cells, path=output), file=out)
+    if budget:
+        text = _("gpucost: the run cost {total} of its {budget} budget ({percent}).")
+        print(
+            text.format(
+                total=status_bar(to_usd(spent), "$"),
+                budget=notice(budget, "$"),
+                percent=f"{spent / budget:.1%}",
+            ),
+            file=out,
+        )
     if url is None:
         return code
     entry = run_entry(collector, meter, priced, args.notebook)
     if not record_in_ledger(url, entry, out):
         return code if code != EXIT_OK else EXIT_LEDGER
     return code
+
+
+def say_plan(plan: StopPlan, budget: int, out: TextIO) -> None:
+    """When the budget's stop lands, said as its steps begin (the watcher's thread)."""
+    per_hour = rate(plan.rate_usd_per_hour, "$")
+    text = _(
+        "gpucost: stops at {amount} — in about {duration} at {rate}; the notebook saved "
+        "first, then the kernel interrupted, shut down, and killed at the budget."
+    ).format(amount=notice(budget, "$"), duration=about(plan.countdown_s), rate=per_hour)
+    if plan.shortened is not None:
+        text += " " + shortened(plan.shortened, plan.grace_s, plan.countdown_s, per_hour)
+    print(text, file=out, flush=True)
 
 
 def stopped_at(collector: CostCollector, step: str) -> None:

@@ -44,6 +44,7 @@ from ..core.i18n import (
     speaking,
 )
 from .budgets import describe, exceeded, spawn_refusal
+from .enforcer import Plan
 from .model import HubConfigError, ServerRow
 
 SETTING = "c.GpuCostHub.notify"
@@ -200,12 +201,17 @@ class HubAlerts:
         spent: Sequence[HubBudget],
         groups: Iterable[str],
         now: datetime,
+        plan: Plan | None = None,
     ) -> bool:
         """The service asked the Hub to stop ``row`` (the machine stops billing with it):
-        because of the ``spent`` budgets, or its idle GPUs (``spent`` empty)."""
+        because of the ``spent`` budgets, or its idle GPUs (``spent`` empty). ``plan``: the
+        countdown to the budget, said as the user was told it (when and at what rate the
+        stop lands at the budget, and why the countdown was shortened where it was)."""
         with speaking(self.notify.language) as language:
             words = messages_for(language)
-            if reason == "budget" and spent:
+            if reason == "budget" and plan is not None:
+                why = plan.sentence(words, self.symbol)
+            elif reason == "budget" and spent:
                 why = " ".join(describe(b, words, self.symbol) for b in spent)
             elif reason == "budget":
                 why = words.gettext(BUDGET_SPENT)

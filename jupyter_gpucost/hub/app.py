@@ -204,9 +204,12 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         help="The provider's minimum charge per server start (AWS, GCP: 60), 0 to 86400 "
         "whole seconds.",
     ).tag(config=True)
-    grace_s = Float(300.0, help="Seconds between a spent budget and the stop, 0 to 86400.").tag(
-        config=True
-    )
+    grace_s = Float(
+        300.0,
+        help="Seconds of countdown before a budget's stop, 0 to 86400: it starts when the "
+        "money left lasts this long at the rate it is spent, and the stop lands when the "
+        "money runs out (at the budget, not this long after it).",
+    ).tag(config=True)
     poll_interval_s = Float(
         10.0, help="How often the Hub's servers are listed, 0.5 to 3600 seconds."
     ).tag(config=True)

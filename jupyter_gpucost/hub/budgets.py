@@ -26,9 +26,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
+from ..core import budget_words
 from ..core.hub_protocol import HUB_SCOPES, HUB_SOURCE_LABEL, HubBudget, HubScope
 from ..core.i18n import Messages, messages_for
-from ..core.money import MICRO_PER_USD, notice, status_bar, to_usd
+from ..core.money import MICRO_PER_USD, notice, rate, status_bar, to_usd
 from ..core.wording import period, scope_word
 from .model import GroupTotals, HubConfigError, UserTotals
 
@@ -240,6 +241,37 @@ def describe(budget: HubBudget, messages: Messages | None = None, symbol: str = 
         spent=status_bar(to_usd(budget.spent_micro_usd), symbol),
         period=period(budget.scope, tr),
     )
+
+
+def stop_plan(
+    budget: HubBudget,
+    usd_per_hour: Decimal,
+    countdown_s: float,
+    grace_s: float,
+    shortened: str | None = None,
+    messages: Messages | None = None,
+    symbol: str = "$",
+) -> str:
+    """Why and when the hub stops a server, as its countdown begins: ``"Your day budget of
+    $20.00 (set by your hub admin) stands at: $19.50 today. Stops at $20.00 — in about 2 min
+    at $13.72/h; notebooks saved first, then the hub stops the server."``, with why the
+    countdown is shorter than the grace period where it is (English when ``messages`` is
+    none: the Hub's own messages and the deadlines it keeps)."""
+    tr = messages if messages is not None else messages_for("en")
+    _ = tr.gettext  # by this name, the catalog's tool finds the sentences
+    per_hour = rate(usd_per_hour, symbol, _("{price}/h"))
+    plan = _(
+        "Stops at {amount} — in about {duration} at {rate}; notebooks saved first, then the "
+        "hub stops the server."
+    ).format(
+        amount=notice(budget.amount_micro_usd, symbol),
+        duration=budget_words.about(countdown_s, tr),
+        rate=per_hour,
+    )
+    parts = [describe(budget, tr, symbol), plan]
+    if shortened is not None:
+        parts.append(budget_words.shortened(shortened, grace_s, countdown_s, per_hour, tr))
+    return " ".join(parts)
 
 
 def spawn_refusal(

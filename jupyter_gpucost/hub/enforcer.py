@@ -1,12 +1,23 @@
-"""When the hub stops a server over budget: a grace period, then stop.
+"""When the hub stops a server for its budgets: at the budget, with a countdown before.
 
-A pure state machine the service ticks with each server's exceeded budgets:
+A budget is a cap. A pure state machine the service ticks with each server's budgets and the
+rate each one is spent at (the server's own for its session budget; the user's running
+servers together for the user's day and month; a group's members' together for the group's):
 
-* a server that goes over any budget gets ``stop_at = now + grace``; later ticks keep that
-  deadline (it is never pushed back by being over again, nor brought forward);
-* it is **due** once ``now >= stop_at``; the service then stops it through the Hub API;
-* it is cleared as soon as it is no longer over (the admin raised the budget, a new day
-  began for a day budget), and a later excess starts a new grace.
+* a server's countdown starts when the money left of one of its budgets lasts at most the
+  grace period at that rate (:func:`~jupyter_gpucost.core.budget_timing.due`), and its
+  ``stop_at`` is when that money runs out: the hub stops it at the budget, and its own
+  server has the grace period to save notebooks first;
+* where the full grace would go past the budget, the countdown is *shortened* and the
+  :class:`Plan` says why: the budget was already spent when the service first weighed it
+  (it started over budget, or the service was down meanwhile), or the rate jumped during
+  the countdown (a later tick that finds the money running out sooner brings ``stop_at``
+  forward; it is never pushed back);
+* it is **due** once ``now >= stop_at``; the service then stops it through the Hub API; the
+  bill at the stop is the budget plus at most one poll's cost (and what the server costs
+  while the Hub stops it);
+* it is cleared as soon as no budget is that close (the admin raised the budget, a new day
+  began for a day budget, the rate fell), and a later one starts a new countdown.
 
 Servers are keyed by ``(user, server_name, started)``: a server started again is a new
 session with no deadline inherited from the old one.
@@ -20,62 +31,205 @@ Pure: no I/O, no clock (``now`` is given), no tornado.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 
+from ..core.budget_timing import SHORTENED_OVERRUN, Shortened, countdown, due, seconds_left
 from ..core.hub_protocol import HubBudget
-from .budgets import describe
+from ..core.i18n import Messages
+from ..core.money import usd
+from .budgets import stop_plan
+from .model import ServerRow
 
 #: (user, server_name, started)
 ServerKey = tuple[str, str, datetime]
 
 
 @dataclass(frozen=True)
+class Weighed:
+    """One budget on a server and the rate its money is spent at now."""
+
+    budget: HubBudget
+    usd_per_hour: Decimal
+
+    @property
+    def remaining_micro_usd(self) -> int:
+        return self.budget.amount_micro_usd - self.budget.spent_micro_usd
+
+    def seconds_left(self) -> float:
+        """How long the money left lasts at this rate (``inf``: no rate)."""
+        left = seconds_left(self.remaining_micro_usd, self.usd_per_hour)
+        return float("inf") if left is None else left
+
+
+def server_key(row: ServerRow) -> ServerKey:
+    return (row.user, row.server_name, row.started)
+
+
+def pooled_rates(
+    rows: Iterable[ServerRow], groups_of: Mapping[str, tuple[str, ...]]
+) -> dict[str, Decimal]:
+    """What each user's running servers cost together now (by user name), and each
+    group's members' (``"group:<name>"``): the rates their day and month budgets are
+    spent at."""
+    rates: dict[str, Decimal] = {}
+    for row in rows:
+        per_hour = row.rate.usd_per_hour
+        rates[row.user] = rates.get(row.user, Decimal(0)) + per_hour
+        for group in groups_of.get(row.user, ()):
+            source = f"group:{group}"
+            rates[source] = rates.get(source, Decimal(0)) + per_hour
+    return rates
+
+
+def weighed(
+    row: ServerRow, budgets: Iterable[HubBudget], rates: Mapping[str, Decimal]
+) -> list[Weighed]:
+    """A server's budgets with the rate each is spent at: a session budget (the user's
+    or a group's) at the server's own; a day or month budget at its owner's pooled rate
+    (:func:`pooled_rates`)."""
+    own = row.rate.usd_per_hour
+    return [
+        Weighed(
+            b,
+            own
+            if b.scope == "session"
+            else rates.get(row.user if b.source == "user" else b.source, own),
+        )
+        for b in budgets
+    ]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Why a countdown began and how long it runs: for the sentences the user reads."""
+
+    budget: HubBudget
+    usd_per_hour: Decimal
+    countdown_s: float
+    grace_s: float
+    #: why the countdown is shorter than the grace period (``None``: it is not)
+    shortened: Shortened | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The figures, for a page to say them in its language."""
+        b = self.budget
+        return {
+            "budget": {
+                "scope": b.scope,
+                "source": b.source,
+                "amount_usd": usd(b.amount_micro_usd),
+                "spent_usd": usd(b.spent_micro_usd),
+            },
+            "usd_per_hour": float(self.usd_per_hour),
+            "countdown_s": round(self.countdown_s, 1),
+            "grace_s": self.grace_s,
+            "shortened": self.shortened,
+        }
+
+    def sentence(self, messages: Messages | None = None, symbol: str = "$") -> str:
+        """What the user reads (:func:`~.budgets.stop_plan`), in ``messages``' language."""
+        return stop_plan(
+            self.budget,
+            self.usd_per_hour,
+            self.countdown_s,
+            self.grace_s,
+            self.shortened,
+            messages,
+            symbol,
+        )
+
+
+@dataclass(frozen=True)
 class Deadline:
-    """A server over budget, and when the hub stops it."""
+    """A server whose budget runs out soon, and when the hub stops it."""
 
     key: ServerKey
     since: datetime
     stop_at: datetime
-    #: the budgets it was over when the grace began, as sentences for the user
+    #: what the user reads: the budget, when and why the hub stops the server (English,
+    #: as the Hub's own messages; kept in the ledger)
     reason: str
+    #: the figures behind ``reason`` (``None`` for one restored after a restart)
+    plan: Plan | None = None
 
 
 class Enforcer:
-    """The servers in their grace period. Not thread-safe: one loop ticks it."""
+    """The servers counting down to their budget. Not thread-safe: one loop ticks it.
 
-    def __init__(self, grace_s: float) -> None:
+    ``tick_s``: how often the service weighs the budgets (its poll): a countdown that
+    starts less than one tick late is the grace period itself, not a shortened one.
+    ``granularity_s``: the billing rule's (a bill that grows a second at a time): a stop
+    time is brought forward only by more than that, never for the bill's own rounding
+    (a restart of the service that weighs the same budget a fraction later).
+    """
+
+    def __init__(self, grace_s: float, tick_s: float = 1.0, granularity_s: float = 0.0) -> None:
         if grace_s < 0:
             raise ValueError("the grace period must be 0 seconds or more")
         self.grace = timedelta(seconds=grace_s)
+        self.grace_s = float(grace_s)
+        self.tick_s = float(tick_s)
+        self.slack = timedelta(seconds=granularity_s)
         self._deadlines: dict[ServerKey, Deadline] = {}
 
-    def update(
-        self, key: ServerKey, standings: Iterable[HubBudget], now: datetime
-    ) -> Deadline | None:
-        """Tick one server with its budgets' standings: its deadline, or ``None`` when it
-        is within every budget (a deadline it had is cleared)."""
-        over = [b for b in standings if b.exceeded]
-        if not over:
+    def update(self, key: ServerKey, weighed: Iterable[Weighed], now: datetime) -> Deadline | None:
+        """Tick one server with its budgets and their rates: its deadline, or ``None``
+        when no budget runs out within the grace period (a deadline it had is cleared)."""
+        close = [
+            w
+            for w in weighed
+            if w.budget.amount_micro_usd >= 0
+            and due(w.remaining_micro_usd, w.usd_per_hour, self.grace_s)
+        ]
+        if not close:
             self._deadlines.pop(key, None)
             return None
+        binding = min(close, key=Weighed.seconds_left)
+        left_s = binding.seconds_left()
         deadline = self._deadlines.get(key)
         if deadline is None:
-            deadline = Deadline(key, now, now + self.grace, " ".join(describe(b) for b in over))
+            length = countdown(
+                binding.remaining_micro_usd, binding.usd_per_hour, self.grace_s, tick_s=self.tick_s
+            )
+            plan = Plan(
+                binding.budget, binding.usd_per_hour, length.seconds, self.grace_s, length.shortened
+            )
+            deadline = Deadline(
+                key, now, now + timedelta(seconds=length.seconds), plan.sentence(), plan
+            )
+            self._deadlines[key] = deadline
+            return deadline
+        ends = now + timedelta(seconds=left_s)
+        if ends < deadline.stop_at - self.slack:
+            # the money runs out sooner than planned (the rate rose, a report raised the
+            # bill): the stop comes forward with it, and says why
+            length_s = max(0.0, (ends - deadline.since).total_seconds())
+            plan = Plan(
+                binding.budget,
+                binding.usd_per_hour,
+                length_s,
+                self.grace_s,
+                SHORTENED_OVERRUN if length_s < self.grace_s - self.tick_s else None,
+            )
+            if deadline.plan is not None and deadline.plan.shortened is not None:
+                plan = replace(plan, shortened=deadline.plan.shortened)
+            deadline = Deadline(key, deadline.since, ends, plan.sentence(), plan)
             self._deadlines[key] = deadline
         return deadline
 
     def restore(self, key: ServerKey, since: datetime, stop_at: datetime, reason: str) -> None:
-        """A deadline set before a restart of the service (kept until the server is
-        within its budgets again, like any other)."""
+        """A deadline set before a restart of the service (kept while a budget is still
+        that close, like any other; brought forward if the money runs out sooner)."""
         self._deadlines[key] = Deadline(key, since, stop_at, reason)
 
     def deadline(self, key: ServerKey) -> Deadline | None:
         return self._deadlines.get(key)
 
     def due(self, now: datetime) -> list[Deadline]:
-        """The servers whose grace is over, earliest first."""
+        """The servers whose countdown is over, earliest first."""
         return sorted(
             (d for d in self._deadlines.values() if now >= d.stop_at), key=lambda d: d.stop_at
         )

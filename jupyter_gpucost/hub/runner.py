@@ -118,7 +118,8 @@ def alert_after_poll(
         budget = standing is not None and standing.stop_at is not None
         spent = [b for b in standing.budgets if b.exceeded] if standing is not None else []
         groups = service.groups_of.get(row.user, ())
-        alerts.stopped(row, "budget" if budget else "idle", spent, groups, now)
+        plan = standing.plan if standing is not None else None
+        alerts.stopped(row, "budget" if budget else "idle", spent, groups, now, plan)
 
 
 #: how often each user's day is compared with their usual one (seconds)

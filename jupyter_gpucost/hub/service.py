@@ -6,9 +6,10 @@ Each poll, the Hub's running servers open (or keep) their rows in the hub ledger
 service last saw them. A server the Hub is still stopping (``pending: "stop"``: a process
 that ignores SIGTERM takes the spawner's whole signal sequence) is still listed, so it is
 billed until it is gone, not until the stop was asked. Then every running user's budgets
-are weighed against the ledger's totals; a server over a budget gets a ``stop_at`` (the
-grace period, kept in the ledger so a restart of the service does not give a new one), and
-a server past its ``stop_at`` is stopped through the Hub API, whatever the server does.
+are weighed against the ledger's totals: once the money left of a server's budget lasts
+the grace period at the rate it is spent, the server gets a ``stop_at`` when it runs out
+(:mod:`.enforcer`; kept in the ledger: a restart gives no new grace), and a server past its
+``stop_at`` is stopped through the Hub API, whatever the server does.
 
 Reports come in with the user the Hub named for the report's token: a report is kept only
 for that user's server of the same name, and the ledger never lets it lower the bill.
@@ -37,7 +38,7 @@ from ..core.hub_protocol import IDLE_STOP_REASON, HubBudget, HubReply, SpendRepo
 from .activity import ActivitySource, GpuActivity
 from .activity import ServerKey as ActivityKey
 from .budgets import BudgetPolicy
-from .enforcer import Enforcer, ServerKey
+from .enforcer import Enforcer, Plan, pooled_rates, server_key, weighed
 from .idle.reclaim import Reclaimer
 from .idle.report_reading import ReportReadings
 from .model import (
@@ -95,6 +96,7 @@ class Standing:
     budgets: tuple[HubBudget, ...] = ()
     stop_at: datetime | None = None
     reason: str | None = None
+    plan: Plan | None = None  # the figures behind ``reason`` (None: kept over a restart)
 
 
 @dataclass
@@ -108,10 +110,6 @@ class PollResult:
 def _between(told: datetime | None, last_seen: datetime, now: datetime) -> datetime:
     """The Hub's stop time, never before what the ledger last saw nor after now."""
     return last_seen if told is None else min(max(told, last_seen), now)
-
-
-def server_key(row: ServerRow) -> ServerKey:
-    return (row.user, row.server_name, row.started)
 
 
 class HubService:
@@ -153,6 +151,8 @@ class HubService:
         self.state: dict[int, Standing] = {}
         self.totals: dict[str, UserTotals] = {}
         self.group_totals: dict[str, GroupTotals] = {}
+        #: what each user's and each group's running servers cost together (last poll)
+        self.rates = pooled_rates((), {})
         self.groups_of: dict[str, tuple[str, ...]] = {}
         self.servers: dict[Key, ServerInfo] = {}
         self._asked_stop: dict[int, float] = {}
@@ -242,6 +242,7 @@ class HubService:
         self.totals = totals
         # the groups' pools from the same totals: no second walk of every running server
         self.group_totals = self._group_totals(groups_of, totals)
+        self.rates = pooled_rates(rows.values(), groups_of)
         for row in rows.values():
             self._weigh(row, now, state)
             with self.lock:
@@ -297,7 +298,7 @@ class HubService:
         budgets = tuple(self.budgets_for(row.user, session))
         key = server_key(row)
         before = self.enforcer.deadline(key)
-        deadline = self.enforcer.update(key, budgets, now)
+        deadline = self.enforcer.update(key, weighed(row, budgets, self.rates), now)
         if deadline != before:
             if deadline is None:
                 self.ledger.clear_deadline(row.server_id)
@@ -311,6 +312,7 @@ class HubService:
             budgets,
             deadline.stop_at if deadline else None,
             deadline.reason if deadline else None,
+            deadline.plan if deadline else None,
         )
 
     def _idle_tick(self, row: ServerRow, now: datetime) -> None:

@@ -72,7 +72,11 @@ def build(settings: HubSettings) -> Parts:
                     line.rate.source,
                 )
     budgets = BudgetPolicy(billing_settings.user_budgets, billing_settings.group_budgets)
-    enforcer = Enforcer(billing_settings.grace_s)
+    enforcer = Enforcer(
+        billing_settings.grace_s,
+        tick_s=settings.poll_interval_s,
+        granularity_s=billing_settings.granularity_s,
+    )
     data_dir = settings.ledger.data_dir
     try:
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -17,7 +17,7 @@ from ...core.i18n import Messages
 from ...core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
 from ...core.wording import hub_source, scope_name
 from ..allocation import describe as describe_gpus
-from ..budgets import describe
+from ..budgets import describe, stop_plan
 from ..model import GpuAllocation
 
 
@@ -27,8 +27,22 @@ def _micro(amount: object) -> int:
 
 
 def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$") -> str:
-    """Why a running server is being stopped: the budgets it is over, in the page's
-    language; else the reason the service keeps (a deadline from before a restart)."""
+    """Why and when a running server is being stopped, in the page's language: the
+    countdown to its budget (when the stop lands at it, at what rate, why it is shorter
+    than the grace period); else the budgets it is over; else the reason the service
+    keeps (a deadline from before a restart)."""
+    plan = server.get("stop_plan")
+    if isinstance(plan, Mapping):
+        b = plan["budget"]
+        return stop_plan(
+            HubBudget(b["scope"], _micro(b["amount_usd"]), _micro(b["spent_usd"]), b["source"]),
+            as_decimal(str(plan["usd_per_hour"])),
+            float(plan["countdown_s"]),
+            float(plan["grace_s"]),
+            plan.get("shortened"),
+            messages,
+            symbol,
+        )
     over = [b for b in server.get("budgets") or () if b.get("exceeded")]
     if not over:
         return str(server.get("reason") or "")

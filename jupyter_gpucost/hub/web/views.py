@@ -78,6 +78,7 @@ def _servers(
                 "budgets": [budget_json(b) for b in standing.budgets] if standing else [],
                 "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,
                 "reason": standing.reason if standing else None,
+                "stop_plan": standing.plan.to_json() if standing and standing.plan else None,
                 **idle_json(service, row),
             }
         )

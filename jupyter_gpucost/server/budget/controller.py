@@ -21,6 +21,7 @@ from typing import Any
 
 from tornado.ioloop import IOLoop
 
+from ...core.budget_timing import next_check_s
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.i18n import _
 from ...core.money import usd
@@ -45,7 +46,6 @@ from .policy import (
 from .record import ActionRecord
 from .spend import SpendSource
 from .store import BudgetStore, StoredState
-from .timing import next_check_s
 
 TICK_S = 1.0
 

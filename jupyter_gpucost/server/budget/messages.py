@@ -12,6 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
+from ...core import budget_words
+from ...core.budget_words import about
 from ...core.currency import in_language
 from ...core.hub_protocol import HUB_SOURCE_LABEL, IDLE_STOP_REASON
 from ...core.i18n import N_, _, current_language, pgettext
@@ -118,7 +120,7 @@ def grace(
     elif reason == "hub" and hub_reason == IDLE_STOP_REASON:
         what = _(IDLE_STOP_REASON)
     elif reason == "hub":
-        what = _("Your hub admin's budget is spent: the hub stops this server.")
+        what = _("Your hub admin's budget runs out: the hub stops this server when it does.")
     elif reason == "done":
         what = _("Your run is done, as you asked to stop then.")
     elif reason == "user":
@@ -129,18 +131,6 @@ def grace(
         action=action_name(action), seconds=f"{round(grace_s, 1):g}"
     )
     return " ".join(part for part in (what, then, note) if part)
-
-
-def about(seconds: float) -> str:
-    """A duration as a person reads it ahead: ``40 s``, ``14 min``, ``2 h 10 min``."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return _("{seconds} s").format(seconds=whole)
-    minutes = round(whole / 60)
-    if minutes < 60:
-        return _("{minutes} min").format(minutes=minutes)
-    hours, minutes = divmod(minutes, 60)
-    return _("{hours} h {minutes} min").format(hours=hours, minutes=minutes)
 
 
 def stop_plan(amount_micro: int, in_s: float, per_hour: Decimal, action: str, symbol: str) -> str:
@@ -158,22 +148,8 @@ def stop_plan(amount_micro: int, in_s: float, per_hour: Decimal, action: str, sy
 
 
 def shortened(why: str, grace_s: float, countdown_s: float, per_hour: Decimal, symbol: str) -> str:
-    """Why the countdown is shorter than the grace period (:mod:`.timing`)."""
-    if why == "spent":
-        text = _(
-            "The budget was already spent when it was checked: no {grace} s grace, so the "
-            "bill stops at the budget."
-        )
-    else:
-        text = _(
-            "The {grace} s grace is shortened to {seconds} s: at {rate} the full grace would "
-            "go past the budget."
-        )
-    return text.format(
-        grace=f"{round(grace_s, 1):g}",
-        seconds=f"{round(countdown_s):d}",
-        rate=rate(per_hour, symbol),
-    )
+    """Why the countdown is shorter than the grace period (``core.budget_timing``)."""
+    return budget_words.shortened(why, grace_s, countdown_s, rate(per_hour, symbol))
 
 
 def cleared(why: str) -> str:

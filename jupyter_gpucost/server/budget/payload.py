@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from ...core.budget_timing import seconds_left
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.i18n import SOURCE_LANGUAGE, _, current_language
 from ...core.money import usd
@@ -16,7 +17,6 @@ from . import messages
 from .events import iso
 from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing, binding_standing
 from .record import ActionRecord
-from .timing import seconds_left
 
 #: events shown by the API
 SHOWN_EVENTS = 10

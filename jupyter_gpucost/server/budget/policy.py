@@ -31,8 +31,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Literal
 
+from ...core.budget_timing import Countdown, Shortened, countdown, due
 from ...core.i18n import N_
-from .timing import Countdown, Shortened, countdown, due
 
 Kind = Literal["hard", "soft", "hub"]
 Scope = Literal["session", "day", "month"]
@@ -189,7 +189,7 @@ class BudgetPolicy:
     grace_ends: datetime | None = None
     grace_standing: Standing | None = None
     grace_reason: str = "budget"
-    #: why the countdown is shorter than ``grace_s`` (:mod:`.timing`); ``None``: it is not
+    #: why the countdown is shorter than ``grace_s`` (``core.budget_timing``); ``None``: it is not
     grace_shortened: Shortened | None = None
     #: the action the user asked for with ``request_stop`` (``None``: the configured one)
     grace_action: str | None = None
@@ -277,7 +277,7 @@ class BudgetPolicy:
 
         ``rate_usd_per_hour``: what the session costs now. A budget's countdown starts when
         the money left lasts at most the grace period at this rate, and ends when it is
-        gone (:mod:`.timing`): the action lands at the budget. A rate that rises during the
+        gone (``core.budget_timing``): the action lands at the budget. A rate that rises during the
         countdown shortens it; one that falls keeps it (it never ends later, so it never
         spends past the budget).
 
@@ -372,7 +372,7 @@ class BudgetPolicy:
         events.append(Enforce(self.grace_standing, self.grace_reason, self.grace_action))
 
     def _countdown(self, standing: Standing, rate: Decimal) -> Countdown | None:
-        """The countdown to the budget (:mod:`.timing`); ``None``: the full grace (a soft
+        """The countdown to the budget (``core.budget_timing``); ``None``: the full grace (a soft
         budget set with less than a grace left, to be raised; the hub's own stop time)."""
         if standing.budget.kind == "hub" and self.deadline is not None:
             return None
