@@ -186,6 +186,10 @@ class TestStopInstanceOnAOneTimeSpotInstance(_SpotServer):
         assert status["machine"]["market"] == "spot"
         assert status["machine"]["cannot_stop"] == CANNOT_STOP_ONE_TIME_SPOT
         assert status["machine"]["stoppable"] is False
+        # the ⚠ in the status bar and the panel's banner
+        assert {"code": "machine-cannot-stop", "message": CANNOT_STOP_ONE_TIME_SPOT} in status[
+            "warnings"
+        ]
 
         async def acted() -> bool:
             return (await budget(jp_fetch))["state"] == "acted"

@@ -389,6 +389,7 @@ def machine_json(
         **machine.to_json(),
         # in the server's language: the detection's own words are constants of the catalog
         "note": note_text(machine, _),
+        "cannot_stop": _(machine.cannot_stop) if machine.cannot_stop else None,
         "label": describe(machine, _),
         "priced": "instance" if whole is not None else "gpu",
         "price_note": None if plan is None or not plan.note_msgid else plan.note_in(_),
@@ -398,6 +399,9 @@ def machine_json(
         "instance_price_basis": None if whole is None else whole.per_gpu.basis,
     }
     warnings = []
+    if machine.cannot_stop:
+        # it bills until terminated: the ⚠ in the status bar and a banner in the panel
+        warnings.append({"code": "machine-cannot-stop", "message": doc["cannot_stop"]})
     if whole is not None:
         seen = sum(1 for g in snapshot.gpus if g.model == whole.row.gpu_model)
         if seen != whole.row.gpus:

@@ -221,6 +221,17 @@ describe("the ledger's warnings in the panel", () => {
     expect(html).not.toContain('Mystery GPU');
   });
 
+  it('says so when the machine cannot be stopped (it bills until terminated)', async () => {
+    const message =
+      'this machine cannot be stopped: it is a one-time Spot Instance (AWS stops only Spot Instances of persistent requests); it bills until it is terminated';
+    const status = makeStatus({
+      warnings: [{ code: 'machine-cannot-stop', message }]
+    }) as unknown as IPanelStatus;
+    const html = await render(<LedgerWarnings status={status} />);
+    expect(html).toContain('data-state="machine-cannot-stop"');
+    expect(html).toContain('it bills until it is terminated');
+  });
+
   it('shows nothing while the ledger is well', async () => {
     const status = makeStatus({ warnings: [] }) as unknown as IPanelStatus;
     expect(await render(<LedgerWarnings status={status} />)).toBe('');

@@ -19,6 +19,8 @@ export interface IMachine {
   shared: boolean;
   /** Whether `stop-instance` can stop it through its cloud. */
   stoppable: boolean;
+  /** Why it cannot be stopped (an AWS one-time Spot Instance), in the server's language. */
+  cannot_stop?: string | null;
   /** `instance`: priced whole from its catalog row; `gpu`: per-GPU prices. */
   priced: 'instance' | 'gpu';
   instance_price_usd_per_hour: number | null;

@@ -41,14 +41,18 @@ export function Source(props: {
 
 /**
  * What the server says about its ledger: unreachable (since when, what waits to be
- * written) or reset (the damaged file moved aside and what it held). The sentences are
- * the server's, already in the user's language.
+ * written) or reset (the damaged file moved aside and what it held); and a machine that
+ * cannot be stopped (it bills until terminated). The sentences are the server's, already
+ * in the user's language.
  */
 export function LedgerWarnings(props: {
   status: IPanelStatus;
 }): React.ReactElement | null {
   const shown = props.status.warnings.filter(
-    w => w.code === 'ledger-unreachable' || w.code === 'ledger-reset'
+    w =>
+      w.code === 'ledger-unreachable' ||
+      w.code === 'ledger-reset' ||
+      w.code === 'machine-cannot-stop'
   );
   if (shown.length === 0) {
     return null;
