@@ -1,6 +1,6 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { formatDuration, formatMoney } from '../format';
+import { formatDuration, formatMoney, moneyColumnDigits } from '../format';
 import { IKernelCost, IKernelsAnswer, IRightsizing } from './types';
 
 /**
@@ -79,6 +79,14 @@ export function kernelRows(
   trans: TranslationBundle,
   metered = true
 ): IKernelRow[] {
+  // one number of decimals for the whole cost column
+  const digits = moneyColumnDigits([
+    ...answer.kernels.map(kernel => kernel.cost_usd),
+    answer.unattributed_usd,
+    answer.unattributed_usd - (answer.micro_usd?.minimum_charge ?? 0) / 1e6,
+    (answer.micro_usd?.minimum_charge ?? 0) / 1e6,
+    answer.idle_usd
+  ]);
   const rows: IKernelRow[] = [...answer.kernels]
     .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
     .map(kernel => ({
@@ -97,7 +105,7 @@ export function kernelRows(
         metered && !kernel.remote
           ? formatShareBy(kernel.gpu_share_by, trans)
           : '—',
-      cost: metered ? formatMoney(kernel.cost_usd, symbol) : '—',
+      cost: metered ? formatMoney(kernel.cost_usd, symbol, digits) : '—',
       kind: 'kernel' as const,
       title: kernel.remote
         ? trans.__(
@@ -139,7 +147,7 @@ export function kernelRows(
     uptime: '',
     share: '',
     shareBy: '',
-    cost: formatMoney(unattributed, symbol),
+    cost: formatMoney(unattributed, symbol, digits),
     kind: 'unattributed',
     title: trans.__(
       'GPU time used by processes that belong to no kernel of this server (or that could not be matched).'
@@ -165,7 +173,7 @@ export function kernelRows(
       uptime: '',
       share: '',
       shareBy: '',
-      cost: formatMoney(minimumMicro / 1_000_000, symbol),
+      cost: formatMoney(minimumMicro / 1_000_000, symbol, digits),
       kind: 'minimum',
       title: trans.__(
         'What the billing rule adds to the time the GPUs were held (its minimum charge and rounding): billed whether or not anything ran.'
@@ -179,7 +187,7 @@ export function kernelRows(
     uptime: '',
     share: '',
     shareBy: '',
-    cost: formatMoney(answer.idle_usd, symbol),
+    cost: formatMoney(answer.idle_usd, symbol, digits),
     kind: 'idle',
     title: trans.__('Paid while the GPUs did nothing.')
   });
