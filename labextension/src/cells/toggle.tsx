@@ -1,4 +1,4 @@
-import { ReactWidget, ToolbarButtonComponent } from '@jupyterlab/ui-components';
+import { ReactWidget } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 /**
@@ -39,14 +39,19 @@ export class CellCostToggle extends ReactWidget {
   }
 
   protected render(): React.ReactElement {
+    // a native toggle button: JupyterLab's toolbar button puts aria-pressed on
+    // its custom element, which has no role that allows it (axe-core flags it)
     return (
-      <ToolbarButtonComponent
-        className="jp-gpucost-cell-toggle"
-        label={this._label}
-        tooltip={this._tooltip}
-        pressed={this._pressed}
+      <button
+        type="button"
+        className="jp-ToolbarButtonComponent jp-gpucost-cell-toggle"
+        aria-pressed={this._pressed}
+        title={this._tooltip}
         onClick={this._onClick}
-      />
+        onMouseDown={event => event.preventDefault()}
+      >
+        <span className="jp-ToolbarButtonComponent-label">{this._label}</span>
+      </button>
     );
   }
 
