@@ -84,8 +84,10 @@ export function CostText(props: {
       ) : (
         <>
           <span className="jp-gpucost-cost">{display.cost}</span>
-          {separator}
-          <span className="jp-gpucost-rate">{display.rate}</span>
+          <span className="jp-gpucost-rate-part">
+            {separator}
+            <span className="jp-gpucost-rate">{display.rate}</span>
+          </span>
         </>
       )}
       {display.noTelemetry && (

@@ -206,3 +206,48 @@ def test_our_elements_pass_axe_and_the_status_item_works_from_the_keyboard(
     ARTIFACTS.mkdir(exist_ok=True)
     chrome = axe_violations(page, whole=True)
     (ARTIFACTS / f"look-axe-whole-page-{name}.txt").write_text("\n".join(chrome))
+
+
+LONG_NAME = "quarterly-forecast-model-training-run-with-a-rather-long-descriptive-name.ipynb"
+
+
+@pytest.mark.parametrize("width", [1000, 800])
+def test_notebook_7s_cost_chip_stays_on_the_top_bar_beside_a_long_name(
+    lab_factory: Any, browser: Any, tmp_path: Path, width: int
+) -> None:
+    lab = countdown_lab(lab_factory, tmp_path)
+    notebook = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    lab.api(f"api/contents/{LONG_NAME}", method="PUT", body={"type": "notebook", "content": notebook})
+    context = browser.new_context(viewport={"width": width, "height": 700})
+    try:
+        page = context.new_page()
+        page.goto(f"{lab.url}/notebooks/{LONG_NAME}?token={lab.token}", timeout=60_000)
+        chip = page.locator(TOP_BAR)
+        # the countdown is part of the chip
+        expect(chip.locator(".jp-gpucost-topbar-budget")).to_contain_text(
+            "stops at", timeout=60_000
+        )
+        expect(page.locator("#jp-title")).to_contain_text("quarterly", timeout=30_000)
+        page.wait_for_timeout(500)  # let the layout settle for the screenshot
+        screenshot(page, f"look-notebook7-{width}.png")
+        box = chip.bounding_box()
+        top = page.locator("#top-panel").bounding_box()
+        menu = page.locator("#menu-panel").bounding_box()
+        assert box and top and menu
+        # on the top bar's line, whole, never pushed under the menu bar nor out of the window
+        assert box["y"] >= top["y"] - 1, (box, top)
+        assert box["y"] + box["height"] <= menu["y"] + 1, (box, menu)
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        assert chip.is_visible()
+        # one line: it shortens rather than wrapping
+        lines = chip.evaluate(
+            "n => { const r = document.createRange(); r.selectNodeContents(n);"
+            " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"
+        )
+        assert lines == 1, lines
+        # the cost and the countdown are on screen (the rate may be dropped first)
+        for part in (".jp-gpucost-cost", ".jp-gpucost-topbar-budget"):
+            shown = chip.locator(part).bounding_box()
+            assert shown and shown["width"] > 0 and shown["x"] < box["x"] + box["width"], part
+    finally:
+        context.close()
