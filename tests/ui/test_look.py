@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from .conftest import ARTIFACTS, Lab, screenshot
@@ -258,3 +260,66 @@ def test_notebook_7s_cost_chip_stays_on_the_top_bar_beside_a_long_name(
             assert shown["x"] + shown["width"] <= box["x"] + box["width"] + 1, (part, shown, box)
     finally:
         context.close()
+
+
+def test_in_chinese_with_yuan_every_surface_writes_yuan_one_way(
+    lab_factory: Any, page: Any, tmp_path: Path
+) -> None:
+    """zh_CN and AutoDL's prices (CNY): ¥ on the status item, the toolbar's ¥/cell, the
+    panel (the Prices line too, in Chinese); never CN¥ or CNY beside it."""
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.price_provider=autodl",
+        "--GpuCost.minimum_charge_s=0",
+    )
+    lab.api(
+        "lab/api/settings/@jupyterlab/translation-extension:plugin",
+        method="PUT",
+        body={"raw": json.dumps({"locale": "zh_CN"})},
+    )
+    notebook = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    lab.api("api/contents/yuan.ipynb", method="PUT", body={"type": "notebook", "content": notebook})
+    page.goto(f"{lab.url}/lab/tree/yuan.ipynb?token={lab.token}", timeout=60_000)
+    item = page.locator(ITEM)
+    # 2 x A100-80GB at 7.98 CNY/h each, as a Chinese reader writes yuan
+    expect(item).to_contain_text("¥15.96/小时", timeout=60_000)
+    toggle = page.locator("button.jp-gpucost-cell-toggle").first
+    expect(toggle).to_have_text("¥/单元格", timeout=30_000)
+    # JupyterLab may ask which kernel to use: any will do
+    dialog = page.locator(".jp-Dialog")
+    try:
+        dialog.wait_for(state="visible", timeout=5_000)
+        dialog.locator(".jp-mod-accept").click()
+    except PlaywrightTimeout:
+        pass
+    expect(dialog).to_have_count(0, timeout=30_000)
+    item.click()
+    panel = page.locator(PANEL)
+    prices = panel.locator(".jp-gpucost-price-lines")
+    line = "A100-80GB：每 GPU 小时 ¥7.98 — AutoDL 标价"  # noqa: RUF001
+    expect(prices).to_contain_text(line, timeout=30_000)
+    provenance = panel.locator("details.jp-gpucost-price-provenance")
+    expect(provenance.locator("summary")).to_have_text("这些价格的来源")
+    # the provenance is behind the disclosure until asked for
+    assert not provenance.evaluate("n => n.open")
+    provenance.locator("summary").click()
+    expect(provenance.locator("li").first).to_be_visible()
+    # the kernels' Cost column: one number of decimals for every amount in it
+    costs = panel.locator("table.jp-gpucost-kernels tr td:last-child")
+    expect(costs.first).to_contain_text("¥", timeout=30_000)
+    decimals = {text.strip().rpartition(".")[2] for text in costs.all_inner_texts()}
+    assert len({len(d) for d in decimals}) == 1, costs.all_inner_texts()
+    page.wait_for_timeout(500)  # let the layout settle for the screenshot
+    screenshot(page, "look-zh-yuan.png")
+    seen = "\n".join(
+        [
+            item.inner_text(),
+            toggle.inner_text(),
+            panel.inner_text(),
+            page.locator(BUDGET).all_inner_texts().__str__(),
+        ]
+    )
+    assert "¥" in seen
+    # one spelling of the yuan: no CN¥ (English's) and no CNY (the code) on screen
+    shown = re.findall(r"CN¥|CNY", seen)
+    assert not shown, (shown, seen)

@@ -68,6 +68,22 @@ function hostPids(
 }
 
 /**
+ * The decimals of the kernel table's Cost column, its total included: one
+ * number of decimals for every amount in it (`moneyColumnDigits`).
+ */
+export function kernelCostDigits(answer: IKernelsAnswer): 2 | 4 {
+  const minimum = (answer.micro_usd?.minimum_charge ?? 0) / 1e6;
+  return moneyColumnDigits([
+    ...answer.kernels.map(kernel => kernel.cost_usd),
+    answer.unattributed_usd,
+    answer.unattributed_usd - minimum,
+    minimum,
+    answer.idle_usd,
+    answer.total_usd
+  ]);
+}
+
+/**
  * The kernel table: one row per kernel (most expensive first), then the
  * unattributed and idle rows, which together with the kernels make the total.
  * Without a metered GPU (`metered` false) there is no GPU cost to share: the
@@ -79,14 +95,7 @@ export function kernelRows(
   trans: TranslationBundle,
   metered = true
 ): IKernelRow[] {
-  // one number of decimals for the whole cost column
-  const digits = moneyColumnDigits([
-    ...answer.kernels.map(kernel => kernel.cost_usd),
-    answer.unattributed_usd,
-    answer.unattributed_usd - (answer.micro_usd?.minimum_charge ?? 0) / 1e6,
-    (answer.micro_usd?.minimum_charge ?? 0) / 1e6,
-    answer.idle_usd
-  ]);
+  const digits = kernelCostDigits(answer);
   const rows: IKernelRow[] = [...answer.kernels]
     .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
     .map(kernel => ({
