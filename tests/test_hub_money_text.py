@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from test_hub_upper_bound import _Hub  # the stand-in Hub API: running servers, nothing stopped
+
 from jupyter_gpucost.core import money
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
@@ -29,25 +31,6 @@ NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 TODAY = re.compile(
     r'<tr data-user="(\w+)"[^>]*>\s*<td>\w+</td><td>[^<]*</td>\s*<td class="text-end">([^<]+)</td>'
 )
-
-
-class _Hub:
-    """A stand-in Hub's API: the running servers, nothing stopped."""
-
-    def __init__(self, servers: list[ServerInfo]) -> None:
-        self.servers = servers
-
-    async def active_servers(self) -> list[ServerInfo]:
-        return self.servers
-
-    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
-        return None
-
-    async def groups_of_users(self) -> dict[str, tuple[str, ...]]:
-        return {}
-
-    async def stop_server(self, user: str, server_name: str) -> str:
-        return "stopped"
 
 
 def profile(server: ServerInfo) -> object:
