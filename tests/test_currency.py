@@ -120,7 +120,7 @@ class TestAutodlSession:
         # the shipped yuan rows are unverified: the warning says so, in yuan
         unverified = [w["message"] for w in status["warnings"] if w["code"] == "price-unverified"]
         assert unverified
-        assert "(A100-80GB, 7.98 CNY/h) is unverified" in unverified[0]
+        assert "(A100-80GB, CN¥7.98/h) is unverified" in unverified[0]
 
     @pytest.mark.usefixtures("jp_serverapp")
     async def test_the_metrics_name_the_currency(self, jp_fetch: Any) -> None:

@@ -122,6 +122,25 @@ def test_every_translation_fills_in_exactly_the_placeholders_of_its_message() ->
     assert not wrong, "\n".join(wrong)
 
 
+def test_every_translation_keeps_the_utc_time_the_browser_writes_in_local_time() -> None:
+    """The front end finds a server message's ``{time} UTC`` and writes the reader's own
+    time there (``localizeRunOut``, ``localizeActionTime``): a translation that moves the
+    word ("UTC {time}") or drops it leaves the reader a UTC time in their language."""
+    from babel.messages.pofile import read_po
+
+    for po in sorted((ROOT / "jupyter_gpucost" / "locale").glob("*/LC_MESSAGES/*.po")):
+        with po.open("rb") as f:
+            catalog = read_po(f)
+        wrong = []
+        for message in catalog:
+            ids = message.id if isinstance(message.id, tuple) else (message.id,)
+            if not message.id or not any("{time} UTC" in i for i in ids):
+                continue
+            strings = message.string if isinstance(message.string, tuple) else (message.string,)
+            wrong += [f"{ids[0]!r}: {text!r}" for text in strings if "{time} UTC" not in text]
+        assert not wrong, f"{po}:\n" + "\n".join(wrong)
+
+
 def test_a_thread_speaking_another_language_changes_no_other_thread() -> None:
     import threading
 

@@ -170,9 +170,10 @@ def test_the_budget_reply_in_chinese_and_in_english(chinese: None) -> None:
         "hard": {"amount_usd": 20, "scope": "month"},
     }
     reply = budget_reply(state, "¥")
+    # budgets as the status bar writes them (two decimals at least)
     assert reply == (
-        "gpucost：您的预算现为每天 ¥5；目前已花费 ¥0.11。\n"
-        "gpucost：管理员设置的预算（每月 ¥20）仍然有效。"
+        "gpucost：您的预算现为每天 ¥5.00；目前已花费 ¥0.11。\n"
+        "gpucost：管理员设置的预算（每月 ¥20.00）仍然有效。"
     )
     spent: dict[str, Any] = {
         "soft": {"amount_usd": 0.01, "scope": "session", "spent_usd": 0.11},
@@ -487,9 +488,10 @@ def test_the_hub_pages_write_budget_scopes_owners_and_stop_reasons_in_chinese() 
     # a deadline kept from before a restart, with no budget over any more: its own words
     assert stop_reason(_server(budgets=[]), i18n.messages_for("zh_CN")) == _server()["reason"]
     page = _user_page("zh_CN")
-    assert "每日预算（个人）：已花费 $20.41 / $20.00" in page
+    # dollars as a Chinese reader's JupyterLab writes them (Intl's zh symbol): US$
+    assert "每日预算（个人）：已花费 US$20.41 / US$20.00" in page
     assert "每月预算（ml 组）：" in page
-    assert "已用完：今天已花费 $20.41。" in page
+    assert "已用完：今天已花费 US$20.41。" in page
     assert "无 GPU" in page
     for english in ("day (user)", "(group:ml)", "is spent:", ">no GPU<"):
         assert english not in page, english

@@ -83,7 +83,8 @@ async def test_auto_mode_records_every_cell_and_the_budget_magic_sets_the_budget
     saved = parse_cell(replies[2]["metadata"]["gpucost"])
     # a cell auto mode did not price sends none
     assert "gpucost" not in replies[7]["metadata"]
-    assert "your budget is now $5 per session" in text(nb.cells[4])
+    # the amount as the status bar writes a budget (formatBudget: two decimals at least)
+    assert "your budget is now $5.00 per session" in text(nb.cells[4])
     summary = text(nb.cells[5])
     assert "this session has cost $" in summary
     assert "budget: $" in summary
@@ -307,7 +308,7 @@ class TestSimulatedServerInEuros:
                 "%gpucost budget off",
             ]
         )
-        assert "your budget is now €1,000,000 per session; €0.1" in text(nb.cells[1])
+        assert "your budget is now €1,000,000.00 per session; €0.1" in text(nb.cells[1])
         assert "e+0" not in text(nb.cells[1])
         assert "your budget is now €1,234.50 per session" in text(nb.cells[2])
         summary = text(nb.cells[3])

@@ -131,3 +131,36 @@ def test_the_browser_rule_cases_are_the_servers() -> None:
         amount = Decimal(str(case["amount"]))
         assert money.status_bar(amount) == case["spent"]
         assert money.budget(amount) == case["budget"]
+
+
+def test_a_column_of_amounts_has_one_number_of_decimals() -> None:
+    """A table never shows $0.0608 above $0.11: the column takes four decimals from its
+    smallest amount, and an amount too small to write stays ``< $0.0001``."""
+    assert money.column([Decimal("0.0608"), Decimal("0.11")]) == ["$0.0608", "$0.1100"]
+    assert money.column([Decimal("0.11"), Decimal("2.5")], "¥") == ["¥0.11", "¥2.50"]
+    assert money.column([Decimal(0), Decimal("0.05")]) == ["$0.0000", "$0.0500"]
+    assert money.column([Decimal("0.00002"), Decimal(1)]) == ["< $0.0001", "$1.0000"]
+    assert money.column([]) == []
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=8))
+def test_every_amount_of_a_column_has_the_same_decimals(micros: list[int]) -> None:
+    shown = money.column([money.to_usd(m) for m in micros])
+    decimals = {len(text.rpartition(".")[2]) for text in shown}
+    assert len(decimals) == 1, shown
+    for micro, text in zip(micros, shown, strict=True):
+        # never $0.0000 (nor $0.00) for an amount that is not zero
+        assert bool(micro) == ("<" in text or any(c in "123456789" for c in text)), text
+
+
+def test_the_browser_column_cases_are_the_servers() -> None:
+    """The cases formatMoneyColumn is tested against (money-rule.json's ``columns``)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "labextension/src/__tests__/money-rule.json"
+    columns = json.loads(path.read_text())["columns"]
+    assert len(columns) >= 8
+    for case in columns:
+        amounts = [Decimal(str(a)) for a in case["amounts"]]
+        assert money.column(amounts) == case["shown"]

@@ -165,6 +165,9 @@ def test_policy_prices_a_device_from_the_catalog() -> None:
     assert price.usd_per_gpu_hour == Decimal("3.431")
     assert price.as_of == "2026-01-21"
     assert "aws on-demand" in price.source
+    # where it applies, for the panel's line "A100-80GB: $3.43 per GPU-hour — AWS list
+    # price, us-east-1, 2026-01-21"
+    assert (price.provider, price.market, price.region) == ("aws", "on-demand", "us-east-1")
 
 
 def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
@@ -211,6 +214,8 @@ def test_overrides_by_model_and_by_nvml_name_beat_the_catalog() -> None:
     assert a100 is not None
     assert a100.usd_per_gpu_hour == Decimal("2.10")
     assert a100.overridden
+    # an override applies nowhere in particular: the panel names it the admin's price
+    assert (a100.provider, a100.market, a100.region) == ("", "", "")
     rtx = policy.price_for("NVIDIA RTX A4000", 16 * GIB)
     assert rtx is not None
     assert rtx.usd_per_gpu_hour == Decimal("0.44")
@@ -320,6 +325,8 @@ def test_an_old_catalog_s_uncertain_row_loads_as_unverified_and_is_flagged(
     (warning,) = status["warnings"]
     assert warning["code"] == "price-unverified"
     assert "unverified: check it against your bill" in warning["message"]
+    # the price as every surface writes it, not "0.71 USD/h"
+    assert "(L4, $0.71/h) is unverified" in warning["message"]
 
 
 def test_a_shipped_third_party_price_carries_no_warning() -> None:
@@ -330,3 +337,8 @@ def test_a_shipped_third_party_price_carries_no_warning() -> None:
     assert status["gpus"][0]["price_confidence"] == "third-party"
     assert status["prices"]["as_of"] == "2026-07-30"
     assert status["warnings"] == []
+    gpu = status["gpus"][0]
+    # where the price applies, for the panel's one-line price
+    assert gpu["price_provider"] == "gcp"
+    assert gpu["price_market"] == "on-demand"
+    assert gpu["price_region"]

@@ -38,7 +38,7 @@ def test_advice_once_the_gpus_were_observed_long_enough() -> None:
     assert advice is not None
     assert advice.model == "T4"
     assert why_not(snap) is None
-    assert advice.reason.endswith("1× T4 at 0.526 USD/h for the same billed time")
+    assert advice.reason.endswith("1× T4 at $0.526/h for the same billed time")
     i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
     try:
         advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB)

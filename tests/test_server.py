@@ -84,6 +84,9 @@ async def test_status_has_every_documented_field(jp_fetch: Any) -> None:
         "name",
         "model",
         "price_usd_per_hour",
+        "price_provider",
+        "price_market",
+        "price_region",
         "utilization_pct",
         "memory_used_bytes",
         "memory_total_bytes",
@@ -239,3 +242,13 @@ async def test_the_server_serves_exactly_the_assembled_route_table(jp_serverapp:
     )
     base = jp_serverapp.base_url.rstrip("/")
     assert served == sorted((f"{base}{p}$", h) for p, h in route_table())
+
+
+async def test_the_cells_route_names_its_currency(jp_fetch: Any) -> None:
+    """The badges write the currency as the UI's language does (¥ for yuan in Chinese):
+    they need its code, not only the English symbol."""
+    response = await jp_fetch("gpucost", "api", "cells", params={"limit": "1"})
+    body = json.loads(response.body)
+    status = await get_status(jp_fetch)
+    assert body["currency"] == status["currency"] == "USD"
+    assert body["currency_symbol"] == status["currency_symbol"] == "$"

@@ -102,6 +102,10 @@ class Price:
     reason_msgid: str = ""
     #: the values the message fills in
     reason_values: tuple[tuple[str, str], ...] = ()
+    #: where the catalog row was priced (``""``: an override or a bound, which say so)
+    provider: str = ""
+    market: str = ""
+    region: str = ""
 
     @property
     def upper_bound(self) -> bool:
@@ -366,6 +370,9 @@ def _from_row(model: str, row: PriceRow) -> Price:
         as_of=row.as_of,
         confidence=row.confidence,
         currency=row.currency,
+        provider=row.provider,
+        market=row.market,
+        region=row.region,
     )
 
 

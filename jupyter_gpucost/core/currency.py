@@ -70,3 +70,14 @@ def symbol(code: str, language: str = "en") -> str:
     if code in local:
         return local[code]
     return _SYMBOLS_EN.get(code, f"{code} ")
+
+
+def for_reader(code: str, shown: str, language: str) -> str:
+    """The symbol a session in ``code`` writes before amounts (``shown``, the status's
+    ``currency_symbol``) as a reader of ``language`` knows it: the currency's own symbol in
+    that language (``¥`` for CNY in Chinese) unless the admin chose another one, which is
+    kept as it is (an admin's ``¥`` for dollars stays ``¥``). The browser's
+    ``currencySymbol`` follows the same rule."""
+    if code and shown == symbol(code):
+        return symbol(code, language)
+    return shown

@@ -15,6 +15,8 @@ rule                      where                                           exampl
 :func:`status_bar`        amounts spent, by size: status bar, panel,      ``$2.51``,
                           ``%%gpucost`` report, ``%gpucost``, the ticker  ``$0.0042``,
                                                                           ``< $0.0001``
+:func:`column`            a column of amounts spent (a table, a page):    ``$0.0608``,
+                          one number of decimals for all of them          ``$0.1100``
 :func:`exact`             an amount someone set: a budget, a price        ``$1,000,000``,
                                                                           ``$1.234567``
 :func:`budget`            a budget in notifications, records, the ticker  ``$5.00``,
@@ -32,6 +34,7 @@ browser's ``formatMoney`` (``labextension/src/format.ts``) follows the same rule
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -103,23 +106,50 @@ def exact(amount: Amount, symbol: str = "$") -> str:
     return f"{sign}{symbol}{whole}.{decimals.ljust(2, '0')}"
 
 
-def status_bar(amount: Amount, symbol: str = "$", *, round_up: bool = False) -> str:
+def status_bar(
+    amount: Amount, symbol: str = "$", *, round_up: bool = False, digits: int | None = None
+) -> str:
     """An amount spent, by size, as every view shows it: ``$2.51``, ``$0.0042`` (four
     decimals under ten cents), ``< $0.0001`` (never ``$0.0000`` for an amount that is not
     zero), ``$0.00`` (nothing at all), thousands separated by commas. ``round_up`` rounds
-    towards the larger amount, for "a budget above ..."."""
+    towards the larger amount, for "a budget above ...". ``digits`` (2 or 4) fixes the
+    decimals instead, for an amount in a :func:`column`."""
     value = as_decimal(amount)
     sign = "-" if value < 0 else ""
     value = abs(value)
     if value == 0:
-        return f"{symbol}0.00"
+        return f"{symbol}0.{'0' * (digits or 2)}"
     if value < SMALLEST_SHOWN and not round_up:
         return f"> -{symbol}{SMALLEST_SHOWN}" if sign else f"< {symbol}{SMALLEST_SHOWN}"
-    small = value.quantize(SMALLEST_SHOWN) < SMALL_AMOUNT
+    small = _four_decimals(value) if digits is None else digits == 4
     step = SMALLEST_SHOWN if small else Decimal("0.01")
     rounding = ROUND_CEILING if round_up else ROUND_HALF_UP
     value = value.quantize(step, rounding=rounding)
     return f"{sign}{symbol}{value:,}"
+
+
+def _four_decimals(value: Decimal) -> bool:
+    """Whether an amount spent (not negative) is shown with four decimals by size."""
+    return value.quantize(SMALLEST_SHOWN) < SMALL_AMOUNT
+
+
+def column_digits(amounts: Iterable[Amount]) -> int:
+    """The decimals of a column of amounts spent: four when any amount in it that is not
+    zero would be shown with four by size (under ten cents), else two."""
+    for amount in amounts:
+        value = abs(as_decimal(amount))
+        if value != 0 and _four_decimals(value):
+            return 4
+    return 2
+
+
+def column(amounts: Sequence[Amount], symbol: str = "$") -> list[str]:
+    """Amounts spent shown one under the other (a table's column, a page's list), all with
+    the same decimals (:func:`column_digits`): ``$0.0608`` above ``$0.1100``, never above
+    ``$0.11``; each is :func:`status_bar` otherwise (``< $0.0001``, thousands separated).
+    The browser's ``formatMoneyColumn`` follows the same rule."""
+    digits = column_digits(amounts)
+    return [status_bar(amount, symbol, digits=digits) for amount in amounts]
 
 
 def notice(micro_usd: int, symbol: str = "$") -> str:

@@ -22,9 +22,10 @@ from decimal import Decimal
 
 from .billing import cost_micro_usd
 from .catalog import Catalog
-from .i18n import _
+from .currency import in_language, symbol
+from .i18n import _, current_language
 from .meter import MeterSnapshot
-from .money import round_micro
+from .money import exact, round_micro
 
 GB = 10**9
 #: above this share of busy GPU time, no cheaper GPU is recommended
@@ -135,14 +136,18 @@ def advise(
         peak_memory_bytes=peak_bytes,
         reason=_(
             "GPUs busy {share} of the time; peak memory {memory} GiB fits in a {model} "
-            "({model_gb} GB); {count}× {model} at {price} {currency}/h for the same billed time"
+            "({model_gb} GB); {count}× {model} at {rate} for the same billed time"
         ).format(
             share=f"{busy_share(snapshot) or 0:.0%}",
             memory=f"{peak_bytes / 2**30:.1f}",
             model=model,
             model_gb=MODEL_MEMORY_BYTES[model] // GB,
             count=count,
-            price=price,
-            currency=catalog.currency_of(provider),
+            rate=_("{price}/h").format(price=exact(price, _reader_symbol(catalog, provider))),
         ),
     )
+
+
+def _reader_symbol(catalog: Catalog, provider: str) -> str:
+    """The symbol of the provider's currency as the reader's language writes it."""
+    return in_language(symbol(catalog.currency_of(provider)), current_language())

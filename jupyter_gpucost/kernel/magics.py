@@ -20,8 +20,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
 
-from ..core.i18n import _
-from ..core.money import exact, rate, status_bar, to_usd
+from ..core.currency import for_reader
+from ..core.i18n import _, current_language
+from ..core.money import budget as budget_text
+from ..core.money import exact, rate, rate_amount, status_bar, to_usd
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
@@ -260,7 +262,11 @@ def show_summary(shell: Shell) -> None:
         except LinkError as e:
             print(f"gpucost: {e}")
         else:
-            symbol = status.get("currency_symbol") or symbol
+            symbol = for_reader(
+                str(status.get("currency") or ""),
+                status.get("currency_symbol") or symbol,
+                current_language(),
+            )
             elapsed = float(status.get("elapsed_s") or 0)
             telemetry = status.get("telemetry") or {}
             simulated = _(" (simulated GPUs)") if telemetry.get("simulated") else ""
@@ -273,7 +279,7 @@ def show_summary(shell: Shell) -> None:
                     cost=status_bar(status["cost_usd"], symbol),
                     hours=int(elapsed // 3600),
                     minutes=f"{int(elapsed % 3600 // 60):02d}",
-                    rate=f"{symbol}{float(status['rate_usd_per_hour']):,.2f}",
+                    rate=rate_amount(status["rate_usd_per_hour"], symbol),
                     simulated=simulated,
                 )
             )
@@ -286,7 +292,7 @@ def show_summary(shell: Shell) -> None:
                     text.format(
                         spent=_("unknown") if spent is None else status_bar(spent, symbol),
                         budget=per_scope(
-                            exact(binding["amount_usd"], symbol), str(binding["scope"])
+                            budget_text(binding["amount_usd"], symbol), str(binding["scope"])
                         ),
                         kind=budget_kind(str(binding["kind"])),
                     )

@@ -73,7 +73,10 @@ class CellsHandler(GpuCostHandler):
         found = await to_thread.run_sync(
             lambda: self.cells.recent(limit, cell_id=cell_id, notebook_path=notebook)
         )
-        self.write_json({"cells": found, "currency_symbol": self.service.config.currency_symbol})
+        config = self.service.config
+        self.write_json(
+            {"cells": found, "currency": config.currency, "currency_symbol": config.currency_symbol}
+        )
 
     @user_or_kernel
     async def post(self) -> None:

@@ -22,12 +22,13 @@ from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND, DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.currency import in_language
+from ..core.currency import symbol as currency_symbol
 from ..core.i18n import _, current_language, ngettext
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe, note_text
 from ..core.meter import GpuCost, MeterSnapshot
 from ..core.metering import Metering, metering
-from ..core.money import notice, usd
+from ..core.money import exact, notice, usd
 from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
@@ -58,6 +59,10 @@ def _gpu(g: GpuCost) -> dict[str, Any]:
         "price_source": g.price.source if g.price else None,
         "price_as_of": g.price.as_of if g.price else None,
         "price_confidence": g.price.confidence if g.price else None,
+        # where a catalog price applies (None: an override or a bound)
+        "price_provider": (g.price.provider or None) if g.price else None,
+        "price_market": (g.price.market or None) if g.price else None,
+        "price_region": (g.price.region or None) if g.price else None,
         # "catalog", "override" or "upper-bound" (no price fits: the most it can cost)
         "price_basis": g.price.basis if g.price else None,
         "price_basis_reason": g.price.reason_in(_) if g.price and g.price.upper_bound else None,
@@ -109,14 +114,14 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, st
     for g in snapshot.gpus:
         if g.price is not None and g.price.confidence in DOUBTFUL_CONFIDENCE:
             text = _(
-                "The price of GPU {index} ({model}, {price} {currency}/h) is {confidence}: "
+                "The price of GPU {index} ({model}, {rate}) is {confidence}: "
                 "check it against your bill."
             )
+            shown = in_language(currency_symbol(g.price.currency), current_language())
             message = text.format(
                 index=g.index,
                 model=g.model,
-                price=g.price.usd_per_gpu_hour,
-                currency=g.price.currency,
+                rate=_("{price}/h").format(price=exact(g.price.usd_per_gpu_hour, shown)),
                 confidence={"unverified": _("unverified")}.get(
                     g.price.confidence, g.price.confidence
                 ),
@@ -397,6 +402,9 @@ def machine_json(
         "instance_price_source": None if whole is None else whole.per_gpu.source,
         "instance_price_confidence": None if whole is None else whole.row.confidence,
         "instance_price_basis": None if whole is None else whole.per_gpu.basis,
+        "instance_price_as_of": None if whole is None else whole.row.as_of,
+        "instance_price_region": None if whole is None else (whole.row.region or None),
+        "instance_price_market": None if whole is None else (whole.row.market or None),
     }
     warnings = []
     if machine.cannot_stop:

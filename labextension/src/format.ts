@@ -63,25 +63,59 @@ export function setMoneyLocale(languageCode: string): void {
  * `jupyter_gpucost.core.money.status_bar`.
  *
  * `formatMoney(1.234, '$')` is `$1.23`, `formatMoney(0.01234, '$')` is
- * `$0.0123`, `formatMoney(0.00002, 'CN¥')` is `< CN¥0.0001`.
+ * `$0.0123`, `formatMoney(0.00002, 'CN¥')` is `< CN¥0.0001`. `columnDigits`
+ * fixes the decimals instead, for an amount in a column (`moneyColumnDigits`).
  */
-export function formatMoney(amount: number, symbol: string): string {
+export function formatMoney(
+  amount: number,
+  symbol: string,
+  columnDigits?: 2 | 4
+): string {
   if (!Number.isFinite(amount)) {
     return `${symbol}—`;
   }
   // whole micro-units, rounded half up as the server rounds them
   const micro = Math.round(Math.abs(amount) * 1e6);
   if (micro === 0) {
-    return `${symbol}0.00`;
+    return `${symbol}0.${'0'.repeat(columnDigits ?? 2)}`;
   }
   if (micro < SMALLEST_SHOWN * 1e6) {
     return amount < 0 ? `> -${symbol}0.0001` : `< ${symbol}0.0001`;
   }
-  const small = Private.roundMicro(micro, 4) < SMALL_AMOUNT * 1e6;
-  const digits = small ? 4 : 2;
+  const digits = columnDigits ?? (Private.fourDecimals(micro) ? 4 : 2);
   const sign = amount < 0 ? '-' : '';
   const rounded = Private.roundMicro(micro, digits) / 1e6;
   return `${sign}${symbol}${Private.fixed(rounded, digits)}`;
+}
+
+/**
+ * The decimals of a column of amounts spent: four when any amount in it that
+ * is not zero is shown with four by size (under $0.10), else two. The same
+ * rule as the server's `jupyter_gpucost.core.money.column_digits`.
+ */
+export function moneyColumnDigits(amounts: readonly number[]): 2 | 4 {
+  return amounts.some(amount => {
+    if (!Number.isFinite(amount)) {
+      return false;
+    }
+    const micro = Math.round(Math.abs(amount) * 1e6);
+    return micro > 0 && Private.fourDecimals(micro);
+  })
+    ? 4
+    : 2;
+}
+
+/**
+ * Amounts spent shown one under the other (a table's column), all with the
+ * same decimals: `$0.0608` above `$0.1100`, never above `$0.11`. The same rule
+ * as the server's `jupyter_gpucost.core.money.column`.
+ */
+export function formatMoneyColumn(
+  amounts: readonly number[],
+  symbol: string
+): string[] {
+  const digits = moneyColumnDigits(amounts);
+  return amounts.map(amount => formatMoney(amount, symbol, digits));
 }
 
 /**
@@ -112,10 +146,18 @@ export function formatRate(
   symbol: string,
   trans: TranslationBundle = extensionTrans()
 ): string {
-  const amount = Number.isFinite(ratePerHour)
+  return trans.__('%1/h', formatRateAmount(ratePerHour, symbol));
+}
+
+/**
+ * The amount of an hourly rate, two decimals (`$6.86`), for a sentence that
+ * says "per hour" itself ("$3.43 per GPU-hour"); the server's
+ * `money.rate_amount`.
+ */
+export function formatRateAmount(ratePerHour: number, symbol: string): string {
+  return Number.isFinite(ratePerHour)
     ? `${ratePerHour < 0 ? '-' : ''}${symbol}${Private.fixed(Math.abs(ratePerHour), 2)}`
     : `${symbol}—`;
-  return trans.__('%1/h', amount);
 }
 
 /**
@@ -245,6 +287,14 @@ namespace Private {
   export function roundMicro(micro: number, digits: number): number {
     const step = 10 ** (6 - digits);
     return Math.floor((micro + step / 2) / step) * step;
+  }
+
+  /**
+   * Whether an amount spent (whole micro-units, above zero) is shown with four
+   * decimals by size: under $0.10 once rounded to four.
+   */
+  export function fourDecimals(micro: number): boolean {
+    return roundMicro(micro, 4) < SMALL_AMOUNT * 1e6;
   }
 
   /**

@@ -19,7 +19,7 @@ import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { IGpuCostModel } from './tokens';
 import { GpuCostTopBarItem } from './topbar';
-import { GpuCostStatus } from './view';
+import { actAsButton, GpuCostStatus } from './view';
 
 export * from './display';
 export * from './format';
@@ -127,7 +127,8 @@ export const statusPlugin: JupyterFrontEndPlugin<void> = {
       return;
     }
     const view = new GpuCostStatus(model);
-    view.node.addEventListener('click', () => openPanel(app));
+    // reached with Tab, opened with Enter or Space as with a click
+    actAsButton(view.node, () => openPanel(app));
     statusBar.registerStatusItem(statusPlugin.id, {
       item: view,
       align: 'left',

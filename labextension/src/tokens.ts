@@ -39,6 +39,13 @@ export interface IGpuCostDevice {
   price_as_of: string | null;
   price_confidence: string | null;
   /**
+   * Where a catalog price applies (`aws`, `on-demand`, `us-east-1`); `null`
+   * for an override or an upper bound (older servers leave them out).
+   */
+  price_provider?: string | null;
+  price_market?: string | null;
+  price_region?: string | null;
+  /**
    * `catalog`, `override`, or `upper-bound`: no price fits this GPU, so it is
    * priced at the most it can cost (older servers leave it out).
    */

@@ -4,7 +4,7 @@ import * as React from 'react';
 import { budgetDisplayState, budgetText, budgetTitle } from './budget/format';
 import { describe } from './display';
 import { trans } from './i18n';
-import { CostText } from './view';
+import { actAsButton, CostText } from './view';
 import { currencySymbol } from './format';
 import { IGpuCostModel } from './tokens';
 
@@ -24,15 +24,8 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     this.addClass(TOP_BAR_ITEM_CLASS);
     this.node.setAttribute('role', 'button');
     this.node.tabIndex = 0;
-    const onClick = options.onClick;
-    if (onClick) {
-      this.node.addEventListener('click', () => onClick());
-      this.node.addEventListener('keydown', event => {
-        if (event.key === 'Enter' || event.key === ' ') {
-          event.preventDefault();
-          onClick();
-        }
-      });
+    if (options.onClick) {
+      actAsButton(this.node, options.onClick);
     }
   }
 

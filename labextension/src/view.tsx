@@ -46,6 +46,22 @@ export class GpuCostStatus extends VDomRenderer<IGpuCostModel> {
 }
 
 /**
+ * Make an item's node a button: reached with Tab, run by a click, Enter or
+ * Space (the status bar item and the top-bar item).
+ */
+export function actAsButton(node: HTMLElement, onClick: () => void): void {
+  node.setAttribute('role', 'button');
+  node.tabIndex = 0;
+  node.addEventListener('click', () => onClick());
+  node.addEventListener('keydown', event => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      onClick();
+    }
+  });
+}
+
+/**
  * The cost's text, as both the status bar item and the top-bar item show it:
  * `⚠ $1.23 · $6.86/h · simulated` (with `no GPU telemetry` and `stale` when
  * they hold).
@@ -68,8 +84,10 @@ export function CostText(props: {
       ) : (
         <>
           <span className="jp-gpucost-cost">{display.cost}</span>
-          {separator}
-          <span className="jp-gpucost-rate">{display.rate}</span>
+          <span className="jp-gpucost-rate-part">
+            {separator}
+            <span className="jp-gpucost-rate">{display.rate}</span>
+          </span>
         </>
       )}
       {display.wholeInstance !== null && (

@@ -38,8 +38,9 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 )
 from tornado import web
 
+from ...core.currency import in_language
 from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
-from ...core.money import as_decimal, status_bar
+from ...core.money import as_decimal, column_digits, status_bar
 from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
 from ..model import HubLedgerDown
@@ -167,7 +168,9 @@ class AllowanceHandler(TokenHandler):
             service.learn_groups(user, groups)
         budgets = [b for b in service.budgets_for(user) if b.scope in ("day", "month")]
         # the reason in the language of the user's browser, which the hook passes on
-        refusal = spawn_refusal(budgets, self.words(), self.ctx.currency_symbol())
+        words = self.words()
+        symbol = in_language(self.ctx.currency_symbol(), words.language)
+        refusal = spawn_refusal(budgets, words, symbol)
         if refusal is not None and self.ctx.alerts is not None:
             known = groups or service.groups_of.get(user, ())
             self.ctx.alerts.spawn_refused(user, known, budgets, self.ctx.now())
@@ -296,7 +299,7 @@ def render(
     ``page.html`` (which needs the values a Hub page gets)."""
     return env.get_template(name).render(
         _=messages.gettext,
-        **page_words(messages, currency_symbol),
+        **page_words(messages, in_language(currency_symbol, messages.language)),
         static_url=lambda path, include_version=True: f"{hub_prefix}static/{path}",
         base_url=hub_prefix,
         prefix=hub_prefix[: -len("hub/")] if hub_prefix.endswith("hub/") else "/",
@@ -330,6 +333,10 @@ def templates(currency_symbol: str = "$") -> jinja2.Environment:
     )
     env.globals["money_text"] = lambda amount: status_bar(as_decimal(amount), currency_symbol)
     env.globals["currency_symbol"] = currency_symbol
+    # one number of decimals for a table's column of amounts (money.column)
+    env.globals["column_digits"] = lambda amounts: column_digits(
+        as_decimal(str(amount)) for amount in amounts if amount is not None
+    )
     # English unless the page is rendered for a browser that asks for another language
     env.globals["_"] = messages_for(SOURCE_LANGUAGE).gettext
     env.globals.update(page_words(messages_for(SOURCE_LANGUAGE), currency_symbol))

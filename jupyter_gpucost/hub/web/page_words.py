@@ -14,7 +14,14 @@ from typing import Any
 
 from ...core.hub_protocol import HubBudget
 from ...core.i18n import Messages
-from ...core.money import MICRO_PER_USD, as_decimal, budget, rate, rate_amount
+from ...core.money import (
+    MICRO_PER_USD,
+    as_decimal,
+    budget,
+    rate,
+    rate_amount,
+    status_bar,
+)
 from ...core.wording import hub_source, scope_name
 from ..allocation import describe as describe_gpus
 from ..budgets import describe, stop_plan
@@ -78,7 +85,8 @@ def gpus_text(server: Mapping[str, Any], messages: Messages) -> str:
 def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[..., str]]:
     """The templates' functions for words from data, in the language of ``messages``, and
     the display rule of each kind of figure (:mod:`jupyter_gpucost.core.money`) in the
-    hub's currency: ``money_text`` an amount spent, ``budget_text`` a budget,
+    hub's currency as ``messages``' language writes it: ``money_text`` an amount spent
+    (with the ``digits`` of a table's column, ``column_digits``), ``budget_text`` a budget,
     ``rate_text`` an hourly rate (``rate_amount`` its amount, for a sentence that says
     "per hour" itself)."""
     return {
@@ -87,6 +95,9 @@ def page_words(messages: Messages, symbol: str = "$") -> dict[str, Callable[...,
         "stop_reason": lambda server: stop_reason(server, messages, symbol),
         "gpus_text": lambda server: gpus_text(server, messages),
         "ngettext": messages.ngettext,
+        "money_text": lambda amount, digits=None: status_bar(
+            as_decimal(str(amount)), symbol, digits=digits
+        ),
         "budget_text": lambda amount: budget(as_decimal(str(amount)), symbol),
         "rate_amount": lambda per_hour: rate_amount(as_decimal(str(per_hour)), symbol),
         "rate_text": lambda per_hour: rate(

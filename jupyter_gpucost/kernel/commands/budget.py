@@ -9,8 +9,10 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 
-from ...core.i18n import N_, _
-from ...core.money import exact, status_bar
+from ...core.currency import for_reader
+from ...core.i18n import N_, _, current_language
+from ...core.money import budget as budget_text
+from ...core.money import status_bar
 from ...core.protocol import binding_standing
 from ...core.wording import budget_kind, per_scope
 from ..cell.measure import prices
@@ -38,14 +40,18 @@ def show_budget() -> str:
         status = server.status()
     except LinkError as e:
         raise UsageError(str(e)) from None
-    symbol = str(status.get("currency_symbol") or prices().currency_symbol)
+    symbol = for_reader(
+        str(status.get("currency") or ""),
+        str(status.get("currency_symbol") or prices().currency_symbol),
+        current_language(),
+    )
     binding = binding_standing(status.get("budget") or {})
     if not binding:
         return _("gpucost: no budget is set (%gpucost budget AMOUNT sets yours).")
     spent = binding.get("spent_usd")
     text = _("gpucost: budget {budget} ({kind}): {spent} spent")
     return text.format(
-        budget=per_scope(exact(binding["amount_usd"], symbol), str(binding["scope"])),
+        budget=per_scope(budget_text(binding["amount_usd"], symbol), str(binding["scope"])),
         kind=budget_kind(str(binding["kind"])),
         spent=_("unknown") if spent is None else status_bar(spent, symbol),
     )
@@ -81,12 +87,15 @@ def budget(words: list[str]) -> None:
 
 
 def server_symbol(server: ServerLink) -> str:
-    """The server's currency symbol (its status), else the one it handed to the kernel."""
+    """The server's currency symbol (its status), else the one it handed to the kernel, as
+    the kernel's language writes it (``¥`` in Chinese, as the browser)."""
     try:
-        symbol = server.status().get("currency_symbol")
+        status = server.status()
     except LinkError:
-        symbol = None
-    return symbol if isinstance(symbol, str) and symbol else prices().currency_symbol
+        status = {}
+    symbol = status.get("currency_symbol")
+    found = symbol if isinstance(symbol, str) and symbol else prices().currency_symbol
+    return for_reader(str(status.get("currency") or ""), found, current_language())
 
 
 #: what the server does at the end of the countdown (``budget_action``)
@@ -121,7 +130,7 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
     hard = state.get("hard")
     if soft:
         spent = soft.get("spent_usd")
-        budget = per_scope(exact(soft["amount_usd"], symbol), str(soft["scope"]))
+        budget = per_scope(budget_text(soft["amount_usd"], symbol), str(soft["scope"]))
         if spent is not None and spent >= soft["amount_usd"]:
             text = _(
                 "gpucost: your budget is now {budget}, and it is ALREADY SPENT: {spent} spent "
@@ -143,7 +152,7 @@ def budget_reply(state: dict[str, Any], symbol: str) -> str:
     else:
         lines.append(_("gpucost: your budget is removed."))
     if hard:
-        budget = per_scope(exact(hard["amount_usd"], symbol), str(hard["scope"]))
+        budget = per_scope(budget_text(hard["amount_usd"], symbol), str(hard["scope"]))
         text = _("gpucost: the administrator's budget of {budget} still applies.")
         lines.append(text.format(budget=budget))
     return "\n".join(lines)

@@ -369,6 +369,20 @@ describe('budget run-out time', () => {
     const plain = 'The GPUs have been idle for 30 minutes while costing money.';
     expect(localizeRunOut(plain, undefined, now)).toBe(plain);
   });
+
+  it("rewrites a Chinese message's run-out time as an English one's", () => {
+    const local = formatRunOut('2026-11-23T03:03:00Z', now);
+    expect(local).not.toContain('UTC');
+    // the translation as it is, and as it was ("UTC 03:03")
+    for (const message of [
+      '您的 ¥5.00 会话预算已用 95%；按当前速率，将于 03:03 UTC 用完。',
+      '您的 ¥5.00 会话预算已用 95%；按当前速率，将于 UTC 03:03 用完。'
+    ]) {
+      expect(localizeRunOut(message, '2026-11-23T03:03:00Z', now)).toBe(
+        `您的 ¥5.00 会话预算已用 95%；按当前速率，将于 ${local} 用完。`
+      );
+    }
+  });
 });
 
 describe('budget amounts typed by a person', () => {

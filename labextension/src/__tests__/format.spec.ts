@@ -6,7 +6,9 @@ import {
   formatBudget,
   formatDuration,
   formatMoney,
+  formatMoneyColumn,
   formatRate,
+  moneyColumnDigits,
   setMoneyLocale
 } from '../format';
 import { IGpuCostSnapshot, IGpuCostStatus } from '../tokens';
@@ -356,6 +358,28 @@ describe('the money rule, as the server writes it', () => {
       expect([c.amount, formatBudget(c.amount, '$')]).toEqual([
         c.amount,
         c.budget
+      ]);
+    }
+  });
+});
+
+describe('a column of amounts', () => {
+  it('has one number of decimals: never $0.0608 above $0.11', () => {
+    expect(formatMoneyColumn([0.0608, 0.11], '$')).toEqual([
+      '$0.0608',
+      '$0.1100'
+    ]);
+    expect(formatMoneyColumn([0.11, 2.5], '¥')).toEqual(['¥0.11', '¥2.50']);
+    expect(moneyColumnDigits([0, NaN, 3])).toBe(2);
+    expect(moneyColumnDigits([0.00002, 3])).toBe(4);
+  });
+
+  it('agrees with money.column, case by case', () => {
+    expect(moneyRule.columns.length).toBeGreaterThanOrEqual(8);
+    for (const c of moneyRule.columns) {
+      expect([c.amounts, formatMoneyColumn(c.amounts, '$')]).toEqual([
+        c.amounts,
+        c.shown
       ]);
     }
   });

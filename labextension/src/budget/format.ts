@@ -163,10 +163,7 @@ export function localizeActionTime(
   if (!at || Number.isNaN(new Date(at).getTime())) {
     return message;
   }
-  return message.replace(
-    /\b\d{1,2}:\d{2}(?::\d{2})? UTC\b/,
-    formatLocalTime(at, now)
-  );
+  return message.replace(Private.UTC_TIME, formatLocalTime(at, now));
 }
 
 /**
@@ -207,9 +204,10 @@ export function runOutText(
 }
 
 /**
- * A server message with its run-out time (`runs out at 18:19 UTC`) written in
- * the browser's local time instead, from the event's `runs_out_at`; the message
- * as it is when it has no such time.
+ * A server message with its run-out time (`runs out at 18:19 UTC`, `将于
+ * 18:19 UTC 用完`) written in the browser's local time instead, from the
+ * event's `runs_out_at`, in every language the server writes; the message as it
+ * is when it has no such time.
  */
 export function localizeRunOut(
   message: string,
@@ -219,10 +217,7 @@ export function localizeRunOut(
   if (!runsOutAt || Number.isNaN(new Date(runsOutAt).getTime())) {
     return message;
   }
-  return message.replace(
-    /runs out at \d{1,2}:\d{2}(?::\d{2})? UTC/,
-    `runs out at ${formatRunOut(runsOutAt, now)}`
-  );
+  return message.replace(Private.UTC_TIME, formatRunOut(runsOutAt, now));
 }
 
 /**
@@ -449,6 +444,8 @@ export function actionOutcome(action: string | null | undefined): string {
   switch (action) {
     case 'stop-instance':
       return trans().__('the machine stops');
+    case 'terminate-instance':
+      return trans().__('the machine is terminated');
     case 'stop-server':
       return trans().__('the server stops');
     case 'interrupt':
@@ -456,4 +453,16 @@ export function actionOutcome(action: string | null | undefined): string {
     default:
       return trans().__('the kernels shut down');
   }
+}
+
+/**
+ * Module-private helpers.
+ */
+namespace Private {
+  /**
+   * A time of day in UTC as the server writes it in any language: `14:02 UTC`
+   * (a translation may put the word first: `UTC 14:02`).
+   */
+  export const UTC_TIME =
+    /\b(?:\d{1,2}:\d{2}(?::\d{2})? UTC|UTC \d{1,2}:\d{2}(?::\d{2})?)\b/;
 }

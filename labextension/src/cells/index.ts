@@ -14,13 +14,14 @@ import {
 } from '@jupyterlab/notebook';
 import { Kernel, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { ToolbarButton } from '@jupyterlab/ui-components';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
+import { currencySymbol } from '../format';
 import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { requestJson } from '../request';
 import { hideRecords, removeBadge, showBadge, showIgnored } from './badge';
+import { CellCostToggle } from './toggle';
 import {
   AUTO_STATE_EXPRESSION,
   AUTO_STATE_KEY,
@@ -78,8 +79,13 @@ export async function fetchCellRecord(
   const body = (await requestJson(settings, CELLS_ROUTE, {
     limit: '1',
     cell_id: cellId
-  })) as { cells: ICellRecord[]; currency_symbol?: string };
-  return { record: body.cells[0] ?? null, symbol: body.currency_symbol ?? '$' };
+  })) as { cells: ICellRecord[]; currency?: string; currency_symbol?: string };
+  // the currency as the UI's language writes it, as the status bar does
+  const symbol = currencySymbol({
+    currency: body.currency ?? '',
+    currency_symbol: body.currency_symbol ?? '$'
+  });
+  return { record: body.cells[0] ?? null, symbol };
 }
 
 /**
@@ -119,7 +125,7 @@ export class CellCostController {
   /**
    * Follow a notebook: its toolbar button, and its kernel's restarts.
    */
-  track(panel: NotebookPanel, button: ToolbarButton | null): void {
+  track(panel: NotebookPanel, button: { pressed: boolean } | null): void {
     if (button) {
       this._buttons.set(panel, button);
     }
@@ -509,7 +515,7 @@ export class CellCostController {
 
   private _on = new Map<NotebookPanel, boolean>();
   private _pending = new Map<NotebookPanel, Promise<void>>();
-  private _buttons = new Map<NotebookPanel, ToolbarButton>();
+  private _buttons = new Map<NotebookPanel, { pressed: boolean }>();
   private _shown = new Map<string, string>();
 }
 
@@ -520,12 +526,19 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
   NotebookPanel,
   INotebookModel
 > {
-  constructor(private readonly _controller: CellCostController) {}
+  constructor(
+    private readonly _controller: CellCostController,
+    private readonly _model: IGpuCostModel | null = null
+  ) {}
 
   createNew(panel: NotebookPanel): IDisposable {
-    const button = new ToolbarButton({
-      className: 'jp-gpucost-cell-toggle',
-      label: '$/cell',
+    // the session's currency, as the status bar writes it: `¥/cell` in yuan
+    const label = (): string => {
+      const status = this._model?.status;
+      return trans().__('%1/cell', status ? currencySymbol(status) : '$');
+    };
+    const button = new CellCostToggle({
+      label: label(),
       tooltip: trans().__(
         'Price every cell (jupyter-gpucost): its cost is shown next to it and saved in its metadata'
       ),
@@ -537,7 +550,14 @@ class ToolbarExtension implements DocumentRegistry.IWidgetExtension<
     panel.toolbar.insertItem(10, 'gpucostCells', button);
     hideRecords(panel);
     this._controller.track(panel, button);
-    return new DisposableDelegate(() => button.dispose());
+    const relabel = (): void => {
+      button.label = label();
+    };
+    this._model?.stateChanged.connect(relabel);
+    return new DisposableDelegate(() => {
+      this._model?.stateChanged.disconnect(relabel);
+      button.dispose();
+    });
   }
 }
 
@@ -557,14 +577,14 @@ export const cellCostPlugin: JupyterFrontEndPlugin<void> = {
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     settingRegistry: ISettingRegistry | null,
-    _model?: IGpuCostModel | null
+    model?: IGpuCostModel | null
   ): void => {
     const controller = new CellCostController(
       app.serviceManager.serverSettings
     );
     app.docRegistry.addWidgetExtension(
       'Notebook',
-      new ToolbarExtension(controller)
+      new ToolbarExtension(controller, model ?? null)
     );
     const panelOf = (notebook: Notebook): NotebookPanel | null =>
       tracker.find(panel => panel.content === notebook) ?? null;

@@ -27,6 +27,10 @@ export interface IMachine {
   instance_price_confidence: string | null;
   /** `upper-bound`: a spot instance priced at its on-demand row. */
   instance_price_basis?: string | null;
+  /** The instance row's date, region and market (older servers leave them out). */
+  instance_price_as_of?: string | null;
+  instance_price_region?: string | null;
+  instance_price_market?: string | null;
   /** How the prices were chosen, in the server's language. */
   price_note?: string | null;
 }

@@ -1,6 +1,6 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { formatDuration, formatMoney } from '../format';
+import { formatDuration, formatMoney, moneyColumnDigits } from '../format';
 import { IKernelCost, IKernelsAnswer, IRightsizing } from './types';
 
 /**
@@ -73,6 +73,22 @@ function hostPids(
 }
 
 /**
+ * The decimals of the kernel table's Cost column, its total included: one
+ * number of decimals for every amount in it (`moneyColumnDigits`).
+ */
+export function kernelCostDigits(answer: IKernelsAnswer): 2 | 4 {
+  const minimum = (answer.micro_usd?.minimum_charge ?? 0) / 1e6;
+  return moneyColumnDigits([
+    ...answer.kernels.map(kernel => kernel.cost_usd),
+    answer.unattributed_usd,
+    answer.unattributed_usd - minimum,
+    minimum,
+    answer.idle_usd,
+    answer.total_usd
+  ]);
+}
+
+/**
  * The kernel table: one row per kernel (most expensive first), then the
  * unattributed and idle rows, which together with the kernels make the total.
  * Without a metered GPU (`metered` false) there is no GPU cost to share: the
@@ -84,6 +100,11 @@ export function kernelRows(
   trans: TranslationBundle,
   metered = true
 ): IKernelRow[] {
+  const digits = kernelCostDigits(answer);
+  // the machine-while-cells-ran column has its own amounts, so its own decimals
+  const cellsDigits = moneyColumnDigits(
+    answer.kernels.map(kernel => kernel.cells_cost_usd ?? 0)
+  );
   const rows: IKernelRow[] = [...answer.kernels]
     .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
     .map(kernel => ({
@@ -102,10 +123,10 @@ export function kernelRows(
         metered && !kernel.remote
           ? formatShareBy(kernel.gpu_share_by, trans)
           : '—',
-      cost: metered ? formatMoney(kernel.cost_usd, symbol) : '—',
+      cost: metered ? formatMoney(kernel.cost_usd, symbol, digits) : '—',
       cellsCost:
         kernel.cells && kernel.cells_cost_usd !== undefined
-          ? formatMoney(kernel.cells_cost_usd, symbol)
+          ? formatMoney(kernel.cells_cost_usd, symbol, cellsDigits)
           : '—',
       kind: 'kernel' as const,
       title: kernel.remote
@@ -149,7 +170,7 @@ export function kernelRows(
     share: '',
     shareBy: '',
     cellsCost: '',
-    cost: formatMoney(unattributed, symbol),
+    cost: formatMoney(unattributed, symbol, digits),
     kind: 'unattributed',
     title: trans.__(
       'GPU time used by processes that belong to no kernel of this server (or that could not be matched).'
@@ -176,7 +197,7 @@ export function kernelRows(
       share: '',
       shareBy: '',
       cellsCost: '',
-      cost: formatMoney(minimumMicro / 1_000_000, symbol),
+      cost: formatMoney(minimumMicro / 1_000_000, symbol, digits),
       kind: 'minimum',
       title: trans.__(
         'What the billing rule adds to the time the GPUs were held (its minimum charge and rounding): billed whether or not anything ran.'
@@ -191,7 +212,7 @@ export function kernelRows(
     share: '',
     shareBy: '',
     cellsCost: '',
-    cost: formatMoney(answer.idle_usd, symbol),
+    cost: formatMoney(answer.idle_usd, symbol, digits),
     kind: 'idle',
     title: trans.__('Paid while the GPUs did nothing.')
   });

@@ -2,7 +2,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatMoney } from '../format';
-import { gpuMetered, IKernelRow, kernelRows } from './format';
+import { gpuMetered, IKernelRow, kernelCostDigits, kernelRows } from './format';
 import { CostPanelModel } from './model';
 import { PanelTable } from './table';
 
@@ -141,7 +141,11 @@ export function Kernels(props: {
                 <td />
                 {withCells && <td />}
                 <td className="jp-gpucost-num">
-                  {formatMoney(answer.total_usd, symbol)}
+                  {formatMoney(
+                    answer.total_usd,
+                    symbol,
+                    kernelCostDigits(answer)
+                  )}
                 </td>
               </tr>
             )

@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { formatDuration, formatRate } from '../format';
 import { machineLine } from '../machine/format';
+import { priceLines } from './price-lines';
 import { IPanelStatus } from './types';
 
 /*
@@ -39,11 +40,14 @@ export function Prices(props: {
   return (
     <section className="jp-gpucost-panel-prices">
       <h3>{trans.__('Prices')}</h3>
-      <ul>
-        {machine !== null && <li data-field="machine">{machine}</li>}
-        {[...sources.entries()].map(([label, source]) => (
-          <li key={label}>
-            <strong>{label}</strong>: {source}
+      <ul className="jp-gpucost-price-lines">
+        {priceLines(status, symbol, trans).map(line => (
+          <li
+            key={`${line.per}-${line.key}`}
+            data-price-per={line.per}
+            data-price-of={line.key}
+          >
+            {line.text}
           </li>
         ))}
         {status.base_price_usd_per_hour > 0 && (
@@ -57,14 +61,30 @@ export function Prices(props: {
       </ul>
       <p className="jp-gpucost-panel-note">
         {trans.__(
-          '%1 %2 prices; catalog of %3. Billing: per %4 s, at least %5 s.',
-          status.prices.provider ?? '—',
-          status.prices.market ?? '',
-          catalogDate ?? status.prices.as_of ?? '—',
+          'Billing: per %1 s, at least %2 s.',
           status.billing?.granularity_s ?? 1,
           status.billing?.minimum_charge_s ?? 0
         )}
       </p>
+      <details className="jp-gpucost-price-provenance">
+        <summary>{trans.__('Where these prices come from')}</summary>
+        <ul>
+          {machine !== null && <li data-field="machine">{machine}</li>}
+          {[...sources.entries()].map(([label, source]) => (
+            <li key={label}>
+              <strong>{label}</strong>: {source}
+            </li>
+          ))}
+        </ul>
+        <p className="jp-gpucost-panel-note">
+          {trans.__(
+            '%1 %2 prices; catalog of %3.',
+            status.prices.provider ?? '—',
+            status.prices.market ?? '',
+            catalogDate ?? status.prices.as_of ?? '—'
+          )}
+        </p>
+      </details>
       <p className="jp-gpucost-panel-note">
         {trans.__('Session running for %1.', formatDuration(status.elapsed_s))}
       </p>

@@ -3,7 +3,12 @@ import * as React from 'react';
 
 import { formatLocalTime } from '../budget/format';
 import { describePaths } from '../export/format';
-import { formatBytes, formatDuration, formatMoney } from '../format';
+import {
+  formatBytes,
+  formatDuration,
+  formatMoney,
+  moneyColumnDigits
+} from '../format';
 import { CostPanelModel } from './model';
 import { PanelTable } from './table';
 import { ICellCost } from './types';
@@ -24,6 +29,8 @@ export function Cells(props: {
   if (rows.length === 0) {
     return null;
   }
+  // one number of decimals for the whole cost column
+  const digits = moneyColumnDigits(rows.map(cell => cell.cost_usd));
   return (
     <section className="jp-gpucost-panel-cells">
       <h3>{trans.__('Recent cells')}</h3>
@@ -64,7 +71,7 @@ export function Cells(props: {
             headerTitle: trans.__(
               "The whole machine (every GPU, idle or not) priced for the cell's wall time; not the cell's GPU use."
             ),
-            cell: cell => formatMoney(cell.cost_usd, symbol),
+            cell: cell => formatMoney(cell.cost_usd, symbol, digits),
             numeric: true
           }
         ]}
