@@ -24,7 +24,7 @@ from test_config import start_server
             ["--GpuCost.budget_action=explode"],
             {},
             "c.GpuCost.budget_action = 'explode' is not valid: use one of interrupt, "
-            "shutdown, stop-server, stop-instance.",
+            "shutdown, stop-server, stop-instance, terminate-instance.",
         ),
         (
             ["--GpuCost.hard_budget_scope=week"],
@@ -55,7 +55,7 @@ from test_config import start_server
             [],
             {"GPUCOST_BUDGET_USD": "5", "GPUCOST_BUDGET_ACTION": "nuke"},
             "GPUCOST_BUDGET_ACTION='nuke' is not valid (c.GpuCost.budget_action = 'nuke' is "
-            "not valid: use one of interrupt, shutdown, stop-server, stop-instance.",
+            "not valid: use one of interrupt, shutdown, stop-server, stop-instance, terminate-instance.",
         ),
         (
             ["--GpuCost.ledger_url=none"],

@@ -169,7 +169,8 @@ def test_reported_interruptions_are_counted_once_per_user_on_every_admin_view(hu
     assert code == 200, page
     assert "本月竞价实例中断" in page
     assert "2 次中断" in page
-    assert "自上次检查点以来损失 $0.50" in page
+    # dollars are spelled US$ in Chinese, as JupyterLab's Chinese pages spell them
+    assert "自上次检查点以来损失 US$0.50" in page
 
     # the CSV and /metrics
     code, text = hub.svc("GET", "api/admin/users.csv", hub.token_for("erin"))
