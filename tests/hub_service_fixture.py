@@ -130,7 +130,9 @@ def http(
         data = b""
     request = urllib.request.Request(url, method=method, headers=headers, data=data)
     try:
-        with urllib.request.urlopen(request, timeout=15) as response:
+        # the Hub holds a spawn request up to its slow_spawn_timeout (10 s) before it
+        # answers 202: the client waits longer than that, on a busy machine too
+        with urllib.request.urlopen(request, timeout=60) as response:
             raw = response.read()
             kind = response.headers.get("Content-Type", "")
             return response.status, json.loads(raw) if raw and "json" in kind else raw.decode()

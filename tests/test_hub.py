@@ -47,7 +47,9 @@ class Hub:
             data=b"" if method in ("POST", "DELETE") else None,
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            # the Hub holds a spawn request up to its slow_spawn_timeout (10 s) before it
+            # answers 202: the client waits longer than that, on a busy machine too
+            with urllib.request.urlopen(request, timeout=60) as response:
                 body = response.read()
                 return response.status, json.loads(body) if body else None
         except urllib.error.HTTPError as e:

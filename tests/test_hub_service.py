@@ -114,7 +114,7 @@ def test_a_spawn_over_a_day_budget_is_refused_with_its_message(hub: Hub) -> None
     chinese = {"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.8"}
     code, body = hub.call("POST", "/users/alice/server", headers=chinese)
     assert code == 403, body
-    assert body["message"].startswith("您的服务器无法启动。您的每日预算 $0.03")
+    assert body["message"].startswith("您的服务器无法启动。您的每日预算 US$0.03")
     assert "（由您的 Hub 管理员设置）已用完" in body["message"]  # noqa: RUF001
     assert hub.server("alice") is None
 

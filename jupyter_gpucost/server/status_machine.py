@@ -1,0 +1,65 @@
+"""The ``machine`` object of ``GET /gpucost/api/status`` and its warnings: the detected
+machine in the server's language, how it is priced, and what it cannot do (a machine
+that cannot be stopped bills until terminated)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.i18n import _, ngettext
+from ..core.instance_prices import PricePlan
+from ..core.machine import Machine, describe, note_text
+from ..core.meter import MeterSnapshot
+
+
+def machine_json(
+    machine: Machine | None, plan: PricePlan | None, snapshot: MeterSnapshot
+) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+    """The ``machine`` object (``None``: none detected) and its warnings."""
+    if machine is None:
+        return None, []
+    whole = None if plan is None else plan.whole
+    doc: dict[str, Any] = {
+        **machine.to_json(),
+        # in the server's language: the detection's own words are constants of the catalog
+        "note": note_text(machine, _),
+        "cannot_stop": _(machine.cannot_stop) if machine.cannot_stop else None,
+        "label": describe(machine, _),
+        "priced": "instance" if whole is not None else "gpu",
+        "price_note": None if plan is None or not plan.note_msgid else plan.note_in(_),
+        "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
+        "instance_price_source": None if whole is None else whole.per_gpu.source,
+        "instance_price_confidence": None if whole is None else whole.row.confidence,
+        "instance_price_basis": None if whole is None else whole.per_gpu.basis,
+        "instance_price_as_of": None if whole is None else whole.row.as_of,
+        "instance_price_region": None if whole is None else (whole.row.region or None),
+        "instance_price_market": None if whole is None else (whole.row.market or None),
+    }
+    warnings = []
+    if machine.cannot_stop:
+        # it bills until terminated: the ⚠ in the status bar and a banner in the panel
+        warnings.append({"code": "machine-cannot-stop", "message": doc["cannot_stop"]})
+    if whole is not None:
+        seen = sum(1 for g in snapshot.gpus if g.model == whole.row.gpu_model)
+        if seen != whole.row.gpus:
+            warnings.append(
+                {
+                    "code": "instance-gpus",
+                    "message": ngettext(
+                        "A {instance} has {gpus} {model} GPU; {seen} are visible here, so "
+                        "{seen} of its {gpus} shares of the instance price are counted.",
+                        "A {instance} has {gpus} {model} GPUs; {seen} are visible here, so "
+                        "{seen} of its {gpus} shares of the instance price are counted.",
+                        whole.row.gpus,
+                    ).format(
+                        instance=whole.row.instance,
+                        gpus=whole.row.gpus,
+                        model=whole.row.gpu_model,
+                        seen=seen,
+                    ),
+                }
+            )
+    elif plan is not None and plan.note_msgid:
+        message = _("Machine: {note}.").format(note=plan.note_in(_))
+        warnings.append({"code": "instance-unpriced", "message": message})
+    return doc, warnings
