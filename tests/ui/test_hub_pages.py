@@ -124,7 +124,7 @@ def test_the_spawn_page_says_it_in_the_browser_s_language(hub: Hub, page: Any) -
     page.goto(f"{hub.public}/hub/spawn", timeout=60_000)
     message = page.locator("text=您的服务器无法启动。")
     expect(message).to_be_visible(timeout=30_000)
-    expect(message).to_contain_text("您的每日预算 $0.00（由您的 Hub 管理员设置）已用完")  # noqa: RUF001
+    expect(message).to_contain_text("您的每日预算 US$0.00（由您的 Hub 管理员设置）已用完")  # noqa: RUF001
     expect(message).not_to_contain_text("Your server cannot start")
     screenshot(page, "hub-spawn-refused-zh.png")
     assert hub.server("dave") is None
