@@ -107,9 +107,9 @@ def main(
 
 
 def _check(settings: ProfileSettings, out: TextIO, err: TextIO, *, as_json: bool = False) -> int:
-    settings, cloud = profiles_setup.resolved(settings)
-    sign = symbol(settings.prices.session_currency)
     source = profile_source.read(settings.profiles_from)
+    settings, cloud = profiles_setup.resolved(settings, source)
+    sign = symbol(settings.prices.session_currency)
     prices = profiles_setup.derived_prices(settings.prices, settings.gpu_sharing)
     overrides = _overrides(settings)
     table = ProfileTable(source, prices, overrides)
@@ -122,7 +122,7 @@ def _check(settings: ProfileSettings, out: TextIO, err: TextIO, *, as_json: bool
     else:
         _print_table(table, settings, sign, out, cloud)
     try:
-        profiles_setup.build(settings)
+        profiles_setup.build(settings, source)
     except HubConfigError as e:
         print(f"check-profiles: {e}", file=err)
         for problem in table.problems:

@@ -60,14 +60,18 @@ def derived_prices(policy: PricePolicy, gpu_sharing: Mapping[str, int] | None = 
     return Prices(policy=policy, instances=rows, gpu_sharing=dict(gpu_sharing or {}))
 
 
-def resolved(settings: ProfileSettings) -> tuple[ProfileSettings, Cloud]:
+def resolved(
+    settings: ProfileSettings, source: ProfileSource | None = None
+) -> tuple[ProfileSettings, Cloud]:
     """``settings`` with the provider whose prices apply: ``price_provider`` checked
     against the cloud the profile list names, or that cloud where it is unset
-    (:mod:`.cloud`); :class:`HubConfigError` for a conflict, or nothing to go by."""
+    (:mod:`.cloud`); :class:`HubConfigError` for a conflict, or nothing to go by.
+    ``source``: the profile list already read from ``profiles_from`` (else read here)."""
     found = []
     unreadable = ""
     if settings.profiles_from:
-        source = profile_source.read(settings.profiles_from)
+        if source is None:
+            source = profile_source.read(settings.profiles_from)
         try:
             rows = load_instance_rows()
         except CatalogError as e:
@@ -80,10 +84,13 @@ def resolved(settings: ProfileSettings) -> tuple[ProfileSettings, Cloud]:
     return replace(settings, prices=replace(policy, provider=cloud.provider)), cloud
 
 
-def build(settings: ProfileSettings) -> Allocations:
-    """The allocation policy; :class:`HubConfigError` naming what cannot be priced."""
-    settings, cloud = resolved(settings)
-    if not settings.profiles_from:
+def build(settings: ProfileSettings, source: ProfileSource | None = None) -> Allocations:
+    """The allocation policy; :class:`HubConfigError` naming what cannot be priced.
+    ``source``: the profile list already read from ``profiles_from`` (else read here)."""
+    if settings.profiles_from and source is None:
+        source = profile_source.read(settings.profiles_from)
+    settings, cloud = resolved(settings, source)
+    if not settings.profiles_from or source is None:
         return Allocations(
             AllocationPolicy(
                 settings.profile_gpus,
@@ -94,7 +101,6 @@ def build(settings: ProfileSettings) -> Allocations:
             settings.prices,
             cloud,
         )
-    source = profile_source.read(settings.profiles_from)
     prices = derived_prices(settings.prices, settings.gpu_sharing)
     tables: list[ProfileTable] = []
 

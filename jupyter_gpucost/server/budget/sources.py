@@ -92,14 +92,21 @@ def resolve(
             f"GPUCOST_BUDGET_GRACE_S = {grace_s.env:g}: the spawner's is in force"
         )
         grace = grace_s.env
-    chosen = action.trait
-    if action.env is not None and _strength(chosen) < _strength(action.env):
+    chosen = action_in_force(action.trait, action.env)
+    if chosen != action.trait:
         notes.append(
-            f"c.GpuCost.budget_action = {chosen!r} is weaker than the spawner's "
+            f"c.GpuCost.budget_action = {action.trait!r} is weaker than the spawner's "
             f"GPUCOST_BUDGET_ACTION = {action.env!r}: the spawner's is in force"
         )
-        chosen = action.env
     return Resolved(hard, grace, chosen, tuple(notes))
+
+
+def action_in_force(trait: str, env: str | None) -> str:
+    """The budget action in force: the setting's, or the spawner's
+    ``GPUCOST_BUDGET_ACTION`` where that is stronger."""
+    if env is not None and _strength(trait) < _strength(env):
+        return env
+    return trait
 
 
 def _strength(action: str) -> int:

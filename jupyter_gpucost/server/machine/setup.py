@@ -39,6 +39,7 @@ from ...core.instance_prices import (
 )
 from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
+from ..budget.sources import action_in_force
 from ..traits import within
 from .spot_prices import spot_price_plan
 
@@ -233,8 +234,10 @@ def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> Machi
             azure_url=str(traits.azure_prices_url),
             cache_path=cache,
         ),
-        check_spot_stop="stop-instance"
-        in (str(getattr(traits, "budget_action", "")), environ.get("GPUCOST_BUDGET_ACTION", "")),
+        check_spot_stop=action_in_force(
+            str(getattr(traits, "budget_action", "")), environ.get("GPUCOST_BUDGET_ACTION")
+        )
+        == "stop-instance",
     )
 
 
