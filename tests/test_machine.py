@@ -14,6 +14,7 @@ import pytest
 from cloud_standins import Cloud, StandIn, serve, write_dmi
 
 from jupyter_gpucost.cloud.detect import DetectSettings, Endpoints, identify
+from jupyter_gpucost.core.attached_gpus import find_vm, load_vm_rows
 from jupyter_gpucost.core.catalog import load_catalog
 from jupyter_gpucost.core.gpu_models import _MODEL_RULES
 from jupyter_gpucost.core.instance_prices import (
@@ -199,7 +200,6 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
         ("gcp", "a2-highgpu-1g"),
         ("gcp", "a3-highgpu-8g"),
         ("gcp", "g2-standard-4"),
-        ("gcp", "n1-standard-4"),
         ("azure", "Standard_NC24ads_A100_v4"),
         ("azure", "Standard_ND96isr_H100_v5"),
     ]:
@@ -209,6 +209,13 @@ def test_the_catalog_prices_the_instance_families_people_rent() -> None:
         assert row.confidence
         assert row.gpu_model in KNOWN_MODELS, row
     assert find_instance(ROWS, provider="gcp", instance="a3-highgpu-1g", market="spot")
+    # an N1 VM is priced as GCP bills it: its own row, plus each attached GPU's
+    for market in ("on-demand", "spot"):
+        vm = find_vm(load_vm_rows(), provider="gcp", machine_type="n1-standard-4", market=market)
+        assert vm is not None
+        assert vm.source
+        assert vm.confidence
+        assert load_catalog().find(provider="gcp", market=market, model="T4") is not None
 
 
 #: every size of the families users rent, as each provider names them

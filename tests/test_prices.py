@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_gpucost.core.attached_gpus import load_vm_rows
 from jupyter_gpucost.core.catalog import (
     CONFIDENCE_LEVELS,
     DOUBTFUL_CONFIDENCE,
@@ -43,6 +44,9 @@ GIB = 1024**3
         ("NVIDIA A10G", 23 * GIB, "A10G"),
         ("NVIDIA A10", 23 * GIB, "A10"),
         ("Tesla V100-SXM2-16GB", 16 * GIB, "V100"),
+        ("Tesla P100-PCIE-16GB", 16 * GIB, "P100"),
+        ("Tesla P4", 8 * GIB, "P4"),
+        ("Tesla P40", 24 * GIB, None),  # not the P4: no row prices it
         ("NVIDIA H100 80GB HBM3", 80 * GIB, "H100-80GB"),
         ("NVIDIA H100 PCIe", 80 * GIB, "H100-80GB"),
         ("NVIDIA H100 NVL", 94 * GIB, "H100-NVL"),
@@ -76,7 +80,7 @@ UNCHECKED = ("remembered", "recollection", "not checked")
 def _raw_rows() -> list[tuple[str, dict[str, object]]]:
     data, _ = read_catalog_toml()
     rows: list[tuple[str, dict[str, object]]] = []
-    for kind in ("price", "instance"):
+    for kind in ("price", "instance", "vm"):
         table = data[kind]
         assert isinstance(table, list)
         rows += [(f"{kind} row {i}", raw) for i, raw in enumerate(table, 1)]
@@ -87,7 +91,7 @@ def test_every_row_has_a_source_a_date_and_the_label_its_evidence_supports() -> 
     data, _ = read_catalog_toml()
     catalog_date = date.fromisoformat(str(data["catalog_date"]))
     rows = _raw_rows()
-    assert len(rows) == len(load_catalog().rows) + len(load_instance_rows())
+    assert len(rows) == len(load_catalog().rows) + len(load_instance_rows()) + len(load_vm_rows())
     for where, raw in rows:
         what = f"{where}: {raw}"
         source = str(raw.get("source", ""))

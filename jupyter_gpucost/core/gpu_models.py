@@ -26,6 +26,8 @@ _MODEL_RULES: Sequence[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bL4\b"), "L4"),
     (re.compile(r"\bV100\b"), "V100"),
     (re.compile(r"\bT4\b"), "T4"),
+    (re.compile(r"\bP100\b"), "P100"),
+    (re.compile(r"\bP4\b"), "P4"),
     (re.compile(r"\bB200\b"), "B200"),
     (re.compile(r"\bRTX\s?4090\b"), "RTX-4090"),
     (re.compile(r"\bRTX\s?3090\b"), "RTX-3090"),

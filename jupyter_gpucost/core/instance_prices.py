@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 
+from .attached_gpus import VmPricing, VmRow, vm_pricing
 from .catalog import (
     BASIS_CATALOG,
     BASIS_UPPER_BOUND,
@@ -197,6 +198,18 @@ class PricePlan:
     note_msgid: str = ""
     #: the values the message fills in
     note_values: tuple[tuple[str, str], ...] = ()
+    #: the VM of a machine with attached GPUs (GCP's N1 with a T4): its row is the base
+    #: price, each GPU is priced at its own row (:mod:`.attached_gpus`); ``None``: not one
+    vm: VmPricing | None = None
+
+    def base_usd_per_hour(self, otherwise: Decimal) -> Decimal:
+        """The machine's base price: the remainder of its whole-instance row, or its VM's
+        price, else ``otherwise`` (the admin's base price)."""
+        if self.whole is not None:
+            return self.whole.base_usd_per_hour
+        if self.vm is not None:
+            return self.vm.usd_per_hour
+        return otherwise
 
     @property
     def note(self) -> str:
@@ -220,13 +233,15 @@ def plan_prices(
     providers: tuple[str, ...],
     rows: tuple[InstanceRow, ...],
     default_provider: str = "aws",
+    vms: tuple[VmRow, ...] = (),
 ) -> PricePlan:
     """The admin's settings win; then the detected machine; then the defaults.
 
     ``provider`` etc. describe the detected machine (``provider=None``: none detected). A
     machine is priced whole only when the admin set none of provider, instance or base
     price, it is its own (not a shared Kubernetes node) and the catalog has its row, for sale
-    at that market.
+    at that market; a machine type with a ``[[vm]]`` row (an N1 VM with GPUs attached) is
+    priced VM + each GPU at its own row.
     """
     if provider is None:
         return PricePlan(admin.provider or default_provider, admin.market or "on-demand")
@@ -259,6 +274,15 @@ def plan_prices(
                 note_msgid=NOTE_SPOT_AT_ON_DEMAND,
                 note_values=(("instance", instance_type),),
             )
+    if row is None and instance_type:
+        vm = vm_pricing(vms, provider=provider, machine_type=instance_type, market=market)
+        if vm is not None and vm.upper_bound:
+            named = (("instance", instance_type),)
+            return PricePlan(
+                chosen, market, vm=vm, note_msgid=NOTE_SPOT_AT_ON_DEMAND, note_values=named
+            )
+        if vm is not None:
+            return PricePlan(chosen, market, vm=vm)
     if row is None:
         if instance_type:
             values = (("instance", instance_type), ("market", market))

@@ -297,7 +297,6 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         except ValueError as e:
             raise ConfigError(str(e)) from None
         self.machine = found
-        whole = found.plan.whole
         return CostConfig(
             telemetry=self.telemetry,
             sample_interval_s=self.sample_interval_s,
@@ -314,11 +313,9 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
             unknown_gpu_usd_per_hour=bound,
             granularity_s=self.billing_granularity_s,
             minimum_charge_s=self.minimum_charge_s,
-            base_usd_per_hour=parse_price(
-                self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
-            )
-            if whole is None
-            else whole.base_usd_per_hour,
+            base_usd_per_hour=found.plan.base_usd_per_hour(
+                parse_price(self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour")
+            ),
             currency=self.currency,
             currency_symbol=self.currency_symbol,
             simulated_trace=self.simulated_trace,

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.attached_gpus import VmPricing
+from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND
 from ..core.i18n import _, ngettext
-from ..core.instance_prices import PricePlan
+from ..core.instance_prices import InstancePricing, PricePlan
 from ..core.machine import Machine, describe, note_text
 from ..core.meter import MeterSnapshot
 
@@ -19,21 +21,17 @@ def machine_json(
     if machine is None:
         return None, []
     whole = None if plan is None else plan.whole
+    vm = None if plan is None else plan.vm
     doc: dict[str, Any] = {
         **machine.to_json(),
         # in the server's language: the detection's own words are constants of the catalog
         "note": note_text(machine, _),
         "cannot_stop": _(machine.cannot_stop) if machine.cannot_stop else None,
         "label": describe(machine, _),
-        "priced": "instance" if whole is not None else "gpu",
+        # an N1 VM with attached GPUs: the VM priced from its row, each GPU from its own
+        "priced": "instance" if whole is not None or vm is not None else "gpu",
         "price_note": None if plan is None or not plan.note_msgid else plan.note_in(_),
-        "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
-        "instance_price_source": None if whole is None else whole.per_gpu.source,
-        "instance_price_confidence": None if whole is None else whole.row.confidence,
-        "instance_price_basis": None if whole is None else whole.per_gpu.basis,
-        "instance_price_as_of": None if whole is None else whole.row.as_of,
-        "instance_price_region": None if whole is None else (whole.row.region or None),
-        "instance_price_market": None if whole is None else (whole.row.market or None),
+        **(_vm_price(vm) if vm is not None else _whole_price(whole)),
     }
     warnings = []
     if machine.cannot_stop:
@@ -63,3 +61,30 @@ def machine_json(
         message = _("Machine: {note}.").format(note=plan.note_in(_))
         warnings.append({"code": "instance-unpriced", "message": message})
     return doc, warnings
+
+
+def _whole_price(whole: InstancePricing | None) -> dict[str, Any]:
+    """The ``instance_price_*`` fields of a machine priced whole (``None``: per GPU)."""
+    return {
+        "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
+        "instance_price_source": None if whole is None else whole.per_gpu.source,
+        "instance_price_confidence": None if whole is None else whole.row.confidence,
+        "instance_price_basis": None if whole is None else whole.per_gpu.basis,
+        "instance_price_as_of": None if whole is None else whole.row.as_of,
+        "instance_price_region": None if whole is None else (whole.row.region or None),
+        "instance_price_market": None if whole is None else (whole.row.market or None),
+    }
+
+
+def _vm_price(vm: VmPricing) -> dict[str, Any]:
+    """The ``instance_price_*`` fields of a VM whose GPUs are priced one by one: the VM's
+    own row (its GPUs are in ``gpus``)."""
+    return {
+        "instance_price_usd_per_hour": float(vm.usd_per_hour),
+        "instance_price_source": vm.source,
+        "instance_price_confidence": vm.row.confidence,
+        "instance_price_basis": BASIS_UPPER_BOUND if vm.upper_bound else BASIS_CATALOG,
+        "instance_price_as_of": vm.row.as_of,
+        "instance_price_region": vm.row.region or None,
+        "instance_price_market": vm.row.market,
+    }

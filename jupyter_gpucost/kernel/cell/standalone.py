@@ -67,6 +67,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
     from its DMI files and its cloud's metadata service (the endpoints its SDKs honour),
     priced whole where the catalog has the instance; ``None`` when no machine is found."""
     from ...cloud.detect import DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+    from ...core.attached_gpus import load_vm_rows
     from ...core.catalog import PricePolicy, load_catalog
     from ...core.instance_prices import AdminPrices, load_instance_rows, plan_prices
 
@@ -87,6 +88,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         shared=machine.shared,
         providers=catalog.providers,
         rows=load_instance_rows(),
+        vms=load_vm_rows(),
     )
     whole = plan.whole
     policy = PricePolicy(
@@ -100,10 +102,16 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         price = policy.price_for(name, memory)
         gpus[uuid] = (name, None if price is None else price.usd_per_gpu_hour)
     what = " ".join(x for x in (machine.provider, machine.instance_type, plan.market) if x)
-    how = "whole-instance price" if whole is not None else plan.note or "per-GPU prices"
+    how = (
+        "whole-instance price"
+        if whole is not None
+        else "VM + each GPU"
+        if plan.vm is not None
+        else plan.note or "per-GPU prices"
+    )
     return KernelPrices(
         gpus=gpus,
-        base_usd_per_hour=Decimal(0) if whole is None else whole.base_usd_per_hour,
+        base_usd_per_hour=plan.base_usd_per_hour(Decimal(0)),
         source=f"the shipped catalog for this {what} machine ({how}): no jupyter-gpucost "
         "server for this kernel",
         from_server=False,

@@ -29,6 +29,7 @@ from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoi
 from ...cloud.lambda_cloud import LAMBDA_API
 from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
 from ...cloud.stop import StopSettings, stop_instance
+from ...core.attached_gpus import VmRow, load_vm_rows
 from ...core.catalog import Catalog
 from ...core.instance_prices import (
     AdminPrices,
@@ -325,6 +326,7 @@ def price_plan(
     machine: Machine | None,
     catalog: Catalog,
     rows: tuple[InstanceRow, ...],
+    vms: tuple[VmRow, ...] = (),
 ) -> PricePlan:
     return plan_prices(
         admin,
@@ -334,6 +336,7 @@ def price_plan(
         shared=machine is not None and machine.shared,
         providers=catalog.providers,
         rows=rows,
+        vms=vms,
     )
 
 
@@ -406,7 +409,7 @@ def resolve_machine(
     }
     admin = admin_prices(config, values)
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
-    plan = price_plan(admin, machine, catalog, rows)
+    plan = price_plan(admin, machine, catalog, rows, load_vm_rows(catalog_path))
     plan = spot_price_plan(plan, machine, traits, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)

@@ -1,0 +1,147 @@
+"""GPUs attached to a VM: how GCP bills an N1 VM with GPUs (the VM, plus each GPU).
+
+GCP sells T4, V100, P100 and P4 GPUs as *accelerators* attached to an N1 VM: the bill has
+one line for the VM's machine type (its vCPUs and memory) and one per attached GPU, each at
+its own rate for the region and market. The machine type (``n1-standard-8``) does not say
+how many GPUs are attached; NVML does.
+
+The catalog holds the two halves (``jupyter_gpucost/data/prices.toml``):
+
+* ``[[vm]]`` rows: a machine type's hourly price without GPUs (provider, machine type,
+  market, region, source, date, confidence);
+* ``[[price]]`` rows of the provider for each accelerator (``instance`` is GCP's accelerator
+  type, ``nvidia-tesla-t4``): the price of one attached GPU.
+
+This module owns the rule that composes them: the VM's row is the machine's base price and
+every GPU is priced at its accelerator's row, so an ``n1-standard-8`` with one T4 costs the
+VM + 1 × T4, with two T4s the VM + 2 × T4 (:func:`attached_total`). Where the VM has no row
+the machine is priced per GPU and says so by name; a GPU without a row is priced at the
+catalog's labelled upper bound (:func:`~.catalog.upper_bound`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from .catalog import (
+    MARKETS,
+    CatalogError,
+    parse_confidence,
+    parse_price,
+    price_key,
+    read_catalog_toml,
+)
+from .currency import DEFAULT_CURRENCY
+
+
+@dataclass(frozen=True)
+class VmRow:
+    """What a provider bills for one VM of a machine type, without its attached GPUs."""
+
+    provider: str
+    machine_type: str
+    usd_per_hour: Decimal
+    market: str
+    region: str
+    source: str
+    as_of: str | None
+    confidence: str
+    #: ISO 4217 code of the price, the provider's currency
+    currency: str = DEFAULT_CURRENCY
+
+    def describe(self) -> str:
+        where = " ".join(x for x in (self.provider, self.machine_type, self.market, self.region))
+        date = f"as of {self.as_of}" if self.as_of else "undated"
+        text = f"{where}: VM {self.usd_per_hour} {self.currency}/h without GPUs, {date}"
+        return text + (f"; source: {self.source}" if self.source else "")
+
+
+@dataclass(frozen=True)
+class VmPricing:
+    """The VM part of a machine with attached GPUs: its row, as the machine's base price."""
+
+    row: VmRow
+    #: a spot VM priced at its on-demand row (no spot row): the most it can cost
+    upper_bound: bool = False
+
+    @property
+    def usd_per_hour(self) -> Decimal:
+        return self.row.usd_per_hour
+
+    @property
+    def source(self) -> str:
+        text = f"{self.row.describe()}; each attached GPU at its own rate"
+        return f"upper bound: {text}" if self.upper_bound else text
+
+
+def load_vm_rows(path: str | Path | None = None) -> tuple[VmRow, ...]:
+    """The ``[[vm]]`` rows of the shipped catalog or of the TOML file at ``path``."""
+    data, origin = read_catalog_toml(path)
+    raw_rows = data.get("vm", [])
+    if not isinstance(raw_rows, list):
+        raise CatalogError(f"{origin}: 'vm' must be [[vm]] tables")
+    return tuple(_row(f"{origin}, vm row {i}", raw) for i, raw in enumerate(raw_rows, 1))
+
+
+def _row(where: str, raw: object) -> VmRow:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: not a table")
+    amount_key, currency = price_key(
+        raw,
+        where=where,
+        required=("provider", "machine_type", "market", "region"),
+        usd_key="usd_per_hour",
+        key="price_per_hour",
+    )
+    market = str(raw["market"])
+    if market not in MARKETS:
+        raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
+    try:
+        price = parse_price(raw[amount_key], what=where)
+    except ValueError as e:
+        raise CatalogError(str(e)) from None
+    return VmRow(
+        provider=str(raw["provider"]),
+        machine_type=str(raw["machine_type"]),
+        usd_per_hour=price,
+        market=market,
+        region=str(raw["region"]),
+        source=str(raw.get("source", "")),
+        as_of=str(raw.get("as_of") or "") or None,
+        confidence=parse_confidence(raw, where=where),
+        currency=currency,
+    )
+
+
+def find_vm(
+    rows: Iterable[VmRow], *, provider: str, machine_type: str, market: str
+) -> VmRow | None:
+    """The row of this machine type at this market (names compare as written)."""
+    for row in rows:
+        if row.provider == provider and row.machine_type == machine_type and row.market == market:
+            return row
+    return None
+
+
+def vm_pricing(
+    rows: Iterable[VmRow], *, provider: str, machine_type: str, market: str
+) -> VmPricing | None:
+    """The VM part of a detected machine: its row at its market; a spot VM without a spot
+    row at its on-demand row, labelled the upper bound; ``None``: no row prices it."""
+    rows = tuple(rows)
+    row = find_vm(rows, provider=provider, machine_type=machine_type, market=market)
+    if row is not None:
+        return VmPricing(row)
+    if market == "spot":
+        on_demand = find_vm(rows, provider=provider, machine_type=machine_type, market="on-demand")
+        if on_demand is not None:
+            return VmPricing(on_demand, upper_bound=True)
+    return None
+
+
+def attached_total(vm: VmPricing, gpu_prices: Iterable[Decimal]) -> Decimal:
+    """What the machine bills per hour: the VM plus each attached GPU at its own price."""
+    return vm.usd_per_hour + sum(gpu_prices, Decimal(0))
