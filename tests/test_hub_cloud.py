@@ -44,18 +44,22 @@ def config(path: Path, extra: str = "") -> str:
     return f"c.GpuCostHub.profiles_from = {str(path)!r}\n{extra}"
 
 
-def test_leap_gke_hub_is_priced_at_gcp_not_at_aws_and_its_t4_refused_by_name(
+def test_leap_gke_hub_is_priced_at_gcp_its_t4_on_the_n1_vm_as_gcp_bills_it(
     tmp_path: Path,
 ) -> None:
     code, out, err = run_check(tmp_path, config(LEAP))
     # the cloud is GCP, read from the profiles (an n2 machine type, GKE's labels)
     assert "prices of gcp: detected from the profiles: profile" in out
     assert "node.kubernetes.io/instance-type=n2-highmem-64" in out
-    # GCP's catalog has no T4 by itself (GCP bills it on an N1 VM): refused by name,
-    # never the AWS g4dn row
-    assert code == 2
-    assert "no price for GPU model 'T4' (gcp, on-demand)" in out + err
+    # the T4 on an n1-standard-8 node: GCP's T4 rate plus the N1 VM, never the AWS g4dn row
+    assert code == 0, err
     assert "g4dn" not in out + err
+    gpu = row(out, "gpu", "image=pytorch")
+    assert gpu[2] == "1 × T4"
+    assert gpu[3] == "$0.729998/h"  # 0.35 (T4, us-central1) + 0.379998 (n1-standard-8)
+    assert "cloud.google.com/gke-accelerator=nvidia-tesla-t4" in gpu[4]
+    assert "the VM n1-standard-8" in gpu[4]
+    assert "us-central1" in gpu[4]
     # the CPU profiles are not GPU machines: no GPU, at any choice
     assert row(out, "medium-full", "requests=mem_8, image=pangeo")[2] == "no GPU"
 

@@ -38,6 +38,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GKE_MODELS = {
     "nvidia-tesla-t4": "T4",
     "nvidia-tesla-v100": "V100",
+    "nvidia-tesla-p100": "P100",
+    "nvidia-tesla-p4": "P4",
     "nvidia-tesla-a100": "A100-40GB",
     "nvidia-a100-80gb": "A100-80GB",
     "nvidia-l4": "L4",

@@ -18,7 +18,8 @@ From the settings a profile (and its option choices) give the pod
 * the instance type: ``node.kubernetes.io/instance-type`` (as above). A pod on a type
   with a whole-instance row (for sale) pays its share of the node: (its GPUs / the
   instance's GPUs) × the instance's price; the whole instance when it asks for all of
-  them or says nothing of its GPUs.
+  them or says nothing of its GPUs. A type with a ``[[vm]]`` row (GKE's N1 nodes with
+  attached T4s) adds its VM to the GPUs' own prices (:mod:`~.vm_part`).
 
 A device that is part of a GPU pays that part of the GPU's price (:mod:`~.mig`): a MIG
 slice its compute slices (1/7 of an A100 for ``1g.5gb``), a time-sliced GPU 1/N, N from
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
+from ...core.attached_gpus import VmPricing, VmRow
 from ...core.catalog import PricePolicy
 from ...core.instance_prices import InstanceRow, find_instance
 from ..allocation import (
@@ -63,6 +65,7 @@ from .gpu_labels import (
 )
 from .kubespawner import State, Unreadable
 from .mig import MigError, mig_profile, mig_slice, split_product
+from .vm_part import node_vm, with_vm
 
 MICRO = Decimal("0.000001")
 SHARING_SETTING = "c.GpuCostHub.gpu_sharing"
@@ -89,6 +92,8 @@ class Prices:
     #: ``c.GpuCostHub.gpu_sharing``: a resource name or a node label ``key=value`` → the
     #: clients each GPU is shared by
     gpu_sharing: Mapping[str, int] = field(default_factory=dict)
+    #: the catalog's ``[[vm]]`` rows: machine types whose GPUs are attached and billed apart
+    vms: tuple[VmRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -319,6 +324,7 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
     count_from = device.where if device is not None else ""
     models: dict[str, list[str]] = {}
     instances: list[tuple[InstanceRow, str]] = []
+    vms: list[tuple[VmPricing, str]] = []
     unknown: list[str] = []
     mig_labels: set[str] = set()
     for c in _candidates(state):
@@ -333,6 +339,13 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
             )
             if row is not None and row.not_for_sale:
                 row = None  # a shape nobody rents at this market prices nothing
+            policy = prices.policy
+            vm = node_vm(
+                prices.vms, provider=policy.provider, machine_type=c.value, market=policy.market
+            )
+            if row is None and vm is not None and vm.row.currency == policy.session_currency:
+                vms.append((vm, c.where))
+                continue
             # whole-instance rows are in USD: another currency is priced per GPU
             if row is not None and prices.policy.session_currency == "USD":
                 instances.append((row, c.where))
@@ -404,11 +417,15 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
         options.append(Rate(found, per_device, source))
     best = max(options, key=lambda r: r.usd_per_hour)
     if len(options) > 1:
-        return Rate(
+        best = Rate(
             best.allocation,
             best.usd_per_gpu_hour,
             f"the dearest of {', '.join(models)} (the pod may land on any): {best.source}",
         )
+    # the dearest VM the pod may land on; the admin's price for the GPU beats the rows, as
+    # for a whole instance (:func:`_instance`)
+    if vms and best.allocation.model not in (prices.policy.overrides or {}):
+        return max((with_vm(best, vm, where) for vm, where in vms), key=lambda r: r.usd_per_hour)
     return best
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from ...core.attached_gpus import load_vm_rows
 from ...core.catalog import CatalogError, PricePolicy
 from ...core.instance_prices import load_instance_rows
 from ..allocation import AllocationPolicy
@@ -55,9 +56,10 @@ class Allocations:
 def derived_prices(policy: PricePolicy, gpu_sharing: Mapping[str, int] | None = None) -> Prices:
     try:
         rows = load_instance_rows()
+        vms = load_vm_rows()
     except CatalogError as e:
         raise HubConfigError(f"the price catalog: {e}") from None
-    return Prices(policy=policy, instances=rows, gpu_sharing=dict(gpu_sharing or {}))
+    return Prices(policy=policy, instances=rows, gpu_sharing=dict(gpu_sharing or {}), vms=vms)
 
 
 def resolved(
