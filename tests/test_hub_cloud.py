@@ -23,6 +23,7 @@ from jupyter_gpucost.hub.profiles.cloud import Signal, decide, instance_provider
 REAL = Path(__file__).parent / "data" / "real_configs"
 LEAP = REAL / "leap-daskhub-common.values.yaml"
 NEUROHACKADEMY = REAL / "2i2c-neurohackademy.values.yaml"
+AI_ON_GKE = REAL / "ai-on-gke-jupyter.values.yaml"
 ROWS = load_instance_rows()
 PROVIDERS = ("aws", "gcp", "azure", "lambda", "runpod", "autodl", "alibaba")
 
@@ -62,6 +63,27 @@ def test_leap_gke_hub_is_priced_at_gcp_its_t4_on_the_n1_vm_as_gcp_bills_it(
     assert "us-central1" in gpu[4]
     # the CPU profiles are not GPU machines: no GPU, at any choice
     assert row(out, "medium-full", "requests=mem_8, image=pangeo")[2] == "no GPU"
+
+
+def test_googles_gke_template_prices_its_gpus_at_gcp_and_refuses_its_tpu_by_name(
+    tmp_path: Path,
+) -> None:
+    """GoogleCloudPlatform/ai-on-gke's JupyterHub values: GKE labels only, no machine type."""
+    code, out, err = run_check(tmp_path, config(AI_ON_GKE))
+    assert "prices of gcp: detected from the profiles" in out
+    t4 = row(out, "gpu-t4", "storage=DefaultStorage")
+    assert t4[2:4] == ["2 × T4", "$0.70/h"]  # 2 × GCP's T4, us-central1
+    assert "gcp on-demand us-central1 (nvidia-tesla-t4)" in t4[4]
+    a100 = row(out, "gpu-a100", "storage=GCSFuse")
+    assert a100[2] == "2 × A100-40GB"
+    assert "gcp on-demand us-central1 (a2-highgpu-1g)" in a100[4]
+    assert "g4dn" not in out + err
+    assert "p4d" not in out + err
+    # a TPU has no catalog price: refused by name, the service does not start
+    assert code == 2
+    assert "cannot price profile 'tpu' (storage=DefaultStorage)" in err
+    assert "google.com/tpu" in err
+    assert "profile_gpus['tpu']" in err
 
 
 def test_leap_priced_with_the_admins_gcp_t4_price(tmp_path: Path) -> None:
