@@ -1,0 +1,140 @@
+"""``scripts/gcp_prices.py`` against a loopback stand-in serving the recorded datasets
+(tests/data/gcp_prices: trimmed real files, README there says from which commit): its
+output is the block of GCP N1 rows the shipped catalog has, and what it cannot price it
+names."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from gcp_prices_standin import Raw, serve
+
+from jupyter_gpucost.core.attached_gpus import find_vm, load_vm_rows
+from jupyter_gpucost.core.catalog import load_catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "jupyter_gpucost" / "data" / "prices.toml"
+#: the day the SkyPilot file (undated) was first read for the shipped catalog
+READ = "2026-11-27"
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gpucost_gcp_prices", ROOT / "scripts" / "gcp_prices.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+GCP = _script()
+
+
+@pytest.fixture
+def raw() -> Iterator[Raw]:
+    yield from serve()
+
+
+def shipped_block() -> str:
+    text = SHIPPED.read_text(encoding="utf-8")
+    start, end = text.index(GCP.BEGIN), text.index(GCP.END)
+    return text[start : end + len(GCP.END) + 1]
+
+
+def test_the_output_is_the_shipped_catalogs_block(
+    raw: Raw, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = GCP.main(["--raw", raw.url, "--gpus-as-of", READ])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == shipped_block()
+    # both datasets at their pinned commits, nothing else asked
+    assert sorted(raw.seen) == sorted(GCP_PATHS)
+    # what it leaves out it names: prices finer than a micro-dollar, never rounded
+    assert "left out, finer than a micro-dollar: n1-standard-1 on-demand in us-central1" in err
+    assert "n1-highcpu-8 on-demand in us-central1: '0.2833944'" in err
+
+
+GCP_PATHS = [
+    "/skypilot-org/skypilot-catalog/006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv",
+    "/Cyclenerd/google-cloud-pricing-cost-calculator/fd66b26ff84fee5cdd94f341ea89206e76c06b99/pricing.yml",
+]
+
+
+def test_the_shipped_rows_price_an_n1_standard_8_with_a_t4() -> None:
+    t4 = load_catalog().find(provider="gcp", market="on-demand", model="T4")
+    vm = find_vm(load_vm_rows(), provider="gcp", machine_type="n1-standard-8", market="on-demand")
+    assert t4 is not None
+    assert vm is not None
+    assert (t4.usd_per_gpu_hour, vm.usd_per_hour) == (Decimal("0.35"), Decimal("0.379998"))
+    assert "006059e0" in t4.source
+    assert "fd66b26f" in vm.source
+    assert t4.as_of == READ
+    assert vm.as_of == "2026-07-30"  # the dataset's own generation date
+
+
+def test_write_reproduces_the_shipped_catalog(raw: Raw, tmp_path: Path) -> None:
+    copy = tmp_path / "prices.toml"
+    copy.write_text(SHIPPED.read_text(encoding="utf-8"), encoding="utf-8")
+    assert (
+        GCP.main(["--raw", raw.url, "--gpus-as-of", READ, "--catalog", str(copy), "--write"]) == 0
+    )
+    assert copy.read_text(encoding="utf-8") == SHIPPED.read_text(encoding="utf-8")
+
+
+def test_another_region_gets_its_own_rows(raw: Raw, capsys: pytest.CaptureFixture[str]) -> None:
+    code = GCP.main(["--raw", raw.url, "--gpus-as-of", READ, "--region", "europe-west4"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    data = tomllib.loads(out)
+    t4 = [r for r in data["price"] if r["model"] == "T4"]
+    assert [(r["market"], r["usd_per_gpu_hour"], r["region"]) for r in t4] == [
+        ("on-demand", "0.3675", "europe-west4"),
+        ("spot", "0.175", "europe-west4"),
+    ]
+    vm = {(r["machine_type"], r["market"]): r["usd_per_hour"] for r in data["vm"]}
+    assert all(r["region"] == "europe-west4" for r in data["vm"])
+    assert ("n1-standard-8", "on-demand") in vm
+
+
+def test_a_region_without_a_gpu_price_is_named_and_exits_1(
+    raw: Raw, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = GCP.main(["--raw", raw.url, "--region", "asia-east1"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "no price: T4 on-demand in asia-east1: no price" in err
+
+
+def test_a_dataset_that_cannot_be_read_exits_2_naming_it(
+    raw: Raw, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = GCP.main(["--raw", raw.url, "--skypilot-commit", "0" * 40])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "gcp_prices: cannot read" in err
+    assert "vms.csv" in err
+
+
+def test_zones_that_disagree_are_not_averaged() -> None:
+    csv_text = (
+        "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,"
+        "AvailabilityZone,Price,SpotPrice\n"
+        ",,,T4,1,x,us-central1,us-central1-a,0.35,0.175\n"
+        ",,,T4,1,x,us-central1,us-central1-b,0.36,0.175\n"
+    )
+    rows, missing = GCP.accelerator_rows(
+        csv_text, ["us-central1"], commit=GCP.SKYPILOT_COMMIT, as_of=GCP.date(2026, 11, 27)
+    )
+    assert "T4 on-demand in us-central1: zones disagree" in missing
+    assert [dict(r.fields)["market"] for r in rows if dict(r.fields)["model"] == "T4"] == ["spot"]
