@@ -28,6 +28,7 @@ from traitlets.config import Application
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .alerting import parse_notify
+from .cluster.nodes import read_nodes_now
 from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
 from .model import HubConfigError
@@ -335,13 +336,17 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         return build(self.settings())
 
     def profile_settings(self) -> ProfileSettings:
-        """The settings that decide each server's allocation (prices included), checked."""
+        """The settings that decide each server's allocation (prices included), checked;
+        with the cluster's nodes where its Prometheus is set (the cloud's second signal)."""
+        nodes, unread = read_nodes_now(self.cluster_settings())
         return ProfileSettings(
             prices=self.price_policy(),
             profiles_from=_paths(self.profiles_from),
             profile_gpus=self.profile_gpus,
             gpu_sharing=_sharing(self.gpu_sharing),
             default_gpu=self.default_gpu,
+            nodes=nodes,
+            nodes_unread=unread,
         )
 
     def _check_service_settings(self) -> None:

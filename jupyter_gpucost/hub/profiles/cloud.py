@@ -12,6 +12,12 @@ names machines of two clouds is refused, and so is a provider the profiles contr
 silently. Where nothing names a cloud (no profile list, or none of these), the service
 does not guess: it asks for the setting by name.
 
+The cluster is a second signal (:class:`Node`, read by :mod:`..cluster.nodes` from
+kube-state-metrics): each node's ``providerID`` names its cloud (``gce://`` GCP,
+``aws://`` AWS, ``azure://`` Azure) and its ``topology.kubernetes.io/region`` label the
+region. Nodes of two clouds, or a cluster on another cloud than the profiles or the
+setting say, are refused by name; where the profiles name no cloud, the cluster's decides.
+
 Pure: no I/O.
 """
 
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.instance_prices import InstanceRow
 from ..model import HubConfigError
@@ -36,6 +42,8 @@ from .kubespawner import (
 from .table import ProfileSource
 
 PROVIDER_SETTING = "c.GpuCostHub.price_provider"
+#: the node label of a node's region (Kubernetes' well-known labels)
+REGION_LABEL = "topology.kubernetes.io/region"
 
 #: label prefixes only one cloud's nodes carry (``karpenter.sh/`` is on every cloud)
 LABEL_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -83,6 +91,23 @@ class Cloud:
 
     provider: str
     why: str
+    #: the region the cluster's nodes say (``""``: not known, or several)
+    region: str = ""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the cluster: the cloud its ``providerID`` names, and its region."""
+
+    name: str
+    provider: str
+    provider_id: str
+    #: its ``topology.kubernetes.io/region`` label (``""``: not exported)
+    region: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"node {self.name}: providerID {self.provider_id}"
 
 
 def instance_provider(instance: str, rows: Sequence[InstanceRow]) -> str | None:
@@ -156,6 +181,63 @@ def _labels(state: State) -> Iterator[tuple[str, object, str]]:
 
 
 def decide(
+    configured: str,
+    found: Sequence[Signal],
+    providers: Sequence[str],
+    unreadable: str = "",
+    nodes: Sequence[Node] = (),
+    nodes_unread: str = "",
+) -> Cloud:
+    """The provider to price at (:func:`_decide`: from the setting and the profiles),
+    checked against the cluster's ``nodes``, which decide where nothing else names a
+    cloud; with the region the nodes say. ``nodes_unread``: why the nodes were not read
+    (said in the reason, not refused)."""
+    by_cloud: dict[str, list[Node]] = {}
+    for node in nodes:
+        by_cloud.setdefault(node.provider, []).append(node)
+    if len(by_cloud) > 1:
+        named = "; ".join(f"{p} ({n[0].where})" for p, n in sorted(by_cloud.items()))
+        raise HubConfigError(
+            f"the cluster's nodes run on several clouds: {named}. Set {PROVIDER_SETTING} and "
+            "price the other nodes' profiles with c.GpuCostHub.profile_gpus"
+        )
+    cluster = next(iter(by_cloud.items()), None)
+    if cluster is not None and not configured and not found:
+        provider, on = cluster
+        cloud = Cloud(provider, f"detected from the cluster: {_first([n.where for n in on])}")
+    else:
+        cloud = _decide(configured, found, providers, unreadable)
+    if cluster is not None and cluster[0] != cloud.provider:
+        provider, on = cluster
+        raise HubConfigError(
+            f"prices of {cloud.provider} ({cloud.why}), but the cluster's nodes run on "
+            f"{provider} ({on[0].where}): set {PROVIDER_SETTING} = {provider!r} and price the "
+            "profiles of that cloud; nothing is priced at another cloud's rates"
+        )
+    if cluster is not None and not cloud.why.startswith("detected from the cluster"):
+        cloud = replace(cloud, why=f"{cloud.why}; the cluster agrees ({cluster[1][0].where})")
+    elif nodes_unread:
+        cloud = replace(cloud, why=f"{cloud.why}; the cluster's nodes not read: {nodes_unread}")
+    return _with_region(cloud, nodes)
+
+
+def _with_region(cloud: Cloud, nodes: Sequence[Node]) -> Cloud:
+    """The region the nodes' ``topology.kubernetes.io/region`` labels say, and why."""
+    regions: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.region:
+            regions.setdefault(node.region, []).append(node.name)
+    if len(regions) == 1:
+        (region, names), *_ = regions.items()
+        why = f"{cloud.why}; region {region} (node {names[0]}: {REGION_LABEL})"
+        return replace(cloud, region=region, why=why)
+    if len(regions) > 1:
+        named = ", ".join(f"{r} (node {n[0]})" for r, n in sorted(regions.items()))
+        return replace(cloud, why=f"{cloud.why}; nodes in several regions: {named}")
+    return cloud
+
+
+def _decide(
     configured: str, found: Sequence[Signal], providers: Sequence[str], unreadable: str = ""
 ) -> Cloud:
     """The provider to price at: ``configured`` (checked against what the profiles say),

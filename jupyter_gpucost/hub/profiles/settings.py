@@ -16,7 +16,7 @@ from ...core.instance_prices import load_instance_rows
 from ..allocation import AllocationPolicy
 from ..model import HubConfigError, Rate
 from . import source as profile_source
-from .cloud import Cloud, decide, signals
+from .cloud import Cloud, Node, decide, signals
 from .gpu_labels import GPU_RESOURCE
 from .gpus import SHARED_RESOURCE, SHARING_SETTING, Prices
 from .kubespawner import Unreadable
@@ -37,6 +37,10 @@ class ProfileSettings:
     default_gpu: object = None
     #: ``c.GpuCostHub.gpu_sharing``: resource or ``label=value`` → clients per GPU
     gpu_sharing: Mapping[str, int] = field(default_factory=dict)
+    #: the cluster's nodes and their clouds, read from its Prometheus (:mod:`..cluster.nodes`)
+    nodes: tuple[Node, ...] = ()
+    #: why the nodes could not be read (``""``: read, or no Prometheus is set)
+    nodes_unread: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,14 @@ def resolved(
         if isinstance(source.profiles, Unreadable):
             unreadable = f"{source.origin} is {source.profiles.what}"
     policy = settings.prices
-    cloud = decide(policy.provider, found, policy.catalog.providers, unreadable)
+    cloud = decide(
+        policy.provider,
+        found,
+        policy.catalog.providers,
+        unreadable,
+        settings.nodes,
+        settings.nodes_unread,
+    )
     return replace(settings, prices=replace(policy, provider=cloud.provider)), cloud
 
 
