@@ -88,3 +88,11 @@ def test_the_pod_pays_its_gpus_and_the_whole_vm_to_the_micro_dollar(gpus: int) -
     exact = Decimal("1.519992") + gpus * Decimal("0.35")
     # rounded up per GPU: never below the bill, at most a micro-dollar per GPU above it
     assert exact <= rate.usd_per_hour < exact + gpus * MICRO
+
+
+def test_an_n1_type_without_a_row_is_named_and_only_its_gpus_counted() -> None:
+    """n1-highcpu prices are finer than a micro-dollar: no [[vm]] row, said on the line."""
+    rate = rate_of(pod("n1-highcpu-8", "nvidia-tesla-t4", 1), gcp())
+    assert rate.usd_per_hour == Decimal("0.35")
+    assert "node.kubernetes.io/instance-type=n1-highcpu-8" in rate.source
+    assert "no price for this machine type in the catalog, only its GPUs are counted" in rate.source

@@ -37,7 +37,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 
@@ -75,6 +75,8 @@ GFD_REPLICAS = "nvidia.com/gpu.replicas"
 #: the resource NVIDIA's device plugin advertises for time-sliced GPUs with
 #: ``renameByDefault: true``
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
+#: what a pod's line says of a machine type with no row (its VM, if any, is not counted)
+NO_ROW = "no price for this machine type in the catalog, only its GPUs are counted"
 
 
 class Unpriced(ValueError):
@@ -426,6 +428,8 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
     # for a whole instance (:func:`_instance`)
     if vms and best.allocation.model not in (prices.policy.overrides or {}):
         return max((with_vm(best, vm, where) for vm, where in vms), key=lambda r: r.usd_per_hour)
+    if unknown:  # a machine type the catalog cannot price is said, never dropped silently
+        return replace(best, source=f"{best.source}; {', '.join(unknown)}: {NO_ROW}")
     return best
 
 
