@@ -148,16 +148,23 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
     assert "rewrote the Azure rows" in capsys.readouterr().out
     rows = load_instance_rows(catalog)
     prices = load_catalog(catalog)
-    # every Azure size for sale: the provider's own figure, dated, naming the meter
+    # every Azure size for sale in the region asked (eastus): the provider's own figure,
+    # dated, naming the meter; the other regions' rows are untouched
     for row in [r for r in rows if r.provider == "azure" and not r.not_for_sale]:
+        if row.region != "eastus":
+            assert row in load_instance_rows(SHIPPED), row
+            continue
         assert (row.confidence, row.as_of) == ("listed", "2026-12-01"), row
         assert row.source.startswith(f"Azure Retail Prices API ({azure.url}), meter '"), row
     for price in [r for r in prices.rows if r.provider == "azure"]:
+        if price.region != "eastus":
+            assert price in load_catalog().rows, price
+            continue
         assert (price.confidence, price.as_of) == ("listed", "2026-12-01"), price
-    nc24 = prices.find(provider="azure", market="on-demand", model="A100-80GB")
+    nc24 = prices.find(provider="azure", market="on-demand", model="A100-80GB", region="eastus")
     assert nc24 is not None
     assert nc24.usd_per_gpu_hour == Decimal("3.673")
-    nd96 = prices.find(provider="azure", market="on-demand", model="H100-80GB")
+    nd96 = prices.find(provider="azure", market="on-demand", model="H100-80GB", region="eastus")
     assert nd96 is not None
     assert nd96.usd_per_gpu_hour == Decimal("12.29")
     assert nd96.source.startswith("98.32 USD per VM / 8 GPUs: Azure Retail Prices API")
@@ -170,6 +177,7 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
         shared=False,
         providers=prices.providers,
         rows=rows,
+        region="eastus",
     )
     assert plan.whole is not None
     assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("0.7345")
@@ -209,6 +217,7 @@ def test_a_size_the_feed_does_not_list_is_kept_and_named(
             provider="azure",
             instance="Standard_ND96amsr_A100_v4",
             market="on-demand",
+            region="eastus",
         )
         assert row is not None
         assert (row.confidence, row.usd_per_hour) == ("third-party", Decimal("32.77"))

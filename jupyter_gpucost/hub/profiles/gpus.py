@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
-from ...core.catalog import PricePolicy
-from ...core.instance_prices import InstanceRow, find_instance
+from ...core.catalog import PricePolicy, region_exact
+from ...core.instance_prices import InstanceRow, find_instance, whole_instance
 from ..allocation import (
     NO_GPU,
     PROFILES_SETTING,
@@ -330,6 +330,7 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
                 provider=prices.policy.provider,
                 instance=c.value,
                 market=prices.policy.market,
+                region=prices.policy.region,
             )
             if row is not None and row.not_for_sale:
                 row = None  # a shape nobody rents at this market prices nothing
@@ -467,10 +468,15 @@ def _instance(
     # each device's share of the instance, rounded up to the micro-dollar
     per_device = ceil_micro(Fraction(row.usd_per_hour) / row.gpus * share)
     date = f"as of {row.as_of}" if row.as_of else "undated"
+    region = f" {row.region}" if row.region else ""
     source = (
         f"{whole} {row.instance} ({where}): {row.gpus} × {row.gpu_model}, "
-        f"{row.usd_per_hour} USD/h ({row.provider} {row.market}, {date}){asked}"
+        f"{row.usd_per_hour} USD/h ({row.provider} {row.market}{region}, {date}){asked}"
     )
     if row.source:
         source += f"; source: {row.source}"
+    if not region_exact(row.region, prices.policy.region):
+        # another region's row: the most it can cost, labelled (views.UPPER_BOUND)
+        bound = whole_instance(row, region=prices.policy.region).per_gpu
+        source = f"upper bound: {source} ({bound.reason})"
     return Rate(GpuAllocation(model, count, share, detail, of, of_gpus), per_device, source)

@@ -87,6 +87,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         shared=machine.shared,
         providers=catalog.providers,
         rows=load_instance_rows(),
+        region=machine.region,
     )
     whole = plan.whole
     policy = PricePolicy(
@@ -94,6 +95,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         provider=plan.provider,
         market=plan.market,
         whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu},
+        region=plan.region,
     )
     gpus: dict[str, tuple[str, Decimal | None]] = {}
     for uuid, name, memory in readings:
