@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 from .currency import DEFAULT_CURRENCY, is_currency_code
 from .currency import symbol as currency_symbol
 from .gpu_models import model_for
 from .i18n import N_
 from .money import rate_amount
+from .regions import choose_row, region_exact, region_reason
 
 MARKETS = ("on-demand", "spot")
 #: what was checked of a price: ``listed`` the provider's own page or price API, on the row's
@@ -55,52 +55,6 @@ REASON_ADMIN_DEFAULT = N_(
 REASON_DEAREST_GPU = N_(
     "no price for {model}: priced at the dearest GPU of the catalog ({dearest}), {price}/h"
 )
-#: the machine's region has no row: its instance (or model) in the dearest region
-REASON_REGION = N_(
-    "no {provider} {market} price in {region}: priced at the dearest region's, "
-    "{row_region} (as of {as_of}), {price}/h"
-)
-#: the machine's region is not known: its instance (or model) in the dearest region
-REASON_REGION_UNKNOWN = N_(
-    "region not known: priced at the dearest region's {provider} {market} price, "
-    "{row_region} (as of {as_of}), {price}/h"
-)
-
-
-class Regional(Protocol):
-    """A catalog row: where it is priced (``""``: everywhere the provider sells it)."""
-
-    @property
-    def region(self) -> str: ...
-
-
-RowT = TypeVar("RowT", bound=Regional)
-
-
-def region_exact(row_region: str, region: str) -> bool:
-    """Whether a row priced in ``row_region`` is the price of a machine in ``region``
-    (``""``: not known). A row without a region prices every region."""
-    return not row_region or (bool(region) and row_region == region)
-
-
-def choose_row(rows: Sequence[RowT], region: str, price: Callable[[RowT], Decimal]) -> RowT | None:
-    """The row of ``region`` among rows of one provider, market and GPU (or instance): the
-    first whose region is ``region`` (or that has none); where none is, or the region is not
-    known, the dearest region's row (the first of equals), the most the machine can cost;
-    :func:`region_exact` tells the two apart. ``None``: no rows."""
-    for row in rows:
-        if region_exact(row.region, region):
-            return row
-    best: RowT | None = None
-    for row in rows:
-        if best is None or price(row) > price(best):
-            best = row
-    return best
-
-
-def region_reason(region: str) -> str:
-    """Why a row of another region prices a machine in ``region`` (``""``: not known)."""
-    return REASON_REGION if region else REASON_REGION_UNKNOWN
 
 
 class CatalogError(ValueError):

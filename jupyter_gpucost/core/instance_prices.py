@@ -21,18 +21,16 @@ from .catalog import (
     REASON_SPOT,
     CatalogError,
     Price,
-    choose_row,
     parse_confidence,
     parse_price,
     price_key,
     read_catalog_toml,
-    region_exact,
-    region_reason,
 )
 from .currency import DEFAULT_CURRENCY
 from .currency import symbol as currency_symbol
 from .i18n import N_
 from .money import rate_amount
+from .regions import choose_row, region_exact, region_reason
 
 MICRO = Decimal("0.000001")
 

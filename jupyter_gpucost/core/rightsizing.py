@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .billing import cost_micro_usd
-from .catalog import Catalog, region_exact
+from .catalog import Catalog
 from .currency import in_language, symbol
 from .i18n import _, current_language
 from .meter import MeterSnapshot
 from .money import exact, round_micro
+from .regions import region_exact
 
 GB = 10**9
 #: above this share of busy GPU time, no cheaper GPU is recommended

@@ -35,9 +35,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Protocol
 
-from ..core.catalog import PricePolicy, region_exact, upper_bound
+from ..core.catalog import PricePolicy, upper_bound
 from ..core.gpu_models import model_for
 from ..core.i18n import N_
+from ..core.regions import region_exact
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 
-from ...core.catalog import PricePolicy, region_exact
+from ...core.catalog import PricePolicy
 from ...core.instance_prices import InstanceRow, find_instance, whole_instance
+from ...core.regions import region_exact
 from ..allocation import (
     NO_GPU,
     PROFILES_SETTING,
