@@ -3,6 +3,7 @@
     python scripts/azure_prices.py                    # print the new Azure rows
     python scripts/azure_prices.py --write            # rewrite jupyter_gpucost/data/prices.toml
     python scripts/azure_prices.py --region westeurope --catalog my.toml --write
+    python scripts/azure_prices.py --all-regions --write   # every region that sells them
 
 For every Azure size the catalog prices (its ``[[instance]]`` rows and the instances of its
 ``[[price]]`` rows), asks the feed for the region's Linux pay-as-you-go and Spot prices and
@@ -12,6 +13,11 @@ each ``[[price]]`` row gets its size's price divided by its GPUs (rounded up to 
 micro-dollar). The catalog's other providers, its comments and its order are kept. A size
 the feed does not list is kept as it was and named on stderr (exit 1); a size marked
 ``not_for_sale`` is kept and not asked for. Exit 2 when the feed cannot be read.
+
+``--all-regions`` asks for every Azure size of the catalog (in any region) in every region
+the feed sells it: each region's rows are rewritten as above, and a size the feed prices in
+a region where the catalog has no row of it gets its rows there (after that size's last
+rows, its GPUs and model taken from them).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from jupyter_gpucost.cloud.azure_prices import (
     RETAIL_PRICES_URL,
     FeedError,
     VmPrice,
+    fetch_all_regions,
     fetch_vm_prices,
 )
 
@@ -190,6 +197,53 @@ def regenerate(
     return "".join(out), list(missing)
 
 
+def all_sizes(found: Sequence[Segment]) -> list[str]:
+    """Every Azure size of the catalog, in any region, for sale."""
+    wanted: dict[str, None] = {}
+    for segment in found:
+        if _is_azure(segment) and _size(segment) and not (segment.fields or {}).get("not_for_sale"):
+            wanted[_size(segment)] = None
+    return list(wanted)
+
+
+def add_regions(
+    text: str, prices: Mapping[tuple[str, str], VmPrice], *, base: str, region: str, today: date
+) -> str:
+    """The catalog's text with rows in ``region`` for each size the feed prices there that
+    has none in that region yet, each after the last table of its size and kind."""
+    found = segments(text)
+    have = {
+        (s.kind, _size(s))
+        for s in found
+        if _is_azure(s) and (s.fields or {}).get("region") == region
+    }
+    last: dict[tuple[str, str], int] = {}
+    for i, segment in enumerate(found):
+        if _is_azure(segment) and not (segment.fields or {}).get("not_for_sale"):
+            market = str((segment.fields or {}).get("market", ""))
+            if market == "on-demand":
+                last[(segment.kind, _size(segment))] = i
+    after: dict[int, list[str]] = {}
+    for (kind, size), i in last.items():
+        vm = prices.get((size, "on-demand"))
+        if vm is None or (kind, size) in have:
+            continue
+        fields = found[i].fields or {}
+        if kind == "price":
+            after.setdefault(i, []).append(price_table(fields, vm, base, today))
+            continue
+        new = [instance_table(fields, vm, base, today)]
+        spot = prices.get((size, "spot"))
+        if spot is not None:
+            new.append(instance_table(fields, spot, base, today))
+        after.setdefault(i, []).extend(new)
+    out: list[str] = []
+    for i, segment in enumerate(found):
+        out.append(segment.text)
+        out.extend("\n" + table for table in after.get(i, []))
+    return "".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--catalog", type=Path, default=SHIPPED, help="default: the shipped one")
@@ -197,22 +251,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default=RETAIL_PRICES_URL, help="the feed's address")
     parser.add_argument("--today", type=date.fromisoformat, help="YYYY-MM-DD (default: today)")
     parser.add_argument("--write", action="store_true", help="rewrite the catalog file")
+    parser.add_argument(
+        "--all-regions", action="store_true", help="every region that sells the sizes"
+    )
     args = parser.parse_args(argv)
     today: date = args.today or datetime.now(UTC).date()
     text = args.catalog.read_text(encoding="utf-8")
     try:
-        prices = fetch_vm_prices(args.region, sizes(segments(text), args.region), base=args.url)
+        if args.all_regions:
+            by_region = fetch_all_regions(all_sizes(segments(text)), base=args.url)
+        else:
+            wanted = sizes(segments(text), args.region)
+            by_region = {args.region: fetch_vm_prices(args.region, wanted, base=args.url)}
     except FeedError as e:
         print(f"azure_prices: {e}", file=sys.stderr)
         return 2
-    new, missing = regenerate(text, prices, base=args.url, region=args.region, today=today)
+    new, missing = text, []
+    for region, prices in by_region.items():
+        new, gone = regenerate(new, prices, base=args.url, region=region, today=today)
+        missing += [(size, region) for size in gone]
+        if args.all_regions:
+            new = add_regions(new, prices, base=args.url, region=region, today=today)
+    count = sum(len(p) for p in by_region.values())
     if args.write:
         args.catalog.write_text(new, encoding="utf-8")
-        print(f"rewrote the Azure rows of {args.catalog} ({len(prices)} prices)")
+        print(f"rewrote the Azure rows of {args.catalog} ({count} prices)")
     else:
         print("\n".join(s.text for s in segments(new) if _is_azure(s)), end="")
-    for size in missing:
-        print(f"azure_prices: {size} is not listed in {args.region}: kept", file=sys.stderr)
+    for size, region in missing:
+        print(f"azure_prices: {size} is not listed in {region}: kept", file=sys.stderr)
     return 1 if missing else 0
 
 

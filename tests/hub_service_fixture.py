@@ -239,6 +239,7 @@ c.JupyterHub.load_roles = [
 
 SERVICE_CONFIG = """
 c.GpuCostHub.price_provider = "aws"
+c.GpuCostHub.price_region = "us-east-1"
 c.GpuCostHub.default_gpu = "A100-80GB x 2"
 c.GpuCostHub.minimum_charge_s = 0
 c.GpuCostHub.user_budgets = {budgets!r}

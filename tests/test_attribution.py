@@ -33,7 +33,7 @@ ME, PARENT = os.getpid(), os.getppid()
 
 def meter() -> Meter:
     return Meter(
-        policy=PricePolicy(catalog=CATALOG),
+        policy=PricePolicy(catalog=CATALOG, region="us-east-1"),
         rule=BillingRule(1, 60),
         sample_interval_s=1.0,
         start_us=0,
@@ -161,7 +161,9 @@ def test_right_sizing_never_recommends_a_gpu_smaller_than_the_peak(peak: int, co
     readings = [replace(gpu(i, 10.0, []), name="NVIDIA H100 80GB HBM3") for i in range(count)]
     m.update(readings, 0, T0)
     snap = m.update(readings, 3600 * US_PER_S, T0 + timedelta(hours=1))
-    advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=peak)
+    advice = advise(
+        snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=peak
+    )
     if advice is None:
         return
     assert MODEL_MEMORY_BYTES[advice.model] >= peak
@@ -175,7 +177,9 @@ def test_right_sizing_names_the_cheapest_fit() -> None:
     m.update(readings, 0, T0)
     snap = m.update(readings, 3600 * US_PER_S, T0 + timedelta(hours=1))
     # 12 GiB peak: a T4 (16 GB) at 0.526 $/h instead of an H100 at 6.88 $/h
-    advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=12 * GIB)
+    advice = advise(
+        snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=12 * GIB
+    )
     assert advice is not None
     assert (advice.model, advice.cost_micro_usd, advice.instead_of_micro_usd) == (
         "T4",
@@ -183,7 +187,9 @@ def test_right_sizing_names_the_cheapest_fit() -> None:
         6_880_000,
     )
     # 70 GiB (75 GB) fits only the 80 GB boards; the A100-80GB is the cheapest of them
-    big = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=70 * GIB)
+    big = advise(
+        snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=70 * GIB
+    )
     assert big is not None
     assert big.model == "A100-80GB"
 
@@ -193,7 +199,12 @@ def test_a_busy_session_gets_no_advice_and_is_told_why() -> None:
     readings = [replace(gpu(0, 99.0, []), name="NVIDIA H100 80GB HBM3")]
     m.update(readings, 0, T0)
     snap = m.update(readings, 3600 * US_PER_S, T0 + timedelta(hours=1))
-    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    assert (
+        advise(
+            snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+        )
+        is None
+    )
     note = why_not(snap)
     assert note is not None
     assert "busy 99% of the time" in note

@@ -31,7 +31,8 @@ from jupyter_gpucost.hub.allocation import (
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo
 
 CATALOG = load_catalog()
-AWS = PricePolicy(CATALOG)  # aws on-demand: T4 0.526, A100-80GB per GPU from p4de
+# aws on-demand in us-east-1: T4 0.526, A100-80GB per GPU from p4de
+AWS = PricePolicy(CATALOG, region="us-east-1")
 STARTED = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 
 

@@ -104,7 +104,10 @@ def test_aws_prices_set_for_a_gke_hub_are_refused_by_name(tmp_path: Path) -> Non
 
 
 def test_an_eks_hub_is_priced_at_aws_from_its_machine_type(tmp_path: Path) -> None:
-    code, out, err = run_check(tmp_path, config(NEUROHACKADEMY))
+    # the hub's region named: its rows (us-west-2's g4dn.xlarge is 0.526, as us-east-1's)
+    code, out, err = run_check(
+        tmp_path, config(NEUROHACKADEMY, "c.GpuCostHub.price_region = 'us-west-2'\n")
+    )
     assert code == 0, err
     assert "prices of aws: detected from the profiles" in out
     gpu_lines = [line for line in out.splitlines() if "g4dn.xlarge" in line and "T4" in line]

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: GKE's catalog rows have no per-GPU T4 or A100 80GB: the admin names their prices
 GCP_CONFIG = """
 c.GpuCostHub.price_provider = "gcp"
+c.GpuCostHub.price_region = "us-central1"
 c.GpuCostHub.price_overrides = {{"T4": "0.35", "A100-80GB": "5.07"}}
 c.GpuCostHub.profiles_from = {path!r}
 """
@@ -62,6 +63,7 @@ def gcp() -> PricePolicy:
         catalog=load_catalog(),
         provider="gcp",
         overrides={"T4": Decimal("0.35"), "A100-80GB": Decimal("5.07")},
+        region="us-central1",
     )
 
 
@@ -120,7 +122,10 @@ def test_a_jupyterhub_config_py_is_read_without_running_it(tmp_path: Path) -> No
     config = tmp_path / "jupyterhub_config.py"
     # had it been run, this line would have created the file
     config.write_text(HUB_CONFIG.read_text() + f"\nopen({str(sentinel)!r}, 'w').close()\n")
-    code, out, err = run_check(tmp_path, f"c.GpuCostHub.profiles_from = {str(config)!r}\n")
+    code, out, err = run_check(
+        tmp_path,
+        f"c.GpuCostHub.profiles_from = {str(config)!r}\nc.GpuCostHub.price_region = 'us-east-1'\n",
+    )
     assert not sentinel.exists()
     assert code == 2
     assert row(out, "cpu", "-")[2:4] == ["no GPU", "$0.00/h"]
@@ -302,7 +307,7 @@ def test_a_callable_profile_gpus_prices_first_and_its_none_falls_back() -> None:
 
     allocations = build(
         ProfileSettings(
-            prices=PricePolicy(catalog=load_catalog()),
+            prices=PricePolicy(catalog=load_catalog(), region="us-east-1"),
             profiles_from=str(HUB_CONFIG),
             profile_gpus=by_group,
         )

@@ -61,6 +61,7 @@ def aws(**overrides: str) -> Prices:
         catalog=load_catalog(),
         provider="aws",
         overrides={k: Decimal(v) for k, v in overrides.items()},
+        region="us-east-1",
     )
     return derived_prices(policy)
 
@@ -151,7 +152,9 @@ def test_a_jupyterhub_config_py_with_no_profile_list_is_an_error(tmp_path: Path)
 
 
 def test_shared_nodes_mig_and_unknown_accelerators() -> None:
-    code, lines, err = check("-f", str(DATA / "shared-nodes.values.yaml"))
+    code, lines, err = check(
+        "-f", str(DATA / "shared-nodes.values.yaml"), "--GpuCostHub.price_region=us-east-1"
+    )
     assert code == 2
     # a pod with 1 of a p4d's 8 GPUs pays 1/8 of it, not $21.96/h
     one = by_profile(lines, "p4d-one")
@@ -264,11 +267,16 @@ def test_the_fraction_rule_holds_for_every_multi_gpu_instance_in_the_catalog() -
     rows = derived_prices(PricePolicy(catalog=load_catalog())).instances
     # the hub prices whole instances in USD only (a CNY hub prices per GPU)
     shops = sorted({(r.provider, r.market) for r in rows if r.gpus > 1 and r.currency == "USD"})
-    for provider, market in shops:
-        policy = PricePolicy(catalog=load_catalog(), provider=provider, market=market)
+    # each region's rows, priced in their region
+    shops_in = sorted({(p, m, r.region) for p, m in shops for r in rows if r.provider == p})
+    for provider, market, region in shops_in:
+        policy = PricePolicy(
+            catalog=load_catalog(), provider=provider, market=market, region=region
+        )
         prices = derived_prices(policy)
         for row in prices.instances:
-            if row.gpus < 2 or row.not_for_sale or (row.provider, row.market) != (provider, market):
+            shop = (row.provider, row.market, row.region)
+            if row.gpus < 2 or row.not_for_sale or shop != (provider, market, region):
                 continue
             for k in range(1, row.gpus + 1):
                 state: dict[str, object] = {

@@ -34,7 +34,9 @@ def started(user: str) -> ServerInfo:
 
 
 def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
-    policy = AllocationPolicy(by_user, "none", PricePolicy(CATALOG, provider="gcp"))
+    policy = AllocationPolicy(
+        by_user, "none", PricePolicy(CATALOG, provider="gcp", region="us-central1")
+    )
     alice = policy.rate_for(started("alice"))
     assert alice.allocation == GpuAllocation("MI300X", 8)
     assert alice.usd_per_hour == 8 * DEAREST

@@ -400,7 +400,12 @@ def _plan(admin: AdminPrices, **machine: Any) -> Any:
 
 def test_a_detected_instance_with_a_row_is_priced_whole() -> None:
     plan = _plan(
-        AdminPrices(), provider="aws", instance_type="g5.xlarge", market="on-demand", shared=False
+        AdminPrices(),
+        provider="aws",
+        instance_type="g5.xlarge",
+        market="on-demand",
+        shared=False,
+        region="us-east-1",
     )
     assert plan.whole is not None
     assert plan.whole.row.usd_per_hour == Decimal("1.006")

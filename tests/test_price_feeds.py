@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from azure_prices_standin import AzurePrices, Feed, recorded_items, serve
@@ -148,16 +149,23 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
     assert "rewrote the Azure rows" in capsys.readouterr().out
     rows = load_instance_rows(catalog)
     prices = load_catalog(catalog)
-    # every Azure size for sale: the provider's own figure, dated, naming the meter
+    # every Azure size for sale in the region asked (eastus): the provider's own figure,
+    # dated, naming the meter; the other regions' rows are untouched
     for row in [r for r in rows if r.provider == "azure" and not r.not_for_sale]:
+        if row.region != "eastus":
+            assert row in load_instance_rows(SHIPPED), row
+            continue
         assert (row.confidence, row.as_of) == ("listed", "2026-12-01"), row
         assert row.source.startswith(f"Azure Retail Prices API ({azure.url}), meter '"), row
     for price in [r for r in prices.rows if r.provider == "azure"]:
+        if price.region != "eastus":
+            assert price in load_catalog().rows, price
+            continue
         assert (price.confidence, price.as_of) == ("listed", "2026-12-01"), price
-    nc24 = prices.find(provider="azure", market="on-demand", model="A100-80GB")
+    nc24 = prices.find(provider="azure", market="on-demand", model="A100-80GB", region="eastus")
     assert nc24 is not None
     assert nc24.usd_per_gpu_hour == Decimal("3.673")
-    nd96 = prices.find(provider="azure", market="on-demand", model="H100-80GB")
+    nd96 = prices.find(provider="azure", market="on-demand", model="H100-80GB", region="eastus")
     assert nd96 is not None
     assert nd96.usd_per_gpu_hour == Decimal("12.29")
     assert nd96.source.startswith("98.32 USD per VM / 8 GPUs: Azure Retail Prices API")
@@ -170,6 +178,7 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
         shared=False,
         providers=prices.providers,
         rows=rows,
+        region="eastus",
     )
     assert plan.whole is not None
     assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("0.7345")
@@ -209,9 +218,72 @@ def test_a_size_the_feed_does_not_list_is_kept_and_named(
             provider="azure",
             instance="Standard_ND96amsr_A100_v4",
             market="on-demand",
+            region="eastus",
         )
         assert row is not None
         assert (row.confidence, row.usd_per_hour) == ("third-party", Decimal("32.77"))
+
+
+US_REGIONS = Path(__file__).parent / "data" / "azure_retail_prices" / "us-regions-gpu-vms.json"
+
+
+def test_every_region_the_feed_sells_gives_the_shipped_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--all-regions``: every region the feed lists the sizes in, rewritten or added; its
+    rows are the rows the catalog ships for those sizes and regions."""
+    regions = ("westus", "centralus")
+    eastus = [i for i in recorded_items() if i["armRegionName"] == "eastus"]
+    items = eastus + json.loads(US_REGIONS.read_text())["Items"]
+    # the catalog without its westus rows: the script adds them back
+    shipped = SHIPPED.read_text()
+    kept = [
+        s.text
+        for s in AZURE.segments(shipped)
+        if not (
+            s.fields and s.fields.get("provider") == "azure" and s.fields.get("region") == "westus"
+        )
+    ]
+    catalog = tmp_path / "prices.toml"
+    catalog.write_text("".join(kept))
+    assert "westus" not in {r.region for r in load_instance_rows(catalog)}
+    for azure in serve(Feed(items=items)):
+        code = _run(
+            AZURE,
+            "--catalog",
+            str(catalog),
+            "--url",
+            azure.url,
+            "--today",
+            "2026-12-01",
+            "--all-regions",
+            "--write",
+        )
+        assert code == 0, capsys.readouterr().err
+        # one query for every region: no armRegionName term
+        assert all("armRegionName" not in unquote(a) for a in azure.feed.asked)
+    rows = {(r.instance, r.region, r.market): r for r in load_instance_rows(catalog)}
+    want = [r for r in load_instance_rows(SHIPPED) if r.provider == "azure" and r.region in regions]
+    assert len(want) == 16
+    for ours in want:
+        row = rows[(ours.instance, ours.region, ours.market)]
+        assert (row.usd_per_hour, row.gpus, row.gpu_model) == (
+            ours.usd_per_hour,
+            ours.gpus,
+            ours.gpu_model,
+        ), row
+        assert (row.confidence, row.as_of) == ("listed", "2026-12-01")
+    per_gpu = {
+        (r.instance, r.region): r for r in load_catalog(catalog).rows if r.provider == "azure"
+    }
+    want_gpu = [r for r in load_catalog().rows if r.provider == "azure" and r.region in regions]
+    assert len(want_gpu) == 5
+    for ours_gpu in want_gpu:
+        price = per_gpu[(ours_gpu.instance, ours_gpu.region)]
+        assert (price.model, price.usd_per_gpu_hour) == (ours_gpu.model, ours_gpu.usd_per_gpu_hour)
+        assert price.confidence == "listed"
+    # a region the feed did not list keeps its rows
+    assert rows[("Standard_NC4as_T4_v3", "westus2", "on-demand")].confidence == "third-party"
 
 
 def test_without_write_the_script_prints_the_new_rows(

@@ -163,7 +163,9 @@ def test_the_default_provider_prices_every_gpu_people_rent_on_it() -> None:
 
 
 def test_policy_prices_a_device_from_the_catalog() -> None:
-    policy = PricePolicy(catalog=load_catalog(), provider="aws", market="on-demand")
+    policy = PricePolicy(
+        catalog=load_catalog(), provider="aws", market="on-demand", region="us-east-1"
+    )
     price = policy.price_for("NVIDIA A100-SXM4-80GB", 80 * GIB)
     assert price is not None
     assert price.usd_per_gpu_hour == Decimal("3.431")
@@ -183,15 +185,17 @@ def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
         r.usd_per_gpu_hour for r in catalog.rows if r.currency == "USD"
     )
     # there is no AWS spot price in the catalog: on-demand, labelled as the most it costs
-    spot = PricePolicy(catalog=catalog, provider="aws", market="spot")
+    spot = PricePolicy(catalog=catalog, provider="aws", market="spot", region="us-east-1")
     bound = spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
     assert bound is not None
     assert bound.upper_bound
     assert bound.reason == "spot: priced at on-demand, the most it can cost"
-    on_demand = PricePolicy(catalog=catalog, provider="aws").price_for("NVIDIA H100 80GB HBM3", 0)
+    on_demand = PricePolicy(catalog=catalog, provider="aws", region="us-east-1").price_for(
+        "NVIDIA H100 80GB HBM3", 0
+    )
     assert on_demand is not None
     assert bound.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
-    gcp_spot = PricePolicy(catalog=catalog, provider="gcp", market="spot")
+    gcp_spot = PricePolicy(catalog=catalog, provider="gcp", market="spot", region="us-central1")
     price = gcp_spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
     assert price is not None
     assert price.usd_per_gpu_hour == Decimal("6.57")
@@ -335,7 +339,7 @@ def test_an_old_catalog_s_uncertain_row_loads_as_unverified_and_is_flagged(
 
 def test_a_shipped_third_party_price_carries_no_warning() -> None:
     # the GCP L4 price was "remembered" before; it is now checked against a named dataset
-    policy = PricePolicy(catalog=load_catalog(), provider="gcp")
+    policy = PricePolicy(catalog=load_catalog(), provider="gcp", region="us-central1")
     status = _l4_status(policy)
     assert status["gpus"][0]["price_usd_per_hour"] == 0.70683
     assert status["gpus"][0]["price_confidence"] == "third-party"

@@ -21,7 +21,12 @@ def snapshot_after(seconds: int, util: float) -> MeterSnapshot:
 
 def test_no_advice_17_s_into_a_session_and_the_note_says_why() -> None:
     snap = snapshot_after(17, 5.0)
-    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    assert (
+        advise(
+            snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+        )
+        is None
+    )
     note = why_not(snap)
     assert note is not None
     assert note.startswith("Too early to tell")
@@ -32,16 +37,25 @@ def test_advice_once_the_gpus_were_observed_long_enough() -> None:
     from jupyter_gpucost.core import i18n
 
     early = snapshot_after(MIN_OBSERVED_S - 1, 5.0)
-    assert advise(early, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    assert (
+        advise(
+            early, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+        )
+        is None
+    )
     snap = snapshot_after(MIN_OBSERVED_S, 5.0)
-    advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB)
+    advice = advise(
+        snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+    )
     assert advice is not None
     assert advice.model == "T4"
     assert why_not(snap) is None
     assert advice.reason.endswith("1× T4 at $0.526/h for the same billed time")
     i18n.set_language("zh_CN")  # as JupyterLab's language setting sets it
     try:
-        advice = advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB)
+        advice = advise(
+            snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+        )
     finally:
         i18n.set_language("en")
     assert advice is not None
@@ -75,4 +89,9 @@ def test_no_advice_from_a_price_that_is_only_an_upper_bound() -> None:
     price = snap.gpus[0].price
     assert price is not None
     assert price.upper_bound
-    assert advise(snap, CATALOG, provider="aws", market="on-demand", peak_bytes=GIB) is None
+    assert (
+        advise(
+            snap, CATALOG, provider="aws", market="on-demand", region="us-east-1", peak_bytes=GIB
+        )
+        is None
+    )

@@ -36,7 +36,7 @@ async def test_status_reports_a_rising_simulated_session_cost(jp_fetch: Any) -> 
         "market": "on-demand",
         "instance": None,
         "as_of": "2026-01-21",
-        "catalog_date": "2026-11-27",
+        "catalog_date": "2026-11-29",
         "overridden_models": [],
     }
     assert first["billing"] == {"granularity_s": 1, "minimum_charge_s": 60}
@@ -216,12 +216,19 @@ class TestUnpricedGpu:
     @pytest.fixture
     def gpucost_config(self) -> dict[str, object]:
         # the catalog has no GCP spot price for an A100-80GB: its on-demand price bounds it
-        return {"telemetry": "simulated", "price_provider": "gcp", "price_market": "spot"}
+        return {
+            "telemetry": "simulated",
+            "price_provider": "gcp",
+            "price_market": "spot",
+            "price_region": "us-central1",
+        }
 
     async def test_unpriced_is_an_upper_bound_never_zero(self, jp_fetch: Any) -> None:
         status = await get_status(jp_fetch)
         # GCP's on-demand A100-80GB price, the most a spot one can cost, labelled
-        row = load_catalog().find(provider="gcp", market="on-demand", model="A100-80GB")
+        row = load_catalog().find(
+            provider="gcp", market="on-demand", model="A100-80GB", region="us-central1"
+        )
         assert row is not None
         dearest = row.usd_per_gpu_hour
         assert [g["priced"] for g in status["gpus"]] == [True, True]

@@ -24,7 +24,12 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
 
 @pytest.fixture
 def gpucost_config(fake_nvml: FakeNvml) -> dict[str, object]:
-    return {"telemetry": "nvml", "sample_interval_s": 0.1, "minimum_charge_s": 0}
+    return {
+        "telemetry": "nvml",
+        "sample_interval_s": 0.1,
+        "minimum_charge_s": 0,
+        "price_region": "us-east-1",
+    }
 
 
 async def status(jp_fetch: Any) -> dict[str, Any]:

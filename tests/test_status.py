@@ -17,7 +17,7 @@ T0 = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def inputs(ledger: LedgerFacts, *, name: str = "NVIDIA A100-SXM4-80GB") -> StatusInputs:
-    policy = PricePolicy(catalog=load_catalog())
+    policy = PricePolicy(catalog=load_catalog(), region="us-east-1")
     meter = Meter(
         policy=policy, rule=BillingRule(1, 60), sample_interval_s=3600, start_us=0, started=T0
     )

@@ -51,9 +51,9 @@ def dearest(currency: str, model: str | None = None) -> Decimal:
 
 
 def test_spot_is_priced_at_the_same_gpu_on_demand() -> None:
-    spot = PricePolicy(catalog=CATALOG, provider="aws", market="spot")
+    spot = PricePolicy(catalog=CATALOG, provider="aws", market="spot", region="us-east-1")
     price = spot.price_for("NVIDIA A10G", 24 * GIB)
-    on_demand = CATALOG.find(provider="aws", market="on-demand", model="A10G")
+    on_demand = CATALOG.find(provider="aws", market="on-demand", model="A10G", region="us-east-1")
     assert price is not None
     assert on_demand is not None
     assert price.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
@@ -113,7 +113,7 @@ def test_a_listed_price_and_an_override_are_not_upper_bounds() -> None:
         catalog=CATALOG, provider="aws", overrides={"A10G": Decimal("0.9")}, market="spot"
     )
     override = policy.price_for("NVIDIA A10G", None)
-    listed = PricePolicy(catalog=CATALOG).price_for("Tesla T4", None)
+    listed = PricePolicy(catalog=CATALOG, region="us-east-1").price_for("Tesla T4", None)
     assert override is not None
     assert listed is not None
     assert (override.basis, override.reason) == ("override", "")

@@ -18,7 +18,12 @@ SPOT = "spot: priced at on-demand, the most it can cost"
 @pytest.fixture
 def gpucost_config() -> dict[str, object]:
     # the demo trace's two A100-80GB, at the admin's aws spot prices (the catalog has none)
-    return {"telemetry": "simulated", "price_market": "spot", "ledger_url": "none"}
+    return {
+        "telemetry": "simulated",
+        "price_market": "spot",
+        "price_region": "us-east-1",
+        "ledger_url": "none",
+    }
 
 
 @pytest.mark.usefixtures("jp_serverapp")

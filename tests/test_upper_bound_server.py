@@ -150,7 +150,11 @@ class TestAnAwsSpotInstance:
         )
         # the g5.xlarge's on-demand price (whole instance): the most a spot one costs
         row = find_instance(
-            load_instance_rows(), provider="aws", instance="g5.xlarge", market="on-demand"
+            load_instance_rows(),
+            provider="aws",
+            instance="g5.xlarge",
+            market="on-demand",
+            region="us-east-1",
         )
         assert row is not None
         assert_upper_bound(doc, float(row.usd_per_hour), SPOT)
@@ -260,7 +264,12 @@ CASES = {
         "no gcp on-demand price for A10G: priced at the dearest known, $",
     ),
     # the admin's spot market with no spot row: on-demand
-    "spot-market": ("NVIDIA L4", 23, {"price_market": "spot"}, SPOT),
+    "spot-market": (
+        "NVIDIA L4",
+        23,
+        {"price_market": "spot", "price_region": "us-east-1"},
+        SPOT,
+    ),
     # an override for another model prices nothing here
     "override-for-another-model": (
         "NVIDIA A10G",

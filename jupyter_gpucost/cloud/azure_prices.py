@@ -60,17 +60,16 @@ class VmPrice:
     effective: str
 
 
-def query_url(base: str, region: str, skus: Sequence[str]) -> str:
-    """The first page's URL: the Consumption prices of ``skus`` in ``region``."""
-    for name in (region, *skus):
+def query_url(base: str, region: str | None, skus: Sequence[str]) -> str:
+    """The first page's URL: the Consumption prices of ``skus`` in ``region`` (``None``:
+    in every region that sells them)."""
+    for name in (*((region,) if region is not None else ()), *skus):
         # the values go into an OData string literal: no quote may close it
         if not name or "'" in name:
             raise ValueError(f"{name!r} cannot be asked of the price feed")
     sizes = " or ".join(f"armSkuName eq '{sku}'" for sku in skus)
-    odata = (
-        f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
-        f"and armRegionName eq '{region}' and ({sizes})"
-    )
+    where = "" if region is None else f"and armRegionName eq '{region}' "
+    odata = f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' {where}and ({sizes})"
     return f"{base}?{urlencode({'$filter': odata})}"
 
 
@@ -189,3 +188,20 @@ def fetch_vm_prices(
         url = query_url(base, region, chunk)
         found.update(vm_prices(fetch_items(url, get=get, timeout_s=timeout_s), region))
     return found
+
+
+def fetch_all_regions(
+    skus: Sequence[str],
+    *,
+    base: str = RETAIL_PRICES_URL,
+    get: Get | None = None,
+    timeout_s: float = 30.0,
+) -> dict[str, dict[tuple[str, str], VmPrice]]:
+    """The Linux on-demand and spot prices of ``skus`` in every region the feed lists them
+    in, by region (:func:`vm_prices` of each)."""
+    items: list[Mapping[str, object]] = []
+    for start in range(0, len(skus), SKUS_PER_QUERY):
+        url = query_url(base, None, skus[start : start + SKUS_PER_QUERY])
+        items += fetch_items(url, get=get, timeout_s=timeout_s)
+    regions = sorted({str(i.get("armRegionName", "")) for i in items} - {""})
+    return {region: vm_prices(items, region) for region in regions}

@@ -35,6 +35,7 @@ from .catalog import (
     read_catalog_toml,
 )
 from .currency import DEFAULT_CURRENCY
+from .regions import choose_row, region_exact
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,11 @@ class VmPricing:
     """The VM part of a machine with attached GPUs: its row, as the machine's base price."""
 
     row: VmRow
-    #: a spot VM priced at its on-demand row (no spot row): the most it can cost
+    #: a spot VM priced at its on-demand row (no spot row), or a row of another region than
+    #: the machine's (:mod:`.regions`): the most it can cost
     upper_bound: bool = False
+    #: the row is another region's than the machine's (or the machine's is not known)
+    elsewhere: bool = False
 
     @property
     def usd_per_hour(self) -> Decimal:
@@ -117,28 +121,44 @@ def _row(where: str, raw: object) -> VmRow:
 
 
 def find_vm(
-    rows: Iterable[VmRow], *, provider: str, machine_type: str, market: str
+    rows: Iterable[VmRow],
+    *,
+    provider: str,
+    machine_type: str,
+    market: str,
+    region: str | None = None,
 ) -> VmRow | None:
-    """The row of this machine type at this market (names compare as written)."""
-    for row in rows:
-        if row.provider == provider and row.machine_type == machine_type and row.market == market:
-            return row
-    return None
+    """The row of this machine type at this market (names compare as written); with
+    ``region`` (``""``: not known), the row :func:`~.regions.choose_row` chooses for it."""
+    matching = [
+        row
+        for row in rows
+        if row.provider == provider and row.machine_type == machine_type and row.market == market
+    ]
+    if region is None:
+        return matching[0] if matching else None
+    return choose_row(matching, region, lambda row: row.usd_per_hour)
 
 
 def vm_pricing(
-    rows: Iterable[VmRow], *, provider: str, machine_type: str, market: str
+    rows: Iterable[VmRow],
+    *,
+    provider: str,
+    machine_type: str,
+    market: str,
+    region: str | None = None,
 ) -> VmPricing | None:
     """The VM part of a detected machine: its row at its market; a spot VM without a spot
-    row at its on-demand row, labelled the upper bound; ``None``: no row prices it."""
+    row at its on-demand row, labelled the upper bound; a row of another region than
+    ``region`` (``""``: not known) the upper bound too; ``None``: no row prices it."""
     rows = tuple(rows)
-    row = find_vm(rows, provider=provider, machine_type=machine_type, market=market)
-    if row is not None:
-        return VmPricing(row)
-    if market == "spot":
-        on_demand = find_vm(rows, provider=provider, machine_type=machine_type, market="on-demand")
-        if on_demand is not None:
-            return VmPricing(on_demand, upper_bound=True)
+    for wanted in (market, "on-demand") if market == "spot" else (market,):
+        row = find_vm(
+            rows, provider=provider, machine_type=machine_type, market=wanted, region=region
+        )
+        if row is not None:
+            elsewhere = region is not None and not region_exact(row.region, region)
+            return VmPricing(row, upper_bound=elsewhere or wanted != market, elsewhere=elsewhere)
     return None
 
 

@@ -24,6 +24,7 @@ from .currency import symbol as currency_symbol
 from .gpu_models import model_for
 from .i18n import N_
 from .money import rate_amount
+from .regions import choose_row, region_exact, region_reason
 
 MARKETS = ("on-demand", "spot")
 #: what was checked of a price: ``listed`` the provider's own page or price API, on the row's
@@ -146,9 +147,11 @@ class Catalog:
         return tuple(dict.fromkeys(r.model for r in self.rows))
 
     def find(
-        self, *, provider: str, market: str, model: str, instance: str = ""
+        self, *, provider: str, market: str, model: str, instance: str = "", region: str = ""
     ) -> PriceRow | None:
-        """The first row for this provider, market and model (and instance, if given)."""
+        """The row for this provider, market and model (and instance, if given) in
+        ``region`` (:func:`choose_row`: where the region has none or is not known, the
+        dearest region's row; :func:`region_exact` says which)."""
         candidates = [
             r
             for r in self.rows
@@ -157,8 +160,12 @@ class Catalog:
         if instance:
             preferred = [r for r in candidates if r.instance == instance]
             if preferred:
-                return preferred[0]
-        return candidates[0] if candidates else None
+                return choose_row(preferred, region, _per_gpu)
+        return choose_row(candidates, region, _per_gpu)
+
+
+def _per_gpu(row: PriceRow) -> Decimal:
+    return row.usd_per_gpu_hour
 
 
 def parse_price(value: object, *, what: str) -> Decimal:
@@ -308,6 +315,20 @@ class PricePolicy:
     #: GPU whose model has no price in that currency (``None``: the dearest GPU of the
     #: catalog in that currency)
     unknown_gpu_price: Decimal | None = None
+    #: the machine's region (detected, or ``c.GpuCost.price_region``); ``""``: not known,
+    #: so a provider priced per region is priced at its dearest region (an upper bound)
+    region: str = ""
+
+    def find(self, model: str, market: str | None = None) -> PriceRow | None:
+        """The row of ``model`` at this provider, ``market`` (default: the policy's),
+        instance and region (:meth:`Catalog.find`)."""
+        return self.catalog.find(
+            provider=self.provider,
+            market=market or self.market,
+            model=model,
+            instance=self.instance,
+            region=self.region,
+        )
 
     @property
     def session_currency(self) -> str:
@@ -335,11 +356,11 @@ class PricePolicy:
             return None
         if self.whole and model in self.whole:
             return self.whole[model]
-        row = self.catalog.find(
-            provider=self.provider, market=self.market, model=model, instance=self.instance
-        )
+        row = self.find(model)
         if row is None or row.currency != self.session_currency:
             return None
+        if not region_exact(row.region, self.region):
+            return None  # another region's price: an upper bound (upper_bound), labelled
         return _from_row(model, row)
 
     def price_for(self, nvml_name: str, memory_total_bytes: int | None) -> Price | None:
@@ -414,26 +435,36 @@ def _bound(
 
 
 def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price | None:
-    """The most a GPU with no price can cost, and why: on a spot market, the same GPU
-    on-demand (the instance's row first); else the dearest price of its model in the
+    """The most a GPU with no price can cost, and why: where the machine's region has no
+    row of its GPU (or the region is not known), the dearest region's on-demand row, labelled
+    with both regions; on a spot market, the same GPU on-demand (the instance's row first);
+    else the dearest price of its model in the
     catalog; else the admin's ``unknown_gpu_price``; else the dearest GPU of the catalog.
     Only prices in the session's currency are used. ``None``: no bound is known."""
     currency = policy.session_currency
     label = model or nvml_name
-    if model is not None and policy.market == "spot":
-        row = policy.catalog.find(
-            provider=policy.provider, market="on-demand", model=model, instance=policy.instance
-        )
+    if model is not None:
+        # on a spot market, the same GPU on-demand in the machine's region; where its region
+        # has no row (or is not known), the dearest region's on-demand row
+        row = policy.find(model, "on-demand")
         if row is not None and row.currency == currency and row.usd_per_gpu_hour > 0:
-            on_demand = _from_row(model, row)
-            return _bound(
-                model,
-                row.usd_per_gpu_hour,
-                currency,
-                f"upper bound: {on_demand.source}",
-                REASON_SPOT,
-                row,
-            )
+            source = f"upper bound: {_from_row(model, row).source}"
+            if not region_exact(row.region, policy.region):
+                return _bound(
+                    model,
+                    row.usd_per_gpu_hour,
+                    currency,
+                    source,
+                    region_reason(policy.region),
+                    row,
+                    provider=policy.provider,
+                    market=row.market,
+                    region=policy.region,
+                    row_region=row.region,
+                    as_of=row.as_of or "undated",
+                )
+            if policy.market == "spot":
+                return _bound(model, row.usd_per_gpu_hour, currency, source, REASON_SPOT, row)
     if model is not None:
         row = _dearest(policy.catalog, currency, model)
         if row is not None:

@@ -28,7 +28,10 @@ from .catalog import (
     read_catalog_toml,
 )
 from .currency import DEFAULT_CURRENCY
+from .currency import symbol as currency_symbol
 from .i18n import N_
+from .money import rate_amount
+from .regions import choose_row, region_exact, region_reason
 
 MICRO = Decimal("0.000001")
 
@@ -125,20 +128,31 @@ def _row(where: str, raw: object) -> InstanceRow:
 
 
 def find_instance(
-    rows: tuple[InstanceRow, ...], *, provider: str, instance: str, market: str
+    rows: tuple[InstanceRow, ...], *, provider: str, instance: str, market: str, region: str = ""
 ) -> InstanceRow | None:
-    """The row of this instance type at this market (instance names compare as written),
-    for sale or not (:attr:`InstanceRow.not_for_sale`)."""
-    for row in rows:
-        if row.provider == provider and row.instance == instance and row.market == market:
-            return row
-    return None
+    """The row of this instance type at this market (instance names compare as written) in
+    ``region``, for sale or not (:attr:`InstanceRow.not_for_sale`); where the region has no
+    row or is not known, the dearest region's (:func:`~.catalog.choose_row`;
+    :func:`~.catalog.region_exact` says which)."""
+    candidates = [
+        row
+        for row in rows
+        if row.provider == provider and row.instance == instance and row.market == market
+    ]
+    return choose_row(candidates, region, _per_instance)
 
 
-def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
+def _per_instance(row: InstanceRow) -> Decimal:
+    return row.usd_per_hour
+
+
+def whole_instance(
+    row: InstanceRow, *, spot: bool = False, region: str | None = None
+) -> InstancePricing:
     """The row's price as one share per GPU plus the remainder (exact to the micro-dollar).
     ``spot``: an on-demand row pricing a spot instance of the same type, the most it can
-    cost (an upper bound, labelled so)."""
+    cost (an upper bound, labelled so). ``region``: the machine's (``""``: not known); a row
+    of another region prices it at an upper bound, labelled with both regions."""
     share = (row.usd_per_hour / row.gpus).quantize(MICRO, rounding=ROUND_DOWN)
     base = row.usd_per_hour - share * row.gpus
     where = " ".join(x for x in (row.provider, row.instance, row.market, row.region) if x)
@@ -147,7 +161,19 @@ def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
     source = f"{where}: {per_instance} / {row.gpus} GPU(s), {date}"
     if row.source:
         source += f"; source: {row.source}"
-    if spot:
+    elsewhere = region is not None and not region_exact(row.region, region)
+    reason = region_reason(region or "") if elsewhere else REASON_SPOT if spot else ""
+    values: tuple[tuple[str, str], ...] = ()
+    if elsewhere:
+        values = (
+            ("as_of", row.as_of or "undated"),
+            ("market", row.market),
+            ("price", rate_amount(share, currency_symbol(row.currency))),
+            ("provider", row.provider),
+            ("region", region or ""),
+            ("row_region", row.region),
+        )
+    if reason:
         source = f"upper bound: {source}"
     price = Price(
         model=row.gpu_model,
@@ -155,8 +181,9 @@ def whole_instance(row: InstanceRow, *, spot: bool = False) -> InstancePricing:
         source=source,
         as_of=row.as_of,
         confidence=row.confidence,
-        basis=BASIS_UPPER_BOUND if spot else BASIS_CATALOG,
-        reason_msgid=REASON_SPOT if spot else "",
+        basis=BASIS_UPPER_BOUND if reason else BASIS_CATALOG,
+        reason_msgid=reason,
+        reason_values=values,
         currency=row.currency,
     )
     return InstancePricing(row=row, per_gpu=price, base_usd_per_hour=base)
@@ -170,6 +197,8 @@ class AdminPrices:
     market: str | None = None
     instance: str | None = None
     base_set: bool = False
+    #: ``c.GpuCost.price_region``: the region whose rows price the machine
+    region: str | None = None
 
 
 #: why a detected machine is not priced whole (the plan's note), translated where shown
@@ -201,6 +230,9 @@ class PricePlan:
     #: the VM of a machine with attached GPUs (GCP's N1 with a T4): its row is the base
     #: price, each GPU is priced at its own row (:mod:`.attached_gpus`); ``None``: not one
     vm: VmPricing | None = None
+    #: the region whose rows price the machine (the admin's ``price_region``, else the
+    #: detected machine's, when it is at the provider priced); ``""``: not known
+    region: str = ""
 
     def base_usd_per_hour(self, otherwise: Decimal) -> Decimal:
         """The machine's base price: the remainder of its whole-instance row, or its VM's
@@ -234,59 +266,100 @@ def plan_prices(
     rows: tuple[InstanceRow, ...],
     default_provider: str = "aws",
     vms: tuple[VmRow, ...] = (),
+    region: str = "",
 ) -> PricePlan:
     """The admin's settings win; then the detected machine; then the defaults.
 
-    ``provider`` etc. describe the detected machine (``provider=None``: none detected). A
-    machine is priced whole only when the admin set none of provider, instance or base
-    price, it is its own (not a shared Kubernetes node) and the catalog has its row, for sale
-    at that market; a machine type with a ``[[vm]]`` row (an N1 VM with GPUs attached) is
-    priced VM + each GPU at its own row.
+    ``provider`` etc. describe the detected machine (``provider=None``: none detected;
+    ``region``: its region, ``""`` not known). A machine is priced whole only when the admin
+    set none of provider, instance or base price, it is its own (not a shared Kubernetes
+    node) and the catalog has its row, for sale at that market; a row of another region than
+    the machine's prices it at an upper bound, labelled (:func:`whole_instance`); a machine
+    type with a ``[[vm]]`` row (an N1 VM with GPUs attached) is priced VM + each GPU at its
+    own row.
     """
     if provider is None:
-        return PricePlan(admin.provider or default_provider, admin.market or "on-demand")
+        chosen = admin.provider or default_provider
+        return PricePlan(chosen, admin.market or "on-demand", region=admin.region or "")
     market = admin.market or market or "on-demand"
     known = provider in providers
     chosen = admin.provider or (provider if known else default_provider)
+    where = admin.region or (region if chosen == provider else "")
     if admin.provider or admin.instance or admin.base_set:
         # priced by the admin's settings alone: a detected market (read from the
         # environment a user may control) does not lower them to spot
-        return PricePlan(chosen, admin.market or "on-demand")
+        return PricePlan(chosen, admin.market or "on-demand", region=where)
     if not known:
         values = (("provider", provider), ("chosen", chosen))
-        return PricePlan(chosen, market, note_msgid=NOTE_UNKNOWN_PROVIDER, note_values=values)
+        return PricePlan(
+            chosen, market, note_msgid=NOTE_UNKNOWN_PROVIDER, note_values=values, region=where
+        )
     if shared:
-        return PricePlan(chosen, market, note_msgid=NOTE_SHARED)
-    row = find_instance(rows, provider=provider, instance=instance_type, market=market)
+        return PricePlan(chosen, market, note_msgid=NOTE_SHARED, region=where)
+    row = find_instance(
+        rows, provider=provider, instance=instance_type, market=market, region=where
+    )
     if row is not None and row.not_for_sale:
         why = (("instance", instance_type), ("market", market), ("why", row.not_for_sale))
-        return PricePlan(chosen, market, note_msgid=NOTE_NOT_FOR_SALE, note_values=why)
+        return PricePlan(
+            chosen, market, note_msgid=NOTE_NOT_FOR_SALE, note_values=why, region=where
+        )
     if row is None and market == "spot" and instance_type:
         # spot prices change by the hour: the same instance on-demand is the most it costs
         on_demand = find_instance(
-            rows, provider=provider, instance=instance_type, market="on-demand"
+            rows, provider=provider, instance=instance_type, market="on-demand", region=where
         )
         if on_demand is not None and not on_demand.not_for_sale:
             return PricePlan(
                 chosen,
                 market,
-                whole=whole_instance(on_demand, spot=True),
+                whole=whole_instance(on_demand, spot=True, region=where),
                 note_msgid=NOTE_SPOT_AT_ON_DEMAND,
                 note_values=(("instance", instance_type),),
+                region=where,
             )
     if row is None and instance_type:
-        vm = vm_pricing(vms, provider=provider, machine_type=instance_type, market=market)
+        vm = vm_pricing(
+            vms, provider=provider, machine_type=instance_type, market=market, region=where
+        )
+        if vm is not None and vm.elsewhere:
+            row_of = vm.row
+            where_from = (
+                ("as_of", row_of.as_of or "undated"),
+                ("market", row_of.market),
+                ("price", rate_amount(row_of.usd_per_hour, currency_symbol(row_of.currency))),
+                ("provider", row_of.provider),
+                ("region", where),
+                ("row_region", row_of.region),
+            )
+            return PricePlan(
+                chosen,
+                market,
+                vm=vm,
+                note_msgid=region_reason(where),
+                note_values=where_from,
+                region=where,
+            )
         if vm is not None and vm.upper_bound:
             named = (("instance", instance_type),)
             return PricePlan(
-                chosen, market, vm=vm, note_msgid=NOTE_SPOT_AT_ON_DEMAND, note_values=named
+                chosen,
+                market,
+                vm=vm,
+                note_msgid=NOTE_SPOT_AT_ON_DEMAND,
+                note_values=named,
+                region=where,
             )
         if vm is not None:
-            return PricePlan(chosen, market, vm=vm)
+            return PricePlan(chosen, market, vm=vm, region=where)
     if row is None:
         if instance_type:
             values = (("instance", instance_type), ("market", market))
-            return PricePlan(chosen, market, note_msgid=NOTE_NO_INSTANCE_ROW, note_values=values)
+            return PricePlan(
+                chosen, market, note_msgid=NOTE_NO_INSTANCE_ROW, note_values=values, region=where
+            )
         values = (("provider", provider), ("market", market))
-        return PricePlan(chosen, market, note_msgid=NOTE_NO_MACHINE_ROW, note_values=values)
-    return PricePlan(chosen, market, whole=whole_instance(row))
+        return PricePlan(
+            chosen, market, note_msgid=NOTE_NO_MACHINE_ROW, note_values=values, region=where
+        )
+    return PricePlan(chosen, market, whole=whole_instance(row, region=where), region=where)

@@ -26,6 +26,7 @@ from .currency import in_language, symbol
 from .i18n import _, current_language
 from .meter import MeterSnapshot
 from .money import exact, round_micro
+from .regions import region_exact
 
 GB = 10**9
 #: above this share of busy GPU time, no cheaper GPU is recommended
@@ -103,8 +104,10 @@ def advise(
     provider: str,
     market: str,
     peak_bytes: int | None,
+    region: str = "",
 ) -> Advice | None:
-    """The cheapest model that fits, if it is cheaper and the session was not busy."""
+    """The cheapest model that fits, if it is cheaper and the session was not busy, at the
+    prices of the machine's ``region`` (rows of other regions are not its prices)."""
     # a GPU priced at an upper bound has no real price to compare: no advice from it
     priced = [g for g in snapshot.gpus if g.price is not None and not g.price.upper_bound]
     if not priced or peak_bytes is None or why_not(snapshot) is not None:
@@ -114,6 +117,8 @@ def advise(
     candidates: dict[str, Decimal] = {}
     for row in catalog.rows:
         if row.provider != provider or row.market != market:
+            continue
+        if not region_exact(row.region, region):
             continue
         memory = MODEL_MEMORY_BYTES.get(row.model)
         if memory is None or memory < peak_bytes:

@@ -38,6 +38,7 @@ from typing import Protocol
 from ..core.catalog import PricePolicy, upper_bound
 from ..core.gpu_models import model_for
 from ..core.i18n import N_
+from ..core.regions import region_exact
 from .model import GpuAllocation, HubConfigError, Rate, ReportCeiling, ServerInfo
 
 PROFILES_SETTING = "c.GpuCostHub.profile_gpus"
@@ -235,10 +236,11 @@ def _price_whole(
         )
     row = None
     if model is not None:
-        row = prices.catalog.find(
-            provider=prices.provider, market=prices.market, model=model, instance=prices.instance
-        )
-    if (model is None or row is None) and bound:
+        row = prices.find(model)
+    # another region's row (the hub's region has none, or is not known) is an upper bound,
+    # labelled with both regions, whether or not bounds are asked for
+    elsewhere = row is not None and not region_exact(row.region, prices.region)
+    if (model is None or row is None or elsewhere) and (bound or elsewhere):
         most = upper_bound(prices, model, allocation.model)
         if most is not None:
             return Rate(

@@ -149,6 +149,11 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
     price_instance = Unicode(
         "", help="An instance type to price exactly; empty: the first row of the model."
     ).tag(config=True)
+    price_region = Unicode(
+        "",
+        help="The region whose catalog rows price the profiles (e.g. 'eu-west-1', "
+        "'westeurope'). Empty: the dearest region's price, labelled as an upper bound.",
+    ).tag(config=True)
     price_overrides = Dict(
         help="GPU model → price per GPU-hour in the provider's currency (beats the catalog)."
     ).tag(config=True)
@@ -403,6 +408,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             market=self.price_market,
             instance=self.price_instance,
             overrides=overrides,
+            region=self.price_region,
         )
 
     def start(self) -> None:

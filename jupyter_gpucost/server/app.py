@@ -77,6 +77,13 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         "instance name of the row to use (e.g. 'secure' or 'community' on runpod). Empty: "
         "the first row.",
     )
+    price_region = Unicode(
+        "",
+        config=True,
+        help="The region whose catalog rows price this server (e.g. 'eu-west-1', "
+        "'westeurope'), where the machine's own region is not detected. Empty: the detected "
+        "machine's region; if none, the dearest region's price, labelled as an upper bound.",
+    )
     price_overrides = Dict(
         config=True,
         help="Hourly price per GPU that beats the catalog, keyed by catalog model "

@@ -166,6 +166,7 @@ class CostService:
             else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
             currency=config.currency,
             unknown_gpu_price=config.unknown_gpu_usd_per_hour,
+            region="" if config.plan is None else config.plan.region,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
         self.source = open_source(

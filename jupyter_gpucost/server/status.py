@@ -420,6 +420,7 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         provider=policy.provider,
         market=policy.market,
         peak_bytes=inputs.peak_memory_bytes,
+        region=policy.region,
     )
     attribution = inputs.attribution
     machine, machine_warnings = machine_json(inputs.machine, inputs.plan, snapshot)

@@ -97,6 +97,22 @@ def start_lab(
                     if any(a.startswith("--GpuCost.dmi_path=") for a in args)
                     else [f"--GpuCost.dmi_path={tmp / 'no-dmi'}"]
                 ),
+                # prices are per region: the shipped default provider's first region, unless
+                # the test names a provider, a region or a machine of its own
+                *(
+                    []
+                    if any(
+                        a.startswith(
+                            (
+                                "--GpuCost.price_provider=",
+                                "--GpuCost.price_region=",
+                                "--GpuCost.dmi_path=",
+                            )
+                        )
+                        for a in args
+                    )
+                    else ["--GpuCost.price_region=us-east-1"]
+                ),
                 *args,
             ],
             env=env,

@@ -79,6 +79,7 @@ def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, pa
         "--GpuCost.telemetry=simulated",
         "--GpuCost.price_provider=gcp",
         "--GpuCost.price_market=spot",
+        "--GpuCost.price_region=us-central1",
     )
     item = open_lab(page, lab)
     wait_for_state(item, "simulated", "≤ $")

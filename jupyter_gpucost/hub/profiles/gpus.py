@@ -43,7 +43,8 @@ from fractions import Fraction
 
 from ...core.attached_gpus import VmPricing, VmRow
 from ...core.catalog import PricePolicy
-from ...core.instance_prices import InstanceRow, find_instance
+from ...core.instance_prices import InstanceRow, find_instance, whole_instance
+from ...core.regions import region_exact
 from ..allocation import (
     NO_GPU,
     PROFILES_SETTING,
@@ -338,12 +339,17 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
                 provider=prices.policy.provider,
                 instance=c.value,
                 market=prices.policy.market,
+                region=prices.policy.region,
             )
             if row is not None and row.not_for_sale:
                 row = None  # a shape nobody rents at this market prices nothing
             policy = prices.policy
             vm = node_vm(
-                prices.vms, provider=policy.provider, machine_type=c.value, market=policy.market
+                prices.vms,
+                provider=policy.provider,
+                machine_type=c.value,
+                market=policy.market,
+                region=policy.region,
             )
             if row is None and vm is not None and vm.row.currency == policy.session_currency:
                 vms.append((vm, c.where))
@@ -488,10 +494,15 @@ def _instance(
     # each device's share of the instance, rounded up to the micro-dollar
     per_device = ceil_micro(Fraction(row.usd_per_hour) / row.gpus * share)
     date = f"as of {row.as_of}" if row.as_of else "undated"
+    region = f" {row.region}" if row.region else ""
     source = (
         f"{whole} {row.instance} ({where}): {row.gpus} × {row.gpu_model}, "
-        f"{row.usd_per_hour} USD/h ({row.provider} {row.market}, {date}){asked}"
+        f"{row.usd_per_hour} USD/h ({row.provider} {row.market}{region}, {date}){asked}"
     )
     if row.source:
         source += f"; source: {row.source}"
+    if not region_exact(row.region, prices.policy.region):
+        # another region's row: the most it can cost, labelled (views.UPPER_BOUND)
+        bound = whole_instance(row, region=prices.policy.region).per_gpu
+        source = f"upper bound: {source} ({bound.reason})"
     return Rate(GpuAllocation(model, count, share, detail, of, of_gpus), per_device, source)

@@ -23,11 +23,14 @@ from ..model import Rate
 
 
 def node_vm(
-    rows: Sequence[VmRow], *, provider: str, machine_type: str, market: str
+    rows: Sequence[VmRow], *, provider: str, machine_type: str, market: str, region: str
 ) -> VmPricing | None:
-    """The VM row of a node's machine type at the hub's market (a spot VM without a spot
-    row: its on-demand row, the most it can cost); ``None``: not a VM with attached GPUs."""
-    return vm_pricing(rows, provider=provider, machine_type=machine_type, market=market)
+    """The VM row of a node's machine type at the hub's market and region (a spot VM
+    without a spot row: its on-demand row; a region without a row, or none known: the
+    dearest region's; each the most it can cost); ``None``: not a VM with attached GPUs."""
+    return vm_pricing(
+        rows, provider=provider, machine_type=machine_type, market=market, region=region
+    )
 
 
 def with_vm(rate: Rate, vm: VmPricing, where: str) -> Rate:

@@ -89,6 +89,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         providers=catalog.providers,
         rows=load_instance_rows(),
         vms=load_vm_rows(),
+        region=machine.region,
     )
     whole = plan.whole
     policy = PricePolicy(
@@ -96,6 +97,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
         provider=plan.provider,
         market=plan.market,
         whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu},
+        region=plan.region,
     )
     gpus: dict[str, tuple[str, Decimal | None]] = {}
     for uuid, name, memory in readings:

@@ -302,6 +302,7 @@ def admin_prices(config: Config, values: Mapping[str, str]) -> AdminPrices:
         provider=given("price_provider"),
         market=given("price_market"),
         instance=given("price_instance"),
+        region=given("price_region"),
         base_set="base_price_usd_per_hour" in names,
     )
 
@@ -337,6 +338,7 @@ def price_plan(
         providers=catalog.providers,
         rows=rows,
         vms=vms,
+        region="" if machine is None else machine.region,
     )
 
 
@@ -406,6 +408,7 @@ def resolve_machine(
         "price_provider": str(getattr(traits, "price_provider", "")),
         "price_market": str(getattr(traits, "price_market", "")),
         "price_instance": str(getattr(traits, "price_instance", "")),
+        "price_region": str(getattr(traits, "price_region", "")),
     }
     admin = admin_prices(config, values)
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
