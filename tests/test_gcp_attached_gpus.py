@@ -55,6 +55,7 @@ def plan(machine_type: str, market: str = "on-demand", *, shared: bool = False) 
         providers=CATALOG.providers,
         rows=load_instance_rows(),
         vms=VMS,
+        region="us-central1",
     )
 
 
@@ -72,7 +73,9 @@ def test_every_n1_accelerator_has_a_dated_sourced_row_per_market() -> None:
             assert row.source
             assert row.confidence == "third-party"
             assert row.usd_per_gpu_hour > 0
-            policy = PricePolicy(catalog=CATALOG, provider="gcp", market=market)
+            policy = PricePolicy(
+                catalog=CATALOG, provider="gcp", market=market, region="us-central1"
+            )
             price = policy.price_for(name, memory * 2**30)
             assert price is not None, name
             assert not price.upper_bound, name
@@ -138,6 +141,7 @@ def test_a_spot_vm_without_a_spot_row_is_priced_at_on_demand_labelled() -> None:
         providers=CATALOG.providers,
         rows=(),
         vms=tuple(on_demand),
+        region="us-central1",
     )
     assert found.vm is not None
     assert found.vm.upper_bound
@@ -158,7 +162,9 @@ def test_a_pod_on_gke_is_priced_per_gpu_at_gcps_rate() -> None:
     found = plan("n1-standard-8", shared=True)
     assert found.vm is None
     assert found.whole is None
-    policy = PricePolicy(catalog=CATALOG, provider=found.provider, market=found.market)
+    policy = PricePolicy(
+        catalog=CATALOG, provider=found.provider, market=found.market, region=found.region
+    )
     price = policy.price_for("Tesla T4", 15 * 2**30)
     assert price is not None
     assert price.usd_per_gpu_hour == Decimal("0.35")
@@ -174,10 +180,12 @@ def test_a_pod_on_gke_is_priced_per_gpu_at_gcps_rate() -> None:
 def test_the_bill_is_the_vm_plus_count_times_the_gpu(
     machine_type: str, market: str, accelerator: str, count: int
 ) -> None:
-    vm = vm_pricing(VMS, provider="gcp", machine_type=machine_type, market=market)
+    vm = vm_pricing(
+        VMS, provider="gcp", machine_type=machine_type, market=market, region="us-central1"
+    )
     assert vm is not None
     name, memory, _ = ACCELERATORS[accelerator]
-    policy = PricePolicy(catalog=CATALOG, provider="gcp", market=market)
+    policy = PricePolicy(catalog=CATALOG, provider="gcp", market=market, region="us-central1")
     price = policy.price_for(name, memory * 2**30)
     assert price is not None
     total = attached_total(vm, [price.usd_per_gpu_hour] * count)

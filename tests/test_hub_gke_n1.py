@@ -22,6 +22,7 @@ def gcp(market: str = "on-demand", **overrides: str) -> Prices:
         catalog=load_catalog(),
         provider="gcp",
         market=market,
+        region="us-central1",
         overrides={k: Decimal(v) for k, v in overrides.items()},
     )
     return derived_prices(policy, {"nvidia.com/gpu.shared": 4})

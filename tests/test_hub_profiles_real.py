@@ -199,6 +199,7 @@ def test_a_time_sliced_gpu_pays_its_share_from_the_setting() -> None:
         "-f",
         str(DATA / "shared-nodes.values.yaml"),
         '--GpuCostHub.gpu_sharing={"nvidia.com/gpu.shared": 4}',
+        "--GpuCostHub.price_region=us-east-1",
     )
     shared = by_profile(lines, "shared-t4")
     assert shared["gpus"]["count"] == "1/4"  # type: ignore[index]

@@ -341,17 +341,9 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
                 market=prices.policy.market,
                 region=prices.policy.region,
             )
-            if row is not None and row.not_for_sale:
-                row = None  # a shape nobody rents at this market prices nothing
-            policy = prices.policy
-            vm = node_vm(
-                prices.vms,
-                provider=policy.provider,
-                machine_type=c.value,
-                market=policy.market,
-                region=policy.region,
-            )
-            if row is None and vm is not None and vm.row.currency == policy.session_currency:
+            row = None if row is None or row.not_for_sale else row  # not rented: no price
+            vm = node_vm(prices.vms, prices.policy, c.value)
+            if vm and not row and vm.row.currency == prices.policy.session_currency:
                 vms.append((vm, c.where))
                 continue
             # whole-instance rows are in USD: another currency is priced per GPU

@@ -18,18 +18,21 @@ from fractions import Fraction
 from math import ceil
 
 from ...core.attached_gpus import VmPricing, VmRow, vm_pricing
+from ...core.catalog import PricePolicy
 from ..allocation import ceil_micro
 from ..model import Rate
 
 
-def node_vm(
-    rows: Sequence[VmRow], *, provider: str, machine_type: str, market: str, region: str
-) -> VmPricing | None:
-    """The VM row of a node's machine type at the hub's market and region (a spot VM
-    without a spot row: its on-demand row; a region without a row, or none known: the
+def node_vm(rows: Sequence[VmRow], policy: PricePolicy, machine_type: str) -> VmPricing | None:
+    """The VM row of a node's machine type at the hub's provider, market and region (a spot
+    VM without a spot row: its on-demand row; a region without a row, or none known: the
     dearest region's; each the most it can cost); ``None``: not a VM with attached GPUs."""
     return vm_pricing(
-        rows, provider=provider, machine_type=machine_type, market=market, region=region
+        rows,
+        provider=policy.provider,
+        machine_type=machine_type,
+        market=policy.market,
+        region=policy.region,
     )
 
 
