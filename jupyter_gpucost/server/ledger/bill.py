@@ -1,0 +1,251 @@
+"""The ledger's side of a bill: the machine each session ran on, what the ledger estimated
+per machine and day, and the reconciliation kept beside it (``reconciled``), a later read
+of the same bill replacing its rows so that nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ...core.focus import BilledMachine
+from ...core.i18n import _
+from ...core.machine import Machine
+from ...core.money import status_bar, to_usd, usd
+from .opening import LedgerUnavailable
+from .schema import machines_table, quarters_table, reconciled_table, sessions_table
+
+
+@dataclass
+class LedgerMachine:
+    """A machine the ledger knows: its sessions' open spans and its estimate per day."""
+
+    machine: BilledMachine
+    currency: str
+    #: (start, end) in unix seconds of every session on it
+    spans: list[tuple[float, float]] = field(default_factory=list)
+    #: UTC day -> what the ledger estimated that day (micro-units)
+    estimated: dict[date, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReconciledDay:
+    """One machine's day as a bill says it, beside the estimate (micro-units)."""
+
+    resource_id: str
+    day: date
+    provider: str
+    instance_type: str
+    currency: str
+    estimated: int
+    billed: int
+    effective: int
+    list: int
+    no_session: int
+    settled: bool
+    bill_to: datetime
+
+
+def record_machine(conn: Connection, session_id: str, machine: Machine, currency: str) -> None:
+    """Keep the machine a session runs on (once; a restart of the same session keeps it)."""
+    c = machines_table.c
+    if conn.execute(sa.select(c.session_id).where(c.session_id == session_id)).first():
+        return
+    conn.execute(
+        machines_table.insert().values(
+            session_id=session_id,
+            provider=machine.provider,
+            instance_id=machine.instance_id,
+            instance_type=machine.instance_type,
+            region=machine.region,
+            name=machine.name,
+            project=machine.project,
+            resource_group=machine.resource_group,
+            subscription_id=machine.subscription_id,
+            currency=currency,
+        )
+    )
+
+
+def ledger_machines(conn: Connection) -> list[LedgerMachine]:
+    """Every machine the ledger recorded a session on, with its spans and daily estimate."""
+    m, s = machines_table.c, sessions_table.c
+    rows = conn.execute(
+        sa.select(
+            m.session_id,
+            m.provider,
+            m.instance_id,
+            m.instance_type,
+            m.region,
+            m.name,
+            m.project,
+            m.resource_group,
+            m.subscription_id,
+            m.currency,
+            s.started_unix_s,
+            s.last_unix_s,
+            s.ended_unix_s,
+        ).join(sessions_table, s.id == m.session_id)
+    ).all()
+    found: dict[tuple[BilledMachine, str], LedgerMachine] = {}
+    by_session: dict[str, LedgerMachine] = {}
+    for row in rows:
+        machine = BilledMachine(
+            provider=row.provider,
+            instance_id=row.instance_id,
+            instance_type=row.instance_type,
+            region=row.region,
+            name=row.name,
+            project=row.project,
+            resource_group=row.resource_group,
+            subscription_id=row.subscription_id,
+        )
+        entry = found.setdefault(
+            (machine, row.currency), LedgerMachine(machine, currency=row.currency)
+        )
+        end = row.ended_unix_s if row.ended_unix_s is not None else row.last_unix_s
+        entry.spans.append((float(row.started_unix_s), float(end)))
+        by_session[row.session_id] = entry
+    if by_session:
+        q = quarters_table.c
+        daily: dict[int, dict[date, int]] = defaultdict(lambda: defaultdict(int))
+        quarters = conn.execute(
+            sa.select(q.session_id, q.quarter_unix_s, q.cost_micro_usd).where(
+                q.session_id.in_(list(by_session))
+            )
+        )
+        for session_id, quarter, cost in quarters:
+            entry = by_session[session_id]
+            day = datetime.fromtimestamp(quarter, UTC).date()
+            daily[id(entry)][day] += int(cost)
+        for entry in found.values():
+            entry.estimated = dict(daily.get(id(entry), {}))
+    return list(found.values())
+
+
+def replace_reconciled(
+    conn: Connection, source: str, days: list[ReconciledDay], at: datetime
+) -> None:
+    """Keep a bill's days, replacing what the same bill said before for those days."""
+    r = reconciled_table.c
+    for d in days:
+        conn.execute(
+            reconciled_table.delete().where(
+                sa.and_(
+                    r.resource_id == d.resource_id, r.day == d.day.isoformat(), r.source == source
+                )
+            )
+        )
+        conn.execute(
+            reconciled_table.insert().values(
+                resource_id=d.resource_id,
+                day=d.day.isoformat(),
+                source=source,
+                provider=d.provider,
+                instance_type=d.instance_type,
+                currency=d.currency,
+                estimated_micro=d.estimated,
+                billed_micro=d.billed,
+                effective_micro=d.effective,
+                list_micro=d.list,
+                no_session_micro=d.no_session,
+                settled=d.settled,
+                bill_to=d.bill_to.isoformat(),
+                reconciled_at=at.isoformat(),
+            )
+        )
+
+
+def reconciled_days(conn: Connection) -> list[ReconciledDay]:
+    """Every day kept, the newest read of each machine's day when several bills said it."""
+    r = reconciled_table.c
+    rows = conn.execute(sa.select(reconciled_table).order_by(r.reconciled_at)).all()
+    newest: dict[tuple[str, str], ReconciledDay] = {}
+    for row in rows:
+        newest[(row.resource_id, row.day)] = ReconciledDay(
+            resource_id=row.resource_id,
+            day=date.fromisoformat(row.day),
+            provider=row.provider,
+            instance_type=row.instance_type,
+            currency=row.currency,
+            estimated=int(row.estimated_micro),
+            billed=int(row.billed_micro),
+            effective=int(row.effective_micro),
+            list=int(row.list_micro),
+            no_session=int(row.no_session_micro),
+            settled=bool(row.settled),
+            bill_to=datetime.fromisoformat(row.bill_to),
+        )
+    return sorted(newest.values(), key=lambda d: (d.resource_id, d.day))
+
+
+@dataclass(frozen=True)
+class BillFigure:
+    """This machine's reconciled days, summed: the status's ``bill`` object."""
+
+    estimated: int
+    billed: int
+    #: the last day the bill covers
+    to: date
+    currency: str
+
+
+def bill_figure(days: list[ReconciledDay], resource_id: str) -> BillFigure | None:
+    """The sums of a machine's reconciled days (``None``: none were)."""
+    mine = [d for d in days if d.resource_id == resource_id]
+    if not mine:
+        return None
+    newest = max(d.bill_to for d in mine)
+    return BillFigure(
+        estimated=sum(d.estimated for d in mine),
+        billed=sum(d.billed for d in mine),
+        to=(newest - timedelta(microseconds=1)).date(),
+        currency=mine[0].currency,
+    )
+
+
+def bill_json(figure: BillFigure | None, symbol: str) -> dict[str, Any] | None:
+    """The status's ``bill`` object: the estimate beside the bill, and its sentence."""
+    if figure is None:
+        return None
+    return {
+        "estimated_usd": usd(figure.estimated),
+        "billed_usd": usd(figure.billed),
+        "to": figure.to.isoformat(),
+        "text": _("estimated {estimated} · billed {billed} (your bill to {to})").format(
+            estimated=status_bar(to_usd(figure.estimated), symbol),
+            billed=status_bar(to_usd(figure.billed), symbol),
+            to=figure.to.isoformat(),
+        ),
+    }
+
+
+#: how often the status reads the reconciled bill from the ledger, in seconds
+BILL_READ_EVERY_S = 60.0
+
+
+class BillCache:
+    """The status's bill figure, read from the ledger at most every :data:`BILL_READ_EVERY_S`
+    (a ledger that cannot be read keeps the figure read before)."""
+
+    def __init__(self) -> None:
+        self._read_at: float | None = None
+        self._days: list[ReconciledDay] = []
+
+    def figure(
+        self, read: Callable[[], list[ReconciledDay]], resource_id: str
+    ) -> BillFigure | None:
+        now = time.monotonic()
+        if self._read_at is None or now - self._read_at >= BILL_READ_EVERY_S:
+            self._read_at = now
+            with contextlib.suppress(LedgerUnavailable, sa.exc.SQLAlchemyError):
+                self._days = read()
+        return bill_figure(self._days, resource_id)
