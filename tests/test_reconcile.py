@@ -448,3 +448,64 @@ class TestARealServerOnAnEc2G5:
         assert bill["to"] == to
         assert bill["text"].startswith("estimated $")
         assert bill["text"].endswith(f" · billed ${day['billed']:.2f} (your bill to {to})")
+
+
+def reconciled_ledger(path: Path) -> str:
+    """A ledger whose bill of the g5.xlarge was reconciled (billed 0.72 × list)."""
+    url = ledger_with_sessions(path)
+    folder = path / "bill"
+    write_csv(folder / "aws.csv", bill_rows(EC2_G5))
+    assert main([str(folder), "--ledger", url]) == 0
+    return url
+
+
+class TestALaterSessionAtTheBilledRate:
+    """A server started after the bill was reconciled prices its g5.xlarge at 0.72 × list."""
+
+    use_billed_rate = True
+
+    @pytest.fixture
+    def standin(self) -> Iterator[StandIn_]:
+        identity = {
+            **Cloud().aws_identity,
+            "instanceId": "i-0fffffffffffffff1",  # another machine of the same type
+            "instanceType": "g5.xlarge",
+        }
+        yield from serve(Cloud(aws_identity=identity))
+
+    @pytest.fixture
+    def gpucost_config(
+        self, tmp_path: Path, standin: StandIn_, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, object]:
+        monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", standin.url)
+        url = reconciled_ledger(tmp_path)
+        return {
+            "telemetry": "simulated",
+            "sample_interval_s": 0.2,
+            "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
+            "ledger_url": url,
+            "use_billed_rate": self.use_billed_rate,
+        }
+
+    async def test_the_price_is_the_billed_rate_and_says_so(self, jp_fetch: Any) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        machine = status["machine"]
+        assert machine["instance_type"] == "g5.xlarge"
+        assert machine["priced"] == "instance"
+        assert machine["instance_price_usd_per_hour"] == 0.72432  # 0.72 × 1.006
+        # the bill's newest charge ends 2026-11-27T00:00Z: the bill of 2026-11-26
+        assert machine["instance_price_source"].endswith(
+            "; source: your billed rate (0.72 × list, from your bill of 2026-11-26)"
+        )
+        assert machine["instance_price_as_of"] == "2026-11-26"
+        # this machine has no bill of its own yet
+        assert status["bill"] is None
+
+
+class TestTheBilledRateTurnedOff(TestALaterSessionAtTheBilledRate):
+    use_billed_rate = False
+
+    async def test_the_price_is_the_billed_rate_and_says_so(self, jp_fetch: Any) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        assert status["machine"]["instance_price_usd_per_hour"] == 1.006
+        assert "billed rate" not in status["machine"]["instance_price_source"]

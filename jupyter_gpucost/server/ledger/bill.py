@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
@@ -249,3 +250,22 @@ class BillCache:
             with contextlib.suppress(LedgerUnavailable, sa.exc.SQLAlchemyError):
                 self._days = read()
         return bill_figure(self._days, resource_id)
+
+
+def billed_rate(
+    days: list[ReconciledDay], provider: str, instance_type: str
+) -> tuple[Fraction, date] | None:
+    """What machines of this provider and type were billed ÷ their list cost, over their
+    reconciled days (a day a commitment paid up front covered, billed 0, at its effective
+    cost), and the last day of the newest bill (``None``: no such day with a list cost)."""
+    mine = [
+        d
+        for d in days
+        if d.provider == provider and d.instance_type == instance_type and d.list > 0
+    ]
+    if not mine or not instance_type:
+        return None
+    paid = sum(d.billed or d.effective for d in mine)
+    listed = sum(d.list for d in mine)
+    newest = max(d.bill_to for d in mine)
+    return Fraction(paid, listed), (newest - timedelta(microseconds=1)).date()
