@@ -57,6 +57,7 @@ from .bill import (
     BillFigure,
     LedgerMachine,
     ReconciledDay,
+    SessionHour,
     bill_figure,
     bill_json,
     billed_rate,
@@ -64,6 +65,7 @@ from .bill import (
     reconciled_days,
     record_machine,
     replace_reconciled,
+    session_hours,
 )
 from .opening import LedgerOffline, LedgerUnavailable, Reset, open_ledger
 from .queries import LedgerReads, Totals
@@ -91,6 +93,7 @@ __all__ = [
     "Pending",
     "ReconciledDay",
     "Reset",
+    "SessionHour",
     "Totals",
     "actions_table",
     "bill_figure",
@@ -427,6 +430,11 @@ class Ledger(LedgerReads):
     def reconciled(self) -> list[ReconciledDay]:
         with self._reading() as conn:
             return reconciled_days(conn)
+
+    def session_hours(self, since_unix_s: int | None = None) -> list[SessionHour]:
+        """Every session's cost per hour, with its user and machine (FOCUS export)."""
+        with self._reading() as conn:
+            return session_hours(conn, since_unix_s)
 
     # -- bulk (benchmarks) -----------------------------------------------------
 

@@ -22,7 +22,13 @@ from ...core.i18n import _
 from ...core.machine import Machine
 from ...core.money import status_bar, to_usd, usd
 from .opening import LedgerUnavailable
-from .schema import machines_table, quarters_table, reconciled_table, sessions_table
+from .schema import (
+    machines_table,
+    quarters_table,
+    reconciled_table,
+    sessions_table,
+    spend_table,
+)
 
 
 @dataclass
@@ -269,3 +275,62 @@ def billed_rate(
     listed = sum(d.list for d in mine)
     newest = max(d.bill_to for d in mine)
     return Fraction(paid, listed), (newest - timedelta(microseconds=1)).date()
+
+
+@dataclass(frozen=True)
+class SessionHour:
+    """What a session cost in one hour (micro-units), with its user and machine."""
+
+    session_id: str
+    hour_unix_s: int
+    cost: int
+    minutes: int
+    user: str | None
+    currency: str
+    machine: BilledMachine | None
+
+
+def session_hours(conn: Connection, since_unix_s: int | None = None) -> list[SessionHour]:
+    """Every session's cost per hour (``spend`` folded by hour), oldest first."""
+    s, sp = sessions_table.c, spend_table.c
+    hour = (sp.minute_unix_s // 3600) * 3600
+    query = (
+        sa.select(
+            sp.session_id,
+            hour.label("hour"),
+            sa.func.sum(sp.cost_micro_usd).label("cost"),
+            sa.func.count().label("minutes"),
+        )
+        .group_by(sp.session_id, hour)
+        .order_by(hour, sp.session_id)
+    )
+    if since_unix_s is not None:
+        query = query.where(sp.minute_unix_s >= since_unix_s)
+    users = dict(conn.execute(sa.select(s.id, s.user)).all())
+    machines = {row.session_id: row for row in conn.execute(sa.select(machines_table)).all()}
+    out = []
+    for row in conn.execute(query):
+        known = machines.get(row.session_id)
+        out.append(
+            SessionHour(
+                session_id=row.session_id,
+                hour_unix_s=int(row.hour),
+                cost=int(row.cost),
+                minutes=int(row.minutes),
+                user=users.get(row.session_id),
+                currency=known.currency if known is not None else "",
+                machine=None
+                if known is None
+                else BilledMachine(
+                    provider=known.provider,
+                    instance_id=known.instance_id,
+                    instance_type=known.instance_type,
+                    region=known.region,
+                    name=known.name,
+                    project=known.project,
+                    resource_group=known.resource_group,
+                    subscription_id=known.subscription_id,
+                ),
+            )
+        )
+    return out
