@@ -26,15 +26,33 @@ EXIT_REFUSED = 4
 EXIT_LEDGER = 6
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """A parser that ends a wrong command line with exit code 2 and says why."""
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
+def ledger_url(given: str | None) -> str | None:
+    """The ledger named, else this machine's server ledger; ``None`` (said on stderr)
+    when there is none."""
+    if given is not None:
+        return given
+    from ..headless.ledger import default_ledger_url
+
+    url = default_ledger_url()
+    if not url:
+        print(
+            _("no ledger on this machine: start the server once, or pass --ledger URL"),
+            file=sys.stderr,
+        )
+    return url
+
+
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="jupyter gpucost reconcile",
         description=_("Match the cloud's FOCUS bill to the machines of the ledger."),
     )
@@ -161,16 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
-    url = args.ledger
-    if url is None:
-        from ..headless.ledger import default_ledger_url
-
-        url = default_ledger_url()
+    url = ledger_url(args.ledger)
     if not url:
-        print(
-            _("no ledger on this machine: start the server once, or pass --ledger URL"),
-            file=sys.stderr,
-        )
         return EXIT_LEDGER
     try:
         ledger = Ledger(url)

@@ -12,21 +12,19 @@ Exit codes: 0 written, 2 the command line is wrong, 6 the ledger cannot be used.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import NoReturn
 
 from ..core.i18n import _
 from ..core.money import to_usd
 from ..server.ledger import Ledger, LedgerUnavailable, SessionHour
+from .cli import Parser, ledger_url
 
 EXIT_OK = 0
-EXIT_USAGE = 2
 EXIT_LEDGER = 6
 
 #: what the providers are called in FOCUS's ``ProviderName`` (the clouds' own exports)
@@ -77,13 +75,6 @@ COLUMNS = (
 MONEY = ("BilledCost", "ContractedCost", "EffectiveCost", "ListCost")
 TIMES = ("BillingPeriodEnd", "BillingPeriodStart", "ChargePeriodEnd", "ChargePeriodStart")
 NUMBERS = ("ConsumedQuantity", "PricingQuantity")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
 
 
 def _month(moment: datetime) -> tuple[datetime, datetime]:
@@ -184,7 +175,7 @@ def write_focus(path: Path, rows: list[dict[str, object]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = _Parser(
+    p = Parser(
         prog="jupyter gpucost export-focus",
         description=_("Write the ledger as a FOCUS 1.2 dataset (showback)."),
     )
@@ -192,16 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--since", type=date.fromisoformat, help=_("only hours from DATE (YYYY-MM-DD)"))
     p.add_argument("--ledger", help=_("the ledger's URL (default: this machine's server ledger)"))
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
-    url = args.ledger
-    if url is None:
-        from ..headless.ledger import default_ledger_url
-
-        url = default_ledger_url()
+    url = ledger_url(args.ledger)
     if not url:
-        print(
-            _("no ledger on this machine: start the server once, or pass --ledger URL"),
-            file=sys.stderr,
-        )
         return EXIT_LEDGER
     since = (
         None

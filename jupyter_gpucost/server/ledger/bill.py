@@ -82,20 +82,31 @@ def record_machine(conn: Connection, session_id: str, machine: Machine, currency
     )
 
 
+def _billed(row: object) -> BilledMachine:
+    """A ``machines`` row as its bill names it."""
+    return BilledMachine(**{name: str(getattr(row, name)) for name in _MACHINE_FIELDS})
+
+
+#: the ``machines`` columns a bill is matched by
+_MACHINE_FIELDS = (
+    "provider",
+    "instance_id",
+    "instance_type",
+    "region",
+    "name",
+    "project",
+    "resource_group",
+    "subscription_id",
+)
+
+
 def ledger_machines(conn: Connection) -> list[LedgerMachine]:
     """Every machine the ledger recorded a session on, with its spans and daily estimate."""
     m, s = machines_table.c, sessions_table.c
     rows = conn.execute(
         sa.select(
             m.session_id,
-            m.provider,
-            m.instance_id,
-            m.instance_type,
-            m.region,
-            m.name,
-            m.project,
-            m.resource_group,
-            m.subscription_id,
+            *(m[name] for name in _MACHINE_FIELDS),
             m.currency,
             s.started_unix_s,
             s.last_unix_s,
@@ -105,16 +116,7 @@ def ledger_machines(conn: Connection) -> list[LedgerMachine]:
     found: dict[tuple[BilledMachine, str], LedgerMachine] = {}
     by_session: dict[str, LedgerMachine] = {}
     for row in rows:
-        machine = BilledMachine(
-            provider=row.provider,
-            instance_id=row.instance_id,
-            instance_type=row.instance_type,
-            region=row.region,
-            name=row.name,
-            project=row.project,
-            resource_group=row.resource_group,
-            subscription_id=row.subscription_id,
-        )
+        machine = _billed(row)
         entry = found.setdefault(
             (machine, row.currency), LedgerMachine(machine, currency=row.currency)
         )
@@ -319,18 +321,7 @@ def session_hours(conn: Connection, since_unix_s: int | None = None) -> list[Ses
                 minutes=int(row.minutes),
                 user=users.get(row.session_id),
                 currency=known.currency if known is not None else "",
-                machine=None
-                if known is None
-                else BilledMachine(
-                    provider=known.provider,
-                    instance_id=known.instance_id,
-                    instance_type=known.instance_type,
-                    region=known.region,
-                    name=known.name,
-                    project=known.project,
-                    resource_group=known.resource_group,
-                    subscription_id=known.subscription_id,
-                ),
+                machine=None if known is None else _billed(known),
             )
         )
     return out
