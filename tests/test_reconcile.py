@@ -498,6 +498,7 @@ class TestALaterSessionAtTheBilledRate:
             "; source: your billed rate (0.72 × list, from your bill of 2026-11-26)"
         )
         assert machine["instance_price_as_of"] == "2026-11-26"
+        assert machine["instance_price_basis"] == "billed"
         # this machine has no bill of its own yet
         assert status["bill"] is None
 

@@ -17,6 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from traitlets import Bool, HasTraits
 
+from ...core.catalog import BASIS_BILLED
 from ...core.i18n import _
 from ...core.instance_prices import PricePlan, whole_instance
 from ...core.machine import Machine
@@ -70,4 +71,5 @@ def billed_rate_plan(
     )
     row = replace(whole.row, usd_per_hour=price, source=source, as_of=bill_day.isoformat())
     log.info("jupyter-gpucost: %s: %s per hour", source, price)
-    return replace(plan, whole=whole_instance(row))
+    whole = whole_instance(row)
+    return replace(plan, whole=replace(whole, per_gpu=replace(whole.per_gpu, basis=BASIS_BILLED)))
