@@ -1,5 +1,5 @@
 """The panel puts the bill beside the estimate once `jupyter gpucost reconcile` has read
-this machine's bill."""
+this machine's bill, and prices the machine at its billed rate, named as such."""
 
 from __future__ import annotations
 
@@ -67,3 +67,8 @@ def test_the_panel_shows_the_bill_beside_the_estimate(
     # an hour at 55.04/h estimated; 24 hours at 0.72 × 55.04 billed, to 2026-11-24
     expect(bill).to_have_text("estimated $55.04 · billed $951.09 (your bill to 2026-11-24)")
     screenshot(page, "panel-bill.png")
+    # this machine is now priced at its billed rate (c.GpuCost.use_billed_rate), and says so
+    expect(panel).to_contain_text(
+        "p5.48xlarge: $39.63 per instance-hour — your billed rate, us-east-1, 2026-11-24",
+        timeout=30_000,
+    )
