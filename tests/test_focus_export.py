@@ -71,9 +71,8 @@ SERVICE_CATEGORIES = {
 ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
-def ledger(tmp_path: Path) -> tuple[str, int]:
+def ledger(url: str) -> tuple[str, int]:
     """Two sessions of two users on a detected g5.xlarge and on no known machine."""
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     book = Ledger(url)
     start = datetime(2026, 11, 24, 10, 30, tzinfo=UTC)
     total = 0
@@ -94,9 +93,10 @@ def ledger(tmp_path: Path) -> tuple[str, int]:
 
 @pytest.mark.parametrize("name", ["focus.csv", "focus.parquet"])
 def test_the_export_is_focus_1_2_and_adds_up_to_the_ledger(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, ledger_url: str
 ) -> None:
-    url, total = ledger(tmp_path)
+    # from a SQLite file and from a real PostgreSQL database
+    url, total = ledger(ledger_url)
     out = tmp_path / "out" / name
     assert main([str(out), "--ledger", url]) == 0
     assert "4 FOCUS rows written" in capsys.readouterr().out  # 2 sessions × 2 hours
@@ -138,7 +138,7 @@ def test_the_export_is_focus_1_2_and_adds_up_to_the_ledger(
 
 
 def test_since_keeps_the_later_hours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    url, _ = ledger(tmp_path)
+    url, _ = ledger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     out = tmp_path / "focus.csv"
     assert main([str(out), "--ledger", url, "--since", "2026-11-25"]) == 0
     assert "0 FOCUS rows written" in capsys.readouterr().out

@@ -72,15 +72,17 @@ def micro_per_minute(machine: StandIn) -> int:
     return int(machine.list_per_hour * 1_000_000 / 60)
 
 
-def ledger_with_sessions(tmp_path: Path, currency: str = "USD") -> str:
-    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+def ledger_with_sessions(tmp_path: Path, url: str | None = None) -> str:
+    """A ledger (SQLite in ``tmp_path`` unless ``url`` names one) with a two-hour session
+    on each stand-in machine."""
+    url = url or f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     ledger = Ledger(url)
     for n, (standin, machine) in enumerate(MACHINES.items()):
         session = f"session-{n}"
         start = SESSION_START.timestamp()
         spend = [(int(start) + 60 * m, micro_per_minute(standin), 0, 0) for m in range(120)]
         ledger.add_run(session, SESSION_START, SESSION_START + timedelta(hours=2), None, spend, [])
-        ledger.record_machine(session, machine, currency)
+        ledger.record_machine(session, machine, "USD")
     ledger.close()
     return url
 
@@ -209,9 +211,10 @@ def check_stand_ins(document: dict[str, object]) -> None:
 
 
 def test_a_folder_of_csv_and_csv_gz_is_reconciled_and_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ledger_url: str
 ) -> None:
-    url = ledger_with_sessions(tmp_path)
+    # on a SQLite file and on a real PostgreSQL database
+    url = ledger_with_sessions(tmp_path, ledger_url)
     folder = folder_bill(tmp_path)
     code, out, err = run(capsys, str(folder), "--ledger", url, "--json")
     assert code == 0, err
@@ -510,3 +513,13 @@ class TestTheBilledRateTurnedOff(TestALaterSessionAtTheBilledRate):
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert status["machine"]["instance_price_usd_per_hour"] == 1.006
         assert "billed rate" not in status["machine"]["instance_price_source"]
+
+
+def test_a_damaged_parquet_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole = write_parquet(tmp_path / "w" / "bill.parquet", bill_rows(EC2_G5)).read_bytes()
+    bad = tmp_path / "bad" / "bill.parquet"
+    bad.parent.mkdir()
+    bad.write_bytes(whole[: len(whole) // 2])  # cut: no footer
+    refused(capsys, tmp_path, bad, "bill.parquet", "cannot be read to its end")
