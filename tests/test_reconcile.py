@@ -211,7 +211,10 @@ def check_stand_ins(document: dict[str, object]) -> None:
 
 
 def test_a_folder_of_csv_and_csv_gz_is_reconciled_and_kept(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], ledger_url: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ledger_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # on a SQLite file and on a real PostgreSQL database
     url = ledger_with_sessions(tmp_path, ledger_url)
@@ -228,6 +231,10 @@ def test_a_folder_of_csv_and_csv_gz_is_reconciled_and_kept(
     assert run(capsys, str(folder), "--ledger", url, "--json")[0] == 0
     again = reconciled_rows(url)
     assert [r[:13] for r in again] == [r[:13] for r in kept]
+    # named from another folder, the same bill still replaces its rows
+    monkeypatch.chdir(folder.parent)
+    assert run(capsys, folder.name, "--ledger", url, "--json")[0] == 0
+    assert [r[:13] for r in reconciled_rows(url)] == [r[:13] for r in kept]
 
     code, text, _ = run(capsys, str(folder), "--ledger", url)
     assert "billed while no notebook was open" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -199,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_REFUSED
         days = [d for r in results for d in r.days]
         if days:
-            ledger.keep_reconciled(args.source, days, now())
+            # the same bill read again, from anywhere, replaces its rows
+            source = args.source if "://" in args.source else os.path.abspath(args.source)
+            ledger.keep_reconciled(source, days, now())
         stats: dict[str, object] = {
             "read": bill.rows_read,
             "ignored": bill.ignored,
