@@ -451,8 +451,18 @@ class TestARealServerOnAnEc2G5:
         assert day["no_session"] >= round(0.72432 * (hours - 1), 6) - 1e-6
         assert day["settled"] is False
 
-        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
-        bill = status["bill"]
+        async def bill() -> Any:
+            status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+            return status["bill"]
+
+        # the server reads the bill in a thread of its own, off its event loop
+        deadline = time.monotonic() + 20
+        shown = await bill()
+        while shown is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            shown = await bill()
+        assert shown is not None, "the status showed no bill in 20 s"
+        bill = shown
         assert bill["billed_usd"] == day["billed"]
         to = (hour + timedelta(hours=1) - timedelta(microseconds=1)).date().isoformat()
         assert bill["to"] == to
@@ -509,8 +519,11 @@ class TestALaterSessionAtTheBilledRate:
         )
         assert machine["instance_price_as_of"] == "2026-11-26"
         assert machine["instance_price_basis"] == "billed"
-        # this machine has no bill of its own yet
+        # this machine has no bill of its own yet (the bill is read off the loop: twice)
         assert status["bill"] is None
+        await asyncio.sleep(1)
+        again = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        assert again["bill"] is None
 
 
 class TestTheBilledRateTurnedOff(TestALaterSessionAtTheBilledRate):

@@ -6,6 +6,7 @@ of the same bill replacing its rows so that nothing is counted twice.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -242,22 +243,44 @@ BILL_READ_EVERY_S = 60.0
 
 
 class BillCache:
-    """The status's bill figure, read from the ledger at most every :data:`BILL_READ_EVERY_S`
-    (a ledger that cannot be read keeps the figure read before)."""
+    """The status's bill figure. The ledger is read in a thread of its own, at most every
+    :data:`BILL_READ_EVERY_S` and one read at a time, never on the caller's thread (the
+    status is built on the server's event loop, and a remote ledger may take seconds to
+    answer); until a read ends the figure read before is given (at first: none), and a
+    ledger that cannot be read keeps it."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._read_at: float | None = None
+        self._reading = False
         self._days: list[ReconciledDay] = []
 
     def figure(
         self, read: Callable[[], list[ReconciledDay]], resource_id: str
     ) -> BillFigure | None:
         now = time.monotonic()
-        if self._read_at is None or now - self._read_at >= BILL_READ_EVERY_S:
-            self._read_at = now
-            with contextlib.suppress(LedgerUnavailable, sa.exc.SQLAlchemyError):
-                self._days = read()
-        return bill_figure(self._days, resource_id)
+        with self._lock:
+            due = not self._reading and (
+                self._read_at is None or now - self._read_at >= BILL_READ_EVERY_S
+            )
+            if due:
+                self._reading = True
+                self._read_at = now
+            days = self._days
+        if due:
+            threading.Thread(
+                target=self._refresh, args=(read,), name="gpucost-bill", daemon=True
+            ).start()
+        return bill_figure(days, resource_id)
+
+    def _refresh(self, read: Callable[[], list[ReconciledDay]]) -> None:
+        days: list[ReconciledDay] | None = None
+        with contextlib.suppress(LedgerUnavailable, sa.exc.SQLAlchemyError):
+            days = read()
+        with self._lock:
+            if days is not None:
+                self._days = days
+            self._reading = False
 
 
 def billed_rate(
