@@ -131,7 +131,7 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         totals=LiveTotals(1_000_000, 2_500_000, 9_000_001),
     )
     document = status_document(given)
-    assert list(document)[-14:] == [
+    assert list(document)[-15:] == [
         "warnings",
         "session_id",
         "today_usd",
@@ -146,8 +146,11 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         "budget",
         "machine",
         "metering",
+        "bill",
     ]
     assert document["metering"]["state"] == "gpus"
+    # no bill was reconciled for this machine
+    assert document["bill"] is None
     assert (document["today_usd"], document["month_usd"], document["all_time_usd"]) == (
         1.0,
         2.5,

@@ -39,10 +39,12 @@ DOUBTFUL_CONFIDENCE = ("unverified",)
 #: prices are kept to the micro-dollar
 MAX_PRICE_DECIMALS = 6
 #: how a price was found: a catalog row (or a whole-instance row), the admin's override,
-#: or an upper bound where no price fits (:func:`upper_bound`)
+#: an upper bound where no price fits (:func:`upper_bound`), or a whole-instance row at the
+#: rate a reconciled bill showed (``c.GpuCost.use_billed_rate``)
 BASIS_CATALOG = "catalog"
 BASIS_OVERRIDE = "override"
 BASIS_UPPER_BOUND = "upper-bound"
+BASIS_BILLED = "billed"
 
 #: why a GPU is priced at an upper bound (messages of the catalog, translated where shown)
 REASON_SPOT = N_("spot: priced at on-demand, the most it can cost")

@@ -7,7 +7,11 @@ from collections.abc import Sequence
 
 from ..core.i18n import _
 
-USAGE = "jupyter gpucost run NOTEBOOK [-p NAME VALUE …] [--budget USD] [--stop-instance-when-done]"
+USAGE = (
+    "jupyter gpucost run NOTEBOOK [-p NAME VALUE …] [--budget USD] [--stop-instance-when-done]"
+    " | jupyter gpucost reconcile SOURCE [--since DATE] [--json]"
+    " | jupyter gpucost export-focus OUT [--since DATE]"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,6 +23,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .run import main as run
 
         return run(words[1:])
+    if words[0] == "reconcile":
+        from ..reconcile.cli import main as reconcile
+
+        return reconcile(words[1:])
+    if words[0] == "export-focus":
+        from ..reconcile.export import main as export_focus
+
+        return export_focus(words[1:])
     print(_("jupyter gpucost: unknown command {word!r}").format(word=words[0]), file=sys.stderr)
     print(_("usage: {usage}").format(usage=USAGE), file=sys.stderr)
     return 2

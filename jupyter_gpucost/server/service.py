@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.currency import symbol as currency_symbol
+from ..core.focus import billed_machine
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import Meter
@@ -31,7 +32,15 @@ from .gpu_use.attribution import Attributor
 from .gpu_use.gpu_claims import ClaimBook
 from .gpu_use.kernel_procs import KernelTracker
 from .gpu_use.payload import kernels_payload
-from .ledger import Ledger, LedgerOffline, LedgerUnavailable, default_url, new_session_id
+from .ledger import (
+    BillCache,
+    BillFigure,
+    Ledger,
+    LedgerOffline,
+    LedgerUnavailable,
+    default_url,
+    new_session_id,
+)
 from .ledger.journal import Journal
 from .record import history as hist
 from .record.cells import CellLog
@@ -202,6 +211,7 @@ class CostService:
         self.session_id = new_session_id(started)
         self.ledger_error: str | None = None
         self.ledger = self._open_ledger()
+        self._bill = BillCache()
         user = os.environ.get("JUPYTERHUB_USER") or None
         self.cells = CellLog(self.ledger, self.session_id)
         self.tracker = KernelTracker(log=self.log)
@@ -250,6 +260,9 @@ class CostService:
         # a ledger that cannot be reached: written with the first flush once it is back
         with contextlib.suppress(LedgerOffline):
             ledger.start_session(self.session_id, self.meter.snapshot().started, user)
+            if config.machine is not None:
+                # what a bill is matched by (jupyter gpucost reconcile)
+                ledger.record_machine(self.session_id, config.machine, self.policy.session_currency)
         return ledger
 
     def _journal(self) -> Journal | None:
@@ -341,8 +354,16 @@ class CostService:
                 machine=self.config.machine,
                 plan=self.config.plan,
                 metering=self.metering(),
+                bill=self.bill(),
             )
         )
+
+    def bill(self) -> BillFigure | None:
+        """This machine's reconciled bill (read from the ledger at most once a minute)."""
+        machine = self.config.machine
+        if self.ledger is None or machine is None:
+            return None
+        return self._bill.figure(self.ledger.reconciled, billed_machine(machine).key)
 
     def ledger_facts(self) -> LedgerFacts:
         if self.ledger is None:

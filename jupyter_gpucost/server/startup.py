@@ -34,6 +34,7 @@ from .hub_link import (
     reported_interruptions,
 )
 from .ledger.schema import alerts_sent_table
+from .machine.billed_rate import BilledRateTraits
 from .machine.setup import (
     MachinePrices,
     MachineTraits,
@@ -236,7 +237,12 @@ def panel_link(serverapp: ServerApp | None, environ: Mapping[str, str] = os.envi
 
 
 class GpuCostTraits(
-    MachineTraits, InterruptionTraits, SpotPriceTraits, CurrencyTraits, AlertTraits
+    MachineTraits,
+    InterruptionTraits,
+    SpotPriceTraits,
+    BilledRateTraits,
+    CurrencyTraits,
+    AlertTraits,
 ):
     """The settings of ``c.GpuCost`` kept outside the app's module: the machine, spot
-    interruptions, spot prices, the currency and alerts."""
+    interruptions, spot prices, the billed rate, the currency and alerts."""

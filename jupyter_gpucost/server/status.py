@@ -33,7 +33,7 @@ from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..telemetry.base import TelemetryStatus
 from .gpu_use.attribution import Attribution
-from .ledger import Reset
+from .ledger import BillFigure, Reset, bill_json
 from .record.recorder import LiveTotals
 from .status_machine import machine_json
 
@@ -349,6 +349,8 @@ class StatusInputs:
     plan: PricePlan | None = None
     #: whether a GPU is metered (``None``: as the snapshot says, GPUs or unknown)
     metering: Metering | None = None
+    #: this machine's reconciled bill (``None``: none was read)
+    bill: BillFigure | None = None
 
 
 def metering_json(metering: Metering, currency_symbol: str, rate: float) -> dict[str, Any]:
@@ -452,6 +454,8 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
             "budget": inputs.budget,
             "machine": machine,
             "metering": shown,
+            # "estimated $X · billed $Y (your bill to ...)": jupyter gpucost reconcile
+            "bill": bill_json(inputs.bill, inputs.currency_symbol),
         }
     )
     return payload

@@ -49,7 +49,7 @@ export interface IGpuCostDevice {
    * `catalog`, `override`, or `upper-bound`: no price fits this GPU, so it is
    * priced at the most it can cost (older servers leave it out).
    */
-  price_basis?: 'catalog' | 'override' | 'upper-bound' | null;
+  price_basis?: 'catalog' | 'override' | 'upper-bound' | 'billed' | null;
   /** Why its price is an upper bound, in the server's language. */
   price_basis_reason?: string | null;
   utilization_pct: number | null;

@@ -50,7 +50,23 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ...core.machine import Machine
 from ...core.sql import Spell
+from .bill import (
+    BillCache,
+    BillFigure,
+    LedgerMachine,
+    ReconciledDay,
+    SessionHour,
+    bill_figure,
+    bill_json,
+    billed_rate,
+    ledger_machines,
+    reconciled_days,
+    record_machine,
+    replace_reconciled,
+    session_hours,
+)
 from .opening import LedgerOffline, LedgerUnavailable, Reset, open_ledger
 from .queries import LedgerReads, Totals
 from .schema import (
@@ -67,14 +83,22 @@ from .schema import (
 from .writes import GpuMinuteSums, Pending, add_bulk_spend, add_pending, merged
 
 __all__ = [
+    "BillCache",
+    "BillFigure",
     "GpuMinuteSums",
     "Ledger",
+    "LedgerMachine",
     "LedgerOffline",
     "LedgerUnavailable",
     "Pending",
+    "ReconciledDay",
     "Reset",
+    "SessionHour",
     "Totals",
     "actions_table",
+    "bill_figure",
+    "bill_json",
+    "billed_rate",
     "cells_table",
     "default_url",
     "gpu_minutes_table",
@@ -385,6 +409,32 @@ class Ledger(LedgerReads):
             with self._lock:
                 if len(self._later) < MAX_LATER:
                     self._later.append((table, values))
+
+    # -- the bill ----------------------------------------------------------------
+
+    def record_machine(self, session_id: str, machine: Machine, currency: str) -> None:
+        """Keep the machine a session runs on (what a bill is matched by)."""
+        with self._writing() as conn:
+            record_machine(conn, session_id, machine, currency)
+
+    def machines(self) -> list[LedgerMachine]:
+        """The machines the ledger recorded sessions on, their spans and daily estimates."""
+        with self._reading() as conn:
+            return ledger_machines(conn)
+
+    def keep_reconciled(self, source: str, days: list[ReconciledDay], at: datetime) -> None:
+        """Keep a bill's days in one transaction (all of them, or none)."""
+        with self._writing() as conn:
+            replace_reconciled(conn, source, days, at)
+
+    def reconciled(self) -> list[ReconciledDay]:
+        with self._reading() as conn:
+            return reconciled_days(conn)
+
+    def session_hours(self, since_unix_s: int | None = None) -> list[SessionHour]:
+        """Every session's cost per hour, with its user and machine (FOCUS export)."""
+        with self._reading() as conn:
+            return session_hours(conn, since_unix_s)
 
     # -- bulk (benchmarks) -----------------------------------------------------
 

@@ -11,6 +11,10 @@
 * ``budget_actions``: what budgets did; ``cells``: cell records sent by the kernel extension;
 * ``alerts_sent``: each alert's event key sent, until when it is remembered
   (:mod:`...core.sent_keys`);
+* ``machines``: the machine each session ran on (provider, instance id, type, region and
+  what its provider's bill names it by) and the currency of its amounts;
+* ``reconciled``: per machine, day and bill read, what the bill says beside the estimate
+  (``jupyter gpucost reconcile``); a later read of the same bill replaces its rows;
 * ``meta``: the schema version.
 """
 
@@ -119,3 +123,41 @@ def quarter_of(unix_s: float) -> int:
 
 #: the alerts sent, by event key (:mod:`...core.sent_keys`)
 alerts_sent_table = sent_keys_table(metadata, "alerts_sent")
+
+
+#: the machine a session ran on, as detected at its start (sessions with none have no row)
+machines_table = sa.Table(
+    "machines",
+    metadata,
+    sa.Column("session_id", sa.String(64), primary_key=True),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("instance_id", sa.String(256), nullable=False, default=""),
+    sa.Column("instance_type", sa.String(256), nullable=False, default=""),
+    sa.Column("region", sa.String(256), nullable=False, default=""),
+    sa.Column("name", sa.String(256), nullable=False, default=""),
+    sa.Column("project", sa.String(256), nullable=False, default=""),
+    sa.Column("resource_group", sa.String(256), nullable=False, default=""),
+    sa.Column("subscription_id", sa.String(256), nullable=False, default=""),
+    sa.Column("currency", sa.String(3), nullable=False),
+)
+
+#: what a bill says per machine and day, beside the estimate (micro-units of ``currency``)
+reconciled_table = sa.Table(
+    "reconciled",
+    metadata,
+    sa.Column("resource_id", sa.String(512), primary_key=True),
+    sa.Column("day", sa.String(10), primary_key=True),
+    sa.Column("source", sa.String(1024), primary_key=True),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("instance_type", sa.String(256), nullable=False),
+    sa.Column("currency", sa.String(3), nullable=False),
+    sa.Column("estimated_micro", sa.BigInteger, nullable=False),
+    sa.Column("billed_micro", sa.BigInteger, nullable=False),
+    sa.Column("effective_micro", sa.BigInteger, nullable=False),
+    sa.Column("list_micro", sa.BigInteger, nullable=False),
+    sa.Column("no_session_micro", sa.BigInteger, nullable=False),
+    sa.Column("settled", sa.Boolean, nullable=False),
+    #: the end of the bill's newest charge (ISO 8601, UTC): "your bill to ..."
+    sa.Column("bill_to", sa.String(40), nullable=False),
+    sa.Column("reconciled_at", sa.String(40), nullable=False),
+)

@@ -3,9 +3,10 @@ the prices it brings (the catalog's, a cloud's price feed, AWS's spot price wher
 for) and the driver that stops it (budget_action ``stop-instance``).
 
 * :mod:`.setup`: the machine's traits, its detection and prices, the stop driver;
-* :mod:`.spot_prices`: opt-in, a detected AWS spot instance priced at its spot price.
+* :mod:`.spot_prices`: opt-in, a detected AWS spot instance priced at its spot price;
+* :mod:`.billed_rate`: a machine priced at the rate its reconciled bill showed.
 
-May import: the server's base (:mod:`..traits`, ...), :mod:`..budget` (the stop's typed
-answer), ``jupyter_gpucost.cloud`` and ``.core``; never :mod:`..spot`, the handlers, the
-service or the app.
+May import: the server's base (:mod:`..traits`, ...), :mod:`..ledger` (the reconciled
+bill), :mod:`..budget` (the stop's typed answer), ``jupyter_gpucost.cloud`` and ``.core``;
+never :mod:`..spot`, the handlers, the service or the app.
 """

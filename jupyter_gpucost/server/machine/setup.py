@@ -42,6 +42,7 @@ from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
 from ..budget.sources import action_in_force
 from ..traits import within
+from .billed_rate import billed_rate_plan
 from .spot_prices import spot_price_plan
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
@@ -414,6 +415,14 @@ def resolve_machine(
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
     plan = price_plan(admin, machine, catalog, rows, load_vm_rows(catalog_path))
     plan = spot_price_plan(plan, machine, traits, log)
+    plan = billed_rate_plan(
+        plan,
+        machine,
+        enabled=bool(getattr(traits, "use_billed_rate", False)),
+        ledger_url=str(getattr(traits, "ledger_url", "")),
+        data_dir=jupyter_data_dir(),
+        log=log,
+    )
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
     return MachinePrices(settings=settings, machine=machine, plan=plan)

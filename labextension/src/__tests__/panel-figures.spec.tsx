@@ -12,7 +12,7 @@ import { Kernels } from '../panel/kernels';
 import { cellName } from '../panel/recent';
 import { CostPanelModel } from '../panel/model';
 import { ICellCost, IKernelsAnswer, IPanelStatus } from '../panel/types';
-import { LedgerWarnings } from '../panel/summary';
+import { Bill, LedgerWarnings } from '../panel/summary';
 import { Waste } from '../panel/waste';
 import { makeStatus } from './fixtures';
 
@@ -235,5 +235,29 @@ describe("the ledger's warnings in the panel", () => {
   it('shows nothing while the ledger is well', async () => {
     const status = makeStatus({ warnings: [] }) as unknown as IPanelStatus;
     expect(await render(<LedgerWarnings status={status} />)).toBe('');
+  });
+});
+
+describe('the bill beside the estimate', () => {
+  it('shows the estimate, the bill and the day it runs to', async () => {
+    const status = {
+      ...makeStatus(),
+      bill: { estimated_usd: 2.01192, billed_usd: 17.38368, to: '2026-11-27' }
+    } as unknown as IPanelStatus;
+    const html = await render(
+      <Bill status={status} symbol="$" trans={trans} />
+    );
+    expect(html).toContain(
+      'estimated $2.01 · billed $17.38 (your bill to 2026-11-27)'
+    );
+    expect(html).toContain('data-bill-to="2026-11-27"');
+  });
+
+  it('shows nothing where no bill was read', async () => {
+    const status = { ...makeStatus(), bill: null } as unknown as IPanelStatus;
+    const html = await render(
+      <Bill status={status} symbol="$" trans={trans} />
+    );
+    expect(html).toBe('');
   });
 });

@@ -76,6 +76,13 @@ describe('the Prices section leads with the price', () => {
     expect(
       basisText({ ...base, basis: 'upper-bound', region: null }, trans)
     ).toBe('upper bound: the most it can cost, undated');
+    // priced at the rate of a reconciled bill (c.GpuCost.use_billed_rate)
+    expect(
+      basisText(
+        { ...base, basis: 'billed', market: 'on-demand', asOf: '2026-11-26' },
+        trans
+      )
+    ).toBe('your billed rate, us-central1, 2026-11-26');
     expect(providerName('autodl')).toBe('AutoDL');
     expect(providerName('acme')).toBe('acme');
     const unpriced = priceLines(

@@ -44,7 +44,11 @@ export function priceLines(
         formatRateAmount(machine.instance_price_usd_per_hour, symbol),
         basisText(
           {
-            basis: upper ? 'upper-bound' : 'catalog',
+            basis: upper
+              ? 'upper-bound'
+              : machine.instance_price_basis === 'billed'
+                ? 'billed'
+                : 'catalog',
             provider: machine.provider,
             market: machine.instance_price_market ?? machine.market,
             region: machine.instance_price_region ?? machine.region,
@@ -69,7 +73,8 @@ export function priceLines(
 
 /**
  * The basis of a price in one phrase: `AWS list price, us-east-1,
- * 2026-01-21`, `AWS spot price, …`, `the administrator's price`, `upper bound`.
+ * 2026-01-21`, `AWS spot price, …`, `the administrator's price`, `upper bound`,
+ * `your billed rate, us-east-1, 2026-11-26`.
  */
 export function basisText(
   price: {
@@ -86,6 +91,9 @@ export function basisText(
     kind = trans.__("the administrator's price");
   } else if (price.basis === 'upper-bound') {
     kind = trans.__('upper bound: the most it can cost');
+  } else if (price.basis === 'billed') {
+    // c.GpuCost.use_billed_rate: the catalog's price at the rate a reconciled bill showed
+    kind = trans.__('your billed rate');
   } else if (price.provider) {
     const name = providerName(price.provider);
     kind =

@@ -149,3 +149,29 @@ export function Totals(props: {
     </section>
   );
 }
+
+/**
+ * The bill beside the estimate, once `jupyter gpucost reconcile` has read this machine's
+ * bill: "estimated $X · billed $Y (your bill to 2026-11-27)".
+ */
+export function Bill(props: {
+  status: IPanelStatus;
+  symbol: string;
+  trans: TranslationBundle;
+}): React.ReactElement | null {
+  const { status, symbol, trans } = props;
+  const bill = status.bill;
+  if (!bill) {
+    return null;
+  }
+  return (
+    <p className="jp-gpucost-panel-bill" data-bill-to={bill.to}>
+      {trans.__(
+        'estimated %1 · billed %2 (your bill to %3)',
+        formatMoney(bill.estimated_usd, symbol),
+        formatMoney(bill.billed_usd, symbol),
+        bill.to
+      )}
+    </p>
+  );
+}

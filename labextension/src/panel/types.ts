@@ -106,6 +106,18 @@ export interface IPanelStatus extends Omit<IGpuCostStatus, 'budget'> {
   rightsizing_note?: string | null;
   attribution?: IAttribution | null;
   budget?: IPanelBudget | null;
+  /** This machine's reconciled bill (`jupyter gpucost reconcile`); `null`: none read. */
+  bill?: IBillFigure | null;
+}
+
+/**
+ * The estimate beside the bill, summed over this machine's reconciled days.
+ */
+export interface IBillFigure {
+  estimated_usd: number;
+  billed_usd: number;
+  /** The last day the bill covers (`YYYY-MM-DD`). */
+  to: string;
 }
 
 /**

@@ -15,7 +15,7 @@ import { CostPanelModel } from './model';
 import { Prices } from './prices';
 import { Cells, Exports } from './recent';
 import { BudgetCannotAct, MeteringBanner, noGpuMetered } from './metering';
-import { LedgerWarnings, Source, Totals } from './summary';
+import { Bill, LedgerWarnings, Source, Totals } from './summary';
 import { HistoryWindow } from './types';
 import { Energy, Waste } from './waste';
 
@@ -110,6 +110,7 @@ namespace Private {
         )}
         <LedgerWarnings status={s} />
         <Totals status={s} symbol={symbol} trans={trans} />
+        <Bill status={s} symbol={symbol} trans={trans} />
         {s.metering?.budget ? (
           <BudgetCannotAct sentence={s.metering.budget} trans={trans} />
         ) : (

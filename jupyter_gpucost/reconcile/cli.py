@@ -1,0 +1,221 @@
+"""``jupyter gpucost reconcile SOURCE [--since DATE] [--json]``: the bill beside the estimate.
+
+Exit codes: 0 done (the result kept in the ledger), 2 the command line is wrong, 4 the bill
+was refused (the message says why; the ledger is untouched), 6 the ledger cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import date
+from fractions import Fraction
+from typing import NoReturn
+
+from ..core.currency import symbol
+from ..core.i18n import _
+from ..core.money import column, to_usd, usd
+from ..server.ledger import Ledger, LedgerUnavailable
+from .match import MachineResult, match, now
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_REFUSED = 4
+EXIT_LEDGER = 6
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser that ends a wrong command line with exit code 2 and says why."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def ledger_url(given: str | None) -> str | None:
+    """The ledger named, else this machine's server ledger; ``None`` (said on stderr)
+    when there is none."""
+    if given is not None:
+        return given
+    from ..headless.ledger import default_ledger_url
+
+    url = default_ledger_url()
+    if not url:
+        print(
+            _("no ledger on this machine: start the server once, or pass --ledger URL"),
+            file=sys.stderr,
+        )
+    return url
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="jupyter gpucost reconcile",
+        description=_("Match the cloud's FOCUS bill to the machines of the ledger."),
+    )
+    p.add_argument(
+        "source", help=_("a FOCUS export: a file, a folder or a glob; local, s3://, gs://, az://")
+    )
+    p.add_argument("--since", type=date.fromisoformat, help=_("only days from DATE (YYYY-MM-DD)"))
+    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
+    p.add_argument("--ledger", help=_("the ledger's URL (default: this machine's server ledger)"))
+    p.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=_("an fsspec storage option for SOURCE (repeatable)"),
+    )
+    return p
+
+
+def _ratio(value: Fraction | None) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
+def as_json(results: list[MachineResult], stats: dict[str, object]) -> dict[str, object]:
+    machines = []
+    for r in results:
+        m = r.machine.machine
+        machines.append(
+            {
+                "resource_id": m.key,
+                "provider": m.provider,
+                "instance_type": m.instance_type or None,
+                "region": m.region or None,
+                "currency": r.machine.currency,
+                "effective_rate": _ratio(r.effective_rate),
+                "days": [
+                    {
+                        "date": d.day.isoformat(),
+                        "estimated": usd(d.estimated),
+                        "billed": usd(d.billed),
+                        "effective": usd(d.effective),
+                        "list": usd(d.list),
+                        "no_session": usd(d.no_session),
+                        "ratio": round(d.billed / d.estimated, 4) if d.estimated else None,
+                        "settled": d.settled,
+                    }
+                    for d in r.days
+                ],
+            }
+        )
+    return {"machines": machines, **stats}
+
+
+def as_text(results: list[MachineResult], stats: dict[str, object]) -> str:
+    lines: list[str] = []
+    if not results:
+        lines.append(_("No row of this bill is for a machine the ledger recorded."))
+    for r in results:
+        m = r.machine.machine
+        sign = symbol(r.machine.currency)
+        rate = (
+            _("effective rate {rate} × list").format(rate=f"{float(r.effective_rate):.2f}")
+            if r.effective_rate is not None
+            else _("no list cost")
+        )
+        lines.append(f"{m.provider} {m.instance_type} {m.key} ({rate})")
+        head = [
+            _("day"),
+            _("estimated"),
+            _("billed"),
+            _("effective"),
+            _("list"),
+            _("billed ÷ estimated"),
+            _("billed while no notebook was open"),
+            "",
+        ]
+        amounts = [
+            column([to_usd(getattr(d, name)) for d in r.days], sign)
+            for name in ("estimated", "billed", "effective", "list", "no_session")
+        ]
+        table = [head]
+        for i, d in enumerate(r.days):
+            ratio = f"{d.billed / d.estimated:.2f}" if d.estimated else "–"
+            table.append(
+                [
+                    d.day.isoformat(),
+                    *(a[i] for a in amounts[:4]),
+                    ratio,
+                    amounts[4][i],
+                    "" if d.settled else _("not settled"),
+                ]
+            )
+        widths = [max(len(row[c]) for row in table) for c in range(len(head))]
+        for row in table:
+            lines.append(
+                "  "
+                + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            )
+    lines.append(
+        _(
+            "{read} rows read, {ignored} for other resources, {duplicates} duplicates "
+            "counted once, {revised} replaced by a revision"
+        ).format(**stats)
+    )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    options: dict[str, str] = {}
+    for item in args.storage_option:
+        key, eq, value = str(item).partition("=")
+        if not eq:
+            parser().error(_("--storage-option takes KEY=VALUE, not {item!r}").format(item=item))
+        options[key] = value
+    try:
+        from .read import BillError, read_bill
+    except ImportError as e:  # pragma: no cover - the extra is missing
+        print(
+            _(
+                "jupyter gpucost reconcile needs pyarrow: "
+                "pip install 'jupyter-gpucost[reconcile]' ({why})"
+            ).format(why=e),
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
+    url = ledger_url(args.ledger)
+    if not url:
+        return EXIT_LEDGER
+    try:
+        ledger = Ledger(url)
+    except LedgerUnavailable as e:
+        print(_("the ledger cannot be used: {why}").format(why=e), file=sys.stderr)
+        return EXIT_LEDGER
+    try:
+        machines = ledger.machines()
+        parts = {p for m in machines for p in m.machine.last_parts()}
+        try:
+            bill = read_bill(args.source, parts, options)
+            results = match(bill, machines, args.since)
+        except BillError as e:
+            print(_("the bill was refused: {why}").format(why=e), file=sys.stderr)
+            print(_("nothing was kept in the ledger"), file=sys.stderr)
+            return EXIT_REFUSED
+        days = [d for r in results for d in r.days]
+        if days:
+            # the same bill read again, from anywhere, replaces its rows
+            source = args.source if "://" in args.source else os.path.abspath(args.source)
+            ledger.keep_reconciled(source, days, now())
+        stats: dict[str, object] = {
+            "read": bill.rows_read,
+            "ignored": bill.ignored,
+            "duplicates": bill.duplicates,
+            "revised": bill.revised,
+        }
+    except LedgerUnavailable as e:
+        print(_("the ledger cannot be used: {why}").format(why=e), file=sys.stderr)
+        return EXIT_LEDGER
+    finally:
+        ledger.close()
+    if args.json:
+        print(json.dumps(as_json(results, {"rows": stats}), indent=1))
+    else:
+        print(as_text(results, stats))
+    return EXIT_OK
