@@ -115,7 +115,12 @@ def test_a_gke_cluster_agrees_with_leaps_profiles_and_gives_the_region(
     assert "detected from the profiles" in line
     assert f"the cluster agrees (node {GKE_NODE}: providerID gce://leap-pangeo/" in line
     assert f"region us-central1 (node {GKE_NODE}: topology.kubernetes.io/region)" in line
-    assert row(out, "gpu", "image=pytorch")[3] == "$0.729998/h"
+    gpu = row(out, "gpu", "image=pytorch")
+    assert gpu[3] == "$0.729998/h"
+    # the cluster's region selects the rows: us-central1's own, not a labelled bound
+    assert "gcp on-demand us-central1 (nvidia-tesla-t4)" in gpu[4]
+    assert "upper bound" not in gpu[4]
+    assert "region not known" not in gpu[4]
 
 
 def test_an_eks_cluster_under_leaps_gke_profiles_is_refused_by_name(

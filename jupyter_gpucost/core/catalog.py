@@ -166,7 +166,7 @@ class Catalog:
         return choose_row(candidates, region, _per_gpu)
 
 
-def _per_gpu(row: PriceRow) -> Decimal:
+def _per_gpu(row: PriceRow) -> Decimal:  # the price choose_row weighs
     return row.usd_per_gpu_hour
 
 
@@ -440,14 +440,13 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
     """The most a GPU with no price can cost, and why: where the machine's region has no
     row of its GPU (or the region is not known), the dearest region's on-demand row, labelled
     with both regions; on a spot market, the same GPU on-demand (the instance's row first);
-    else the dearest price of its model in the
-    catalog; else the admin's ``unknown_gpu_price``; else the dearest GPU of the catalog.
-    Only prices in the session's currency are used. ``None``: no bound is known."""
+    else the dearest price of its model in the catalog; else the admin's
+    ``unknown_gpu_price``; else the dearest GPU of the catalog. Only prices in the session's
+    currency are used. ``None``: no bound is known."""
     currency = policy.session_currency
     label = model or nvml_name
     if model is not None:
-        # on a spot market, the same GPU on-demand in the machine's region; where its region
-        # has no row (or is not known), the dearest region's on-demand row
+        # on-demand in the machine's region, else the dearest region's (policy.find)
         row = policy.find(model, "on-demand")
         if row is not None and row.currency == currency and row.usd_per_gpu_hour > 0:
             source = f"upper bound: {_from_row(model, row).source}"
@@ -467,7 +466,6 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
                 )
             if policy.market == "spot":
                 return _bound(model, row.usd_per_gpu_hour, currency, source, REASON_SPOT, row)
-    if model is not None:
         row = _dearest(policy.catalog, currency, model)
         if row is not None:
             return _bound(

@@ -94,7 +94,13 @@ def resolved(
         settings.nodes,
         settings.nodes_unread,
     )
-    return replace(settings, prices=replace(policy, provider=cloud.provider)), cloud
+    # the admin's price_region wins; else the one region the cluster's nodes say
+    region = policy.region or cloud.region
+    if policy.region and cloud.region and cloud.region != policy.region:
+        why = f"{cloud.why}; priced in {policy.region}, the admin's c.GpuCostHub.price_region"
+        cloud = replace(cloud, why=why)
+    priced = replace(policy, provider=cloud.provider, region=region)
+    return replace(settings, prices=priced), cloud
 
 
 def build(settings: ProfileSettings, source: ProfileSource | None = None) -> Allocations:
