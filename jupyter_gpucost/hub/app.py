@@ -28,6 +28,7 @@ from traitlets.config import Application
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .alerting import parse_notify
+from .allowance.config import parse_settings as parse_allowances
 from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
 from .model import HubConfigError
@@ -196,6 +197,31 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         help="Group budgets on the group's pooled spend: {'students': {'month': 500}} or "
         "a callable(group) returning the amounts.",
     ).tag(config=True)
+    user_allowances = AnyTrait(
+        None,
+        allow_none=True,
+        help="Allowances by user ('*': everyone): {'*': {'gpu_hours': 1, 'per': 'week'}}, "
+        "in 'usd' or 'gpu_hours', per 'day', 'week', 'month' or 'N days' (rolling); or a "
+        "balance {'gpu_hours': 1, 'start': '2026-09-07', 'top_up': 1, 'every': 'week', "
+        "'cap': 2} (docs/jupyterhub.md).",
+    ).tag(config=True)
+    group_allowances = AnyTrait(
+        None,
+        allow_none=True,
+        help="Allowances by group, as user_allowances, on the members' pooled usage, or "
+        "each member's own with 'per_member': True.",
+    ).tag(config=True)
+    gpu_hour_weights = AnyTrait(
+        None,
+        allow_none=True,
+        help="What one GPU-hour of a model counts in a GPU-hour allowance: "
+        "{'A100-80GB': 4, 'T4': 1} (a model not named: 1).",
+    ).tag(config=True)
+    allowance_min_runtime_s = Float(
+        0.0,
+        help="A spawn is refused when what is left of an allowance lasts less than this "
+        "many seconds at the profile's rate, 0 to 604800.",
+    ).tag(config=True)
     billing_granularity_s = Float(
         1, help="The provider's billing step, 1 to 86400 whole seconds."
     ).tag(config=True)
@@ -309,6 +335,12 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
             notify=parse_notify(self.notify, self.thresholds(), self.spike_factor()),
+            allowances=parse_allowances(
+                self.user_allowances,
+                self.group_allowances,
+                self.gpu_hour_weights,
+                self.allowance_min_runtime_s,
+            ),
         )
 
     def spike_factor(self) -> float:

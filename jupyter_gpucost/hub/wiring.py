@@ -12,6 +12,8 @@ from zoneinfo import ZoneInfo
 from ..core.billing import BillingRule
 from ..core.sent_keys import TableKeys
 from .allocation import describe, report_ceiling
+from .allowance.book import AllowanceBook
+from .allowance.usage import AllowancePolicy
 from .budgets import BudgetPolicy
 from .cluster.settings import ClusterSettings
 from .enforcer import Enforcer
@@ -101,7 +103,8 @@ def build(settings: HubSettings) -> Parts:
     reclaimer = Reclaimer(
         idle, IdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
     )
-    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
+    book = AllowanceBook(AllowancePolicy(settings.allowances, tz))
+    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer, book)
     log.info("prices of %s: %s", prices.provider, allocations.cloud.why)
     return Parts(
         service=service,

@@ -45,7 +45,7 @@ from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import views
+from . import allowance_view, views
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
@@ -171,6 +171,11 @@ class AllowanceHandler(TokenHandler):
         words = self.words()
         symbol = in_language(self.ctx.currency_symbol(), words.language)
         refusal = spawn_refusal(budgets, words, symbol)
+        profile = self.get_argument("profile", None)
+        held, left = allowance_view.allowances(
+            service, user, profile, self.ctx.now(), words, symbol
+        )
+        refusal = refusal or held
         if refusal is not None and self.ctx.alerts is not None:
             known = groups or service.groups_of.get(user, ())
             self.ctx.alerts.spawn_refused(user, known, budgets, self.ctx.now())
@@ -180,6 +185,7 @@ class AllowanceHandler(TokenHandler):
                 "allowed": refusal is None,
                 "reason": refusal,
                 "budgets": [views.budget_json(b) for b in budgets],
+                "allowances": left,
             }
         )
 
@@ -217,7 +223,15 @@ class ApiBase(OAuthBase):
 class MeHandler(ApiBase):
     def get(self) -> None:
         who = self.user()
-        self.write_json(views.me(self.ctx.service, who.name, self.ctx.now(), self.ctx.today()))
+        now = self.ctx.now()
+        body = views.me(self.ctx.service, who.name, now, self.ctx.today())
+        words = self.words()
+        symbol = in_language(self.ctx.currency_symbol(), words.language)
+        # what is left of each allowance (at the rate of the profile in ?profile=)
+        _, body["allowances"] = allowance_view.allowances(
+            self.ctx.service, who.name, self.get_argument("profile", None), now, words, symbol
+        )
+        self.write_json(body)
 
 
 class AdminSummaryHandler(ApiBase):
