@@ -277,3 +277,27 @@ def test_the_countdown_to_an_allowance_ends_when_it_runs_out() -> None:
         "period": "week",
         "left": s.left_micro / 10**6,
     }
+
+
+def test_the_documented_example_is_one_gpu_hour_a_week_topped_up_to_two() -> None:
+    from pathlib import Path
+
+    from traitlets.config import Config
+
+    doc = (Path(__file__).parent.parent / "docs" / "jupyterhub.md").read_text()
+    section = doc.split("## Allowances", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    c = Config()
+    exec(code, {"c": c})  # the admin's own config file, as traitlets loads it
+    hub = c.GpuCostHub
+    found = parse_settings(
+        hub.user_allowances,
+        hub.group_allowances,
+        hub.gpu_hour_weights,
+        hub.allowance_min_runtime_s,
+    )
+    students = found.groups["students"]
+    assert students.amount_micro == HOUR_MICRO
+    assert students.per_member
+    assert students.top_up == TopUp(date(2026, 9, 7), HOUR_MICRO, "week", 2 * HOUR_MICRO)
+    assert found.weight("A100-80GB") == 4

@@ -206,7 +206,16 @@ HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("web", ("web",)),
     (
         "app",
-        ("app", "settings", "wiring", "runner", "check_command", "spawn_hook", "__main__"),
+        (
+            "app",
+            "settings",
+            "wiring",
+            "runner",
+            "check_command",
+            "spawn_hook",
+            "spawn_form",
+            "__main__",
+        ),
     ),
 ]
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ...core.i18n import Messages
+from ...core.money import rate as money_rate
 from ..allowance.book import standing_json
 from ..allowance.words import left_at_rate
 from ..model import HubConfigError, Rate, ServerInfo
@@ -50,3 +51,46 @@ def allowances(
         item["text"] = left_at_rate(p.standing, p.per_hour, messages, symbol)
         out.append(item)
     return refusal, out
+
+
+def profile_lines(
+    service: HubService,
+    user: str,
+    profiles: list[str],
+    now: datetime,
+    messages: Messages,
+    symbol: str = "$",
+) -> list[dict[str, Any]]:
+    """Beside each profile on the spawn page: its price and what is left of the user's
+    allowances at its rate (the one that runs out first), ``"$0.53/h — 6 h 20 min left
+    this week"``."""
+    book = service.allowances
+    standings = book.of_user(user, service.groups_of, service.ledger, now) if book.enabled else []
+    out = []
+    for slug in profiles:
+        rate = profile_rate(service, user, slug, now)
+        price = (
+            None
+            if rate is None
+            else money_rate(rate.usd_per_hour, symbol, messages.gettext("{price}/h"))
+        )
+        found = book.for_profile(standings, rate, None, messages, symbol)
+        first = min(found, key=lambda p: p.seconds, default=None)
+        left = (
+            None
+            if first is None
+            else left_at_rate(first.standing, first.per_hour, messages, symbol)
+        )
+        refusal = next((p.refusal for p in found if p.refusal is not None), None)
+        out.append(
+            {
+                "profile": slug,
+                "usd_per_hour": None if rate is None else float(rate.usd_per_hour),
+                "price": price,
+                "left": left,
+                "allowed": refusal is None,
+                "reason": refusal,
+                "line": " — ".join(t for t in (price, left) if t),
+            }
+        )
+    return out

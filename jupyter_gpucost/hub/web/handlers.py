@@ -12,8 +12,9 @@ Who may call what:
 * ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET metrics`` — an admin of the
   service only: a Hub admin, one of ``admin_users`` / ``admin_groups``, or an owner of the
   ``custom:gpucost:admin`` scope (a Prometheus service gets a token with that scope).
-* ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, with this service's
-  own API token only.
+* ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, and
+  ``GET api/users/{name}/profiles`` — the Hub's spawn page (:mod:`..spawn_form`), with this
+  service's own API token only.
 
 Every page is a GET; the service takes no browser POST.
 """
@@ -188,6 +189,25 @@ class AllowanceHandler(TokenHandler):
                 "allowances": left,
             }
         )
+
+
+class ProfileLinesHandler(TokenHandler):
+    """Each profile's price and what is left of the user's allowances at its rate, for the
+    spawn page (:mod:`..spawn_form`, in the Hub; service token)."""
+
+    async def get(self, user: str) -> None:
+        if not hmac.compare_digest(self.bearer().encode(), self.ctx.service_token.encode()):
+            raise web.HTTPError(403, "only the Hub's spawn page asks this (service token)")
+        groups = tuple(self.get_arguments("group"))
+        if groups:
+            self.ctx.service.learn_groups(user, groups)
+        profiles = self.get_arguments("profile")[:100]
+        words = self.words()
+        symbol = in_language(self.ctx.currency_symbol(), words.language)
+        lines = allowance_view.profile_lines(
+            self.ctx.service, user, profiles, self.ctx.now(), words, symbol
+        )
+        self.write_json({"user": user, "profiles": lines})
 
 
 class OAuthBase(HubOAuthenticated, Base):  # type: ignore[misc]
@@ -385,6 +405,7 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
         (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
         (rf"{prefix}/api/users/([^/]+)/allowance", AllowanceHandler),
+        (rf"{prefix}/api/users/([^/]+)/profiles", ProfileLinesHandler),
         (rf"{prefix}/metrics", MetricsHandler),
     ]
     return web.Application(
