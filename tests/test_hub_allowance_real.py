@@ -51,6 +51,7 @@ def test_a_spent_gpu_hour_allowance_stops_the_server_and_refuses_the_next_spawn(
     hub: Hub,
 ) -> None:
     # before: the whole hour is left, 36 s of her 2 A100s
+    hub.wait("the service to answer ann", lambda: dig(me(hub), "allowances", 0), 30)
     left = me(hub)["allowances"]
     assert left[0]["left"] == 1.0
     assert left[0]["period"] == "week"

@@ -462,6 +462,7 @@ class HubService:
             reason=reason,
             stop_kind=kind,
             ledger_unreachable_since=self.ledger.unreachable_since(),
+            allowances=self.allowances.reply(row.user),
         )
 
     # -- flush and shutdown -------------------------------------------------------------

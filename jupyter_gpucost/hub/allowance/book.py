@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 
+from ...core.hub_protocol import MAX_ALLOWANCE_MICRO, HubAllowance
 from ...core.i18n import Messages
 from ..enforcer import Weighed
 from ..model import Rate, ServerRow
@@ -98,6 +99,10 @@ class AllowanceBook:
         }
         self.rates, self.standings = rates, standings
 
+    def reply(self, user: str) -> tuple[HubAllowance, ...]:
+        """``user``'s allowances after the last poll, for their server's report."""
+        return for_reply(self.standings.get(user, ()))
+
     def _pooled(self, user: str, s: AllowanceStanding) -> tuple[str, Unit]:
         group = s.source.partition(":")[2]
         allowance = self.policy.settings.groups.get(group)
@@ -133,6 +138,21 @@ class AllowanceBook:
             refusal = allowance_words.spawn_refusal(s, per_hour, minimum, self.tz, messages, symbol)
             out.append(ProfileLeft(s, per_hour, seconds, refusal))
         return out
+
+
+def for_reply(standings: Iterable[AllowanceStanding]) -> tuple[HubAllowance, ...]:
+    """The allowances as the user's server is told them (what is left, never below 0)."""
+    return tuple(
+        HubAllowance(
+            s.source,
+            s.unit,
+            s.label,
+            min(s.amount_micro, MAX_ALLOWANCE_MICRO),
+            min(max(s.left_micro, 0), MAX_ALLOWANCE_MICRO),
+            s.refill_at,
+        )
+        for s in standings
+    )
 
 
 def standing_json(s: AllowanceStanding) -> dict[str, object]:
