@@ -439,6 +439,8 @@ def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
         ("GET", "api/admin/users.csv"): 401,
         ("GET", "api/users/bob/allowance"): 401,
         ("GET", "api/users/bob/profiles"): 401,
+        ("GET", "api/allowance/requests"): 401,
+        ("POST", "api/allowance/requests/1"): 401,
         ("GET", "metrics"): 401,
     }
     # the list above covers every route the service serves (besides static files)

@@ -222,6 +222,11 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
         help="A spawn is refused when what is left of an allowance lasts less than this "
         "many seconds at the profile's rate, 0 to 604800.",
     ).tag(config=True)
+    allowance_requests_per_week = Int(
+        3,
+        help="How many requests for more allowance one user may make in an ISO week "
+        "(one may be open at a time), 0 to 100.",
+    ).tag(config=True)
     billing_granularity_s = Float(
         1, help="The provider's billing step, 1 to 86400 whole seconds."
     ).tag(config=True)
@@ -340,6 +345,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
                 self.group_allowances,
                 self.gpu_hour_weights,
                 self.allowance_min_runtime_s,
+                self.allowance_requests_per_week,
             ),
         )
 

@@ -366,7 +366,8 @@ class HubService:
 
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
-        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
+        grouped = self.budgets.groups or self.allowances.policy.settings.groups
+        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and grouped:
             self._merge_groups(await hub.groups_of_users())
             self._groups_listed = time.monotonic()
         servers = await hub.active_servers()

@@ -20,7 +20,7 @@ from ..enforcer import Weighed
 from ..model import Rate, ServerRow
 from . import words as allowance_words
 from .config import AllowanceSettings, Unit
-from .usage import AllowancePolicy, AllowanceStanding, UsageSource
+from .usage import AllowancePolicy, AllowanceStanding, Grants, UsageSource
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class AllowanceBook:
         self.policy = policy
         self.tz: tzinfo = policy.tz
         self.standings: dict[str, list[AllowanceStanding]] = {}
+        #: what owners approved on top (the ledger's requests; None: none are kept)
+        self.grants: Grants | None = None
         #: (user or "group:<name>", unit) → what their running servers use per hour
         self.rates: dict[tuple[str, Unit], Decimal] = {}
 
@@ -72,7 +74,9 @@ class AllowanceBook:
         if not self.enabled:
             return []
         groups = groups_of.get(user, ())
-        return self.policy.standings(user, groups, self.members(groups_of), source, now)
+        return self.policy.standings(
+            user, groups, self.members(groups_of), source, now, self.grants
+        )
 
     def refresh(
         self,
@@ -94,7 +98,9 @@ class AllowanceBook:
                     rates[(key, unit)] = rates.get((key, unit), Decimal(0)) + per_hour
         members = self.members(groups_of)
         standings = {
-            user: self.policy.standings(user, groups_of.get(user, ()), members, source, now)
+            user: self.policy.standings(
+                user, groups_of.get(user, ()), members, source, now, self.grants
+            )
             for user in sorted({row.user for row in rows})
         }
         self.rates, self.standings = rates, standings

@@ -44,6 +44,7 @@ USER_SETTING = "c.GpuCostHub.user_allowances"
 GROUP_SETTING = "c.GpuCostHub.group_allowances"
 WEIGHTS_SETTING = "c.GpuCostHub.gpu_hour_weights"
 MIN_RUNTIME_SETTING = "c.GpuCostHub.allowance_min_runtime_s"
+REQUESTS_SETTING = "c.GpuCostHub.allowance_requests_per_week"
 EVERYONE = "*"
 
 Unit = Literal["usd", "gpu_hours"]
@@ -102,6 +103,8 @@ class AllowanceSettings:
     weights: Mapping[str, Decimal] = field(default_factory=dict)
     #: a spawn is refused when what is left lasts less than this at the profile's rate
     min_runtime_s: float = 0.0
+    #: requests for more one user may make in an ISO week
+    requests_per_week: int = 3
 
     @property
     def any(self) -> bool:
@@ -248,7 +251,11 @@ def parse_weights(raw: object, *, setting: str = WEIGHTS_SETTING) -> dict[str, D
 
 
 def parse_settings(
-    users: object, groups: object, weights: object, min_runtime_s: object
+    users: object,
+    groups: object,
+    weights: object,
+    min_runtime_s: object,
+    requests_per_week: object = 3,
 ) -> AllowanceSettings:
     """Every allowance setting, checked (raises :class:`~.model.HubConfigError`)."""
     parsed_groups = _entries(groups, setting=GROUP_SETTING)
@@ -265,9 +272,18 @@ def parse_settings(
         raise HubConfigError(
             f"{MIN_RUNTIME_SETTING}: {min_runtime_s!r} is not seconds from 0 to 604800"
         )
+    if (
+        isinstance(requests_per_week, bool)
+        or not isinstance(requests_per_week, int)
+        or not 0 <= requests_per_week <= 100
+    ):
+        raise HubConfigError(
+            f"{REQUESTS_SETTING}: {requests_per_week!r} is not a whole number from 0 to 100"
+        )
     return AllowanceSettings(
         _entries(users, setting=USER_SETTING),
         parsed_groups,
         parse_weights(weights),
         float(min_runtime_s),
+        requests_per_week,
     )

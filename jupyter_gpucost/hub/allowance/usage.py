@@ -107,6 +107,14 @@ def money_usage(
 
 
 Used = Callable[[datetime, datetime], Fraction]
+#: micro-units approved (requests for more) with the decision in [since, until)
+Granted = Callable[[datetime, datetime], int]
+#: (whose usage, source, since, until) → micro-units approved
+Grants = Callable[[Sequence[str], str, datetime, datetime], int]
+
+
+def _none(since: datetime, until: datetime) -> int:
+    return 0
 
 
 @dataclass(frozen=True)
@@ -176,23 +184,31 @@ def standing(
     used: Used,
     now: datetime,
     tz: tzinfo,
+    granted: Granted = _none,
 ) -> AllowanceStanding:
-    """Where ``allowance`` stands at ``now``, ``used`` being the usage it counts."""
+    """Where ``allowance`` stands at ``now``, ``used`` being the usage it counts and
+    ``granted`` what was approved on top of it: for a period, this period's approvals;
+    for a balance, every approval since its start (beyond its cap: an owner's decision)."""
     if allowance.period is not None:
         since, refill = window(allowance.period, now, tz)
         spent = used(since, now)
+        more = granted(since, now) if now > since else 0
         return AllowanceStanding(
             source,
             allowance.unit,
             allowance.period.label,
-            allowance.amount_micro,
+            allowance.amount_micro + more,
             _floor(spent),
-            _floor(allowance.amount_micro - spent),
+            _floor(allowance.amount_micro + more - spent),
             refill,
         )
     top = allowance.top_up
     assert top is not None
     balance = replay(allowance, used, now, tz)
+    start = midnight(top.start, tz)
+    balance = Balance(
+        balance.left + (granted(start, now) if now > start else 0), balance.used, balance.next_at
+    )
     return AllowanceStanding(
         source,
         allowance.unit,
@@ -214,6 +230,10 @@ class UsageSource(Protocol):
     def daily(
         self, since: date, user: str | None = None, now: datetime | None = None
     ) -> list[tuple[date, str, int]]: ...
+
+
+def _bind(grants: Grants, whose: Sequence[str], source: str) -> Granted:
+    return lambda since, until: grants(whose, source, since, until)
 
 
 def _earliest(allowance: Allowance, now: datetime, tz: tzinfo) -> datetime:
@@ -241,6 +261,7 @@ class AllowancePolicy:
         members: Mapping[str, Sequence[str]],
         source: UsageSource,
         now: datetime,
+        grants: Grants | None = None,
     ) -> list[AllowanceStanding]:
         """Every allowance on ``user``: their own, then each of their groups' (pooled by
         ``members[group]``, or their own usage where the group's is per member)."""
@@ -259,7 +280,8 @@ class AllowancePolicy:
         out = []
         for name, allowance, whose in wanted:
             used = self.usage(allowance, whose, source, now)
-            out.append(standing(allowance, name, used, now, self.tz))
+            more = _none if grants is None else _bind(grants, whose, name)
+            out.append(standing(allowance, name, used, now, self.tz, more))
         return out
 
     def usage(

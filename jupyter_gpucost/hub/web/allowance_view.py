@@ -34,12 +34,15 @@ def allowances(
     now: datetime,
     messages: Messages | None = None,
     symbol: str = "$",
+    groups: tuple[str, ...] | None = None,
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """(why ``profile`` may not start on ``user``'s allowances or ``None``, each allowance's
     figures and what is left of it at the profile's rate, in ``messages``' language)."""
     book = service.allowances
     if not book.enabled:
         return None, []
+    if groups is not None:
+        service.learn_groups(user, groups)  # as the Hub named them for this request
     standings = book.of_user(user, service.groups_of, service.ledger, now)
     rate = profile_rate(service, user, profile, now)
     found = book.for_profile(standings, rate, None, messages, symbol)

@@ -43,10 +43,12 @@ from ...core.currency import in_language
 from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
 from ...core.money import as_decimal, column_digits, status_bar
 from ..alerting import HubAlerts
+from ..allowance.asking import AskRefused
 from ..budgets import spawn_refusal
+from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import allowance_view, views
+from . import allowance_view, asking_view, views
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
@@ -76,6 +78,9 @@ class Context:
     report_limit: RateLimit
     #: ``None``: no ``c.GpuCostHub.notify``
     alerts: HubAlerts | None = None
+    #: requests for more allowance (``None``: not kept)
+    requests: RequestStore | None = None
+    requests_per_week: int = 3
 
     def alerts_page(self) -> dict[str, list[dict[str, object]]]:
         """The last alerts and failed deliveries, targets masked (admins only)."""
@@ -245,13 +250,77 @@ class MeHandler(ApiBase):
         who = self.user()
         now = self.ctx.now()
         body = views.me(self.ctx.service, who.name, now, self.ctx.today())
-        words = self.words()
+        words, profile = self.words(), self.get_argument("profile", None)
         symbol = in_language(self.ctx.currency_symbol(), words.language)
         # what is left of each allowance (at the rate of the profile in ?profile=)
         _, body["allowances"] = allowance_view.allowances(
-            self.ctx.service, who.name, self.get_argument("profile", None), now, words, symbol
+            self.ctx.service, who.name, profile, now, words, symbol, who.groups
         )
         self.write_json(body)
+
+
+class RequestsBase(ApiBase):
+    """Requests for more allowance; a POST only with a Hub token (:func:`.asking_view.body`)."""
+
+    def check_xsrf_cookie(self) -> None:
+        return None  # a POST needs the Authorization header, which no other site can send
+
+    def store(self) -> RequestStore:
+        if self.ctx.requests is None:
+            raise web.HTTPError(404, "requests for more allowance are not kept here")
+        return self.ctx.requests
+
+    def body(self) -> dict[str, Any]:
+        headers = self.request.headers
+        return asking_view.body(headers.get("Authorization", ""), self.request.body)
+
+    def answer(self, act: Callable[[], object], code: int = 200) -> None:
+        try:
+            done = act()
+        except AskRefused as e:
+            self.write_json({"error": str(e)}, e.code)
+            return
+        self.write_json(done, code)
+
+
+class RequestsHandler(RequestsBase):
+    def get(self) -> None:
+        who = self.user()
+        groups = {g for gs in self.ctx.service.groups_of.values() for g in gs}
+        admin = self.ctx.is_admin(who)
+        self.write_json(asking_view.listing(self.store(), who, admin, groups, self.ctx.now()))
+
+    def post(self) -> None:
+        who, store, c, words = self.user(), self.store(), self.ctx, self.words()
+        c.service.learn_groups(who.name, who.groups)
+        self.answer(
+            lambda: asking_view.ask(
+                c.service,
+                store,
+                who,
+                self.body(),
+                c.now(),
+                c.requests_per_week,
+                words,
+            ).to_json(),
+            201,
+        )
+
+
+class DecisionHandler(RequestsBase):
+    def post(self, request_id: str) -> None:
+        who, store, c, words = self.user(), self.store(), self.ctx, self.words()
+        self.answer(
+            lambda: asking_view.decide(
+                store,
+                who,
+                c.is_admin(who),
+                int(request_id),
+                self.body(),
+                c.now(),
+                words,
+            ).to_json()
+        )
 
 
 class AdminSummaryHandler(ApiBase):
@@ -406,6 +475,8 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
         (rf"{prefix}/api/users/([^/]+)/allowance", AllowanceHandler),
         (rf"{prefix}/api/users/([^/]+)/profiles", ProfileLinesHandler),
+        (rf"{prefix}/api/allowance/requests", RequestsHandler),
+        (rf"{prefix}/api/allowance/requests/(\d{{1,12}})", DecisionHandler),
         (rf"{prefix}/metrics", MetricsHandler),
     ]
     return web.Application(
