@@ -12,7 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...core.i18n import Messages
+from ..alerting import HubAlerts
 from ..allowance.asking import APPROVE_SCOPE, AskRefused, check_ask, may_decide, reason_text
+from ..allowance.words import amount as amount_text
 from ..ledger.requests import AllowanceRequest, RequestStore
 from ..service import HubService
 from .hubapi import Identity
@@ -43,8 +45,10 @@ def ask(
     now: datetime,
     per_week: int,
     messages: Messages,
+    alerts: HubAlerts | None = None,
 ) -> AllowanceRequest:
-    """Keep ``who``'s request for more, or raise :class:`AskRefused` saying why."""
+    """Keep ``who``'s request for more, or raise :class:`AskRefused` saying why; the
+    group's owners and the admins are alerted (``c.GpuCostHub.notify``)."""
     book = service.allowances
     standings = book.of_user(who.name, service.groups_of, service.ledger, now)
     mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
@@ -59,7 +63,11 @@ def ask(
         per_week,
         messages,
     )
-    return store.add(who.name, allowance.source, allowance.unit, micro, reason, now)
+    made = store.add(who.name, allowance.source, allowance.unit, micro, reason, now)
+    if alerts is not None:
+        text = amount_text(micro, allowance.unit, None, alerts.symbol)
+        alerts.allowance_requested(who.name, made.source, made.id, text, reason, now)
+    return made
 
 
 def decide(

@@ -285,10 +285,9 @@ class RequestsBase(ApiBase):
 
 class RequestsHandler(RequestsBase):
     def get(self) -> None:
-        who = self.user()
-        groups = {g for gs in self.ctx.service.groups_of.values() for g in gs}
-        admin = self.ctx.is_admin(who)
-        self.write_json(asking_view.listing(self.store(), who, admin, groups, self.ctx.now()))
+        who, c = self.user(), self.ctx
+        groups = {g for gs in c.service.groups_of.values() for g in gs}
+        self.write_json(asking_view.listing(self.store(), who, c.is_admin(who), groups, c.now()))
 
     def post(self) -> None:
         who, store, c, words = self.user(), self.store(), self.ctx, self.words()
@@ -302,6 +301,7 @@ class RequestsHandler(RequestsBase):
                 c.now(),
                 c.requests_per_week,
                 words,
+                c.alerts,
             ).to_json(),
             201,
         )
