@@ -144,6 +144,15 @@ def test_the_groups_owner_approves_more_and_the_user_may_start_again(hub: Hub) -
     assert me(hub)["allowances"][0]["left"] > 0
     code, body = spawn(hub, "ann")
     assert code in (201, 202), body
+    # the admin CSV of requests holds the request and its decision
+    code, text = hub.svc("GET", "api/admin/allowance-requests.csv", carol)
+    assert code == 200, text
+    header, row = (line.split(",") for line in text.splitlines())
+    assert header[:3] == ["id", "user", "source"]
+    record = dict(zip(header, row, strict=True))
+    assert (record["user"], record["state"], record["decided_by"]) == ("ann", "approved", "prof")
+    assert record["reason"] == "one more training run"
+    assert hub.svc("GET", "api/admin/allowance-requests.csv", ann)[0] == 403
     # a browser's cookie alone cannot ask (no token in Authorization)
     code, body = hub.svc("POST", "api/allowance/requests", None, asked)
     assert code == 401, body

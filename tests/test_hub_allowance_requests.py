@@ -6,6 +6,8 @@ Hostile amounts and reasons are refused (property tests)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -22,7 +24,7 @@ from jupyter_gpucost.hub.ledger.requests import RequestStore
 from jupyter_gpucost.hub.model import ServerInfo
 from jupyter_gpucost.hub.service import HubService
 from jupyter_gpucost.hub.web.allowance_view import allowances
-from jupyter_gpucost.hub.web.asking_view import ask, decide, listing
+from jupyter_gpucost.hub.web.asking_view import ask, decide, listing, requests_csv
 from jupyter_gpucost.hub.web.hubapi import Identity
 
 EN = messages_for("en")
@@ -192,3 +194,16 @@ def test_only_the_groups_owners_and_admins_decide() -> None:
         may_decide("root", True, (), "root", "user")
     with pytest.raises(AskRefused, match="no such allowance"):
         check_ask([STANDING], "group:physics", 1, "why", [], WED, UTC, 3)
+
+
+def test_the_requests_csv_holds_each_step_and_runs_no_formula(ledger_url: str) -> None:
+    service, store = setup(ledger_url)
+    body = {"source": "group:students", "amount": 1, "reason": "=HYPERLINK(evil)"}
+    made = ask(service, store, SAM, body, WED, 3, EN)
+    decide(store, OWNER, False, made.id, {"approve": False, "note": "-not now"}, WED, EN)
+    header, row = csv.reader(io.StringIO(requests_csv(store, WED - timedelta(days=1))))
+    record = dict(zip(header, row, strict=True))
+    assert record["reason"] == "'=HYPERLINK(evil)"
+    assert record["note"] == "'-not now"
+    assert (record["user"], record["state"], record["decided_by"]) == ("sam", "declined", "prof")
+    service.close(WED)

@@ -98,16 +98,16 @@ class RequestStore:
             row = found.first()
         return None if row is None else _row(row)
 
-    def of_users(self, users: Iterable[str], since: datetime) -> list[AllowanceRequest]:
-        """The requests of ``users`` asked since ``since``, or still open, oldest first."""
-        names = sorted(set(users))
-        if not names:
-            return []
+    def of_users(self, users: Iterable[str] | None, since: datetime) -> list[AllowanceRequest]:
+        """The requests of ``users`` (``None``: everyone's) asked since ``since``, or still
+        open, oldest first."""
         query = (
             sa.select(requests_table)
-            .where(_q.user_name.in_(names), sa.or_(_q.asked_us >= to_us(since), _q.state == OPEN))
+            .where(sa.or_(_q.asked_us >= to_us(since), _q.state == OPEN))
             .order_by(_q.id)
         )
+        if users is not None:
+            query = query.where(_q.user_name.in_(sorted(set(users))))
         with self.engine.connect() as conn:
             return [_row(r) for r in conn.execute(query).mappings()]
 

@@ -7,6 +7,8 @@ with who and when; an approval counts at once (the next poll and the next spawn 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +20,7 @@ from ..allowance.words import amount as amount_text
 from ..ledger.requests import AllowanceRequest, RequestStore
 from ..service import HubService
 from .hubapi import Identity
+from .views import _cell as cell
 
 #: how far back a user's own requests are listed (and counted per week)
 LISTED_DAYS = 31
@@ -113,3 +116,31 @@ def listing(
         "mine": [r.to_json() for r in reversed(mine)],
         "to_decide": [r.to_json() for r in store.open_for(sources) if r.user != who.name],
     }
+
+
+#: the requests CSV's columns (``GET api/admin/allowance-requests.csv``)
+CSV_COLUMNS = (
+    "id",
+    "user",
+    "source",
+    "unit",
+    "amount",
+    "reason",
+    "asked",
+    "state",
+    "decided_by",
+    "decided",
+    "note",
+)
+
+
+def requests_csv(store: RequestStore, since: datetime) -> str:
+    """Every request asked since ``since`` (or still open), with its decision: who asked
+    for what and why, who decided, when."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for r in store.of_users(None, since):
+        row = r.to_json()
+        writer.writerow([cell("" if row[c] is None else str(row[c])) for c in CSV_COLUMNS])
+    return out.getvalue()

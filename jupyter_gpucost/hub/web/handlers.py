@@ -9,12 +9,15 @@ Who may call what:
 * ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
   answers 403 to a user who is not an admin of the service.
 * ``GET api/me`` — the user's own figures (OAuth cookie or a Hub token of the user).
-* ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET metrics`` — an admin of the
+* ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET
+  api/admin/allowance-requests.csv``, ``GET metrics`` — an admin of the
   service only: a Hub admin, one of ``admin_users`` / ``admin_groups``, or an owner of the
   ``custom:gpucost:admin`` scope (a Prometheus service gets a token with that scope).
 * ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, and
   ``GET api/users/{name}/profiles`` — the Hub's spawn page (:mod:`..spawn_form`), with this
   service's own API token only.
+* ``GET``/``POST api/allowance/requests``, ``POST api/allowance/requests/{id}`` — asking
+  for more and deciding; a POST only with a Hub token in ``Authorization``, never a cookie.
 
 Every page is a GET; the service takes no browser POST.
 """
@@ -26,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +180,8 @@ class AllowanceHandler(TokenHandler):
         words = self.words()
         symbol = in_language(self.ctx.currency_symbol(), words.language)
         refusal = spawn_refusal(budgets, words, symbol)
-        profile = self.get_argument("profile", None)
-        held, left = allowance_view.allowances(
-            service, user, profile, self.ctx.now(), words, symbol
-        )
+        now, profile = self.ctx.now(), self.get_argument("profile", None)
+        held, left = allowance_view.allowances(service, user, profile, now, words, symbol)
         refusal = refusal or held
         if refusal is not None and self.ctx.alerts is not None:
             known = groups or service.groups_of.get(user, ())
@@ -310,16 +311,9 @@ class RequestsHandler(RequestsBase):
 class DecisionHandler(RequestsBase):
     def post(self, request_id: str) -> None:
         who, store, c, words = self.user(), self.store(), self.ctx, self.words()
+        admin, rid, now = c.is_admin(who), int(request_id), c.now()
         self.answer(
-            lambda: asking_view.decide(
-                store,
-                who,
-                c.is_admin(who),
-                int(request_id),
-                self.body(),
-                c.now(),
-                words,
-            ).to_json()
+            lambda: asking_view.decide(store, who, admin, rid, self.body(), now, words).to_json()
         )
 
 
@@ -331,13 +325,19 @@ class AdminSummaryHandler(ApiBase):
 
 
 class AdminCsvHandler(ApiBase):
-    def get(self) -> None:
+    def get(self, what: str) -> None:
         self.admin()
-        summary = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        c = self.ctx
+        if what != "users" and c.requests is None:
+            raise web.HTTPError(404, "requests for more allowance are not kept here")
         self.set_header("Content-Type", "text/csv; charset=utf-8")
-        name = f"gpucost-users-{self.ctx.today().isoformat()}.csv"
+        name = f"gpucost-{what}-{c.today().isoformat()}.csv"
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
-        self.finish(views.users_csv(summary))
+        if c.requests is None or what == "users":
+            text = views.users_csv(views.admin_summary(c.service, c.now(), c.today()))
+        else:  # 90 days of requests, and every open one
+            text = asking_view.requests_csv(c.requests, c.now() - timedelta(days=90))
+        self.finish(text)
 
 
 class MetricsHandler(ApiBase):
@@ -472,7 +472,7 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         (report_path(base_url), report),
         (rf"{prefix}/api/me", MeHandler),
         (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
-        (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
+        (rf"{prefix}/api/admin/(users|allowance-requests)\.csv", AdminCsvHandler),
         (rf"{prefix}/api/users/([^/]+)/allowance", AllowanceHandler),
         (rf"{prefix}/api/users/([^/]+)/profiles", ProfileLinesHandler),
         (rf"{prefix}/api/allowance/requests", RequestsHandler),
