@@ -207,3 +207,21 @@ def test_the_requests_csv_holds_each_step_and_runs_no_formula(ledger_url: str) -
     assert record["note"] == "'-not now"
     assert (record["user"], record["state"], record["decided_by"]) == ("sam", "declined", "prof")
     service.close(WED)
+
+
+def test_an_approval_during_the_countdown_clears_it_at_the_next_poll(ledger_url: str) -> None:
+    service, store = setup(ledger_url)
+    server = ServerInfo("sam", "", WED, True, groups=("students",))
+    service.sync([server], WED)
+    near = WED + timedelta(minutes=57)
+    service.sync([server], near)
+    assert next(iter(service.state.values())).stop_at is not None  # counting down
+    made = ask(
+        service, store, SAM, {"source": "group:students", "amount": 1, "reason": "x"}, near, 3, EN
+    )
+    decide(store, OWNER, False, made.id, {"approve": True}, near, EN)
+    service.sync([server], near + timedelta(seconds=30))
+    standing = next(iter(service.state.values()))
+    assert standing.stop_at is None  # the grace is over: an hour more to run
+    assert not service.due(near + timedelta(minutes=5))
+    service.close(near + timedelta(seconds=30))
