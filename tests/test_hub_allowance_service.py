@@ -115,7 +115,7 @@ def test_a_monday_top_up_restores_a_balance_up_to_its_cap(ledger_url: str) -> No
     assert stopped == WED + timedelta(hours=1)
     refusal, _ = allowances(service, "sam", None, stopped + timedelta(minutes=1))
     assert refusal is not None
-    assert "It tops up by 1 GPU-hours on Mon 2026-11-09" in refusal
+    assert "It tops up by 1 GPU-hour on Mon 2026-11-09" in refusal
     assert "up to 2 GPU-hours" in refusal
     # Monday's top-up: 1 GPU-hour; two weeks unused: capped at 2, not 3
     refusal, left = allowances(service, "sam", None, datetime(2026, 11, 9, 8, tzinfo=UTC))

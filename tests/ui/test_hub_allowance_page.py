@@ -92,7 +92,7 @@ def test_each_profile_says_its_price_and_the_time_left_at_its_rate(hub: Hub, pag
     expect(message).to_contain_text(
         "what is left lasts 30 min at this profile's rate, and the hub asks for at least 45 min"
     )
-    expect(message).to_contain_text("has 1 GPU-hours left this week")
+    expect(message).to_contain_text("has 1 GPU-hour left this week")
     expect(message).to_contain_text("It fills up again on Mon ")
     screenshot(page, "hub-spawn-allowance-refused.png")
     assert hub.server("ann") is None

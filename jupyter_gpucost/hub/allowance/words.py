@@ -22,12 +22,14 @@ def _tr(messages: Messages | None) -> Messages:
 
 
 def amount(micro: int, unit: str, messages: Messages | None = None, symbol: str = "$") -> str:
-    """``$3.20`` or ``1.5 GPU-hours``."""
+    """``$3.20``, ``1 GPU-hour`` or ``1.5 GPU-hours``."""
     if unit == "usd":
         return notice(max(micro, 0), symbol)
-    _ = _tr(messages).gettext  # by this name, the catalog's tool finds the sentences
+    ngettext = _tr(messages).ngettext  # by this name, the catalog's tool finds it
     hours = (Decimal(max(micro, 0)) / 10**6).quantize(Decimal("0.01")).normalize()
-    return _("{hours} GPU-hours").format(hours=f"{hours:f}")
+    return ngettext("{hours} GPU-hour", "{hours} GPU-hours", 1 if hours == 1 else 2).format(
+        hours=f"{hours:f}"
+    )
 
 
 def period_words(s: AllowanceStanding, messages: Messages | None = None) -> str:
