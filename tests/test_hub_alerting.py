@@ -294,3 +294,21 @@ def test_a_stop_at_the_budget_is_alerted_with_when_and_at_what_rate() -> None:
         "Stops at $20.00 — in about 2 min at $6.86/h; notebooks saved first, then the hub "
         "stops the server." in stop.message
     )
+
+
+def test_a_request_for_more_goes_to_the_groups_owner_and_the_admins_once() -> None:
+    delivered: list[tuple[Alert, str]] = []
+    alerts, sent = routed(delivered=delivered)
+    assert alerts.allowance_requested(
+        "alice", "group:lab", 7, "2 GPU-hours", "thesis deadline on Friday", NOW
+    )
+    assert not alerts.allowance_requested(
+        "alice", "group:lab", 7, "2 GPU-hours", "thesis deadline on Friday", NOW
+    )
+    assert alerts.dispatcher.wait_idle(10)
+    # not alice herself, not another group's owner, not another user
+    assert sorted(sent) == [("allowance_request", "admins"), ("allowance_request", "lab")]
+    alert, body = delivered[0]
+    assert alert.title == "alice asks for more GPU allowance"
+    assert body.startswith("alice asks for 2 GPU-hours more: thesis deadline on Friday")
+    assert alert.document()["group"] == "lab"

@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -29,8 +30,10 @@ from jupyter_gpucost.core import i18n
 from jupyter_gpucost.core.hub_protocol import (
     ENV_HUB_URL,
     HUB_SOURCE_LABEL,
+    HubAllowance,
     HubBudget,
     HubReply,
+    ProtocolError,
     SpendReport,
 )
 from jupyter_gpucost.core.protocol import binding_standing
@@ -307,6 +310,56 @@ async def test_hub_budgets_are_locked_and_counted_as_the_hub_counts(
             body=json.dumps({"kind": "hard", "amount_usd": 99}),
         )
     assert refused.value.code == 403
+
+
+async def test_the_hubs_allowances_are_shown_read_only_in_the_status(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    monday = datetime(2026, 11, 30, tzinfo=UTC)
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=0,
+        today_micro_usd=0,
+        month_micro_usd=0,
+        allowances=(
+            HubAllowance("group:students", "gpu_hours", "week", 1_000_000, 250_000, monday),
+        ),
+    )
+
+    async def shown() -> bool:
+        hub = (await get(jp_fetch, "status"))["budget"]["hub"]
+        return bool(hub and hub["allowances"])
+
+    await until(shown, "the hub's allowances in the status")
+    (allowance,) = (await get(jp_fetch, "status"))["budget"]["hub"]["allowances"]
+    assert allowance == {
+        "source": "group:students",
+        "unit": "gpu_hours",
+        "period": "week",
+        "amount": 1.0,
+        "left": 0.25,
+        "refill_at": "2026-11-30T00:00:00Z",
+    }
+
+
+@pytest.mark.parametrize(
+    ("allowance", "error"),
+    [
+        ({"unit": "credits"}, "allowances[0].unit: must be one of usd, gpu_hours"),
+        ({"left_micro": -1}, "left_micro: must be a whole number"),
+        ({"left_micro": 10**16}, "left_micro: must be a whole number"),
+        ({"amount_micro": 1.5}, "amount_micro: must be a whole number"),
+        ({"refill_at": "monday"}, "refill_at: 'monday' is not an ISO 8601 time"),
+        ({"period": ""}, "period"),
+    ],
+)
+def test_a_hostile_allowance_in_a_reply_is_refused(allowance: dict[str, Any], error: str) -> None:
+    good = HubAllowance("user", "usd", "week", 5, 4, datetime(2026, 11, 30, tzinfo=UTC))
+    doc = HubReply("alice", 0, 0, 0, allowances=(good,)).to_json()
+    assert HubReply.from_json(doc).allowances == (good,)
+    doc["allowances"] = [{**good.to_json(), **allowance}]
+    with pytest.raises(ProtocolError, match=re.escape(error)):
+        HubReply.from_json(doc)
 
 
 async def test_a_stop_at_starts_the_countdown_to_it(jp_fetch: Any, service: FakeService) -> None:

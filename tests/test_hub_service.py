@@ -438,6 +438,9 @@ def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
         ("GET", "api/admin/summary"): 401,
         ("GET", "api/admin/users.csv"): 401,
         ("GET", "api/users/bob/allowance"): 401,
+        ("GET", "api/users/bob/profiles"): 401,
+        ("GET", "api/allowance/requests"): 401,
+        ("POST", "api/allowance/requests/1"): 401,
         ("GET", "metrics"): 401,
     }
     # the list above covers every route the service serves (besides static files)
@@ -463,3 +466,4 @@ def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
     # a user's token opens neither another user's allowance nor the admin data
     bob = hub.token_for("bob")
     assert hub.svc("GET", "api/users/alice/allowance", bob)[0] == 403
+    assert hub.svc("GET", "api/users/alice/profiles", bob)[0] == 403

@@ -194,7 +194,10 @@ def test_no_import_cycles_in_a_process_type_imports_included(process: str) -> No
 #: the hub's layers, lowest first: a module may import its own layer's and lower ones'
 #: (the rooms' ``__init__`` say so in a line), never a higher one's, not even for a type
 HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("core", ("model", "activity", "accounting", "allocation", "budgets", "enforcer")),
+    (
+        "core",
+        ("model", "activity", "accounting", "allocation", "budgets", "enforcer", "allowance"),
+    ),
     ("ledger", ("ledger",)),
     ("profiles", ("profiles",)),
     ("cluster", ("cluster",)),
@@ -203,7 +206,16 @@ HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("web", ("web",)),
     (
         "app",
-        ("app", "settings", "wiring", "runner", "check_command", "spawn_hook", "__main__"),
+        (
+            "app",
+            "settings",
+            "wiring",
+            "runner",
+            "check_command",
+            "spawn_hook",
+            "spawn_form",
+            "__main__",
+        ),
     ),
 ]
 
@@ -245,7 +257,7 @@ def test_the_layer_check_sees_an_upward_import() -> None:
     assert typed_only
 
 
-@pytest.mark.parametrize("room", ["ledger", "profiles", "cluster", "idle", "web"])
+@pytest.mark.parametrize("room", ["ledger", "profiles", "cluster", "idle", "web", "allowance"])
 def test_each_hub_room_says_what_it_owns_and_may_import(room: str) -> None:
     init = ROOT / "hub" / room / "__init__.py"
     docstring = ast.get_docstring(ast.parse(init.read_text())) or ""

@@ -19,7 +19,13 @@ from ..core.i18n import _, current_language, ngettext, speaking
 from ..core.money import notice, rate
 
 AlertKind = Literal[
-    "budget_threshold", "stopped", "spend_spike", "idle_gpus", "spawn_refused", "test"
+    "budget_threshold",
+    "stopped",
+    "spend_spike",
+    "idle_gpus",
+    "spawn_refused",
+    "allowance_request",
+    "test",
 ]
 StopReason = Literal["budget", "idle", "stop_when_done", "interruption"]
 
@@ -265,6 +271,27 @@ def spawn_refused(
         user=context.user, reason=reason
     )
     return Alert("spawn_refused", context, subject, title, message, at or _now())
+
+
+def allowance_request(
+    context: Context, amount: str, reason: str, *, subject: str, at: datetime | None = None
+) -> Alert:
+    """A user asks for more of an allowance (``amount`` written for the reader, ``reason``
+    as they wrote it); the link is where it is decided."""
+    title = _("{user} asks for more GPU allowance").format(user=context.user)
+    message = _("{user} asks for {amount} more: {reason}").format(
+        user=context.user, amount=amount, reason=reason
+    )
+    return Alert(
+        "allowance_request",
+        context,
+        subject,
+        title,
+        message,
+        at or _now(),
+        None,
+        (("amount", amount),),
+    )
 
 
 def trial_alert(context: Context, *, at: datetime | None = None) -> Alert:

@@ -270,6 +270,54 @@ class HubBudget:
         return self.spent_micro_usd >= self.amount_micro_usd
 
 
+#: what an allowance counts: dollars or weighted GPU-hours
+ALLOWANCE_UNITS = ("usd", "gpu_hours")
+#: the most an allowance may hold, in micro-units (10^9 dollars or GPU-hours)
+MAX_ALLOWANCE_MICRO = 10**15
+
+
+@dataclass(frozen=True)
+class HubAllowance:
+    """One allowance the hub enforces on this user, and what is left of it (read-only)."""
+
+    #: "user" or "group:<name>"
+    source: str
+    #: one of :data:`ALLOWANCE_UNITS`
+    unit: str
+    #: "day", "week", "month", "N days" (a rolling window) or "balance"
+    period: str
+    #: a period's amount, a balance's cap; micro-dollars or micro GPU-hours
+    amount_micro: int
+    left_micro: int
+    #: when it fills up again (the next period, the next top-up)
+    refill_at: datetime
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "unit": self.unit,
+            "period": self.period,
+            "amount_micro": self.amount_micro,
+            "left_micro": self.left_micro,
+            "refill_at": self.refill_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, what: str) -> HubAllowance:
+        a = _object(raw, what)
+        unit = a.get("unit")
+        if unit not in ALLOWANCE_UNITS:
+            raise ProtocolError(f"{what}.unit: must be one of {', '.join(ALLOWANCE_UNITS)}")
+        return cls(
+            source=_text(a, "source", 300, empty=False),
+            unit=str(unit),
+            period=_text(a, "period", 20, empty=False),
+            amount_micro=_amount(a, "amount_micro", MAX_ALLOWANCE_MICRO),
+            left_micro=_amount(a, "left_micro", MAX_ALLOWANCE_MICRO),
+            refill_at=_when(a, "refill_at"),
+        )
+
+
 @dataclass(frozen=True)
 class HubReply:
     """The service's answer to a report: the hub's bill and budgets for this user."""
@@ -288,10 +336,13 @@ class HubReply:
     #: since when the hub's ledger cannot be reached (``None``: it can, or the service
     #: does not say); the hub bills and enforces from memory meanwhile
     ledger_unreachable_since: datetime | None = None
+    #: the hub's allowances on this user (a service that has none, or an older one: none)
+    allowances: tuple[HubAllowance, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "version": PROTOCOL_VERSION,
+            "allowances": [a.to_json() for a in self.allowances],
             "user": self.user,
             "session_micro_usd": self.session_micro_usd,
             "today_micro_usd": self.today_micro_usd,
@@ -341,7 +392,13 @@ class HubReply:
         kind = doc.get("stop_kind")
         if kind is not None and kind not in STOP_KINDS:
             raise ProtocolError(f"stop_kind: must be one of {', '.join(STOP_KINDS)}")
+        allowances_raw = doc.get("allowances", [])
+        if not isinstance(allowances_raw, list) or len(allowances_raw) > 100:
+            raise ProtocolError("allowances: must be a list of at most 100")
         return cls(
+            allowances=tuple(
+                HubAllowance.from_json(a, f"allowances[{i}]") for i, a in enumerate(allowances_raw)
+            ),
             user=_text(doc, "user", 255, empty=False),
             session_micro_usd=_amount(doc, "session_micro_usd"),
             today_micro_usd=_amount(doc, "today_micro_usd"),

@@ -30,6 +30,7 @@ from ..alerts.model import (
     idle_gpus,
     spend_spike,
 )
+from ..alerts.model import allowance_request as request_alert
 from ..alerts.model import spawn_refused as refused_alert
 from ..alerts.model import stopped as stopped_alert
 from ..alerts.targets import Target, TargetError, parse_targets
@@ -264,6 +265,20 @@ class HubAlerts:
             alert = refused_alert(context, reason, subject=subject, at=now)
         targets = _unique([*self.people_in_charge(user, groups), *self.notify.admins])
         return self.dispatcher.submit(alert, targets)
+
+    def allowance_requested(
+        self, user: str, source: str, request_id: int, amount: str, reason: str, now: datetime
+    ) -> bool:
+        """A request for more of ``source`` ("user", "group:<name>"): once, to the owners
+        of the group whose allowance it is and the admins (never to other users)."""
+        group = source.partition(":")[2]
+        context = Context(
+            user=user, currency=self.currency, symbol=self.symbol, link=self.link, group=group
+        )
+        with speaking(self.notify.language):
+            alert = request_alert(context, amount, reason, subject=f"request:{request_id}", at=now)
+        owners = self.notify.groups.get(group, ()) if group else ()
+        return self.dispatcher.submit(alert, _unique([*owners, *self.notify.admins]))
 
     def spikes(
         self,

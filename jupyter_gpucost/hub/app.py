@@ -28,6 +28,8 @@ from traitlets.config import Application
 from .._version import __version__
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .alerting import parse_notify
+from .allowance.config import parse_settings as parse_allowances
+from .allowance.traits import AllowanceTraits
 from .cluster.nodes import read_nodes_now
 from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
@@ -63,7 +65,7 @@ def env(name: str, fallback: str) -> str:
     return os.environ.get(name) or fallback
 
 
-class GpuCostHub(ClusterTraits, IdleTraits, Application):
+class GpuCostHub(ClusterTraits, IdleTraits, AllowanceTraits, Application):
     """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
     outside the users' servers, and pages for users and admins."""
 
@@ -315,6 +317,13 @@ class GpuCostHub(ClusterTraits, IdleTraits, Application):
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
             notify=parse_notify(self.notify, self.thresholds(), self.spike_factor()),
+            allowances=parse_allowances(
+                self.user_allowances,
+                self.group_allowances,
+                self.gpu_hour_weights,
+                self.allowance_min_runtime_s,
+                self.allowance_requests_per_week,
+            ),
         )
 
     def spike_factor(self) -> float:

@@ -33,13 +33,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
 
 from ..core.budget_timing import SHORTENED_OVERRUN, Shortened, countdown, due, seconds_left
 from ..core.hub_protocol import HubBudget
 from ..core.i18n import Messages
 from ..core.money import usd
+from .allowance import words as allowance_words
+from .allowance.usage import AllowanceStanding
 from .budgets import stop_plan
 from .model import ServerRow
 
@@ -49,13 +51,21 @@ ServerKey = tuple[str, str, datetime]
 
 @dataclass(frozen=True)
 class Weighed:
-    """One budget on a server and the rate its money is spent at now."""
+    """One budget on a server and the rate its money is spent at now; or one allowance
+    (``budget`` is ``None``) and the rate it is used at (dollars or weighted GPU-hours per
+    hour: the countdown's arithmetic is the same in micro-units of either)."""
 
-    budget: HubBudget
+    budget: HubBudget | None
     usd_per_hour: Decimal
+    allowance: AllowanceStanding | None = None
+    #: the hub's time zone, for an allowance's top-up time
+    tz: tzinfo = UTC
 
     @property
     def remaining_micro_usd(self) -> int:
+        if self.budget is None:
+            assert self.allowance is not None
+            return self.allowance.left_micro
         return self.budget.amount_micro_usd - self.budget.spent_micro_usd
 
     def seconds_left(self) -> float:
@@ -106,16 +116,34 @@ def weighed(
 class Plan:
     """Why a countdown began and how long it runs: for the sentences the user reads."""
 
-    budget: HubBudget
+    budget: HubBudget | None
     usd_per_hour: Decimal
     countdown_s: float
     grace_s: float
     #: why the countdown is shorter than the grace period (``None``: it is not)
     shortened: Shortened | None = None
+    #: the allowance that runs out (``budget`` is then ``None``)
+    allowance: AllowanceStanding | None = None
+    tz: tzinfo = UTC
 
     def to_json(self) -> dict[str, object]:
         """The figures, for a page to say them in its language."""
         b = self.budget
+        if b is None:
+            a = self.allowance
+            assert a is not None
+            return {
+                "allowance": {
+                    "source": a.source,
+                    "unit": a.unit,
+                    "period": a.label,
+                    "left": a.left_micro / 10**6,
+                },
+                "per_hour": float(self.usd_per_hour),
+                "countdown_s": round(self.countdown_s, 1),
+                "grace_s": self.grace_s,
+                "shortened": self.shortened,
+            }
         return {
             "budget": {
                 "scope": b.scope,
@@ -131,6 +159,11 @@ class Plan:
 
     def sentence(self, messages: Messages | None = None, symbol: str = "$") -> str:
         """What the user reads (:func:`~.budgets.stop_plan`), in ``messages``' language."""
+        if self.budget is None:
+            assert self.allowance is not None
+            return allowance_words.stop_plan(
+                self.allowance, self.countdown_s, self.tz, messages, symbol
+            )
         return stop_plan(
             self.budget,
             self.usd_per_hour,
@@ -181,7 +214,7 @@ class Enforcer:
         close = [
             w
             for w in weighed
-            if w.budget.amount_micro_usd >= 0
+            if (w.budget is None or w.budget.amount_micro_usd >= 0)
             and due(w.remaining_micro_usd, w.usd_per_hour, self.grace_s)
         ]
         if not close:
@@ -195,7 +228,13 @@ class Enforcer:
                 binding.remaining_micro_usd, binding.usd_per_hour, self.grace_s, tick_s=self.tick_s
             )
             plan = Plan(
-                binding.budget, binding.usd_per_hour, length.seconds, self.grace_s, length.shortened
+                binding.budget,
+                binding.usd_per_hour,
+                length.seconds,
+                self.grace_s,
+                length.shortened,
+                binding.allowance,
+                binding.tz,
             )
             deadline = Deadline(
                 key, now, now + timedelta(seconds=length.seconds), plan.sentence(), plan
@@ -213,6 +252,8 @@ class Enforcer:
                 length_s,
                 self.grace_s,
                 SHORTENED_OVERRUN if length_s < self.grace_s - self.tick_s else None,
+                binding.allowance,
+                binding.tz,
             )
             if deadline.plan is not None and deadline.plan.shortened is not None:
                 plan = replace(plan, shortened=deadline.plan.shortened)

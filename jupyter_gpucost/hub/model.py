@@ -159,6 +159,19 @@ def pooled(
     return out
 
 
+class HubClient(Protocol):
+    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.web.hubapi.HubApi`)."""
+
+    async def active_servers(self) -> list[ServerInfo]: ...
+
+    async def groups_of_users(self) -> dict[str, tuple[str, ...]]: ...
+
+    async def stop_server(self, user: str, server_name: str) -> str: ...
+
+    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
+        """When the Hub says this (stopped) server stopped; ``None`` when it does not."""
+
+
 class HubLedgerDown(Exception):
     """The hub ledger's database cannot be reached just now (a spell: never bad data); what
     was to be written is kept in memory and written when it can be."""
@@ -208,6 +221,10 @@ class HubLedgerApi(Protocol):
     ) -> list[tuple[date, str, int]]:
         """(day, user, micro-dollars) rows from ``since``; one user's or everyone's; as of
         the last flush, or up to ``now`` when it is given."""
+
+    def spans(self, users: Iterable[str], since: datetime, now: datetime) -> list[ServerRow]:
+        """The server sessions of ``users`` that ran after ``since`` (a running one's stop
+        is ``None``): what allowances in GPU-hours count."""
 
     def sessions(
         self, user: str, limit: int = 50, now: datetime | None = None

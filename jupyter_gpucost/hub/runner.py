@@ -162,6 +162,8 @@ async def run(settings: HubSettings) -> None:
         templates=handlers.templates(currency_symbol(parts.currency)),
         report_limit=RateLimit(web_settings.report_rate_per_s, web_settings.report_burst),
         alerts=hub_alerts(settings, parts, web_settings.base_url),
+        requests=parts.requests,
+        requests_per_week=settings.allowances.requests_per_week,
     )
     alerts = ctx.alerts
     web = handlers.make_app(ctx, web_settings.base_url, cookie_secret(parts.data_dir))

@@ -32,17 +32,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..core.hub_protocol import IDLE_STOP_REASON, HubBudget, HubReply, SpendReport, StopKind
 from .activity import ActivitySource, GpuActivity
 from .activity import ServerKey as ActivityKey
+from .allowance.book import AllowanceBook
 from .budgets import BudgetPolicy
 from .enforcer import Enforcer, Plan, pooled_rates, server_key, weighed
 from .idle.reclaim import Reclaimer
 from .idle.report_reading import ReportReadings
 from .model import (
     GroupTotals,
+    HubClient,
     HubConfigError,
     HubLedgerApi,
     HubLedgerDown,
@@ -64,19 +66,6 @@ RETRY_STOP_S = 30.0
 GROUPS_EVERY_S = 300.0
 
 Key = tuple[str, str]
-
-
-class HubClient(Protocol):
-    """The Hub API calls the loop makes (:class:`jupyter_gpucost.hub.web.hubapi.HubApi`)."""
-
-    async def active_servers(self) -> list[ServerInfo]: ...
-
-    async def groups_of_users(self) -> dict[str, tuple[str, ...]]: ...
-
-    async def stop_server(self, user: str, server_name: str) -> str: ...
-
-    async def stopped_at(self, user: str, server_name: str) -> datetime | None:
-        """When the Hub says this (stopped) server stopped; ``None`` when it does not."""
 
 
 class ReportRejected(Exception):
@@ -122,8 +111,10 @@ class HubService:
         budgets: BudgetPolicy,
         enforcer: Enforcer,
         reclaimer: Reclaimer | None = None,
+        allowances: AllowanceBook | None = None,
     ) -> None:
         self.ledger = ledger
+        self.allowances = allowances or AllowanceBook.off()
         #: held, one server at a time, by what reports and the poll both change: the GPU
         #: activity, the report readings and the idle clocks
         self.lock = threading.Lock()
@@ -243,6 +234,7 @@ class HubService:
         # the groups' pools from the same totals: no second walk of every running server
         self.group_totals = self._group_totals(groups_of, totals)
         self.rates = pooled_rates(rows.values(), groups_of)
+        self.allowances.refresh(rows.values(), groups_of, self.ledger, now)
         for row in rows.values():
             self._weigh(row, now, state)
             with self.lock:
@@ -298,7 +290,8 @@ class HubService:
         budgets = tuple(self.budgets_for(row.user, session))
         key = server_key(row)
         before = self.enforcer.deadline(key)
-        deadline = self.enforcer.update(key, weighed(row, budgets, self.rates), now)
+        caps = weighed(row, budgets, self.rates) + self.allowances.weighed(row)
+        deadline = self.enforcer.update(key, caps, now)
         if deadline != before:
             if deadline is None:
                 self.ledger.clear_deadline(row.server_id)
@@ -373,7 +366,8 @@ class HubService:
 
     async def poll(self, hub: HubClient, now: Callable[[], datetime]) -> PollResult:
         """One round: list, sync, stop what is due. Errors of the Hub are the caller's."""
-        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and self.budgets.groups:
+        grouped = self.budgets.groups or self.allowances.policy.settings.groups
+        if time.monotonic() - self._groups_listed >= GROUPS_EVERY_S and grouped:
             self._merge_groups(await hub.groups_of_users())
             self._groups_listed = time.monotonic()
         servers = await hub.active_servers()
@@ -469,6 +463,7 @@ class HubService:
             reason=reason,
             stop_kind=kind,
             ledger_unreachable_since=self.ledger.unreachable_since(),
+            allowances=self.allowances.reply(row.user),
         )
 
     # -- flush and shutdown -------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from .alerting import HubNotify
+from .allowance.config import AllowanceSettings
 from .cluster.settings import ClusterSettings
 from .profiles.settings import ProfileSettings
 
@@ -81,3 +82,5 @@ class HubSettings:
     flush_interval_s: float
     #: where alerts go (``c.GpuCostHub.notify``, docs/alerts.md)
     notify: HubNotify = field(default_factory=HubNotify)
+    #: allowances in money or GPU-hours (``user_allowances``, ``group_allowances``)
+    allowances: AllowanceSettings = field(default_factory=AllowanceSettings)

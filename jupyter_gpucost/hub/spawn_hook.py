@@ -95,8 +95,13 @@ def refuse_over_budget(
         words = messages_for(language)
         groups = [g.name for g in getattr(spawner.user, "groups", ()) or ()]
         url = f"{base}api/users/{quote(user, safe='')}/allowance"
-        if groups:
-            url += "?" + urlencode([("group", g) for g in groups])
+        # the profile chosen on the spawn page: an allowance needs its rate
+        profile = (getattr(spawner, "user_options", None) or {}).get("profile")
+        query = [("group", g) for g in groups]
+        if isinstance(profile, str) and profile:
+            query.append(("profile", profile))
+        if query:
+            url += "?" + urlencode(query)
         request = HTTPRequest(
             url,
             # the service writes its reason in the user's language

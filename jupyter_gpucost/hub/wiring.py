@@ -12,6 +12,8 @@ from zoneinfo import ZoneInfo
 from ..core.billing import BillingRule
 from ..core.sent_keys import TableKeys
 from .allocation import describe, report_ceiling
+from .allowance.book import AllowanceBook
+from .allowance.usage import AllowancePolicy
 from .budgets import BudgetPolicy
 from .cluster.settings import ClusterSettings
 from .enforcer import Enforcer
@@ -19,6 +21,7 @@ from .idle.policy import IdleClock, IdlePolicy
 from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
+from .ledger.requests import RequestStore
 from .ledger.schema import alerts_sent_table
 from .ledger.usage import UsageLedger
 from .model import HubConfigError
@@ -46,6 +49,8 @@ class Parts:
     billing: BillingRule | None = None
     #: the alerts sent, by event key, in the ledger
     alert_keys: TableKeys | None = None
+    #: requests for more allowance, in the ledger
+    requests: RequestStore | None = None
 
 
 def build(settings: HubSettings) -> Parts:
@@ -101,7 +106,10 @@ def build(settings: HubSettings) -> Parts:
     reclaimer = Reclaimer(
         idle, IdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
     )
-    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer)
+    book = AllowanceBook(AllowancePolicy(settings.allowances, tz))
+    requests = RequestStore(ledger.engine)
+    book.grants = requests.granted
+    service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer, book)
     log.info("prices of %s: %s", prices.provider, allocations.cloud.why)
     return Parts(
         service=service,
@@ -113,4 +121,5 @@ def build(settings: HubSettings) -> Parts:
         usage_ledger=UsageLedger(ledger.engine) if cluster else None,
         billing=billing,
         alert_keys=TableKeys(ledger.engine, alerts_sent_table),
+        requests=requests,
     )

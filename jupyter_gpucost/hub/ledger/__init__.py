@@ -69,7 +69,7 @@ from .catchup import CatchUp
 from .interruptions import USER_DAY_LIMIT, InterruptionStore
 from .outage import Closing, Deadline, Outage, Waiting
 from .quarantine import quarantine_bad_rows
-from .queries import daily_rows, load_open, session_rows
+from .queries import daily_rows, load_open, session_rows, span_rows
 from .schema import (
     daily_table,
     deadlines_table,
@@ -456,6 +456,12 @@ class HubLedger(CatchUp):
                             key = (d, server.row.user)
                             sums[key] = sums.get(key, 0) + delta
         return [(d, u, v) for (d, u), v in sorted(sums.items())]
+
+    def spans(self, users: Iterable[str], since: datetime, now: datetime) -> list[ServerRow]:
+        """The server sessions of ``users`` that ran after ``since`` (allowances in
+        GPU-hours): a running one's stop is ``None``."""
+        with self._view, self._db(write=False) as conn:
+            return span_rows(conn, set(users), to_us(since), to_us(now))
 
     def sessions(
         self, user: str, limit: int = 50, now: datetime | None = None

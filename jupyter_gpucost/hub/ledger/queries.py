@@ -260,3 +260,22 @@ def rate_id(conn: Connection, rate: Rate) -> int:
             )
         )
     return int(key[0])
+
+
+def span_rows(
+    conn: Connection, users: Collection[str], since_us: int, until_us: int
+) -> list[ServerRow]:
+    """The server sessions of ``users`` that ran at some point in [since, until): what an
+    allowance in GPU-hours counts."""
+    if not users:
+        return []
+    query = (
+        sa.select(servers_table, *_rate_columns)
+        .select_from(_with_rate)
+        .where(
+            _s.user_name.in_(sorted(users)),
+            _s.started_us < until_us,
+            sa.or_(_s.stopped_us.is_(None), _s.stopped_us > since_us),
+        )
+    )
+    return [server_row(r) for r in conn.execute(query).mappings()]

@@ -179,6 +179,26 @@ usage_table = sa.Table(
     sa.Index("ix_hub_usage_day_user", "day", "user_name"),
 )
 
+#: requests for more allowance and their decisions (:mod:`.requests`)
+requests_table = sa.Table(
+    "hub_allowance_requests",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    #: the allowance asked for more of: "user" or "group:<name>"
+    sa.Column("source", sa.String(300), nullable=False),
+    sa.Column("unit", sa.String(16), nullable=False),
+    sa.Column("amount_micro", sa.BigInteger, nullable=False),
+    sa.Column("reason", sa.String(1000), nullable=False),
+    sa.Column("asked_us", sa.BigInteger, nullable=False),
+    #: "open", "approved" or "declined"
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("decided_by", sa.String(255), nullable=True),
+    sa.Column("decided_us", sa.BigInteger, nullable=True),
+    sa.Column("note", sa.String(1000), nullable=True),
+    sa.Index("ix_hub_allowance_requests_user", "user_name", "asked_us"),
+)
+
 #: spot interruptions servers reported (:mod:`.interruptions`); a user's claim, shown only
 interruptions_table = sa.Table(
     "hub_interruptions",

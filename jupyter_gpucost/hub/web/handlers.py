@@ -9,11 +9,15 @@ Who may call what:
 * ``GET /``, ``GET admin`` — pages behind Hub OAuth (``HubOAuthenticated``); the admin page
   answers 403 to a user who is not an admin of the service.
 * ``GET api/me`` — the user's own figures (OAuth cookie or a Hub token of the user).
-* ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET metrics`` — an admin of the
+* ``GET api/admin/summary``, ``GET api/admin/users.csv``, ``GET
+  api/admin/allowance-requests.csv``, ``GET metrics`` — an admin of the
   service only: a Hub admin, one of ``admin_users`` / ``admin_groups``, or an owner of the
   ``custom:gpucost:admin`` scope (a Prometheus service gets a token with that scope).
-* ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, with this service's
-  own API token only.
+* ``GET api/users/{name}/allowance`` — the Hub's ``pre_spawn_hook``, and
+  ``GET api/users/{name}/profiles`` — the Hub's spawn page (:mod:`..spawn_form`), with this
+  service's own API token only.
+* ``GET``/``POST api/allowance/requests``, ``POST api/allowance/requests/{id}`` — asking
+  for more and deciding; a POST only with a Hub token in ``Authorization``, never a cookie.
 
 Every page is a GET; the service takes no browser POST.
 """
@@ -25,7 +29,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +46,12 @@ from ...core.currency import in_language
 from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
 from ...core.money import as_decimal, column_digits, status_bar
 from ..alerting import HubAlerts
+from ..allowance.asking import AskRefused
 from ..budgets import spawn_refusal
+from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import views
+from . import allowance_view, asking_view, views
 from .hubapi import HubApi, Identity
 from .page_words import page_words
 from .ratelimit import RateLimit
@@ -75,6 +81,9 @@ class Context:
     report_limit: RateLimit
     #: ``None``: no ``c.GpuCostHub.notify``
     alerts: HubAlerts | None = None
+    #: requests for more allowance (``None``: not kept)
+    requests: RequestStore | None = None
+    requests_per_week: int = 3
 
     def alerts_page(self) -> dict[str, list[dict[str, object]]]:
         """The last alerts and failed deliveries, targets masked (admins only)."""
@@ -171,6 +180,9 @@ class AllowanceHandler(TokenHandler):
         words = self.words()
         symbol = in_language(self.ctx.currency_symbol(), words.language)
         refusal = spawn_refusal(budgets, words, symbol)
+        now, profile = self.ctx.now(), self.get_argument("profile", None)
+        held, left = allowance_view.allowances(service, user, profile, now, words, symbol)
+        refusal = refusal or held
         if refusal is not None and self.ctx.alerts is not None:
             known = groups or service.groups_of.get(user, ())
             self.ctx.alerts.spawn_refused(user, known, budgets, self.ctx.now())
@@ -180,8 +192,28 @@ class AllowanceHandler(TokenHandler):
                 "allowed": refusal is None,
                 "reason": refusal,
                 "budgets": [views.budget_json(b) for b in budgets],
+                "allowances": left,
             }
         )
+
+
+class ProfileLinesHandler(TokenHandler):
+    """Each profile's price and what is left of the user's allowances at its rate, for the
+    spawn page (:mod:`..spawn_form`, in the Hub; service token)."""
+
+    async def get(self, user: str) -> None:
+        if not hmac.compare_digest(self.bearer().encode(), self.ctx.service_token.encode()):
+            raise web.HTTPError(403, "only the Hub's spawn page asks this (service token)")
+        groups = tuple(self.get_arguments("group"))
+        if groups:
+            self.ctx.service.learn_groups(user, groups)
+        profiles = self.get_arguments("profile")[:100]
+        words = self.words()
+        symbol = in_language(self.ctx.currency_symbol(), words.language)
+        lines = allowance_view.profile_lines(
+            self.ctx.service, user, profiles, self.ctx.now(), words, symbol
+        )
+        self.write_json({"user": user, "profiles": lines})
 
 
 class OAuthBase(HubOAuthenticated, Base):  # type: ignore[misc]
@@ -217,7 +249,72 @@ class ApiBase(OAuthBase):
 class MeHandler(ApiBase):
     def get(self) -> None:
         who = self.user()
-        self.write_json(views.me(self.ctx.service, who.name, self.ctx.now(), self.ctx.today()))
+        now = self.ctx.now()
+        body = views.me(self.ctx.service, who.name, now, self.ctx.today())
+        words, profile = self.words(), self.get_argument("profile", None)
+        symbol = in_language(self.ctx.currency_symbol(), words.language)
+        # what is left of each allowance (at the rate of the profile in ?profile=)
+        _, body["allowances"] = allowance_view.allowances(
+            self.ctx.service, who.name, profile, now, words, symbol, who.groups
+        )
+        self.write_json(body)
+
+
+class RequestsBase(ApiBase):
+    """Requests for more allowance; a POST only with a Hub token (:func:`.asking_view.body`)."""
+
+    def check_xsrf_cookie(self) -> None:
+        return None  # a POST needs the Authorization header, which no other site can send
+
+    def store(self) -> RequestStore:
+        if self.ctx.requests is None:
+            raise web.HTTPError(404, "requests for more allowance are not kept here")
+        return self.ctx.requests
+
+    def body(self) -> dict[str, Any]:
+        headers = self.request.headers
+        return asking_view.body(headers.get("Authorization", ""), self.request.body)
+
+    def answer(self, act: Callable[[], object], code: int = 200) -> None:
+        try:
+            done = act()
+        except AskRefused as e:
+            self.write_json({"error": str(e)}, e.code)
+            return
+        self.write_json(done, code)
+
+
+class RequestsHandler(RequestsBase):
+    def get(self) -> None:
+        who, c = self.user(), self.ctx
+        groups = {g for gs in c.service.groups_of.values() for g in gs}
+        self.write_json(asking_view.listing(self.store(), who, c.is_admin(who), groups, c.now()))
+
+    def post(self) -> None:
+        who, store, c, words = self.user(), self.store(), self.ctx, self.words()
+        c.service.learn_groups(who.name, who.groups)
+        self.answer(
+            lambda: asking_view.ask(
+                c.service,
+                store,
+                who,
+                self.body(),
+                c.now(),
+                c.requests_per_week,
+                words,
+                c.alerts,
+            ).to_json(),
+            201,
+        )
+
+
+class DecisionHandler(RequestsBase):
+    def post(self, request_id: str) -> None:
+        who, store, c, words = self.user(), self.store(), self.ctx, self.words()
+        admin, rid, now = c.is_admin(who), int(request_id), c.now()
+        self.answer(
+            lambda: asking_view.decide(store, who, admin, rid, self.body(), now, words).to_json()
+        )
 
 
 class AdminSummaryHandler(ApiBase):
@@ -228,13 +325,19 @@ class AdminSummaryHandler(ApiBase):
 
 
 class AdminCsvHandler(ApiBase):
-    def get(self) -> None:
+    def get(self, what: str) -> None:
         self.admin()
-        summary = views.admin_summary(self.ctx.service, self.ctx.now(), self.ctx.today())
+        c = self.ctx
+        if what != "users" and c.requests is None:
+            raise web.HTTPError(404, "requests for more allowance are not kept here")
         self.set_header("Content-Type", "text/csv; charset=utf-8")
-        name = f"gpucost-users-{self.ctx.today().isoformat()}.csv"
+        name = f"gpucost-{what}-{c.today().isoformat()}.csv"
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
-        self.finish(views.users_csv(summary))
+        if c.requests is None or what == "users":
+            text = views.users_csv(views.admin_summary(c.service, c.now(), c.today()))
+        else:  # 90 days of requests, and every open one
+            text = asking_view.requests_csv(c.requests, c.now() - timedelta(days=90))
+        self.finish(text)
 
 
 class MetricsHandler(ApiBase):
@@ -369,8 +472,11 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
         (report_path(base_url), report),
         (rf"{prefix}/api/me", MeHandler),
         (rf"{prefix}/api/admin/summary", AdminSummaryHandler),
-        (rf"{prefix}/api/admin/users\.csv", AdminCsvHandler),
+        (rf"{prefix}/api/admin/(users|allowance-requests)\.csv", AdminCsvHandler),
         (rf"{prefix}/api/users/([^/]+)/allowance", AllowanceHandler),
+        (rf"{prefix}/api/users/([^/]+)/profiles", ProfileLinesHandler),
+        (rf"{prefix}/api/allowance/requests", RequestsHandler),
+        (rf"{prefix}/api/allowance/requests/(\d{{1,12}})", DecisionHandler),
         (rf"{prefix}/metrics", MetricsHandler),
     ]
     return web.Application(

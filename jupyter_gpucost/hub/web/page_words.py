@@ -39,6 +39,8 @@ def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$"
     than the grace period); else the budgets it is over; else the reason the service
     keeps (a deadline from before a restart)."""
     plan = server.get("stop_plan")
+    if isinstance(plan, Mapping) and isinstance(plan.get("allowance"), Mapping):
+        return str(server.get("reason") or "")  # an allowance's: said in English as kept
     if isinstance(plan, Mapping):
         b = plan["budget"]
         return stop_plan(

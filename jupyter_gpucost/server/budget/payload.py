@@ -116,6 +116,20 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
         "stop_kind": None if reply is None else reply.stop_kind,
         "reported_at": iso(hub.reported_at),
         "error": hub.error,
+        # the hub's allowances, read-only: dollars or GPU-hours left, and when they fill
+        "allowances": []
+        if reply is None
+        else [
+            {
+                "source": a.source,
+                "unit": a.unit,
+                "period": a.period,
+                "amount": a.amount_micro / 10**6,
+                "left": a.left_micro / 10**6,
+                "refill_at": iso(a.refill_at),
+            }
+            for a in reply.allowances
+        ],
     }
 
 

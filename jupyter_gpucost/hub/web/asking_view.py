@@ -1,0 +1,146 @@
+"""Asking for more allowance through the service's API, and deciding: the rules of
+:mod:`..allowance.asking` over the user's allowances now and the ledger's requests.
+
+Every decision, and every request, is a row of the hub ledger (:mod:`..ledger.requests`)
+with who and when; an approval counts at once (the next poll and the next spawn read it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from ...core.i18n import Messages
+from ..alerting import HubAlerts
+from ..allowance.asking import APPROVE_SCOPE, AskRefused, check_ask, may_decide, reason_text
+from ..allowance.words import amount as amount_text
+from ..ledger.requests import AllowanceRequest, RequestStore
+from ..service import HubService
+from .hubapi import Identity
+from .views import _cell as cell
+
+#: how far back a user's own requests are listed (and counted per week)
+LISTED_DAYS = 31
+
+
+def body(authorization: str, raw: bytes | None) -> dict[str, Any]:
+    """A POST's JSON object, taken only with a Hub token in ``Authorization``: a browser's
+    cookie alone is refused, so no other site can ask or decide on a user's behalf."""
+    if not authorization.startswith(("token ", "Bearer ")):
+        raise AskRefused("Send a Hub token in Authorization to ask or decide.", 403)
+    try:
+        doc = json.loads(raw or b"{}")
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise AskRefused("The body must be a JSON object.", 400)
+    return doc
+
+
+def ask(
+    service: HubService,
+    store: RequestStore,
+    who: Identity,
+    body: dict[str, Any],
+    now: datetime,
+    per_week: int,
+    messages: Messages,
+    alerts: HubAlerts | None = None,
+) -> AllowanceRequest:
+    """Keep ``who``'s request for more, or raise :class:`AskRefused` saying why; the
+    group's owners and the admins are alerted (``c.GpuCostHub.notify``)."""
+    book = service.allowances
+    standings = book.of_user(who.name, service.groups_of, service.ledger, now)
+    mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
+    allowance, micro, reason = check_ask(
+        standings,
+        body.get("source"),
+        body.get("amount"),
+        body.get("reason"),
+        [(r.state, r.asked) for r in mine],
+        now,
+        book.tz,
+        per_week,
+        messages,
+    )
+    made = store.add(who.name, allowance.source, allowance.unit, micro, reason, now)
+    if alerts is not None:
+        text = amount_text(micro, allowance.unit, None, alerts.symbol)
+        alerts.allowance_requested(who.name, made.source, made.id, text, reason, now)
+    return made
+
+
+def decide(
+    store: RequestStore,
+    who: Identity,
+    admin: bool,
+    request_id: int,
+    body: dict[str, Any],
+    now: datetime,
+    messages: Messages,
+) -> AllowanceRequest:
+    """Approve or decline a request, or raise :class:`AskRefused` saying why."""
+    _ = messages.gettext  # by this name, the catalog's tool finds the sentences
+    approve = body.get("approve")
+    if not isinstance(approve, bool):
+        raise AskRefused(_("Say approve: true or false."))
+    note = body.get("note", "")
+    note = "" if note in ("", None) else reason_text(note, messages)
+    found = store.get(request_id)
+    if found is None:
+        raise AskRefused(_("There is no such request."), 404)
+    may_decide(who.name, admin, who.scopes, found.user, found.source, messages)
+    decided = store.decide(request_id, approve, who.name, note, now)
+    if decided is None:
+        again = store.get(request_id)
+        by = again.decided_by if again is not None else None
+        raise AskRefused(_("This request was already decided by {who}.").format(who=by or "?"), 409)
+    return decided
+
+
+def listing(
+    store: RequestStore, who: Identity, admin: bool, groups: set[str], now: datetime
+) -> dict[str, Any]:
+    """``who``'s own requests, and the open ones they may decide."""
+    mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
+    owned = {
+        f"group:{s.partition('!group=')[2]}"
+        for s in who.scopes
+        if s.startswith(f"{APPROVE_SCOPE}!group=")
+    }
+    sources = {f"group:{g}" for g in groups} | {"user"} if admin else owned
+    return {
+        "mine": [r.to_json() for r in reversed(mine)],
+        "to_decide": [r.to_json() for r in store.open_for(sources) if r.user != who.name],
+    }
+
+
+#: the requests CSV's columns (``GET api/admin/allowance-requests.csv``)
+CSV_COLUMNS = (
+    "id",
+    "user",
+    "source",
+    "unit",
+    "amount",
+    "reason",
+    "asked",
+    "state",
+    "decided_by",
+    "decided",
+    "note",
+)
+
+
+def requests_csv(store: RequestStore, since: datetime) -> str:
+    """Every request asked since ``since`` (or still open), with its decision: who asked
+    for what and why, who decided, when."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for r in store.of_users(None, since):
+        row = r.to_json()
+        writer.writerow([cell("" if row[c] is None else str(row[c])) for c in CSV_COLUMNS])
+    return out.getvalue()
