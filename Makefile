@@ -71,7 +71,7 @@ demo: install
 	echo "jupyter-gpucost demo: telemetry=$$TELEMETRY (simulated when no NVIDIA driver is found)"; \
 	echo "Open the URL with its token printed below (JupyterLab at /lab, Notebook 7 at /tree); stop with Ctrl-C."; \
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(DEMO_PORT) --no-browser $(ROOT_FLAG) \
-		--GpuCost.telemetry=$$TELEMETRY --GpuCost.detect_machine=False
+		--GpuCost.telemetry=$$TELEMETRY --GpuCost.detect_machine=False --GpuCost.price_region=us-east-1
 
 # Chromium, and a Chinese font so that the screenshots of the Chinese UI are legible
 CJK_FONT = /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
