@@ -30,6 +30,7 @@ from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
 from .machine.setup import MachinePrices, check_provider, resolve_machine
+from .machine.spot_prices import BilledRateWatch
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
 from .startup import GpuCostTraits, start_budget_and_exports
@@ -343,6 +344,7 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         service.publish_prices(os.environ)
         self._link_kernels()
         self._watch_kernels(service, config.sample_interval_s)
+        self._watch_billed_rate(service)
         try:
             started = start_budget_and_exports(
                 self, service, self.serverapp, self.log, self.machine
@@ -396,11 +398,31 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         self._kernel_watch = PeriodicCallback(refresh, max(interval_s, 0.5) * 1000)
         self._kernel_watch.start()
 
+    def _watch_billed_rate(self, service: CostService) -> None:
+        """Read the rental's billed rate again every interval (off the loop, bounded)."""
+        found = self.machine
+        if found is None or found.rates is None or found.machine is None:
+            return
+        catalog = service.config.catalog
+        if catalog is None:
+            return
+        watch = BilledRateWatch(
+            found.machine, found.rates, found.plan, catalog, service.reprice, self.log
+        )
+        self._billed_watch = PeriodicCallback(watch.read_once, found.rates.interval_s * 1000)
+        self._billed_watch.start()
+
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
-        for name in ("_kernel_watch", "_language_watch", "_interruption_watch", "_alerts"):
+        for name in (
+            "_kernel_watch",
+            "_language_watch",
+            "_interruption_watch",
+            "_alerts",
+            "_billed_watch",
+        ):
             watch = getattr(self, name, None)
             if watch is not None:
                 watch.stop()

@@ -343,6 +343,22 @@ class CostService:
             )
         )
 
+    def reprice(self, plan: PricePlan) -> None:
+        """Price with ``plan`` from now on (a rental's billed rate read again): what was
+        metered keeps its price; the status shows the new plan."""
+        whole = plan.whole
+        self.policy = replace(
+            self.policy, whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu}
+        )
+        if whole is None:
+            base = self.config.base_usd_per_hour
+        elif self.whole_without_gpus is not None:
+            base = whole.row.usd_per_hour
+        else:
+            base = whole.base_usd_per_hour
+        self.sampler.reprice(self.policy, base)
+        self.config = replace(self.config, plan=plan)
+
     def ledger_facts(self) -> LedgerFacts:
         if self.ledger is None:
             return LedgerFacts(enabled=False, error=self.ledger_error)

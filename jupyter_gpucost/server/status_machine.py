@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.billed_rate import plan_label
 from ..core.i18n import _, ngettext
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine, describe, note_text
@@ -34,6 +35,8 @@ def machine_json(
         "instance_price_as_of": None if whole is None else whole.row.as_of,
         "instance_price_region": None if whole is None else (whole.row.region or None),
         "instance_price_market": None if whole is None else (whole.row.market or None),
+        # "billed rate from Vast.ai, read 14:02 UTC" where the provider told the rate
+        "instance_price_label": plan_label(plan, _),
     }
     warnings = []
     if machine.cannot_stop:

@@ -25,6 +25,7 @@ from traitlets.config import Config
 from ...cloud import aws
 from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ...cloud.azure_prices import RETAIL_PRICES_URL
+from ...cloud.billed_rates import RateSettings, applies
 from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ...cloud.lambda_cloud import LAMBDA_API
 from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
@@ -41,7 +42,7 @@ from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
 from ..budget.sources import action_in_force
 from ..traits import within
-from .spot_prices import spot_price_plan
+from .spot_prices import billed_rate_plan, rate_settings, spot_price_plan
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
 MAX_REQUESTS = 3
@@ -385,6 +386,8 @@ class MachinePrices:
     settings: MachineSettings
     machine: Machine | None
     plan: PricePlan
+    #: where the rental's billed rate is read again every interval (``None``: it is not)
+    rates: RateSettings | None = None
 
 
 def resolve_machine(
@@ -408,9 +411,14 @@ def resolve_machine(
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
     plan = price_plan(admin, machine, catalog, rows)
     plan = spot_price_plan(plan, machine, traits, log)
+    rates = rate_settings(traits, environ)
+    plan = billed_rate_plan(plan, machine, admin, rates, catalog, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
-    return MachinePrices(settings=settings, machine=machine, plan=plan)
+    watched = applies(machine, rates) and not (admin.provider or admin.instance or admin.base_set)
+    return MachinePrices(
+        settings=settings, machine=machine, plan=plan, rates=rates if watched else None
+    )
 
 
 def machine_can_stop(found: MachinePrices) -> bool:

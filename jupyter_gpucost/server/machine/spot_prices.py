@@ -1,24 +1,42 @@
-"""Opt-in: a detected AWS spot instance priced at its spot price from AWS instead of its
-on-demand upper bound (:mod:`...cloud.spot_prices`, docs/spot.md)."""
+"""The prices a provider quotes for this very machine, in place of the catalog's:
+
+* a rental's billed rate (Vast.ai, RunPod, Lambda: :mod:`...cloud.billed_rates`), on by
+  default, read at start and then every ``billed_rate_interval_s`` (:class:`BilledRateWatch`),
+  checked against the catalog (:func:`...core.billed_rate.check_plausible`);
+* opt-in, a detected AWS spot instance priced at its spot price from AWS instead of its
+  on-demand upper bound (:mod:`...cloud.spot_prices`, docs/spot.md).
+
+Every reading runs in a worker thread, bounded in time; a failure keeps the price in force
+and logs why.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, HasTraits, Unicode
+from traitlets import Bool, Float, HasTraits, Unicode, validate
 
-from ...cloud.spot_prices import QuoteCache, SpotPriceError, aws_quote
-from ...core.catalog import BASIS_UPPER_BOUND
-from ...core.instance_prices import PricePlan, whole_instance
+from ...cloud.billed_rates import RateSettings, applies, billed_rate
+from ...cloud.runpod_rate import RUNPOD_GRAPHQL
+from ...cloud.spot_prices import CACHE_TTL_S, QuoteCache, SpotPriceError, aws_quote
+from ...core.billed_rate import BilledRate, RateRefused, billed_plan, check_plausible
+from ...core.catalog import BASIS_UPPER_BOUND, Catalog
+from ...core.instance_prices import AdminPrices, PricePlan, whole_instance
 from ...core.machine import Machine
+from ..traits import within
 
 #: seconds the start-up waits for AWS's answer
 ASK_TIMEOUT_S = 5.0
+T = TypeVar("T")
 
 
 class SpotPriceTraits(HasTraits):
@@ -36,6 +54,46 @@ class SpotPriceTraits(HasTraits):
         help="The EC2 API endpoint DescribeSpotPriceHistory is sent to (e.g. a VPC "
         "endpoint). Empty: the region's.",
     )
+    billed_rates = Bool(
+        True,
+        config=True,
+        help="On a detected Vast.ai instance, RunPod pod or Lambda instance, read the rate "
+        "the provider bills it from the provider's API (Vast.ai's dph_total, RunPod's "
+        "costPerHr, Lambda's price_cents_per_hour) at start and then every "
+        "billed_rate_interval_s, and price the machine whole at it, labelled 'billed rate "
+        "from ..., read HH:MM UTC'. A rate under a quarter of the catalog's cheapest price "
+        "of its GPUs, or over four times its dearest, is refused and logged. False: the "
+        "catalog's prices.",
+    )
+    billed_rate_interval_s = Float(
+        3600.0,
+        config=True,
+        help="Seconds between two readings of a rental's billed rate (1 to 86400); a "
+        "reading is kept that long in the price cache, so a restart does not ask again.",
+    )
+    vast_api_key = Unicode(
+        "",
+        config=True,
+        help="A Vast.ai API key allowed to read this instance (empty: the instance's own "
+        "CONTAINER_API_KEY). Never shown nor logged.",
+    )
+    runpod_graphql_url = Unicode(
+        RUNPOD_GRAPHQL,
+        config=True,
+        help="RunPod's GraphQL API, asked for the pod's billed rate (costPerHr).",
+    )
+    runpod_api_key = Unicode(
+        "",
+        config=True,
+        help="A RunPod API key allowed to read this pod (empty: the pod's own "
+        "RUNPOD_API_KEY). Never shown nor logged.",
+    )
+
+    @validate("billed_rate_interval_s")
+    def _check_interval(self, proposal: dict[str, object]) -> float:
+        value = float(str(proposal["value"]))
+        within("billed_rate_interval_s", value, 1, 86400, "seconds from 1 to 86400")
+        return value
 
 
 def spot_price_plan(
@@ -85,3 +143,125 @@ def spot_price_plan(
     )
     log.info("jupyter-gpucost: %s", quote.source())
     return replace(plan, whole=whole_instance(row), note_msgid="", note_values=())
+
+
+def quote_cache(ttl_s: float = CACHE_TTL_S) -> QuoteCache:
+    """The file the provider's quotes are kept in (AWS spot quotes, billed rates)."""
+    return QuoteCache(Path(jupyter_data_dir()) / "gpucost" / "spot_prices.json", ttl_s)
+
+
+def rate_settings(traits: HasTraits, environ: Mapping[str, str]) -> RateSettings:
+    """The billed rates' settings, the keys the admin left empty taken from the instance's
+    environment now (never again: a notebook cannot change them later)."""
+    lambda_key = str(getattr(traits, "lambda_api_key", "")) or environ.get("LAMBDA_API_KEY", "")
+    return RateSettings(
+        enabled=bool(getattr(traits, "billed_rates", True)),
+        vast_api_url=str(getattr(traits, "vast_api_url", "")) or RateSettings.vast_api_url,
+        vast_api_key=str(getattr(traits, "vast_api_key", ""))
+        or environ.get("CONTAINER_API_KEY", ""),
+        runpod_graphql_url=str(getattr(traits, "runpod_graphql_url", RUNPOD_GRAPHQL)),
+        runpod_api_key=str(getattr(traits, "runpod_api_key", ""))
+        or environ.get("RUNPOD_API_KEY", ""),
+        lambda_api_url=str(getattr(traits, "lambda_api_url", "")) or RateSettings.lambda_api_url,
+        lambda_api_key=lambda_key,
+        timeout_s=ASK_TIMEOUT_S,
+        interval_s=float(getattr(traits, "billed_rate_interval_s", 3600.0)),
+    )
+
+
+def read_billed(
+    machine: Machine,
+    settings: RateSettings,
+    plan: PricePlan,
+    catalog: Catalog,
+    *,
+    refresh: bool = False,
+) -> BilledRate:
+    """The machine's billed rate, checked (blocking; RateRefused says why there is none).
+    ``refresh``: the hourly reading, which asks the provider again."""
+    # kept a little less than the interval, so that the next reading asks again
+    cache = quote_cache(0 if refresh else settings.interval_s * 0.95)
+    rate = billed_rate(machine, settings, cache)
+    whole = plan.whole
+    if whole is not None and whole.row.provider == machine.provider:
+        # Lambda's type is a catalog row: its GPUs are the row's
+        rate = replace(rate, gpu_model=whole.row.gpu_model, gpus=whole.row.gpus)
+    check_plausible(rate, catalog)
+    return rate
+
+
+def bounded(call: Callable[[], T], limit_s: float, name: str) -> T:
+    """``call()`` in a worker thread, waited for ``limit_s`` at most (FutureTimeout)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    try:
+        return pool.submit(call).result(limit_s)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def billed_rate_plan(
+    plan: PricePlan,
+    machine: Machine | None,
+    admin: AdminPrices,
+    settings: RateSettings,
+    catalog: Catalog,
+    log: logging.Logger,
+) -> PricePlan:
+    """``plan``, the rental priced whole at the rate its provider bills, where it tells one
+    and the admin set no price of their own."""
+    if machine is None or not applies(machine, settings):
+        return plan
+    if admin.provider or admin.instance or admin.base_set:
+        return plan
+    try:
+        rate = bounded(
+            partial(read_billed, machine, settings, plan, catalog),
+            2 * settings.timeout_s + 1,
+            "gpucost-billed-rate",
+        )
+    except FutureTimeout:
+        log.warning("jupyter-gpucost: billed rate: no answer in time; catalog price kept")
+        return plan
+    except RateRefused as e:
+        log.warning("jupyter-gpucost: billed rate refused: %s; catalog price kept", e)
+        return plan
+    log.info("jupyter-gpucost: %s", rate.source())
+    return billed_plan(plan, rate, machine.market)
+
+
+class BilledRateWatch:
+    """The hourly reading (:meth:`read_once`, called by the app every interval): a new
+    rate applies from then on (``apply``); a failed or refused reading keeps the rate in
+    force."""
+
+    def __init__(
+        self,
+        machine: Machine,
+        settings: RateSettings,
+        plan: PricePlan,
+        catalog: Catalog,
+        apply: Callable[[PricePlan], None],
+        log: logging.Logger,
+    ) -> None:
+        self.machine, self.settings, self.catalog = machine, settings, catalog
+        self.plan, self.apply, self.log = plan, apply, log
+
+    async def read_once(self) -> None:
+        call = partial(
+            read_billed, self.machine, self.settings, self.plan, self.catalog, refresh=True
+        )
+        try:
+            rate = await asyncio.wait_for(
+                asyncio.get_running_loop().run_in_executor(None, call),
+                2 * self.settings.timeout_s + 1,
+            )
+        except TimeoutError:
+            self.log.warning("jupyter-gpucost: billed rate: no answer in time; rate kept")
+            return
+        except RateRefused as e:
+            self.log.warning("jupyter-gpucost: billed rate refused: %s; rate kept", e)
+            return
+        plan = billed_plan(self.plan, rate, self.machine.market)
+        self.plan = plan
+        self.log.info("jupyter-gpucost: %s", rate.source())
+        self.apply(plan)
