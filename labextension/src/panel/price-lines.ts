@@ -33,8 +33,9 @@ export function priceLines(
     machine.priced === 'instance' &&
     machine.instance_price_usd_per_hour !== null
   ) {
-    const key = machine.instance_type ?? machine.provider;
+    const key = machine.instance_type ?? providerName(machine.provider);
     const upper = machine.instance_price_basis === 'upper-bound';
+    const billed = machine.instance_price_basis === 'billed';
     lines.push({
       key,
       per: 'instance',
@@ -44,11 +45,12 @@ export function priceLines(
         formatRateAmount(machine.instance_price_usd_per_hour, symbol),
         basisText(
           {
-            basis: upper ? 'upper-bound' : 'catalog',
+            basis: upper ? 'upper-bound' : billed ? 'billed' : 'catalog',
             provider: machine.provider,
             market: machine.instance_price_market ?? machine.market,
             region: machine.instance_price_region ?? machine.region,
-            asOf: machine.instance_price_as_of ?? null
+            asOf: machine.instance_price_as_of ?? null,
+            label: machine.instance_price_label ?? null
           },
           trans
         )
@@ -62,14 +64,21 @@ export function priceLines(
       continue;
     }
     seen.add(key);
-    lines.push({ key, per: 'gpu', text: gpuLine(key, gpu, symbol, trans) });
+    const label = machine?.instance_price_label ?? null;
+    lines.push({
+      key,
+      per: 'gpu',
+      text: gpuLine(key, gpu, symbol, label, trans)
+    });
   }
   return lines;
 }
 
 /**
  * The basis of a price in one phrase: `AWS list price, us-east-1,
- * 2026-01-21`, `AWS spot price, …`, `the administrator's price`, `upper bound`.
+ * 2026-01-21`, `AWS spot price, …`, `the administrator's price`, `upper bound`,
+ * or the server's own label of a rate the provider bills (`billed rate from
+ * Vast.ai, read 14:02 UTC`).
  */
 export function basisText(
   price: {
@@ -78,9 +87,13 @@ export function basisText(
     market: string | null | undefined;
     region: string | null | undefined;
     asOf: string | null | undefined;
+    label?: string | null;
   },
   trans: TranslationBundle
 ): string {
+  if (price.basis === 'billed' && price.label) {
+    return price.label;
+  }
   let kind: string;
   if (price.basis === 'override') {
     kind = trans.__("the administrator's price");
@@ -116,6 +129,7 @@ function gpuLine(
   key: string,
   gpu: IGpuCostDevice,
   symbol: string,
+  billedLabel: string | null,
   trans: TranslationBundle
 ): string {
   if (!gpu.priced || gpu.price_usd_per_hour === null) {
@@ -131,7 +145,8 @@ function gpuLine(
         provider: gpu.price_provider,
         market: gpu.price_market,
         region: gpu.price_region,
-        asOf: gpu.price_as_of
+        asOf: gpu.price_as_of,
+        label: billedLabel
       },
       trans
     )
@@ -152,6 +167,7 @@ namespace Private {
     autodl: 'AutoDL',
     lambda: 'Lambda',
     runpod: 'RunPod',
+    vast: 'Vast.ai',
     vastai: 'Vast.ai',
     coreweave: 'CoreWeave',
     oci: 'OCI',
