@@ -17,6 +17,9 @@ from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
 CLOSED_METADATA = {
     "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9",
     "GCE_METADATA_HOST": "127.0.0.1:9",
+    # the EC2 API botocore calls (a detected AWS spot instance asks its spot price by
+    # default): a test that means to answer points it at moto or a stand-in
+    "AWS_ENDPOINT_URL_EC2": "http://127.0.0.1:9",
 }
 
 

@@ -17,7 +17,7 @@ import boto3
 import pytest
 from alert_receivers import Http
 from cloud_standins import IMDS_TOKEN, Cloud, StandIn, serve, write_dmi
-from ec2_spot_standin import ec2_spot_standin, spot_instance
+from ec2_spot_standin import ec2_spot_standin, refusing_ec2, spot_instance
 from s3_server import free_port, start_moto
 from test_budget_api import budget, wait_for
 
@@ -161,9 +161,18 @@ class _SpotServer:
 
     @pytest.fixture
     def gpucost_config(
-        self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch, refusing: str
     ) -> dict[str, object]:
-        return self.spot_config(tmp_path, standin, monkeypatch)
+        return {
+            **self.spot_config(tmp_path, standin, monkeypatch),
+            "aws_spot_prices_endpoint": refusing,
+        }
+
+    @pytest.fixture
+    def refusing(self) -> Iterator[str]:
+        """Where the spot price is asked: the role may not (the upper bound stays)."""
+        with refusing_ec2() as (url, _):
+            yield url
 
     def spot_config(
         self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
@@ -238,10 +247,12 @@ class TestTheBudgetWarningSaysTheMachineBillsUntilTerminated(_SpotServer):
         standin: StandIn,
         monkeypatch: pytest.MonkeyPatch,
         http_receiver: Http,
+        refusing: str,
     ) -> dict[str, object]:
         config = self.spot_config(tmp_path, standin, monkeypatch)
         return {
             **config,
+            "aws_spot_prices_endpoint": refusing,
             "notify": [f"webhook://127.0.0.1:{http_receiver.port}/pi"],
             "notify_state_path": str(tmp_path / "alerts.json"),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -25,10 +25,11 @@ from traitlets.config import Config
 from ...cloud import aws
 from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ...cloud.azure_prices import RETAIL_PRICES_URL
-from ...cloud.billed_rates import RateSettings, applies
+from ...cloud.billed_rates import applies
 from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ...cloud.lambda_cloud import LAMBDA_API
 from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
+from ...cloud.spot_prices import CACHE_TTL_S
 from ...cloud.stop import StopSettings, stop_instance
 from ...core.catalog import Catalog
 from ...core.instance_prices import (
@@ -42,7 +43,14 @@ from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
 from ..budget.sources import action_in_force
 from ..traits import within
-from .spot_prices import billed_rate_plan, rate_settings, spot_price_plan
+from .spot_prices import (
+    billed_rate_plan,
+    billed_reread,
+    rate_settings,
+    spot_applies,
+    spot_price_plan,
+    spot_reread,
+)
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
 MAX_REQUESTS = 3
@@ -386,8 +394,10 @@ class MachinePrices:
     settings: MachineSettings
     machine: Machine | None
     plan: PricePlan
-    #: where the rental's billed rate is read again every interval (``None``: it is not)
-    rates: RateSettings | None = None
+    #: the price read again every ``reread_interval_s`` (a rental's billed rate, an AWS
+    #: spot price; ``None``: none is), blocking, ``None`` when it keeps the price in force
+    reread: Callable[[], PricePlan | None] | None = None
+    reread_interval_s: float = CACHE_TTL_S
 
 
 def resolve_machine(
@@ -410,14 +420,25 @@ def resolve_machine(
     admin = admin_prices(config, values)
     rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
     plan = price_plan(admin, machine, catalog, rows)
+    reread: Callable[[], PricePlan | None] | None = None
+    interval_s = float(CACHE_TTL_S)
+    if machine is not None and spot_applies(plan, machine, traits):
+        reread = spot_reread(plan, machine, traits, log)
     plan = spot_price_plan(plan, machine, traits, log)
     rates = rate_settings(traits, environ)
+    admin_priced = admin.provider or admin.instance or admin.base_set
+    if machine is not None and applies(machine, rates) and not admin_priced:
+        reread = billed_reread(plan, machine, rates, catalog, log)
+        interval_s = rates.interval_s
     plan = billed_rate_plan(plan, machine, admin, rates, catalog, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
-    watched = applies(machine, rates) and not (admin.provider or admin.instance or admin.base_set)
     return MachinePrices(
-        settings=settings, machine=machine, plan=plan, rates=rates if watched else None
+        settings=settings,
+        machine=machine,
+        plan=plan,
+        reread=reread,
+        reread_interval_s=interval_s,
     )
 
 

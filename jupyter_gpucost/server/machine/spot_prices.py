@@ -1,10 +1,14 @@
 """The prices a provider quotes for this very machine, in place of the catalog's:
 
-* a rental's billed rate (Vast.ai, RunPod, Lambda: :mod:`...cloud.billed_rates`), on by
-  default, read at start and then every ``billed_rate_interval_s`` (:class:`BilledRateWatch`),
-  checked against the catalog (:func:`...core.billed_rate.check_plausible`);
-* opt-in, a detected AWS spot instance priced at its spot price from AWS instead of its
-  on-demand upper bound (:mod:`...cloud.spot_prices`, docs/spot.md).
+* a rental's billed rate (Vast.ai, RunPod, Lambda: :mod:`...cloud.billed_rates`), read at
+  start and then every ``billed_rate_interval_s`` (:func:`billed_reread`), checked against
+  the catalog (:func:`...core.billed_rate.check_plausible`);
+* a detected AWS spot instance priced at its spot price from AWS instead of its on-demand
+  upper bound (:mod:`...cloud.spot_prices`, docs/spot.md), read at start and then hourly
+  (:func:`spot_reread`); where the role may not ask, or boto3 is missing, the upper bound
+  stays, with one line in the log.
+
+Both are on by default; :class:`PriceWatch` reads them again.
 
 Every reading runs in a worker thread, bounded in time; a failure keeps the price in force
 and logs why.
@@ -41,12 +45,13 @@ T = TypeVar("T")
 
 class SpotPriceTraits(HasTraits):
     aws_spot_prices = Bool(
-        False,
+        True,
         config=True,
         help="On a detected AWS spot instance, read its spot price with "
         "DescribeSpotPriceHistory (the instance role needs ec2:DescribeSpotPriceHistory; "
-        "needs boto3) and price it at that, dated and cached for an hour, instead of the "
-        "on-demand upper bound. Any failure keeps the upper bound and logs why.",
+        "needs boto3) and price it at that, dated, read again hourly and cached for an "
+        "hour, instead of the on-demand upper bound. A refusal (UnauthorizedOperation), no "
+        "boto3 or any other failure keeps the upper bound and logs one line.",
     )
     aws_spot_prices_endpoint = Unicode(
         "",
@@ -96,43 +101,56 @@ class SpotPriceTraits(HasTraits):
         return value
 
 
-def spot_price_plan(
-    plan: PricePlan, machine: Machine | None, traits: HasTraits, log: logging.Logger
-) -> PricePlan:
-    """``plan``, its upper bound replaced by AWS's spot price where asked for and found."""
+def spot_applies(plan: PricePlan, machine: Machine | None, traits: HasTraits) -> bool:
+    """Whether AWS is asked for this machine's spot price: a detected AWS spot instance of
+    its own, priced at its on-demand upper bound, with ``aws_spot_prices`` on."""
     whole = plan.whole
-    if (
-        not bool(getattr(traits, "aws_spot_prices", False))
-        or machine is None
-        or machine.provider != "aws"
-        or machine.market != "spot"
-        or machine.shared
-        or not machine.zone
-        or whole is None
-        or whole.per_gpu.basis != BASIS_UPPER_BOUND
-    ):
-        return plan
-    cache = QuoteCache(Path(jupyter_data_dir()) / "gpucost" / "spot_prices.json")
+    return (
+        bool(getattr(traits, "aws_spot_prices", True))
+        and machine is not None
+        and machine.provider == "aws"
+        and machine.market == "spot"
+        and not machine.shared
+        and bool(machine.zone)
+        and whole is not None
+        and whole.per_gpu.basis == BASIS_UPPER_BOUND
+    )
+
+
+def spot_quote_plan(
+    plan: PricePlan,
+    machine: Machine,
+    traits: HasTraits,
+    log: logging.Logger,
+    *,
+    ttl_s: float = CACHE_TTL_S,
+) -> PricePlan | None:
+    """``plan`` (the on-demand upper bound) priced at AWS's spot price, or ``None`` where
+    AWS gives none (refused, boto3 missing, no answer in time: one line in the log)."""
+    whole = plan.whole
+    if whole is None:
+        return None
     endpoint = str(getattr(traits, "aws_spot_prices_endpoint", "")) or None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-spot-price")
     try:
-        quote = pool.submit(
-            aws_quote,
-            machine.instance_type,
-            machine.zone,
-            machine.region,
-            cache,
-            endpoint_url=endpoint,
-            timeout_s=ASK_TIMEOUT_S,
-        ).result(2 * ASK_TIMEOUT_S + 1)
+        quote = bounded(
+            partial(
+                aws_quote,
+                machine.instance_type,
+                machine.zone,
+                machine.region,
+                quote_cache(ttl_s),
+                endpoint_url=endpoint,
+                timeout_s=ASK_TIMEOUT_S,
+            ),
+            2 * ASK_TIMEOUT_S + 1,
+            "gpucost-spot-price",
+        )
     except FutureTimeout:
         log.warning("jupyter-gpucost: AWS spot price: no answer in time; upper bound kept")
-        return plan
+        return None
     except SpotPriceError as e:
         log.warning("jupyter-gpucost: AWS spot price: %s; upper bound kept", e)
-        return plan
-    finally:
-        pool.shutdown(wait=False)
+        return None
     row = replace(
         whole.row,
         usd_per_hour=quote.usd_per_hour,
@@ -143,6 +161,22 @@ def spot_price_plan(
     )
     log.info("jupyter-gpucost: %s", quote.source())
     return replace(plan, whole=whole_instance(row), note_msgid="", note_values=())
+
+
+def spot_price_plan(
+    plan: PricePlan, machine: Machine | None, traits: HasTraits, log: logging.Logger
+) -> PricePlan:
+    """``plan``, its upper bound replaced by AWS's spot price where asked for and found."""
+    if machine is None or not spot_applies(plan, machine, traits):
+        return plan
+    return spot_quote_plan(plan, machine, traits, log) or plan
+
+
+def spot_reread(
+    plan: PricePlan, machine: Machine, traits: HasTraits, log: logging.Logger
+) -> Callable[[], PricePlan | None]:
+    """The hourly reading of the spot price (blocking; ``None``: the price in force stays)."""
+    return partial(spot_quote_plan, plan, machine, traits, log, ttl_s=0)
 
 
 def quote_cache(ttl_s: float = CACHE_TTL_S) -> QuoteCache:
@@ -229,39 +263,50 @@ def billed_rate_plan(
     return billed_plan(plan, rate, machine.market)
 
 
-class BilledRateWatch:
-    """The hourly reading (:meth:`read_once`, called by the app every interval): a new
-    rate applies from then on (``apply``); a failed or refused reading keeps the rate in
-    force."""
+def billed_reread(
+    plan: PricePlan,
+    machine: Machine,
+    settings: RateSettings,
+    catalog: Catalog,
+    log: logging.Logger,
+) -> Callable[[], PricePlan | None]:
+    """The hourly reading of the billed rate (blocking; ``None``: the rate in force stays)."""
+
+    def read() -> PricePlan | None:
+        try:
+            rate = read_billed(machine, settings, plan, catalog, refresh=True)
+        except RateRefused as e:
+            log.warning("jupyter-gpucost: billed rate refused: %s; rate kept", e)
+            return None
+        log.info("jupyter-gpucost: %s", rate.source())
+        return billed_plan(plan, rate, machine.market)
+
+    return read
+
+
+class PriceWatch:
+    """A price read again every interval (:meth:`read_once`, called by the app): a new
+    plan applies from then on (``apply``); a failed reading keeps the price in force."""
 
     def __init__(
         self,
-        machine: Machine,
-        settings: RateSettings,
-        plan: PricePlan,
-        catalog: Catalog,
+        read: Callable[[], PricePlan | None],
         apply: Callable[[PricePlan], None],
         log: logging.Logger,
+        timeout_s: float = 2 * ASK_TIMEOUT_S + 1,
     ) -> None:
-        self.machine, self.settings, self.catalog = machine, settings, catalog
-        self.plan, self.apply, self.log = plan, apply, log
+        self.read, self.apply, self.log, self.timeout_s = read, apply, log, timeout_s
 
     async def read_once(self) -> None:
-        call = partial(
-            read_billed, self.machine, self.settings, self.plan, self.catalog, refresh=True
-        )
         try:
-            rate = await asyncio.wait_for(
-                asyncio.get_running_loop().run_in_executor(None, call),
-                2 * self.settings.timeout_s + 1,
+            plan = await asyncio.wait_for(
+                asyncio.get_running_loop().run_in_executor(None, self.read), self.timeout_s
             )
         except TimeoutError:
-            self.log.warning("jupyter-gpucost: billed rate: no answer in time; rate kept")
+            self.log.warning("jupyter-gpucost: the price was not read in time; it is kept")
             return
-        except RateRefused as e:
-            self.log.warning("jupyter-gpucost: billed rate refused: %s; rate kept", e)
+        except Exception as e:  # a reading must never stop the server
+            self.log.warning("jupyter-gpucost: the price was not read again: %s", e)
             return
-        plan = billed_plan(self.plan, rate, self.machine.market)
-        self.plan = plan
-        self.log.info("jupyter-gpucost: %s", rate.source())
-        self.apply(plan)
+        if plan is not None:
+            self.apply(plan)
