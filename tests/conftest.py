@@ -23,6 +23,10 @@ CLOSED_METADATA = {
 }
 
 
+#: the Azure Retail Prices API on a closed loopback port
+CLOSED_FEED = "http://127.0.0.1:9/api/retail/prices"
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _metadata_on_a_closed_port() -> Iterator[None]:
     """The SDKs' metadata endpoints point at a closed loopback port for every process the
@@ -55,5 +59,7 @@ def jp_server_config(gpucost_config: dict[str, object], no_dmi: str) -> dict[str
     return {
         "ServerApp": {"jpserver_extensions": {"jupyter_gpucost": True}},
         # a test that names a DMI folder gets it; the others get an empty one
-        "GpuCost": {"dmi_path": no_dmi, **gpucost_config},
+        # a detected Azure VM asks the Retail Prices API by default: a closed loopback
+        # port, unless the test serves the recorded answers
+        "GpuCost": {"dmi_path": no_dmi, "azure_prices_url": CLOSED_FEED, **gpucost_config},
     }

@@ -393,7 +393,7 @@ class TestVastInstanceBilledAtItsRate:
         }.items():
             monkeypatch.setenv(name, value)
         return _server_config(
-            tmp_path, vast_api_url=f"{standin.url}/api/v0", billed_rate_interval_s=1
+            tmp_path, vast_api_url=f"{standin.url}/api/v0", price_reread_interval_s=1
         )
 
     async def test_the_status_shows_the_billed_rate_then_the_new_one(

@@ -28,7 +28,7 @@ from ...cloud.azure_prices import RETAIL_PRICES_URL
 from ...cloud.billed_rates import applies
 from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ...cloud.lambda_cloud import LAMBDA_API
-from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
+from ...cloud.price_refresh import RefreshSettings
 from ...cloud.spot_prices import CACHE_TTL_S
 from ...cloud.stop import StopSettings, stop_instance
 from ...core.catalog import Catalog
@@ -46,7 +46,10 @@ from ..traits import within
 from .spot_prices import (
     billed_rate_plan,
     billed_reread,
+    feed_applies,
     rate_settings,
+    refreshed_rows,
+    reread_feed,
     spot_applies,
     spot_price_plan,
     spot_reread,
@@ -125,13 +128,15 @@ class MachineTraits(HasTraits):
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
     refresh_instance_price = Bool(
-        False,
+        True,
         config=True,
-        help="At start, ask the detected machine's cloud's public price feed for its own "
-        "size's price (Azure: the Retail Prices API, no credentials), cached for a day in "
-        "price_cache_path; the price is shown as refreshed, with its date. Off: the "
-        "catalog's price. Never used when the admin sets price_provider, price_instance or "
-        "base_price_usd_per_hour.",
+        help="Ask the detected machine's cloud's public price feed for its own size's "
+        "price, in its region and priority (Azure: the Retail Prices API, no credentials; a "
+        "Spot VM at its Spot meter), at start and then every price_reread_interval_s, "
+        "cached that long in price_cache_path; the price is shown as refreshed, with its "
+        "date. A feed that cannot be read keeps the catalog's price (the labelled upper "
+        "bound for a Spot VM) and logs one line. False: the catalog's price. Never used "
+        "when the admin sets price_provider, price_instance or base_price_usd_per_hour.",
     )
     azure_prices_url = Unicode(
         RETAIL_PRICES_URL,
@@ -346,47 +351,6 @@ def price_plan(
     )
 
 
-def refreshed_rows(
-    settings: RefreshSettings,
-    admin: AdminPrices,
-    machine: Machine | None,
-    rows: tuple[InstanceRow, ...],
-    log: logging.Logger,
-) -> tuple[InstanceRow, ...]:
-    """``rows`` with the detected machine's row refreshed from its cloud's price feed, when
-    the admin asked for it and set no price of their own (a worker thread, bounded)."""
-    if not settings.enabled or machine is None or machine.shared:
-        return rows
-    if admin.provider or admin.instance or admin.base_set:
-        return rows
-    market = admin.market or machine.market or "on-demand"
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-prices")
-    limit_s = settings.timeout_s * 3 + 1
-    try:
-        done = pool.submit(
-            refresh_instance_row,
-            rows,
-            provider=machine.provider,
-            instance=machine.instance_type,
-            market=market,
-            region=machine.region,
-            settings=settings,
-        ).result(limit_s)
-    except FutureTimeout:
-        log.warning("jupyter-gpucost: the price feed took over %g s: catalog prices", limit_s)
-        return rows
-    except Exception as e:  # a feed must never stop the server
-        log.warning("jupyter-gpucost: instance price not refreshed: %s", e)
-        return rows
-    finally:
-        pool.shutdown(wait=False)
-    if done.row is None:
-        log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
-        return rows
-    log.info("jupyter-gpucost: instance price %s", done.message)
-    return with_row(rows, done.row)
-
-
 @dataclass(frozen=True)
 class MachinePrices:
     """The detected machine and the prices it brings (built once at start-up)."""
@@ -411,17 +375,20 @@ def resolve_machine(
     """Detect the machine (unless turned off) and choose the prices in force."""
     settings = machine_settings(traits, environ)
     machine = detect_machine(settings, environ, log)
-    rows = load_instance_rows(catalog_path)
+    catalog_rows = load_instance_rows(catalog_path)
     values = {
         "price_provider": str(getattr(traits, "price_provider", "")),
         "price_market": str(getattr(traits, "price_market", "")),
         "price_instance": str(getattr(traits, "price_instance", "")),
     }
     admin = admin_prices(config, values)
-    rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
+    rows = refreshed_rows(settings.refresh, admin, machine, catalog_rows, log)
     plan = price_plan(admin, machine, catalog, rows)
     reread: Callable[[], PricePlan | None] | None = None
-    interval_s = float(CACHE_TTL_S)
+    interval_s = float(getattr(traits, "price_reread_interval_s", CACHE_TTL_S))
+    if feed_applies(settings.refresh, admin, machine):
+        plan_for = partial(price_plan, admin, machine, catalog)
+        reread = partial(reread_feed, settings.refresh, admin, machine, catalog_rows, plan_for, log)
     if machine is not None and spot_applies(plan, machine, traits):
         reread = spot_reread(plan, machine, traits, log)
     plan = spot_price_plan(plan, machine, traits, log)
@@ -429,7 +396,6 @@ def resolve_machine(
     admin_priced = admin.provider or admin.instance or admin.base_set
     if machine is not None and applies(machine, rates) and not admin_priced:
         reread = billed_reread(plan, machine, rates, catalog, log)
-        interval_s = rates.interval_s
     plan = billed_rate_plan(plan, machine, admin, rates, catalog, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)

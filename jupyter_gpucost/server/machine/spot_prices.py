@@ -1,8 +1,10 @@
 """The prices a provider quotes for this very machine, in place of the catalog's:
 
 * a rental's billed rate (Vast.ai, RunPod, Lambda: :mod:`...cloud.billed_rates`), read at
-  start and then every ``billed_rate_interval_s`` (:func:`billed_reread`), checked against
+  start and then every ``price_reread_interval_s`` (:func:`billed_reread`), checked against
   the catalog (:func:`...core.billed_rate.check_plausible`);
+* a detected Azure VM priced from the Retail Prices API for its size, region and priority
+  (:func:`refreshed_rows`, :func:`reread_feed`);
 * a detected AWS spot instance priced at its spot price from AWS instead of its on-demand
   upper bound (:mod:`...cloud.spot_prices`, docs/spot.md), read at start and then hourly
   (:func:`spot_reread`); where the role may not ask, or boto3 is missing, the upper bound
@@ -22,6 +24,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -30,11 +33,12 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, HasTraits, Unicode, validate
 
 from ...cloud.billed_rates import RateSettings, applies, billed_rate
+from ...cloud.price_refresh import FEEDS, RefreshSettings, refresh_instance_row, with_row
 from ...cloud.runpod_rate import RUNPOD_GRAPHQL
 from ...cloud.spot_prices import CACHE_TTL_S, QuoteCache, SpotPriceError, aws_quote
 from ...core.billed_rate import BilledRate, RateRefused, billed_plan, check_plausible
 from ...core.catalog import BASIS_UPPER_BOUND, Catalog
-from ...core.instance_prices import AdminPrices, PricePlan, whole_instance
+from ...core.instance_prices import AdminPrices, InstanceRow, PricePlan, whole_instance
 from ...core.machine import Machine
 from ..traits import within
 
@@ -65,16 +69,17 @@ class SpotPriceTraits(HasTraits):
         help="On a detected Vast.ai instance, RunPod pod or Lambda instance, read the rate "
         "the provider bills it from the provider's API (Vast.ai's dph_total, RunPod's "
         "costPerHr, Lambda's price_cents_per_hour) at start and then every "
-        "billed_rate_interval_s, and price the machine whole at it, labelled 'billed rate "
+        "price_reread_interval_s, and price the machine whole at it, labelled 'billed rate "
         "from ..., read HH:MM UTC'. A rate under a quarter of the catalog's cheapest price "
         "of its GPUs, or over four times its dearest, is refused and logged. False: the "
         "catalog's prices.",
     )
-    billed_rate_interval_s = Float(
+    price_reread_interval_s = Float(
         3600.0,
         config=True,
-        help="Seconds between two readings of a rental's billed rate (1 to 86400); a "
-        "reading is kept that long in the price cache, so a restart does not ask again.",
+        help="Seconds between two readings of a price quoted for this very machine (a "
+        "rental's billed rate, an AWS spot price, an Azure VM's Retail Prices API price), "
+        "1 to 86400; a reading is kept that long, so a restart does not ask again.",
     )
     vast_api_key = Unicode(
         "",
@@ -94,10 +99,10 @@ class SpotPriceTraits(HasTraits):
         "RUNPOD_API_KEY). Never shown nor logged.",
     )
 
-    @validate("billed_rate_interval_s")
+    @validate("price_reread_interval_s")
     def _check_interval(self, proposal: dict[str, object]) -> float:
         value = float(str(proposal["value"]))
-        within("billed_rate_interval_s", value, 1, 86400, "seconds from 1 to 86400")
+        within("price_reread_interval_s", value, 1, 86400, "seconds from 1 to 86400")
         return value
 
 
@@ -199,7 +204,7 @@ def rate_settings(traits: HasTraits, environ: Mapping[str, str]) -> RateSettings
         lambda_api_url=str(getattr(traits, "lambda_api_url", "")) or RateSettings.lambda_api_url,
         lambda_api_key=lambda_key,
         timeout_s=ASK_TIMEOUT_S,
-        interval_s=float(getattr(traits, "billed_rate_interval_s", 3600.0)),
+        interval_s=float(getattr(traits, "price_reread_interval_s", 3600.0)),
     )
 
 
@@ -310,3 +315,85 @@ class PriceWatch:
             return
         if plan is not None:
             self.apply(plan)
+
+
+# -- a cloud's public price feed (Azure) ---------------------------------------------
+
+
+def refreshed_rows(
+    settings: RefreshSettings,
+    admin: AdminPrices,
+    machine: Machine | None,
+    rows: tuple[InstanceRow, ...],
+    log: logging.Logger,
+) -> tuple[InstanceRow, ...]:
+    """``rows`` with the detected machine's row refreshed from its cloud's price feed, when
+    the admin asked for it and set no price of their own (a worker thread, bounded)."""
+    if not settings.enabled or machine is None or machine.shared:
+        return rows
+    if admin.provider or admin.instance or admin.base_set:
+        return rows
+    market = admin.market or machine.market or "on-demand"
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-prices")
+    limit_s = settings.timeout_s * 3 + 1
+    try:
+        done = pool.submit(
+            refresh_instance_row,
+            rows,
+            provider=machine.provider,
+            instance=machine.instance_type,
+            market=market,
+            region=machine.region,
+            settings=settings,
+        ).result(limit_s)
+    except FutureTimeout:
+        log.warning("jupyter-gpucost: the price feed took over %g s: catalog prices", limit_s)
+        return rows
+    except Exception as e:  # a feed must never stop the server
+        log.warning("jupyter-gpucost: instance price not refreshed: %s", e)
+        return rows
+    finally:
+        pool.shutdown(wait=False)
+    if done.row is None:
+        log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
+        return rows
+    log.info("jupyter-gpucost: instance price %s", done.message)
+    return with_row(rows, done.row)
+
+
+def feed_applies(settings: RefreshSettings, admin: AdminPrices, machine: Machine | None) -> bool:
+    """Whether the machine's price is read from its cloud's public feed."""
+    return (
+        settings.enabled
+        and machine is not None
+        and machine.provider in FEEDS
+        and not machine.shared
+        and not (admin.provider or admin.instance or admin.base_set)
+    )
+
+
+def reread_feed(
+    settings: RefreshSettings,
+    admin: AdminPrices,
+    machine: Machine | None,
+    rows: tuple[InstanceRow, ...],
+    plan_for: Callable[[tuple[InstanceRow, ...]], PricePlan],
+    log: logging.Logger,
+) -> PricePlan | None:
+    """The hourly reading of the feed (blocking; ``None``: the price in force stays)."""
+    if machine is None:
+        return None
+    done = refresh_instance_row(
+        rows,
+        provider=machine.provider,
+        instance=machine.instance_type,
+        market=admin.market or machine.market or "on-demand",
+        region=machine.region,
+        settings=settings,
+        max_age=timedelta(0),
+    )
+    if done.row is None:
+        log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
+        return None
+    log.info("jupyter-gpucost: instance price %s", done.message)
+    return plan_for(with_row(rows, done.row))
