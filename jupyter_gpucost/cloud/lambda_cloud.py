@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import quote
 
-from ..core.billed_rate import BilledRate, RateRefused, parse_usd_per_hour
+from ..core.billed_rate import BilledRate, RateRefused, answer_object, parse_usd_per_hour
 from ..core.gpu_models import model_for
 from ..core.i18n import _
 from ..core.machine import STILL_LAMBDA, Machine, MetadataError, parse_lambda
@@ -73,11 +72,7 @@ def parse_rate(answer: str, instance_id: str, now: datetime) -> BilledRate:
     """The billed rate of ``GET /instances/{id}``'s answer (else RateRefused): its type's
     ``price_cents_per_hour``; the GPUs from ``gpu_description`` and ``specs.gpus``."""
     what = "Lambda's instance answer"
-    try:
-        doc: Any = json.loads(answer)
-    except ValueError:
-        raise RateRefused(f"{what} is not JSON") from None
-    data = doc.get("data") if isinstance(doc, dict) else None
+    data = answer_object(answer, what).get("data")
     if not isinstance(data, dict) or data.get("id") != instance_id:
         raise RateRefused(f"{what} is not for instance {instance_id}")
     kind = data.get("instance_type")

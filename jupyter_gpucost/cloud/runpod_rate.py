@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
-from ..core.billed_rate import BilledRate, RateRefused, parse_usd_per_hour
-from ..core.gpu_models import model_for
+from ..core.billed_rate import (
+    BilledRate,
+    RateRefused,
+    answer_object,
+    parse_usd_per_hour,
+    rented_gpus,
+)
 from .http import HttpFailure, request
 
 RUNPOD_GRAPHQL = "https://api.runpod.io/graphql"
@@ -29,11 +33,7 @@ QUERY = (
 def parse_runpod(answer: str, pod_id: str, now: datetime) -> BilledRate:
     """The rate of the ``pod`` query's answer (else RateRefused)."""
     what = "RunPod's pod answer"
-    try:
-        doc: Any = json.loads(answer)
-    except ValueError:
-        raise RateRefused(f"{what} is not JSON") from None
-    data = doc.get("data") if isinstance(doc, dict) else None
+    data = answer_object(answer, what).get("data")
     pod = data.get("pod") if isinstance(data, dict) else None
     if not isinstance(pod, dict):
         raise RateRefused(f"{what} has no pod")
@@ -44,14 +44,7 @@ def parse_runpod(answer: str, pod_id: str, now: datetime) -> BilledRate:
     price = parse_usd_per_hour(pod.get(field), f"{what}'s {field}")
     machine = pod.get("machine")
     name = machine.get("gpuDisplayName") if isinstance(machine, dict) else None
-    gpus = pod.get("gpuCount")
-    if not isinstance(name, str) or not name.isprintable() or len(name) > 100:
-        raise RateRefused(f"{what} names no GPU")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 64:
-        raise RateRefused(f"{what} has no GPU count")
-    model = model_for(name)
-    if model is None:
-        raise RateRefused(f"{what}: the catalog does not know the GPU {name!r}")
+    model, gpus = rented_gpus(name, pod.get("gpuCount"), what)
     return BilledRate("runpod", price, now, model, gpus, pod_id, f"{gpus}× {name}")
 
 

@@ -10,12 +10,15 @@ hour the instance is billed, all in (GPUs, storage, bandwidth at their hourly ra
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from typing import Any
 
-from ..core.billed_rate import BilledRate, RateRefused, parse_usd_per_hour
-from ..core.gpu_models import model_for
+from ..core.billed_rate import (
+    BilledRate,
+    RateRefused,
+    answer_object,
+    parse_usd_per_hour,
+    rented_gpus,
+)
 from .http import HttpFailure, request
 
 VAST_API = "https://console.vast.ai/api/v0"
@@ -26,25 +29,15 @@ MB = 1024 * 1024
 def parse_vast(answer: str, instance_id: str, now: datetime) -> BilledRate:
     """The rate of ``show instance``'s answer (else RateRefused)."""
     what = "Vast.ai's instance answer"
-    try:
-        doc: Any = json.loads(answer)
-    except ValueError:
-        raise RateRefused(f"{what} is not JSON") from None
-    row = doc.get("instances") if isinstance(doc, dict) else None
+    row = answer_object(answer, what).get("instances")
     if not isinstance(row, dict):
         raise RateRefused(f"{what} has no instance")
     if str(row.get("id")) != instance_id:
         raise RateRefused(f"{what} is for another instance than {instance_id}")
     price = parse_usd_per_hour(row.get("dph_total"), f"{what}'s dph_total")
-    name, gpus, ram = row.get("gpu_name"), row.get("num_gpus"), row.get("gpu_ram")
-    if not isinstance(name, str) or not name.isprintable() or len(name) > 100:
-        raise RateRefused(f"{what} names no GPU")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 64:
-        raise RateRefused(f"{what} has no GPU count")
+    name, ram = row.get("gpu_name"), row.get("gpu_ram")
     memory = int(ram * MB) if isinstance(ram, int | float) and 0 < ram < 1e7 else None
-    model = model_for(name, memory)
-    if model is None:
-        raise RateRefused(f"{what}: the catalog does not know the GPU {name!r}")
+    model, gpus = rented_gpus(name, row.get("num_gpus"), what, memory)
     return BilledRate("vast", price, now, model, gpus, instance_id, f"{gpus}× {name}")
 
 

@@ -20,6 +20,7 @@ hand the figures here. Pure rules, no I/O:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from .catalog import Catalog
+from .gpu_models import model_for
 from .i18n import N_
 from .instance_prices import InstanceRow, PricePlan, whole_instance
 from .money import MICRO
@@ -107,6 +109,31 @@ def parse_usd_per_hour(value: object, what: str) -> Decimal:
     if price <= 0:
         raise RateRefused(f"{what} is {price}: a billed rate is never zero or less")
     return price
+
+
+def answer_object(answer: str, what: str) -> dict[str, object]:
+    """The JSON object an API answered (else RateRefused)."""
+    try:
+        doc = json.loads(answer)
+    except ValueError:
+        raise RateRefused(f"{what} is not JSON") from None
+    if not isinstance(doc, dict):
+        raise RateRefused(f"{what} is not a JSON object")
+    return doc
+
+
+def rented_gpus(
+    name: object, count: object, what: str, memory_bytes: int | None = None
+) -> tuple[str, int]:
+    """The catalog model and count of the GPUs an answer names (else RateRefused)."""
+    if not isinstance(name, str) or not name.isprintable() or len(name) > 100:
+        raise RateRefused(f"{what} names no GPU")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 64:
+        raise RateRefused(f"{what} has no GPU count")
+    model = model_for(name, memory_bytes)
+    if model is None:
+        raise RateRefused(f"{what}: the catalog does not know the GPU {name!r}")
+    return model, count
 
 
 def catalog_range(catalog: Catalog, model: str) -> tuple[Decimal, Decimal] | None:
