@@ -117,6 +117,17 @@ class Cloud:
     lambda_instance: str = "0920582c7ff041399e34823a0be62549"
     #: the Vast.ai instance the key may manage
     vast_instance: str = "28493017"
+    #: its ``dph_total`` (dollars per hour, all in) as ``show instance`` answers it
+    vast_dph_total: object = 0.412
+    vast_gpu_name: str = "RTX 4090"
+    vast_num_gpus: object = 1
+    #: the RunPod pod the key may see, and its GraphQL ``costPerHr``/``adjustedCostPerHr``
+    runpod_pod: str = "8y5rumuc2qaq3c"
+    runpod_cost_per_hr: object = 0.69
+    runpod_adjusted_cost_per_hr: object = 0.69
+    runpod_gpu: str = "RTX 4090"
+    #: the Lambda instance type's ``price_cents_per_hour``
+    lambda_price_cents: object = 129
     #: which cloud answers under /latest/: "aws" (EC2 IMDS) or "alibaba" (ECS metadata)
     metadata: str = "aws"
     #: the ECS metadata service is in hardened mode (a token is required)
@@ -242,6 +253,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._arm(method, path, url.query)
         if path.startswith("/v1/pods/"):
             return self._runpod(method, path)
+        if path == "/graphql":
+            return self._runpod_graphql(method)
         if path.startswith("/api/v0/instances/"):
             return self._vast(method, path)
         if path.startswith("/api/v1/"):
@@ -464,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "name": "gpu_1x_a100_sxm4",
                 "description": "1x A100 (40 GB SXM4)",
                 "gpu_description": "A100 (40 GB SXM4)",
-                "price_cents_per_hour": 129,
+                "price_cents_per_hour": cloud.lambda_price_cents,
                 "specs": {"vcpus": 30, "memory_gib": 200, "storage_gib": 512, "gpus": 1},
             },
             "hostname": "10-19-60-24.cloud.lambdalabs.com",
@@ -518,6 +531,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != f"Bearer {VAST_KEY}":
             return self._send(401, {"success": False, "error": "invalid_user", "msg": "bad key"})
         parts = path.split("/")
+        if method == "GET" and len(parts) == 6 and parts[4].isdigit() and parts[5] == "":
+            return self._vast_show(parts[4])
         if method != "PUT" or len(parts) != 6 or not parts[4].isdigit() or parts[5] != "":
             return self._send(404, {"success": False, "error": "not_found"})
         try:
@@ -533,7 +548,58 @@ class _Handler(BaseHTTPRequestHandler):
         cloud.stopped.append(parts[4])
         return self._send(200, {"success": True})
 
+    def _vast_show(self, instance: str) -> None:
+        """``GET /api/v0/instances/{id}/?owner=me`` (vast-cli's ``show instance``):
+        ``{"instances": {...}}``, ``null`` for an instance the key does not own."""
+        cloud = self.server.cloud
+        if instance != cloud.vast_instance:
+            return self._send(200, {"instances": None})
+        row = {
+            "id": int(instance),
+            "machine_id": 18213,
+            "actual_status": "running",
+            "cur_state": "running",
+            "gpu_name": cloud.vast_gpu_name,
+            "num_gpus": cloud.vast_num_gpus,
+            "gpu_ram": 24564,
+            "dph_base": 0.35,
+            "dph_total": cloud.vast_dph_total,
+            "storage_cost": 0.15,
+            "inet_up_cost": 0.004,
+            "inet_down_cost": 0.004,
+            "disk_space": 50.0,
+            "start_date": 1764403200.5,
+            "label": None,
+            "extra_env": [],
+        }
+        return self._send(200, {"instances": row}, {"Content-Type": "application/json"})
+
     # -- RunPod -------------------------------------------------------------------------
+    def _runpod_graphql(self, method: str) -> None:
+        """``POST /graphql`` (runpod-python's ``get_pod``): ``{"data": {"pod": ...}}``,
+        ``{"errors": [...]}`` for a bad query, ``pod: null`` for a pod the key cannot see."""
+        cloud = self.server.cloud
+        if self.headers.get("Authorization") != f"Bearer {RUNPOD_KEY}":
+            return self._send(401, {"errors": [{"message": "Unauthorized"}]})
+        try:
+            sent = json.loads(self.body)
+            pod_id = sent["variables"]["input"]["podId"]
+            query = sent["query"]
+        except (ValueError, KeyError, TypeError):
+            return self._send(400, {"errors": [{"message": "Must provide query string."}]})
+        if method != "POST" or "costPerHr" not in query:
+            return self._send(400, {"errors": [{"message": "Syntax Error"}]})
+        if pod_id != cloud.runpod_pod:
+            return self._send(200, {"data": {"pod": None}})
+        pod = {
+            "id": pod_id,
+            "costPerHr": cloud.runpod_cost_per_hr,
+            "adjustedCostPerHr": cloud.runpod_adjusted_cost_per_hr,
+            "gpuCount": 1,
+            "machine": {"gpuDisplayName": cloud.runpod_gpu},
+        }
+        return self._send(200, {"data": {"pod": pod}}, {"Content-Type": "application/json"})
+
     def _runpod(self, method: str, path: str) -> None:
         cloud = self.server.cloud
         if self.headers.get("Authorization") != f"Bearer {RUNPOD_KEY}":

@@ -17,7 +17,14 @@ from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
 CLOSED_METADATA = {
     "AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9",
     "GCE_METADATA_HOST": "127.0.0.1:9",
+    # the EC2 API botocore calls (a detected AWS spot instance asks its spot price by
+    # default): a test that means to answer points it at moto or a stand-in
+    "AWS_ENDPOINT_URL_EC2": "http://127.0.0.1:9",
 }
+
+
+#: the Azure Retail Prices API on a closed loopback port
+CLOSED_FEED = "http://127.0.0.1:9/api/retail/prices"
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -52,5 +59,7 @@ def jp_server_config(gpucost_config: dict[str, object], no_dmi: str) -> dict[str
     return {
         "ServerApp": {"jpserver_extensions": {"jupyter_gpucost": True}},
         # a test that names a DMI folder gets it; the others get an empty one
-        "GpuCost": {"dmi_path": no_dmi, **gpucost_config},
+        # a detected Azure VM asks the Retail Prices API by default: a closed loopback
+        # port, unless the test serves the recorded answers
+        "GpuCost": {"dmi_path": no_dmi, "azure_prices_url": CLOSED_FEED, **gpucost_config},
     }

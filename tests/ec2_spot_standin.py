@@ -99,3 +99,45 @@ def spot_instance(moto_url: str, kind: str) -> str:
     request_id = made["SpotInstanceRequests"][0]["SpotInstanceRequestId"]
     found = ec2.describe_spot_instance_requests(SpotInstanceRequestIds=[request_id])
     return str(found["SpotInstanceRequests"][0]["InstanceId"])
+
+
+#: AWS's answer to a role without ``ec2:DescribeSpotPriceHistory`` (the EC2 API's error
+#: XML, 403; the sentence as AWS writes it for an assumed role)
+UNAUTHORIZED_XML = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+    "<Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this "
+    "operation. User: arn:aws:sts::123456789012:assumed-role/gpu-node/i-0123456789abcdef0 "
+    "is not authorized to perform: ec2:DescribeSpotPriceHistory because no identity-based "
+    "policy allows the ec2:DescribeSpotPriceHistory action</Message></Error></Errors>"
+    "<RequestID>0d4a7c0e-6f1e-4b8a-9c1d-2e3f4a5b6c7d</RequestID></Response>"
+)
+
+
+@contextmanager
+def refusing_ec2() -> Iterator[tuple[str, list[str]]]:
+    """An EC2 endpoint whose caller's role may ask nothing: every action answers
+    ``UnauthorizedOperation`` (403). Yields its URL and the actions it was asked."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            asked.extend(parse_qs(body.decode()).get("Action", []))
+            answer = UNAUTHORIZED_XML.encode()
+            self.send_response(403)
+            self.send_header("Content-Type", "text/xml;charset=UTF-8")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,8 +15,9 @@ from typing import Any
 
 import boto3
 import pytest
+from alert_receivers import Http
 from cloud_standins import IMDS_TOKEN, Cloud, StandIn, serve, write_dmi
-from ec2_spot_standin import ec2_spot_standin, spot_instance
+from ec2_spot_standin import ec2_spot_standin, refusing_ec2, spot_instance
 from s3_server import free_port, start_moto
 from test_budget_api import budget, wait_for
 
@@ -160,6 +161,20 @@ class _SpotServer:
 
     @pytest.fixture
     def gpucost_config(
+        self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch, refusing: str
+    ) -> dict[str, object]:
+        return {
+            **self.spot_config(tmp_path, standin, monkeypatch),
+            "aws_spot_prices_endpoint": refusing,
+        }
+
+    @pytest.fixture
+    def refusing(self) -> Iterator[str]:
+        """Where the spot price is asked: the role may not (the upper bound stays)."""
+        with refusing_ec2() as (url, _):
+            yield url
+
+    def spot_config(
         self, tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
     ) -> dict[str, object]:
         monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", standin.url)
@@ -222,3 +237,53 @@ class TestTerminateInstanceWhereTheAdminChoseIt(_SpotServer):
         assert "instance-store data" in last["message"]
         assert "still costs" not in last["message"]
         assert state_of(moto_url, instance_id) in ("shutting-down", "terminated")
+
+
+class TestTheBudgetWarningSaysTheMachineBillsUntilTerminated(_SpotServer):
+    @pytest.fixture
+    def gpucost_config(
+        self,
+        tmp_path: Path,
+        standin: StandIn,
+        monkeypatch: pytest.MonkeyPatch,
+        http_receiver: Http,
+        refusing: str,
+    ) -> dict[str, object]:
+        config = self.spot_config(tmp_path, standin, monkeypatch)
+        return {
+            **config,
+            "aws_spot_prices_endpoint": refusing,
+            "notify": [f"webhook://127.0.0.1:{http_receiver.port}/pi"],
+            "notify_state_path": str(tmp_path / "alerts.json"),
+        }
+
+    async def test_the_threshold_alert_carries_the_sentence(
+        self, jp_fetch: Any, http_receiver: Http
+    ) -> None:
+        def warnings() -> list[dict[str, Any]]:
+            return [d for d in http_receiver.at("/pi") if d["kind"] == "budget_threshold"]
+
+        async def warned() -> bool:
+            return bool(warnings())
+
+        await wait_for(warned, 60, "a budget threshold alert")
+        for alert in warnings():
+            assert alert["message"].endswith(
+                "This machine cannot be stopped; it bills until terminated."
+            ), alert["message"]
+
+
+def test_a_warning_says_it_only_where_the_machine_cannot_stop() -> None:
+    from jupyter_gpucost.alerts.model import Context, budget_crossing
+    from jupyter_gpucost.core.budget_words import cannot_stop
+
+    note = cannot_stop()
+    alert = budget_crossing(Context(user="alice"), "s", 8_000_000, 10_000_000, note=note)
+    assert alert is not None
+    assert alert.message == (
+        "alice has spent $8.00 of a $10.00 budget (80%). This machine cannot be stopped; "
+        "it bills until terminated."
+    )
+    plain = budget_crossing(Context(user="alice"), "s", 8_000_000, 10_000_000)
+    assert plain is not None
+    assert "cannot be stopped" not in plain.message

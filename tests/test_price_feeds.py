@@ -22,6 +22,7 @@ from cloud_standins import Cloud, StandIn, write_dmi
 from cloud_standins import serve as serve_cloud
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_budget_api import wait_for
 
 from jupyter_gpucost.cloud.azure_prices import (
     FeedError,
@@ -399,7 +400,7 @@ def _refresh(feed_url: str, cache: Path, market: str = "on-demand", **kw: Any) -
     )
 
 
-def test_a_refreshed_price_is_cached_for_a_day_and_says_so(tmp_path: Path) -> None:
+def test_a_refreshed_price_is_cached_for_an_hour_and_says_so(tmp_path: Path) -> None:
     cache = tmp_path / "prices.json"
     now = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
     for azure in serve(_feed_with("Standard_ND96isr_H100_v5", 100.0)):
@@ -413,14 +414,14 @@ def test_a_refreshed_price_is_cached_for_a_day_and_says_so(tmp_path: Path) -> No
         assert (fresh.row.confidence, fresh.row.as_of) == ("listed", "2026-11-27")
         assert fresh.row.source.endswith(f"refreshed from {azure.url} at 2026-11-27 09:00 UTC")
         assert len(azure.feed.asked) == 1
-        # a restart within the day: the cache, said so, and nothing asked
-        later = _refresh(azure.url, cache, now=now + timedelta(hours=20))
+        # a restart within the hour: the cache, said so, and nothing asked
+        later = _refresh(azure.url, cache, now=now + timedelta(minutes=50))
         assert later.row is not None
         assert later.row.usd_per_hour == Decimal("100")
         assert later.row.source.endswith("at 2026-11-27 09:00 UTC (cached)")
         assert len(azure.feed.asked) == 1
-        # a day later: asked again
-        _refresh(azure.url, cache, now=now + timedelta(days=1, minutes=1))
+        # an hour later: asked again
+        _refresh(azure.url, cache, now=now + timedelta(hours=1, minutes=1))
         assert len(azure.feed.asked) == 2
 
 
@@ -503,7 +504,7 @@ class TestAnAzureVmRefreshedAtStart:
         assert len(feed.feed.asked) == 1
 
 
-class TestRefreshIsOffByDefault:
+class TestRefreshTurnedOff:
     @pytest.fixture
     def imds(self) -> Iterator[StandIn]:
         yield from serve_cloud(Cloud())
@@ -514,7 +515,7 @@ class TestRefreshIsOffByDefault:
 
     @pytest.fixture
     def gpucost_config(self, tmp_path: Path, imds: StandIn, feed: AzurePrices) -> dict[str, object]:
-        return _azure_vm(tmp_path, imds, feed)
+        return _azure_vm(tmp_path, imds, feed, refresh_instance_price=False)
 
     async def test_the_catalog_prices_it_and_no_feed_is_asked(
         self, jp_fetch: Any, feed: AzurePrices
@@ -523,6 +524,48 @@ class TestRefreshIsOffByDefault:
         assert status["machine"]["instance_price_usd_per_hour"] == 98.32
         assert status["machine"]["instance_price_confidence"] == "third-party"
         assert feed.feed.asked == []
+
+
+class TestASpotVmByRegionAndPriorityOnByDefault:
+    """Nothing set: a Spot VM (IMDS ``priority: Spot``) is priced at its own region's Spot
+    meter from the recorded answers, and read again every interval."""
+
+    @pytest.fixture
+    def imds(self) -> Iterator[StandIn]:
+        cloud = Cloud()
+        cloud.azure_compute["priority"] = "Spot"
+        yield from serve_cloud(cloud)
+
+    @pytest.fixture
+    def feed(self) -> Iterator[AzurePrices]:
+        yield from serve(Feed())
+
+    @pytest.fixture
+    def gpucost_config(self, tmp_path: Path, imds: StandIn, feed: AzurePrices) -> dict[str, object]:
+        config = _azure_vm(tmp_path, imds, feed, price_reread_interval_s=1)
+        imds.cloud.azure_compute["vmSize"] = "Standard_NC24ads_A100_v4"
+        return {**config, "simulated_trace": "a100x2-training"}
+
+    async def test_the_spot_meter_prices_it_and_a_new_price_applies(
+        self, jp_fetch: Any, imds: StandIn, feed: AzurePrices
+    ) -> None:
+        status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+        machine = status["machine"]
+        assert machine["market"] == "spot"
+        assert machine["instance_price_usd_per_hour"] == 0.7345
+        assert machine["instance_price_market"] == "spot"
+        assert machine["instance_price_region"] == "eastus"
+        assert "meter 'NC24ads A100 v4 Spot'" in machine["instance_price_source"]
+        # the Spot price moves: the hourly reading (here every second) applies it
+        for item in feed.feed.items:
+            if item["meterName"] == "NC24ads A100 v4 Spot" and item["armRegionName"] == "eastus":
+                item["retailPrice"] = item["unitPrice"] = 0.9
+
+        async def moved() -> bool:
+            doc = json.loads((await jp_fetch("gpucost", "api", "status")).body)
+            return bool(doc["machine"]["instance_price_usd_per_hour"] == 0.9)
+
+        await wait_for(moved, 30, "the hourly reading's new Spot price")
 
 
 # -- what a feed (or whoever answers in its place) may send -----------------------------------

@@ -518,7 +518,7 @@ class TestALaterSessionAtTheBilledRate:
             "; source: your billed rate (0.72 × list, from your bill of 2026-11-26)"
         )
         assert machine["instance_price_as_of"] == "2026-11-26"
-        assert machine["instance_price_basis"] == "billed"
+        assert machine["instance_price_basis"] == "reconciled"
         # this machine has no bill of its own yet (the bill is read off the loop: twice)
         assert status["bill"] is None
         await asyncio.sleep(1)

@@ -1,6 +1,7 @@
-"""Opt-in AWS spot prices: DescribeSpotPriceHistory through moto's EC2 on loopback (moto
-answers every type with SpotPrice "0.00001", in force since 2006-01-02), cached and dated;
-a machine priced at it instead of its on-demand upper bound; any failure keeps the bound."""
+"""AWS spot prices, on by default: DescribeSpotPriceHistory through moto's EC2 on loopback
+(moto answers every type with SpotPrice "0.00001", in force since 2006-01-02), cached and
+dated; a machine priced at it instead of its on-demand upper bound; a refusal
+(UnauthorizedOperation) or any failure keeps the bound."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from cloud_standins import Cloud, StandIn, serve, write_dmi
+from ec2_spot_standin import refusing_ec2
 
 from jupyter_gpucost.cloud.spot_prices import (
     QuoteCache,
@@ -91,19 +93,67 @@ async def test_a_spot_instance_is_priced_at_aws_spot_price(jp_fetch: Any) -> Non
     assert m["price_note"] is None
 
 
-class TestOffByDefault:
+class TestOnByDefault:
+    """Nothing set but the endpoint botocore reads from the environment (moto's)."""
+
     @pytest.fixture
-    def gpucost_config(self, standin: StandIn, tmp_path: Path) -> dict[str, object]:
+    def gpucost_config(
+        self, standin: StandIn, tmp_path: Path, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch
+    ) -> dict[str, object]:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_EC2", s3_endpoint)
         return {
             "telemetry": "simulated",
             "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
             "budget_state_path": str(tmp_path / "budget.json"),
         }
 
+    async def test_the_spot_price_is_used(self, jp_fetch: Any) -> None:
+        m = await machine(jp_fetch)
+        assert m["instance_price_basis"] == "catalog"
+        assert m["instance_price_usd_per_hour"] == 0.00001
+        assert "AWS spot price for p5.48xlarge in us-east-1a" in m["instance_price_source"]
+
+
+class TestTurnedOff:
+    @pytest.fixture
+    def gpucost_config(self, standin: StandIn, tmp_path: Path) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
+            "budget_state_path": str(tmp_path / "budget.json"),
+            "aws_spot_prices": False,
+        }
+
     async def test_the_upper_bound_stays(self, jp_fetch: Any) -> None:
         m = await machine(jp_fetch)
         assert m["instance_price_basis"] == "upper-bound"
         assert m["instance_price_usd_per_hour"] == 55.04
+
+
+class TestTheRoleMayNotAsk:
+    """AWS answers UnauthorizedOperation: the labelled bound stays, one line in the log."""
+
+    @pytest.fixture
+    def refusing(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+        with refusing_ec2() as (url, asked):
+            monkeypatch.setenv("AWS_ENDPOINT_URL_EC2", url)
+            yield asked
+
+    @pytest.fixture
+    def gpucost_config(
+        self, standin: StandIn, tmp_path: Path, refusing: list[str]
+    ) -> dict[str, object]:
+        return {
+            "telemetry": "simulated",
+            "dmi_path": write_dmi(tmp_path / "dmi", "aws"),
+            "budget_state_path": str(tmp_path / "budget.json"),
+        }
+
+    async def test_the_upper_bound_stays(self, jp_fetch: Any, refusing: list[str]) -> None:
+        m = await machine(jp_fetch)
+        assert m["instance_price_basis"] == "upper-bound"
+        assert m["instance_price_usd_per_hour"] == 55.04
+        assert refusing == ["DescribeSpotPriceHistory"]
 
 
 class TestAwsUnreachable:

@@ -19,6 +19,7 @@ import boto3
 import pytest
 import test_stop_instance
 from cloud_standins import Cloud, StandIn, serve, write_dmi
+from ec2_spot_standin import refusing_ec2
 from test_budget_api import budget, wait_for
 from test_stop_instance import state_of
 
@@ -128,8 +129,19 @@ class TestAnAwsSpotInstance:
         yield from serve(cloud)
 
     @pytest.fixture
+    def refusing(self) -> Iterator[str]:
+        """Where the spot price is asked: the instance's role may not (UnauthorizedOperation)."""
+        with refusing_ec2() as (url, _):
+            yield url
+
+    @pytest.fixture
     def gpucost_config(
-        self, tmp_path: Path, standin: StandIn, aws_env: str, monkeypatch: pytest.MonkeyPatch
+        self,
+        tmp_path: Path,
+        standin: StandIn,
+        aws_env: str,
+        monkeypatch: pytest.MonkeyPatch,
+        refusing: str,
     ) -> dict[str, object]:
         monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", standin.url)
         dmi = write_dmi(tmp_path / "dmi", "aws")
@@ -138,6 +150,7 @@ class TestAnAwsSpotInstance:
             **budget_config(tmp_path, write_trace(tmp_path / "trace", "NVIDIA A10G", 24)),
             "dmi_path": dmi,
             "budget_action": "stop-instance",
+            "aws_spot_prices_endpoint": refusing,
         }
 
     async def test_priced_at_on_demand_labelled_and_the_spent_budget_stops_it(

@@ -138,8 +138,11 @@ def budget_crossing(
     thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
     *,
     at: datetime | None = None,
+    note: str = "",
 ) -> Alert | None:
     """The alert of the highest threshold the spend has reached (``None``: none reached).
+    ``note``: a sentence the message ends with (a machine the action cannot stop,
+    :func:`~jupyter_gpucost.core.budget_words.cannot_stop`).
 
     Only the highest: a budget found 5x spent at the first look is one "100 %" alert, not
     50 %, 80 % and 100 % (the lower ones, false by the time they arrive). The dispatcher
@@ -161,6 +164,8 @@ def budget_crossing(
     message = _("{user} has spent {spent} of a {amount} budget ({pct}%).").format(
         user=context.user, spent=spent, amount=amount, pct=pct
     )
+    if note:
+        message = f"{message} {note}"
     return Alert(
         "budget_threshold",
         context,

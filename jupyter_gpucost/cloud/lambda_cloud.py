@@ -7,7 +7,8 @@ API key (``c.GpuCost.lambda_api_key`` or ``LAMBDA_API_KEY``). As Lambda's Cloud 
 documents it (cloud.lambda.ai/api/v1, "Cloud API" in docs.lambda.ai):
 
 * ``GET /instances/{id}``: ``{"data": {"id", "status", "region": {"name"},
-  "instance_type": {"name", "price_cents_per_hour", ...}, ...}}``;
+  "instance_type": {"name", "price_cents_per_hour", "gpu_description", "specs": {"gpus"},
+  ...}, ...}}``: the type, and the rate the instance is billed (:func:`read_rate`);
 * ``POST /instance-operations/terminate`` ``{"instance_ids": [id]}``:
   ``{"data": {"terminated_instances": [...]}}``. Lambda's on-demand instances cannot be
   stopped, only terminated: billing ends, and the instance's local disk is erased
@@ -21,14 +22,17 @@ The key travels as ``Authorization: Bearer <key>`` (blanked out of every message
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from urllib.parse import quote
 
+from ..core.billed_rate import BilledRate, RateRefused, answer_object, parse_usd_per_hour
+from ..core.gpu_models import model_for
 from ..core.i18n import _
 from ..core.machine import STILL_LAMBDA, Machine, MetadataError, parse_lambda
-from .http import Answer, redact, request
+from .http import Answer, HttpFailure, redact, request
 from .outcome import LAMBDA_API, StopResult, StopSettings, fail
 
-__all__ = ["LAMBDA_API", "read_machine", "stop"]
+__all__ = ["LAMBDA_API", "parse_rate", "read_machine", "read_rate", "stop"]
 
 
 def _headers(key: str) -> dict[str, str]:
@@ -62,6 +66,47 @@ def read_machine(
             f"Lambda's Cloud API answered {got.status} for the instance ({error_of(got)})"
         )
     return parse_lambda(got.body, shared=shared)
+
+
+def parse_rate(answer: str, instance_id: str, now: datetime) -> BilledRate:
+    """The billed rate of ``GET /instances/{id}``'s answer (else RateRefused): its type's
+    ``price_cents_per_hour``; the GPUs from ``gpu_description`` and ``specs.gpus``."""
+    what = "Lambda's instance answer"
+    data = answer_object(answer, what).get("data")
+    if not isinstance(data, dict) or data.get("id") != instance_id:
+        raise RateRefused(f"{what} is not for instance {instance_id}")
+    kind = data.get("instance_type")
+    if not isinstance(kind, dict):
+        raise RateRefused(f"{what} has no instance_type")
+    cents = parse_usd_per_hour(kind.get("price_cents_per_hour"), f"{what}'s price_cents_per_hour")
+    specs = kind.get("specs")
+    gpus = specs.get("gpus") if isinstance(specs, dict) else None
+    name = kind.get("gpu_description")
+    model = model_for(name) if isinstance(name, str) and len(name) <= 100 else None
+    type_name = kind.get("name")
+    return BilledRate(
+        "lambda",
+        cents / 100,
+        now,
+        model or "",
+        gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and 0 < gpus <= 64 else 0,
+        instance_id,
+        type_name if isinstance(type_name, str) and type_name.isprintable() else "",
+    )
+
+
+def read_rate(api_url: str, key: str, instance_id: str, timeout_s: float) -> BilledRate:
+    """Ask Lambda (blocking: call it off the event loop)."""
+    if not key or not instance_id:
+        raise RateRefused("no Lambda API key or instance id is set")
+    url = f"{api_url.rstrip('/')}/instances/{quote(instance_id, safe='')}"
+    try:
+        got = request("GET", url, headers=_headers(key), timeout_s=timeout_s)
+    except HttpFailure as e:
+        raise RateRefused(str(e)) from None
+    if got.status != 200:
+        raise RateRefused(f"Lambda's Cloud API answered {got.status} ({error_of(got)})")
+    return parse_rate(got.body, instance_id, datetime.now(UTC))
 
 
 def stop(machine: Machine, settings: StopSettings, key: str) -> StopResult:

@@ -1,9 +1,10 @@
 """The detected instance's price, refreshed at start from its cloud's public price feed.
 
-Opt-in (``c.GpuCost.refresh_instance_price``). Only Azure has a feed that needs no
-credentials and prices one size in one region (:mod:`.azure_prices`); the catalog's row
-of the size gives its GPUs (model and count), the feed its price. The answer is cached
-in a JSON file for a day, so a restart does not ask again; the row it makes is ``listed``,
+On by default (``c.GpuCost.refresh_instance_price``). Only Azure has a feed that needs no
+credentials and prices one size in one region and priority (:mod:`.azure_prices`: a Spot
+VM's meter ends in ``Spot``); the catalog's row of the size gives its GPUs (model and
+count), the feed its price. The answer is cached in a JSON file for an hour, so a restart
+does not ask again, and asked again every hour; the row it makes is ``listed``,
 dated the day the feed was asked, and its source says it was refreshed (and, from the
 cache, when). Any failure keeps the catalog's row: the reason is returned for the log.
 """
@@ -24,7 +25,7 @@ from ..core.instance_prices import InstanceRow, find_instance
 from .azure_prices import RETAIL_PRICES_URL, FeedError, VmPrice, fetch_vm_prices
 
 #: how long a price asked of the feed is used without asking again
-CACHE_MAX_AGE = timedelta(days=1)
+CACHE_MAX_AGE = timedelta(hours=1)
 #: providers with a public feed this module asks
 FEEDS = ("azure",)
 
@@ -84,7 +85,9 @@ def _write_cache(path: str, cache: dict[str, dict[str, str]]) -> None:
     os.replace(tmp, path)
 
 
-def _cached(entry: dict[str, str], now: datetime) -> tuple[VmPrice, datetime] | None:
+def _cached(
+    entry: dict[str, str], now: datetime, max_age: timedelta = CACHE_MAX_AGE
+) -> tuple[VmPrice, datetime] | None:
     try:
         fetched = datetime.fromisoformat(entry["fetched"])
         price = Decimal(entry["usd_per_hour"])
@@ -98,7 +101,7 @@ def _cached(entry: dict[str, str], now: datetime) -> tuple[VmPrice, datetime] | 
         )
     except (KeyError, ValueError, InvalidOperation):
         return None
-    if fetched.tzinfo is None or not timedelta(0) <= now - fetched <= CACHE_MAX_AGE:
+    if fetched.tzinfo is None or not timedelta(0) <= now - fetched <= max_age:
         return None
     if not price.is_finite() or price <= 0:
         return None
@@ -115,9 +118,10 @@ def refresh_instance_row(
     settings: RefreshSettings,
     now: datetime | None = None,
     fetch: Fetch | None = None,
+    max_age: timedelta = CACHE_MAX_AGE,
 ) -> Refreshed:
     """The detected instance's row with the feed's price (from the cache while it is
-    younger than a day), or why the catalog's row stays."""
+    younger than ``max_age``), or why the catalog's row stays."""
     now = now or datetime.now(UTC)
     if provider not in FEEDS:
         return Refreshed(None, f"{provider} has no public price feed: the catalog's price")
@@ -132,7 +136,7 @@ def refresh_instance_row(
         return Refreshed(None, f"{instance} is not for sale ({base.not_for_sale})")
     key = _key(provider, region, instance, market)
     cache = _read_cache(settings.cache_path) if settings.cache_path else {}
-    hit = _cached(cache[key], now) if key in cache else None
+    hit = _cached(cache[key], now, max_age) if key in cache else None
     if hit is not None:
         vm, fetched = hit
         how = f"refreshed from {settings.azure_url} at {fetched:%Y-%m-%d %H:%M} UTC (cached)"

@@ -124,7 +124,8 @@ def ask_aws(
 
 
 class QuoteCache:
-    """Quotes kept in a JSON file, each for CACHE_TTL_S."""
+    """Quotes kept in a JSON file, each for CACHE_TTL_S: AWS spot quotes, and the rates
+    rentals bill (:mod:`.billed_rates`, through :meth:`entry` and :meth:`put_entry`)."""
 
     def __init__(self, path: Path, ttl_s: float = CACHE_TTL_S) -> None:
         self.path = path
@@ -157,6 +158,28 @@ class QuoteCache:
             return None
         return quote
 
+    def entry(self, key: str, now: datetime | None = None) -> dict[str, str] | None:
+        """The entry kept under ``key`` while its ``asked`` time is younger than the TTL."""
+        item = self._read().get(key)
+        if not isinstance(item, dict):
+            return None
+        try:
+            asked = datetime.fromisoformat(str(item["asked"]))
+        except (KeyError, ValueError):
+            return None
+        if asked.tzinfo is None:
+            return None
+        age = ((now or datetime.now(UTC)) - asked).total_seconds()
+        if not 0 <= age <= self.ttl_s:
+            return None
+        return {str(k): str(v) for k, v in item.items()}
+
+    def put_entry(self, key: str, entry: dict[str, str]) -> None:
+        """Keep ``entry`` (with its ``asked`` time) under ``key``."""
+        data = self._read()
+        data[key] = entry
+        self._write(data)
+
     def put(self, quote: SpotQuote) -> None:
         data = self._read()
         data[f"aws/{quote.instance_type}/{quote.zone}"] = {
@@ -164,6 +187,9 @@ class QuoteCache:
             "since": quote.since.isoformat(),
             "asked": quote.asked.isoformat(),
         }
+        self._write(data)
+
+    def _write(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".spot-")
         try:

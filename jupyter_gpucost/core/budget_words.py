@@ -17,6 +17,13 @@ def _in(messages: Messages | None) -> Messages:
     return messages if messages is not None else messages_for(current_language())
 
 
+def cannot_stop(messages: Messages | None = None) -> str:
+    """What a budget warning adds where its action is ``stop-instance`` and the machine
+    cannot be stopped (an AWS one-time Spot Instance: ``Machine.cannot_stop``)."""
+    _ = _in(messages).gettext  # by this name, the catalog's tool finds the sentences
+    return _("This machine cannot be stopped; it bills until terminated.")
+
+
 def about(seconds: float, messages: Messages | None = None) -> str:
     """A duration as a person reads it ahead: ``40 s``, ``14 min``, ``2 h 10 min``."""
     _ = _in(messages).gettext  # by this name, the catalog's tool finds the sentences

@@ -38,13 +38,12 @@ LEGACY_CONFIDENCE = {"uncertain": "unverified"}
 DOUBTFUL_CONFIDENCE = ("unverified",)
 #: prices are kept to the micro-dollar
 MAX_PRICE_DECIMALS = 6
-#: how a price was found: a catalog row (or a whole-instance row), the admin's override,
-#: an upper bound where no price fits (:func:`upper_bound`), or a whole-instance row at the
-#: rate a reconciled bill showed (``c.GpuCost.use_billed_rate``)
-BASIS_CATALOG = "catalog"
-BASIS_OVERRIDE = "override"
-BASIS_UPPER_BOUND = "upper-bound"
+#: how a price was found: a catalog row (or a whole-instance row), the admin's override, an
+#: upper bound where no price fits (:func:`upper_bound`), the rate the provider says it bills
+#: the rental (``billed``), or the rate a reconciled bill showed (``c.GpuCost.use_billed_rate``)
+BASIS_CATALOG, BASIS_OVERRIDE, BASIS_UPPER_BOUND = "catalog", "override", "upper-bound"
 BASIS_BILLED = "billed"
+BASIS_RECONCILED = "reconciled"
 
 #: why a GPU is priced at an upper bound (messages of the catalog, translated where shown)
 REASON_SPOT = N_("spot: priced at on-demand, the most it can cost")

@@ -15,7 +15,12 @@ fraction, rounded once to micro-dollars; the used/idle/unobserved/adjustment spl
 rounded amount is apportioned by largest remainder, so the parts always add up to the
 total and each is within one micro-dollar of its exact value.
 
-The meter is pure: no threads, no clocks of its own. The sampler feeds it.
+A price that changes during the session (a rental's billed rate read again,
+:meth:`Meter.reprice`) applies from the time metered so far on: what was metered keeps its
+price (carried as exact fractions), what follows is priced at the new one.
+
+The meter is pure: no threads, no clocks of its own. The sampler feeds it (and holds the
+lock that keeps an update and a reprice apart).
 """
 
 from __future__ import annotations
@@ -147,6 +152,21 @@ class _Account:
         self.energy_j: float | None = None
         self._energy_counter_j: float | None = None
         self.reading: GpuReading | None = reading
+        self.memory_total_bytes = reading.memory_total_bytes
+        #: used, idle and unobserved cost at earlier prices (exact micro-dollars), and the
+        #: times they cover
+        self._carried = [Fraction(0)] * 3
+        self._carried_us = (0, 0, 0)
+
+    def reprice(self, price: Price | None) -> None:
+        """Keep what was metered at the price it had; price what follows at ``price``."""
+        times = (self.used_us, self.idle_us, self.unobserved_us)
+        if self.price is not None:
+            per_hour = self.price.usd_per_gpu_hour
+            for i, (now_us, before_us) in enumerate(zip(times, self._carried_us, strict=True)):
+                self._carried[i] += cost_micro_usd(per_hour, now_us - before_us)
+        self._carried_us = times
+        self.price = price
 
     def account(self, reading: GpuReading | None, observed_us: int, gap_us: int) -> None:
         self.reading = reading
@@ -179,12 +199,13 @@ class _Account:
     def exact_parts(self, billed_us: int, elapsed_us: int) -> list[Fraction]:
         """Exact micro-dollars: used, idle, unobserved, billing adjustment."""
         if self.price is None:
-            return [Fraction(0)] * 4
+            return [*self._carried, Fraction(0)]
         per_hour = self.price.usd_per_gpu_hour
+        used, idle, unobserved = self._carried_us
         return [
-            cost_micro_usd(per_hour, self.used_us),
-            cost_micro_usd(per_hour, self.idle_us),
-            cost_micro_usd(per_hour, self.unobserved_us),
+            self._carried[0] + cost_micro_usd(per_hour, self.used_us - used),
+            self._carried[1] + cost_micro_usd(per_hour, self.idle_us - idle),
+            self._carried[2] + cost_micro_usd(per_hour, self.unobserved_us - unobserved),
             cost_micro_usd(per_hour, billed_us - elapsed_us),
         ]
 
@@ -236,6 +257,9 @@ class Meter:
         self._started = started
         self._as_of = started
         self._base_usd_per_hour = base_usd_per_hour
+        #: the base cost at earlier base prices, and the elapsed time it covers
+        self._base_carried = Fraction(0)
+        self._base_carried_us = 0
         self._accounts: dict[str, _Account] = {}
         self._samples = 0
         #: the totals before the latest update, and what it added
@@ -283,6 +307,19 @@ class Meter:
             idle_delta_micro_usd=self._idle_delta_micro_usd,
         )
 
+    def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
+        """Price from now on with ``policy`` and ``base_usd_per_hour``; what was metered
+        up to the last update keeps the prices it had (never repriced backwards)."""
+        self._policy = policy
+        for account in self._accounts.values():
+            account.reprice(policy.price_for(account.name, account.memory_total_bytes))
+        elapsed_us = self._last_us - self._start_us
+        self._base_carried += cost_micro_usd(
+            self._base_usd_per_hour, elapsed_us - self._base_carried_us
+        )
+        self._base_carried_us = elapsed_us
+        self._base_usd_per_hour = base_usd_per_hour
+
     def _open_account(self, reading: GpuReading) -> _Account:
         price = self._policy.price_for(reading.name, reading.memory_total_bytes)
         if price is not None:
@@ -300,7 +337,10 @@ class Meter:
         # every part of the session, exact; rounded together so that the total is the
         # exact total rounded once and the parts add up to it
         parts = [p for a in accounts for p in a.exact_parts(billed_us, elapsed_us)]
-        parts.append(cost_micro_usd(self._base_usd_per_hour, billed_us))
+        parts.append(
+            self._base_carried
+            + cost_micro_usd(self._base_usd_per_hour, billed_us - self._base_carried_us)
+        )
         amounts = apportion(parts)
         gpus = tuple(a.cost(billed_us, amounts[4 * i : 4 * i + 4]) for i, a in enumerate(accounts))
         return MeterSnapshot(

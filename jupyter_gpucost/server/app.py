@@ -30,6 +30,7 @@ from .export.jobs import ExportManager
 from .export.targets import TargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
 from .machine.setup import MachinePrices, check_provider, resolve_machine
+from .machine.spot_prices import PriceWatch
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
 from .startup import GpuCostTraits, start_budget_and_exports
@@ -347,6 +348,7 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         service.publish_prices(os.environ)
         self._link_kernels()
         self._watch_kernels(service, config.sample_interval_s)
+        self._watch_price(service)
         try:
             started = start_budget_and_exports(
                 self, service, self.serverapp, self.log, self.machine
@@ -400,11 +402,27 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         self._kernel_watch = PeriodicCallback(refresh, max(interval_s, 0.5) * 1000)
         self._kernel_watch.start()
 
+    def _watch_price(self, service: CostService) -> None:
+        """Read the machine's quoted price again every interval (a rental's billed rate, an
+        AWS spot price): off the loop, bounded; a new one applies from then on."""
+        found = self.machine
+        if found is None or found.reread is None:
+            return
+        watch = PriceWatch(found.reread, service.reprice, self.log)
+        self._price_watch = PeriodicCallback(watch.read_once, found.reread_interval_s * 1000)
+        self._price_watch.start()
+
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table())
 
     async def stop_extension(self) -> None:
-        for name in ("_kernel_watch", "_language_watch", "_interruption_watch", "_alerts"):
+        for name in (
+            "_kernel_watch",
+            "_language_watch",
+            "_interruption_watch",
+            "_alerts",
+            "_price_watch",
+        ):
             watch = getattr(self, name, None)
             if watch is not None:
                 watch.stop()

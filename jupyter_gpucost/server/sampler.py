@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
+from ..core.catalog import PricePolicy
 from ..core.meter import Meter, MeterSnapshot
 from ..telemetry.base import PollingSource, TelemetrySource, TelemetryStatus
 
@@ -72,6 +74,8 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: keeps a meter update and a reprice apart
+        self._meter_lock = threading.Lock()
         self._published = Published(meter.snapshot(), source.status())
         self._failed_reads = 0
         self._cpu_total = 0.0
@@ -110,7 +114,8 @@ class Sampler:
             if kind not in self._logged_errors:
                 self._logged_errors.add(kind)
                 self._log.warning("jupyter-gpucost: telemetry read failed: %s", e, exc_info=True)
-        snapshot = self._meter.update(readings, self._clock_us(), self._wall())
+        with self._meter_lock:
+            snapshot = self._meter.update(readings, self._clock_us(), self._wall())
         published = Published(snapshot, self._source.status())
         cpu = time.thread_time() - cpu0
         with self._lock:
@@ -124,6 +129,11 @@ class Sampler:
             except Exception:
                 self._log.exception("jupyter-gpucost: a sample listener failed")
         return published
+
+    def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
+        """New prices from the last sample on (:meth:`Meter.reprice`; any thread)."""
+        with self._meter_lock:
+            self._meter.reprice(policy, base_usd_per_hour)
 
     def start(self) -> None:
         if self._thread is not None:

@@ -25,8 +25,8 @@ from ..core.metering import Metering, metering
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..core.sql import sqlite_path
-from ..telemetry.base import NoTelemetry, SourceUnavailable, TelemetrySource
-from ..telemetry.simulated import SimulatedSource
+from ..telemetry.base import TelemetrySource
+from ..telemetry.opening import open_source
 from .errors import Unavailable
 from .gpu_use.attribution import Attributor
 from .gpu_use.gpu_claims import ClaimBook
@@ -100,28 +100,6 @@ class BudgetDocument(Protocol):
     """The budget as the status document shows it (``budget.BudgetController``)."""
 
     def payload(self) -> dict[str, Any]: ...
-
-
-def open_source(mode: str, *, simulated_trace: str = "", log: logging.Logger) -> TelemetrySource:
-    """Open the telemetry source for ``mode``; never raises: failures become NoTelemetry."""
-    if mode == "none":
-        return NoTelemetry("GPU telemetry is turned off (c.GpuCost.telemetry = 'none')")
-    if mode == "simulated":
-        source: TelemetrySource = SimulatedSource(simulated_trace or None)
-    else:
-        from ..telemetry.nvml import NvmlSource
-
-        source = NvmlSource(log=log)
-    try:
-        source.open()
-    except SourceUnavailable as e:
-        if mode == "auto":
-            log.info("jupyter-gpucost: no NVML (%s); GPU telemetry is off", e.reason)
-            return NoTelemetry(f"no NVIDIA GPU telemetry: {e.reason}")
-        log.error("jupyter-gpucost: %s telemetry unavailable: %s", mode, e.reason)
-        return NoTelemetry(e.reason)
-    log.info("jupyter-gpucost: telemetry from %s", source.name)
-    return source
 
 
 def unknown_gpu_bound(
@@ -364,6 +342,22 @@ class CostService:
         if self.ledger is None or machine is None:
             return None
         return self._bill.figure(self.ledger.reconciled, billed_machine(machine).key)
+
+    def reprice(self, plan: PricePlan) -> None:
+        """Price with ``plan`` from now on (a rental's billed rate read again): what was
+        metered keeps its price; the status shows the new plan."""
+        whole = plan.whole
+        self.policy = replace(
+            self.policy, whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu}
+        )
+        if whole is None:
+            base = self.config.base_usd_per_hour
+        elif self.whole_without_gpus is not None:
+            base = whole.row.usd_per_hour
+        else:
+            base = whole.base_usd_per_hour
+        self.sampler.reprice(self.policy, base)
+        self.config = replace(self.config, plan=plan)
 
     def ledger_facts(self) -> LedgerFacts:
         if self.ledger is None:

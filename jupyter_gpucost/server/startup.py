@@ -34,7 +34,7 @@ from .hub_link import (
     reported_interruptions,
 )
 from .ledger.schema import alerts_sent_table
-from .machine.billed_rate import BilledRateTraits
+from .machine.reconciled_rate import ReconciledRateTraits
 from .machine.setup import (
     MachinePrices,
     MachineTraits,
@@ -240,7 +240,7 @@ class GpuCostTraits(
     MachineTraits,
     InterruptionTraits,
     SpotPriceTraits,
-    BilledRateTraits,
+    ReconciledRateTraits,
     CurrencyTraits,
     AlertTraits,
 ):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.attached_gpus import VmPricing
+from ..core.billed_rate import plan_label
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND
 from ..core.i18n import _, ngettext
 from ..core.instance_prices import InstancePricing, PricePlan
@@ -32,6 +33,8 @@ def machine_json(
         "priced": "instance" if whole is not None or vm is not None else "gpu",
         "price_note": None if plan is None or not plan.note_msgid else plan.note_in(_),
         **(_vm_price(vm) if vm is not None else _whole_price(whole)),
+        # "billed rate from Vast.ai, read 14:02 UTC" where the provider told the rate
+        "instance_price_label": plan_label(plan, _),
     }
     warnings = []
     if machine.cannot_stop:

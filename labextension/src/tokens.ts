@@ -46,10 +46,12 @@ export interface IGpuCostDevice {
   price_market?: string | null;
   price_region?: string | null;
   /**
-   * `catalog`, `override`, or `upper-bound`: no price fits this GPU, so it is
-   * priced at the most it can cost (older servers leave it out).
+   * `catalog`, `override`, `billed` (the rate the provider bills this
+   * rental), `reconciled` (the rate a reconciled bill showed), or `upper-bound`: no price fits this GPU, so it is priced at the
+   * most it can cost (older servers leave it out).
    */
-  price_basis?: 'catalog' | 'override' | 'upper-bound' | 'billed' | null;
+  price_basis?:
+    'catalog' | 'override' | 'billed' | 'reconciled' | 'upper-bound' | null;
   /** Why its price is an upper bound, in the server's language. */
   price_basis_reason?: string | null;
   utilization_pct: number | null;

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -25,9 +25,11 @@ from traitlets.config import Config
 from ...cloud import aws
 from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ...cloud.azure_prices import RETAIL_PRICES_URL
+from ...cloud.billed_rates import applies
 from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
 from ...cloud.lambda_cloud import LAMBDA_API
-from ...cloud.price_refresh import RefreshSettings, refresh_instance_row, with_row
+from ...cloud.price_refresh import RefreshSettings
+from ...cloud.spot_prices import CACHE_TTL_S
 from ...cloud.stop import StopSettings, stop_instance
 from ...core.attached_gpus import VmRow, load_vm_rows
 from ...core.catalog import Catalog
@@ -42,8 +44,18 @@ from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
 from ..budget.sources import action_in_force
 from ..traits import within
-from .billed_rate import billed_rate_plan
-from .spot_prices import spot_price_plan
+from .reconciled_rate import reconciled_rate_plan
+from .spot_prices import (
+    billed_rate_plan,
+    billed_reread,
+    feed_applies,
+    rate_settings,
+    refreshed_rows,
+    reread_feed,
+    spot_applies,
+    spot_price_plan,
+    spot_reread,
+)
 
 #: metadata requests made by one detection at most (AWS: token, document, life cycle)
 MAX_REQUESTS = 3
@@ -118,13 +130,15 @@ class MachineTraits(HasTraits):
         help="The RunPod REST API that 'stop-instance' calls in a RunPod pod.",
     )
     refresh_instance_price = Bool(
-        False,
+        True,
         config=True,
-        help="At start, ask the detected machine's cloud's public price feed for its own "
-        "size's price (Azure: the Retail Prices API, no credentials), cached for a day in "
-        "price_cache_path; the price is shown as refreshed, with its date. Off: the "
-        "catalog's price. Never used when the admin sets price_provider, price_instance or "
-        "base_price_usd_per_hour.",
+        help="Ask the detected machine's cloud's public price feed for its own size's "
+        "price, in its region and priority (Azure: the Retail Prices API, no credentials; a "
+        "Spot VM at its Spot meter), at start and then every price_reread_interval_s, "
+        "cached that long in price_cache_path; the price is shown as refreshed, with its "
+        "date. A feed that cannot be read keeps the catalog's price (the labelled upper "
+        "bound for a Spot VM) and logs one line. False: the catalog's price. Never used "
+        "when the admin sets price_provider, price_instance or base_price_usd_per_hour.",
     )
     azure_prices_url = Unicode(
         RETAIL_PRICES_URL,
@@ -343,47 +357,6 @@ def price_plan(
     )
 
 
-def refreshed_rows(
-    settings: RefreshSettings,
-    admin: AdminPrices,
-    machine: Machine | None,
-    rows: tuple[InstanceRow, ...],
-    log: logging.Logger,
-) -> tuple[InstanceRow, ...]:
-    """``rows`` with the detected machine's row refreshed from its cloud's price feed, when
-    the admin asked for it and set no price of their own (a worker thread, bounded)."""
-    if not settings.enabled or machine is None or machine.shared:
-        return rows
-    if admin.provider or admin.instance or admin.base_set:
-        return rows
-    market = admin.market or machine.market or "on-demand"
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-prices")
-    limit_s = settings.timeout_s * 3 + 1
-    try:
-        done = pool.submit(
-            refresh_instance_row,
-            rows,
-            provider=machine.provider,
-            instance=machine.instance_type,
-            market=market,
-            region=machine.region,
-            settings=settings,
-        ).result(limit_s)
-    except FutureTimeout:
-        log.warning("jupyter-gpucost: the price feed took over %g s: catalog prices", limit_s)
-        return rows
-    except Exception as e:  # a feed must never stop the server
-        log.warning("jupyter-gpucost: instance price not refreshed: %s", e)
-        return rows
-    finally:
-        pool.shutdown(wait=False)
-    if done.row is None:
-        log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
-        return rows
-    log.info("jupyter-gpucost: instance price %s", done.message)
-    return with_row(rows, done.row)
-
-
 @dataclass(frozen=True)
 class MachinePrices:
     """The detected machine and the prices it brings (built once at start-up)."""
@@ -391,6 +364,10 @@ class MachinePrices:
     settings: MachineSettings
     machine: Machine | None
     plan: PricePlan
+    #: the price read again every ``reread_interval_s`` (a rental's billed rate, an AWS
+    #: spot price; ``None``: none is), blocking, ``None`` when it keeps the price in force
+    reread: Callable[[], PricePlan | None] | None = None
+    reread_interval_s: float = CACHE_TTL_S
 
 
 def resolve_machine(
@@ -404,7 +381,7 @@ def resolve_machine(
     """Detect the machine (unless turned off) and choose the prices in force."""
     settings = machine_settings(traits, environ)
     machine = detect_machine(settings, environ, log)
-    rows = load_instance_rows(catalog_path)
+    catalog_rows = load_instance_rows(catalog_path)
     values = {
         "price_provider": str(getattr(traits, "price_provider", "")),
         "price_market": str(getattr(traits, "price_market", "")),
@@ -412,20 +389,52 @@ def resolve_machine(
         "price_region": str(getattr(traits, "price_region", "")),
     }
     admin = admin_prices(config, values)
-    rows = refreshed_rows(settings.refresh, admin, machine, rows, log)
-    plan = price_plan(admin, machine, catalog, rows, load_vm_rows(catalog_path))
+    rows = refreshed_rows(settings.refresh, admin, machine, catalog_rows, log)
+    vms = load_vm_rows(catalog_path)
+    plan = price_plan(admin, machine, catalog, rows, vms)
+    reread: Callable[[], PricePlan | None] | None = None
+    interval_s = float(getattr(traits, "price_reread_interval_s", CACHE_TTL_S))
+    if feed_applies(settings.refresh, admin, machine):
+        plan_for = partial(price_plan, admin, machine, catalog, vms=vms)
+        reread = partial(reread_feed, settings.refresh, admin, machine, catalog_rows, plan_for, log)
+    if machine is not None and spot_applies(plan, machine, traits):
+        reread = spot_reread(plan, machine, traits, log)
     plan = spot_price_plan(plan, machine, traits, log)
-    plan = billed_rate_plan(
-        plan,
-        machine,
+    # the rate a reconciled bill showed, on the plan in force and on each plan read again;
+    # the rate the provider says it bills (below) wins over it
+    reconciled = partial(
+        reconciled_rate_plan,
+        machine=machine,
         enabled=bool(getattr(traits, "use_billed_rate", False)),
         ledger_url=str(getattr(traits, "ledger_url", "")),
         data_dir=jupyter_data_dir(),
         log=log,
     )
+    plan = reconciled(plan)
+    if reread is not None:
+        reread = partial(_read_then, reread, reconciled)
+    rates = rate_settings(traits, environ)
+    admin_priced = admin.provider or admin.instance or admin.base_set
+    if machine is not None and applies(machine, rates) and not admin_priced:
+        reread = billed_reread(plan, machine, rates, catalog, log)
+    plan = billed_rate_plan(plan, machine, admin, rates, catalog, log)
     if plan.note:
         log.info("jupyter-gpucost: %s", plan.note)
-    return MachinePrices(settings=settings, machine=machine, plan=plan)
+    return MachinePrices(
+        settings=settings,
+        machine=machine,
+        plan=plan,
+        reread=reread,
+        reread_interval_s=interval_s,
+    )
+
+
+def _read_then(
+    read: Callable[[], PricePlan | None], then: Callable[[PricePlan], PricePlan]
+) -> PricePlan | None:
+    """``read()``, with ``then`` applied to the plan it reads (``None``: keep the plan)."""
+    plan = read()
+    return None if plan is None else then(plan)
 
 
 def machine_can_stop(found: MachinePrices) -> bool:

@@ -34,6 +34,7 @@ from ...alerts.model import (
     trial_alert,
 )
 from ...alerts.targets import Target
+from ...core.budget_words import cannot_stop
 from ...core.machine import Machine
 from ..budget.controller import BudgetController
 from ..traits import trait_bool, trait_float, trait_str, trait_strings
@@ -68,6 +69,7 @@ class ServerAlerts:
         *,
         allow_user_targets: bool = True,
         log: logging.Logger | None = None,
+        cannot_stop: bool = False,
     ) -> None:
         self.admin = admin
         self.user = user
@@ -75,6 +77,9 @@ class ServerAlerts:
         self.context = context
         self.thresholds_pct = thresholds_pct
         self.allow_user_targets = allow_user_targets
+        #: the machine cannot be stopped (``Machine.cannot_stop``): a warning before a
+        #: ``stop-instance`` budget says it bills until terminated
+        self.cannot_stop = cannot_stop
         self.log = log or logging.getLogger("jupyter_gpucost")
         self.budget: BudgetController | None = None
         self._check: PeriodicCallback | None = None
@@ -124,6 +129,11 @@ class ServerAlerts:
         """Each budget's highest threshold reached, alerted once per budget and period."""
         if self.budget is None or not self.targets:
             return
+        note = (
+            cannot_stop()
+            if self.cannot_stop and self.budget.config.action == "stop-instance"
+            else ""
+        )
         for standing in self.budget.standings():
             if standing.spent_micro_usd is None:
                 continue
@@ -133,6 +143,7 @@ class ServerAlerts:
                 standing.spent_micro_usd,
                 standing.budget.amount_micro_usd,
                 self.thresholds_pct,
+                note=note,
             )
             if alert is not None:
                 self.send(alert)
@@ -243,6 +254,7 @@ def start_alerts(
         tuple(int(v) for v in trait_strings(traits, "notify_thresholds_pct")),
         allow_user_targets=trait_bool(traits, "notify_user_targets"),
         log=log,
+        cannot_stop=machine is not None and bool(machine.cannot_stop),
     )
     alerts.watch(budget)
     factor = trait_float(traits, "notify_spike_factor")

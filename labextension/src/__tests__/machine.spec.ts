@@ -65,6 +65,20 @@ describe('the machine', () => {
     );
   });
 
+  it('says a rental is priced at the rate its provider bills', () => {
+    const billed = {
+      ...G5,
+      market: 'on-demand',
+      priced: 'instance' as const,
+      instance_price_usd_per_hour: 1.006,
+      instance_price_basis: 'billed',
+      instance_price_label: 'billed rate from Lambda, read 14:02 UTC'
+    };
+    expect(machineLine({ machine: billed }, '$', trans)).toBe(
+      'Machine: g5.xlarge, on-demand, us-east-1 (detected); priced as a whole instance: $1.01/h (billed rate from Lambda, read 14:02 UTC)'
+    );
+  });
+
   it('says its whole-instance price', () => {
     const whole = {
       ...G5,

@@ -60,6 +60,40 @@ describe('the Prices section leads with the price', () => {
     ]);
   });
 
+  it('says a rental is priced at the rate its provider bills, and when it was read', () => {
+    const status = panelStatus({
+      gpus: [
+        makeGpu({
+          model: 'RTX-4090',
+          price_usd_per_hour: 0.412,
+          price_basis: 'billed',
+          price_provider: null,
+          price_region: null
+        })
+      ],
+      machine: {
+        provider: 'vast',
+        instance_type: null,
+        region: null,
+        market: null,
+        instance_id: '28493017',
+        source: 'environment',
+        shared: false,
+        stoppable: true,
+        priced: 'instance',
+        instance_price_usd_per_hour: 0.412,
+        instance_price_confidence: 'listed',
+        instance_price_basis: 'billed',
+        instance_price_label: 'billed rate from Vast.ai, read 14:02 UTC',
+        instance_price_as_of: '2026-11-29T14:02+00:00'
+      }
+    });
+    expect(priceLines(status, '$', trans).map(line => line.text)).toEqual([
+      'Vast.ai: $0.41 per instance-hour — billed rate from Vast.ai, read 14:02 UTC',
+      'RTX-4090: $0.41 per GPU-hour — billed rate from Vast.ai, read 14:02 UTC'
+    ]);
+  });
+
   it('names the basis of a spot price, an override, a bound and no price', () => {
     const base = {
       provider: 'gcp',
@@ -79,7 +113,12 @@ describe('the Prices section leads with the price', () => {
     // priced at the rate of a reconciled bill (c.GpuCost.use_billed_rate)
     expect(
       basisText(
-        { ...base, basis: 'billed', market: 'on-demand', asOf: '2026-11-26' },
+        {
+          ...base,
+          basis: 'reconciled',
+          market: 'on-demand',
+          asOf: '2026-11-26'
+        },
         trans
       )
     ).toBe('your billed rate, us-central1, 2026-11-26');

@@ -49,6 +49,18 @@ export function machinePricing(
   }
   if (
     machine.priced === 'instance' &&
+    machine.instance_price_usd_per_hour !== null &&
+    machine.instance_price_basis === 'billed' &&
+    machine.instance_price_label
+  ) {
+    return trans.__(
+      'priced as a whole instance: %1 (%2)',
+      formatRate(machine.instance_price_usd_per_hour, symbol, trans),
+      machine.instance_price_label
+    );
+  }
+  if (
+    machine.priced === 'instance' &&
     machine.instance_price_usd_per_hour !== null
   ) {
     return trans.__(

@@ -25,8 +25,13 @@ export interface IMachine {
   priced: 'instance' | 'gpu';
   instance_price_usd_per_hour: number | null;
   instance_price_confidence: string | null;
-  /** `upper-bound`: a spot instance priced at its on-demand row. */
+  /**
+   * `upper-bound`: a spot instance priced at its on-demand row; `billed`: the
+   * rate its provider says it bills.
+   */
   instance_price_basis?: string | null;
+  /** `billed rate from Vast.ai, read 14:02 UTC`, in the server's language. */
+  instance_price_label?: string | null;
   /** The instance row's date, region and market (older servers leave them out). */
   instance_price_as_of?: string | null;
   instance_price_region?: string | null;

@@ -33,8 +33,10 @@ export function priceLines(
     machine.priced === 'instance' &&
     machine.instance_price_usd_per_hour !== null
   ) {
-    const key = machine.instance_type ?? machine.provider;
+    const key = machine.instance_type ?? providerName(machine.provider);
     const upper = machine.instance_price_basis === 'upper-bound';
+    const billed = machine.instance_price_basis === 'billed';
+    const reconciled = machine.instance_price_basis === 'reconciled';
     lines.push({
       key,
       per: 'instance',
@@ -46,13 +48,16 @@ export function priceLines(
           {
             basis: upper
               ? 'upper-bound'
-              : machine.instance_price_basis === 'billed'
+              : billed
                 ? 'billed'
-                : 'catalog',
+                : reconciled
+                  ? 'reconciled'
+                  : 'catalog',
             provider: machine.provider,
             market: machine.instance_price_market ?? machine.market,
             region: machine.instance_price_region ?? machine.region,
-            asOf: machine.instance_price_as_of ?? null
+            asOf: machine.instance_price_as_of ?? null,
+            label: machine.instance_price_label ?? null
           },
           trans
         )
@@ -66,7 +71,12 @@ export function priceLines(
       continue;
     }
     seen.add(key);
-    lines.push({ key, per: 'gpu', text: gpuLine(key, gpu, symbol, trans) });
+    const label = machine?.instance_price_label ?? null;
+    lines.push({
+      key,
+      per: 'gpu',
+      text: gpuLine(key, gpu, symbol, label, trans)
+    });
   }
   return lines;
 }
@@ -74,7 +84,9 @@ export function priceLines(
 /**
  * The basis of a price in one phrase: `AWS list price, us-east-1,
  * 2026-01-21`, `AWS spot price, …`, `the administrator's price`, `upper bound`,
- * `your billed rate, us-east-1, 2026-11-26`.
+ * `your billed rate, us-east-1, 2026-11-26` (a reconciled bill's rate),
+ * or the server's own label of a rate the provider bills (`billed rate from
+ * Vast.ai, read 14:02 UTC`).
  */
 export function basisText(
   price: {
@@ -83,15 +95,19 @@ export function basisText(
     market: string | null | undefined;
     region: string | null | undefined;
     asOf: string | null | undefined;
+    label?: string | null;
   },
   trans: TranslationBundle
 ): string {
+  if (price.basis === 'billed' && price.label) {
+    return price.label;
+  }
   let kind: string;
   if (price.basis === 'override') {
     kind = trans.__("the administrator's price");
   } else if (price.basis === 'upper-bound') {
     kind = trans.__('upper bound: the most it can cost');
-  } else if (price.basis === 'billed') {
+  } else if (price.basis === 'reconciled') {
     // c.GpuCost.use_billed_rate: the catalog's price at the rate a reconciled bill showed
     kind = trans.__('your billed rate');
   } else if (price.provider) {
@@ -124,6 +140,7 @@ function gpuLine(
   key: string,
   gpu: IGpuCostDevice,
   symbol: string,
+  billedLabel: string | null,
   trans: TranslationBundle
 ): string {
   if (!gpu.priced || gpu.price_usd_per_hour === null) {
@@ -139,7 +156,8 @@ function gpuLine(
         provider: gpu.price_provider,
         market: gpu.price_market,
         region: gpu.price_region,
-        asOf: gpu.price_as_of
+        asOf: gpu.price_as_of,
+        label: billedLabel
       },
       trans
     )
@@ -160,6 +178,7 @@ namespace Private {
     autodl: 'AutoDL',
     lambda: 'Lambda',
     runpod: 'RunPod',
+    vast: 'Vast.ai',
     vastai: 'Vast.ai',
     coreweave: 'CoreWeave',
     oci: 'OCI',

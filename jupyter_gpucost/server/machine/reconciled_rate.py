@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from traitlets import Bool, HasTraits
 
-from ...core.catalog import BASIS_BILLED
+from ...core.catalog import BASIS_RECONCILED
 from ...core.i18n import _
 from ...core.instance_prices import PricePlan, whole_instance
 from ...core.machine import Machine
@@ -25,7 +25,7 @@ from ...core.money import MICRO
 from ..ledger import Ledger, billed_rate, default_url
 
 
-class BilledRateTraits(HasTraits):
+class ReconciledRateTraits(HasTraits):
     use_billed_rate = Bool(
         True,
         config=True,
@@ -36,7 +36,7 @@ class BilledRateTraits(HasTraits):
     )
 
 
-def billed_rate_plan(
+def reconciled_rate_plan(
     plan: PricePlan,
     machine: Machine | None,
     *,
@@ -72,4 +72,6 @@ def billed_rate_plan(
     row = replace(whole.row, usd_per_hour=price, source=source, as_of=bill_day.isoformat())
     log.info("jupyter-gpucost: %s: %s per hour", source, price)
     whole = whole_instance(row)
-    return replace(plan, whole=replace(whole, per_gpu=replace(whole.per_gpu, basis=BASIS_BILLED)))
+    return replace(
+        plan, whole=replace(whole, per_gpu=replace(whole.per_gpu, basis=BASIS_RECONCILED))
+    )
