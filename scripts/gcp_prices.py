@@ -2,6 +2,7 @@
 
     python scripts/gcp_prices.py                       # print the rows (us-central1)
     python scripts/gcp_prices.py --region us-central1 --region europe-west4
+    python scripts/gcp_prices.py --all-regions --write # every region selling one of the GPUs
     python scripts/gcp_prices.py --write               # rewrite jupyter_gpucost/data/prices.toml
 
 GCP bills a T4, V100, P100 or P4 as an accelerator attached to an N1 VM: the VM's machine
@@ -19,7 +20,10 @@ every row's ``source`` (``third-party``):
 
 The rows go between the ``# >>> gcp_prices.py`` and ``# <<< gcp_prices.py`` lines of the
 catalog; everything else is kept. Exit 1 when a GPU has no price in a region (named on
-stderr), 2 when a dataset cannot be read.
+stderr), 2 when a dataset cannot be read. With ``--all-regions`` the regions are every region
+where the GPU dataset prices one of the four GPUs (the shipped rows are written so), and a GPU
+the dataset does not list in one of them is not sold there: no row, named on stderr, not an
+error.
 """
 
 from __future__ import annotations
@@ -105,25 +109,45 @@ def _micro(text: str) -> Decimal | None:
     return price
 
 
+def _one_gpu_records(csv_text: str) -> list[dict[str, str]]:
+    """The dataset's rows of one accelerator of ours alone (no machine type)."""
+    return [
+        record
+        for record in csv.DictReader(io.StringIO(csv_text))
+        if not record.get("InstanceType")
+        and record.get("AcceleratorName", "") in ACCELERATORS
+        and record.get("AcceleratorCount", "").split(".")[0] == "1"
+    ]
+
+
+def gpu_regions(csv_text: str) -> list[str]:
+    """Every region where the GPU dataset prices one of the four GPUs, sorted."""
+    return sorted({str(r["Region"]) for r in _one_gpu_records(csv_text) if r.get("Region")})
+
+
 def accelerator_rows(
-    csv_text: str, regions: Sequence[str], *, commit: str, as_of: date
+    csv_text: str,
+    regions: Sequence[str],
+    *,
+    commit: str,
+    as_of: date,
+    unlisted: list[str] | None = None,
 ) -> tuple[list[Row], list[str]]:
     """One on-demand and one spot ``[[price]]`` row per accelerator and region, and what
-    could not be priced."""
+    could not be priced. With ``unlisted`` given, a GPU the dataset does not list at all in a
+    region is not sold there: named in ``unlisted``, not missing."""
     found: dict[tuple[str, str], list[dict[str, str]]] = {}
-    for record in csv.DictReader(io.StringIO(csv_text)):
-        name = record.get("AcceleratorName", "")
-        if record.get("InstanceType") or name not in ACCELERATORS:
-            continue
-        if record.get("AcceleratorCount", "").split(".")[0] != "1":
-            continue
+    for record in _one_gpu_records(csv_text):
         if record.get("Region") in regions:
-            found.setdefault((name, str(record["Region"])), []).append(record)
+            found.setdefault((record["AcceleratorName"], str(record["Region"])), []).append(record)
     rows: list[Row] = []
     missing: list[str] = []
     for region in regions:
         for name, (model, accelerator) in ACCELERATORS.items():
             records = found.get((name, region), [])
+            if not records and unlisted is not None:
+                unlisted.append(f"{name} in {region}")
+                continue
             zones = sorted({r["AvailabilityZone"].rsplit("-", 1)[-1] for r in records})
             for market, column in (("on-demand", "Price"), ("spot", "SpotPrice")):
                 prices = {r[column] for r in records if r.get(column)}
@@ -240,6 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--catalog", type=Path, default=SHIPPED, help="default: the shipped one")
     parser.add_argument("--region", action="append", help="a GCP region (default us-central1)")
+    parser.add_argument(
+        "--all-regions",
+        action="store_true",
+        help="every region where the GPU dataset prices one of the GPUs (not with --region)",
+    )
     parser.add_argument("--raw", default=RAW, help="where the datasets are served from")
     parser.add_argument(
         "--skypilot-commit", default=SKYPILOT_COMMIT, help="the SkyPilot catalog's commit"
@@ -252,14 +281,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--write", action="store_true", help="rewrite the catalog file")
     args = parser.parse_args(argv)
+    if args.all_regions and args.region:
+        parser.error("--all-regions and --region exclude each other")
     regions: list[str] = args.region or ["us-central1"]
+    unlisted: list[str] | None = [] if args.all_regions else None
     as_of: date = args.gpus_as_of or datetime.now(UTC).date()
     base = args.raw.rstrip("/")
     try:
         csv_text = fetch(f"{base}/{SKYPILOT_REPO}/{args.skypilot_commit}/{SKYPILOT_PATH}")
         yml_text = fetch(f"{base}/{CYCLENERD_REPO}/{args.cyclenerd_commit}/{CYCLENERD_PATH}")
+        if args.all_regions:
+            regions = gpu_regions(csv_text)
         prices, missing = accelerator_rows(
-            csv_text, regions, commit=args.skypilot_commit, as_of=as_of
+            csv_text, regions, commit=args.skypilot_commit, as_of=as_of, unlisted=unlisted
         )
         vms, skipped = vm_rows(yml_text, regions, commit=args.cyclenerd_commit)
         new_block = block(prices, vms)
@@ -274,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for what in skipped:
         print(f"gcp_prices: left out, finer than a micro-dollar: {what}", file=sys.stderr)
+    for what in unlisted or []:
+        print(f"gcp_prices: not sold there (the dataset lists none): {what}", file=sys.stderr)
     for what in missing:
         print(f"gcp_prices: no price: {what}", file=sys.stderr)
     return 1 if missing else 0

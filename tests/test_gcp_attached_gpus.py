@@ -65,7 +65,7 @@ def plan(machine_type: str, market: str = "on-demand", *, shared: bool = False) 
 def test_every_n1_accelerator_has_a_dated_sourced_row_per_market() -> None:
     for accelerator, (name, memory, model) in ACCELERATORS.items():
         for market in ("on-demand", "spot"):
-            row = CATALOG.find(provider="gcp", market=market, model=model)
+            row = CATALOG.find(provider="gcp", market=market, model=model, region="us-central1")
             assert row is not None, (model, market)
             assert row.instance == accelerator
             assert row.region == "us-central1"
@@ -85,16 +85,22 @@ def test_every_n1_accelerator_has_a_dated_sourced_row_per_market() -> None:
 def test_every_n1_machine_type_row_is_dated_sourced_and_cheaper_on_spot() -> None:
     types = {r.machine_type for r in VMS}
     assert {"n1-standard-4", "n1-standard-8", "n1-standard-16", "n1-highmem-8"} <= types
-    for machine_type in types:
-        on_demand = find_vm(VMS, provider="gcp", machine_type=machine_type, market="on-demand")
-        spot = find_vm(VMS, provider="gcp", machine_type=machine_type, market="spot")
+    # every region that has a machine type's row has both markets' rows of it
+    for machine_type, region in {(r.machine_type, r.region) for r in VMS}:
+        on_demand = find_vm(
+            VMS, provider="gcp", machine_type=machine_type, market="on-demand", region=region
+        )
+        spot = find_vm(VMS, provider="gcp", machine_type=machine_type, market="spot", region=region)
         assert on_demand is not None, machine_type
         assert spot is not None, machine_type
         assert 0 < spot.usd_per_hour < on_demand.usd_per_hour
         for row in (on_demand, spot):
-            assert row.region == "us-central1"
+            assert row.region == region
             assert row.as_of
             assert row.source
+    assert {"n1-standard-4", "n1-standard-8", "n1-highmem-8"} <= {
+        r.machine_type for r in VMS if r.region == "us-central1"
+    }
 
 
 def test_an_n1_vm_is_no_longer_assumed_to_carry_one_t4() -> None:
@@ -117,7 +123,7 @@ def test_a_detected_n1_standard_8_is_priced_vm_plus_each_gpu() -> None:
     assert found.base_usd_per_hour(Decimal(7)) == Decimal("0.379998")
     assert "us-central1" in found.vm.source
     assert "as of 2026-07-30" in found.vm.source
-    t4 = CATALOG.find(provider="gcp", market="on-demand", model="T4")
+    t4 = CATALOG.find(provider="gcp", market="on-demand", model="T4", region="us-central1")
     assert t4 is not None
     assert attached_total(found.vm, [t4.usd_per_gpu_hour]) == Decimal("0.729998")
     assert attached_total(found.vm, [t4.usd_per_gpu_hour] * 2) == Decimal("1.079998")

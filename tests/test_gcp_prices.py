@@ -54,7 +54,7 @@ def shipped_block() -> str:
 def test_the_output_is_the_shipped_catalogs_block(
     raw: Raw, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = GCP.main(["--raw", raw.url, "--gpus-as-of", READ])
+    code = GCP.main(["--raw", raw.url, "--gpus-as-of", READ, "--all-regions"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out == shipped_block()
@@ -72,8 +72,14 @@ GCP_PATHS = [
 
 
 def test_the_shipped_rows_price_an_n1_standard_8_with_a_t4() -> None:
-    t4 = load_catalog().find(provider="gcp", market="on-demand", model="T4")
-    vm = find_vm(load_vm_rows(), provider="gcp", machine_type="n1-standard-8", market="on-demand")
+    t4 = load_catalog().find(provider="gcp", market="on-demand", model="T4", region="us-central1")
+    vm = find_vm(
+        load_vm_rows(),
+        provider="gcp",
+        machine_type="n1-standard-8",
+        market="on-demand",
+        region="us-central1",
+    )
     assert t4 is not None
     assert vm is not None
     assert (t4.usd_per_gpu_hour, vm.usd_per_hour) == (Decimal("0.35"), Decimal("0.379998"))
@@ -87,7 +93,13 @@ def test_write_reproduces_the_shipped_catalog(raw: Raw, tmp_path: Path) -> None:
     copy = tmp_path / "prices.toml"
     copy.write_text(SHIPPED.read_text(encoding="utf-8"), encoding="utf-8")
     assert (
-        GCP.main(["--raw", raw.url, "--gpus-as-of", READ, "--catalog", str(copy), "--write"]) == 0
+        GCP.main(
+            [
+                *("--raw", raw.url, "--gpus-as-of", READ, "--all-regions"),
+                *("--catalog", str(copy), "--write"),
+            ]
+        )
+        == 0
     )
     assert copy.read_text(encoding="utf-8") == SHIPPED.read_text(encoding="utf-8")
 
@@ -113,7 +125,38 @@ def test_a_region_without_a_gpu_price_is_named_and_exits_1(
     code = GCP.main(["--raw", raw.url, "--region", "asia-east1"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "no price: T4 on-demand in asia-east1: no price" in err
+    # the dataset sells no P4 in Taiwan: a region asked for by name must price every GPU
+    assert "no price: P4 on-demand in asia-east1: no price" in err
+
+
+def test_all_regions_are_the_regions_selling_a_gpu_and_a_gpu_not_sold_there_has_no_row(
+    raw: Raw, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = GCP.main(["--raw", raw.url, "--gpus-as-of", READ, "--all-regions"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    prices = tomllib.loads(out)["price"]
+    regions = {r["region"] for r in prices}
+    assert {"us-central1", "europe-west4", "asia-east1", "southamerica-east1"} <= regions
+    # a region is there because it sells one of the GPUs, and has rows of those it sells
+    assert {r["model"] for r in prices if r["region"] == "asia-east1"} == {"T4", "V100", "P100"}
+    assert "not sold there (the dataset lists none): P4 in asia-east1" in err
+    t4 = {(r["region"], r["market"]): r["usd_per_gpu_hour"] for r in prices if r["model"] == "T4"}
+    assert t4[("southamerica-east1", "on-demand")] == "0.48"
+    assert t4[("us-west2", "on-demand")] == "0.42074"
+    # an N1 price finer than a micro-dollar is left out there, never rounded
+    assert "n1-standard-8 on-demand in asia-southeast2: '0.51096148'" in err
+    assert not [
+        r
+        for r in tomllib.loads(out)["vm"]
+        if (r["region"], r["machine_type"]) == ("asia-southeast2", "n1-standard-8")
+    ]
+
+
+def test_all_regions_and_a_region_exclude_each_other(raw: Raw) -> None:
+    with pytest.raises(SystemExit) as refused:
+        GCP.main(["--raw", raw.url, "--all-regions", "--region", "us-central1"])
+    assert refused.value.code == 2
 
 
 def test_a_dataset_that_cannot_be_read_exits_2_naming_it(

@@ -420,7 +420,11 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
     cell = parse_cell(out.cells[0].metadata[METADATA_KEY])
     row = find_instance(
-        load_instance_rows(), provider="aws", instance="p4de.24xlarge", market="on-demand"
+        load_instance_rows(),
+        provider="aws",
+        instance="p4de.24xlarge",
+        market="on-demand",
+        region="us-east-1",  # the stand-in's instance identity document
     )
     assert row is not None
     pricing = whole_instance(row)

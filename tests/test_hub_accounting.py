@@ -98,7 +98,7 @@ def test_each_profile_is_priced_from_the_catalog_and_unknown_profiles_get_the_de
     )
     big = policy.rate_for(server("a100-2"))
     assert big.allocation == GpuAllocation("A100-80GB", 2)
-    row = CATALOG.find(provider="aws", market="on-demand", model="A100-80GB")
+    row = CATALOG.find(provider="aws", market="on-demand", model="A100-80GB", region="us-east-1")
     assert row is not None
     assert big.usd_per_gpu_hour == row.usd_per_gpu_hour
     assert big.usd_per_hour == 2 * row.usd_per_gpu_hour

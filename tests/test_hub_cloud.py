@@ -45,10 +45,26 @@ def config(path: Path, extra: str = "") -> str:
     return f"c.GpuCostHub.profiles_from = {str(path)!r}\n{extra}"
 
 
-def test_leap_gke_hub_is_priced_at_gcp_its_t4_on_the_n1_vm_as_gcp_bills_it(
+#: the region of these GKE hubs: GCP's GPU and N1 rows are per region
+CENTRAL = "c.GpuCostHub.price_region = 'us-central1'\n"
+
+
+def test_a_gke_hub_of_unknown_region_is_priced_at_the_dearest_regions_rows_labelled(
     tmp_path: Path,
 ) -> None:
     code, out, err = run_check(tmp_path, config(LEAP))
+    assert code == 0, err
+    gpu = row(out, "gpu", "image=pytorch")
+    # southamerica-east1's T4 (0.48) and n1-standard-8 (0.60319): the most it can cost
+    assert gpu[3] == "$1.08319/h"
+    assert "upper bound" in gpu[4]
+    assert "southamerica-east1" in gpu[4]
+
+
+def test_leap_gke_hub_is_priced_at_gcp_its_t4_on_the_n1_vm_as_gcp_bills_it(
+    tmp_path: Path,
+) -> None:
+    code, out, err = run_check(tmp_path, config(LEAP, CENTRAL))
     # the cloud is GCP, read from the profiles (an n2 machine type, GKE's labels)
     assert "prices of gcp: detected from the profiles: profile" in out
     assert "node.kubernetes.io/instance-type=n2-highmem-64" in out
@@ -69,7 +85,7 @@ def test_googles_gke_template_prices_its_gpus_at_gcp_and_refuses_its_tpu_by_name
     tmp_path: Path,
 ) -> None:
     """GoogleCloudPlatform/ai-on-gke's JupyterHub values: GKE labels only, no machine type."""
-    code, out, err = run_check(tmp_path, config(AI_ON_GKE))
+    code, out, err = run_check(tmp_path, config(AI_ON_GKE, CENTRAL))
     assert "prices of gcp: detected from the profiles" in out
     t4 = row(out, "gpu-t4", "storage=DefaultStorage")
     assert t4[2:4] == ["2 × T4", "$0.70/h"]  # 2 × GCP's T4, us-central1
@@ -88,7 +104,7 @@ def test_googles_gke_template_prices_its_gpus_at_gcp_and_refuses_its_tpu_by_name
 
 def test_leap_priced_with_the_admins_gcp_t4_price(tmp_path: Path) -> None:
     code, out, err = run_check(
-        tmp_path, config(LEAP, 'c.GpuCostHub.price_overrides = {"T4": "0.35"}\n')
+        tmp_path, config(LEAP, CENTRAL + 'c.GpuCostHub.price_overrides = {"T4": "0.35"}\n')
     )
     assert code == 0, err
     gpu = row(out, "gpu", "image=pytorch")

@@ -207,7 +207,8 @@ def test_an_instance_type_typed_by_a_user_must_have_a_price() -> None:
         ],
         {},
     )
-    table = ProfileTable(source, derived_prices(PricePolicy(catalog=load_catalog())), {})
+    policy = PricePolicy(catalog=load_catalog(), region="us-east-1")
+    table = ProfileTable(source, derived_prices(policy), {})
     assert table.problems == []
     cpu = table.rate_for({})
     assert (cpu.allocation.count, cpu.usd_per_hour) == (0, 0)
@@ -221,14 +222,15 @@ def test_an_instance_type_typed_by_a_user_must_have_a_price() -> None:
         GpuAllocation("A10G", 4),
         Decimal("5.672"),
     )
-    # the dearest AWS instance the catalog prices whole (p5en.48xlarge, 8 × H200)
+    # the dearest AWS instance the catalog prices whole, in any region (sa-east-1's
+    # p5.48xlarge, 8 × H100): a typed type may have no row in the hub's region
     unknown = table.rate_for({**typed, "node--unlisted-choice": "g7e.2xlarge"})
     assert (unknown.allocation, unknown.usd_per_hour) == (
-        GpuAllocation("H200", 8),
-        Decimal("63.296"),
+        GpuAllocation("H100-80GB", 8),
+        Decimal("92.4672"),
     )
     assert "has no whole-instance price" in unknown.source
     assert unknown.source.endswith(
         "billed at the dearest rate (the dearest instance priced at aws on-demand: "
-        "p5en.48xlarge, 63.296 USD/h)"
+        "p5.48xlarge in sa-east-1, 92.4672 USD/h)"
     )

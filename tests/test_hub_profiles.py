@@ -139,7 +139,9 @@ def test_a_jupyterhub_config_py_is_read_without_running_it(tmp_path: Path) -> No
     # the unlisted choice puts the user's text into the node selector
     text = row(out, "gpu", "gpu=(unlisted)")
     assert text[2:4] == ["from the text", "at run time"]
-    assert "any other at the dearest rate ($63.296/h)" in text[4]
+    # the dearest GPU the provider sells anywhere (São Paulo's p5.48xlarge): a text may name
+    # a GPU the hub's region has no row of, priced at its dearest region's
+    assert "any other at the dearest rate ($92.4672/h)" in text[4]
     assert row(out, "p5", "-")[2:4] == ["8 × H100-80GB", "$55.04/h"]
     # the callable cannot be read: said, and the exit code says the service won't start
     team = row(out, "team-gpu", "-")
@@ -153,6 +155,7 @@ def test_profile_gpus_covers_a_profile_that_cannot_be_read(tmp_path: Path) -> No
     config = (
         f"c.GpuCostHub.profiles_from = {str(HUB_CONFIG)!r}\n"
         'c.GpuCostHub.profile_gpus = {"team-gpu": "A100-80GB x 2"}\n'
+        "c.GpuCostHub.price_region = 'us-east-1'\n"
     )
     code, out, err = run_check(tmp_path, config)
     assert code == 0, err
@@ -318,7 +321,7 @@ def test_a_callable_profile_gpus_prices_first_and_its_none_falls_back() -> None:
     assert (rate.allocation.count, rate.usd_per_hour) == (4, Decimal("13.724"))
     # the callable says nothing: the derived price, or the dearest where there is none
     other = policy.rate_for(ServerInfo("u", "", T0, True, "team-gpu", team))
-    assert other.usd_per_hour == Decimal("63.296")
+    assert other.usd_per_hour == Decimal("92.4672")  # sa-east-1's p5.48xlarge, the dearest
     assert "billed at the dearest rate" in other.source
     a10g = policy.rate_for(ServerInfo("u", "", T0, True, "gpu", {"profile": "gpu"}))
     assert (a10g.allocation.model, a10g.usd_per_hour) == ("A10G", Decimal("1.006"))

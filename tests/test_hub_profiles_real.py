@@ -507,7 +507,7 @@ class _Hub:
 async def test_the_admin_page_shows_a_pods_share_of_its_node(tmp_path: Path) -> None:
     now = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
     settings = ProfileSettings(
-        prices=PricePolicy(catalog=load_catalog()),
+        prices=PricePolicy(catalog=load_catalog(), region="us-east-1"),
         profiles_from=str(DATA / "shared-nodes.values.yaml"),
         profile_gpus={"shared-t4": "T4", "inf2": "none", "prose-t4": "T4"},
     )

@@ -314,12 +314,21 @@ MULTI_GPU = [
 ]
 
 
+#: the region the machine is detected in, where the provider's rows are per region
+MULTI_GPU_REGION = {"aws": "us-east-1"}
+
+
 @pytest.mark.parametrize(("provider", "instance", "gpus", "price", "per_gpu_row"), MULTI_GPU)
 def test_a_detected_multi_gpu_machine_is_priced_from_its_own_row(
     provider: str, instance: str, gpus: int, price: str, per_gpu_row: str
 ) -> None:
     plan = _plan(
-        AdminPrices(), provider=provider, instance_type=instance, market="on-demand", shared=False
+        AdminPrices(),
+        provider=provider,
+        instance_type=instance,
+        market="on-demand",
+        shared=False,
+        region=MULTI_GPU_REGION.get(provider, ""),
     )
     assert plan.whole is not None, plan.note
     assert (plan.whole.row.gpus, plan.whole.row.usd_per_hour) == (gpus, Decimal(price))

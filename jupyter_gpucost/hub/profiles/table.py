@@ -227,12 +227,13 @@ def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
     if whole and policy.session_currency == "USD":
         top = max(whole, key=lambda r: r.usd_per_hour)
         share = (top.usd_per_hour / top.gpus).quantize(MICRO, rounding=ROUND_CEILING)
+        where = f" in {top.region}" if top.region else ""
         found.append(
             Rate(
                 GpuAllocation(top.gpu_model, top.gpus),
                 share,
                 f"the dearest instance priced at {policy.provider} {policy.market}: "
-                f"{top.instance}, {top.usd_per_hour} USD/h",
+                f"{top.instance}{where}, {top.usd_per_hour} USD/h",
             )
         )
     return found
