@@ -20,6 +20,7 @@ from jupyter_gpucost.core.instance_prices import find_instance, load_instance_ro
 from jupyter_gpucost.core.protocol import KERNEL_ENV
 from jupyter_gpucost.core.saved_cost import (
     ENV_DMI,
+    ENV_REGION,
     ENV_TELEMETRY,
     METADATA_KEY,
     MIMETYPE,
@@ -43,6 +44,8 @@ def simulated(
     for name in KERNEL_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(ENV_TELEMETRY, "simulated")
+    # the catalog's rows of one region (unset: the dearest region's, an upper bound)
+    monkeypatch.setenv(ENV_REGION, "us-east-1")
     # an empty DMI folder: no metadata service is asked, whatever machine runs the tests
     monkeypatch.setenv(ENV_DMI, str(tmp_path_factory.mktemp("no-dmi")))
     # a data folder of its own: no run adds itself to this machine's ledger

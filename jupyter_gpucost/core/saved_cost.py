@@ -60,6 +60,9 @@ TELEMETRY_CHOICES = ("nvml", "simulated", "auto")
 ENV_DETECT = "JUPYTER_GPUCOST_DETECT_MACHINE"
 #: where the machine's DMI files are (``/sys/class/dmi/id`` if unset)
 ENV_DMI = "JUPYTER_GPUCOST_DMI_PATH"
+#: the region whose catalog rows price a kernel with no server and no detected machine
+#: (``us-east-1``); unset: the dearest region's rows, labelled an upper bound
+ENV_REGION = "JUPYTER_GPUCOST_PRICE_REGION"
 
 #: what no honest record exceeds (a trust boundary: a file can say anything)
 MAX_COST_MICRO_USD = 10**15  # a billion dollars

@@ -10,12 +10,14 @@ report says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ...core.i18n import _
 from ...core.protocol import PublishedPrices
+from ...core.saved_cost import ENV_REGION
 from ..link import published_prices
 
 #: a GPU's upper bound: the catalog's message and its values
@@ -84,7 +86,9 @@ def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     """Prices from the shipped catalog for (uuid, NVML name, memory) of the GPUs here."""
     from ...core.catalog import PricePolicy, load_catalog
 
-    policy = PricePolicy(catalog=load_catalog())
+    region = os.environ.get(ENV_REGION, "").strip()
+    policy = PricePolicy(catalog=load_catalog(), region=region)
+    where = region or "region not known: the dearest region's rows"
     gpus: dict[str, tuple[str, Decimal | None]] = {}
     bounds: dict[str, Bound] = {}
     for uuid, name, memory in readings:
@@ -96,6 +100,7 @@ def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     return KernelPrices(
         gpus=gpus,
         bounds=bounds,
-        source="the shipped catalog (aws on-demand): no jupyter-gpucost server for this kernel",
+        source=f"the shipped catalog (aws on-demand, {where}): no jupyter-gpucost server for "
+        "this kernel",
         from_server=False,
     )
