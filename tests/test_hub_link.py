@@ -23,7 +23,9 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from kernel_notebook import text
 from test_config import start_server
+from test_kernel_link import run_async
 from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core import i18n
@@ -340,6 +342,39 @@ async def test_the_hubs_allowances_are_shown_read_only_in_the_status(
         "left": 0.25,
         "refill_at": "2026-11-30T00:00:00Z",
     }
+
+
+async def test_gpucost_in_a_kernel_says_what_is_left_of_the_hubs_allowances(
+    jp_fetch: Any, service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "UTC")  # the kernel writes the top-up in its own time zone
+    monday = datetime(2026, 11, 30, tzinfo=UTC)
+    service.reply = HubReply(
+        user="alice",
+        session_micro_usd=0,
+        today_micro_usd=0,
+        month_micro_usd=0,
+        allowances=(
+            HubAllowance("group:students", "gpu_hours", "week", 10_000_000, 6_333_333, monday),
+            HubAllowance("user", "usd", "month", 20_000_000, 12_400_000, monday),
+        ),
+    )
+
+    async def shown() -> bool:
+        hub = (await get(jp_fetch, "status"))["budget"]["hub"]
+        return bool(hub and hub["allowances"])
+
+    await until(shown, "the hub's allowances in the status")
+    nb = await run_async(["%load_ext jupyter_gpucost", "%gpucost"])
+    summary = text(nb.cells[1])
+    assert "this session has cost $" in summary
+    # the time left in the server's duration words; the hub set it, read-only
+    assert (
+        "hub allowance: 6 h 20 min of GPU time left this week, fills up again on Mon "
+        "2026-11-30 00:00 UTC; group students, set by your hub admin (read-only)" in summary
+    )
+    assert "hub allowance: $12.40 left this month" in summary
+    assert "set by your hub admin (read-only)" in summary
 
 
 @pytest.mark.parametrize(

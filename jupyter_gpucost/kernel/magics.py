@@ -29,6 +29,7 @@ from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .cell.measure import CellCost, Measurement, prices
 from .cell.saved import hand_over, in_a_kernel, saved_cell
+from .commands.allowance import allowance_lines
 from .commands.usage import HELP_WORDS, SUBCOMMANDS, docstring, help_text, usage_of
 from .link import LinkError, follow_server_language, link
 from .stop_when_done import stop_when_done
@@ -297,6 +298,9 @@ def show_summary(shell: Shell) -> None:
                         kind=budget_kind(str(binding["kind"])),
                     )
                 )
+            # the hub's allowances: what is left, read-only
+            for line in allowance_lines(state, symbol):
+                print(line)
     tally = getattr(shell, "gpucost_tally", None)
     if tally is not None and tally.total_cells:
         pricer = getattr(shell, "gpucost_auto", None)

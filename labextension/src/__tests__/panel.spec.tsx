@@ -702,6 +702,81 @@ describe('CostPanel budget sources', () => {
   });
 });
 
+describe('CostPanel hub allowances', () => {
+  afterEach(() => {
+    document.body.innerHTML = '';
+    requests.length = 0;
+  });
+
+  it("shows what is left of the hub's allowances, read-only", async () => {
+    const status = makePanelStatus({
+      budget: {
+        state: 'ok',
+        hard: null,
+        soft: null,
+        hub: {
+          budgets: [],
+          stop_at: null,
+          reason: null,
+          error: null,
+          allowances: [
+            {
+              source: 'group:students',
+              unit: 'gpu_hours',
+              period: 'week',
+              amount: 10,
+              left: 6.333333,
+              refill_at: '2026-11-30T00:00:00Z'
+            },
+            {
+              source: 'user',
+              unit: 'usd',
+              period: 'month',
+              amount: 20,
+              left: 12.4,
+              refill_at: '2026-12-01T00:00:00Z'
+            }
+          ]
+        },
+        scopes: ['session', 'day', 'month'],
+        last_action: null
+      }
+    });
+    const { node } = await renderPanel({
+      status: { status: 200, body: status },
+      budget: { status: 200, body: {} },
+      kernels: { status: 404 },
+      history: { status: 404 }
+    });
+    const [hours, money] = Array.from(
+      node.querySelectorAll('[data-field="hub-allowance"]')
+    );
+    expect(
+      hours.querySelector('[data-field="allowance-left"]')!.textContent
+    ).toBe('6 h 20 min of GPU time left this week');
+    expect(
+      hours.querySelector('[data-field="allowance-refill"]')!.textContent
+    ).toBe(
+      `fills up again at ${formatLocalTime('2026-11-30T00:00:00Z', Date.now())}`
+    );
+    expect(
+      hours.querySelector('[data-field="allowance-source"]')!.textContent
+    ).toBe('group students, set by your hub admin (read-only)');
+    expect(
+      money.querySelector('[data-field="allowance-left"]')!.textContent
+    ).toBe('$12.40 left this month');
+    expect(
+      money.querySelector('[data-field="allowance-source"]')!.textContent
+    ).toBe('set by your hub admin (read-only)');
+    // read-only: nothing in it to edit
+    expect(
+      node.querySelector(
+        '[data-field="hub-allowances"] input, [data-field="hub-allowances"] button'
+      )
+    ).toBeNull();
+  });
+});
+
 describe('CostPanel cells, advice, chart and layout', () => {
   afterEach(() => {
     document.body.innerHTML = '';

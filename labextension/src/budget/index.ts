@@ -9,6 +9,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { IGpuCostModel } from '../tokens';
 import { BudgetController } from './controller';
 
+export * from './allowance';
 export * from './confirm';
 export * from './controller';
 export * from './countdown';

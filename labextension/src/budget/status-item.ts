@@ -1,6 +1,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { STATUS_ITEM_ID } from '../view';
+import { allowanceLines } from './allowance';
 import { budgetDisplayState, budgetText, budgetTitle } from './format';
 import { IBudgetStatus } from './tokens';
 
@@ -28,7 +29,11 @@ export class BudgetStatusItem extends Widget {
     const state = budgetDisplayState(status);
     this.node.dataset.budget = state;
     this.node.textContent = budgetText(status, Date.now(), symbol);
-    this.node.title = budgetTitle(status, symbol);
+    // the hub's allowances, read-only, after the budgets
+    this.node.title = [budgetTitle(status, symbol)]
+      .concat(allowanceLines(status, symbol))
+      .filter(line => line)
+      .join('\n');
     this.node.classList.add('jp-StatusBar-TextItem');
     const costItem = document.getElementById(STATUS_ITEM_ID);
     if (costItem) {

@@ -95,6 +95,25 @@ export interface IBudgetAction {
 }
 
 /**
+ * One allowance the hub enforces on this user (read-only: the hub sets it),
+ * as the server's status reports it (`budget.hub.allowances`).
+ */
+export interface IHubAllowance {
+  /** `user` or `group:<name>` */
+  source: string;
+  /** `usd` (money) or `gpu_hours` */
+  unit: string;
+  /** `day`, `week`, `month`, `N days` (a rolling window) or `balance` */
+  period: string;
+  /** A period's amount, a balance's cap: dollars or GPU-hours. */
+  amount: number;
+  /** What is left: dollars or GPU-hours. */
+  left: number;
+  /** When it fills up again (ISO-8601 UTC). */
+  refill_at: string;
+}
+
+/**
  * The hub service's budgets and its latest answer (`null` when the server does
  * not report to a hub service).
  */
@@ -116,6 +135,8 @@ export interface IBudgetHub {
   reported_at: string | null;
   /** Why the last report did not get through, `null` when it did. */
   error: string | null;
+  /** The hub's allowances and what is left of them (older servers: absent). */
+  allowances?: IHubAllowance[];
 }
 
 /**

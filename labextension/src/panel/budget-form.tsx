@@ -11,6 +11,11 @@ import {
   scopeName
 } from '../budget/format';
 
+import {
+  allowanceLeft,
+  allowanceRefill,
+  allowanceSource
+} from '../budget/allowance';
 import { countdownReason, countdownSentence } from '../budget/reason';
 import { timeLeftText } from '../budget/time-left';
 import { formatBudget, formatMoney } from '../format';
@@ -127,6 +132,30 @@ export function Budget(props: {
           <li>{trans.__('No budget set.')}</li>
         )}
       </ul>
+      {!!budget.hub?.allowances?.length && (
+        <ul className="jp-gpucost-panel-allowances" data-field="hub-allowances">
+          {budget.hub.allowances.map(a => (
+            <li
+              key={`${a.source}:${a.unit}:${a.period}`}
+              data-field="hub-allowance"
+              data-unit={a.unit}
+            >
+              <span data-field="allowance-left">
+                {allowanceLeft(a, symbol)}
+              </span>
+              {' · '}
+              <span data-field="allowance-refill">{allowanceRefill(a)}</span>
+              {' · '}
+              <span
+                className="jp-gpucost-panel-note"
+                data-field="allowance-source"
+              >
+                {allowanceSource(a)}
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
       {budget.stop?.text && <p data-field="budget-stop">{budget.stop.text}</p>}
       {budget.grace?.shortened_text && (
         <p className="jp-gpucost-panel-note" data-field="grace-shortened">

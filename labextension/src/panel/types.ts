@@ -5,6 +5,7 @@
  * status is optional: an older server, or one whose ledger could not open,
  * leaves it out and the panel says so.
  */
+import { IHubAllowance } from '../budget/tokens';
 import { IGpuCostStatus } from '../tokens';
 
 /**
@@ -63,6 +64,8 @@ export interface IPanelBudget {
     /** Why the hub stops it: `budget`, `idle` (older servers: absent). */
     stop_kind?: string | null;
     error: string | null;
+    /** The hub's allowances, read-only (older servers: absent). */
+    allowances?: IHubAllowance[];
   } | null;
   scopes: string[];
   /** When, at what amount and how it stops (absent or `null`: it does not). */
