@@ -24,7 +24,14 @@ from jupyter_gpucost.hub.ledger.requests import RequestStore
 from jupyter_gpucost.hub.model import ServerInfo
 from jupyter_gpucost.hub.service import HubService
 from jupyter_gpucost.hub.web.allowance_view import allowances
-from jupyter_gpucost.hub.web.asking_view import ask, decide, listing, requests_csv
+from jupyter_gpucost.hub.web.asking_view import (
+    ask,
+    decide,
+    form_body,
+    listing,
+    page,
+    requests_csv,
+)
 from jupyter_gpucost.hub.web.hubapi import Identity
 
 EN = messages_for("en")
@@ -225,3 +232,34 @@ def test_an_approval_during_the_countdown_clears_it_at_the_next_poll(ledger_url:
     assert standing.stop_at is None  # the grace is over: an hour more to run
     assert not service.due(near + timedelta(minutes=5))
     service.close(near + timedelta(seconds=30))
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["source", "amount", "reason", "approve", "_xsrf", "user"]),
+        st.text(max_size=20),
+    )
+)
+def test_the_pages_forms_carry_only_what_the_api_takes(fields: dict[str, str]) -> None:
+    body = form_body(fields)
+    assert set(body) <= {"source", "amount", "reason", "approve"}
+    # only the two buttons decide; any other value is no answer (decide refuses it)
+    if "approve" in fields:
+        assert body["approve"] is {"approve": True, "decline": False}.get(fields["approve"])
+
+
+def test_the_user_page_shows_the_request_and_the_owner_the_buttons(ledger_url: str) -> None:
+    service, store = setup(ledger_url)
+    fields = {"source": "group:students", "amount": "1.5", "reason": "thesis", "_xsrf": "x"}
+    made = ask(service, store, SAM, form_body(fields), WED, 3, EN)
+    mine = page(service, store, SAM, False, WED, EN, "$")
+    assert mine["sources"] == [("group:students", "gpu_hours")]
+    assert (mine["latest"]["id"], mine["latest"]["state"]) == (made.id, "open")
+    assert mine["latest"]["amount_text"] == "1.5 GPU-hours"
+    assert mine["to_decide"] == []  # nobody decides their own
+    assert page(service, store, OTHER_OWNER, False, WED, EN, "$")["to_decide"] == []
+    (shown,) = page(service, store, OWNER, False, WED, EN, "$")["to_decide"]
+    assert (shown["user"], shown["amount_text"]) == ("sam", "1.5 GPU-hours")
+    decide(store, OWNER, False, made.id, form_body({"approve": "approve"}), WED, EN)
+    assert page(service, store, SAM, False, WED, EN, "$")["latest"]["state"] == "approved"
+    service.close(WED)

@@ -144,3 +144,39 @@ def requests_csv(store: RequestStore, since: datetime) -> str:
         row = r.to_json()
         writer.writerow([cell("" if row[c] is None else str(row[c])) for c in CSV_COLUMNS])
     return out.getvalue()
+
+
+def form_body(fields: dict[str, str]) -> dict[str, Any]:
+    """The user page's forms as the API's body: ``approve`` is the button pressed
+    (``approve`` or ``decline``); anything else is refused by the rules, with a sentence."""
+    doc: dict[str, Any] = {k: fields[k] for k in ("source", "amount", "reason") if k in fields}
+    if "approve" in fields:
+        doc["approve"] = {"approve": True, "decline": False}.get(fields["approve"])
+    return doc
+
+
+def page(
+    service: HubService,
+    store: RequestStore,
+    who: Identity,
+    admin: bool,
+    now: datetime,
+    messages: Messages,
+    symbol: str,
+) -> dict[str, Any]:
+    """The user page's "ask for more": the allowances one may ask more of, the user's
+    latest request and its state, and the open requests ``who`` may decide, each amount
+    in words."""
+    groups = {g for gs in service.groups_of.values() for g in gs}
+    found = listing(store, who, admin, groups, now)
+    standings = service.allowances.of_user(who.name, service.groups_of, service.ledger, now)
+
+    def worded(r: dict[str, Any]) -> dict[str, Any]:
+        micro = round(float(r["amount"]) * 10**6)
+        return {**r, "amount_text": amount_text(micro, str(r["unit"]), messages, symbol)}
+
+    return {
+        "sources": [(s.source, s.unit) for s in standings],
+        "latest": worded(found["mine"][0]) if found["mine"] else None,
+        "to_decide": [worded(r) for r in found["to_decide"]],
+    }
