@@ -5,6 +5,8 @@ ann and carol are students (1 GPU-hour a week each); prof owns the students grou
 allowance (a Hub role with ``custom:gpucost:approve!group=students``). ann asks on her
 page, prof approves on his, and ann's page says approved; carol, no owner, sees no
 buttons and her forged decision is refused; a POST without the XSRF token is refused.
+carol, her server running (2 simulated A100s: 2 GPU-hours an hour), asks to keep running
+4 hours: 8 GPU-hours.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hub_service_fixture import Hub, chp_command, running_hub
-from playwright.sync_api import expect
+from hub_service_fixture import Hub, chp_command, running_hub, spawn
+from playwright.sync_api import Error, expect
 
 from .conftest import screenshot
 from .test_hub_pages import login, open_service
@@ -141,3 +143,28 @@ def test_asked_on_the_page_approved_by_the_owner_on_his(hub: Hub, browser: Any) 
     assert code == 200
     assert listed["mine"][0]["state"] == "approved"
     assert listed["mine"][0]["decided_by"] == "prof"
+
+
+def test_keep_running_four_hours_asks_for_four_hours_of_the_running_server(
+    hub: Hub, browser: Any
+) -> None:
+    code, body = spawn(hub, "carol")
+    assert code in (201, 202), body
+    carol = as_user(browser, hub, "carol")
+
+    def keep_form_shown() -> bool:
+        try:
+            carol.reload(timeout=20_000)
+            return bool(carol.locator("#gpucost-keep").count())
+        except Error:
+            return False  # not yet: the page did not load this time
+
+    hub.wait("the page to offer keep running", keep_form_shown, 60)
+    expect(carol.locator("#gpucost-keep-hours")).to_have_value("4")
+    carol.fill("#gpucost-keep-reason", "training ends at six")
+    carol.click("#gpucost-keep-send")
+    mine = carol.locator("#gpucost-my-request")
+    expect(mine).to_have_attribute("data-state", "open", timeout=30_000)
+    expect(mine).to_contain_text("8 GPU-hours")
+    screenshot(carol, "hub-ask-keep-running.png")
+    hub.call("DELETE", "/users/carol/server")
