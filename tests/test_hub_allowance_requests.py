@@ -18,13 +18,20 @@ from hypothesis import strategies as st
 from test_hub_allowance_service import WED, make, run_until_stopped
 
 from jupyter_gpucost.core.i18n import messages_for
-from jupyter_gpucost.hub.allowance.asking import AskRefused, check_ask, may_decide
+from jupyter_gpucost.hub.allowance.asking import AskRefused, check_ask, keep_hours, may_decide
 from jupyter_gpucost.hub.allowance.usage import AllowanceStanding
 from jupyter_gpucost.hub.ledger.requests import RequestStore
 from jupyter_gpucost.hub.model import ServerInfo
 from jupyter_gpucost.hub.service import HubService
 from jupyter_gpucost.hub.web.allowance_view import allowances
-from jupyter_gpucost.hub.web.asking_view import ask, decide, listing, requests_csv
+from jupyter_gpucost.hub.web.asking_view import (
+    ask,
+    decide,
+    form_body,
+    listing,
+    page,
+    requests_csv,
+)
 from jupyter_gpucost.hub.web.hubapi import Identity
 
 EN = messages_for("en")
@@ -225,3 +232,63 @@ def test_an_approval_during_the_countdown_clears_it_at_the_next_poll(ledger_url:
     assert standing.stop_at is None  # the grace is over: an hour more to run
     assert not service.due(near + timedelta(minutes=5))
     service.close(near + timedelta(seconds=30))
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["source", "amount", "reason", "approve", "_xsrf", "user"]),
+        st.text(max_size=20),
+    )
+)
+def test_the_pages_forms_carry_only_what_the_api_takes(fields: dict[str, str]) -> None:
+    body = form_body(fields)
+    assert set(body) <= {"source", "amount", "reason", "approve"}
+    # only the two buttons decide; any other value is no answer (decide refuses it)
+    if "approve" in fields:
+        assert body["approve"] is {"approve": True, "decline": False}.get(fields["approve"])
+
+
+def test_the_user_page_shows_the_request_and_the_owner_the_buttons(ledger_url: str) -> None:
+    service, store = setup(ledger_url)
+    fields = {"source": "group:students", "amount": "1.5", "reason": "thesis", "_xsrf": "x"}
+    made = ask(service, store, SAM, form_body(fields), WED, 3, EN)
+    mine = page(service, store, SAM, False, WED, EN, "$")
+    assert mine["sources"] == [("group:students", "gpu_hours")]
+    assert (mine["latest"]["id"], mine["latest"]["state"]) == (made.id, "open")
+    assert mine["latest"]["amount_text"] == "1.5 GPU-hours"
+    assert mine["to_decide"] == []  # nobody decides their own
+    assert page(service, store, OTHER_OWNER, False, WED, EN, "$")["to_decide"] == []
+    (shown,) = page(service, store, OWNER, False, WED, EN, "$")["to_decide"]
+    assert (shown["user"], shown["amount_text"]) == ("sam", "1.5 GPU-hours")
+    decide(store, OWNER, False, made.id, form_body({"approve": "approve"}), WED, EN)
+    assert page(service, store, SAM, False, WED, EN, "$")["latest"]["state"] == "approved"
+    service.close(WED)
+
+
+def test_keep_running_four_hours_moves_the_countdown_four_hours(ledger_url: str) -> None:
+    service, store = setup(ledger_url)
+    server = ServerInfo("sam", "", WED, True, groups=("students",))
+    service.sync([server], WED)
+    near = WED + timedelta(minutes=57)
+    service.sync([server], near)
+    assert next(iter(service.state.values())).stop_at is not None  # counting down
+    body = {"source": "group:students", "keep_hours": "4", "reason": "training ends at 6"}
+    made = ask(service, store, SAM, form_body(body), near, 3, EN)
+    # his server uses 1 GPU-hour an hour: 4 hours of it, recorded like any request
+    assert (made.unit, made.amount_micro, made.reason) == ("gpu_hours", 4_000_000, body["reason"])
+    decide(store, OWNER, False, made.id, {"approve": True}, near, EN)
+    service.sync([server], near + timedelta(seconds=30))
+    assert next(iter(service.state.values())).stop_at is None
+    assert not service.due(near + timedelta(hours=3, minutes=50))
+    service.close(near + timedelta(seconds=30))
+
+
+@given(st.one_of(st.text(max_size=6), st.integers(), st.floats(), st.none(), st.booleans()))
+def test_hostile_hours_to_keep_running_are_refused_with_a_sentence(hours: object) -> None:
+    text = hours.strip() if isinstance(hours, str) else str(hours)
+    whole = not isinstance(hours, bool | float) and text.isascii() and text.isdecimal()
+    if whole and 1 <= int(text) <= 24:
+        assert keep_hours(hours, EN) == int(text)
+    else:
+        with pytest.raises(AskRefused, match=r"^Ask to keep running for 1 to 24 whole hours\.$"):
+            keep_hours(hours, EN)

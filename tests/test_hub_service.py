@@ -441,6 +441,9 @@ def test_every_route_of_the_service_needs_the_hubs_word(hub: Hub) -> None:
         ("GET", "api/users/bob/profiles"): 401,
         ("GET", "api/allowance/requests"): 401,
         ("POST", "api/allowance/requests/1"): 401,
+        # the user page's forms: refused before anything, no XSRF token (and no login)
+        ("POST", "ask"): 403,
+        ("POST", "decide/1"): 403,
         ("GET", "metrics"): 401,
     }
     # the list above covers every route the service serves (besides static files)

@@ -27,6 +27,8 @@ from .usage import AllowanceStanding
 #: a request asks for at most this many times the allowance's amount
 MAX_FACTOR = 10
 MAX_REASON = 500
+#: "keep running N hours" asks for 1 to this many hours
+MAX_KEEP_H = 24
 APPROVE_SCOPE = "custom:gpucost:approve"
 
 
@@ -50,6 +52,22 @@ def reason_text(raw: object, messages: Messages | None = None) -> str:
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in text):
         raise AskRefused(_("The reason may not hold control characters."))
     return text
+
+
+def keep_hours(raw: object, messages: Messages | None = None) -> int:
+    """The whole hours of a "keep running N hours" request, 1 to :data:`MAX_KEEP_H`."""
+    _ = _tr(messages).gettext  # by this name, the catalog's tool finds the sentences
+    text = raw.strip() if isinstance(raw, str) else raw
+    if isinstance(text, bool) or not isinstance(text, int | str):
+        text = ""
+    digits = str(text)
+    whole = digits.isascii() and digits.isdecimal() and len(digits.lstrip("0")) <= 3
+    hours = int(digits) if whole else 0
+    if not 1 <= hours <= MAX_KEEP_H:
+        raise AskRefused(
+            _("Ask to keep running for 1 to {most} whole hours.").format(most=MAX_KEEP_H)
+        )
+    return hours
 
 
 def check_ask(

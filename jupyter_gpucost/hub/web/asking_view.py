@@ -10,12 +10,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from ...core.i18n import Messages
 from ..alerting import HubAlerts
-from ..allowance.asking import APPROVE_SCOPE, AskRefused, check_ask, may_decide, reason_text
+from ..allowance.asking import (
+    APPROVE_SCOPE,
+    AskRefused,
+    check_ask,
+    keep_hours,
+    may_decide,
+    reason_text,
+)
+from ..allowance.usage import AllowanceStanding
 from ..allowance.words import amount as amount_text
 from ..ledger.requests import AllowanceRequest, RequestStore
 from ..service import HubService
@@ -55,10 +65,13 @@ def ask(
     book = service.allowances
     standings = book.of_user(who.name, service.groups_of, service.ledger, now)
     mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
+    amount = body.get("amount")
+    if "keep_hours" in body:  # "keep running N hours": N hours of the running servers
+        amount = keep_amount(service, who.name, body, standings, messages)
     allowance, micro, reason = check_ask(
         standings,
         body.get("source"),
-        body.get("amount"),
+        amount,
         body.get("reason"),
         [(r.state, r.asked) for r in mine],
         now,
@@ -71,6 +84,33 @@ def ask(
         text = amount_text(micro, allowance.unit, None, alerts.symbol)
         alerts.allowance_requested(who.name, made.source, made.id, text, reason, now)
     return made
+
+
+def keep_amount(
+    service: HubService,
+    user: str,
+    body: dict[str, Any],
+    standings: Sequence[AllowanceStanding],
+    messages: Messages,
+) -> str:
+    """What ``user``'s running servers use of the allowance in ``body["source"]`` in
+    ``body["keep_hours"]`` hours, at their rates now (an approval grants it: the countdown
+    moves that many hours later, as any grant moves it)."""
+    _ = messages.gettext  # by this name, the catalog's tool finds the sentences
+    hours = keep_hours(body.get("keep_hours"), messages)
+    found = next((s for s in standings if s.source == body.get("source")), None)
+    rate_of = service.allowances.policy.rate_of
+    per_hour = sum(
+        (
+            rate_of(found.unit, row.rate)
+            for row in service.rows.values()
+            if found is not None and row.user == user and row.stopped is None
+        ),
+        Decimal(0),
+    )
+    if found is not None and per_hour <= 0:
+        raise AskRefused(_("No running server of yours uses this allowance."), 409)
+    return f"{(per_hour * hours).quantize(Decimal('0.000001')):f}"
 
 
 def decide(
@@ -144,3 +184,40 @@ def requests_csv(store: RequestStore, since: datetime) -> str:
         row = r.to_json()
         writer.writerow([cell("" if row[c] is None else str(row[c])) for c in CSV_COLUMNS])
     return out.getvalue()
+
+
+def form_body(fields: dict[str, str]) -> dict[str, Any]:
+    """The user page's forms as the API's body: ``approve`` is the button pressed
+    (``approve`` or ``decline``); anything else is refused by the rules, with a sentence."""
+    keys = ("source", "amount", "keep_hours", "reason")
+    doc: dict[str, Any] = {k: fields[k] for k in keys if k in fields}
+    if "approve" in fields:
+        doc["approve"] = {"approve": True, "decline": False}.get(fields["approve"])
+    return doc
+
+
+def page(
+    service: HubService,
+    store: RequestStore,
+    who: Identity,
+    admin: bool,
+    now: datetime,
+    messages: Messages,
+    symbol: str,
+) -> dict[str, Any]:
+    """The user page's "ask for more": the allowances one may ask more of, the user's
+    latest request and its state, and the open requests ``who`` may decide, each amount
+    in words."""
+    groups = {g for gs in service.groups_of.values() for g in gs}
+    found = listing(store, who, admin, groups, now)
+    standings = service.allowances.of_user(who.name, service.groups_of, service.ledger, now)
+
+    def worded(r: dict[str, Any]) -> dict[str, Any]:
+        micro = round(float(r["amount"]) * 10**6)
+        return {**r, "amount_text": amount_text(micro, str(r["unit"]), messages, symbol)}
+
+    return {
+        "sources": [(s.source, s.unit) for s in standings],
+        "latest": worded(found["mine"][0]) if found["mine"] else None,
+        "to_decide": [worded(r) for r in found["to_decide"]],
+    }

@@ -18,8 +18,9 @@ Who may call what:
   service's own API token only.
 * ``GET``/``POST api/allowance/requests``, ``POST api/allowance/requests/{id}`` — asking
   for more and deciding; a POST only with a Hub token in ``Authorization``, never a cookie.
-
-Every page is a GET; the service takes no browser POST.
+* ``POST ask``, ``POST decide/{id}`` — the user page's forms for the same: the OAuth
+  cookie and tornado's XSRF token (``_xsrf`` in the form, checked against the ``_xsrf``
+  cookie), the same rules as the API.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from jupyterhub._data import DATA_FILES_PATH  # type: ignore[import-untyped]
 from jupyterhub.services.auth import (  # type: ignore[import-untyped]
     HubOAuth,
     HubOAuthCallbackHandler,
@@ -43,8 +43,7 @@ from jupyterhub.services.auth import (  # type: ignore[import-untyped]
 from tornado import web
 
 from ...core.currency import in_language
-from ...core.i18n import SOURCE_LANGUAGE, Messages, accept_language, messages_for
-from ...core.money import as_decimal, column_digits, status_bar
+from ...core.i18n import Messages, accept_language, messages_for
 from ..alerting import HubAlerts
 from ..allowance.asking import AskRefused
 from ..budgets import spawn_refusal
@@ -53,7 +52,8 @@ from ..model import HubLedgerDown
 from ..service import HubService
 from . import allowance_view, asking_view, views
 from .hubapi import HubApi, Identity
-from .page_words import page_words
+from .page_render import render
+from .page_render import templates as templates
 from .ratelimit import RateLimit
 from .report_route import Refused, ReportRoute, bearer_token, report_path
 
@@ -361,7 +361,7 @@ class PageBase(OAuthBase):
             service_url=auth.base_url,
             user=who.name,
             is_admin=self.ctx.is_admin(who),
-            xsrf_token=self.xsrf_token,
+            xsrf_token=self.xsrf_token.decode("ascii"),  # bytes: the forms want text
             **values,
         )
         self.set_header("Content-Type", "text/html; charset=utf-8")
@@ -371,9 +371,57 @@ class PageBase(OAuthBase):
 class UserPage(PageBase):
     @web.authenticated
     def get(self) -> None:
+        self.show()
+
+    def show(self, error: str | None = None) -> None:
+        who, c, words = self.user(), self.ctx, self.words()
+        data = views.me(c.service, who.name, c.now(), c.today())
+        asking = None
+        if c.requests is not None and c.service.allowances.enabled:
+            c.service.learn_groups(who.name, who.groups)
+            symbol = in_language(c.currency_symbol(), words.language)
+            admin = c.is_admin(who)
+            asking = asking_view.page(c.service, c.requests, who, admin, c.now(), words, symbol)
+        chart = views.bars(data["daily"])
+        self.render_page("gpucost_user.html", data=data, chart=chart, asking=asking, error=error)
+
+
+class FormBase(UserPage):
+    """The user page's forms: the OAuth cookie and tornado's XSRF token (``_xsrf``,
+    checked before ``post``), the API's rules; a refusal shows the page with its sentence."""
+
+    def act(self, act: Callable[[RequestStore, Identity, dict[str, Any]], object]) -> None:
         who = self.user()
-        data = views.me(self.ctx.service, who.name, self.ctx.now(), self.ctx.today())
-        self.render_page("gpucost_user.html", data=data, chart=views.bars(data["daily"]))
+        if self.ctx.requests is None:
+            raise web.HTTPError(404, "requests for more allowance are not kept here")
+        fields = {k: self.get_body_argument(k) for k in self.request.body_arguments}
+        try:
+            act(self.ctx.requests, who, asking_view.form_body(fields))
+        except AskRefused as e:
+            self.set_status(e.code)
+            self.show(str(e))
+            return
+        self.redirect(self.ctx.hub_auth.base_url, status=303)
+
+
+class AskForm(FormBase):
+    def post(self) -> None:
+        c, words = self.ctx, self.words()
+        self.act(
+            lambda store, who, body: asking_view.ask(
+                c.service, store, who, body, c.now(), c.requests_per_week, words, c.alerts
+            )
+        )
+
+
+class DecideForm(FormBase):
+    def post(self, request_id: str) -> None:
+        c, words, rid = self.ctx, self.words(), int(request_id)
+        self.act(
+            lambda store, who, body: asking_view.decide(
+                store, who, c.is_admin(who), rid, body, c.now(), words
+            )
+        )
 
 
 class AdminPage(PageBase):
@@ -383,67 +431,6 @@ class AdminPage(PageBase):
         now, today = self.ctx.now(), self.ctx.today()
         data = views.admin_summary(self.ctx.service, now, today, self.ctx.alerts_page())
         self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
-
-
-def render(
-    env: jinja2.Environment,
-    name: str,
-    messages: Messages,
-    currency_symbol: str,
-    *,
-    hub_prefix: str,
-    service_url: str,
-    user: str,
-    is_admin: bool,
-    xsrf_token: bytes | str,
-    **values: Any,
-) -> str:
-    """One of the service's pages, in ``messages``' language, inside JupyterHub's own
-    ``page.html`` (which needs the values a Hub page gets)."""
-    return env.get_template(name).render(
-        _=messages.gettext,
-        **page_words(messages, in_language(currency_symbol, messages.language)),
-        static_url=lambda path, include_version=True: f"{hub_prefix}static/{path}",
-        base_url=hub_prefix,
-        prefix=hub_prefix[: -len("hub/")] if hub_prefix.endswith("hub/") else "/",
-        service_url=service_url,
-        user={"name": user, "json_escaped_name": json.dumps(user)[1:-1]},
-        is_admin=is_admin,
-        admin_access=False,
-        no_spawner_check=True,
-        xsrf_token=xsrf_token,
-        logout_url=f"{hub_prefix}logout",
-        login_url=f"{hub_prefix}login",
-        parsed_scopes={},
-        services=[],
-        announcement=None,
-        version_hash="",
-        **values,
-    )
-
-
-def templates(currency_symbol: str = "$") -> jinja2.Environment:
-    """The pages' templates; amounts are written by the one money rule, in the currency of
-    the hub's prices (``money_text``)."""
-    env = jinja2.Environment(
-        loader=jinja2.ChoiceLoader(
-            [
-                jinja2.FileSystemLoader(str(HERE / "templates")),
-                jinja2.FileSystemLoader(str(Path(DATA_FILES_PATH) / "templates")),
-            ]
-        ),
-        autoescape=True,
-    )
-    env.globals["money_text"] = lambda amount: status_bar(as_decimal(amount), currency_symbol)
-    env.globals["currency_symbol"] = currency_symbol
-    # one number of decimals for a table's column of amounts (money.column)
-    env.globals["column_digits"] = lambda amounts: column_digits(
-        as_decimal(str(amount)) for amount in amounts if amount is not None
-    )
-    # English unless the page is rendered for a browser that asks for another language
-    env.globals["_"] = messages_for(SOURCE_LANGUAGE).gettext
-    env.globals.update(page_words(messages_for(SOURCE_LANGUAGE), currency_symbol))
-    return env
 
 
 def log_request(handler: web.RequestHandler) -> None:
@@ -468,6 +455,8 @@ def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Applicati
     routes: list[Any] = [
         (rf"{prefix}/?", UserPage),
         (rf"{prefix}/admin", AdminPage),
+        (rf"{prefix}/ask", AskForm),
+        (rf"{prefix}/decide/(\d{{1,12}})", DecideForm),
         (rf"{prefix}/oauth_callback", HubOAuthCallbackHandler),
         (report_path(base_url), report),
         (rf"{prefix}/api/me", MeHandler),
