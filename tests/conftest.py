@@ -54,6 +54,10 @@ def gpucost_config() -> dict[str, object]:
     return {"telemetry": "simulated", "sample_interval_s": 0.2}
 
 
+#: a test's GpuCost traits that choose its prices' region themselves
+NAMES_ITS_PRICES = {"price_provider", "price_region", "dmi_path"}
+
+
 @pytest.fixture
 def jp_server_config(gpucost_config: dict[str, object], no_dmi: str) -> dict[str, object]:
     return {
@@ -61,5 +65,12 @@ def jp_server_config(gpucost_config: dict[str, object], no_dmi: str) -> dict[str
         # a test that names a DMI folder gets it; the others get an empty one
         # a detected Azure VM asks the Retail Prices API by default: a closed loopback
         # port, unless the test serves the recorded answers
-        "GpuCost": {"dmi_path": no_dmi, "azure_prices_url": CLOSED_FEED, **gpucost_config},
+        "GpuCost": {
+            "dmi_path": no_dmi,
+            "azure_prices_url": CLOSED_FEED,
+            # prices are per region: the default provider's us-east-1 rows, unless the test
+            # names a provider, a region or a machine of its own
+            **({} if NAMES_ITS_PRICES & set(gpucost_config) else {"price_region": "us-east-1"}),
+            **gpucost_config,
+        },
     }
