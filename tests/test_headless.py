@@ -29,6 +29,7 @@ from jupyter_gpucost.core.saved_cost import (
 )
 from jupyter_gpucost.headless import execute
 from jupyter_gpucost.headless.collect import SUMMARY_TAG
+from jupyter_gpucost.kernel.cell import measure
 
 BIN = Path(sys.executable).parent
 #: the demo trace's two A100-80GB at the shipped catalog's on-demand price
@@ -46,6 +47,9 @@ def simulated(
     monkeypatch.setenv(ENV_TELEMETRY, "simulated")
     # the catalog's rows of one region (unset: the dearest region's, an upper bound)
     monkeypatch.setenv(ENV_REGION, "us-east-1")
+    # the runner reads the kernel's prices in this process, from this environment: not
+    # the ones an earlier test's kernel code kept
+    monkeypatch.setattr(measure, "_prices", None)
     # an empty DMI folder: no metadata service is asked, whatever machine runs the tests
     monkeypatch.setenv(ENV_DMI, str(tmp_path_factory.mktemp("no-dmi")))
     # a data folder of its own: no run adds itself to this machine's ledger
