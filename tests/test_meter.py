@@ -38,7 +38,7 @@ def make_meter(
     rule: BillingRule | None = None, interval_s: float = 1.0, base: Decimal = Decimal(0)
 ) -> Meter:
     return Meter(
-        policy=PricePolicy(catalog=CATALOG),
+        policy=PricePolicy(catalog=CATALOG, region="us-east-1"),
         rule=rule or BillingRule(1, 60),
         sample_interval_s=interval_s,
         start_us=0,

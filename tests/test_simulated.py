@@ -95,7 +95,7 @@ def test_a_missing_or_broken_trace_makes_the_source_unavailable(tmp_path: Path) 
 
 def make_meter() -> Meter:
     return Meter(
-        policy=PricePolicy(catalog=load_catalog()),
+        policy=PricePolicy(catalog=load_catalog(), region="us-east-1"),
         rule=BillingRule(1, 0),
         sample_interval_s=1.0,
         start_us=0,

@@ -11,6 +11,7 @@ import pytest
 from jupyter_gpucost.core.protocol import KERNEL_ENV
 from jupyter_gpucost.core.saved_cost import ENV_REGION, ENV_TELEMETRY, METADATA_KEY, parse_cell
 from jupyter_gpucost.headless import execute
+from jupyter_gpucost.kernel.cell import measure
 
 TOUR = Path(__file__).resolve().parent.parent / "examples" / "tour.ipynb"
 
@@ -21,6 +22,8 @@ def test_the_tour_runs_top_to_bottom_headless(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(ENV_TELEMETRY, "simulated")
     # the catalog's rows of one region (unset: the dearest region's, an upper bound)
     monkeypatch.setenv(ENV_REGION, "us-east-1")
+    # the runner reads the kernel's prices afresh, from this environment
+    monkeypatch.setattr(measure, "_prices", None)
     nb = nbformat.read(TOUR, as_version=4)
     # nbclient raises on the first cell that fails: the tour has none
     execute(nb, kernel_name="python3", timeout=300, cwd=str(TOUR.parent), summary_cell=True)
