@@ -42,20 +42,34 @@ Amounts = dict[HubScope, int | None]
 _MAX_USD = Decimal(10**9)
 
 
-def to_micro_usd(value: object, *, setting: str) -> int:
-    """Dollars as the admin wrote them (``20``, ``"2.50"``, ``0.1``) → whole micro-dollars."""
+def config_amount(value: object, *, setting: str, what: str, negative: str, most: str) -> Decimal:
+    """A non-negative, finite amount as the admin wrote it (``20``, ``"2.50"``, ``0.1``), at
+    most 10^9 of ``what`` (``dollars``, ``GPU-hours``); :class:`HubConfigError` naming
+    ``setting``, with ``negative`` and ``most`` the words of those two refusals."""
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        raise HubConfigError(f"{setting}: {value!r} is not a number of dollars")
+        raise HubConfigError(f"{setting}: {value!r} is not a number of {what}")
     try:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
-        raise HubConfigError(f"{setting}: {value!r} is not a number of dollars") from None
+        raise HubConfigError(f"{setting}: {value!r} is not a number of {what}") from None
     if not amount.is_finite():
-        raise HubConfigError(f"{setting}: {value!r} is not a finite number of dollars")
+        raise HubConfigError(f"{setting}: {value!r} is not a finite number of {what}")
     if amount < 0:
-        raise HubConfigError(f"{setting}: {value!r} is negative; a budget is 0 dollars or more")
+        raise HubConfigError(f"{setting}: {value!r} is negative; {negative}")
     if amount > _MAX_USD:
-        raise HubConfigError(f"{setting}: {value!r} is more than $1,000,000,000")
+        raise HubConfigError(f"{setting}: {value!r} is more than {most}")
+    return amount
+
+
+def to_micro_usd(value: object, *, setting: str) -> int:
+    """Dollars as the admin wrote them (``20``, ``"2.50"``, ``0.1``) → whole micro-dollars."""
+    amount = config_amount(
+        value,
+        setting=setting,
+        what="dollars",
+        negative="a budget is 0 dollars or more",
+        most="$1,000,000,000",
+    )
     micro = amount * MICRO_PER_USD
     if micro != micro.to_integral_value():
         raise HubConfigError(f"{setting}: {value!r} has more than 6 decimals (micro-dollars)")

@@ -35,9 +35,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Literal
 
+from ..budgets import config_amount
 from ..model import HubConfigError
 
 USER_SETTING = "c.GpuCostHub.user_allowances"
@@ -51,7 +52,6 @@ Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[Unit, ...] = ("usd", "gpu_hours")
 Calendar = Literal["day", "week", "month"]
 CALENDARS: tuple[Calendar, ...] = ("day", "week", "month")
-_MAX = Decimal(10**9)
 _MAX_WEIGHT = Decimal(1000)
 _MAX_WINDOW_DAYS = 366
 _ROLLING = re.compile(r"^\s*(\d{1,3})\s*days?\s*$")
@@ -115,19 +115,13 @@ class AllowanceSettings:
 
 
 def _amount(value: object, *, setting: str, what: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        raise HubConfigError(f"{setting}: {value!r} is not a number of {what}")
-    try:
-        amount = Decimal(str(value).strip())
-    except InvalidOperation:
-        raise HubConfigError(f"{setting}: {value!r} is not a number of {what}") from None
-    if not amount.is_finite():
-        raise HubConfigError(f"{setting}: {value!r} is not a finite number of {what}")
-    if amount < 0:
-        raise HubConfigError(f"{setting}: {value!r} is negative; it must be 0 {what} or more")
-    if amount > _MAX:
-        raise HubConfigError(f"{setting}: {value!r} is more than 1,000,000,000 {what}")
-    return amount
+    return config_amount(
+        value,
+        setting=setting,
+        what=what,
+        negative=f"it must be 0 {what} or more",
+        most=f"1,000,000,000 {what}",
+    )
 
 
 def to_micro(value: object, unit: Unit, *, setting: str) -> int:
