@@ -90,15 +90,16 @@ def load_vm_rows(path: str | Path | None = None) -> tuple[VmRow, ...]:
     return tuple(_row(f"{origin}, vm row {i}", raw) for i, raw in enumerate(raw_rows, 1))
 
 
-def _row(where: str, raw: object) -> VmRow:
+def hourly_row(
+    where: str, raw: object, required: tuple[str, ...]
+) -> tuple[dict[str, object], Decimal, str, str]:
+    """What every per-hour table of the catalog (``[[vm]]``, ``[[instance]]``) holds: the
+    table, its price (``usd_per_hour``, or ``price_per_hour`` with a ``currency``), the
+    currency and the market; :class:`CatalogError` naming ``where``."""
     if not isinstance(raw, dict):
         raise CatalogError(f"{where}: not a table")
     amount_key, currency = price_key(
-        raw,
-        where=where,
-        required=("provider", "machine_type", "market", "region"),
-        usd_key="usd_per_hour",
-        key="price_per_hour",
+        raw, where=where, required=required, usd_key="usd_per_hour", key="price_per_hour"
     )
     market = str(raw["market"])
     if market not in MARKETS:
@@ -107,6 +108,13 @@ def _row(where: str, raw: object) -> VmRow:
         price = parse_price(raw[amount_key], what=where)
     except ValueError as e:
         raise CatalogError(str(e)) from None
+    return raw, price, currency, market
+
+
+def _row(where: str, raw: object) -> VmRow:
+    raw, price, currency, market = hourly_row(
+        where, raw, ("provider", "machine_type", "market", "region")
+    )
     return VmRow(
         provider=str(raw["provider"]),
         machine_type=str(raw["machine_type"]),

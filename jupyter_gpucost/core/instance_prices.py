@@ -14,17 +14,14 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 
-from .attached_gpus import VmPricing, VmRow, vm_pricing
+from .attached_gpus import VmPricing, VmRow, hourly_row, vm_pricing
 from .catalog import (
     BASIS_CATALOG,
     BASIS_UPPER_BOUND,
-    MARKETS,
     REASON_SPOT,
     CatalogError,
     Price,
     parse_confidence,
-    parse_price,
-    price_key,
     read_catalog_toml,
 )
 from .currency import DEFAULT_CURRENCY
@@ -91,26 +88,13 @@ def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...
 
 
 def _row(where: str, raw: object) -> InstanceRow:
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: not a table")
-    amount_key, currency = price_key(
-        raw,
-        where=where,
-        required=("provider", "instance", "gpu_model", "gpus", "market"),
-        usd_key="usd_per_hour",
-        key="price_per_hour",
+    raw, price, currency, market = hourly_row(
+        where, raw, ("provider", "instance", "gpu_model", "gpus", "market")
     )
-    market = str(raw["market"])
-    if market not in MARKETS:
-        raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
     confidence = parse_confidence(raw, where=where)
     gpus = raw["gpus"]
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise CatalogError(f"{where}: gpus must be a whole number >= 1")
-    try:
-        price = parse_price(raw[amount_key], what=where)
-    except ValueError as e:
-        raise CatalogError(str(e)) from None
     return InstanceRow(
         provider=str(raw["provider"]),
         instance=str(raw["instance"]),
