@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +15,26 @@ pytest_plugins = ("pytest_jupyter.jupyter_server",)
 from alert_receivers import http_receiver, smtp  # noqa: E402, F401 - loopback receivers
 from postgres import ledger_url, postgres, postgres_url  # noqa: E402, F401 - fixtures
 from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
+
+#: how long the interpreter may take to exit once the tests are over
+EXIT_LIMIT_S = 120
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """A run whose tests are over must end: the threads that would keep the interpreter
+    alive are named, and if it has not exited within ``EXIT_LIMIT_S`` every thread's stack
+    is printed and it exits with a failure (a hang would otherwise pass unnoticed until
+    the job's own time limit)."""
+    stray = [
+        t
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and not t.daemon and t.is_alive()
+    ]
+    if stray:
+        names = ", ".join(sorted(t.name for t in stray))
+        sys.stderr.write(f"threads still running after the tests: {names}\n")
+    faulthandler.dump_traceback_later(EXIT_LIMIT_S, exit=True)
+
 
 #: port 9 (discard) on loopback: nothing listens there
 CLOSED_METADATA = {
