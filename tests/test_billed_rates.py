@@ -5,10 +5,13 @@ Vast.ai, read HH:MM UTC" in the status; a new rate applies from then on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -38,7 +41,10 @@ from jupyter_gpucost.core.catalog import BASIS_BILLED, PricePolicy, load_catalog
 from jupyter_gpucost.core.instance_prices import AdminPrices, PricePlan
 from jupyter_gpucost.core.machine import Machine
 from jupyter_gpucost.core.meter import Meter
+from jupyter_gpucost.core.protocol import ENV_PRICES, decode_prices
 from jupyter_gpucost.core.readings import GpuReading
+from jupyter_gpucost.kernel.cell.prices import from_published
+from jupyter_gpucost.kernel.link import ServerLink
 from jupyter_gpucost.server.machine.spot_prices import billed_rate_plan, rate_settings
 
 VAST_ID = "28493017"
@@ -376,6 +382,33 @@ async def machine_of(jp_fetch: Any) -> dict[str, Any]:
     return machine
 
 
+async def kernel_cells_follow(stale_rate: Decimal, new_rate: Decimal) -> None:
+    """A running kernel priced at ``stale_rate`` prices its next cells at ``new_rate``
+    once it has asked its server (through its own link, as a kernel does)."""
+    from jupyter_gpucost.kernel import link as kernel_link
+    from jupyter_gpucost.kernel.cell import measure
+
+    server = ServerLink.from_environment()
+    assert server is not None
+    answered = await asyncio.to_thread(server.prices)
+    assert from_published(answered).rate_usd_per_hour() == new_rate
+    stale = replace(from_published(answered), base_usd_per_hour=stale_rate, gpus={})
+    assert stale.rate_usd_per_hour() == stale_rate
+    saved = (measure._prices, measure._prices_asked_at, kernel_link._link, kernel_link._checked)
+    try:
+        measure._prices, measure._prices_asked_at = stale, 0.0
+        kernel_link._link, kernel_link._checked = server, True
+        # the first cell after the interval still has the price it had; the next ones the new
+        assert measure.prices().rate_usd_per_hour() == stale_rate
+
+        async def followed() -> bool:
+            return measure.prices().rate_usd_per_hour() == new_rate
+
+        await wait_for(followed, 30, "the kernel's prices asked again")
+    finally:
+        measure._prices, measure._prices_asked_at, kernel_link._link, kernel_link._checked = saved
+
+
 class TestVastInstanceBilledAtItsRate:
     @pytest.fixture
     def standin(self) -> Iterator[StandIn]:
@@ -419,6 +452,11 @@ class TestVastInstanceBilledAtItsRate:
         await wait_for(repriced, 30, "the hourly reading's new rate")
         status = json.loads((await jp_fetch("gpucost", "api", "status")).body)
         assert status["cost_usd"] >= cost_before
+        # kernels started from now on inherit the new rate; a running one asks for it
+        published = decode_prices(os.environ[ENV_PRICES])
+        assert published is not None
+        assert from_published(published).rate_usd_per_hour() == Decimal("3.1")
+        await kernel_cells_follow(stale_rate=Decimal("2.412"), new_rate=Decimal("3.1"))
         asked = [p for m, p, _ in standin.cloud.requests if m == "GET"]
         assert len(asked) >= 2
 

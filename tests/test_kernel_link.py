@@ -16,7 +16,13 @@ from nbclient import NotebookClient
 from tornado.httpclient import HTTPClientError
 
 from jupyter_gpucost.core.money import status_bar
-from jupyter_gpucost.core.protocol import ENV_TOKEN, ENV_URL
+from jupyter_gpucost.core.protocol import (
+    ENV_PRICES,
+    ENV_TOKEN,
+    ENV_URL,
+    decode_prices,
+    read_prices_document,
+)
 from jupyter_gpucost.core.saved_cost import parse_cell
 
 
@@ -173,6 +179,11 @@ async def test_the_kernel_token_opens_only_the_kernel_routes(
     assert kept["cell_id"] == "c1"
     assert kept["cost_usd"] == 0.0038
     assert kept["session_id"] == service.session_id
+    # the prices in force, as the server handed them to the kernel at its start
+    prices = await http_server_client.fetch(
+        f"{jp_base_url}gpucost/api/kernels/prices", headers=headers
+    )
+    assert read_prices_document(json.loads(prices.body)) == decode_prices(os.environ[ENV_PRICES])
     for method, path, body in [
         ("GET", "gpucost/api/kernels", None),
         ("GET", "gpucost/api/budget", None),

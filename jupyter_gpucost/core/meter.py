@@ -307,6 +307,10 @@ class Meter:
             idle_delta_micro_usd=self._idle_delta_micro_usd,
         )
 
+    def prices(self) -> tuple[dict[str, Price | None], Decimal]:
+        """The price in force of each GPU (by UUID) and the base price, from now on."""
+        return {u: a.price for u, a in self._accounts.items()}, self._base_usd_per_hour
+
     def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
         """Price from now on with ``policy`` and ``base_usd_per_hour``; what was metered
         up to the last update keeps the prices it had (never repriced backwards)."""

@@ -8,9 +8,12 @@ it (:mod:`jupyter_gpucost.kernel.link`). Pure: no I/O, no tornado, no IPython.
   socket);
 - ``JUPYTER_GPUCOST_TOKEN``: a token of the kernels' own, sent as ``Authorization: token
   <token>`` to the few routes a kernel may call (:data:`STATUS_PATH`, :data:`CELLS_PATH`,
-  :data:`BUDGET_PATH`, :data:`GPU_PROBES_PATH`);
-- ``JUPYTER_GPUCOST_PRICES``: the prices in force, as JSON (:func:`encode_prices`,
-  :func:`decode_prices`), so that ``%%gpucost`` prices cells as the server does;
+  :data:`BUDGET_PATH`, :data:`GPU_PROBES_PATH`, :data:`PRICES_PATH`);
+- ``JUPYTER_GPUCOST_PRICES``: the prices in force when the kernel started, as JSON
+  (:func:`encode_prices`, :func:`decode_prices`), so that ``%%gpucost`` prices cells as the
+  server does; a running kernel asks :data:`PRICES_PATH` (the same document) for the prices
+  in force now, which change when the server reads a quoted price again (a rental's billed
+  rate, a spot price);
 - ``JUPYTER_GPUCOST_LANGUAGE``: JupyterLab's language (``zh_CN``), which the kernel's own
   output is written in (English when absent or not shipped).
 """
@@ -39,6 +42,8 @@ CELLS_PATH = f"{API_PATH}/cells"
 BUDGET_PATH = f"{API_PATH}/budget"
 #: a kernel identifies its own GPU process (in a container), :mod:`..server.gpu_use.gpu_claims`
 GPU_PROBES_PATH = f"{API_PATH}/kernels/gpu-probes"
+#: the prices in force now (the document of ``JUPYTER_GPUCOST_PRICES``)
+PRICES_PATH = f"{API_PATH}/kernels/prices"
 
 
 def gpu_probe_signature(key: bytes, kernel_id: str, gpu_uuid: str) -> str:
@@ -87,26 +92,30 @@ class PublishedPrices:
 
 def encode_prices(prices: PublishedPrices) -> str:
     """The value of ``JUPYTER_GPUCOST_PRICES`` (prices as exact decimal strings)."""
-    return json.dumps(
-        {
-            "simulated": prices.simulated,
-            "simulated_by": prices.simulated_by,
-            "gpus": [
-                {
-                    "uuid": g.uuid,
-                    "name": g.name,
-                    "usd_per_hour": None if g.usd_per_hour is None else str(g.usd_per_hour),
-                    "upper_bound": None
-                    if not g.bound_msgid
-                    else {"msgid": g.bound_msgid, "values": dict(g.bound_values)},
-                }
-                for g in prices.gpus
-            ],
-            "base_usd_per_hour": str(prices.base_usd_per_hour),
-            "currency_symbol": prices.currency_symbol,
-            "source": prices.source,
-        }
-    )
+    return json.dumps(prices_document(prices))
+
+
+def prices_document(prices: PublishedPrices) -> dict[str, object]:
+    """The prices as a JSON object: the environment's value, and :data:`PRICES_PATH`'s
+    answer."""
+    return {
+        "simulated": prices.simulated,
+        "simulated_by": prices.simulated_by,
+        "gpus": [
+            {
+                "uuid": g.uuid,
+                "name": g.name,
+                "usd_per_hour": None if g.usd_per_hour is None else str(g.usd_per_hour),
+                "upper_bound": None
+                if not g.bound_msgid
+                else {"msgid": g.bound_msgid, "values": dict(g.bound_values)},
+            }
+            for g in prices.gpus
+        ],
+        "base_usd_per_hour": str(prices.base_usd_per_hour),
+        "currency_symbol": prices.currency_symbol,
+        "source": prices.source,
+    }
 
 
 class _Bound(TypedDict, total=False):
@@ -131,7 +140,16 @@ def decode_prices(raw: str) -> PublishedPrices | None:
     """``JUPYTER_GPUCOST_PRICES`` read back, or None when it is not a payload of this shape
     (the kernel then prices from the shipped catalog)."""
     try:
-        data: dict[str, Any] = json.loads(raw)
+        return read_prices_document(json.loads(raw))
+    except ValueError:
+        return None
+
+
+def read_prices_document(data: object) -> PublishedPrices | None:
+    """:func:`prices_document` read back, or None when it is not one of this shape."""
+    if not isinstance(data, dict):
+        return None
+    try:
         gpus = tuple(
             PricedGpu(
                 uuid=str(g["uuid"]),

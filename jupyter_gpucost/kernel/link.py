@@ -31,10 +31,12 @@ from ..core.protocol import (
     ENV_PRICES,
     ENV_TOKEN,
     ENV_URL,
+    PRICES_PATH,
     STATUS_PATH,
     TOKEN_SCHEME,
     PublishedPrices,
     decode_prices,
+    read_prices_document,
 )
 
 #: records waiting to be sent; beyond this the oldest are dropped (the server is gone)
@@ -231,6 +233,14 @@ class ServerLink:
         result = self.request("GET", STATUS_PATH)
         if not isinstance(result, dict):
             raise LinkError("the server's status is not a JSON object", "unexpected")
+        return result
+
+    def prices(self) -> PublishedPrices:
+        """The prices in force now (``GET gpucost/api/kernels/prices``): a price the server
+        read again (a rental's billed rate) applies to the cells that follow."""
+        result = read_prices_document(self.request("GET", PRICES_PATH))
+        if result is None:
+            raise LinkError("the server's prices are not a prices document", "unexpected")
         return result
 
     def set_budget(self, amount_usd: float | None, scope: str = "session") -> dict[str, Any]:

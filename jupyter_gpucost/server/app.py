@@ -20,6 +20,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 
 from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
+from ..core.instance_prices import PricePlan
 from . import kernel_auth
 from .agents.setup import Endpoint, start_endpoint
 from .agents.tools import AgentParts
@@ -408,7 +409,12 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         found = self.machine
         if found is None or found.reread is None:
             return
-        watch = PriceWatch(found.reread, service.reprice, self.log)
+        def apply(plan: PricePlan) -> None:
+            service.reprice(plan)
+            # kernels started from now on inherit the new prices; running ones ask for them
+            service.publish_prices(os.environ)
+
+        watch = PriceWatch(found.reread, apply, self.log)
         self._price_watch = PeriodicCallback(watch.read_once, found.reread_interval_s * 1000)
         self._price_watch.start()
 

@@ -14,6 +14,7 @@ from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..core.protocol import prices_document
 from .gpu_use.attribution import Attributor
 from .inputs import whole_number
 from .kernel_auth import user_or_kernel
@@ -32,6 +33,18 @@ class StatusHandler(GpuCostHandler):
             # a page that polls (its event socket is down) is asked to save as well
             budget.seen(self.get_query_argument("client", None))
         self.write_json(self.service.status())
+
+
+class PricesHandler(GpuCostHandler):
+    """The prices in force now, for a running kernel's cells (the contract's
+    ``PRICES_PATH``): they change when the server reads a quoted price again."""
+
+    kernel_methods = frozenset({"GET"})
+
+    @user_or_kernel
+    def get(self) -> None:
+        # the meter's prices, under its lock: no I/O on the event loop
+        self.write_json(prices_document(self.service.prices_in_force()))
 
 
 class KernelsHandler(GpuCostHandler):
@@ -127,6 +140,7 @@ def cost_handlers() -> list[Route]:
     return [
         (f"{API_PREFIX}/status", StatusHandler),
         (f"{API_PREFIX}/kernels", KernelsHandler),
+        (f"{API_PREFIX}/kernels/prices", PricesHandler),
         (f"{API_PREFIX}/history", HistoryHandler),
         (f"{API_PREFIX}/cells", CellsHandler),
     ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from ..core.catalog import PricePolicy
+from ..core.catalog import Price, PricePolicy
 from ..core.meter import Meter, MeterSnapshot
 from ..telemetry.base import PollingSource, TelemetrySource, TelemetryStatus
 
@@ -129,6 +129,11 @@ class Sampler:
             except Exception:
                 self._log.exception("jupyter-gpucost: a sample listener failed")
         return published
+
+    def prices(self) -> tuple[dict[str, Price | None], Decimal]:
+        """The prices in force now (:meth:`Meter.prices`; any thread)."""
+        with self._meter_lock:
+            return self._meter.prices()
 
     def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
         """New prices from the last sample on (:meth:`Meter.reprice`; any thread)."""

@@ -259,26 +259,30 @@ class CostService:
 
     def publish_prices(self, environ: dict[str, str] | os._Environ[str]) -> None:
         """Put the prices in force where kernels started from now on will find them."""
+        environ[ENV_PRICES] = encode_prices(self.prices_in_force())
+
+    def prices_in_force(self) -> PublishedPrices:
+        """The prices in force, as kernels price their cells (``GET kernels/prices``): the
+        meter's own, so a price read again applies at once."""
         published = self.sampler.latest
         telemetry = published.telemetry
-        environ[ENV_PRICES] = encode_prices(
-            PublishedPrices(
-                gpus=tuple(
-                    PricedGpu(
-                        g.uuid,
-                        g.name,
-                        None if g.price is None else g.price.usd_per_gpu_hour,
-                        bound_msgid="" if g.price is None else g.price.reason_msgid,
-                        bound_values=() if g.price is None else g.price.reason_values,
-                    )
-                    for g in published.snapshot.gpus
-                ),
-                base_usd_per_hour=self.config.base_usd_per_hour,
-                currency_symbol=self.config.currency_symbol,
-                source=f"the server's {self.policy.provider} {self.policy.market} prices",
-                simulated=telemetry.simulated,
-                simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
-            )
+        prices, base = self.sampler.prices()
+        return PublishedPrices(
+            gpus=tuple(
+                PricedGpu(
+                    g.uuid,
+                    g.name,
+                    None if (p := prices.get(g.uuid, g.price)) is None else p.usd_per_gpu_hour,
+                    bound_msgid="" if p is None else p.reason_msgid,
+                    bound_values=() if p is None else p.reason_values,
+                )
+                for g in published.snapshot.gpus
+            ),
+            base_usd_per_hour=base,
+            currency_symbol=self.config.currency_symbol,
+            source=f"the server's {self.policy.provider} {self.policy.market} prices",
+            simulated=telemetry.simulated,
+            simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
         )
 
     def _log_upper_bounds(self) -> None:

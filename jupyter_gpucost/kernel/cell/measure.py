@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from ...core.billing import cost_micro_usd
 from ...core.i18n import _
 from ...core.money import rate, round_micro, status_bar, to_usd
+from ..link import LinkError, link
 from .cuda import CudaEvent, Torch, peak_allocated_bytes, torch_cuda
 from .energy import EnergyReader, Mark
 from .ops import ops_table
-from .prices import KernelPrices, from_environment
+from .prices import KernelPrices, from_environment, from_published
 
 if TYPE_CHECKING:
     from ...telemetry.base import GpuReading
@@ -198,6 +199,12 @@ class KernelNvml:
 _nvml: KernelNvml | None = None
 _nvml_lock = threading.Lock()
 _prices: KernelPrices | None = None
+#: when the server's prices were last asked for (``time.monotonic``)
+_prices_asked_at = 0.0
+_prices_lock = threading.Lock()
+#: how often a kernel asks its server for the prices in force: a quoted price the server
+#: reads again (hourly) reaches the cells within this
+PRICES_FRESH_S = 60.0
 _energy: EnergyReader | None = None
 
 
@@ -231,15 +238,35 @@ def stop_energy_reader() -> None:
 
 
 def prices() -> KernelPrices:
-    """The prices this kernel uses: the server's (environment), else the catalog's."""
-    global _prices
+    """The prices this kernel uses: the server's (environment at start, then asked for
+    again in the background every ``PRICES_FRESH_S``), else the catalog's."""
+    global _prices, _prices_asked_at
     if _prices is None:
         _prices = from_environment()
+        _prices_asked_at = time.monotonic()
         if _prices is None:
             from .standalone import kernel_prices
 
             _prices = kernel_prices(nvml)
+    elif _prices.from_server and time.monotonic() - _prices_asked_at >= PRICES_FRESH_S:
+        _prices_asked_at = time.monotonic()
+        threading.Thread(target=_ask_prices, name="gpucost-prices", daemon=True).start()
     return _prices
+
+
+def _ask_prices() -> None:
+    """The server's prices in force now, for the cells that follow (kept as they were when
+    it does not answer)."""
+    global _prices
+    server = link()
+    if server is None or not _prices_lock.acquire(blocking=False):
+        return
+    try:
+        _prices = from_published(server.prices())
+    except LinkError:
+        pass
+    finally:
+        _prices_lock.release()
 
 
 #: below this wall time the energy counter's 100 ms steps are a large part of the delta
