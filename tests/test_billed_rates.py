@@ -512,8 +512,11 @@ class TestLambdaInstanceBilledAtItsRate:
             lambda_api_url=f"{standin.url}/api/v1",
         )
 
-    async def test_the_status_shows_the_billed_rate(self, jp_fetch: Any) -> None:
+    async def test_the_status_shows_the_billed_rate(self, jp_fetch: Any, standin: StandIn) -> None:
         machine = await machine_of(jp_fetch)
+        # the type and the rate come from one answer: Lambda was asked once
+        asked = [p for m, p, _ in standin.cloud.requests if m == "GET"]
+        assert asked == [f"/api/v1/instances/{LAMBDA_ID}"]
         assert (machine["instance_type"], machine["priced"]) == ("gpu_1x_a100_sxm4", "instance")
         assert machine["instance_price_usd_per_hour"] == 1.1
         assert machine["instance_price_label"].startswith("billed rate from Lambda, read ")

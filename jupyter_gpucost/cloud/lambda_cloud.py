@@ -21,7 +21,10 @@ The key travels as ``Authorization: Bearer <key>`` (blanked out of every message
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+import time
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -37,6 +40,30 @@ __all__ = ["LAMBDA_API", "parse_rate", "read_machine", "read_rate", "stop"]
 
 def _headers(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+
+
+#: how long an instance's answer serves both readers: detection reads the type and, a moment
+#: later, the billed rate reads the price from the same ``GET /instances/{id}``
+SHARED_ANSWER_S = 60.0
+#: (url, the key's digest) -> (when, the answer): the last answer of each instance
+_answers: dict[tuple[str, str], tuple[float, Answer]] = {}
+_answers_lock = threading.Lock()
+
+
+def _instance(api_url: str, key: str, instance_id: str, timeout_s: float) -> Answer:
+    """``GET /instances/{id}``, or its 200 answer of the last ``SHARED_ANSWER_S``."""
+    url = f"{api_url.rstrip('/')}/instances/{quote(instance_id, safe='')}"
+    # the key itself is never kept: a digest tells two keys apart
+    memo = (url, hashlib.sha256(key.encode()).hexdigest())
+    with _answers_lock:
+        kept = _answers.get(memo)
+    if kept is not None and time.monotonic() - kept[0] < SHARED_ANSWER_S:
+        return kept[1]
+    got = request("GET", url, headers=_headers(key), timeout_s=timeout_s)
+    if got.status == 200:
+        with _answers_lock:
+            _answers[memo] = (time.monotonic(), got)
+    return got
 
 
 def error_of(answer: Answer) -> str:
@@ -59,8 +86,7 @@ def read_machine(
     """The named instance's type and region (one request)."""
     if not key or not instance_id:
         raise MetadataError("no Lambda API key or instance id is set")
-    url = f"{api_url.rstrip('/')}/instances/{quote(instance_id, safe='')}"
-    got = request("GET", url, headers=_headers(key), timeout_s=timeout_s)
+    got = _instance(api_url, key, instance_id, timeout_s)
     if got.status != 200:
         raise MetadataError(
             f"Lambda's Cloud API answered {got.status} for the instance ({error_of(got)})"
@@ -99,9 +125,8 @@ def read_rate(api_url: str, key: str, instance_id: str, timeout_s: float) -> Bil
     """Ask Lambda (blocking: call it off the event loop)."""
     if not key or not instance_id:
         raise RateRefused("no Lambda API key or instance id is set")
-    url = f"{api_url.rstrip('/')}/instances/{quote(instance_id, safe='')}"
     try:
-        got = request("GET", url, headers=_headers(key), timeout_s=timeout_s)
+        got = _instance(api_url, key, instance_id, timeout_s)
     except HttpFailure as e:
         raise RateRefused(str(e)) from None
     if got.status != 200:
