@@ -101,15 +101,22 @@ class Hub:
         return self.tokens[user]
 
     def wait(self, what: str, predicate: Callable[[], object], timeout_s: float) -> None:
+        """Until ``predicate()`` holds; an exception in it counts as "not yet" (and is
+        shown if time runs out)."""
         deadline = time.monotonic() + timeout_s
+        last = "none"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"the hub exited:\n{self.log.read_text()[-3000:]}")
-            if predicate():
-                return
+            try:
+                if predicate():
+                    return
+            except Exception as e:  # not yet: a slow answer on a busy machine, a 5xx
+                last = f"{type(e).__name__}: {e}"
             time.sleep(0.5)
         raise AssertionError(
-            f"timed out after {timeout_s} s: {what}\n{self.log.read_text()[-5000:]}"
+            f"timed out after {timeout_s} s: {what} (last error: {last})\n"
+            f"{self.log.read_text()[-5000:]}"
         )
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
+from waiting import wait_for
 
 from jupyter_gpucost.server.budget import EVENT_SCHEMA_ID
 
@@ -38,15 +38,6 @@ async def refused(call: Awaitable[Any], code: int) -> str:
     assert e.value.code == code
     assert e.value.response is not None
     return str(json.loads(e.value.response.body)["message"])
-
-
-async def wait_for(what: Callable[[], Awaitable[bool]], timeout_s: float, message: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if await what():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s: {message}")
 
 
 @pytest.fixture

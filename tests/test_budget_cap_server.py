@@ -8,15 +8,13 @@ $0.358 (119 %). This test runs about 2 min 40 s: the time $0.30 takes at that ra
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_for
 
 from jupyter_gpucost.server.budget import EVENT_SCHEMA_ID
 
@@ -29,15 +27,6 @@ CAP_USD = 0.306
 
 async def get(jp_fetch: Any, *path: str) -> dict[str, Any]:
     return dict(json.loads((await jp_fetch(*path)).body))
-
-
-async def wait_for(what: Callable[[], Awaitable[bool]], timeout_s: float, message: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if await what():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s: {message}")
 
 
 class TestAHardBudgetIsACap:

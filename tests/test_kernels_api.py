@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from nvml_stub import DRIVER_550, FakeNvml, FakeProcess, a100_80gb
 from tornado.httpclient import HTTPClientError
+from waiting import wait_for as wait
 
 GIB = 2**30
 
@@ -70,10 +71,7 @@ async def run_in_kernel(jp_serverapp: Any, kernel_id: str, code: str) -> str:
 
 
 async def wait_for(predicate: Any, timeout_s: float = 30) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not await predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.2)
+    await wait(predicate, timeout_s, "the kernels' attribution")
 
 
 async def test_a_kernel_and_its_child_process_are_charged_for_their_gpu_share(

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alert_receivers import Http, Smtp
 from tornado.httpclient import HTTPClientError
+from waiting import wait_for
 
 from jupyter_gpucost.alerts.targets import fingerprint, mask
 
@@ -21,12 +21,10 @@ ADMIN_SECRET = "admin-secret-token"
 
 
 async def eventually(check: Any, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        await asyncio.sleep(0.2)
-    assert check()
+    async def holds() -> object:
+        return check()
+
+    await wait_for(holds, timeout_s, "the alerts to arrive")
 
 
 class TestABudgetCrossingItsThresholds:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from waiting import wait_until  # noqa: F401 - the UI tests import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -202,16 +203,6 @@ def screenshot(page: object, name: str) -> Path:
     path = ARTIFACTS / name
     page.screenshot(path=str(path))  # type: ignore[attr-defined]
     return path
-
-
-def wait_until(what: str, predicate: Callable[[], object], timeout_s: float) -> None:
-    """Poll ``predicate`` every half second until it is true, or fail saying ``what``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s: {what}")
 
 
 def open_notebook(page: object, lab: Lab, path: str) -> object:
