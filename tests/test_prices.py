@@ -268,6 +268,44 @@ def test_a_broken_catalog_says_which_row(tmp_path: Path) -> None:
         load_catalog(tmp_path / "missing.toml")
 
 
+#: one row of an admin's own catalog, less its price
+ROW = '[[price]]\nprovider="x"\nmodel="T4"\nmarket="on-demand"\n'
+
+
+def test_the_catalog_is_parsed_once_and_an_edited_file_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_gpucost.core import catalog_file
+
+    parsed: list[int] = []
+    real = catalog_file.tomllib.loads
+
+    def counting(text: str) -> dict[str, Any]:
+        parsed.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(catalog_file, "_parsed", {})
+    monkeypatch.setattr(catalog_file.tomllib, "loads", counting)
+    # a server's start: its three tables from one parse of the shipped catalog
+    catalog = load_catalog()
+    rows = load_instance_rows()
+    vms = load_vm_rows()
+    assert len(parsed) == 1
+    assert catalog.rows
+    assert rows
+    assert vms
+    # an admin's own catalog, edited between two reads, is read as it is now
+    own = tmp_path / "prices.toml"
+    own.write_text(f'{ROW}usd_per_gpu_hour="1"\n')
+    assert load_catalog(own).rows[0].usd_per_gpu_hour == Decimal("1")
+    own.write_text(f'{ROW}usd_per_gpu_hour="2"\n')
+    assert load_catalog(own).rows[0].usd_per_gpu_hour == Decimal("2")
+    assert len(parsed) == 3
+    # the shipped one still is not parsed again
+    load_catalog()
+    assert len(parsed) == 3
+
+
 OLD_CATALOG = """
 [[price]]
 provider = "gcp"

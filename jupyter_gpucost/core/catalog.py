@@ -12,13 +12,13 @@ catalog; never $0. Nothing is converted between currencies.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from importlib import resources
 from pathlib import Path
 
+from .catalog_file import CatalogError as CatalogError
+from .catalog_file import read_catalog_toml as read_catalog_toml
 from .currency import DEFAULT_CURRENCY, is_currency_code
 from .currency import symbol as currency_symbol
 from .gpu_models import model_for
@@ -56,10 +56,6 @@ REASON_ADMIN_DEFAULT = N_(
 REASON_DEAREST_GPU = N_(
     "no price for {model}: priced at the dearest GPU of the catalog ({dearest}), {price}/h"
 )
-
-
-class CatalogError(ValueError):
-    """The catalog file cannot be used; the message says which row and why."""
 
 
 @dataclass(frozen=True)
@@ -198,24 +194,6 @@ def parse_confidence(raw: Mapping[str, object], *, where: str) -> str:
             f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
         )
     return confidence
-
-
-def read_catalog_toml(path: str | Path | None = None) -> tuple[dict[str, object], str]:
-    """The parsed TOML of the shipped catalog or of the file at ``path``, and where it came
-    from (for messages)."""
-    if path:
-        try:
-            text = Path(path).read_bytes()
-        except OSError as e:
-            raise CatalogError(f"cannot read price catalog {path}: {e.strerror}") from None
-        origin = str(path)
-    else:
-        text = resources.files("jupyter_gpucost").joinpath("data", "prices.toml").read_bytes()
-        origin = "the shipped catalog"
-    try:
-        return tomllib.loads(text.decode("utf-8")), origin
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise CatalogError(f"{origin} is not valid TOML: {e}") from None
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
