@@ -121,14 +121,14 @@ prometheus:
 	fi
 
 test-python: install postgres prometheus oldest
-	GPUCOST_OLDEST_PYTHON=$(CURDIR)/$(OLDEST_VENV)/bin/python $(PY) -m pytest tests --ignore=tests/ui
+	GPUCOST_OLDEST_PYTHON=$(CURDIR)/$(OLDEST_VENV)/bin/python $(PY) -m pytest tests --ignore=tests/ui --durations=20
 
 test-js: install
 	$(BIN)/jlpm test
 
 test-ui: install chromium oldest
 	GPUCOST_CHROMIUM=$(CHROMIUM) GPUCOST_OLDEST_PYTHON=$(CURDIR)/$(OLDEST_VENV)/bin/python \
-		$(PY) -m pytest tests/ui
+		$(PY) -m pytest tests/ui --durations=10
 
 test: lint test-python test-js test-ui
 
