@@ -17,7 +17,9 @@ KubeSpawner, :func:`priced_profile_list` puts the same line in each profile's de
     c.KubeSpawner.profile_list = priced_profile_list(PROFILES, service_url=..., api_token=...)
 
 The lines come from the service (``GET api/users/{name}/profiles``, the service's own
-token), within ``timeout_s``; when it cannot answer, the page shows the profiles without
+token), within ``timeout_s``, in the language of the browser that opened the spawn page (its
+``Accept-Language``, which the Hub hands the form through ``spawner.handler``); when it
+cannot answer, the page shows the profiles without
 them (the spawn hook still decides whether a spawn may start).
 
 Runs inside the Hub process: the standard library and tornado only.
@@ -35,6 +37,8 @@ from urllib.parse import quote, urlencode
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
+from .spawn_hook import spawn_language
+
 log = logging.getLogger("jupyter_gpucost.hub")
 
 OptionsForm = Callable[[Any], Awaitable[str]]
@@ -51,7 +55,11 @@ async def profile_lines(
     url = f"{base}api/users/{quote(user, safe='')}/profiles?{urlencode(query)}"
     request = HTTPRequest(
         url,
-        headers={"Authorization": f"token {api_token}"},
+        headers={
+            "Authorization": f"token {api_token}",
+            # the lines in the language of the browser that opened the spawn page
+            "Accept-Language": spawn_language(spawner).replace("_", "-"),
+        },
         request_timeout=timeout_s,
         connect_timeout=timeout_s,
     )

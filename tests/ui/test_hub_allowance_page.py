@@ -112,3 +112,20 @@ def test_a_spent_allowance_refuses_every_profile_and_says_when_it_fills(
     expect(message).to_contain_text("the allowance is spent")
     expect(message).to_contain_text("It fills up again on Mon ")
     assert hub.server("dave") is None
+
+
+def test_the_lines_are_in_the_browsers_language(hub: Hub, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")
+    try:
+        page = context.new_page()
+        login(page, hub, "ann")
+        page.goto(f"{hub.public}/hub/spawn", timeout=60_000)
+        expect(page.locator(".gpucost-profile[data-profile='t4']")).to_have_text(
+            re.compile(r"^T4 — US\$\d+\.\d\d/小时 — 本周还剩 1 小时 0 分钟$")
+        )
+        expect(page.locator(".gpucost-profile[data-profile='a100']")).to_have_text(
+            re.compile(r"^2 × A100 80 GB — US\$\d+\.\d\d/小时 — 本周还剩 30 分钟$")
+        )
+        screenshot(page, "hub-spawn-allowance-zh.png")
+    finally:
+        context.close()
