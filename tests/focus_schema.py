@@ -90,6 +90,7 @@ def read_focus(path: Path) -> list[dict[str, object]]:
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in COLUMNS_1_2 + list(DIMENSIONS)},
                 strings_can_be_null=True,
+                quoted_strings_can_be_null=False,  # a user called "NA" is not a null
             ),
         )
     rows: list[dict[str, object]] = table.to_pylist()

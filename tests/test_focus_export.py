@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from focus_schema import read_focus
-from hypothesis import given
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.machine import Machine
 from jupyter_gpucost.reconcile.export import main, split
+from jupyter_gpucost.reconcile.focus_writer import Charge, write_focus
 from jupyter_gpucost.reconcile.read import read_bill
 from jupyter_gpucost.server.ledger import Ledger
 
@@ -241,6 +242,45 @@ def test_out_under_a_file_is_said_and_nothing_is_left(
     (tmp_path / "notes").write_text("not a folder\n")
     out = tmp_path / "notes" / "focus.parquet"
     assert main([str(out), "--ledger", url]) == 4
-    assert f"cannot write {out}" in capsys.readouterr().err
+    assert f"cannot write {out}: {tmp_path / 'notes'} is a file" in capsys.readouterr().err
     assert left_behind(tmp_path) == ["notes"]
     assert (tmp_path / "notes").read_text() == "not a folder\n"
+
+
+#: what a user may name a notebook or be called: quotes, commas, newlines, any script
+NAMES = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=30)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(user=NAMES, notebook=NAMES, kernel=NAMES, cost=st.integers(0, 10**15))
+@example(user="NA", notebook="null", kernel='a,"b"\nc', cost=1)
+def test_any_names_and_amounts_come_back_as_written(
+    tmp_path: Path, user: str, notebook: str, kernel: str, cost: int
+) -> None:
+    start = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+    charge = Charge(
+        start=start,
+        end=start + timedelta(hours=1),
+        cost=cost,
+        list_cost=cost,
+        currency="EUR",
+        price_basis="estimate",
+        hours=Decimal(1),
+        session="s0",
+        resource_id="s0",
+        resource_type="Jupyter server session",
+        user=user,
+        notebook=notebook,
+        kernel=kernel,
+    )
+    for name in ("focus.csv", "focus.parquet"):
+        out = tmp_path / name
+        write_focus(out, [charge])
+        (row,) = read_focus(out)
+        assert Decimal(str(row["BilledCost"])) * 1_000_000 == cost
+        tags = json.loads(str(row["Tags"]))
+        for column, value in (("x_User", user), ("x_Notebook", notebook), ("x_Kernel", kernel)):
+            assert (row[column] or "") == value
+            assert tags.get(column, "") == value

@@ -193,7 +193,8 @@ def focus_row(charge: Charge) -> dict[str, object]:
 
 def out_format(path: Path, keep_off: tuple[Path, ...] = ()) -> str:
     """The format ``path`` is written in, or :class:`ExportRefused` when it cannot be an
-    export: another extension, a folder, or one of ``keep_off`` (the ledger itself)."""
+    export: another extension, a folder, under a file, or one of ``keep_off`` (the ledger
+    itself)."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ExportRefused(
@@ -201,6 +202,11 @@ def out_format(path: Path, keep_off: tuple[Path, ...] = ()) -> str:
         )
     if path.is_dir():
         raise ExportRefused(_("{out} is a folder: name the file to write").format(out=path))
+    above = next((p for p in path.absolute().parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ExportRefused(
+            _("cannot write {out}: {file} is a file, not a folder").format(out=path, file=above)
+        )
     target = path.resolve()
     if any(target == p.resolve() for p in keep_off):
         raise ExportRefused(
