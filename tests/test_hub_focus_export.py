@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from focus_schema import read_focus
 
+from jupyter_gpucost.core.hub_protocol import SpendReport
 from jupyter_gpucost.hub.focus_export import main
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
@@ -26,9 +27,10 @@ A100 = Rate(GpuAllocation("A100", 2), Decimal("3.1"), "catalog: aws p4d.24xlarge
 T4 = Rate(GpuAllocation("T4", 1), Decimal("0.52"), "config: c.GpuCostHub.gpu_prices")
 
 
-def config(tmp_path: Path, url: str) -> str:
+def config(tmp_path: Path, url: str, *more: str) -> str:
     path = tmp_path / "gpucost_config.py"
     lines = [f"c.GpuCostHub.ledger_url = {url!r}", "c.GpuCostHub.timezone = 'Europe/Paris'"]
+    lines += more
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -39,6 +41,19 @@ def hub_ledger(url: str) -> dict[str, int]:
     ledger = HubLedger(url, tz=PARIS)
     ann = ledger.open_server(ServerInfo("ann", "", T, True, "a100x2"), A100)
     bob = ledger.open_server(ServerInfo("bob", "gpu", T, True, "t4"), T4)
+    # ann's server reports its own session (what its own export calls it)
+    spent = SpendReport(
+        session_id="20261123T210000-ann",
+        server_name="",
+        started=T,
+        sent=T + timedelta(hours=1),
+        cost_micro_usd=1_000_000,
+        idle_micro_usd=0,
+        rate_micro_usd_per_s=1000,
+        energy_wh=1.5,
+        cells=3,
+    )
+    ledger.add_report(ann.server_id, spent, T + timedelta(hours=1))
     ledger.flush(T + timedelta(hours=1))
     ledger.close_server(bob.server_id, T + timedelta(hours=1, minutes=30))
     again = ledger.open_server(ServerInfo("bob", "gpu", T + timedelta(hours=3), True, "t4"), T4)
@@ -76,6 +91,8 @@ def test_the_hub_ledger_is_focus_and_adds_up_per_user(
     starts = [str(r["ChargePeriodStart"]) for r in ann]
     assert starts[0].startswith("2026-11-22 23:00:00") or starts[0] == "2026-11-22T23:00:00Z"
     assert {r["x_Profile"] for r in ann} == {"a100x2"}
+    assert {r["x_SessionId"] for r in ann} == {"20261123T210000-ann"}
+    assert {r["x_Kernel"] or None for r in rows} == {None}  # the hub sees no kernels
     assert {r["x_Profile"] for r in rows if r["x_User"] == "bob"} == {"t4"}
     assert {r["BillingCurrency"] for r in rows} == {"USD"}  # the service's currency
     assert all("p4d.24xlarge" in str(r["x_PriceBasis"]) for r in ann)
@@ -146,3 +163,13 @@ def test_the_command_is_wired(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert read_focus(out)
+
+
+def test_the_currency_is_the_services(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a hub priced from a provider whose catalog rows are in yuan bills in yuan
+    url = f"sqlite:///{tmp_path / 'hub.sqlite'}"
+    hub_ledger(url)
+    out = tmp_path / "hub.csv"
+    more = "c.GpuCostHub.price_provider = 'autodl'"
+    assert main([str(out), "--config", config(tmp_path, url, more)]) == 0
+    assert {r["BillingCurrency"] for r in read_focus(out)} == {"CNY"}

@@ -8,8 +8,10 @@ writer (:mod:`jupyter_gpucost.reconcile.focus_writer`): one row per server sessi
   the hub allocated and what the server reported); ``ListCost`` what the profile's GPUs cost
   at their price (the allocation); ``x_PriceBasis`` the price's source as the ledger kept it.
 * ``BillingCurrency`` is the service's (``c.GpuCostHub`` prices' currency).
-* ``x_User``, ``x_Profile``, ``x_Kernel`` (the server's own session, when it reported one);
-  the hub ledger keeps no group memberships (the Hub does): ``x_Group`` is empty.
+* ``x_User``, ``x_Profile``; ``x_SessionId`` the server's own session id when it reported
+  one (the same as in that server's own export), else ``hub-server-ID``. The hub knows no
+  notebooks or kernels, and keeps no group memberships (the Hub does): ``x_Notebook``,
+  ``x_Kernel`` and ``x_Group`` are empty.
 * Only what the service has flushed is in the ledger (every few seconds while it runs).
 
 The ledger is read, never written: a database without the hub's tables is said to be empty.
@@ -82,12 +84,11 @@ def day_charges(
                 currency=currency,
                 price_basis=f"hub allocation of {gpus}: {row.source}",
                 hours=_hours(row.started_us, row.stopped_us, start, end),
-                session=f"hub-server-{row.id}",
+                session=row.report_session or f"hub-server-{row.id}",
                 resource_id=f"jupyterhub/{row.user_name}/{server}/{row.id}",
                 resource_type="JupyterHub server",
                 user=row.user_name,
                 profile=row.profile or "",
-                kernel=row.report_session or "",
                 instance_type=gpus,
             )
         )
