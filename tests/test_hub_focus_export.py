@@ -39,8 +39,8 @@ def hub_ledger(url: str) -> dict[str, int]:
     """ann (group ml) on two A100 over midnight, bob (group vision) on a T4 twice; the
     ledger's month totals per user."""
     ledger = HubLedger(url, tz=PARIS)
-    ann = ledger.open_server(ServerInfo("ann", "", T, True, "a100x2"), A100)
-    bob = ledger.open_server(ServerInfo("bob", "gpu", T, True, "t4"), T4)
+    ann = ledger.open_server(ServerInfo("ann", "", T, True, "a100x2", groups=("ml",)), A100)
+    bob = ledger.open_server(ServerInfo("bob", "gpu", T, True, "t4", groups=("vision",)), T4)
     # ann's server reports its own session (what its own export calls it)
     spent = SpendReport(
         session_id="20261123T210000-ann",
@@ -56,7 +56,13 @@ def hub_ledger(url: str) -> dict[str, int]:
     ledger.add_report(ann.server_id, spent, T + timedelta(hours=1))
     ledger.flush(T + timedelta(hours=1))
     ledger.close_server(bob.server_id, T + timedelta(hours=1, minutes=30))
-    again = ledger.open_server(ServerInfo("bob", "gpu", T + timedelta(hours=3), True, "t4"), T4)
+    later = T + timedelta(hours=3)
+    # bob joined a second group before his second server (and names no column can hold
+    # never keep a server from being billed)
+    again = ledger.open_server(
+        ServerInfo("bob", "gpu", later, True, "t4", groups=("vision", "ml", "x" * 256, "nul\x00")),
+        T4,
+    )
     ledger.flush(T + timedelta(hours=4))
     ledger.close_server(ann.server_id, T + timedelta(hours=5))
     ledger.close_server(again.server_id, T + timedelta(hours=5))
@@ -97,8 +103,10 @@ def test_the_hub_ledger_is_focus_and_adds_up_per_user(
     assert {r["BillingCurrency"] for r in rows} == {"USD"}  # the service's currency
     assert all("p4d.24xlarge" in str(r["x_PriceBasis"]) for r in ann)
     assert json.loads(str(ann[0]["Tags"]))["x_Profile"] == "a100x2"
-    # the ledger keeps no group memberships: x_Group is left empty, never guessed
-    assert {r["x_Group"] or None for r in rows} == {None}
+    # the groups each user was in when each server started, as the Hub listed them
+    assert {r["x_Group"] for r in ann} == {"ml"}
+    assert {r["x_Group"] for r in rows if r["x_User"] == "bob"} == {"vision", "ml,vision"}
+    assert {json.loads(str(r["Tags"]))["x_Group"] for r in rows} == {"ml", "vision", "ml,vision"}
     # the ledger's credentials never leave it
     text = out.read_bytes()
     parsed = sa.engine.make_url(ledger_url)
@@ -173,3 +181,21 @@ def test_the_currency_is_the_services(tmp_path: Path, capsys: pytest.CaptureFixt
     more = "c.GpuCostHub.price_provider = 'autodl'"
     assert main([str(out), "--config", config(tmp_path, url, more)]) == 0
     assert {r["BillingCurrency"] for r in read_focus(out)} == {"CNY"}
+
+
+def test_a_ledger_from_before_groups_were_kept_exports_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'hub.sqlite'}"
+    totals = hub_ledger(url)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE hub_server_groups"))
+    engine.dispose()
+    out = tmp_path / "hub.csv"
+    assert main([str(out), "--config", config(tmp_path, url)]) == 0
+    rows = read_focus(out)
+    assert {r["x_Group"] for r in rows} == {None}
+    assert sum(Decimal(str(r["BilledCost"])) for r in rows) * 1_000_000 == sum(totals.values())
+    # the export only reads: the table is not made behind the admin's back
+    assert not sa.inspect(sa.create_engine(url)).has_table("hub_server_groups")

@@ -8,10 +8,12 @@ writer (:mod:`jupyter_gpucost.reconcile.focus_writer`): one row per server sessi
   the hub allocated and what the server reported); ``ListCost`` what the profile's GPUs cost
   at their price (the allocation); ``x_PriceBasis`` the price's source as the ledger kept it.
 * ``BillingCurrency`` is the service's (``c.GpuCostHub`` prices' currency).
-* ``x_User``, ``x_Profile``; ``x_SessionId`` the server's own session id when it reported
-  one (the same as in that server's own export), else ``hub-server-ID``. The hub knows no
-  notebooks or kernels, and keeps no group memberships (the Hub does): ``x_Notebook``,
-  ``x_Kernel`` and ``x_Group`` are empty.
+* ``x_User``, ``x_Profile``; ``x_Group`` the groups the user was in when the server
+  started (the ledger keeps them from the Hub's list; several are joined by commas, none
+  for a server opened while the database was away or before the ledger kept them);
+  ``x_SessionId`` the server's own session id when it reported one (the same as in that
+  server's own export), else ``hub-server-ID``. The hub knows no notebooks or kernels:
+  ``x_Notebook`` and ``x_Kernel`` are empty.
 * Only what the service has flushed is in the ledger (every few seconds while it runs).
 
 The ledger is read, never written: a database without the hub's tables is said to be empty.
@@ -35,7 +37,13 @@ from ..core.sql import create_engine, sqlite_path
 from ..reconcile.command import EXIT_EMPTY, EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, Parser
 from ..reconcile.focus_writer import Charge, ExportRefused, out_format, write_focus
 from .ledger import default_url
-from .ledger.schema import daily_table, rates_table, safe_url, servers_table
+from .ledger.schema import (
+    daily_table,
+    rates_table,
+    safe_url,
+    server_groups_table,
+    servers_table,
+)
 from .model import HubConfigError
 
 
@@ -69,6 +77,13 @@ def day_charges(
         query = query.where(d.day >= since)
     if until is not None:
         query = query.where(d.day <= until)
+    g = server_groups_table.c
+    groups: dict[int, list[str]] = {}
+    if sa.inspect(conn).has_table(server_groups_table.name):  # a ledger from before it
+        for server_id, name in conn.execute(
+            sa.select(g.server_id, g.group_name).order_by(g.group_name)
+        ):
+            groups.setdefault(int(server_id), []).append(str(name))
     out = []
     for row in conn.execute(query):
         start = datetime.combine(row.day, time(), tz)
@@ -89,6 +104,7 @@ def day_charges(
                 resource_type="JupyterHub server",
                 user=row.user_name,
                 profile=row.profile or "",
+                group=",".join(groups.get(int(row.id), [])),
                 instance_type=gpus,
             )
         )
