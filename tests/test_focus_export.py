@@ -284,3 +284,25 @@ def test_any_names_and_amounts_come_back_as_written(
         for column, value in (("x_User", user), ("x_Notebook", notebook), ("x_Kernel", kernel)):
             assert (row[column] or "") == value
             assert tags.get(column, "") == value
+
+
+def test_jupyter_gpucost_export_focus_runs_as_installed(tmp_path: Path) -> None:
+    # the command a user types (jupyter gpucost → the jupyter-gpucost script)
+    import shutil
+    import subprocess
+    import sys
+
+    url, total = ledger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+    script = shutil.which("jupyter-gpucost", path=str(Path(sys.executable).parent))
+    assert script is not None
+    out = tmp_path / "focus.csv"
+    done = subprocess.run(
+        [script, "export-focus", str(out), "--ledger", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = read_focus(out)
+    assert sum(Decimal(str(r["BilledCost"])) for r in rows) * 1_000_000 == total
