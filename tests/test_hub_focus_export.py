@@ -199,3 +199,20 @@ def test_a_ledger_from_before_groups_were_kept_exports_without_them(
     assert sum(Decimal(str(r["BilledCost"])) for r in rows) * 1_000_000 == sum(totals.values())
     # the export only reads: the table is not made behind the admin's back
     assert not sa.inspect(sa.create_engine(url)).has_table("hub_server_groups")
+
+
+def test_a_ledger_that_cannot_be_reached_is_said_without_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql+psycopg://gpucost:s3cret-pw@127.0.0.1:{port}/gpucost"
+    out = tmp_path / "hub.csv"
+    assert main([str(out), "--config", config(tmp_path, url)]) == 6
+    said = capsys.readouterr().err
+    assert "cannot be read" in said
+    assert "s3cret-pw" not in said
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".csv", ".part"))]
