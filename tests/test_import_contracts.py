@@ -212,6 +212,7 @@ HUB_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "wiring",
             "runner",
             "check_command",
+            "focus_export",
             "spawn_hook",
             "spawn_form",
             "__main__",

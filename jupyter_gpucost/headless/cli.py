@@ -10,7 +10,7 @@ from ..core.i18n import _
 USAGE = (
     "jupyter gpucost run NOTEBOOK [-p NAME VALUE …] [--budget USD] [--stop-instance-when-done]"
     " | jupyter gpucost reconcile SOURCE [--since DATE] [--json]"
-    " | jupyter gpucost export-focus OUT [--since DATE]"
+    " | jupyter gpucost export-focus OUT [--since DATE] [--currency CODE]"
 )
 
 

@@ -13,27 +13,15 @@ import sys
 from collections.abc import Sequence
 from datetime import date
 from fractions import Fraction
-from typing import NoReturn
 
 from ..core.currency import symbol
 from ..core.i18n import _
 from ..core.money import column, to_usd, usd
 from ..server.ledger import Ledger, LedgerUnavailable
+from .command import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Parser
 from .match import MachineResult, match, now
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_REFUSED = 4
-EXIT_LEDGER = 6
-
-
-class Parser(argparse.ArgumentParser):
-    """A parser that ends a wrong command line with exit code 2 and says why."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+__all__ = ["EXIT_LEDGER", "EXIT_OK", "EXIT_REFUSED", "EXIT_USAGE", "Parser", "ledger_url"]
 
 
 def ledger_url(given: str | None) -> str | None:

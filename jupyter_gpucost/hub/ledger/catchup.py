@@ -23,7 +23,7 @@ from ..model import HubLedgerDown, Rate, ReportCeiling, ServerInfo
 from .outage import Closing, Deadline, Outage, Refused, Waiting
 from .quarantine import keep
 from .queries import load_open, rate_id, sums_by_user
-from .schema import deadlines_table, servers_table, to_us
+from .schema import deadlines_table, server_groups_table, servers_table, to_us
 from .state import NO_DAY, Day, OpenServer
 from .writes import report_values, write_days
 
@@ -76,6 +76,13 @@ class CatchUp:
         )
         key = result.inserted_primary_key
         assert key is not None
+        # only names the column can hold: a group never keeps a server from being billed
+        groups = sorted({g for g in server.groups if 0 < len(g) <= 255 and "\x00" not in g})
+        if groups:
+            conn.execute(
+                server_groups_table.insert(),
+                [{"server_id": int(key[0]), "group_name": g} for g in groups],
+            )
         return int(key[0])
 
     @contextmanager

@@ -23,6 +23,8 @@
   one row per user and interruption id: informational, never part of a bill;
 * ``hub_alerts_sent``: each alert's event key sent, until when it is remembered
   (:mod:`...core.sent_keys`), so that neither a restart nor other alerts send it again;
+* ``hub_server_groups``: the groups each server's user was in when it started (the Hub's
+  memberships at that time), for the FOCUS export's ``x_Group``;
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -220,6 +222,15 @@ interruptions_table = sa.Table(
 
 #: the alerts sent, by event key (:mod:`...core.sent_keys`)
 alerts_sent_table = sent_keys_table(metadata, "hub_alerts_sent")
+
+#: the groups a server's user was in when the server started, as the Hub API listed them
+#: (the FOCUS export's ``x_Group``); a server opened while the database was away has none
+server_groups_table = sa.Table(
+    "hub_server_groups",
+    metadata,
+    sa.Column("server_id", sa.Integer, primary_key=True),
+    sa.Column("group_name", sa.String(255), primary_key=True),
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

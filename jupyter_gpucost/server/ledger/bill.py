@@ -24,6 +24,7 @@ from ...core.machine import Machine
 from ...core.money import status_bar, to_usd, usd
 from .opening import LedgerUnavailable
 from .schema import (
+    cells_table,
     machines_table,
     quarters_table,
     reconciled_table,
@@ -313,6 +314,31 @@ class SessionHour:
     user: str | None
     currency: str
     machine: BilledMachine | None
+    #: what the cells that ended in the hour cost, per (notebook, kernel id); ``""`` where
+    #: the kernel did not say
+    cells: tuple[tuple[str, str, int], ...] = ()
+
+
+def _cell_costs(
+    conn: Connection, since_unix_s: int | None
+) -> dict[tuple[str, int], dict[tuple[str, str], int]]:
+    """Per (session, hour): what its cells cost per (notebook, kernel), by when they ended."""
+    c = cells_table.c
+    out: dict[tuple[str, int], dict[tuple[str, str], int]] = defaultdict(dict)
+    rows = conn.execute(sa.select(c.session_id, c.notebook_path, c.kernel_id, c.ended, c.record))
+    for row in rows:
+        try:
+            ended = datetime.fromisoformat(row.ended).timestamp()
+            cost = round(float(row.record.get("cost_usd", 0)) * 1_000_000)
+        except (ValueError, TypeError, AttributeError):
+            continue  # a record that does not say when it ended or what it cost
+        if cost <= 0 or (since_unix_s is not None and ended < since_unix_s):
+            continue
+        hour = int(ended // 3600) * 3600
+        key = (str(row.notebook_path or ""), str(row.kernel_id or ""))
+        spent = out[(row.session_id, hour)]
+        spent[key] = spent.get(key, 0) + cost
+    return out
 
 
 def session_hours(conn: Connection, since_unix_s: int | None = None) -> list[SessionHour]:
@@ -333,6 +359,7 @@ def session_hours(conn: Connection, since_unix_s: int | None = None) -> list[Ses
         query = query.where(sp.minute_unix_s >= since_unix_s)
     users = dict(conn.execute(sa.select(s.id, s.user)).all())
     machines = {row.session_id: row for row in conn.execute(sa.select(machines_table)).all()}
+    cells = _cell_costs(conn, since_unix_s)
     out = []
     for row in conn.execute(query):
         known = machines.get(row.session_id)
@@ -345,6 +372,12 @@ def session_hours(conn: Connection, since_unix_s: int | None = None) -> list[Ses
                 user=users.get(row.session_id),
                 currency=known.currency if known is not None else "",
                 machine=None if known is None else _billed(known),
+                cells=tuple(
+                    (notebook, kernel, cost)
+                    for (notebook, kernel), cost in sorted(
+                        cells.get((row.session_id, int(row.hour)), {}).items()
+                    )
+                ),
             )
         )
     return out
