@@ -409,6 +409,7 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         found = self.machine
         if found is None or found.reread is None:
             return
+
         def apply(plan: PricePlan) -> None:
             service.reprice(plan)
             # kernels started from now on inherit the new prices; running ones ask for them
