@@ -33,7 +33,7 @@ import csv
 import io
 import sys
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
@@ -194,25 +194,32 @@ def _order(machine_type: str) -> tuple[int, int]:
     return family, int(machine_type.rsplit("-", 1)[-1])
 
 
-def vm_rows(yml_text: str, regions: Sequence[str], *, commit: str) -> tuple[list[Row], list[str]]:
-    """One on-demand and one spot ``[[vm]]`` row per N1 machine type and region, and the
-    prices left out (finer than a micro-dollar)."""
+def pricing(yml_text: str) -> tuple[date, Mapping[str, object]]:
+    """``pricing.yml``'s ``about.generated`` date and its ``compute.instance`` mapping,
+    every scalar as written."""
     try:
-        data = yaml.load(yml_text, Loader=yaml.CBaseLoader)  # every scalar as written
+        data = yaml.load(yml_text, Loader=yaml.CBaseLoader)
     except yaml.YAMLError as e:
         raise DatasetError(f"pricing.yml is not YAML: {e}") from None
     if not isinstance(data, dict):
         raise DatasetError("pricing.yml: not a mapping")
-    as_of = _generated(data.get("about"))
     instances = data.get("compute", {}).get("instance", {})
     if not isinstance(instances, dict):
         raise DatasetError("pricing.yml: no compute.instance")
+    return _generated(data.get("about")), instances
+
+
+def vm_rows(yml_text: str, regions: Sequence[str], *, commit: str) -> tuple[list[Row], list[str]]:
+    """One on-demand and one spot ``[[vm]]`` row per N1 machine type and region, and the
+    prices left out (finer than a micro-dollar)."""
+    as_of, instances = pricing(yml_text)
     types = sorted((t for t in instances if t.startswith(N1_FAMILIES)), key=_order)
     rows: list[Row] = []
     skipped: list[str] = []
     for region in regions:
         for machine_type in types:
-            cost = instances[machine_type].get("cost", {}).get(region)
+            entry = instances[machine_type]
+            cost = entry.get("cost", {}).get(region) if isinstance(entry, dict) else None
             if not isinstance(cost, dict):
                 continue
             markets = (("on-demand", "hour"), ("spot", "hour_spot"))
@@ -252,12 +259,13 @@ def block(prices: Sequence[Row], vms: Sequence[Row]) -> str:
     return f"{BEGIN}\n{HEADER}\n{body}{END}\n"
 
 
-def rewrite(catalog: str, new_block: str) -> str:
+def rewrite(catalog: str, new_block: str, begin: str = BEGIN, end_line: str = END) -> str:
     """``catalog`` with its block between the markers replaced (DatasetError: none)."""
-    start, end = catalog.find(BEGIN), catalog.find(END)
+    start = catalog.find(begin + "\n")
+    end = catalog.find(end_line + "\n", max(start, 0))
     if start < 0 or end < start:
-        raise DatasetError(f"the catalog has no {BEGIN!r} ... {END!r} block")
-    return catalog[:start] + new_block + catalog[end + len(END) + 1 :]
+        raise DatasetError(f"the catalog has no {begin!r} ... {end_line!r} block")
+    return catalog[:start] + new_block + catalog[end + len(end_line) + 1 :]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

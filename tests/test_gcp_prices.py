@@ -18,6 +18,7 @@ from gcp_prices_standin import Raw, serve
 
 from jupyter_gpucost.core.attached_gpus import find_vm, load_vm_rows
 from jupyter_gpucost.core.catalog import load_catalog
+from jupyter_gpucost.core.instance_prices import find_instance, load_instance_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "jupyter_gpucost" / "data" / "prices.toml"
@@ -38,6 +39,8 @@ def _script() -> ModuleType:
 
 
 GCP = _script()
+sys.path.insert(0, str(ROOT / "scripts"))  # gcp_accelerator_vms imports gcp_prices
+VMS = importlib.import_module("gcp_accelerator_vms")
 
 
 @pytest.fixture
@@ -181,3 +184,87 @@ def test_zones_that_disagree_are_not_averaged() -> None:
     )
     assert "T4 on-demand in us-central1: zones disagree" in missing
     assert [dict(r.fields)["market"] for r in rows if dict(r.fields)["model"] == "T4"] == ["spot"]
+
+
+def shipped_vms_block() -> str:
+    text = SHIPPED.read_text(encoding="utf-8")
+    start, end = text.index(VMS.VMS_BEGIN + "\n"), text.index(VMS.VMS_END + "\n")
+    return text[start : end + len(VMS.VMS_END) + 1]
+
+
+def test_the_accelerator_vms_output_is_the_shipped_block(
+    raw: Raw, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = VMS.main(["--raw", raw.url])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == shipped_vms_block()
+    assert raw.seen == [GCP_PATHS[1]]  # pricing.yml only, at its pinned commit
+
+
+def test_accelerator_vms_write_reproduces_the_shipped_catalog(raw: Raw, tmp_path: Path) -> None:
+    copy = tmp_path / "prices.toml"
+    copy.write_text(SHIPPED.read_text(encoding="utf-8"), encoding="utf-8")
+    args = ["--raw", raw.url, "--catalog", str(copy), "--write"]
+    assert VMS.main(args) == 0
+    assert copy.read_text(encoding="utf-8") == SHIPPED.read_text(encoding="utf-8")
+
+
+def test_an_a2_in_europe_and_tokyo_is_priced_at_its_regions_row() -> None:
+    rows = load_instance_rows()
+    # pricing.yml: a2-highgpu-1g europe-west4 hour 3.747972, asia-northeast1 4.049590926
+    europe = find_instance(
+        rows, provider="gcp", instance="a2-highgpu-1g", market="on-demand", region="europe-west4"
+    )
+    assert europe is not None
+    assert (europe.region, europe.usd_per_hour) == ("europe-west4", Decimal("3.747972"))
+    assert "rounded" not in europe.source
+    tokyo = find_instance(
+        rows, provider="gcp", instance="a2-highgpu-1g", market="on-demand", region="asia-northeast1"
+    )
+    assert tokyo is not None
+    # 4.049590926 has 9 decimals: rounded half up to the micro-dollar, and said so
+    assert (tokyo.region, tokyo.usd_per_hour) == ("asia-northeast1", Decimal("4.049591"))
+    assert tokyo.source.startswith("4.049590926, rounded half up to the micro-dollar: ")
+    assert "cost.asia-northeast1.hour" in tokyo.source
+    # the per-GPU row of an 8-GPU VM: 88.4899999025753 / 8 in us-central1 is the shipped
+    # hand row; Tokyo's is the VM's price over its GPUs, rounded half up
+    h100 = load_catalog().find(
+        provider="gcp", market="on-demand", model="H100-80GB", region="asia-northeast1"
+    )
+    assert h100 is not None
+    assert (h100.instance, h100.region) == ("a3-highgpu-8g", "asia-northeast1")
+    assert "USD per VM / 8 GPUs, rounded half up to the micro-dollar" in h100.source
+
+
+def test_a_g2_has_rows_where_it_is_sold_and_none_where_it_is_only_priced() -> None:
+    rows = [
+        r for r in load_instance_rows() if r.provider == "gcp" and r.instance == "g2-standard-4"
+    ]
+    regions = {(r.region, r.market) for r in rows}
+    sold = VMS.SOLD_IN["g2-standard-4"]
+    assert regions == {(region, m) for region in sold for m in ("on-demand", "spot")}
+    assert len(rows) == len(regions)  # the hand-written us-central1 row is not written twice
+    # pricing.yml prices an a2-highgpu-1g in Johannesburg, where GCP sells none: no row, and
+    # a machine there is priced at the dearest region's row, which says it is another region
+    priced = yaml_regions("a2-highgpu-1g")
+    assert "africa-south1" in priced
+    assert "africa-south1" not in VMS.SOLD_IN["a2-highgpu-1g"]
+    row = find_instance(
+        load_instance_rows(),
+        provider="gcp",
+        instance="a2-highgpu-1g",
+        market="on-demand",
+        region="africa-south1",
+    )
+    assert row is not None
+    assert row.region != "africa-south1"
+    assert row.region in VMS.SOLD_IN["a2-highgpu-1g"]
+
+
+def yaml_regions(machine_type: str) -> list[str]:
+    """The regions the recorded pricing.yml prices ``machine_type`` in."""
+    _, instances = GCP.pricing((ROOT / "tests" / "data" / "gcp_prices" / "pricing.yml").read_text())
+    entry = instances[machine_type]
+    assert isinstance(entry, dict)
+    return sorted(entry["cost"])

@@ -22,6 +22,7 @@ def gcp() -> PricePolicy:
         catalog=load_catalog(),
         provider="gcp",
         overrides={"T4": Decimal("0.35"), "A100-80GB": Decimal("5.07")},
+        region="us-central1",
     )
 
 

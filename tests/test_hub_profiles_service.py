@@ -29,6 +29,7 @@ VALUES = Path(__file__).parent / "data" / "profiles" / "z2jh_values.yaml"
 
 SERVICE = """
 c.GpuCostHub.price_provider = "gcp"
+c.GpuCostHub.price_region = "us-central1"
 c.GpuCostHub.price_overrides = {{"T4": "0.35", "A100-80GB": "5.07"}}
 c.GpuCostHub.profiles_from = "{values}"
 """

@@ -315,7 +315,7 @@ MULTI_GPU = [
 
 
 #: the region the machine is detected in, where the provider's rows are per region
-MULTI_GPU_REGION = {"aws": "us-east-1"}
+MULTI_GPU_REGION = {"aws": "us-east-1", "gcp": "us-central1"}
 
 
 @pytest.mark.parametrize(("provider", "instance", "gpus", "price", "per_gpu_row"), MULTI_GPU)
@@ -716,6 +716,9 @@ class TestAUserCannotLowerTheAdminsPrice:
         provider, market, instance = expected
         assert status["machine"]["priced"] == "gpu"
         assert (status["prices"]["provider"], status["prices"]["market"]) == (provider, market)
-        price = PricePolicy(CATALOG, provider, market, instance).price_for(gpu["name"], None)
+        # at the detected machine's region, as the server prices it
+        region = status["machine"].get("region") or ""
+        policy = PricePolicy(CATALOG, provider, market, instance, region=region)
+        price = policy.price_for(gpu["name"], None)
         assert price is not None
         assert gpu["price_usd_per_hour"] == float(price.usd_per_gpu_hour)

@@ -124,8 +124,10 @@ def test_every_row_has_a_source_a_date_and_the_label_its_evidence_supports() -> 
 def test_the_rows_found_wrong_are_corrected() -> None:
     catalog = load_catalog()
 
-    def row(provider: str, model: str, instance: str) -> PriceRow:
-        found = catalog.find(provider=provider, market="on-demand", model=model, instance=instance)
+    def row(provider: str, model: str, instance: str, region: str = "") -> PriceRow:
+        found = catalog.find(
+            provider=provider, market="on-demand", model=model, instance=instance, region=region
+        )
         assert found is not None
         assert found.instance == instance
         return found
@@ -146,7 +148,8 @@ def test_the_rows_found_wrong_are_corrected() -> None:
     # the Azure T4 row cites a source that has it
     assert "skypilot-catalog" in row("azure", "T4", "NC4as_T4_v3").source
     # GCP's on-demand H100 is priced from a shape sold on demand
-    assert row("gcp", "H100-80GB", "a3-highgpu-8g").usd_per_gpu_hour == Decimal("11.06125")
+    h100 = row("gcp", "H100-80GB", "a3-highgpu-8g", "us-central1")
+    assert h100.usd_per_gpu_hour == Decimal("11.06125")
     # nothing could be checked for AutoDL: said so, and warned about
     assert {r.confidence for r in catalog.rows if r.provider == "autodl"} == {"unverified"}
 

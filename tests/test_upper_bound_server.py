@@ -204,13 +204,16 @@ class TestAGcpSpotVm:
             "gcp_compute_url": standin.url,
         }
 
-    async def test_priced_at_on_demand_labelled_and_the_spent_budget_stops_it(
+    async def test_priced_at_its_regions_spot_row_and_the_spent_budget_stops_it(
         self, jp_fetch: Any, standin: StandIn
     ) -> None:
         doc = await status(jp_fetch)
         assert (doc["machine"]["provider"], doc["machine"]["market"]) == ("gcp", "spot")
-        assert doc["gpus"][0]["price_basis"] == "upper-bound"
-        assert_upper_bound(doc, doc["gpus"][0]["price_usd_per_hour"], SPOT)
+        # the catalog has g2-standard-4's spot price in us-central1 (pricing.yml's
+        # hour_spot, 0.397336): no bound, and not the on-demand 0.70683
+        assert doc["gpus"][0]["price_basis"] == "catalog"
+        assert doc["gpus"][0]["price_usd_per_hour"] == 0.397336
+        assert "us-central1" in doc["gpus"][0]["price_source"]
         last = await acted(jp_fetch)
         assert (last["action"], last["via"]) == ("stop-instance", "gcp")
         assert standin.cloud.stopped == [
