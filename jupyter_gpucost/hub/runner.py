@@ -23,6 +23,7 @@ from ..core.currency import symbol as currency_symbol
 from .alerting import HubAlerts
 from .cluster.prometheus import Prometheus
 from .cluster.usage import ClusterUsage
+from .ledger.placement import PlacementLedger
 from .service import HubService
 from .settings import HubSettings
 from .web import handlers
@@ -246,6 +247,7 @@ async def run(settings: HubSettings) -> None:
             billing=parts.billing,
             tz=parts.tz,
             max_gpus=settings.billing.max_gpus_per_server,
+            placement=PlacementLedger(parts.usage_ledger.engine),
         )
         usage = service.cluster
         if service.reclaim is not None:
