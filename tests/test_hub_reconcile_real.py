@@ -9,6 +9,8 @@ of the node's hours is unallocated."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -213,3 +215,30 @@ def test_the_node_s_bill_goes_to_alice_and_bob_and_the_rest_is_unallocated(
     assert sum(r[2] for r in kept) == 4 * hour_micro
     assert {r[1] for r in kept if r[0] == "user"} == {"alice", "bob"}
     assert {r[1] for r in kept if r[0] == "unallocated"} == {P4D.resource_id}
+    # the running service shows the bill beside the estimates: the admin CSV's columns
+    # and its unallocated line, and /metrics (checked by promtool where it is installed)
+    token = hub_.tokens["prometheus"]
+    code, text = hub_.svc("GET", "api/admin/users.csv", token)
+    assert code == 200, text
+    table = {r["user"]: r for r in csv.DictReader(io.StringIO(text))}
+    today = datetime.now(UTC).date()
+    in_month = [d for d in billed.values() if d["date"] >= today.replace(day=1).isoformat()]
+    month = {"alice": 0, "bob": 0}
+    for day in in_month:
+        for u in day["users"]:
+            month[u["user"]] += round(u["billed"] * 1_000_000)
+    for user in ("alice", "bob"):
+        assert Decimal(table[user]["billed_usd"]) == Decimal(month[user]) / 1_000_000
+        assert table[user]["billed_estimated_usd"]
+    idle = table["unallocated (idle nodes)"]
+    assert (
+        Decimal(idle["billed_usd"])
+        == Decimal(sum(round(d["unallocated"] * 1_000_000) for d in in_month)) / 1_000_000
+    )
+    code, metrics = hub_.svc("GET", "metrics", token)
+    assert code == 200
+    assert (
+        f'gpucost_hub_user_month_billed_usd{{user="alice"}} {month["alice"] / 1e6:.6f}' in metrics
+    )
+    assert "gpucost_hub_unallocated_month_usd " in metrics
+    assert "gpucost_hub_billed_accuracy " in metrics

@@ -50,7 +50,7 @@ from ..budgets import spawn_refusal
 from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import allowance_view, asking_view, views
+from . import allowance_view, asking_view, billed_view, views
 from .hubapi import HubApi, Identity
 from .page_render import render
 from .page_render import templates as templates
@@ -334,7 +334,12 @@ class AdminCsvHandler(ApiBase):
         name = f"gpucost-{what}-{c.today().isoformat()}.csv"
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
         if c.requests is None or what == "users":
-            text = views.users_csv(views.admin_summary(c.service, c.now(), c.today()))
+            billed = c.service.billed
+            month = c.today().replace(day=1)
+            text = views.users_csv(
+                views.admin_summary(c.service, c.now(), c.today()),
+                billed_view.billed_month(billed.read(month) if billed else None, c.today()),
+            )
         else:  # 90 days of requests, and every open one
             text = asking_view.requests_csv(c.requests, c.now() - timedelta(days=90))
         self.finish(text)
