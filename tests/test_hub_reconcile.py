@@ -5,8 +5,10 @@ and ``python -m jupyter_gpucost.hub reconcile`` on SQLite and on a real PostgreS
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
+import logging
 import tempfile
 from dataclasses import replace
 from datetime import timedelta
@@ -14,6 +16,7 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from focus_bills import EC2_G5, SAMPLES, day_start, hourly_rows, write_csv
 from hypothesis import given, settings
@@ -21,10 +24,14 @@ from hypothesis import strategies as st
 from test_hub_placement import two_users
 
 from jupyter_gpucost.core.focus import BilledMachine
+from jupyter_gpucost.hub.app import GpuCostHub
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger
+from jupyter_gpucost.hub.model import HubConfigError
 from jupyter_gpucost.hub.reconcile.allocate import Span, allocate, largest_remainder
 from jupyter_gpucost.hub.reconcile.command import main
+from jupyter_gpucost.hub.reconcile.schedule import ScheduledBill
+from jupyter_gpucost.hub.reconcile.traits import FocusSettings
 from jupyter_gpucost.reconcile.read import BillRow, read_bill
 
 DAY = "2026-11-24"
@@ -325,3 +332,35 @@ def test_the_kept_lines_replace_the_days_they_cover(ledger_url: str) -> None:
     ]
     assert kept_.read().bill_to == T + timedelta(days=1)
     ledger.close()
+
+
+# -- the service's scheduled read ---------------------------------------------------------
+
+
+def test_the_scheduled_read_keeps_the_bill_and_logs_a_bad_one(
+    ledger_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    two_users(ledger_url).close()
+    folder = bill_folder(tmp_path)
+    engine = sa.create_engine(ledger_url)
+    bill = ScheduledBill(FocusSettings(str(folder), 300), engine)
+    asyncio.run(bill.step())
+    good = kept(ledger_url)
+    assert [r[2] for r in good] == [EC2_G5.resource_id, "alice", "bob"]
+    # a damaged file: logged by name, never raised, the ledger as it was
+    (folder / "2026-11" / "part-9.csv").write_text("a,b\n1,2\n")
+    with caplog.at_level(logging.ERROR, "jupyter_gpucost.hub"):
+        asyncio.run(bill.step())
+    assert "part-9.csv is not a FOCUS export" in caplog.text
+    assert "nothing kept" in caplog.text
+    assert kept(ledger_url) == good
+    engine.dispose()
+
+
+def test_the_focus_settings_are_off_by_default_and_checked() -> None:
+    assert GpuCostHub().focus_settings() is None
+    on = GpuCostHub(focus_source=" s3://billing/focus/ ").focus_settings()
+    assert on == FocusSettings("s3://billing/focus/", 86_400.0)
+    assert on.timeout_s == 3_600
+    with pytest.raises(HubConfigError, match=r"focus_interval_s = 10 is not valid"):
+        GpuCostHub(focus_source="bill.csv", focus_interval_s=10).focus_settings()
