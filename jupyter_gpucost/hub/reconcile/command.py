@@ -13,51 +13,27 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date
-from typing import NoReturn, TextIO
+from typing import TextIO
 
 from ...core.i18n import _
 from ...core.money import column, to_usd, usd
+from ...reconcile.args import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, bill_parser, storage_options
 from ..ledger.schema import open_engine
 from ..model import HubConfigError
 from .allocate import DayResult
 from .run import Outcome, reconcile
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_REFUSED = 4
-EXIT_LEDGER = 6
-
 #: what the service's config says: (the ledger's URL, its time zone's name)
 LedgerOf = Callable[[str | None], tuple[str, str]]
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="python -m jupyter_gpucost.hub reconcile",
-        description=_("Allocate the cloud's FOCUS bill of the hub's nodes to its users."),
+    p = bill_parser(
+        "python -m jupyter_gpucost.hub reconcile",
+        _("Allocate the cloud's FOCUS bill of the hub's nodes to its users."),
     )
-    p.add_argument(
-        "source", help=_("a FOCUS export: a file, a folder or a glob; local, s3://, gs://, az://")
-    )
-    p.add_argument("--since", type=date.fromisoformat, help=_("only days from DATE (YYYY-MM-DD)"))
-    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
     p.add_argument("--config", help=_("the service's config file (its ledger_url)"))
     p.add_argument("--ledger", help=_("the hub ledger's URL (default: the config's)"))
-    p.add_argument(
-        "--storage-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=_("an fsspec storage option for SOURCE (repeatable)"),
-    )
     return p
 
 
@@ -155,13 +131,9 @@ def main(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = parser().parse_args(list(argv))
-    options: dict[str, str] = {}
-    for item in args.storage_option:
-        key, eq, value = str(item).partition("=")
-        if not eq:
-            parser().error(_("--storage-option takes KEY=VALUE, not {item!r}").format(item=item))
-        options[key] = value
+    p = parser()
+    args = p.parse_args(list(argv))
+    options = storage_options(p, args.storage_option)
     try:
         from ...reconcile.read import BillError
     except ImportError as e:  # pragma: no cover - the extra is missing
