@@ -12,7 +12,7 @@ from datetime import date, datetime
 
 from ...core.money import usd
 from ..accounting import month_start
-from ..ledger.reconciled import Reconciliation
+from ..ledger.reconciled import ReconciledLedger, Reconciliation
 
 #: the CSV's line of the nodes' bill no session used
 UNALLOCATED = "unallocated (idle nodes)"
@@ -65,6 +65,45 @@ def billed_month(reconciliation: Reconciliation | None, today: date) -> BilledMo
             )
     month.days = {d: (b, e) for d, (b, e) in sorted(days.items())}
     return month
+
+
+def this_month(billed: ReconciledLedger | None, today: date) -> BilledMonth | None:
+    """This month's reconciled lines from the ledger (``None``: none)."""
+    if billed is None:
+        return None
+    return billed_month(billed.read(month_start(today)), today)
+
+
+def page(month: BilledMonth | None) -> dict[str, object] | None:
+    """The admin page's section: the month's billed and estimated, accuracy, unallocated,
+    each user's billed beside the estimate (dollars)."""
+    if month is None:
+        return None
+    billed = sum(b for b, _ in month.days.values())
+    estimated = sum(e for _, e in month.days.values())
+    return {
+        "billed_usd": usd(billed),
+        "estimated_usd": usd(estimated),
+        "accuracy": round(estimated / billed, 4) if billed else None,
+        "unallocated_usd": usd(month.unallocated),
+        "bill_to": month.bill_to.date().isoformat() if month.bill_to else None,
+        "users": [
+            {
+                "user": user,
+                "billed_usd": usd(amount),
+                "estimated_usd": usd(month.estimated.get(user, 0)),
+            }
+            for user, amount in sorted(month.billed.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        "days": [
+            {
+                "date": day.isoformat(),
+                "billed_usd": usd(b),
+                "accuracy": round(e / b, 4) if b else None,
+            }
+            for day, (b, e) in sorted(month.days.items())
+        ],
+    }
 
 
 def _label(value: str) -> str:

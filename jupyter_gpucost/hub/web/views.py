@@ -19,7 +19,7 @@ from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
 from ..model import GpuAllocation, HubLedgerDown, InterruptionTotals, ServerRow, UserTotals
 from ..service import HubService
-from .billed_view import CSV_COLUMNS, UNALLOCATED, BilledMonth, billed_month, gauges
+from .billed_view import CSV_COLUMNS, UNALLOCATED, BilledMonth, gauges, this_month
 from .idle_view import idle_gauges, idle_json, idle_summary
 
 #: a user is "near" a budget from this share of it on
@@ -470,10 +470,7 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
             ),
         ):
             gauge(name, help_text, [("", float(value))])
-    if service.billed is not None:
-        lines.extend(
-            gauges(billed_month(service.billed.read(month_start(today)), today), METRICS_TOP_USERS)
-        )
+    lines.extend(gauges(this_month(service.billed, today), METRICS_TOP_USERS))
     return "\n".join(lines) + "\n"
 
 
