@@ -91,7 +91,11 @@ def test_the_csv_and_metrics_carry_the_billed_columns(tmp_path: Path) -> None:
     idle = rows[-1]
     assert idle["user"] == "unallocated (idle nodes)"
     assert idle["billed_usd"] == f"{2 * n:.6f}"
+    # the groups the Hub says they are in: each group is its members' sum
+    svc.groups_of = {"alice": ("ml",), "bob": ("ml", "finance")}
     metrics = views.metrics(svc, datetime.now(UTC), TODAY)
+    assert f'gpucost_hub_group_month_billed_usd{{group="ml"}} {2 * n:.6f}' in metrics
+    assert f'gpucost_hub_group_month_billed_usd{{group="finance"}} {0.5 * n:.6f}' in metrics
     assert f'gpucost_hub_user_month_billed_usd{{user="alice"}} {1.5 * n:.6f}' in metrics
     assert f'gpucost_hub_user_month_billed_usd{{user="bob"}} {0.5 * n:.6f}' in metrics
     assert f"gpucost_hub_unallocated_month_usd {2 * n:.6f}" in metrics

@@ -7,6 +7,7 @@ billed) per day, for the admin CSV and ``/metrics``. Nothing when no bill was re
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -110,9 +111,15 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def gauges(month: BilledMonth | None, top_users: int) -> list[str]:
+def gauges(
+    month: BilledMonth | None,
+    top_users: int,
+    groups_of: Mapping[str, Iterable[str]] | None = None,
+    top_groups: int = 20,
+) -> list[str]:
     """``/metrics`` lines: each user's billed cost this month (the top ones, the rest as
-    other), the unallocated part, the month's and the latest day's accuracy."""
+    other), each group's (its members' sum), the unallocated part, the month's and the
+    latest day's accuracy."""
     if month is None:
         return []
     lines: list[str] = []
@@ -131,6 +138,20 @@ def gauges(month: BilledMonth | None, top_users: int) -> list[str]:
         "this month's cost on the cloud's bill allocated to the user (reconciled days)",
         samples,
     )
+    by_group: dict[str, int] = defaultdict(int)
+    for user, groups in (groups_of or {}).items():
+        for group in set(groups):
+            by_group[group] += month.billed.get(user, 0)
+    ranked = sorted(by_group.items(), key=lambda kv: (-kv[1], kv[0]))
+    samples = [(f'{{group="{_label(g)}"}}', usd(v)) for g, v in ranked[:top_groups]]
+    if len(ranked) > top_groups:
+        samples.append(('{group="other"}', usd(sum(v for _, v in ranked[top_groups:]))))
+    if samples:
+        gauge(
+            "gpucost_hub_group_month_billed_usd",
+            "this month's cost on the cloud's bill allocated to the group's members",
+            samples,
+        )
     gauge(
         "gpucost_hub_unallocated_month_usd",
         "this month's cost on the cloud's bill of nodes no session used (idle nodes)",

@@ -470,7 +470,8 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
             ),
         ):
             gauge(name, help_text, [("", float(value))])
-    lines.extend(gauges(this_month(service.billed, today), METRICS_TOP_USERS))
+    billed = this_month(service.billed, today)
+    lines.extend(gauges(billed, METRICS_TOP_USERS, service.groups_of, METRICS_TOP_GROUPS))
     return "\n".join(lines) + "\n"
 
 
