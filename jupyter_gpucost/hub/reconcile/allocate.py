@@ -169,8 +169,15 @@ def allocate(
     parts: dict[tuple[date, str], dict[str, Fraction]] = defaultdict(dict)
     whole: dict[tuple[date, str], Fraction] = defaultdict(Fraction)
     keys: dict[str, str] = {}
+    #: the last part of a ResourceId → the nodes the bill may name by it
+    by_last: dict[str, list[str]] = defaultdict(list)
+    for name, machine in sorted(nodes.items()):
+        for part in machine.last_parts():
+            by_last[part].append(name)
     for row in rows:
-        node = next((n for n, m in sorted(nodes.items()) if m.names(row.resource_id)), None)
+        last = row.resource_id.strip().lower().rsplit("/", 1)[-1]
+        candidates = by_last.get(last, ())
+        node = next((n for n in candidates if nodes[n].names(row.resource_id)), None)
         if node is None:
             continue
         day = day_of(row.start)
