@@ -20,6 +20,8 @@ from jupyter_gpucost.hub.web import billed_view, handlers, views
 TODAY = datetime.now(UTC).date()
 #: two days of this month (the 1st, and today) reconciled
 DAYS = sorted({TODAY.replace(day=1), TODAY})
+#: the node, as its bill names it
+NODE = "i-0a5b7c9d1e3f50000"
 
 
 def service(tmp_path: Path, reconciled: bool) -> HubService:
@@ -31,16 +33,16 @@ def service(tmp_path: Path, reconciled: bool) -> HubService:
             line
             for day in DAYS
             for line in (
-                ReconciledLine(day, "user", "alice", 1_500_000, 1_200_000, False),
-                ReconciledLine(day, "user", "bob", 500_000, 600_000, False),
-                ReconciledLine(day, "unallocated", "i-0a5b7c9d1e3f50000", 2_000_000, 0, False),
+                ReconciledLine(day, "user", "alice", 1_500_000, 1_200_000, False, NODE),
+                ReconciledLine(day, "user", "bob", 500_000, 600_000, False, NODE),
+                ReconciledLine(day, "unallocated", NODE, 2_000_000, 0, False, NODE),
             )
         ]
         # a line of last month is not this month's
         last = TODAY.replace(day=1) - timedelta(days=1)
-        lines.append(ReconciledLine(last, "user", "alice", 9_000_000, 1, True))
+        lines.append(ReconciledLine(last, "user", "alice", 9_000_000, 1, True, NODE))
         to = datetime.combine(TODAY, datetime.min.time(), UTC)
-        svc.billed.replace([*DAYS, last], lines, to, to)
+        svc.billed.replace([(d, NODE) for d in [*DAYS, last]], lines, to, to)
     return svc
 
 

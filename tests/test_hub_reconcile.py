@@ -319,18 +319,29 @@ def test_duplicated_and_revised_rows_count_once(
     ]
 
 
-def test_the_kept_lines_replace_the_days_they_cover(ledger_url: str) -> None:
+def test_the_kept_lines_replace_the_nodes_days_they_cover(ledger_url: str) -> None:
     ledger = HubLedger(ledger_url)
     kept_ = ReconciledLedger(ledger.engine)
-    (day,) = allocate([row(0, "2")], NODES, [span("alice", 0, 1, Fraction(1))], T)
-    kept_.replace([day.day], day.lines(), T + timedelta(days=1), T)
-    kept_.replace([day.day], day.lines(), T + timedelta(days=1), T)
+    alice = [span("alice", 0, 1, Fraction(1)), span("bob", 0, 1, Fraction(1), "gpu-2")]
+    (day,) = allocate([row(0, "2")], NODES, alice, T)
+    covered = [(day.day, rid) for rid in day.nodes]
+    kept_.replace(covered, day.lines(), T + timedelta(days=1), T)
+    kept_.replace(covered, day.lines(), T + timedelta(days=1), T)
     # alice used the whole node that hour: its unallocated part is 0, and said
     assert [(line.name, line.billed_micro_usd) for line in kept_.read().lines] == [
         ("alice", 2_000_000),
         (EC2_G5.resource_id, 0),
     ]
     assert kept_.read().bill_to == T + timedelta(days=1)
+    # another bill, of the other node the same day: the first node's lines stay
+    (other,) = allocate([row(0, "3", "i-0bbbbbbbbbbbbbbbb")], NODES, alice, T)
+    kept_.replace([(other.day, rid) for rid in other.nodes], other.lines(), T, T)
+    assert [(line.name, line.billed_micro_usd) for line in kept_.read().lines] == [
+        ("alice", 2_000_000),
+        ("bob", 3_000_000),
+        (EC2_G5.resource_id, 0),
+        ("i-0bbbbbbbbbbbbbbbb", 0),
+    ]
     ledger.close()
 
 

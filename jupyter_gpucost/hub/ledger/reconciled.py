@@ -1,13 +1,16 @@
 """The ``hub_reconciled`` table: the cloud's bill allocated per UTC day to the users (and
 the part of each node's bill no session used), beside the hub's own estimate.
 
-Reading a bill again replaces the days it covers in one transaction (:meth:`replace`): the
-same bill read twice leaves the same rows, a revised bill's days replace the old ones, and
-a bill that is refused never reaches the ledger.
+One line per day, node (the bill's resource id) and user, and one per day and node for its
+unused part. Reading a bill again replaces the (day, node) pairs it covers in one
+transaction (:meth:`replace`): the same bill read twice leaves the same rows, a revised
+bill's rows replace the old ones, another bill's nodes keep theirs, and a bill that is
+refused never reaches the ledger.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -32,6 +35,8 @@ class ReconciledLine:
     billed_micro_usd: int
     estimated_micro_usd: int
     settled: bool
+    #: the node's resource id on the bill this line is a part of
+    resource_id: str
 
 
 @dataclass(frozen=True)
@@ -50,16 +55,27 @@ class ReconciledLedger:
 
     def replace(
         self,
-        days: Iterable[date],
+        covered: Iterable[tuple[date, str]],
         lines: Sequence[ReconciledLine],
         bill_to: datetime,
         now: datetime,
     ) -> None:
-        """The lines of ``days`` become ``lines`` (one transaction)."""
-        covered = sorted(set(days) | {line.day for line in lines})
+        """The lines of each (day, node's resource id) ``covered`` become ``lines`` (one
+        transaction): another bill's nodes keep theirs."""
+        by_day: dict[date, set[str]] = defaultdict(set)
+        for day, rid in covered:
+            by_day[day].add(rid[:1000])
+        for line in lines:
+            by_day[line.day].add(line.resource_id[:1000])
         with self.engine.begin() as conn:
-            for i in range(0, len(covered), 500):
-                conn.execute(reconciled_table.delete().where(_c.day.in_(covered[i : i + 500])))
+            for day, rids in sorted(by_day.items()):
+                ordered = sorted(rids)
+                for i in range(0, len(ordered), 500):
+                    conn.execute(
+                        reconciled_table.delete().where(
+                            _c.day == day, _c.resource_id.in_(ordered[i : i + 500])
+                        )
+                    )
             if lines:
                 conn.execute(
                     reconciled_table.insert(),
@@ -68,6 +84,7 @@ class ReconciledLedger:
                             "day": line.day,
                             "kind": line.kind,
                             "name": line.name[:1000],
+                            "resource_id": line.resource_id[:1000],
                             "billed_micro_usd": line.billed_micro_usd,
                             "estimated_micro_usd": line.estimated_micro_usd,
                             "settled": line.settled,
@@ -79,7 +96,9 @@ class ReconciledLedger:
                 )
 
     def read(self, since: date | None = None) -> Reconciliation:
-        query = sa.select(reconciled_table).order_by(_c.day, _c.kind.desc(), _c.name)
+        query = sa.select(reconciled_table).order_by(
+            _c.day, _c.kind.desc(), _c.name, _c.resource_id
+        )
         if since is not None:
             query = query.where(_c.day >= since)
         with self.engine.connect() as conn:
@@ -93,6 +112,7 @@ class ReconciledLedger:
                     int(r["billed_micro_usd"]),
                     int(r["estimated_micro_usd"]),
                     bool(r["settled"]),
+                    r["resource_id"],
                 )
                 for r in rows
             ],

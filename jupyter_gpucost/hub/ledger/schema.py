@@ -235,8 +235,8 @@ server_nodes_table = sa.Table(
     sa.Column("last_seen_us", sa.BigInteger, nullable=False),
 )
 
-#: the cloud's bill allocated per UTC day (:mod:`.reconciled`): one row per day and user
-#: (``kind`` "user"), and per day and node for the part no session used ("unallocated")
+#: the cloud's bill allocated per UTC day (:mod:`.reconciled`): one row per day, node and
+#: user (``kind`` "user"), and per day and node for the part no session used ("unallocated")
 reconciled_table = sa.Table(
     "hub_reconciled",
     metadata,
@@ -244,6 +244,8 @@ reconciled_table = sa.Table(
     sa.Column("kind", sa.String(16), primary_key=True),
     #: the user's name, or the node's resource id
     sa.Column("name", sa.String(1000), primary_key=True),
+    #: the node's resource id on the bill (a user's line is their part of that node)
+    sa.Column("resource_id", sa.String(1000), primary_key=True),
     sa.Column("billed_micro_usd", sa.BigInteger, nullable=False),
     #: the hub's own estimate over the same day and nodes (0 for "unallocated")
     sa.Column("estimated_micro_usd", sa.BigInteger, nullable=False),

@@ -50,22 +50,56 @@ class Span:
 
 
 @dataclass
+class NodeDay:
+    """One node's day: each user's part of its bill and estimate, and the part no session
+    used (micro-dollars)."""
+
+    resource_id: str
+    billed: dict[str, int] = field(default_factory=dict)
+    estimated: dict[str, int] = field(default_factory=dict)
+    unallocated: int = 0
+
+    def users(self) -> list[str]:
+        return sorted(set(self.billed) | set(self.estimated))
+
+
+@dataclass
 class DayResult:
-    """One UTC day of the bill: per user billed and estimated, per node unallocated."""
+    """One UTC day of the bill, per node (by the bill's resource id)."""
 
     day: date
     settled: bool
-    billed: dict[str, int] = field(default_factory=dict)
-    estimated: dict[str, int] = field(default_factory=dict)
-    unallocated: dict[str, int] = field(default_factory=dict)
+    nodes: dict[str, NodeDay] = field(default_factory=dict)
+
+    def _per_user(self, what: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for node in self.nodes.values():
+            for user in node.users():
+                found[user] = found.get(user, 0) + getattr(node, what).get(user, 0)
+        return found
+
+    @property
+    def billed(self) -> dict[str, int]:
+        """user → their part of the day's bill, over every node."""
+        return self._per_user("billed")
+
+    @property
+    def estimated(self) -> dict[str, int]:
+        """user → the hub's own estimate of the same nodes that day."""
+        return self._per_user("estimated")
+
+    @property
+    def unallocated(self) -> dict[str, int]:
+        """node's resource id → the part of its bill no session used."""
+        return {rid: node.unallocated for rid, node in sorted(self.nodes.items())}
 
     @property
     def billed_total(self) -> int:
-        return sum(self.billed.values()) + sum(self.unallocated.values())
+        return sum(sum(n.billed.values()) + n.unallocated for n in self.nodes.values())
 
     @property
     def estimated_total(self) -> int:
-        return sum(self.estimated.values())
+        return sum(sum(n.estimated.values()) for n in self.nodes.values())
 
     @property
     def accuracy(self) -> Fraction | None:
@@ -74,24 +108,17 @@ class DayResult:
         return Fraction(self.estimated_total, billed) if billed else None
 
     def lines(self) -> list[ReconciledLine]:
-        users = sorted(set(self.billed) | set(self.estimated))
-        return [
-            *(
-                ReconciledLine(
-                    self.day,
-                    "user",
-                    u,
-                    self.billed.get(u, 0),
-                    self.estimated.get(u, 0),
-                    self.settled,
+        lines = []
+        for rid, node in sorted(self.nodes.items()):
+            for user in node.users():
+                billed, estimated = node.billed.get(user, 0), node.estimated.get(user, 0)
+                lines.append(
+                    ReconciledLine(self.day, "user", user, billed, estimated, self.settled, rid)
                 )
-                for u in users
-            ),
-            *(
-                ReconciledLine(self.day, "unallocated", node, amount, 0, self.settled)
-                for node, amount in sorted(self.unallocated.items())
-            ),
-        ]
+            lines.append(
+                ReconciledLine(self.day, "unallocated", rid, node.unallocated, 0, self.settled, rid)
+            )
+        return lines
 
 
 def spans_of(sessions: Iterable[PlacedSession]) -> list[Span]:
@@ -211,33 +238,26 @@ def allocate(
         shares = {f"u:{u}": v for u, v in users.items()}
         shares["n:"] = cost - sum(users.values(), Fraction(0))
         split = largest_remainder(round_micro(cost), shares)
-        for name, amount in split.items():
-            if name == "n:":
-                result.unallocated[keys[node]] = result.unallocated.get(keys[node], 0) + amount
-            else:
-                user = name[2:]
-                result.billed[user] = result.billed.get(user, 0) + amount
-    _estimate(days, by_node, set(keys))
+        unused = split.pop("n:")
+        result.nodes[keys[node]] = NodeDay(
+            keys[node],
+            {name[2:]: amount for name, amount in split.items()},
+            _estimate(day, by_node.get(node, ())),
+            unused,
+        )
     return [days[d] for d in sorted(days)]
 
 
-def _estimate(
-    days: Mapping[date, DayResult], by_node: Mapping[str, Sequence[Span]], nodes: set[str]
-) -> None:
-    """The hub's own estimate of each day on the reconciled nodes: each session's rate ×
-    its time on that UTC day."""
-    for day, result in days.items():
-        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-        end = start + timedelta(days=1)
-        exact: dict[str, Fraction] = defaultdict(Fraction)
-        for node in nodes:
-            for span in by_node.get(node, ()):
-                used = _overlap_us(span, start, end)
-                if used:
-                    exact[span.user] += span.usd_per_hour * _MICRO * used / _US_PER_HOUR
-        for user, amount in exact.items():
-            result.estimated[user] = round_micro(amount)
-            result.billed.setdefault(user, 0)
+def _estimate(day: date, spans: Sequence[Span]) -> dict[str, int]:
+    """The hub's own estimate of a node's day: each session's rate × its time on it."""
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    end = start + timedelta(days=1)
+    exact: dict[str, Fraction] = defaultdict(Fraction)
+    for span in spans:
+        used = _overlap_us(span, start, end)
+        if used:
+            exact[span.user] += span.usd_per_hour * _MICRO * used / _US_PER_HOUR
+    return {user: round_micro(amount) for user, amount in sorted(exact.items())}
 
 
 def read_and_allocate(

@@ -59,5 +59,6 @@ def reconcile(
     days = read_and_allocate(bill, nodes, spans_of(sessions), since)
     if days and bill.newest_end is not None:
         lines = [line for d in days for line in d.lines()]
-        ReconciledLedger(engine).replace([d.day for d in days], lines, bill.newest_end, now)
+        covered = [(d.day, rid) for d in days for rid in d.nodes]
+        ReconciledLedger(engine).replace(covered, lines, bill.newest_end, now)
     return Outcome(days, bill, nodes, unnamed)
