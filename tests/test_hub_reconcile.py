@@ -10,6 +10,8 @@ import io
 import json
 import logging
 import tempfile
+import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
@@ -28,11 +30,12 @@ from jupyter_gpucost.hub.app import GpuCostHub
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger
 from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.reconcile import schedule
 from jupyter_gpucost.hub.reconcile.allocate import Span, allocate, largest_remainder
 from jupyter_gpucost.hub.reconcile.command import main
 from jupyter_gpucost.hub.reconcile.schedule import ScheduledBill
 from jupyter_gpucost.hub.reconcile.traits import FocusSettings
-from jupyter_gpucost.reconcile.read import BillRow, read_bill
+from jupyter_gpucost.reconcile.read import BillError, BillRow, read_bill
 
 DAY = "2026-11-24"
 T = day_start(DAY)
@@ -375,3 +378,31 @@ def test_the_focus_settings_are_off_by_default_and_checked() -> None:
     assert on.timeout_s == 3_600
     with pytest.raises(HubConfigError, match=r"focus_interval_s = 10 is not valid"):
         GpuCostHub(focus_source="bill.csv", focus_interval_s=10).focus_settings()
+
+
+def test_a_slow_read_is_given_up_and_the_next_one_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+    reads: list[str] = []
+
+    def slow(engine: object, source: str) -> object:
+        reads.append(source)
+        release.wait(30)
+        raise BillError("stopped")
+
+    monkeypatch.setattr(schedule, "reconcile", slow)
+    bill = ScheduledBill(FocusSettings("s3://billing/focus/", 0.2), sa.create_engine("sqlite://"))
+
+    async def twice() -> float:
+        started = time.monotonic()
+        await bill.step()  # given up after 0.2 s: the service goes on
+        await bill.step()  # the first still runs: this one does not start another
+        return time.monotonic() - started
+
+    with caplog.at_level(logging.INFO, "jupyter_gpucost.hub"):
+        assert asyncio.run(twice()) < 5
+    release.set()
+    assert reads == ["s3://billing/focus/"]
+    assert "no answer in 0 s" in caplog.text
+    assert "the previous read of s3://billing/focus/ still runs" in caplog.text

@@ -1,11 +1,12 @@
 """The running service's read of the cloud's FOCUS bill, every ``focus_interval_s``: in a
-worker thread (never on the event loop), one at a time, given up after
+daemon thread (never on the event loop, never holding up a shutdown), one at a time, given up after
 :attr:`~.traits.FocusSettings.timeout_s`; a refused bill or any other failure is logged and
 the next read is tried at the next interval: never fatal to the service."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 
@@ -47,8 +48,27 @@ class ScheduledBill:
         )
 
     async def step(self) -> None:
+        """One read in a daemon thread of its own (a read still running never holds up the
+        service's shutdown), awaited up to the timeout."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finished() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def run() -> None:
+            try:
+                self._read()
+            except Exception:
+                log.exception("FOCUS bill %s failed", self.settings.source)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is gone
+                    loop.call_soon_threadsafe(finished)
+
+        threading.Thread(target=run, name="gpucost-focus-bill", daemon=True).start()
         try:
-            await asyncio.wait_for(asyncio.to_thread(self._read), self.settings.timeout_s)
+            await asyncio.wait_for(asyncio.shield(done), self.settings.timeout_s)
         except TimeoutError:
             log.error(
                 "FOCUS bill %s: no answer in %.0f s (given up until the next read)",
