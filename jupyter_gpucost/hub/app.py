@@ -35,6 +35,7 @@ from .cluster.settings import ClusterTraits
 from .idle.traits import IdleTraits
 from .model import HubConfigError
 from .profiles.settings import ProfileSettings
+from .reconcile.traits import FocusTraits
 from .settings import (
     BillingSettings,
     HubSettings,
@@ -65,7 +66,7 @@ def env(name: str, fallback: str) -> str:
     return os.environ.get(name) or fallback
 
 
-class GpuCostHub(ClusterTraits, IdleTraits, AllowanceTraits, Application):
+class GpuCostHub(ClusterTraits, IdleTraits, AllowanceTraits, FocusTraits, Application):
     """The hub's GPU bill: a ledger of every server's allocation, budgets enforced from
     outside the users' servers, and pages for users and admins."""
 
@@ -314,6 +315,7 @@ class GpuCostHub(ClusterTraits, IdleTraits, AllowanceTraits, Application):
                 admin_groups=frozenset(self.admin_groups),
                 hub_admins_are_admins=bool(self.hub_admins_are_admins),
             ),
+            focus=self.focus_settings(),
             poll_interval_s=float(self.poll_interval_s),
             flush_interval_s=float(self.flush_interval_s),
             notify=parse_notify(self.notify, self.thresholds(), self.spike_factor()),

@@ -23,6 +23,8 @@ from ..core.currency import symbol as currency_symbol
 from .alerting import HubAlerts
 from .cluster.prometheus import Prometheus
 from .cluster.usage import ClusterUsage
+from .ledger.placement import PlacementLedger
+from .reconcile.schedule import ScheduledBill
 from .service import HubService
 from .settings import HubSettings
 from .web import handlers
@@ -246,6 +248,7 @@ async def run(settings: HubSettings) -> None:
             billing=parts.billing,
             tz=parts.tz,
             max_gpus=settings.billing.max_gpus_per_server,
+            placement=PlacementLedger(parts.usage_ledger.engine),
         )
         usage = service.cluster
         if service.reclaim is not None:
@@ -262,6 +265,14 @@ async def run(settings: HubSettings) -> None:
             asyncio.create_task(
                 every(cluster.interval_s, "GPU use from Prometheus", ask_cluster, stop)
             )
+        )
+    # -- the cloud's FOCUS bill (c.GpuCostHub.focus_source) --------------------------------
+    if settings.focus is not None and service.billed is not None:
+        bill = ScheduledBill(settings.focus, service.billed.engine)
+        focus = settings.focus
+        log.info("FOCUS bill from %s every %.0f s", focus.source, focus.interval_s)
+        tasks.append(
+            asyncio.create_task(every(settings.focus.interval_s, "FOCUS bill", bill.step, stop))
         )
     try:
         await stop.wait()

@@ -42,6 +42,7 @@ from .budgets import BudgetPolicy
 from .enforcer import Enforcer, Plan, pooled_rates, server_key, weighed
 from .idle.reclaim import Reclaimer
 from .idle.report_reading import ReportReadings
+from .ledger.reconciled import ReconciledLedger
 from .model import (
     GroupTotals,
     HubClient,
@@ -161,6 +162,8 @@ class HubService:
         self.readings = ReportReadings()
         #: the poll of the cluster's Prometheus, when c.GpuCostHub.prometheus_url is set
         self.cluster: ClusterUsage | None = None
+        #: the cloud's bill as reconciled (:mod:`.reconcile`), shown beside the estimates
+        self.billed: ReconciledLedger | None = None
 
     # -- each poll ----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from .alerting import HubNotify
 from .allowance.config import AllowanceSettings
 from .cluster.settings import ClusterSettings
 from .profiles.settings import ProfileSettings
+from .reconcile.traits import FocusSettings
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class HubSettings:
     cluster: ClusterSettings | None
     idle: IdleSettings
     web: WebSettings
+    #: the cloud's FOCUS bill read on a schedule (None: ``focus_source`` unset)
+    focus: FocusSettings | None
     #: how often the Hub's servers are listed, and the ledger written
     poll_interval_s: float
     flush_interval_s: float

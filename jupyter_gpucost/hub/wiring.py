@@ -21,6 +21,7 @@ from .idle.policy import IdleClock, IdlePolicy
 from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
+from .ledger.reconciled import ReconciledLedger
 from .ledger.requests import RequestStore
 from .ledger.schema import alerts_sent_table
 from .ledger.usage import UsageLedger
@@ -110,6 +111,7 @@ def build(settings: HubSettings) -> Parts:
     requests = RequestStore(ledger.engine)
     book.grants = requests.granted
     service = HubService(ledger, allocation.rate_for, budgets, enforcer, reclaimer, book)
+    service.billed = ReconciledLedger(ledger.engine)
     log.info("prices of %s: %s", prices.provider, allocations.cloud.why)
     return Parts(
         service=service,

@@ -11,17 +11,24 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import date
 from fractions import Fraction
 
 from ..core.currency import symbol
 from ..core.i18n import _
 from ..core.money import column, to_usd, usd
 from ..server.ledger import Ledger, LedgerUnavailable
-from .command import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Parser
+from .command import (
+    EXIT_LEDGER,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    Parser,
+    bill_parser,
+    storage_options,
+)
 from .match import MachineResult, match, now
 
-__all__ = ["EXIT_LEDGER", "EXIT_OK", "EXIT_REFUSED", "EXIT_USAGE", "Parser", "ledger_url"]
+__all__ = ["EXIT_LEDGER", "EXIT_OK", "EXIT_REFUSED", "EXIT_USAGE", "Parser", "ledger_url", "main"]
 
 
 def ledger_url(given: str | None) -> str | None:
@@ -41,23 +48,11 @@ def ledger_url(given: str | None) -> str | None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="jupyter gpucost reconcile",
-        description=_("Match the cloud's FOCUS bill to the machines of the ledger."),
+    p = bill_parser(
+        "jupyter gpucost reconcile",
+        _("Match the cloud's FOCUS bill to the machines of the ledger."),
     )
-    p.add_argument(
-        "source", help=_("a FOCUS export: a file, a folder or a glob; local, s3://, gs://, az://")
-    )
-    p.add_argument("--since", type=date.fromisoformat, help=_("only days from DATE (YYYY-MM-DD)"))
-    p.add_argument("--json", action="store_true", help=_("print one JSON object"))
     p.add_argument("--ledger", help=_("the ledger's URL (default: this machine's server ledger)"))
-    p.add_argument(
-        "--storage-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=_("an fsspec storage option for SOURCE (repeatable)"),
-    )
     return p
 
 
@@ -150,13 +145,9 @@ def as_text(results: list[MachineResult], stats: dict[str, object]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    options: dict[str, str] = {}
-    for item in args.storage_option:
-        key, eq, value = str(item).partition("=")
-        if not eq:
-            parser().error(_("--storage-option takes KEY=VALUE, not {item!r}").format(item=item))
-        options[key] = value
+    p = parser()
+    args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    options = storage_options(p, args.storage_option)
     try:
         from .read import BillError, read_bill
     except ImportError as e:  # pragma: no cover - the extra is missing

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from ...core.billing import BillingRule
 from ..accounting import allocated_micro_usd, day_of
 from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..ledger.placement import Placement, PlacementLedger
 from ..ledger.usage import UsageDelta, UsageLedger, UsageTotals
 from ..model import ServerRow
 from .dcgm import (
@@ -35,6 +36,7 @@ from .dcgm import (
     queries,
     split,
 )
+from .placement import read_placements
 from .promanswer import Vector
 from .prometheus import PrometheusError
 from .settings import ClusterSettings
@@ -116,8 +118,11 @@ class ClusterUsage:
         billing: BillingRule,
         tz: tzinfo,
         max_gpus: int,
+        placement: PlacementLedger | None = None,
     ) -> None:
         self.settings = settings
+        #: where each session's node is kept (None: not kept)
+        self.placement = placement
         self.client = client
         self.ledger = ledger
         self.billing = billing
@@ -139,20 +144,22 @@ class ClusterUsage:
         known = await asyncio.to_thread(self.ledger.untils, new) if new else {}
         self._follow(rows, known)
         window_s = self._window(now)
+        pods = {
+            (self.settings.namespace, self.settings.pods.pod_name(user, name)): (user, name)
+            for (user, name) in rows
+        }
         try:
             answers = await self._ask(window_s, now)
         except PrometheusError as e:
             deltas = self._down(service, now, str(e))
         else:
-            pods = {
-                (self.settings.namespace, self.settings.pods.pod_name(user, name)): (user, name)
-                for (user, name) in rows
-            }
             # thousands of series to sort and join: off the event loop
             seen, refused = await asyncio.to_thread(
                 activities, answers, pods, at=now, window_s=window_s, max_gpus=self.max_gpus
             )
             deltas = self._split(service, rows, seen, refused, now, window_s)
+            # not while Prometheus is down: a poll waits for it once, not thrice
+            await self._place(rows, pods, now)
         deltas = self._pending + deltas
         self._pending = []
         if deltas:
@@ -162,6 +169,33 @@ class ClusterUsage:
                 # written at the next poll (the split has moved on: nothing is split twice)
                 self._pending = deltas[-MAX_PENDING:]
                 raise
+
+    async def _place(
+        self,
+        rows: Mapping[tuple[str, str], ServerRow],
+        pods: Mapping[tuple[str, str], ServerKey],
+        now: datetime,
+    ) -> None:
+        """Keep the node each server runs on (for the reconciliation with the bill): a
+        failure is logged, never the poll's."""
+        if self.placement is None or not rows:
+            return
+        try:
+            found = await read_placements(self.client, self.settings.namespace, pods, now)
+        except PrometheusError as e:
+            log.debug("the servers' nodes are not known: %s", e)
+            return
+        placements = [
+            Placement(rows[key].server_id, key[0], node, provider_id, now)
+            for key, (node, provider_id) in found.items()
+            if key in rows
+        ]
+        if not placements:
+            return
+        try:
+            await asyncio.to_thread(self.placement.record, placements)
+        except Exception:
+            log.exception("the servers' nodes could not be kept in the ledger")
 
     def _follow(
         self, rows: Mapping[tuple[str, str], ServerRow], known: Mapping[int, datetime]

@@ -25,6 +25,10 @@
   (:mod:`...core.sent_keys`), so that neither a restart nor other alerts send it again;
 * ``hub_server_groups``: the groups each server's user was in when it started (the Hub's
   memberships at that time), for the FOCUS export's ``x_Group``;
+* ``hub_server_nodes``: the cluster node each server session ran on and that node's
+  ``providerID`` (the cloud's instance), as the cluster's Prometheus said (:mod:`.placement`);
+* ``hub_reconciled``: the cloud's FOCUS bill allocated to users per day, and the part of
+  each node's bill no session used (:mod:`.reconciled`);
 * ``hub_meta``: the schema version and the time zone the days were cut in.
 
 Tables added since a ledger was created are added when it is opened.
@@ -218,6 +222,39 @@ interruptions_table = sa.Table(
     sa.Column("session_micro_usd", sa.BigInteger, nullable=False),
     sa.UniqueConstraint("user_name", "interruption_id", name="uq_hub_interruptions_id"),
     sa.Index("ix_hub_interruptions_at", "at_us", "user_name"),
+)
+
+#: the node each server session ran on, and the node's ``providerID`` (:mod:`.placement`)
+server_nodes_table = sa.Table(
+    "hub_server_nodes",
+    metadata,
+    sa.Column("server_id", sa.Integer, primary_key=True),
+    sa.Column("node", sa.String(255), primary_key=True),
+    sa.Column("user_name", sa.String(255), nullable=False),
+    #: ``aws:///us-east-1a/i-0abc…``, ``gce://project/zone/name``, ``azure:///subscriptions/…``
+    sa.Column("provider_id", sa.String(1000), nullable=False),
+    sa.Column("first_seen_us", sa.BigInteger, nullable=False),
+    sa.Column("last_seen_us", sa.BigInteger, nullable=False),
+)
+
+#: the cloud's bill allocated per UTC day (:mod:`.reconciled`): one row per day, node and
+#: user (``kind`` "user"), and per day and node for the part no session used ("unallocated")
+reconciled_table = sa.Table(
+    "hub_reconciled",
+    metadata,
+    sa.Column("day", sa.Date, primary_key=True),
+    sa.Column("kind", sa.String(16), primary_key=True),
+    #: the user's name, or the node's resource id
+    sa.Column("name", sa.String(1000), primary_key=True),
+    #: the node's resource id on the bill (a user's line is their part of that node)
+    sa.Column("resource_id", sa.String(1000), primary_key=True),
+    sa.Column("billed_micro_usd", sa.BigInteger, nullable=False),
+    #: the hub's own estimate over the same day and nodes (0 for "unallocated")
+    sa.Column("estimated_micro_usd", sa.BigInteger, nullable=False),
+    sa.Column("settled", sa.Boolean, nullable=False),
+    #: the end of the bill's newest charge when it was read
+    sa.Column("bill_to_us", sa.BigInteger, nullable=False),
+    sa.Column("read_us", sa.BigInteger, nullable=False),
 )
 
 #: the alerts sent, by event key (:mod:`...core.sent_keys`)

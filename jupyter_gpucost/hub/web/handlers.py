@@ -50,7 +50,7 @@ from ..budgets import spawn_refusal
 from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import allowance_view, asking_view, views
+from . import allowance_view, asking_view, billed_view, views
 from .hubapi import HubApi, Identity
 from .page_render import render
 from .page_render import templates as templates
@@ -334,7 +334,8 @@ class AdminCsvHandler(ApiBase):
         name = f"gpucost-{what}-{c.today().isoformat()}.csv"
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
         if c.requests is None or what == "users":
-            text = views.users_csv(views.admin_summary(c.service, c.now(), c.today()))
+            month = billed_view.this_month(c.service.billed, c.today())
+            text = views.users_csv(views.admin_summary(c.service, c.now(), c.today()), month)
         else:  # 90 days of requests, and every open one
             text = asking_view.requests_csv(c.requests, c.now() - timedelta(days=90))
         self.finish(text)
@@ -430,7 +431,9 @@ class AdminPage(PageBase):
         self.admin()
         now, today = self.ctx.now(), self.ctx.today()
         data = views.admin_summary(self.ctx.service, now, today, self.ctx.alerts_page())
-        self.render_page("gpucost_admin.html", data=data, chart=views.bars(data["daily"]))
+        billed = billed_view.page(billed_view.this_month(self.ctx.service.billed, today))
+        chart = views.bars(data["daily"])
+        self.render_page("gpucost_admin.html", data=data, chart=chart, billed=billed)
 
 
 def log_request(handler: web.RequestHandler) -> None:

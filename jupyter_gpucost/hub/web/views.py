@@ -19,6 +19,7 @@ from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
 from ..model import GpuAllocation, HubLedgerDown, InterruptionTotals, ServerRow, UserTotals
 from ..service import HubService
+from .billed_view import CSV_COLUMNS, UNALLOCATED, BilledMonth, gauges, this_month
 from .idle_view import idle_gauges, idle_json, idle_summary
 
 #: a user is "near" a budget from this share of it on
@@ -278,7 +279,7 @@ def _dedupe(budgets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def users_csv(summary: dict[str, Any]) -> str:
+def users_csv(summary: dict[str, Any], billed: BilledMonth | None = None) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(
@@ -305,6 +306,9 @@ def users_csv(summary: dict[str, Any]) -> str:
             # was computed since each one's last checkpoint (shown, never billed)
             "interruptions",
             "interruptions_lost_usd",
+            # this month's cost on the cloud's reconciled bill, the estimate of the same
+            # days and nodes, estimated ÷ billed (empty without a reconciled bill)
+            *CSV_COLUMNS,
         ]
     )
     for u in summary["users"]:
@@ -334,8 +338,11 @@ def users_csv(summary: dict[str, Any]) -> str:
                 _cell("; ".join(s["gpus"] for s in u["running"])),
                 u["interruptions"]["count"],
                 f"{u['interruptions']['lost_usd']:.6f}",
+                *(billed.row(u["user"]) if billed else ["", "", ""]),
             ]
         )
+    if billed is not None:
+        writer.writerow([UNALLOCATED, *[""] * 15, *billed.unallocated_row()])
     return out.getvalue()
 
 
@@ -463,6 +470,8 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
             ),
         ):
             gauge(name, help_text, [("", float(value))])
+    billed = this_month(service.billed, today)
+    lines.extend(gauges(billed, METRICS_TOP_USERS, service.groups_of, METRICS_TOP_GROUPS))
     return "\n".join(lines) + "\n"
 
 

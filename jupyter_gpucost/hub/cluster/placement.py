@@ -1,0 +1,60 @@
+"""Which node each running server's pod is on, and that node's ``providerID``, from
+kube-state-metrics in the cluster's Prometheus: ``kube_pod_info`` has each pod's ``node``,
+``kube_node_info`` each node's ``provider_id``. Kept per session in the hub ledger
+(:mod:`..ledger.placement`) for the reconciliation with the cloud's bill.
+
+A pod on a node with no ``providerID`` (kind, bare metal) is not recorded: no bill names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Protocol
+
+from ..activity import ServerKey
+from .promanswer import Vector
+
+POD_INFO = "kube_pod_info"
+NODE_INFO = "kube_node_info"
+
+
+class Asking(Protocol):
+    """What is asked of Prometheus (:class:`.prometheus.Prometheus`)."""
+
+    async def query(self, promql: str, at: datetime) -> Vector: ...
+
+
+def pod_query(namespace: str) -> str:
+    """``kube_pod_info`` for the hub's namespace (every namespace when empty)."""
+    return f'{POD_INFO}{{namespace="{namespace}"}}' if namespace else POD_INFO
+
+
+def placements_from(
+    pod_info: Vector, node_info: Vector, pods: Mapping[tuple[str, str], ServerKey]
+) -> dict[ServerKey, tuple[str, str]]:
+    """server → (node, providerID), for the servers whose pod is in ``pods``
+    ((namespace, pod) → server) on a node with a ``providerID``."""
+    provider_ids = {
+        s.labels.get("node", ""): s.labels.get("provider_id", "")
+        for s in node_info.samples
+        if s.labels.get("node") and s.labels.get("provider_id")
+    }
+    found: dict[ServerKey, tuple[str, str]] = {}
+    for sample in pod_info.samples:
+        labels = sample.labels
+        key = pods.get((labels.get("namespace", ""), labels.get("pod", "")))
+        node = labels.get("node", "")
+        if key is None or not node or node not in provider_ids:
+            continue
+        found[key] = (node, provider_ids[node])
+    return found
+
+
+async def read_placements(
+    client: Asking, namespace: str, pods: Mapping[tuple[str, str], ServerKey], at: datetime
+) -> dict[ServerKey, tuple[str, str]]:
+    """Two instant queries; :class:`.prometheus.PrometheusError` on any failure."""
+    pod_info = await client.query(pod_query(namespace), at)
+    node_info = await client.query(NODE_INFO, at)
+    return placements_from(pod_info, node_info, pods)
