@@ -8,12 +8,10 @@ import sys
 
 def ledger_of(config: str | None) -> tuple[str, str]:
     """The hub ledger's URL and time zone, as the service's config file says."""
-    from .app import GpuCostHub
-    from .ledger import default_url
+    from .focus_export import service_config
 
-    app = GpuCostHub()
-    app.initialize(["--config", config] if config else [])
-    return app.ledger_url or default_url(app.data_dir), app.timezone
+    url, tz, _ = service_config(config)
+    return url, tz.key
 
 
 if __name__ == "__main__":

@@ -118,8 +118,9 @@ def _hours(started_us: int, stopped_us: int | None, start: datetime, end: dateti
     return (Decimal(max(ran, 0)) / 3_600_000_000).quantize(Decimal("0.000001"))
 
 
-def _config(config: str | None) -> tuple[str, ZoneInfo, str]:
-    """The ledger URL, time zone and currency of the service's config (``--config``)."""
+def service_config(config: str | None) -> tuple[str, ZoneInfo, str]:
+    """The ledger URL, time zone and currency of the service's config (``--config``): what
+    the hub's commands (export-focus, reconcile) read of it."""
     from .app import GpuCostHub
 
     app = GpuCostHub()
@@ -145,7 +146,7 @@ def main(argv: Sequence[str]) -> int:
     if args.since and args.until and args.until < args.since:
         p.error(_("--until is before --since"))
     try:
-        url, tz, currency = _config(args.config)
+        url, tz, currency = service_config(args.config)
     except HubConfigError as e:
         print(e, file=sys.stderr)
         return EXIT_LEDGER
