@@ -8,8 +8,11 @@ GPUs, a MIG slice, a time-sliced GPU: :class:`~..model.GpuAllocation`). What no 
 used (hours with no session, GPUs no pod held) stays with the node as **unallocated (idle
 nodes)**: never spread over the users.
 
-A node's GPUs are the instance's as the profile says (``instance_gpus``), else the most
-GPUs its sessions held at once. Sums are exact fractions, rounded once per node and day to
+A node's GPUs are the shipped catalog's for the node's instance type as the cluster said
+it, else the instance's as the profile says (:func:`spans_of`). A node whose GPU count
+is not known is never guessed (the most its sessions held at once would bill one user on a
+shared node for all of it): its whole cost of the day is left unallocated, with that
+reason (:attr:`NodeDay.reason`). Sums are exact fractions, rounded once per node and day to
 whole micro-dollars by the largest remainder: the users' parts and the unallocated part
 add up to the node's billed cost of that day exactly.
 """
@@ -49,6 +52,10 @@ class Span:
     usd_per_hour: Fraction
 
 
+#: why a node's day is unallocated: its GPU count is not known
+GPUS_UNKNOWN = "gpus_unknown"
+
+
 @dataclass
 class NodeDay:
     """One node's day: each user's part of its bill and estimate, and the part no session
@@ -58,6 +65,10 @@ class NodeDay:
     billed: dict[str, int] = field(default_factory=dict)
     estimated: dict[str, int] = field(default_factory=dict)
     unallocated: int = 0
+    #: why the whole day is unallocated ("": what no session used, if anything)
+    reason: str = ""
+    #: the cluster's nodes the bill's resource is
+    nodes: tuple[str, ...] = ()
 
     def users(self) -> list[str]:
         return sorted(set(self.billed) | set(self.estimated))
@@ -121,14 +132,24 @@ class DayResult:
         return lines
 
 
-def spans_of(sessions: Iterable[PlacedSession]) -> list[Span]:
+def spans_of(
+    sessions: Iterable[PlacedSession], catalog_gpus: Mapping[str, int] | None = None
+) -> list[Span]:
     """The sessions as spans on their nodes (one not stopped: up to when the service last
-    saw it running)."""
+    saw it running). A node's GPUs: ``catalog_gpus`` (instance type → its GPUs, the
+    shipped catalog's) of the node's instance type as the cluster said it, else the
+    profile's instance's, else 0 (not known)."""
     spans = []
     for s in sessions:
         row = s.row
         end = row.stopped or row.last_seen
         allocation = row.rate.allocation
+        catalog = catalog_gpus or {}
+        known = (
+            catalog.get(s.instance_type, 0)
+            or allocation.instance_gpus
+            or catalog.get(allocation.instance, 0)
+        )
         spans.append(
             Span(
                 row.user,
@@ -136,7 +157,7 @@ def spans_of(sessions: Iterable[PlacedSession]) -> list[Span]:
                 row.started,
                 max(end, row.started),
                 Fraction(allocation.count) * allocation.share,
-                allocation.instance_gpus,
+                known,
                 Fraction(row.rate.usd_per_hour),
             )
         )
@@ -153,14 +174,18 @@ def _overlap_us(span: Span, start: datetime, end: datetime) -> int:
 
 
 def node_gpus(spans: Sequence[Span]) -> Fraction:
-    """A node's GPUs: its instance's as a profile says, else the most its sessions held at
-    once (so the sessions' shares never add up to more than the node)."""
+    """A node's GPUs: its instance's as a profile or the catalog says (if the sessions held
+    more at once, that: their shares never add up to more than the node); 0: not known,
+    never guessed."""
+    known = max((s.node_gpus for s in spans), default=0)
+    if known <= 0:
+        return Fraction(0)
     events = sorted([(s.start, 1, s.gpus) for s in spans] + [(s.end, 0, -s.gpus) for s in spans])
     held = most = Fraction(0)
     for _when, _order, change in events:
         held += change
         most = max(most, held)
-    return max(Fraction(max((s.node_gpus for s in spans), default=0)), most)
+    return max(Fraction(known), most)
 
 
 def largest_remainder(total: int, parts: Mapping[str, Fraction]) -> dict[str, int]:
@@ -196,6 +221,7 @@ def allocate(
     parts: dict[tuple[date, str], dict[str, Fraction]] = defaultdict(dict)
     whole: dict[tuple[date, str], Fraction] = defaultdict(Fraction)
     keys: dict[str, str] = {}
+    unknown: set[tuple[date, str]] = set()
     #: the last part of a ResourceId → the nodes the bill may name by it
     by_last: dict[str, list[str]] = defaultdict(list)
     for name, machine in sorted(nodes.items()):
@@ -222,6 +248,8 @@ def allocate(
         whole[(day, node)] += billed
         length = _us(row.start, row.end)
         gpus = capacity.get(node, Fraction(0))
+        if gpus <= 0 and any(span.gpus for span in by_node[node]):
+            unknown.add((day, node))
         if length <= 0 or gpus <= 0:
             continue
         mine = parts[(day, node)]
@@ -244,6 +272,8 @@ def allocate(
             {name[2:]: amount for name, amount in split.items()},
             _estimate(day, by_node.get(node, ())),
             unused,
+            GPUS_UNKNOWN if (day, node) in unknown else "",
+            (node,),
         )
     return [days[d] for d in sorted(days)]
 
