@@ -85,12 +85,26 @@ def test_a_provider_id_names_the_cloud_s_instance() -> None:
         "/subscriptions/8f6c2d1e-0000-4000-8000-000000000042/resourcegroups/rg-ml"
         "/providers/microsoft.compute/virtualmachines/nc-a100-1"
     )
-    # a scale set's node is billed as the whole set; kind and bare metal are no cloud's
-    scale_set = (
-        "azure:///subscriptions/s/resourceGroups/mc_rg/providers/Microsoft.Compute"
+    # a scale set's node (AKS) is billed as the whole set, its resource group in lower case
+    scale_set = billed_machine(
+        "azure:///subscriptions/s/resourceGroups/MC_rg_aks_eastus/providers/Microsoft.Compute"
         "/virtualMachineScaleSets/aks-gpu-123-vmss/virtualMachines/0"
     )
-    assert billed_machine(scale_set) is None
+    assert scale_set is not None
+    assert scale_set.scale_set
+    assert scale_set.names(
+        "/subscriptions/s/resourcegroups/mc_rg_aks_eastus/providers/microsoft.compute"
+        "/virtualmachinescalesets/aks-gpu-123-vmss"
+    )
+    assert not scale_set.names(
+        "/subscriptions/s/resourcegroups/mc_rg_aks_eastus/providers/microsoft.compute"
+        "/virtualmachines/aks-gpu-123-vmss"
+    )
+    assert not scale_set.names(
+        "/subscriptions/s/resourcegroups/other/providers/microsoft.compute"
+        "/virtualmachinescalesets/aks-gpu-123-vmss"
+    )
+    # kind and bare metal are no cloud's
     assert billed_machine("kind://docker/kind/kind-control-plane") is None
     assert instance_id("") == ""
 

@@ -20,7 +20,7 @@ from ...core.money import column, to_usd, usd
 from ...reconcile.command import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, bill_parser, storage_options
 from ..ledger.schema import open_engine
 from ..model import HubConfigError
-from .allocate import GPUS_UNKNOWN, DayResult
+from .allocate import GPUS_UNKNOWN, NOT_HOURS, DayResult
 from .run import Outcome, reconcile
 
 #: what the service's config says: (the ledger's URL, its time zone's name)
@@ -47,9 +47,15 @@ def notes(outcome: Outcome) -> list[str]:
     found: list[str] = []
     for d in outcome.days:
         for rid, node in sorted(d.nodes.items()):
-            if node.reason != GPUS_UNKNOWN:
+            if node.reason == GPUS_UNKNOWN:
+                note = _("node {node}: its GPU count is not known; its cost is left unallocated")
+            elif node.reason == NOT_HOURS:
+                note = _(
+                    "node {node}: the bill does not say its scale set's instance-hours; "
+                    "its cost is left unallocated"
+                )
+            else:
                 continue
-            note = _("node {node}: its GPU count is not known; its cost is left unallocated")
             text = note.format(node=", ".join(node.nodes) or rid)
             if text not in found:
                 found.append(text)
@@ -129,7 +135,7 @@ def as_text(outcome: Outcome) -> str:
     lines.extend(notes(outcome))
     if outcome.unnamed:
         lines.append(
-            _("nodes no bill row names (a scale set's, or no cloud): {nodes}").format(
+            _("nodes no bill row names (no cloud's providerID): {nodes}").format(
                 nodes=", ".join(outcome.unnamed)
             )
         )

@@ -32,7 +32,7 @@ class Outcome:
     bill: Bill
     #: node → what the bill names it by, for the nodes the ledger knows
     nodes: dict[str, BilledMachine] = field(default_factory=dict)
-    #: nodes whose ``providerID`` no bill row can name (a scale set's node, kind)
+    #: nodes whose ``providerID`` no bill row can name (kind, bare metal)
     unnamed: list[str] = field(default_factory=list)
 
 
