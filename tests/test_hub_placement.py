@@ -12,7 +12,11 @@ from fractions import Fraction
 import sqlalchemy as sa
 from focus_bills import EC2_G5, GCP_A2, day_start
 
-from jupyter_gpucost.hub.cluster.placement import placements_from, pod_query
+from jupyter_gpucost.hub.cluster.placement import (
+    instance_types_from,
+    placements_from,
+    pod_query,
+)
 from jupyter_gpucost.hub.cluster.promanswer import Sample, Vector
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.placement import Placement, PlacementLedger
@@ -81,12 +85,26 @@ def test_a_provider_id_names_the_cloud_s_instance() -> None:
         "/subscriptions/8f6c2d1e-0000-4000-8000-000000000042/resourcegroups/rg-ml"
         "/providers/microsoft.compute/virtualmachines/nc-a100-1"
     )
-    # a scale set's node is billed as the whole set; kind and bare metal are no cloud's
-    scale_set = (
-        "azure:///subscriptions/s/resourceGroups/mc_rg/providers/Microsoft.Compute"
+    # a scale set's node (AKS) is billed as the whole set, its resource group in lower case
+    scale_set = billed_machine(
+        "azure:///subscriptions/s/resourceGroups/MC_rg_aks_eastus/providers/Microsoft.Compute"
         "/virtualMachineScaleSets/aks-gpu-123-vmss/virtualMachines/0"
     )
-    assert billed_machine(scale_set) is None
+    assert scale_set is not None
+    assert scale_set.scale_set
+    assert scale_set.names(
+        "/subscriptions/s/resourcegroups/mc_rg_aks_eastus/providers/microsoft.compute"
+        "/virtualmachinescalesets/aks-gpu-123-vmss"
+    )
+    assert not scale_set.names(
+        "/subscriptions/s/resourcegroups/mc_rg_aks_eastus/providers/microsoft.compute"
+        "/virtualmachines/aks-gpu-123-vmss"
+    )
+    assert not scale_set.names(
+        "/subscriptions/s/resourcegroups/other/providers/microsoft.compute"
+        "/virtualmachinescalesets/aks-gpu-123-vmss"
+    )
+    # kind and bare metal are no cloud's
     assert billed_machine("kind://docker/kind/kind-control-plane") is None
     assert instance_id("") == ""
 
@@ -108,6 +126,30 @@ def test_the_poll_finds_each_server_s_node_and_provider_id() -> None:
     wanted = {("jhub", "jupyter-alice"): ("alice", ""), ("jhub", "jupyter-bob"): ("bob", "")}
     assert placements_from(pods, nodes, wanted) == {("alice", ""): ("gpu-1", G5_PROVIDER_ID)}
     assert pod_query("jhub") == 'kube_pod_info{namespace="jhub"}'
+    # the node's instance type, where kube-state-metrics exports its label
+    labels = Vector(
+        (
+            Sample(
+                {"node": "gpu-1", "label_node_kubernetes_io_instance_type": "p4d.24xlarge"}, 1.0
+            ),
+            Sample({"node": "gpu-2", "label_beta_kubernetes_io_instance_type": "g5.xlarge"}, 1.0),
+            Sample({"node": "kind-1"}, 1.0),
+        )
+    )
+    assert instance_types_from(labels) == {"gpu-1": "p4d.24xlarge", "gpu-2": "g5.xlarge"}
+
+
+def test_the_node_s_instance_type_is_kept_by_its_provider_id(ledger_url: str) -> None:
+    ledger = two_users(ledger_url)
+    placed = PlacementLedger(ledger.engine)
+    (alice, *_) = placed.sessions(T, T + timedelta(days=1))
+    assert alice.instance_type == ""
+    seen = Placement(alice.row.server_id, "alice", "gpu-1", G5_PROVIDER_ID, T, "g5.xlarge")
+    placed.record([seen])
+    assert {
+        s.instance_type for s in placed.sessions(T, T + timedelta(days=1)) if s.node == "gpu-1"
+    } == {"g5.xlarge"}
+    ledger.close()
 
 
 # -- the ledger -------------------------------------------------------------------------

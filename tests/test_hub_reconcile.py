@@ -20,19 +20,29 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from focus_bills import EC2_G5, SAMPLES, day_start, hourly_rows, write_csv
+from focus_bills import EC2_G5, SAMPLES, StandIn, day_start, hourly_rows, write_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hub_placement import two_users
+from test_hub_placement import G5_PROVIDER_ID, two_users
 
 from jupyter_gpucost.core.focus import BilledMachine
+from jupyter_gpucost.core.money import round_micro
 from jupyter_gpucost.hub.app import GpuCostHub
 from jupyter_gpucost.hub.ledger import HubLedger
+from jupyter_gpucost.hub.ledger.placement import Placement, PlacementLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger
-from jupyter_gpucost.hub.model import HubConfigError
+from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo
 from jupyter_gpucost.hub.reconcile import schedule
-from jupyter_gpucost.hub.reconcile.allocate import Span, allocate, largest_remainder
-from jupyter_gpucost.hub.reconcile.command import main
+from jupyter_gpucost.hub.reconcile.allocate import (
+    GPUS_UNKNOWN,
+    NOT_HOURS,
+    Span,
+    allocate,
+    largest_remainder,
+)
+from jupyter_gpucost.hub.reconcile.command import main, notes
+from jupyter_gpucost.hub.reconcile.nodes import billed_machine
+from jupyter_gpucost.hub.reconcile.run import Outcome, catalog_gpus
 from jupyter_gpucost.hub.reconcile.schedule import ScheduledBill
 from jupyter_gpucost.hub.reconcile.traits import FocusSettings
 from jupyter_gpucost.reconcile.read import BillError, BillRow, read_bill
@@ -96,8 +106,14 @@ def test_two_users_get_their_share_and_the_idle_hours_stay_unallocated(
     assert users["alice"]["estimated"] == 1.006
     assert day["unallocated"] == 4 * HOUR_MICRO / 1e6
     assert day["unallocated_nodes"] == [
-        {"resource_id": EC2_G5.resource_id, "billed": 4 * HOUR_MICRO / 1e6}
+        {
+            "resource_id": EC2_G5.resource_id,
+            "billed": 4 * HOUR_MICRO / 1e6,
+            "nodes": ["gpu-1"],
+            "reason": "",
+        }
     ]
+    assert document["notes"] == []
     assert day["accuracy"] == round(2.012 / 4.34592, 4)
     # carol's node has no cloud: no bill, said so; the forged instance is nobody's
     assert "carol" not in users
@@ -115,6 +131,37 @@ def test_two_users_get_their_share_and_the_idle_hours_stay_unallocated(
     code, text, _ = run(ledger_url, str(folder))
     assert "unallocated (idle nodes)" in text
     assert "alice" in text
+
+
+def test_a_node_of_unknown_size_is_left_unallocated_and_the_command_says_why(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    # alice's profile names a GPU but not the instance: the node's size is not known
+    ledger = HubLedger(ledger_url)
+    started = T + timedelta(hours=9)
+    one_gpu = Rate(GpuAllocation("A10G", 1), Decimal("1.006"), "test price")
+    opened = ledger.open_server(ServerInfo("alice", "", started, True, profile="gpu"), one_gpu)
+    ledger.close_server(opened.server_id, started + timedelta(hours=2))
+    ledger.flush(T + timedelta(hours=13))
+    PlacementLedger(ledger.engine).record(
+        [Placement(opened.server_id, "alice", "gpu-1", G5_PROVIDER_ID, started)]
+    )
+    ledger.close()
+    folder = bill_folder(tmp_path)
+    code, out, err = run(ledger_url, str(folder), "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    (day,) = document["days"]
+    # alice is billed nothing of it; the node's six billed hours are all unallocated
+    assert [u["billed"] for u in day["users"]] == [0]
+    assert day["unallocated"] == 6 * HOUR_MICRO / 1e6
+    (node,) = day["unallocated_nodes"]
+    assert node["reason"] == "gpus_unknown"
+    note = "node gpu-1: its GPU count is not known; its cost is left unallocated"
+    assert document["notes"] == [note]
+    code, text, _ = run(ledger_url, str(folder))
+    assert code == 0
+    assert note in text
 
 
 def test_a_revised_bill_replaces_and_a_bad_one_changes_nothing(
@@ -202,13 +249,30 @@ def test_a_mig_slice_pays_its_slice_and_the_rest_of_the_node_is_unallocated() ->
     assert day.settled
 
 
-def test_without_the_instance_s_gpus_the_most_held_at_once_is_the_node() -> None:
-    spans = [span("alice", 0, 2, Fraction(2)), span("bob", 1, 2, Fraction(2))]
-    (day,) = allocate([row(0, "4"), row(1, "4")], {NODE: MACHINE}, spans, T)
-    # hour 0: alice held 2 of the 4 GPUs; hour 1: both, all of them
-    assert day.billed == {"alice": 4_000_000, "bob": 2_000_000}
-    assert day.unallocated == {EC2_G5.resource_id: 2_000_000}
-    assert not day.settled
+def test_a_node_whose_gpu_count_is_not_known_is_left_unallocated_not_guessed() -> None:
+    # the profile does not say the instance's GPUs: one user holding 1 GPU of what may be
+    # an 8-GPU node is never billed the whole node
+    spans = [span("alice", 0, 2, Fraction(1)), span("bob", 1, 2, Fraction(0))]
+    (day,) = allocate([row(0, "8"), row(1, "8")], {NODE: MACHINE}, spans, T)
+    assert not any(day.billed.values())
+    assert day.estimated["alice"] == 2_000_000
+    assert day.unallocated == {EC2_G5.resource_id: 16_000_000}
+    node = day.nodes[EC2_G5.resource_id]
+    assert node.reason == GPUS_UNKNOWN
+    assert node.nodes == (NODE,)
+    # the same with the instance's 8 GPUs known: alice pays her eighth of her two hours
+    sized = [replace(s, node_gpus=8) for s in spans]
+    (day,) = allocate([row(0, "8"), row(1, "8")], {NODE: MACHINE}, sized, T)
+    assert day.billed == {"alice": 2_000_000, "bob": 0}
+    assert day.unallocated == {EC2_G5.resource_id: 14_000_000}
+    assert day.nodes[EC2_G5.resource_id].reason == ""
+
+
+def test_the_node_s_gpus_come_from_the_catalog_by_the_profile_s_instance_type() -> None:
+    gpus = catalog_gpus()
+    assert gpus["p4d.24xlarge"] == 8
+    assert gpus["g5.xlarge"] == 1
+    assert gpus["Standard_NC6s_v3"] == 1
 
 
 def test_largest_remainder_adds_up_exactly() -> None:
@@ -220,12 +284,15 @@ users = st.sampled_from(["alice", "bob", "carol"])
 nodes = st.sampled_from(["gpu-1", "gpu-2"])
 spans_st = st.lists(
     st.builds(
-        lambda u, n, s, length, g: span(u, s / 4, (s + length) / 4, Fraction(g, 2), n),
+        lambda u, n, s, length, g, k: replace(
+            span(u, s / 4, (s + length) / 4, Fraction(g, 2), n), node_gpus=k
+        ),
         users,
         nodes,
         st.integers(0, 95),
         st.integers(1, 48),
         st.integers(0, 4),
+        st.sampled_from([0, 4]),
     ),
     max_size=8,
 )
@@ -293,6 +360,44 @@ def test_no_user_is_billed_for_a_node_they_never_ran_on(
         assert not any(day.billed.values())
 
 
+TRUE_GPUS = 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.builds(lambda h, a: row(h, str(a)), st.integers(0, 47), amounts.map(abs)), max_size=12
+    ),
+    spans_st,
+    st.booleans(),
+)
+def test_no_user_is_billed_above_their_share_of_the_node_s_true_gpu_time(
+    rows: list[BillRow], spans: list[Span], known: bool
+) -> None:
+    # the node truly has TRUE_GPUS GPUs; the profiles say so, or say nothing
+    spans = [replace(s, node="gpu-1", node_gpus=TRUE_GPUS if known else 0) for s in spans]
+    for day in allocate(rows, NODES, spans, T):
+        for user, got in day.billed.items():
+            bound = Fraction(0)
+            for r in rows:
+                if r.start.date() != day.day:
+                    continue
+                mine = sum(
+                    (
+                        s.gpus
+                        * max(0.0, (min(s.end, r.end) - max(s.start, r.start)).total_seconds())
+                        for s in spans
+                        if s.user == user
+                    ),
+                    Fraction(0),
+                )
+                bound += Fraction(r.billed) * 1_000_000 * Fraction(mine) / (TRUE_GPUS * 3600)
+            # whole micro-dollars: at most one more than the exact share
+            assert got <= bound + 1
+            if not known:
+                assert got == 0
+
+
 hour_amounts = st.dictionaries(st.integers(0, 47), amounts, max_size=6)
 
 
@@ -325,7 +430,11 @@ def test_duplicated_and_revised_rows_count_once(
 def test_the_kept_lines_replace_the_nodes_days_they_cover(ledger_url: str) -> None:
     ledger = HubLedger(ledger_url)
     kept_ = ReconciledLedger(ledger.engine)
-    alice = [span("alice", 0, 1, Fraction(1)), span("bob", 0, 1, Fraction(1), "gpu-2")]
+    # both nodes are g5.xlarge: one GPU each
+    alice = [
+        replace(span("alice", 0, 1, Fraction(1)), node_gpus=1),
+        replace(span("bob", 0, 1, Fraction(1), "gpu-2"), node_gpus=1),
+    ]
     (day,) = allocate([row(0, "2")], NODES, alice, T)
     covered = [(day.day, rid) for rid in day.nodes]
     kept_.replace(covered, day.lines(), T + timedelta(days=1), T)
@@ -406,3 +515,207 @@ def test_a_slow_read_is_given_up_and_the_next_one_waits_for_it(
     assert reads == ["s3://billing/focus/"]
     assert "no answer in 0 s" in caplog.text
     assert "the previous read of s3://billing/focus/ still runs" in caplog.text
+
+
+# -- AKS: a node pool is one virtual machine scale set on the bill ------------------------
+
+#: an AKS node pool of Standard_NC6s_v3 (one V100 each) in eastus, as Azure's FOCUS export
+#: names it: the scale set's resource id, in lower case
+AKS_SET = StandIn(
+    "Microsoft",
+    "/subscriptions/8f6c2d1e-0000-4000-8000-000000000042/resourcegroups/mc_testshack_aksgpu_eastus"
+    "/providers/microsoft.compute/virtualmachinescalesets/aks-gpunp-10282168-vmss",
+    "Standard_NC6s_v3",
+    "eastus",
+    Decimal("3.06"),
+    Decimal("1"),
+)
+#: each node's providerID as the cloud controller writes it (the resource group's case kept)
+AKS_NODES = {
+    f"aks-gpunp-10282168-vmss00000{n}": billed_machine(
+        "azure:///subscriptions/8f6c2d1e-0000-4000-8000-000000000042/resourceGroups/"
+        "MC_testshack_aksgpu_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/"
+        f"aks-gpunp-10282168-vmss/virtualMachines/{n}"
+    )
+    for n in range(2)
+}
+NODE_0, NODE_1 = sorted(AKS_NODES)
+
+
+def aks_nodes() -> dict[str, BilledMachine]:
+    return {n: m for n, m in AKS_NODES.items() if m is not None}
+
+
+def set_day(instance_hours: str, unit: str = "Hours") -> dict[str, str]:
+    """The scale set's row of a day, as Azure's export writes it: the day's charge for all
+    its instances, ConsumedQuantity their instance-hours."""
+    (one,) = hourly_rows(AKS_SET, T, 1)
+    cost = str(AKS_SET.list_per_hour * Decimal(instance_hours))
+    one.update(
+        ChargePeriodEnd=(T + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        ChargeDescription="NCv3 Series - NC6s v3 - US East",
+        BilledCost=cost,
+        EffectiveCost=cost,
+        ListCost=cost,
+        ConsumedQuantity=instance_hours,
+        ConsumedUnit=unit,
+        PricingQuantity=instance_hours,
+        PricingUnit="1 Hour" if unit == "Hours" else unit,
+        ServiceName="Virtual Machines",
+        ResourceType="Virtual machine scale set",
+    )
+    return one
+
+
+def v100(user: str, node: str, start_h: float, end_h: float) -> Span:
+    return replace(span(user, start_h, end_h, Fraction(1), node), node_gpus=1)
+
+
+def test_a_scale_set_s_day_is_shared_by_its_instance_hours(tmp_path: Path) -> None:
+    # two instances all day: 48 instance-hours of one V100 each; alice 2 h on node 0,
+    # bob 3 h on node 1
+    path = write_csv(tmp_path / "bill" / "part-0.csv", [set_day("48")])
+    nodes = aks_nodes()
+    bill = read_bill(str(path.parent), {p for m in nodes.values() for p in m.last_parts()})
+    (charge,) = bill.rows
+    assert (charge.quantity, charge.unit) == (Decimal("48"), "Hours")
+    spans = [v100("alice", NODE_0, 9, 11), v100("bob", NODE_1, 10, 13)]
+    (day,) = allocate(bill.rows, nodes, spans, T)
+    assert day.billed == {"alice": 6_120_000, "bob": 9_180_000}
+    set_id = nodes[NODE_0].key
+    assert set_id.lower() == AKS_SET.resource_id
+    assert day.unallocated == {set_id: 146_880_000 - 15_300_000}
+    assert day.nodes[set_id].nodes == (NODE_0, NODE_1)
+    assert day.nodes[set_id].reason == ""
+
+
+def test_a_scale_set_row_not_in_hours_is_left_unallocated_and_said(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "bill" / "part-0.csv", [set_day("2", unit="Days")])
+    nodes = aks_nodes()
+    bill = read_bill(str(path.parent), {p for m in nodes.values() for p in m.last_parts()})
+    (day,) = allocate(bill.rows, nodes, [v100("alice", NODE_0, 9, 11)], T)
+    set_id = nodes[NODE_0].key
+    assert not any(day.billed.values())
+    assert day.unallocated == {set_id: 6_120_000}
+    assert day.nodes[set_id].reason == NOT_HOURS
+    outcome = Outcome([day], bill, nodes)
+    assert notes(outcome) == [
+        f"node {NODE_0}, {NODE_1}: the bill does not say its scale set's instance-hours; "
+        "its cost is left unallocated"
+    ]
+    # nor is a set of unknown size guessed
+    unknown = [replace(v100("alice", NODE_0, 9, 11), node_gpus=0)]
+    path = write_csv(tmp_path / "bill" / "part-0.csv", [set_day("48")])
+    bill = read_bill(str(path.parent), {p for m in nodes.values() for p in m.last_parts()})
+    (day,) = allocate(bill.rows, nodes, unknown, T)
+    assert day.nodes[set_id].reason == GPUS_UNKNOWN
+    assert not any(day.billed.values())
+
+
+def set_row(hour: int, hours: int, billed: Decimal, unit: str) -> BillRow:
+    start = T + timedelta(hours=hour)
+    return BillRow(
+        AKS_SET.resource_id,
+        start,
+        start + timedelta(hours=hours),
+        billed,
+        billed,
+        billed,
+        "USD",
+        ("Usage", "", f"SKU-{hour}-{hours}"),
+        Decimal(hours * 2),
+        unit,
+    )
+
+
+set_spans = st.lists(
+    st.builds(
+        lambda u, n, s, length, g: replace(
+            span(u, s / 4, (s + length) / 4, Fraction(g, 2), n), node_gpus=4
+        ),
+        users,
+        st.sampled_from([NODE_0, NODE_1]),
+        st.integers(0, 95),
+        st.integers(1, 48),
+        st.integers(0, 8),
+    ),
+    max_size=8,
+)
+set_rows = st.lists(
+    st.builds(
+        set_row,
+        st.integers(0, 40),
+        st.sampled_from([1, 24]),
+        amounts.map(abs),
+        st.sampled_from(["Hours", "1 Hour", "GB"]),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(set_rows, set_spans)
+def test_a_scale_set_s_bill_is_allocated_exactly_and_no_user_above_their_share(
+    rows: list[BillRow], spans: list[Span]
+) -> None:
+    nodes = aks_nodes()
+    for day in allocate(rows, nodes, spans, T):
+        (node,) = day.nodes.values()
+        exact = sum((Fraction(r.billed) for r in rows if r.start.date() == day.day), Fraction(0))
+        assert sum(node.billed.values()) + node.unallocated == round_micro(exact * 1_000_000)
+        for user, got in node.billed.items():
+            bound = Fraction(0)
+            for r in rows:
+                if r.start.date() != day.day or r.unit == "GB":
+                    continue
+                mine = sum(
+                    (s.gpus * Fraction(_seconds(s, r)) for s in spans if s.user == user),
+                    Fraction(0),
+                )
+                # capacity: the row's instance-hours × 4 GPUs each
+                bound += (
+                    Fraction(r.billed) * 1_000_000 * mine / (Fraction(r.quantity or 0) * 4 * 3600)
+                )
+            assert got <= bound + 1
+
+
+def _seconds(s: Span, r: BillRow) -> float:
+    return max(0.0, (min(s.end, r.end) - max(s.start, r.start)).total_seconds())
+
+
+def test_the_command_shares_a_scale_set_s_bill_among_its_nodes_users(
+    ledger_url: str, tmp_path: Path
+) -> None:
+    ledger = HubLedger(ledger_url)
+    v100_rate = Rate(
+        GpuAllocation("V100", 1, instance="Standard_NC6s_v3", instance_gpus=1),
+        Decimal("3.06"),
+        "test price",
+    )
+    places = []
+    for user, node, start, hours in (("alice", NODE_0, 9, 2), ("bob", NODE_1, 10, 3)):
+        started = T + timedelta(hours=start)
+        opened = ledger.open_server(ServerInfo(user, "", started, True, profile="v100"), v100_rate)
+        ledger.close_server(opened.server_id, started + timedelta(hours=hours))
+        provider_id = (
+            "azure:///subscriptions/8f6c2d1e-0000-4000-8000-000000000042/resourceGroups/"
+            "MC_testshack_aksgpu_eastus/providers/Microsoft.Compute/virtualMachineScaleSets/"
+            f"aks-gpunp-10282168-vmss/virtualMachines/{node[-1]}"
+        )
+        places.append(Placement(opened.server_id, user, node, provider_id, started))
+    ledger.flush(T + timedelta(hours=14))
+    PlacementLedger(ledger.engine).record(places)
+    ledger.close()
+    write_csv(tmp_path / "bill" / "part-0.csv", [set_day("48")])
+    code, out, err = run(ledger_url, str(tmp_path / "bill"), "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    (day,) = document["days"]
+    assert {u["user"]: u["billed"] for u in day["users"]} == {"alice": 6.12, "bob": 9.18}
+    assert day["billed"] == 146.88
+    (idle,) = day["unallocated_nodes"]
+    assert idle["billed"] == 131.58
+    assert idle["nodes"] == [NODE_0, NODE_1]
+    assert idle["resource_id"].lower() == AKS_SET.resource_id
+    assert document["unnamed_nodes"] == []
+    assert document["notes"] == []

@@ -1,7 +1,7 @@
 """The hub's reconciliation, end to end: a real JupyterHub starts alice's and bob's
 servers, the gpucost service (its ledger on a real PostgreSQL) reads from a real
 Prometheus which node each pod runs on and the node's ``providerID``
-(kube-state-metrics' ``kube_pod_info`` and ``kube_node_info``, served by a stand-in as
+(kube-state-metrics' ``kube_pod_info``, ``kube_node_info`` and ``kube_node_labels``, served by a stand-in as
 the exporter writes them, beside a stand-in dcgm-exporter), and then
 ``python -m jupyter_gpucost.hub reconcile`` reads the cloud's FOCUS bill of that node with
 the service's own config: alice and bob get their share of each billed hour, and the rest
@@ -48,7 +48,11 @@ KSM = (
     'kubelet_version="v1.31.0-eks-a737599",kubeproxy_version="deprecated",'
     f'provider_id="aws:///us-east-1a/{P4D.resource_id}",pod_cidr="",'
     'system_uuid="ec2a7f3e-1b2c-4d5e-8f90-a1b2c3d4e5f6",internal_ip="10.0.12.34"} 1\n'
-    "# HELP kube_pod_info [STABLE] Information about pod.\n"
+    "# HELP kube_node_labels [STABLE] Kubernetes labels converted to Prometheus labels.\n"
+    "# TYPE kube_node_labels gauge\n"
+    f'kube_node_labels{{node="{NODE}",label_node_kubernetes_io_instance_type="p4d.24xlarge",'
+    'label_topology_kubernetes_io_region="us-east-1"} 1\n'
+    + "# HELP kube_pod_info [STABLE] Information about pod.\n"
     "# TYPE kube_pod_info gauge\n"
     + "".join(
         f'kube_pod_info{{namespace="{NAMESPACE}",pod="jupyter-{user}",'
@@ -187,11 +191,13 @@ def test_the_node_s_bill_goes_to_alice_and_bob_and_the_rest_is_unallocated(
     billed = {d["date"]: d for d in document["days"]}
     total = sum(round(d["billed"] * 1_000_000) for d in billed.values())
     assert total == 4 * hour_micro
-    # what each held: 2 of the node's 4 GPUs its sessions held at once, for its time
+    # what each held: 2 of the p4d.24xlarge's 8 GPUs (its instance type from the node's
+    # label, its GPUs from the catalog), for its time
+    assert document["notes"] == []
     expected: dict[str, Fraction] = {}
     for s in placed:
         seconds = Fraction(int(str(s["stopped_us"])) - int(str(s["started_us"])), 1_000_000)
-        expected[str(s["user_name"])] = Fraction(hour_micro) * 2 * seconds / (4 * 3600)
+        expected[str(s["user_name"])] = Fraction(hour_micro) * 2 * seconds / (8 * 3600)
     got = {"alice": 0, "bob": 0}
     unallocated = 0
     for day in billed.values():

@@ -36,6 +36,8 @@ REQUIRED_COLUMNS = (
 #: what tells a charge from another for the same resource and hour: a later file's row for
 #: the same charge is a revision and replaces the earlier one (1.0 has every one of them)
 CHARGE_KEY_COLUMNS = ("ChargeCategory", "ChargeClass", "SkuPriceId")
+#: read where a file has them: how much of its unit a charge is (a scale set's instance-hours)
+QUANTITY_COLUMNS = ("ConsumedQuantity", "ConsumedUnit", "PricingUnit")
 
 #: the clouds revise a day's charges for about this long after it
 SETTLE_AFTER = timedelta(hours=48)
@@ -53,12 +55,17 @@ class BilledMachine:
     project: str = ""
     resource_group: str = ""
     subscription_id: str = ""
+    #: Azure: ``name`` is a virtual machine scale set (an AKS node pool), billed as one
+    #: resource for all its instances
+    scale_set: bool = False
 
     @property
     def key(self) -> str:
         """The machine's one name in the reconciliation (the JSON's ``resource_id``)."""
         if self.provider == "azure" and self.name and self.resource_group:
-            return azure_resource_id(self.subscription_id, self.resource_group, self.name)
+            return azure_resource_id(
+                self.subscription_id, self.resource_group, self.name, self.scale_set
+            )
         if self.provider == "gcp" and self.project and self.name:
             return f"//compute.googleapis.com/projects/{self.project}/instances/{self.name}"
         return self.instance_id
@@ -80,8 +87,7 @@ class BilledMachine:
         if self.provider == "aws":
             return rid == last or (rid.startswith("arn:aws") and rid.endswith(f"instance/{last}"))
         if self.provider == "azure":
-            want = azure_resource_id(self.subscription_id, self.resource_group, self.name)
-            return rid == want.lower()
+            return rid == self.key.lower()
         if self.provider == "gcp":
             return (
                 rid.startswith("//compute.googleapis.com/")
@@ -91,10 +97,13 @@ class BilledMachine:
         return rid == last
 
 
-def azure_resource_id(subscription_id: str, resource_group: str, name: str) -> str:
+def azure_resource_id(
+    subscription_id: str, resource_group: str, name: str, scale_set: bool = False
+) -> str:
+    kind = "virtualMachineScaleSets" if scale_set else "virtualMachines"
     return (
         f"/subscriptions/{subscription_id}/resourceGroups/{resource_group}"
-        f"/providers/Microsoft.Compute/virtualMachines/{name}"
+        f"/providers/Microsoft.Compute/{kind}/{name}"
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
-from ..core.focus import CHARGE_KEY_COLUMNS, REQUIRED_COLUMNS
+from ..core.focus import CHARGE_KEY_COLUMNS, QUANTITY_COLUMNS, REQUIRED_COLUMNS
 from ..core.i18n import _
 
 #: the file names read from a folder or a glob
@@ -47,6 +47,10 @@ class BillRow:
     currency: str
     #: what tells this charge from another of the same resource and period
     charge: tuple[str, ...]
+    #: ``ConsumedQuantity`` and ``ConsumedUnit`` (else ``PricingUnit``), where the file has
+    #: them (a scale set's row: its instances' hours)
+    quantity: Decimal | None = None
+    unit: str = ""
 
 
 @dataclass
@@ -190,7 +194,8 @@ def read_bill(
                     )
                 )
             keys = [c for c in CHARGE_KEY_COLUMNS if c in names]
-            columns = [*REQUIRED_COLUMNS, *keys]
+            extra = [c for c in QUANTITY_COLUMNS if c in names]
+            columns = [*REQUIRED_COLUMNS, *keys, *extra]
             for batch in _batches(dataset, columns):
                 rows = batch.num_rows  # type: ignore[attr-defined]
                 bill.rows_read += rows
@@ -232,6 +237,8 @@ def _keep(
     shown: str,
 ) -> None:
     what = f"{shown}, {row.get('ResourceId')}"
+    quantity = row.get("ConsumedQuantity")
+    unit = str(row.get("ConsumedUnit") or row.get("PricingUnit") or "").strip()
     kept = BillRow(
         resource_id=str(row["ResourceId"]),
         start=_moment(row["ChargePeriodStart"], what),
@@ -241,6 +248,8 @@ def _keep(
         list=_amount(row["ListCost"], what),
         currency=str(row["BillingCurrency"] or "").strip().upper(),
         charge=tuple(str(row.get(k) or "") for k in keys),
+        quantity=None if quantity in (None, "") else _amount(quantity, what),
+        unit=unit,
     )
     charge = (kept.resource_id.lower(), kept.start.isoformat(), kept.end.isoformat(), *kept.charge)
     seen = charges.get(charge)

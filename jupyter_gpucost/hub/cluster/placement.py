@@ -4,6 +4,9 @@ kube-state-metrics in the cluster's Prometheus: ``kube_pod_info`` has each pod's
 (:mod:`..ledger.placement`) for the reconciliation with the cloud's bill.
 
 A pod on a node with no ``providerID`` (kind, bare metal) is not recorded: no bill names it.
+The node's instance type (``kube_node_labels``' ``label_node_kubernetes_io_instance_type``,
+where the exporter is allowed to export it) is kept with it: the reconciliation takes the
+node's GPU count from the catalog by it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from .promanswer import Vector
 
 POD_INFO = "kube_pod_info"
 NODE_INFO = "kube_node_info"
+NODE_LABELS = "kube_node_labels"
+#: ``node.kubernetes.io/instance-type`` (and its beta name) as kube-state-metrics names it
+INSTANCE_TYPE_LABELS = (
+    "label_node_kubernetes_io_instance_type",
+    "label_beta_kubernetes_io_instance_type",
+)
 
 
 class Asking(Protocol):
@@ -51,10 +60,26 @@ def placements_from(
     return found
 
 
+def instance_types_from(node_labels: Vector) -> dict[str, str]:
+    """node → its instance type, where ``kube_node_labels`` has it."""
+    found: dict[str, str] = {}
+    for sample in node_labels.samples:
+        node = sample.labels.get("node", "")
+        kind = next((sample.labels[k] for k in INSTANCE_TYPE_LABELS if sample.labels.get(k)), "")
+        if node and kind:
+            found[node] = kind
+    return found
+
+
 async def read_placements(
     client: Asking, namespace: str, pods: Mapping[tuple[str, str], ServerKey], at: datetime
-) -> dict[ServerKey, tuple[str, str]]:
-    """Two instant queries; :class:`.prometheus.PrometheusError` on any failure."""
+) -> dict[ServerKey, tuple[str, str, str]]:
+    """server → (node, providerID, instance type or ""), from three instant queries;
+    :class:`.prometheus.PrometheusError` on any failure."""
     pod_info = await client.query(pod_query(namespace), at)
     node_info = await client.query(NODE_INFO, at)
-    return placements_from(pod_info, node_info, pods)
+    kinds = instance_types_from(await client.query(NODE_LABELS, at))
+    return {
+        key: (node, provider_id, kinds.get(node, ""))
+        for key, (node, provider_id) in placements_from(pod_info, node_info, pods).items()
+    }

@@ -186,8 +186,8 @@ class ClusterUsage:
             log.debug("the servers' nodes are not known: %s", e)
             return
         placements = [
-            Placement(rows[key].server_id, key[0], node, provider_id, now)
-            for key, (node, provider_id) in found.items()
+            Placement(rows[key].server_id, key[0], node, provider_id, now, kind)
+            for key, (node, provider_id, kind) in found.items()
             if key in rows
         ]
         if not placements:

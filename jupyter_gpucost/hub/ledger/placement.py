@@ -20,9 +20,10 @@ from sqlalchemy.engine import Engine
 
 from ..model import ServerRow
 from .queries import _rate_columns, _with_rate, server_row
-from .schema import from_us, server_nodes_table, servers_table, to_us
+from .schema import from_us, node_types_table, server_nodes_table, servers_table, to_us
 
 _n = server_nodes_table.c
+_t = node_types_table.c
 _s = servers_table.c
 #: the longest ``providerID`` kept (Azure's resource ids are the longest, ~250 characters)
 MAX_PROVIDER_ID = 1000
@@ -37,6 +38,8 @@ class Placement:
     node: str
     provider_id: str
     seen: datetime
+    #: the node's ``node.kubernetes.io/instance-type`` ("": not exported)
+    instance_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class PlacedSession:
     provider_id: str
     first_seen: datetime
     last_seen: datetime
+    #: the node's instance type, where it was seen ("": not known)
+    instance_type: str = ""
 
 
 class PlacementLedger:
@@ -65,6 +70,8 @@ class PlacementLedger:
                 if not p.node or not p.provider_id or len(p.provider_id) > MAX_PROVIDER_ID:
                     continue
                 seen_us = to_us(p.seen)
+                if p.instance_type:
+                    _keep_type(conn, p.provider_id, p.instance_type[:255], seen_us)
                 key = (_n.server_id == p.server_id) & (_n.node == p.node[:255])
                 found = conn.execute(sa.select(_n.last_seen_us).where(key)).first()
                 if found is None:
@@ -99,8 +106,13 @@ class PlacementLedger:
                 _n.provider_id,
                 _n.first_seen_us,
                 _n.last_seen_us.label("node_last_seen_us"),
+                _t.instance_type.label("node_instance_type"),
             )
-            .select_from(_with_rate.join(server_nodes_table, _n.server_id == _s.id))
+            .select_from(
+                _with_rate.join(server_nodes_table, _n.server_id == _s.id).outerjoin(
+                    node_types_table, _t.provider_id == _n.provider_id
+                )
+            )
             .where(
                 _s.started_us < to_us(until),
                 sa.or_(_s.stopped_us.is_(None), _s.stopped_us > to_us(since)),
@@ -115,9 +127,28 @@ class PlacementLedger:
                     r["provider_id"],
                     from_us(r["first_seen_us"]),
                     from_us(r["node_last_seen_us"]),
+                    r["node_instance_type"] or "",
                 )
                 for r in conn.execute(query).mappings()
             ]
+
+
+def _keep_type(conn: sa.Connection, provider_id: str, instance_type: str, seen_us: int) -> None:
+    """The node's instance type, the latest seen."""
+    key = _t.provider_id == provider_id
+    found = conn.execute(sa.select(_t.instance_type, _t.seen_us).where(key)).first()
+    if found is None:
+        conn.execute(
+            node_types_table.insert().values(
+                provider_id=provider_id, instance_type=instance_type, seen_us=seen_us
+            )
+        )
+    elif found[0] != instance_type and seen_us > found[1]:
+        conn.execute(
+            node_types_table.update()
+            .where(key)
+            .values(instance_type=instance_type, seen_us=seen_us)
+        )
 
 
 def nodes_of(sessions: Sequence[PlacedSession]) -> dict[str, str]:

@@ -27,6 +27,8 @@
   memberships at that time), for the FOCUS export's ``x_Group``;
 * ``hub_server_nodes``: the cluster node each server session ran on and that node's
   ``providerID`` (the cloud's instance), as the cluster's Prometheus said (:mod:`.placement`);
+* ``hub_node_types``: each node's instance type by its ``providerID``, where
+  kube-state-metrics exports it (:mod:`.placement`);
 * ``hub_reconciled``: the cloud's FOCUS bill allocated to users per day, and the part of
   each node's bill no session used (:mod:`.reconciled`);
 * ``hub_meta``: the schema version and the time zone the days were cut in.
@@ -235,6 +237,16 @@ server_nodes_table = sa.Table(
     sa.Column("provider_id", sa.String(1000), nullable=False),
     sa.Column("first_seen_us", sa.BigInteger, nullable=False),
     sa.Column("last_seen_us", sa.BigInteger, nullable=False),
+)
+
+#: each node's instance type by its ``providerID``, where kube-state-metrics exports the
+#: node's ``node.kubernetes.io/instance-type`` label (:mod:`.placement`)
+node_types_table = sa.Table(
+    "hub_node_types",
+    metadata,
+    sa.Column("provider_id", sa.String(1000), primary_key=True),
+    sa.Column("instance_type", sa.String(255), nullable=False),
+    sa.Column("seen_us", sa.BigInteger, nullable=False),
 )
 
 #: the cloud's bill allocated per UTC day (:mod:`.reconciled`): one row per day, node and

@@ -8,14 +8,25 @@ GPUs, a MIG slice, a time-sliced GPU: :class:`~..model.GpuAllocation`). What no 
 used (hours with no session, GPUs no pod held) stays with the node as **unallocated (idle
 nodes)**: never spread over the users.
 
-A node's GPUs are the instance's as the profile says (``instance_gpus``), else the most
-GPUs its sessions held at once. Sums are exact fractions, rounded once per node and day to
-whole micro-dollars by the largest remainder: the users' parts and the unallocated part
-add up to the node's billed cost of that day exactly.
+A node's GPUs are the shipped catalog's for the node's instance type as the cluster said
+it, else the instance's as the profile says (:func:`spans_of`). A node whose GPU count is
+not known is never guessed (the most its sessions held at once would bill one user on a
+shared node for all of it): its whole cost of the day is left unallocated, with that
+reason (:attr:`NodeDay.reason`).
+
+An Azure scale set (an AKS node pool) is one resource on the bill for all its nodes: a
+session on one of them gets ``BilledCost × its GPUs × its time in the charge ÷ (the row's
+ConsumedQuantity in instance-hours × the instance's GPUs)``; a row whose unit is not hours
+is left unallocated with that reason. No row gives its sessions more than it billed.
+
+Sums are exact fractions, rounded once per node and day to whole micro-dollars by the
+largest remainder: the users' parts and the unallocated part add up to the node's billed
+cost of that day exactly.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +60,13 @@ class Span:
     usd_per_hour: Fraction
 
 
+#: why a node's day is unallocated: its GPU count is not known
+GPUS_UNKNOWN = "gpus_unknown"
+#: why a scale set's day is unallocated: its rows do not say its instance-hours
+NOT_HOURS = "not_hours"
+_HOURS = re.compile(r"(?:([0-9]+(?:\.[0-9]+)?)\s*)?hours?", re.IGNORECASE)
+
+
 @dataclass
 class NodeDay:
     """One node's day: each user's part of its bill and estimate, and the part no session
@@ -58,6 +76,10 @@ class NodeDay:
     billed: dict[str, int] = field(default_factory=dict)
     estimated: dict[str, int] = field(default_factory=dict)
     unallocated: int = 0
+    #: why the whole day is unallocated ("": what no session used, if anything)
+    reason: str = ""
+    #: the cluster's nodes the bill's resource is
+    nodes: tuple[str, ...] = ()
 
     def users(self) -> list[str]:
         return sorted(set(self.billed) | set(self.estimated))
@@ -121,14 +143,24 @@ class DayResult:
         return lines
 
 
-def spans_of(sessions: Iterable[PlacedSession]) -> list[Span]:
+def spans_of(
+    sessions: Iterable[PlacedSession], catalog_gpus: Mapping[str, int] | None = None
+) -> list[Span]:
     """The sessions as spans on their nodes (one not stopped: up to when the service last
-    saw it running)."""
+    saw it running). A node's GPUs: ``catalog_gpus`` (instance type → its GPUs, the
+    shipped catalog's) of the node's instance type as the cluster said it, else the
+    profile's instance's, else 0 (not known)."""
     spans = []
     for s in sessions:
         row = s.row
         end = row.stopped or row.last_seen
         allocation = row.rate.allocation
+        catalog = catalog_gpus or {}
+        known = (
+            catalog.get(s.instance_type, 0)
+            or allocation.instance_gpus
+            or catalog.get(allocation.instance, 0)
+        )
         spans.append(
             Span(
                 row.user,
@@ -136,7 +168,7 @@ def spans_of(sessions: Iterable[PlacedSession]) -> list[Span]:
                 row.started,
                 max(end, row.started),
                 Fraction(allocation.count) * allocation.share,
-                allocation.instance_gpus,
+                known,
                 Fraction(row.rate.usd_per_hour),
             )
         )
@@ -153,14 +185,18 @@ def _overlap_us(span: Span, start: datetime, end: datetime) -> int:
 
 
 def node_gpus(spans: Sequence[Span]) -> Fraction:
-    """A node's GPUs: its instance's as a profile says, else the most its sessions held at
-    once (so the sessions' shares never add up to more than the node)."""
+    """A node's GPUs: its instance's as a profile or the catalog says (if the sessions held
+    more at once, that: their shares never add up to more than the node); 0: not known,
+    never guessed."""
+    known = max((s.node_gpus for s in spans), default=0)
+    if known <= 0:
+        return Fraction(0)
     events = sorted([(s.start, 1, s.gpus) for s in spans] + [(s.end, 0, -s.gpus) for s in spans])
     held = most = Fraction(0)
     for _when, _order, change in events:
         held += change
         most = max(most, held)
-    return max(Fraction(max((s.node_gpus for s in spans), default=0)), most)
+    return max(Fraction(known), most)
 
 
 def largest_remainder(total: int, parts: Mapping[str, Fraction]) -> dict[str, int]:
@@ -179,6 +215,16 @@ def largest_remainder(total: int, parts: Mapping[str, Fraction]) -> dict[str, in
     return floors
 
 
+def instance_hours(row: BillRow) -> Fraction | None:
+    """A scale set's row's instance-hours: its ``ConsumedQuantity`` where its unit is hours
+    (``Hours``, ``1 Hour``, ``10 Hours``: a block of hours); ``None``: not said."""
+    found = _HOURS.fullmatch(row.unit.strip())
+    if row.quantity is None or found is None:
+        return None
+    hours = Fraction(row.quantity) * Fraction(found[1] or 1)
+    return hours if hours > 0 else None
+
+
 def allocate(
     rows: Sequence[BillRow],
     nodes: Mapping[str, BilledMachine],
@@ -187,15 +233,21 @@ def allocate(
     since: date | None = None,
 ) -> list[DayResult]:
     """Each day's allocation of the bill rows that name one of ``nodes`` (node → what the
-    bill names it by). Raises :class:`BillError` for a matched row in another currency."""
+    bill names it by; the nodes of an Azure scale set share its rows). Raises
+    :class:`BillError` for a matched row in another currency."""
     by_node: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
         by_node[span.node].append(span)
-    capacity = {node: node_gpus(s) for node, s in by_node.items()}
-    #: (day, node) → user → exact micro-dollars; and the node's whole cost of that day
+    #: the bill's resources (lower case) → the cluster's nodes it is (a scale set: several)
+    members: dict[str, list[str]] = defaultdict(list)
+    for name, machine in sorted(nodes.items()):
+        members[machine.key.lower()].append(name)
+    on_unit = {unit: [s for n in names for s in by_node[n]] for unit, names in members.items()}
+    capacity = {unit: node_gpus(found) for unit, found in on_unit.items()}
+    #: (day, resource) → user → exact micro-dollars; and the resource's cost of that day
     parts: dict[tuple[date, str], dict[str, Fraction]] = defaultdict(dict)
     whole: dict[tuple[date, str], Fraction] = defaultdict(Fraction)
-    keys: dict[str, str] = {}
+    reasons: dict[tuple[date, str], str] = {}
     #: the last part of a ResourceId → the nodes the bill may name by it
     by_last: dict[str, list[str]] = defaultdict(list)
     for name, machine in sorted(nodes.items()):
@@ -217,33 +269,57 @@ def allocate(
                     "nothing was converted nor kept"
                 ).format(bill=row.currency or "?", ledger=LEDGER_CURRENCY)
             )
-        keys[node] = nodes[node].key
+        unit = nodes[node].key.lower()
         billed = Fraction(row.billed) * _MICRO
-        whole[(day, node)] += billed
-        length = _us(row.start, row.end)
-        gpus = capacity.get(node, Fraction(0))
-        if length <= 0 or gpus <= 0:
+        whole[(day, unit)] += billed
+        used_by = on_unit[unit]
+        gpus = capacity[unit]
+        holding = any(span.gpus for span in used_by)
+        if gpus <= 0:
+            if holding:
+                reasons[(day, unit)] = GPUS_UNKNOWN
             continue
-        mine = parts[(day, node)]
-        for span in by_node[node]:
+        if nodes[node].scale_set:
+            hours = instance_hours(row)
+            if hours is None:
+                if holding:
+                    reasons.setdefault((day, unit), NOT_HOURS)
+                continue
+            # the set's capacity: its instance-hours × each instance's GPUs
+            room = hours * max(span.node_gpus for span in used_by) * _US_PER_HOUR
+        else:
+            room = gpus * _us(row.start, row.end)
+        if room <= 0:
+            continue
+        mine: dict[str, Fraction] = defaultdict(Fraction)
+        for span in used_by:
             used = _overlap_us(span, row.start, row.end)
             if used and span.gpus:
-                mine[span.user] = mine.get(span.user, Fraction(0)) + billed * span.gpus * used / (
-                    gpus * length
-                )
+                mine[span.user] += billed * span.gpus * used / room
+        total = sum(mine.values(), Fraction(0))
+        if total and abs(total) > abs(billed):
+            # the row says fewer hours than the sessions ran: never more than the row
+            mine = {user: v * billed / total for user, v in mine.items()}
+        kept = parts[(day, unit)]
+        for user, v in mine.items():
+            kept[user] = kept.get(user, Fraction(0)) + v
     days: dict[date, DayResult] = {}
-    for (day, node), cost in sorted(whole.items()):
+    for (day, unit), cost in sorted(whole.items()):
         result = days.setdefault(day, DayResult(day, settled(day, newest)))
-        users = parts.get((day, node), {})
+        users = parts.get((day, unit), {})
         shares = {f"u:{u}": v for u, v in users.items()}
         shares["n:"] = cost - sum(users.values(), Fraction(0))
         split = largest_remainder(round_micro(cost), shares)
         unused = split.pop("n:")
-        result.nodes[keys[node]] = NodeDay(
-            keys[node],
+        names = members[unit]
+        key = nodes[names[0]].key
+        result.nodes[key] = NodeDay(
+            key,
             {name[2:]: amount for name, amount in split.items()},
-            _estimate(day, by_node.get(node, ())),
+            _estimate(day, on_unit[unit]),
             unused,
+            reasons.get((day, unit), ""),
+            tuple(names),
         )
     return [days[d] for d in sorted(days)]
 

@@ -20,7 +20,7 @@ from ...core.money import column, to_usd, usd
 from ...reconcile.command import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, bill_parser, storage_options
 from ..ledger.schema import open_engine
 from ..model import HubConfigError
-from .allocate import DayResult
+from .allocate import GPUS_UNKNOWN, NOT_HOURS, DayResult
 from .run import Outcome, reconcile
 
 #: what the service's config says: (the ledger's URL, its time zone's name)
@@ -40,6 +40,26 @@ def parser() -> argparse.ArgumentParser:
 def _ratio(day: DayResult) -> float | None:
     accuracy = day.accuracy
     return None if accuracy is None else round(float(accuracy), 4)
+
+
+def notes(outcome: Outcome) -> list[str]:
+    """Why a node's whole cost was left unallocated, once per node (translated)."""
+    found: list[str] = []
+    for d in outcome.days:
+        for rid, node in sorted(d.nodes.items()):
+            if node.reason == GPUS_UNKNOWN:
+                note = _("node {node}: its GPU count is not known; its cost is left unallocated")
+            elif node.reason == NOT_HOURS:
+                note = _(
+                    "node {node}: the bill does not say its scale set's instance-hours; "
+                    "its cost is left unallocated"
+                )
+            else:
+                continue
+            text = note.format(node=", ".join(node.nodes) or rid)
+            if text not in found:
+                found.append(text)
+    return found
 
 
 def as_json(outcome: Outcome) -> dict[str, object]:
@@ -66,11 +86,18 @@ def as_json(outcome: Outcome) -> dict[str, object]:
                 ],
                 "unallocated": usd(sum(d.unallocated.values())),
                 "unallocated_nodes": [
-                    {"resource_id": k, "billed": usd(v)} for k, v in sorted(d.unallocated.items())
+                    {
+                        "resource_id": k,
+                        "billed": usd(n.unallocated),
+                        "nodes": list(n.nodes),
+                        "reason": n.reason,
+                    }
+                    for k, n in sorted(d.nodes.items())
                 ],
             }
             for d in outcome.days
         ],
+        "notes": notes(outcome),
         "rows": {
             "read": bill.rows_read,
             "ignored": bill.ignored,
@@ -105,9 +132,10 @@ def as_text(outcome: Outcome) -> str:
         for i, name in enumerate(names):
             lines.append(f"  {name.ljust(width)}  {billed[i]}  ({_('estimated')} {estimated[i]})")
         lines.append(f"  {unallocated.ljust(width)}  {billed[-1]}")
+    lines.extend(notes(outcome))
     if outcome.unnamed:
         lines.append(
-            _("nodes no bill row names (a scale set's, or no cloud): {nodes}").format(
+            _("nodes no bill row names (no cloud's providerID): {nodes}").format(
                 nodes=", ".join(outcome.unnamed)
             )
         )

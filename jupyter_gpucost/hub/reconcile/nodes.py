@@ -9,9 +9,12 @@ Kubernetes' cloud controllers write ``spec.providerID`` as:
 * Azure: ``azure:///subscriptions/SUB/resourceGroups/RG/providers/Microsoft.Compute/
   virtualMachines/NAME``: the bill's ``ResourceId`` is that resource id (in lower case).
 
-An AKS node of a virtual machine scale set (``…/virtualMachineScaleSets/SET/
-virtualMachines/0``) is billed as the whole scale set: no bill row is one node's, so such a
-node is not matched (:func:`billed_machine` answers ``None``).
+An AKS node of a virtual machine scale set (``azure:///subscriptions/SUB/resourceGroups/
+RG/providers/Microsoft.Compute/virtualMachineScaleSets/SET/virtualMachines/0``) is billed
+as the whole scale set (``ResourceId`` ``…/virtualMachineScaleSets/SET``, the resource
+group often in lower case): every node of the set is matched to the set's rows
+(:attr:`~...core.focus.BilledMachine.scale_set`), which :mod:`.allocate` shares by the
+instance-hours the row says.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ _GCE = re.compile(r"gce://(?P<project>[^/]+)/(?P<zone>[^/]+)/(?P<name>[^/]+)$")
 _AZURE = re.compile(
     r"azure://(?P<rid>/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)"
     r"/providers/Microsoft\.Compute/virtualMachines/(?P<name>[^/]+))$",
+    re.IGNORECASE,
+)
+_AZURE_SET = re.compile(
+    r"azure:///subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)"
+    r"/providers/Microsoft\.Compute/virtualMachineScaleSets/(?P<name>[^/]+)"
+    r"/virtualMachines/[^/]+$",
     re.IGNORECASE,
 )
 
@@ -53,6 +62,14 @@ def billed_machine(provider_id: str) -> BilledMachine | None:
             name=m["name"],
             resource_group=m["rg"],
             subscription_id=m["sub"],
+        )
+    if m := _AZURE_SET.match(text):
+        return BilledMachine(
+            provider="azure",
+            name=m["name"],
+            resource_group=m["rg"],
+            subscription_id=m["sub"],
+            scale_set=True,
         )
     return None
 

@@ -11,7 +11,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 
+from ...core.catalog import CatalogError
 from ...core.focus import BilledMachine
+from ...core.instance_prices import load_instance_rows
 from ...reconcile.read import Bill, read_bill
 from ..ledger.placement import PlacementLedger, nodes_of
 from ..ledger.reconciled import ReconciledLedger
@@ -30,7 +32,7 @@ class Outcome:
     bill: Bill
     #: node → what the bill names it by, for the nodes the ledger knows
     nodes: dict[str, BilledMachine] = field(default_factory=dict)
-    #: nodes whose ``providerID`` no bill row can name (a scale set's node, kind)
+    #: nodes whose ``providerID`` no bill row can name (kind, bare metal)
     unnamed: list[str] = field(default_factory=list)
 
 
@@ -56,9 +58,18 @@ def reconcile(
             nodes[node] = machine
     parts = {p for m in nodes.values() for p in m.last_parts()}
     bill = read_bill(source, parts, options)
-    days = read_and_allocate(bill, nodes, spans_of(sessions), since)
+    days = read_and_allocate(bill, nodes, spans_of(sessions, catalog_gpus()), since)
     if days and bill.newest_end is not None:
         lines = [line for d in days for line in d.lines()]
         covered = [(d.day, rid) for d in days for rid in d.nodes]
         ReconciledLedger(engine).replace(covered, lines, bill.newest_end, now)
     return Outcome(days, bill, nodes, unnamed)
+
+
+def catalog_gpus() -> dict[str, int]:
+    """Instance type → its GPUs, as the shipped catalog says (empty if it cannot be read:
+    then only the profiles' counts are known)."""
+    try:
+        return {row.instance: row.gpus for row in load_instance_rows()}
+    except CatalogError:
+        return {}

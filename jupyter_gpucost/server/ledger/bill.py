@@ -86,7 +86,17 @@ def record_machine(conn: Connection, session_id: str, machine: Machine, currency
 
 def _billed(row: object) -> BilledMachine:
     """A ``machines`` row as its bill names it."""
-    return BilledMachine(**{name: str(getattr(row, name)) for name in _MACHINE_FIELDS})
+    values = {name: str(getattr(row, name)) for name in _MACHINE_FIELDS}
+    return BilledMachine(
+        provider=values["provider"],
+        instance_id=values["instance_id"],
+        instance_type=values["instance_type"],
+        region=values["region"],
+        name=values["name"],
+        project=values["project"],
+        resource_group=values["resource_group"],
+        subscription_id=values["subscription_id"],
+    )
 
 
 #: the ``machines`` columns a bill is matched by
