@@ -6,6 +6,7 @@ import faulthandler
 import os
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 
 import pytest
@@ -33,6 +34,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if stray:
         names = ", ".join(sorted(t.name for t in stray))
         sys.stderr.write(f"threads still running after the tests: {names}\n")
+        frames = sys._current_frames()
+        for thread in stray:
+            frame = frames.get(thread.ident or -1)
+            if frame is not None:
+                sys.stderr.write(f"--- {thread.name}\n{''.join(traceback.format_stack(frame))}")
     faulthandler.dump_traceback_later(EXIT_LIMIT_S, exit=True)
 
 
