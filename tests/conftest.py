@@ -21,11 +21,26 @@ from s3_server import s3_endpoint  # noqa: E402, F401 - a session fixture
 EXIT_LIMIT_S = 120
 
 
+def _stop_orphaned_anyio_workers() -> None:
+    """Stop AnyIO's worker threads whose event loop no longer runs: a test's loop closed
+    while the task AnyIO stops them with was pending (it never will be done), and nothing
+    can give them work again; they would keep the interpreter alive."""
+    try:
+        from anyio._backends._asyncio import WorkerThread
+    except ImportError:
+        return
+    for thread in threading.enumerate():
+        if isinstance(thread, WorkerThread) and not thread.loop.is_running():
+            thread.stop()
+            thread.join(5)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """A run whose tests are over must end: the threads that would keep the interpreter
     alive are named, and if it has not exited within ``EXIT_LIMIT_S`` every thread's stack
     is printed and it exits with a failure (a hang would otherwise pass unnoticed until
     the job's own time limit)."""
+    _stop_orphaned_anyio_workers()
     stray = [
         t
         for t in threading.enumerate()

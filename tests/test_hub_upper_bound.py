@@ -50,7 +50,9 @@ def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
     assert "no gcp on-demand price for A10G: priced at the dearest known" in bob.source
     # a listed price is not an upper bound
     carol = policy.rate_for(started("carol"))
-    listed = CATALOG.find(provider="gcp", market="on-demand", model="H100-80GB")
+    listed = CATALOG.find(
+        provider="gcp", market="on-demand", model="H100-80GB", region="us-central1"
+    )
     assert listed is not None
     assert carol.usd_per_gpu_hour == listed.usd_per_gpu_hour
     assert not carol.source.startswith("upper bound")

@@ -215,19 +215,20 @@ class TestPriceOverride:
 class TestUnpricedGpu:
     @pytest.fixture
     def gpucost_config(self) -> dict[str, object]:
-        # the catalog has no GCP spot price for an A100-80GB: its on-demand price bounds it
+        # the catalog has no AWS spot price for an A100-80GB (a spot instance's price is
+        # read from its zone): its on-demand price bounds it
         return {
             "telemetry": "simulated",
-            "price_provider": "gcp",
+            "price_provider": "aws",
             "price_market": "spot",
-            "price_region": "us-central1",
+            "price_region": "us-east-1",
         }
 
     async def test_unpriced_is_an_upper_bound_never_zero(self, jp_fetch: Any) -> None:
         status = await get_status(jp_fetch)
-        # GCP's on-demand A100-80GB price, the most a spot one can cost, labelled
+        # AWS's on-demand A100-80GB price, the most a spot one can cost, labelled
         row = load_catalog().find(
-            provider="gcp", market="on-demand", model="A100-80GB", region="us-central1"
+            provider="aws", market="on-demand", model="A100-80GB", region="us-east-1"
         )
         assert row is not None
         dearest = row.usd_per_gpu_hour
