@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from jupyter_gpucost.core.catalog import load_catalog
+
 from .conftest import open_notebook, screenshot
 
 pytestmark = pytest.mark.browser
@@ -92,7 +94,7 @@ def test_panel_shows_totals_chart_and_the_kernel_that_ran(lab_factory: Any, page
     assert any(k["id"] == kernel_id for k in kernels["kernels"])  # type: ignore[index]
     expect(panel.locator("tr[data-kind='idle'] td").nth(4)).to_have_text(MONEY)
     expect(panel.locator("[data-field='rightsizing']")).not_to_be_empty()
-    expect(panel).to_contain_text("catalog of 2026-11-27")
+    expect(panel).to_contain_text(f"catalog of {load_catalog().catalog_date}")
     screenshot(page, "panel-light.png")
 
     light = panel.evaluate("node => getComputedStyle(node).backgroundColor")

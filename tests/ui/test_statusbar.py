@@ -76,12 +76,13 @@ def test_no_gpu_telemetry_is_said_plainly(lab_factory: Any, page: Any) -> None:
 
 
 def test_a_gpu_with_no_price_shows_its_upper_bound_labelled(lab_factory: Any, page: Any) -> None:
-    # the catalog has no GCP spot price for an A100-80GB: its on-demand price, labelled
+    # the catalog has no AWS spot price for an A100-80GB (a spot instance's price is read
+    # from its zone): its on-demand price, labelled
     lab = lab_factory(
         "--GpuCost.telemetry=simulated",
-        "--GpuCost.price_provider=gcp",
+        "--GpuCost.price_provider=aws",
         "--GpuCost.price_market=spot",
-        "--GpuCost.price_region=us-central1",
+        "--GpuCost.price_region=us-east-1",
     )
     item = open_lab(page, lab)
     wait_for_state(item, "simulated", "≤ $")
