@@ -63,7 +63,7 @@ def test_an_executed_notebook_shows_its_recorded_costs(
     expect(badge).to_have_attribute("data-recorded", "true", timeout=30_000)
     expect(badge).to_contain_text("recorded")
     # the recorded cost and seconds, by the one money rule
-    amount = f"${first.cost_micro_usd / 1e6:.4f}"
+    amount = status_bar(to_usd(first.cost_micro_usd))
     expect(badge).to_have_text(re.compile(rf"^{re.escape(amount)} · {first.wall_s:.2f} s"))
     assert "not live" in (badge.get_attribute("title") or "")
     expect(cells.nth(1).locator(".jp-gpucost-cell-badge")).to_have_attribute(
