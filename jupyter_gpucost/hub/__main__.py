@@ -10,7 +10,7 @@ def ledger_of(config: str | None) -> tuple[str, str]:
     """The hub ledger's URL and time zone, as the service's config file says."""
     from .focus_export import service_config
 
-    url, tz, _ = service_config(config)
+    url, tz, _ = service_config(config, currency=False)
     return url, tz.key
 
 

@@ -118,9 +118,11 @@ def _hours(started_us: int, stopped_us: int | None, start: datetime, end: dateti
     return (Decimal(max(ran, 0)) / 3_600_000_000).quantize(Decimal("0.000001"))
 
 
-def service_config(config: str | None) -> tuple[str, ZoneInfo, str]:
+def service_config(config: str | None, *, currency: bool = True) -> tuple[str, ZoneInfo, str]:
     """The ledger URL, time zone and currency of the service's config (``--config``): what
-    the hub's commands (export-focus, reconcile) read of it."""
+    the hub's commands (export-focus, reconcile) read of it. ``currency=False``: the
+    ledger's place and zone only (``""`` for the currency), without building the profiles'
+    prices, which only an export labels its rows with."""
     from .app import GpuCostHub
 
     app = GpuCostHub()
@@ -129,8 +131,8 @@ def service_config(config: str | None) -> tuple[str, ZoneInfo, str]:
         tz = ZoneInfo(app.timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise HubConfigError(f"c.GpuCostHub.timezone = {app.timezone!r} is not valid") from None
-    currency = app.profile_settings().prices.session_currency
-    return app.ledger_url or default_url(Path(app.data_dir).absolute()), tz, currency
+    url = app.ledger_url or default_url(Path(app.data_dir).absolute())
+    return url, tz, app.profile_settings().prices.session_currency if currency else ""
 
 
 def main(argv: Sequence[str]) -> int:
