@@ -9,13 +9,14 @@ import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from jupyter_gpucost.core.i18n import messages_for
+from hub_admin_page import admin_page
+
 from jupyter_gpucost.hub.budgets import BudgetPolicy
 from jupyter_gpucost.hub.enforcer import Enforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger, ReconciledLine
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import billed_view, handlers, views
+from jupyter_gpucost.hub.web import billed_view, views
 
 TODAY = datetime.now(UTC).date()
 #: two days of this month (the 1st, and today) reconciled
@@ -44,25 +45,6 @@ def service(tmp_path: Path, reconciled: bool) -> HubService:
         to = datetime.combine(TODAY, datetime.min.time(), UTC)
         svc.billed.replace([(d, NODE) for d in [*DAYS, last]], lines, to, to)
     return svc
-
-
-def admin_page(svc: HubService, language: str) -> str:
-    now = datetime.now(UTC)
-    data = views.admin_summary(svc, now, now.date())
-    return handlers.render(
-        handlers.templates("$"),
-        "gpucost_admin.html",
-        messages_for(language),
-        "$",
-        hub_prefix="/hub/",
-        service_url="/services/gpucost/",
-        user="admin",
-        is_admin=True,
-        xsrf_token="x",
-        data=data,
-        chart=views.bars(data["daily"]),
-        billed=billed_view.page(billed_view.this_month(svc.billed, now.date())),
-    )
 
 
 def test_the_admin_page_shows_the_bill_beside_the_estimate(tmp_path: Path) -> None:

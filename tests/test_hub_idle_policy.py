@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from hub_admin_page import admin_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -578,27 +579,6 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
             assert reclaimer.due(now) == []
 
 
-def admin_page(svc: HubService, now: datetime) -> str:
-    """The admin page as the service renders it (English)."""
-    from jupyter_gpucost.core.i18n import messages_for
-    from jupyter_gpucost.hub.web import handlers
-
-    data = views.admin_summary(svc, now, now.date())
-    return handlers.render(
-        handlers.templates("$"),
-        "gpucost_admin.html",
-        messages_for("en"),
-        "$",
-        hub_prefix="/hub/",
-        service_url="/services/gpucost/",
-        user="erin",
-        is_admin=True,
-        xsrf_token="x",
-        data=data,
-        chart=views.bars(data["daily"]),
-    )
-
-
 async def test_the_admin_page_shows_the_warning_the_idle_hours_and_the_savings(
     ledger_url: str,
 ) -> None:
@@ -606,7 +586,7 @@ async def test_the_admin_page_shows_the_warning_the_idle_hours_and_the_savings(
     hub = Servers([server(None)])
     await svc.poll(hub, lambda: NOW)
     idle_reports(svc, 0, 70)
-    page = admin_page(svc, at(70))
+    page = admin_page(svc, now=at(70), user="erin")
     assert "idle: stops 2026-11-23 12:01:" in page
     assert "Idle GPUs, last 30 days" in page
     await svc.poll(hub, lambda: at(101))
@@ -615,7 +595,7 @@ async def test_the_admin_page_shows_the_warning_the_idle_hours_and_the_savings(
     for task in list(svc._stopping):
         await task
     svc.flush(at(103))
-    page = admin_page(svc, at(101 + 3600))
+    page = admin_page(svc, now=at(101 + 3600), user="erin")
     block = page[page.index('id="gpucost-idle"') :]
     assert 'Servers reclaimed</div><div class="gpucost-big">1</div>' in block
     # an hour stopped at $6.862 an hour

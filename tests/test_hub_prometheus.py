@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 from dcgm_exporter_standin import Exporter, Gpu
+from hub_admin_page import admin_page
 from prometheus_server import Prometheus as PrometheusProcess
 
 from jupyter_gpucost.core.billing import BillingRule
-from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub.accounting import allocated_micro_usd
 from jupyter_gpucost.hub.activity import GpuActivity
 from jupyter_gpucost.hub.budgets import BudgetPolicy
@@ -42,7 +42,7 @@ from jupyter_gpucost.hub.ledger.usage import UsageLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
 from jupyter_gpucost.hub.profiles.podname import PodNames
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import handlers, views
+from jupyter_gpucost.hub.web import views
 
 NS = "jhub"
 A100 = Rate(GpuAllocation("A100-80GB", 1), Decimal("3.6"), "test price")
@@ -144,24 +144,6 @@ def test_both_label_shapes_reach_prometheus_as_a_real_scrape_writes_them(
         labels = series["metric"]
         assert labels["pod"] == "nvidia-dcgm-exporter-7xkq2"  # type: ignore[index]
         assert labels["hostname"] == "gpu-node-2"  # type: ignore[index]
-
-
-def admin_page(service: HubService, language: str = "en") -> str:
-    """The admin page's HTML as the service renders it (what PageBase.render_page gives)."""
-    data = views.admin_summary(service, datetime.now(UTC), datetime.now(UTC).date())
-    return handlers.render(
-        handlers.templates("$"),
-        "gpucost_admin.html",
-        messages_for(language),
-        "$",
-        hub_prefix="/hub/",
-        service_url="/services/gpucost/",
-        user="admin",
-        is_admin=True,
-        xsrf_token="x",
-        data=data,
-        chart=views.bars(data["daily"]),
-    )
 
 
 def server(user: str, name: str, profile: str, age_s: float) -> ServerInfo:
