@@ -1,7 +1,7 @@
 import { VDomRenderer } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import { budgetDisplayState, budgetText, budgetTitle } from './budget/format';
+import { budgetShown } from './budget/shown';
 import { describe } from './display';
 import { trans } from './i18n';
 import { actAsButton, CostText } from './view';
@@ -34,8 +34,9 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     const status = this.model.status;
     const budget = this.model.budget;
     const symbol = status ? currencySymbol(status) : '';
-    const budgetState = budgetDisplayState(budget);
-    const budgetLine = budget ? budgetText(budget, Date.now(), symbol) : '';
+    const shown = budgetShown(budget, symbol);
+    const budgetState = shown.state;
+    const budgetLine = shown.text;
     this.node.dataset.state = display.state;
     this.node.dataset.budget = budgetState;
     this.node.dataset.transport = this.model.transport;
@@ -43,7 +44,7 @@ export class GpuCostTopBarItem extends VDomRenderer<IGpuCostModel> {
     // JupyterLab's budget item has it: Notebook 7 has no such item
     this.node.title = [
       display.title,
-      budget ? budgetTitle(budget, symbol) : '',
+      shown.title,
       trans().__('Click for the cost panel.')
     ]
       .filter(line => line !== '')

@@ -83,3 +83,47 @@ def test_the_hubs_allowances_show_what_is_left_read_only(
     )
     panel.locator("[data-field='hub-allowances']").scroll_into_view_if_needed()
     screenshot(page, "budget-hub-allowances.png")
+
+
+ALLOWANCES_ONLY = HubReply(
+    user="alice",
+    session_micro_usd=1_000_000,
+    today_micro_usd=3_000_000,
+    month_micro_usd=7_600_000,
+    budgets=(),
+    allowances=REPLY.allowances,
+)
+
+
+@pytest.fixture
+def allowances_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub sets allowances and no money budget."""
+    monkeypatch.setattr(test_budget_sources, "REPLY", ALLOWANCES_ONLY)
+
+
+def test_with_allowances_and_no_budget_the_bars_say_what_is_left(
+    allowances_only: None, lab_factory: Any, page: Any, tmp_path: Path, hub_service: str
+) -> None:
+    lab = lab_factory(
+        "--GpuCost.telemetry=simulated",
+        "--GpuCost.hub_report_interval_s=1",
+        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
+        env={ENV_HUB_URL: hub_service, "JUPYTERHUB_API_TOKEN": TOKEN},
+    )
+    page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
+    # JupyterLab's status bar: the allowance that runs out first (62 % of the
+    # money left against 63 % of the GPU time), the others in the tooltip
+    item = page.locator("#jp-gpucost-budget")
+    expect(item).to_have_text("$12.40 left this month", timeout=60_000)
+    expect(item).to_have_attribute("data-budget", "ok")
+    expect(item).to_have_attribute(
+        "title", re.compile(r"Hub allowance: 6 h 20 min of GPU time left this week · fills up")
+    )
+    screenshot(page, "budget-hub-allowances-only.png")
+    # Notebook 7's top bar says the same after the cost
+    page.goto(f"{lab.url}/tree?token={lab.token}", timeout=60_000)
+    chip = page.locator(".jp-gpucost-topbar-budget")
+    expect(chip).to_have_text(" · $12.40 left this month", timeout=60_000)
+    expect(page.locator(".jp-gpucost-TopBarItem")).to_have_attribute(
+        "title", re.compile(r"Hub allowance: \$12\.40 left this month · fills up")
+    )

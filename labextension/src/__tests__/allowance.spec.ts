@@ -4,8 +4,12 @@ import {
   allowanceLines,
   allowancePeriod,
   allowanceRefill,
+  budgetShown,
   formatLocalTime,
-  IHubAllowance
+  IBudgetHub,
+  IBudgetStatus,
+  IHubAllowance,
+  tightestAllowance
 } from '../budget';
 
 import aboutRule from './about-rule.json';
@@ -103,4 +107,65 @@ describe('hub allowances', () => {
     expect(allowanceLines({ hub: null }, '$')).toEqual([]);
     expect(allowanceLines(null, '$')).toEqual([]);
   });
+
+  it('shows the tightest allowance in the bars where no budget is set', () => {
+    const hours = allowance({ source: 'group:students', left: 6.333333 });
+    const money = allowance({
+      unit: 'usd',
+      period: 'month',
+      amount: 20,
+      left: 2.5
+    });
+    const status = noBudget([hours, money]);
+    // a money allowance with 12.5 % left runs out before 63 % of GPU time
+    expect(tightestAllowance(status)).toBe(money);
+    const shown = budgetShown(status, '$', 0);
+    expect(shown.state).toBe('ok');
+    expect(shown.text).toBe('$2.50 left this month');
+    expect(shown.title.split('\n')).toEqual([
+      `Hub allowance: ${allowanceLine(hours, '$', 0)}.`,
+      `Hub allowance: ${allowanceLine(money, '$', 0)}.`
+    ]);
+    // spent: the bars mark it, and say nothing is left
+    const spent = budgetShown(noBudget([allowance({ left: 0 })]), '$', 0);
+    expect(spent.state).toBe('exceeded');
+    expect(spent.text).toBe('0 s of GPU time left this week');
+    // no allowance and no budget: nothing shown
+    expect(budgetShown(noBudget([]), '$', 0)).toEqual({
+      state: 'none',
+      text: '',
+      title: ''
+    });
+    expect(budgetShown(null, '$', 0).state).toBe('none');
+  });
 });
+
+function noBudget(allowances: IHubAllowance[]): IBudgetStatus {
+  const hub: IBudgetHub = {
+    source: 'set by your hub admin',
+    budgets: [],
+    user: 'alice',
+    today_usd: 0,
+    month_usd: 0,
+    stop_at: null,
+    reason: null,
+    reported_at: null,
+    error: null,
+    allowances
+  };
+  return {
+    state: 'ok',
+    hard: null,
+    soft: null,
+    hub,
+    binding: null,
+    runs_out_at: null,
+    thresholds_pct: [50, 80, 95],
+    grace_s: 120,
+    grace: null,
+    action: 'shutdown',
+    save_request: null,
+    scopes: ['session'],
+    last_action: null
+  };
+}

@@ -18,6 +18,7 @@ export * from './interruption';
 export * from './reason';
 export * from './request';
 export * from './settings-sync';
+export * from './shown';
 export * from './status-item';
 export * from './time-left';
 export * from './tokens';

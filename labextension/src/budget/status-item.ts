@@ -1,8 +1,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { STATUS_ITEM_ID } from '../view';
-import { allowanceLines } from './allowance';
-import { budgetDisplayState, budgetText, budgetTitle } from './format';
+import { budgetShown } from './shown';
 import { IBudgetStatus } from './tokens';
 
 /**
@@ -26,14 +25,11 @@ export class BudgetStatusItem extends Widget {
    * Show `status` with the server's currency `symbol`.
    */
   showBudget(status: IBudgetStatus | null, symbol: string): void {
-    const state = budgetDisplayState(status);
+    // the budgets, or what is left of the hub's allowances (read-only)
+    const { state, text, title } = budgetShown(status, symbol);
     this.node.dataset.budget = state;
-    this.node.textContent = budgetText(status, Date.now(), symbol);
-    // the hub's allowances, read-only, after the budgets
-    this.node.title = [budgetTitle(status, symbol)]
-      .concat(allowanceLines(status, symbol))
-      .filter(line => line)
-      .join('\n');
+    this.node.textContent = text;
+    this.node.title = title;
     this.node.classList.add('jp-StatusBar-TextItem');
     const costItem = document.getElementById(STATUS_ITEM_ID);
     if (costItem) {
