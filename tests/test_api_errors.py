@@ -65,7 +65,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         400,
         "limit must be a whole number from 1 to 500, not '0'",
     ),
-    # history parameters (HistoryError)
+    # history parameters (a 400 Refusal)
     (
         "GET",
         ("history",),
@@ -73,7 +73,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         400,
         "window='2h' is not one of 15m, 1h, 6h, 24h, 7d, 30d",
     ),
-    # a cell record (CellRecordError)
+    # a cell record (a 400 Refusal)
     ("POST", ("cells",), {"body": json.dumps({"wall_s": 1})}, 400, "cell_id is required"),
     # the budget policy (BudgetError, HardBudgetRefused)
     (
