@@ -43,8 +43,8 @@ from jupyter_gpucost.alerts.targets import parse_targets
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.hub.alerting import HubAlerts, HubNotify
 from jupyter_gpucost.hub.allocation import AllocationPolicy
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.model import ServerInfo
 from jupyter_gpucost.hub.service import HubService
@@ -79,7 +79,7 @@ def scenario(name: str, urls: list[str], users: int, folder: Path) -> dict[str, 
     ledger = HubLedger(f"sqlite:///{folder / f'{name}.sqlite'}")
     allocation = AllocationPolicy(None, "A100-80GB x 2", PricePolicy(load_catalog()))
     service = HubService(
-        ledger, allocation.rate_for, BudgetPolicy({"*": {"day": 0.01}}, {}), Enforcer(300)
+        ledger, allocation.rate_for, HubBudgetPolicy({"*": {"day": 0.01}}, {}), HubEnforcer(300)
     )
     started = datetime.now(UTC) - timedelta(hours=1)
     servers = [ServerInfo(f"user{i:04d}", "", started, True) for i in range(users)]

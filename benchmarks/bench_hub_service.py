@@ -364,8 +364,8 @@ async def timed_get(url: str, token: str | None, rounds: int = 20) -> tuple[floa
 def enforcement(users: int, folder: Path) -> dict[str, float]:
     from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
     from jupyter_gpucost.hub.allocation import AllocationPolicy
-    from jupyter_gpucost.hub.budgets import BudgetPolicy
-    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+    from jupyter_gpucost.hub.enforcer import HubEnforcer
     from jupyter_gpucost.hub.ledger import HubLedger
     from jupyter_gpucost.hub.model import ServerInfo
     from jupyter_gpucost.hub.service import HubService
@@ -375,8 +375,10 @@ def enforcement(users: int, folder: Path) -> dict[str, float]:
     service = HubService(
         ledger,
         allocation.rate_for,
-        BudgetPolicy({"*": {"month": 1000}}, {f"team{g:02d}": {"month": 5000} for g in range(20)}),
-        Enforcer(300),
+        HubBudgetPolicy(
+            {"*": {"month": 1000}}, {f"team{g:02d}": {"month": 5000} for g in range(20)}
+        ),
+        HubEnforcer(300),
     )
     started = datetime.now(UTC) - timedelta(hours=1)
     servers = [

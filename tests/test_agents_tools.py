@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.i18n import _, set_language
+from jupyter_gpucost.core.refusal import Refusal
 from jupyter_gpucost.server.agents.schemas import TOOLS
 from jupyter_gpucost.server.agents.tools import MAX_ESTIMATE_S, parse_duration, unknown_fields
 from jupyter_gpucost.server.budget.parse import parse_lower_request
 from jupyter_gpucost.server.budget.policy import Budget, BudgetError
-from jupyter_gpucost.server.errors import RequestError
 
 HARD = Budget("hard", 5_000_000, "session", source="c.GpuCost.hard_budget_usd")
 USERS = Budget("soft", 3_000_000, "session")
@@ -50,7 +50,7 @@ def test_an_agent_s_budget_is_always_below_every_budget_in_force(
         # the tool refuses fields it does not take before the budget rule reads them
         unknown_fields(arguments, ("amount_usd",))
         budget = parse_lower_request(arguments, in_force)
-    except (BudgetError, RequestError) as e:
+    except (BudgetError, Refusal) as e:
         refusal = e
     if refusal is not None:
         assert str(refusal)  # a message the agent can act on
@@ -91,10 +91,10 @@ def test_the_tools_describe_themselves_in_the_server_s_language() -> None:
 @settings(max_examples=300, deadline=None)
 @given(amounts)
 def test_an_estimate_s_duration_is_a_number_of_seconds_in_range_or_refused(raw: object) -> None:
-    refusal: RequestError | None = None
+    refusal: Refusal | None = None
     try:
         seconds = parse_duration(raw)
-    except RequestError as e:
+    except Refusal as e:
         refusal = e
     if refusal is not None:
         assert str(refusal).startswith("duration_s must be")

@@ -1,6 +1,6 @@
 """What a refused request answers, in every area, on a real server.
 
-The core raises one error type (``RequestError``; the budget policy its ``BudgetError``) and
+The core raises one error type (``Refusal``; the budget policy its ``BudgetError``) and
 the base handler turns it into the API's JSON error. Each case here is raised by a
 different part of the core and must reach the client with the same status and exactly the
 same JSON, ``{"message": ..., "reason": null}``, logged as one warning line (a refusal is
@@ -13,14 +13,15 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_gpucost.core.refusal import Refusal
 from jupyter_gpucost.server.budget.policy import BudgetError, HardBudgetRefused
-from jupyter_gpucost.server.errors import Conflict, NotFound, RequestError, Unavailable
 from jupyter_gpucost.server.routes import route_table
 from jupyter_gpucost.server.web import GpuCostHandler, error_status
 
@@ -64,7 +65,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         400,
         "limit must be a whole number from 1 to 500, not '0'",
     ),
-    # history parameters (HistoryError)
+    # history parameters (a 400 Refusal)
     (
         "GET",
         ("history",),
@@ -72,7 +73,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         400,
         "window='2h' is not one of 15m, 1h, 6h, 24h, 7d, 30d",
     ),
-    # a cell record (CellRecordError)
+    # a cell record (a 400 Refusal)
     ("POST", ("cells",), {"body": json.dumps({"wall_s": 1})}, 400, "cell_id is required"),
     # the budget policy (BudgetError, HardBudgetRefused)
     (
@@ -105,7 +106,7 @@ REFUSALS: list[tuple[str, tuple[str, ...], dict[str, Any], int, str]] = [
         409,
         "no save request 'r1' is pending",
     ),
-    # the export manager (RequestError, NotFound)
+    # the export manager (Refusal: 400, 404)
     (
         "POST",
         ("exports",),
@@ -213,11 +214,11 @@ async def test_an_error_that_is_not_a_refusal_stays_a_500(
 
 
 def test_each_error_maps_to_its_status() -> None:
-    assert error_status(RequestError("x")) == 400
-    assert error_status(RequestError("x", 501)) == 501
-    assert error_status(NotFound("x")) == 404
-    assert error_status(Conflict("x")) == 409
-    assert error_status(Unavailable("x")) == 503
+    assert error_status(Refusal("x")) == 400
+    assert error_status(Refusal("x", 501)) == 501
+    assert error_status(Refusal("x", HTTPStatus.NOT_FOUND)) == 404
+    assert error_status(Refusal("x", HTTPStatus.CONFLICT)) == 409
+    assert error_status(Refusal("x", HTTPStatus.SERVICE_UNAVAILABLE)) == 503
     assert error_status(BudgetError("x")) == 400
     assert error_status(HardBudgetRefused("x")) == 403
     assert error_status(ValueError("x")) is None

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_gpucost.server.record.cells import EARLIEST, MAX_AHEAD, CellRecordError, clean
+from jupyter_gpucost.core.refusal import Refusal
+from jupyter_gpucost.server.record.cells import EARLIEST, MAX_AHEAD, clean
 
 NOW = datetime(2026, 11, 25, 15, 0, tzinfo=UTC)
 ZONES = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
@@ -31,11 +32,11 @@ def test_a_time_is_kept_only_between_2000_and_a_day_from_now(moment: datetime) -
     if plausible:
         assert clean(record(text, text), now=NOW)["ended"] == text
     else:
-        with pytest.raises(CellRecordError, match="must be a time between 2000-01-01"):
+        with pytest.raises(Refusal, match="must be a time between 2000-01-01"):
             clean(record(text, text), now=NOW)
 
 
 @pytest.mark.parametrize("year", ["0001", "1999", "9999"])
 def test_years_0001_and_9999_are_refused_saying_why(year: str) -> None:
-    with pytest.raises(CellRecordError, match=f"started .*not '{year}-"):
+    with pytest.raises(Refusal, match=f"started .*not '{year}-"):
         clean(record(f"{year}-06-01T00:00:00+00:00", NOW.isoformat()), now=NOW)

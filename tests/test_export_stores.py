@@ -18,14 +18,14 @@ from s3_server import BUCKET
 from jupyter_gpucost.server.export.jobs import ExportManager, ExportSettings
 from jupyter_gpucost.server.export.setup import budget_export_hook
 from jupyter_gpucost.server.export.stores import MIB, Cancelled, FsspecStore, Tuning
-from jupyter_gpucost.server.export.targets import Target, parse_targets
+from jupyter_gpucost.server.export.targets import ExportTarget, parse_targets
 
 
 def test_an_fsspec_store_commits_on_close_and_discards_on_cancel(
     s3_endpoint: str,
     tmp_path: Path,
 ) -> None:
-    target = Target(
+    target = ExportTarget(
         "fs",
         f"s3://{BUCKET}/fsspec",
         {"client_kwargs": {"endpoint_url": s3_endpoint}, "key": "testing", "secret": "testing"},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from http import HTTPStatus
 
 import pytest
 from hypothesis import given, settings
@@ -16,11 +17,17 @@ from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter, MeterSnapshot
 from jupyter_gpucost.core.protocol import gpu_probe_signature
-from jupyter_gpucost.server.errors import Conflict, Forbidden, NotFound
+from jupyter_gpucost.core.refusal import Refusal
 from jupyter_gpucost.server.gpu_use.attribution import NOTE_CONTAINER, NOTE_IDENTIFIED, Attributor
 from jupyter_gpucost.server.gpu_use.gpu_claims import SIZE_CHOICES, ClaimBook, MiB
 from jupyter_gpucost.server.gpu_use.kernel_procs import KernelInfo
 from jupyter_gpucost.telemetry.base import GpuReading, ProcessReading
+
+
+def refused(status: HTTPStatus) -> pytest.RaisesExc[Refusal]:
+    """``pytest.raises`` for a :class:`Refusal` of this status (403, 404, 409)."""
+    return pytest.raises(Refusal, check=lambda e: e.status == status)
+
 
 CATALOG = load_catalog()
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -148,16 +155,16 @@ def test_a_probe_is_refused_without_the_kernels_own_key() -> None:
     gpu = Gpu()
     book = book_with(gpu)
     forged = gpu_probe_signature(KEYS["mallory"], "victim", UUID)
-    with pytest.raises(Forbidden):
+    with refused(HTTPStatus.FORBIDDEN):
         book.start("victim", UUID, forged, KEYS["victim"])
-    with pytest.raises(Forbidden):
+    with refused(HTTPStatus.FORBIDDEN):
         book.start("victim", UUID, "", KEYS["victim"])
-    with pytest.raises(NotFound):  # no running kernel has that id
+    with refused(HTTPStatus.NOT_FOUND):  # no running kernel has that id
         book.start("nobody", UUID, forged, None)
     good = gpu_probe_signature(KEYS["victim"], "victim", "GPU-other")
-    with pytest.raises(NotFound):  # no GPU of this server has that UUID
+    with refused(HTTPStatus.NOT_FOUND):  # no GPU of this server has that UUID
         book.start("victim", "GPU-other", good, KEYS["victim"])
-    with pytest.raises(NotFound):
+    with refused(HTTPStatus.NOT_FOUND):
         book.step("guessed-probe-id", "held")
 
 
@@ -166,15 +173,15 @@ def test_a_probe_out_of_order_or_twice_is_refused() -> None:
     book = book_with(gpu)
     sig = gpu_probe_signature(KEYS["victim"], "victim", UUID)
     probe = book.start("victim", UUID, sig, KEYS["victim"])
-    with pytest.raises(Conflict):
+    with refused(HTTPStatus.CONFLICT):
         book.start("victim", UUID, sig, KEYS["victim"])
-    with pytest.raises(Conflict):
+    with refused(HTTPStatus.CONFLICT):
         book.step(probe.id, "released")
-    with pytest.raises(Conflict):  # before the server read the memory it starts from
+    with refused(HTTPStatus.CONFLICT):  # before the server read the memory it starts from
         book.step(probe.id, "held")
     tick(book, gpu, 2)
     book.step(probe.id, "held")
-    with pytest.raises(Conflict):
+    with refused(HTTPStatus.CONFLICT):
         book.step(probe.id, "held")
 
 
@@ -297,8 +304,9 @@ def test_another_kernel_can_neither_take_nor_give_a_mapped_pid(
             else:
                 assert isinstance(act[1], int)
                 tick(book, gpu, act[1])
-        except (Forbidden, NotFound, Conflict):
-            pass
+        except Refusal as e:
+            if e.status not in (HTTPStatus.FORBIDDEN, HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT):
+                raise
         owners = book.owners().get(UUID, {})
         # the victim's process stays the victim's, and only it is the victim's
         assert owners.get(victim_pid) == "victim"
@@ -364,7 +372,7 @@ def test_no_probe_where_nvml_lists_the_kernels_own_pid() -> None:
     probe = book.start("victim", UUID, sig, KEYS["victim"], TREES["victim"])
     assert probe.state == "visible"
     assert probe.size_bytes == 0
-    with pytest.raises(NotFound):  # nothing to follow
+    with refused(HTTPStatus.NOT_FOUND):  # nothing to follow
         book.step(probe.id, "held")
     assert book.owners() == {}
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from test_hub_allowance_service import WED, make, run_until_stopped
 
 from jupyter_gpucost.core.i18n import messages_for
-from jupyter_gpucost.hub.allowance.asking import AskRefused, check_ask, keep_hours, may_decide
+from jupyter_gpucost.core.refusal import Refusal
+from jupyter_gpucost.hub.allowance.asking import check_ask, keep_hours, may_decide
 from jupyter_gpucost.hub.allowance.usage import AllowanceStanding
 from jupyter_gpucost.hub.ledger.requests import RequestStore
 from jupyter_gpucost.hub.model import ServerInfo
@@ -59,15 +60,15 @@ def test_an_owner_approves_and_a_stopped_user_may_start_at_once(ledger_url: str)
     made = ask(service, store, SAM, body, now, 3, EN)
     assert (made.state, made.amount_micro) == ("open", 2_000_000)
     # one open request at a time
-    with pytest.raises(AskRefused, match="already have an open request"):
+    with pytest.raises(Refusal, match="already have an open request"):
         ask(service, store, SAM, body, now, 3, EN)
     # the owner sees it to decide; another group's owner does not
     assert [r["id"] for r in listing(store, OWNER, False, set(), now)["to_decide"]] == [made.id]
     assert listing(store, OTHER_OWNER, False, set(), now)["to_decide"] == []
     # refused: the requester themself, another group's owner
-    with pytest.raises(AskRefused, match="Nobody may decide their own request"):
+    with pytest.raises(Refusal, match="Nobody may decide their own request"):
         decide(store, SAM, True, made.id, {"approve": True}, now, EN)
-    with pytest.raises(AskRefused, match="Only an owner of group students or an admin"):
+    with pytest.raises(Refusal, match="Only an owner of group students or an admin"):
         decide(store, OTHER_OWNER, False, made.id, {"approve": True}, now, EN)
     # approved: it counts at once, the spawn is allowed, 2 GPU-hours more this week
     later = now + timedelta(minutes=1)
@@ -77,7 +78,7 @@ def test_an_owner_approves_and_a_stopped_user_may_start_at_once(ledger_url: str)
     assert refusal is None
     assert left[0]["left"] == 2.0
     # replayed: refused, nothing granted twice
-    with pytest.raises(AskRefused, match="already decided by prof"):
+    with pytest.raises(Refusal, match="already decided by prof"):
         decide(store, OWNER, False, made.id, {"approve": True}, later, EN)
     assert allowances(service, "sam", None, later + timedelta(seconds=2))[1][0]["left"] == 2.0
     # the ledger keeps the request and the decision, with who and when
@@ -105,7 +106,7 @@ def test_two_owners_deciding_at_once_grant_it_once(ledger_url: str) -> None:
         try:
             decide(store, who, False, made.id, {"approve": True}, now, EN)
             results.append("granted")
-        except AskRefused as e:
+        except Refusal as e:
             results.append(str(e))
 
     threads = [threading.Thread(target=run, args=(w,)) for w in (OWNER, second)]
@@ -138,7 +139,7 @@ def test_a_cap_of_requests_per_week(ledger_url: str) -> None:
             EN,
         )
         decide(store, OWNER, False, made.id, {"approve": False}, now, EN)
-    with pytest.raises(AskRefused, match="asked 2 times this week"):
+    with pytest.raises(Refusal, match="asked 2 times this week"):
         ask(
             service,
             store,
@@ -168,7 +169,7 @@ STANDING = AllowanceStanding(
     )
 )
 def test_negative_huge_or_nan_amounts_are_refused_with_a_sentence(amount: object) -> None:
-    with pytest.raises(AskRefused) as e:
+    with pytest.raises(Refusal) as e:
         check_ask([STANDING], "group:students", amount, "why", [], WED, UTC, 3)
     assert str(e.value).startswith("Ask for more than 0 and at most 10")
 
@@ -185,21 +186,21 @@ def test_negative_huge_or_nan_amounts_are_refused_with_a_sentence(amount: object
     )
 )
 def test_hostile_reasons_are_refused(reason: object) -> None:
-    with pytest.raises(AskRefused):
+    with pytest.raises(Refusal):
         check_ask([STANDING], "group:students", Decimal(1), reason, [], WED, UTC, 3)
 
 
 def test_only_the_groups_owners_and_admins_decide() -> None:
     may_decide("prof", False, OWNER.scopes, "sam", "group:students")
     may_decide("root", True, (), "sam", "user")
-    with pytest.raises(AskRefused, match="Only an admin may decide a request on a user's own"):
+    with pytest.raises(Refusal, match="Only an admin may decide a request on a user's own"):
         may_decide("prof", False, OWNER.scopes, "sam", "user")
-    with pytest.raises(AskRefused, match="Only an owner of group students"):
+    with pytest.raises(Refusal, match="Only an owner of group students"):
         # a scope of another group, or one that only looks alike
         may_decide("x", False, {"custom:gpucost:approve!group=students2"}, "sam", "group:students")
-    with pytest.raises(AskRefused, match="Nobody may decide their own request"):
+    with pytest.raises(Refusal, match="Nobody may decide their own request"):
         may_decide("root", True, (), "root", "user")
-    with pytest.raises(AskRefused, match="no such allowance"):
+    with pytest.raises(Refusal, match="no such allowance"):
         check_ask([STANDING], "group:physics", 1, "why", [], WED, UTC, 3)
 
 
@@ -290,5 +291,5 @@ def test_hostile_hours_to_keep_running_are_refused_with_a_sentence(hours: object
     if whole and 1 <= int(text) <= 24:
         assert keep_hours(hours, EN) == int(text)
     else:
-        with pytest.raises(AskRefused, match=r"^Ask to keep running for 1 to 24 whole hours\.$"):
+        with pytest.raises(Refusal, match=r"^Ask to keep running for 1 to 24 whole hours\.$"):
             keep_hours(hours, EN)

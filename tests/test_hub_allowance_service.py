@@ -12,8 +12,8 @@ from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.hub.allowance.book import AllowanceBook
 from jupyter_gpucost.hub.allowance.config import parse_settings
 from jupyter_gpucost.hub.allowance.usage import AllowancePolicy
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
 from jupyter_gpucost.hub.service import HubService
@@ -32,8 +32,8 @@ def make(url: str, users: object, groups: object = None, minimum_s: float = 0) -
     return HubService(
         ledger,
         lambda s: A100 if s.profile == "a100" else T4,
-        BudgetPolicy(),
-        Enforcer(GRACE_S, tick_s=60),
+        HubBudgetPolicy(),
+        HubEnforcer(GRACE_S, tick_s=60),
         None,
         AllowanceBook(AllowancePolicy(settings, UTC)),
     )

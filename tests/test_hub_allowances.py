@@ -34,7 +34,7 @@ from jupyter_gpucost.hub.allowance.usage import (
     top_up,
     window,
 )
-from jupyter_gpucost.hub.enforcer import Enforcer, Weighed
+from jupyter_gpucost.hub.enforcer import HubEnforcer, Weighed
 from jupyter_gpucost.hub.model import HubConfigError
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -258,7 +258,7 @@ def test_the_spawn_page_line_and_the_refusal_say_what_is_left_and_when_it_fills(
 def test_the_countdown_to_an_allowance_ends_when_it_runs_out() -> None:
     allowance = Allowance("gpu_hours", HOUR_MICRO, Period(calendar="week"))
     found = [Span(T0, T0 + timedelta(hours=5), Fraction(1))]
-    enforcer = Enforcer(grace_s=300)
+    enforcer = HubEnforcer(grace_s=300)
     key = ("ann", "", T0)
     # 54 min used: 6 min left, more than the 5 min grace — no countdown yet
     now = T0 + timedelta(minutes=54)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from hub_admin_page import admin_page
 
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger, ReconciledLine
 from jupyter_gpucost.hub.service import HubService
@@ -27,7 +27,7 @@ NODE = "i-0a5b7c9d1e3f50000"
 
 def service(tmp_path: Path, reconciled: bool) -> HubService:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}")
-    svc = HubService(ledger, lambda s: None, BudgetPolicy(), Enforcer(300))  # type: ignore[arg-type, return-value]
+    svc = HubService(ledger, lambda s: None, HubBudgetPolicy(), HubEnforcer(300))  # type: ignore[arg-type, return-value]
     svc.billed = ReconciledLedger(ledger.engine)
     if reconciled:
         lines = [

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_gpucost.core.hub_protocol import HubBudget
-from jupyter_gpucost.hub.enforcer import Enforcer, Weighed
+from jupyter_gpucost.hub.enforcer import HubEnforcer, Weighed
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 KEY = ("alice", "", NOW)
@@ -38,7 +38,7 @@ def run_to_the_stop(
     holding until the next (the last one from there on). Returns when the hub stopped the
     server (seconds), what was spent then, and when the money ran out (seconds; for money
     left at the stop, when it would run out at the rate the hub saw then)."""
-    enforcer = Enforcer(grace_s, tick_s=tick_s, granularity_s=granularity_s)
+    enforcer = HubEnforcer(grace_s, tick_s=tick_s, granularity_s=granularity_s)
     spent_now = Fraction(spent)
     ran_out: float | None = 0.0 if spent >= budget else None
     for k in range(MAX_TICKS):

@@ -10,13 +10,13 @@ import pytest
 
 from jupyter_gpucost.core.hub_protocol import HubBudget
 from jupyter_gpucost.hub.budgets import (
-    BudgetPolicy,
+    HubBudgetPolicy,
     describe,
     exceeded,
     spawn_refusal,
     to_micro_usd,
 )
-from jupyter_gpucost.hub.enforcer import Enforcer, Weighed
+from jupyter_gpucost.hub.enforcer import HubEnforcer, Weighed
 from jupyter_gpucost.hub.model import GroupTotals, HubConfigError, UserTotals
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -70,31 +70,31 @@ def test_a_bad_user_budget_names_the_setting_the_user_and_the_scope(
     raw: object, message: str
 ) -> None:
     with pytest.raises(HubConfigError) as e:
-        BudgetPolicy(raw)
+        HubBudgetPolicy(raw)
     assert str(e.value).startswith(message)
 
 
 def test_a_bad_group_budget_names_its_setting() -> None:
     with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.group_budgets\['ml'\]\['day'\]"):
-        BudgetPolicy(None, {"ml": {"day": -1}})
+        HubBudgetPolicy(None, {"ml": {"day": -1}})
     with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.group_budgets: '\*' is not a group"):
-        BudgetPolicy(None, {"*": {"day": 1}})
+        HubBudgetPolicy(None, {"*": {"day": 1}})
 
 
 # -- which budgets apply ----------------------------------------------------------------
 
 
 def test_a_users_own_entry_overrides_everyones_scope_by_scope() -> None:
-    policy = BudgetPolicy(
+    policy = HubBudgetPolicy(
         {"*": {"session": 5, "day": 20, "month": 200}, "alice": {"month": 500, "session": None}}
     )
     assert policy.for_user("alice") == {"day": 20 * USD, "month": 500 * USD}
     assert policy.for_user("bob") == {"session": 5 * USD, "day": 20 * USD, "month": 200 * USD}
-    assert BudgetPolicy().for_user("bob") == {}
+    assert HubBudgetPolicy().for_user("bob") == {}
 
 
 def test_standings_compare_each_budget_with_the_right_spend() -> None:
-    policy = BudgetPolicy(
+    policy = HubBudgetPolicy(
         {"*": {"session": 5, "day": 20, "month": 200}},
         {"ml": {"day": 50, "month": 1000}, "physics": {"session": 2}},
     )
@@ -124,7 +124,7 @@ def test_callables_choose_budgets_per_user_and_group() -> None:
         seen.append((user, groups))
         return {"day": 100} if "staff" in groups else {"day": 10}
 
-    policy = BudgetPolicy(per_user, lambda group: {"month": 7} if group == "ml" else None)
+    policy = HubBudgetPolicy(per_user, lambda group: {"month": 7} if group == "ml" else None)
     assert policy.for_user("alice", ["staff"]) == {"day": 100 * USD}
     assert policy.for_user("bob", []) == {"day": 10 * USD}
     assert seen == [("alice", ("staff",)), ("bob", ())]
@@ -141,14 +141,14 @@ def test_a_callable_that_fails_keeps_the_users_last_budgets_or_names_the_setting
             raise answer
         return answer
 
-    policy = BudgetPolicy(flaky)
+    policy = HubBudgetPolicy(flaky)
     assert policy.for_user("alice") == {"day": 10 * USD}
     assert policy.for_user("alice") == {"day": 10 * USD}  # raised: the last budgets stay
     assert policy.for_user("alice") == {"day": 10 * USD}  # invalid: the last budgets stay
     with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.user_budgets\('bob'\)\['day'\]"):
-        BudgetPolicy(lambda u, g: {"day": -1}).for_user("bob")
+        HubBudgetPolicy(lambda u, g: {"day": -1}).for_user("bob")
     with pytest.raises(HubConfigError, match=r"^c\.GpuCostHub\.user_budgets\('bob'\) failed"):
-        BudgetPolicy(lambda u, g: 1 / 0).for_user("bob")
+        HubBudgetPolicy(lambda u, g: 1 / 0).for_user("bob")
 
 
 # -- what the user reads ----------------------------------------------------------------
@@ -220,7 +220,7 @@ def at(rate: Decimal, *budgets: HubBudget) -> list[Weighed]:
 
 
 def test_the_countdown_starts_when_the_money_left_lasts_the_grace_and_ends_at_the_budget() -> None:
-    enforcer = Enforcer(grace_s=120, tick_s=1)
+    enforcer = HubEnforcer(grace_s=120, tick_s=1)
     key = ("alice", "", NOW)
     # $2.00 left at a cent a second: 200 s, more than the grace; no countdown yet
     assert (
@@ -255,7 +255,7 @@ def test_the_countdown_starts_when_the_money_left_lasts_the_grace_and_ends_at_th
 
 
 def test_a_rate_that_jumps_brings_the_stop_forward_and_says_why() -> None:
-    enforcer = Enforcer(grace_s=120, tick_s=1)
+    enforcer = HubEnforcer(grace_s=120, tick_s=1)
     key = ("alice", "", NOW)
     first = enforcer.update(
         key, at(PER_HOUR, HubBudget("session", 5 * USD, 3_800_000, "user")), NOW
@@ -286,7 +286,7 @@ def test_a_rate_that_jumps_brings_the_stop_forward_and_says_why() -> None:
 
 def test_a_server_found_over_its_budget_is_stopped_at_once_and_told_why() -> None:
     # it started over budget, or the service was down while it went past it: no grace
-    enforcer = Enforcer(grace_s=120)
+    enforcer = HubEnforcer(grace_s=120)
     key = ("alice", "", NOW)
     first = enforcer.update(key, at(PER_HOUR, HubBudget("day", 20 * USD, 21 * USD, "user")), NOW)
     assert first is not None
@@ -302,7 +302,7 @@ def test_a_server_found_over_its_budget_is_stopped_at_once_and_told_why() -> Non
 
 
 def test_a_deadline_kept_over_a_restart_gives_no_new_grace() -> None:
-    enforcer = Enforcer(grace_s=120)
+    enforcer = HubEnforcer(grace_s=120)
     key = ("alice", "", NOW)
     enforcer.restore(key, NOW, NOW + timedelta(seconds=120), "kept")
     # after the restart the budget is spent: the kept stop time holds (never a new grace)
@@ -314,7 +314,7 @@ def test_a_deadline_kept_over_a_restart_gives_no_new_grace() -> None:
 
 
 def test_raising_the_budget_clears_the_countdown_and_a_new_excess_starts_a_new_one() -> None:
-    enforcer = Enforcer(grace_s=60)
+    enforcer = HubEnforcer(grace_s=60)
     key = ("bob", "gpu", NOW)
     close = at(PER_HOUR, HubBudget("month", 5 * USD, 4_700_000, "group:ml"))
     assert enforcer.update(key, close, NOW) is not None
@@ -328,7 +328,7 @@ def test_raising_the_budget_clears_the_countdown_and_a_new_excess_starts_a_new_o
 
 
 def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them() -> None:
-    enforcer = Enforcer(grace_s=0)
+    enforcer = HubEnforcer(grace_s=0)
     over = at(PER_HOUR, HubBudget("session", 1, 1, "user"))
     old = ("alice", "", NOW)
     restarted = ("alice", "", NOW + timedelta(hours=1))
@@ -341,7 +341,7 @@ def test_servers_are_kept_apart_and_forgotten_when_the_hub_no_longer_lists_them(
     enforcer.keep_only([restarted])
     assert [d.key for d in enforcer.due(NOW + timedelta(hours=2))] == [restarted]
     with pytest.raises(ValueError, match="grace"):
-        Enforcer(grace_s=-1)
+        HubEnforcer(grace_s=-1)
 
 
 def test_the_stop_plan_is_said_in_the_readers_language() -> None:

@@ -20,11 +20,10 @@ from jupyter_gpucost.core.hub_protocol import (
     ProtocolError,
     SpendReport,
 )
-from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
-from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy, IdleRule, Judgement, judge
+from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity, UserServer
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy, IdleRule, Judgement, judge
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer, report_activity
 from jupyter_gpucost.hub.idle.report_reading import ReportReadings
 from jupyter_gpucost.hub.ledger import HubLedger
@@ -179,7 +178,7 @@ def test_what_no_source_says_is_unknown_never_idle(
 # -- the clock ---------------------------------------------------------------------------
 
 
-def run(clock: IdleClock, rule: IdleRule | None, steps: list[tuple[float, str]]) -> list[object]:
+def run(clock: HubIdleClock, rule: IdleRule | None, steps: list[tuple[float, str]]) -> list[object]:
     """Tick every ``(seconds, verdict)``: the warning after each."""
     out: list[object] = []
     for t, verdict in steps:
@@ -189,7 +188,7 @@ def run(clock: IdleClock, rule: IdleRule | None, steps: list[tuple[float, str]])
 
 
 def test_an_idle_server_is_warned_after_its_minutes_then_due_at_its_stop_time() -> None:
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     warnings = run(clock, RULE, [(t, "idle") for t in range(0, 61, 10)])
     assert warnings[:-1] == [None] * 6
     warning = clock.warning(KEY)
@@ -202,7 +201,7 @@ def test_an_idle_server_is_warned_after_its_minutes_then_due_at_its_stop_time() 
 
 
 def test_any_activity_clears_the_warning_and_the_idle_time() -> None:
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     run(clock, RULE, [(t, "idle") for t in range(0, 61, 10)])
     assert clock.warning(KEY) is not None
     tick = clock.tick(KEY, RULE, Judgement("busy", kernel_busy=True), at(65))
@@ -216,7 +215,7 @@ def test_any_activity_clears_the_warning_and_the_idle_time() -> None:
 
 
 def test_unknown_holds_the_warning_but_never_stops() -> None:
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     run(clock, RULE, [(t, "idle") for t in range(0, 61, 10)])
     run(clock, RULE, [(70, "unknown"), (200, "unknown")])
     assert clock.warning(KEY) is not None
@@ -226,14 +225,14 @@ def test_unknown_holds_the_warning_but_never_stops() -> None:
 
 
 def test_a_clock_that_jumps_counts_at_most_one_step_forward_and_nothing_back() -> None:
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     run(clock, RULE, [(0, "idle"), (86_400, "idle"), (-86_400, "idle"), (86_410, "idle")])
     assert clock.idle_s(KEY) == 20
     assert clock.warning(KEY) is None
 
 
 def test_a_server_with_no_rule_is_never_warned() -> None:
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     assert run(clock, None, [(t, "idle") for t in range(0, 1000, 10)])[-1] is None
     assert clock.due(at(2000)) == []
 
@@ -241,7 +240,7 @@ def test_a_server_with_no_rule_is_never_warned() -> None:
 def test_a_kernel_reported_busy_spares_dcgm_idle_gpus_only_up_to_the_admins_bound() -> None:
     capped = IdleRule(after_s=60, warn_s=30, busy_idle_max_s=120)
     forged = Judgement("busy", dcgm_idle=True, kernel_busy=True)
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     for t in range(0, 120, 10):
         clock.tick(KEY, capped, forged, at(t))
     assert clock.spared_by_kernel(KEY)
@@ -250,7 +249,7 @@ def test_a_kernel_reported_busy_spares_dcgm_idle_gpus_only_up_to_the_admins_boun
         clock.tick(KEY, capped, forged, at(t))
     assert clock.warning(KEY) is not None
     # without the bound, a kernel reported busy always spares the server
-    always = IdleClock(max_step_s=10)
+    always = HubIdleClock(max_step_s=10)
     for t in range(0, 100_000, 10):
         always.tick(KEY, RULE, forged, at(t))
     assert always.warning(KEY) is None
@@ -276,7 +275,7 @@ def test_never_due_unless_idle_long_enough_and_the_last_word_is_idle(
     """Whatever the clock does (jumps both ways) and whatever the sources say, a server is
     due only when its last judgement was idle, at or after its stop time, with at least
     ``after_s`` of idle ticks counted, each at most ``max_step_s``."""
-    clock = IdleClock(max_step_s=10)
+    clock = HubIdleClock(max_step_s=10)
     now = NOW
     idle_ticks = 0
     for delta, verdict, kernel in moves:
@@ -427,10 +426,10 @@ def service(url: str, policy: object = None) -> HubService:
     ledger = HubLedger(url)
     reclaimer = Reclaimer(
         IdlePolicy({"*": {"after_min": 1, "warn_min": 0.5}} if policy is None else policy),
-        IdleClock(max_step_s=10),
+        HubIdleClock(max_step_s=10),
         ReclaimStore(ledger.engine),
     )
-    return HubService(ledger, lambda s: RATE, BudgetPolicy(None), Enforcer(60), reclaimer)
+    return HubService(ledger, lambda s: RATE, HubBudgetPolicy(None), HubEnforcer(60), reclaimer)
 
 
 def idle_reports(svc: HubService, start: float, end: float, busy: int = 0) -> HubReply:
@@ -560,10 +559,10 @@ def test_a_report_with_a_busy_kernel_never_leaves_a_warning_or_a_stop(
     go back and a clock that jumps: after a report that says a kernel is busy the server
     has no warning and is not due, whatever came before."""
     reclaimer = Reclaimer(
-        IdlePolicy({"*": {"after_min": 0.5, "warn_min": 0.5}}), IdleClock(max_step_s=10), None
+        IdlePolicy({"*": {"after_min": 0.5, "warn_min": 0.5}}), HubIdleClock(max_step_s=10), None
     )
     row = ServerRow(1, "dora", "", NOW, None, NOW, None, RATE)
-    activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+    activity: dict[UserServer, dict[ActivitySource, GpuActivity]] = {}
     readings = ReportReadings()
     now = NOW
     used = idle = 0

@@ -17,16 +17,15 @@ import pytest
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import GpuTime, SpendReport
-from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity
-from jupyter_gpucost.hub.activity import ServerKey as ActivityKey
-from jupyter_gpucost.hub.budgets import BudgetPolicy
+from jupyter_gpucost.hub.activity import ActivitySource, GpuActivity, UserServer
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
 from jupyter_gpucost.hub.cluster.dcgm import UTIL
 from jupyter_gpucost.hub.cluster.promanswer import Sample, Vector
 from jupyter_gpucost.hub.cluster.prometheus import PrometheusAuth
 from jupyter_gpucost.hub.cluster.settings import ClusterSettings
 from jupyter_gpucost.hub.cluster.usage import ClusterUsage
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy, judge
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy, judge
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.idle.report_reading import ReportReadings
 from jupyter_gpucost.hub.ledger import HubLedger
@@ -52,8 +51,8 @@ def dora() -> ServerInfo:
 
 def make_service(tmp_path: Path, policy: object = None) -> HubService:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}", billing=BILLING)
-    reclaimer = Reclaimer(IdlePolicy(policy), IdleClock(max_step_s=10), None)
-    return HubService(ledger, lambda s: RATE, BudgetPolicy(), Enforcer(60), reclaimer)
+    reclaimer = Reclaimer(IdlePolicy(policy), HubIdleClock(max_step_s=10), None)
+    return HubService(ledger, lambda s: RATE, HubBudgetPolicy(), HubEnforcer(60), reclaimer)
 
 
 def report(t: float, used_s: float, idle_s: float, busy: int = 0) -> SpendReport:
@@ -173,7 +172,7 @@ def test_reports_are_read_over_the_window_dcgm_is_read_over() -> None:
     """A server busy 10 s of every minute: its last report's few seconds say 0 % or
     100 %; over DCGM's minute, its reports say what DCGM does."""
     readings = ReportReadings()
-    activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+    activity: dict[UserServer, dict[ActivitySource, GpuActivity]] = {}
     used = idle = 0.0
     for t in range(0, 125, 5):
         busy = t % 60 < 10

@@ -178,16 +178,16 @@ def test_days_before_this_month_are_left_out_of_the_month(ledger_url: str) -> No
 
 
 def test_a_restart_of_the_service_keeps_a_servers_grace_deadline(ledger_url: str) -> None:
-    from jupyter_gpucost.hub.budgets import BudgetPolicy
-    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+    from jupyter_gpucost.hub.enforcer import HubEnforcer
     from jupyter_gpucost.hub.service import HubService
 
     def service() -> HubService:
         ledger = HubLedger(ledger_url)
         # alice's day budget: $0.10, spent after 100 s of her T4 ($3.60 an hour); a 60 s
         # grace: the countdown starts 40 s in and ends when the money runs out
-        budgets = BudgetPolicy({"alice": {"day": 0.1}})
-        return HubService(ledger, lambda _: T4, budgets, Enforcer(60))
+        budgets = HubBudgetPolicy({"alice": {"day": 0.1}})
+        return HubService(ledger, lambda _: T4, budgets, HubEnforcer(60))
 
     first = service()
     first.sync([server("alice")], at(40))

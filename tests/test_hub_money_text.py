@@ -15,9 +15,9 @@ from jupyter_gpucost.core import money
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub.allocation import AllocationPolicy
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
@@ -40,9 +40,11 @@ def profile(server: ServerInfo) -> object:
 
 async def admin_data(tmp_path: Path) -> dict[str, object]:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
-    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=10), ReclaimStore(ledger.engine))
+    reclaimer = Reclaimer(
+        IdlePolicy(None), HubIdleClock(max_step_s=10), ReclaimStore(ledger.engine)
+    )
     policy = AllocationPolicy(profile, "none", PricePolicy(CATALOG, provider="gcp"))
-    svc = HubService(ledger, policy.rate_for, BudgetPolicy(None), Enforcer(60), reclaimer)
+    svc = HubService(ledger, policy.rate_for, HubBudgetPolicy(None), HubEnforcer(60), reclaimer)
     hub = _Hub([ServerInfo("alice", "", NOW, True), ServerInfo("bob", "", NOW, True)])
     later = NOW + timedelta(minutes=3)
     await svc.poll(hub, lambda: NOW)

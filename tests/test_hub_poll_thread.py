@@ -16,13 +16,14 @@ import pytest
 
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import SpendReport
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.core.refusal import Refusal
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo, UserTotals
-from jupyter_gpucost.hub.service import HubService, ReportRejected
+from jupyter_gpucost.hub.service import HubService
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 RATE = Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "test")
@@ -75,8 +76,8 @@ class PausedTotals:
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[HubService]:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}", billing=BillingRule(1, 0))
-    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=30), None)
-    svc = HubService(ledger, lambda s: RATE, BudgetPolicy(), Enforcer(60), reclaimer)
+    reclaimer = Reclaimer(IdlePolicy(None), HubIdleClock(max_step_s=30), None)
+    svc = HubService(ledger, lambda s: RATE, HubBudgetPolicy(), HubEnforcer(60), reclaimer)
     svc.sync([server(i) for i in range(USERS)], NOW)
     yield svc
     svc.ledger.close()
@@ -112,9 +113,9 @@ async def test_a_report_for_a_server_the_poll_closes_meanwhile_is_refused_by_nam
     poll = asyncio.create_task(service.poll(hub, lambda: NOW + timedelta(seconds=10)))
     try:
         assert await asyncio.to_thread(paused.inside.wait, 10), "the poll never synced"
-        with pytest.raises(ReportRejected) as refused:
+        with pytest.raises(Refusal) as refused:
             service.report("user0003", spend(3, 1_000), NOW + timedelta(seconds=10))
-        assert refused.value.code == 409
+        assert refused.value.status == 409
         assert "no running server" in str(refused.value)
         # another user's report is kept and answered
         assert service.report("user0004", spend(4, 1_000), NOW).user == "user0004"

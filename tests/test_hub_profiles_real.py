@@ -21,9 +21,9 @@ from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub import check_command as check_profiles
 from jupyter_gpucost.hub.allocation import ceil_micro
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
@@ -513,8 +513,10 @@ async def test_the_admin_page_shows_a_pods_share_of_its_node(tmp_path: Path) -> 
     )
     policy = build(settings).policy
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
-    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=10), ReclaimStore(ledger.engine))
-    svc = HubService(ledger, policy.rate_for, BudgetPolicy(None), Enforcer(60), reclaimer)
+    reclaimer = Reclaimer(
+        IdlePolicy(None), HubIdleClock(max_step_s=10), ReclaimStore(ledger.engine)
+    )
+    svc = HubService(ledger, policy.rate_for, HubBudgetPolicy(None), HubEnforcer(60), reclaimer)
     server = ServerInfo("alice", "", now, True, "mig-small", {"profile": "mig-small"})
     await svc.poll(_Hub([server]), lambda: now)
     data = views.admin_summary(svc, now, now.date())

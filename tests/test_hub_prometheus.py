@@ -32,11 +32,11 @@ from prometheus_server import Prometheus as PrometheusProcess
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.hub.accounting import allocated_micro_usd
 from jupyter_gpucost.hub.activity import GpuActivity
-from jupyter_gpucost.hub.budgets import BudgetPolicy
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
 from jupyter_gpucost.hub.cluster.prometheus import Prometheus, PrometheusAuth
 from jupyter_gpucost.hub.cluster.settings import ClusterSettings
 from jupyter_gpucost.hub.cluster.usage import ClusterUsage
-from jupyter_gpucost.hub.enforcer import Enforcer
+from jupyter_gpucost.hub.enforcer import HubEnforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.usage import UsageLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
@@ -152,7 +152,7 @@ def server(user: str, name: str, profile: str, age_s: float) -> ServerInfo:
 
 def make_service(tmp_path: Path) -> HubService:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}", billing=BILLING)
-    return HubService(ledger, lambda s: RATES[s.profile or ""], BudgetPolicy(), Enforcer(300))
+    return HubService(ledger, lambda s: RATES[s.profile or ""], HubBudgetPolicy(), HubEnforcer(300))
 
 
 def settings(url: str, **changes: object) -> ClusterSettings:

@@ -36,7 +36,7 @@ from jupyter_gpucost.hub.reconcile import schedule
 from jupyter_gpucost.hub.reconcile.allocate import (
     GPUS_UNKNOWN,
     NOT_HOURS,
-    Span,
+    NodeSpan,
     allocate,
     largest_remainder,
 )
@@ -228,8 +228,8 @@ def row(hour: int, billed: str, resource_id: str = EC2_G5.resource_id) -> BillRo
     )
 
 
-def span(user: str, start_h: float, end_h: float, gpus: Fraction, node: str = NODE) -> Span:
-    return Span(
+def span(user: str, start_h: float, end_h: float, gpus: Fraction, node: str = NODE) -> NodeSpan:
+    return NodeSpan(
         user,
         node,
         T + timedelta(hours=start_h),
@@ -326,7 +326,7 @@ def exact_billed(rows: list[BillRow], day: object) -> dict[str, int]:
 @settings(max_examples=150, deadline=None)
 @given(rows_st, spans_st)
 def test_allocated_and_unallocated_add_up_to_the_bill_exactly(
-    rows: list[BillRow], spans: list[Span]
+    rows: list[BillRow], spans: list[NodeSpan]
 ) -> None:
     days = allocate(rows, NODES, spans, T + timedelta(days=9))
     for day in days:
@@ -341,7 +341,7 @@ def test_allocated_and_unallocated_add_up_to_the_bill_exactly(
 @settings(max_examples=150, deadline=None)
 @given(rows_st, spans_st)
 def test_no_user_is_billed_for_a_node_they_never_ran_on(
-    rows: list[BillRow], spans: list[Span]
+    rows: list[BillRow], spans: list[NodeSpan]
 ) -> None:
     only_gpu_1 = [r for r in rows if r.resource_id == EC2_G5.resource_id]
     for day in allocate(only_gpu_1, NODES, spans, T):
@@ -372,7 +372,7 @@ TRUE_GPUS = 4
     st.booleans(),
 )
 def test_no_user_is_billed_above_their_share_of_the_node_s_true_gpu_time(
-    rows: list[BillRow], spans: list[Span], known: bool
+    rows: list[BillRow], spans: list[NodeSpan], known: bool
 ) -> None:
     # the node truly has TRUE_GPUS GPUs; the profiles say so, or say nothing
     spans = [replace(s, node="gpu-1", node_gpus=TRUE_GPUS if known else 0) for s in spans]
@@ -404,7 +404,7 @@ hour_amounts = st.dictionaries(st.integers(0, 47), amounts, max_size=6)
 @settings(max_examples=25, deadline=None)
 @given(hour_amounts, hour_amounts, spans_st)
 def test_duplicated_and_revised_rows_count_once(
-    first: dict[int, Decimal], revisions: dict[int, Decimal], spans: list[Span]
+    first: dict[int, Decimal], revisions: dict[int, Decimal], spans: list[NodeSpan]
 ) -> None:
     def rows_of(amounts: dict[int, Decimal]) -> list[dict[str, str]]:
         found = []
@@ -567,7 +567,7 @@ def set_day(instance_hours: str, unit: str = "Hours") -> dict[str, str]:
     return one
 
 
-def v100(user: str, node: str, start_h: float, end_h: float) -> Span:
+def v100(user: str, node: str, start_h: float, end_h: float) -> NodeSpan:
     return replace(span(user, start_h, end_h, Fraction(1), node), node_gpus=1)
 
 
@@ -656,7 +656,7 @@ set_rows = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(set_rows, set_spans)
 def test_a_scale_set_s_bill_is_allocated_exactly_and_no_user_above_their_share(
-    rows: list[BillRow], spans: list[Span]
+    rows: list[BillRow], spans: list[NodeSpan]
 ) -> None:
     nodes = aks_nodes()
     for day in allocate(rows, nodes, spans, T):
@@ -679,7 +679,7 @@ def test_a_scale_set_s_bill_is_allocated_exactly_and_no_user_above_their_share(
             assert got <= bound + 1
 
 
-def _seconds(s: Span, r: BillRow) -> float:
+def _seconds(s: NodeSpan, r: BillRow) -> float:
     return max(0.0, (min(s.end, r.end) - max(s.start, r.start)).total_seconds())
 
 

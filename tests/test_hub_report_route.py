@@ -155,3 +155,45 @@ def test_the_service_server_picks_the_report_route_by_its_path() -> None:
     assert answers["report, a GET"][0] == 405
     assert answers["past the report path"][0] == 404
     assert json.loads(answers["where"][1]) == {"ip": "10.1.2.3", "protocol": "https"}
+
+
+def test_a_refused_report_answers_the_one_error_shape() -> None:
+    """The report route refuses in the shape every route answers (jupyter_server's
+    ``message`` and ``reason``), with the keys the hub answered before (``status``,
+    ``error``), whatever refuses it: a missing token, a GET, a body over the limit."""
+
+    async def ask() -> dict[str, tuple[int, object]]:
+        hub = HubApi("http://127.0.0.1:9/hub/api", "service-token", timeout_s=3)
+        ctx = Context(None, hub, lambda: datetime.now(UTC), 64, RateLimit(1, 1))  # type: ignore[arg-type]
+        app = web.Application([(r"/api/report", ReportRoute(ctx))])
+        server = app.listen(0, "127.0.0.1")
+        port = next(iter(server._sockets.values())).getsockname()[1]
+        url = f"http://127.0.0.1:{port}/api/report"
+        client = AsyncHTTPClient(force_instance=True)
+        asked = {
+            "no token": HTTPRequest(url, method="POST", body=b"{}"),
+            "a GET": HTTPRequest(url, headers={"Authorization": "token t"}),
+            "too large": HTTPRequest(
+                url, method="POST", body=b"x" * 65, headers={"Authorization": "token t"}
+            ),
+        }
+        try:
+            answers: dict[str, tuple[int, object]] = {}
+            for what, request in asked.items():
+                response = await client.fetch(request, raise_error=False)
+                answers[what] = (response.code, json.loads(response.body or b"null"))
+            return answers
+        finally:
+            client.close()
+            server.stop()
+
+    answers = asyncio.run(ask())
+
+    def shape(code: int, message: str) -> tuple[int, object]:
+        return code, {"message": message, "reason": None, "status": code, "error": message}
+
+    assert answers == {
+        "no token": shape(401, "a Hub token is required (Authorization: token …)"),
+        "a GET": shape(405, "a report is a POST"),
+        "too large": shape(413, "a report is at most 64 bytes"),
+    }

@@ -378,8 +378,8 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
 
     from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
     from jupyter_gpucost.hub.allocation import AllocationPolicy
-    from jupyter_gpucost.hub.budgets import BudgetPolicy
-    from jupyter_gpucost.hub.enforcer import Enforcer
+    from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+    from jupyter_gpucost.hub.enforcer import HubEnforcer
     from jupyter_gpucost.hub.ledger import HubLedger
     from jupyter_gpucost.hub.model import ServerInfo
     from jupyter_gpucost.hub.service import HubService
@@ -387,7 +387,7 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
 
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     allocation = AllocationPolicy(None, "T4", PricePolicy(load_catalog()))
-    service = HubService(ledger, allocation.rate_for, BudgetPolicy(), Enforcer(60))
+    service = HubService(ledger, allocation.rate_for, HubBudgetPolicy(), HubEnforcer(60))
     now = datetime.now(UTC)
     # 120 users, user i started i minutes ago: user119 spent the most
     servers = [

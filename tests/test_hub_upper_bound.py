@@ -9,9 +9,9 @@ from pathlib import Path
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub.allocation import AllocationPolicy
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
@@ -77,9 +77,11 @@ class _Hub:
 
 async def test_the_admin_page_says_the_rate_is_an_upper_bound(tmp_path: Path) -> None:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
-    reclaimer = Reclaimer(IdlePolicy(None), IdleClock(max_step_s=10), ReclaimStore(ledger.engine))
+    reclaimer = Reclaimer(
+        IdlePolicy(None), HubIdleClock(max_step_s=10), ReclaimStore(ledger.engine)
+    )
     policy = AllocationPolicy(by_user, "none", PricePolicy(CATALOG))
-    svc = HubService(ledger, policy.rate_for, BudgetPolicy(None), Enforcer(60), reclaimer)
+    svc = HubService(ledger, policy.rate_for, HubBudgetPolicy(None), HubEnforcer(60), reclaimer)
     await svc.poll(_Hub([started("alice")]), lambda: NOW)
     data = views.admin_summary(svc, NOW, NOW.date())
     running = [s for u in data["users"] for s in u["running"]]

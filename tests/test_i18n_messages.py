@@ -103,16 +103,16 @@ def test_in_english_the_sentences_are_as_before() -> None:
 
 @pytest.mark.usefixtures("chinese")
 def test_the_errors_a_person_reads_are_in_chinese() -> None:
+    from jupyter_gpucost.core.refusal import Refusal
     from jupyter_gpucost.server.budget.parse import parse_soft_request
     from jupyter_gpucost.server.budget.policy import BudgetError
-    from jupyter_gpucost.server.errors import RequestError
     from jupyter_gpucost.server.inputs import json_object
 
     with pytest.raises(BudgetError, match=r"^预算必须大于 0"):
         parse_soft_request({"amount_usd": 0})
     with pytest.raises(BudgetError, match=r"^预算的小数超过 6 位$"):
         parse_soft_request({"amount_usd": "1.0000001"})
-    with pytest.raises(RequestError, match=r"^请求体必须是 JSON$"):
+    with pytest.raises(Refusal, match=r"^请求体必须是 JSON$"):
         json_object(b"{")
 
 

@@ -271,7 +271,7 @@ def test_each_hub_room_says_what_it_owns_and_may_import(room: str) -> None:
 #: the single-user server's layers, lowest first, as for the hub. A room's ``handlers``
 #: (its HTTP face) stands with the base handler in the web layer, above the service it reads
 SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("errors", "inputs", "traits", "kernel_auth", "translations", "sampler")),
+    ("base", ("inputs", "traits", "kernel_auth", "translations", "sampler")),
     ("ledger", ("ledger",)),
     ("gpu_use", ("gpu_use",)),
     ("record", ("record",)),

@@ -84,7 +84,7 @@ def test_the_papermill_engine_imports_before_papermill() -> None:
         "from papermill.engines import papermill_engines\n"
         "engine = papermill_engines.get_engine('gpucost')\n"
         "assert engine.execute_managed_notebook.__func__ is "
-        "ours.GpuCostEngine.execute_managed_notebook.__func__\n"
+        "ours.PricingEngine.execute_managed_notebook.__func__\n"
         "print('ok')\n"
     )
     done = subprocess.run(

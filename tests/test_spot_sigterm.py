@@ -157,16 +157,16 @@ def test_a_sigterm_during_the_budgets_own_stop_or_after_the_hubs_stop_time_is_a_
     from types import SimpleNamespace
     from typing import cast
 
-    from jupyter_gpucost.server.spot.interruption import Responder, sigterm_is_interruption
+    from jupyter_gpucost.server.spot.interruption import NoticeResponder, sigterm_is_interruption
 
     now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
     def responder(
         state: str, deadline: datetime | None = None, current: object = None
-    ) -> Responder:
+    ) -> NoticeResponder:
         policy = SimpleNamespace(state=state, deadline=deadline)
         fake = SimpleNamespace(task=None, current=current, budget=SimpleNamespace(policy=policy))
-        return cast(Responder, fake)
+        return cast(NoticeResponder, fake)
 
     def spot() -> str:
         return "karpenter.sh/capacity-type=spot"

@@ -54,7 +54,7 @@ def apportion(parts: Sequence[Fraction]) -> list[int]:
 
 
 @dataclass(frozen=True)
-class GpuCost:
+class GpuSessionCost:
     """One GPU's share of the session, at one snapshot."""
 
     index: int
@@ -87,7 +87,7 @@ class MeterSnapshot:
     as_of: datetime
     elapsed_us: int
     billed_us: int
-    gpus: tuple[GpuCost, ...]
+    gpus: tuple[GpuSessionCost, ...]
     base_usd_per_hour: Decimal
     base_cost_micro_usd: int
     samples: int
@@ -133,7 +133,7 @@ class MeterSnapshot:
         return sum(values) if values else None
 
     @property
-    def unpriced(self) -> tuple[GpuCost, ...]:
+    def unpriced(self) -> tuple[GpuSessionCost, ...]:
         return tuple(g for g in self.gpus if g.price is None)
 
 
@@ -209,9 +209,9 @@ class _Account:
             cost_micro_usd(per_hour, billed_us - elapsed_us),
         ]
 
-    def cost(self, billed_us: int, amounts: Sequence[int]) -> GpuCost:
+    def cost(self, billed_us: int, amounts: Sequence[int]) -> GpuSessionCost:
         used, idle, unobserved, adjustment = amounts
-        return GpuCost(
+        return GpuSessionCost(
             index=self.index,
             uuid=self.uuid,
             name=self.name,

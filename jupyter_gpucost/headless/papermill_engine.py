@@ -21,7 +21,7 @@ from .collect import CostCollector
 COLLECTOR_KW = "gpucost_collector"
 
 
-class _Client(PapermillNotebookClient):  # type: ignore[misc]
+class _PricingClient(PapermillNotebookClient):  # type: ignore[misc]
     def __init__(self, nb_man: Any, collector: CostCollector, **kw: Any) -> None:
         super().__init__(nb_man, **kw)
         collector.attach(self)
@@ -29,7 +29,7 @@ class _Client(PapermillNotebookClient):  # type: ignore[misc]
         self.on_notebook_complete = None
 
 
-class GpuCostEngine(NBClientEngine):  # type: ignore[misc]
+class PricingEngine(NBClientEngine):  # type: ignore[misc]
     """papermill's nbclient engine, with every cell priced and its cost saved."""
 
     @classmethod
@@ -61,7 +61,7 @@ class GpuCostEngine(NBClientEngine):  # type: ignore[misc]
             stderr_file=stderr_file,
         )
         try:
-            return _Client(nb_man, collector, **final_kwargs).execute()
+            return _PricingClient(nb_man, collector, **final_kwargs).execute()
         finally:
             # saved by papermill right after (it writes the output notebook at the end,
             # whether the run finished, failed or was stopped); papermill's own end checks

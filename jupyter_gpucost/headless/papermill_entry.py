@@ -13,7 +13,7 @@ from __future__ import annotations
 
 class _FromTheEngine(type):
     def __getattr__(cls, name: str) -> object:
-        from .papermill_engine import GpuCostEngine as Engine
+        from .papermill_engine import PricingEngine as Engine
 
         return getattr(Engine, name)
 

@@ -10,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
-#: a running server, as the service keys it: (user, server name)
-ServerKey = tuple[str, str]
+
+class UserServer(NamedTuple):
+    """A user's server, as the service keys what it knows of it while it runs (its
+    activity, its row, its state): one per (user, server name) at a time, whichever start
+    of it is running. :class:`..enforcer.ServerRun` names one start of it."""
+
+    user: str
+    #: ``""``: the user's default server
+    server_name: str
+
 
 ActivitySource = Literal["dcgm", "report"]
 
@@ -51,4 +59,4 @@ class GpuActivity:
 
 
 #: what the service knows of each running server's activity, newest per source
-ActivityMap = Mapping[ServerKey, Mapping[ActivitySource, GpuActivity]]
+ActivityMap = Mapping[UserServer, Mapping[ActivitySource, GpuActivity]]

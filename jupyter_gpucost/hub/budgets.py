@@ -117,7 +117,7 @@ def _set(amounts: Amounts) -> dict[HubScope, int]:
     return {s: a for s in HUB_SCOPES if (a := amounts.get(s)) is not None}
 
 
-class BudgetPolicy:
+class HubBudgetPolicy:
     """Which budgets apply to a user and to their groups, and where each one stands."""
 
     def __init__(

@@ -22,7 +22,7 @@ servers together for the user's day and month; a group's members' together for t
 Servers are keyed by ``(user, server_name, started)``: a server started again is a new
 session with no deadline inherited from the old one.
 
-The service keeps each deadline in its ledger and :meth:`Enforcer.restore` s them after a
+The service keeps each deadline in its ledger and :meth:`HubEnforcer.restore` s them after a
 restart: a restart does not give a server a new grace period. The server's own countdown
 and the work it saves do not depend on this.
 
@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
+from typing import NamedTuple
 
 from ..core.budget_timing import SHORTENED_OVERRUN, Shortened, countdown, due, seconds_left
 from ..core.hub_protocol import HubBudget
@@ -45,8 +46,15 @@ from .allowance.usage import AllowanceStanding
 from .budgets import stop_plan
 from .model import ServerRow
 
-#: (user, server_name, started)
-ServerKey = tuple[str, str, datetime]
+
+class ServerRun(NamedTuple):
+    """One start of a user's server, as the enforcer keys its deadlines: a server started
+    again is a new run, and a deadline of the run before never carries over to it
+    (:class:`..activity.UserServer` names the server whichever run it is in)."""
+
+    user: str
+    server_name: str
+    started: datetime
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,8 @@ class Weighed:
         return float("inf") if left is None else left
 
 
-def server_key(row: ServerRow) -> ServerKey:
-    return (row.user, row.server_name, row.started)
+def server_key(row: ServerRow) -> ServerRun:
+    return ServerRun(row.user, row.server_name, row.started)
 
 
 def pooled_rates(
@@ -179,7 +187,7 @@ class Plan:
 class Deadline:
     """A server whose budget runs out soon, and when the hub stops it."""
 
-    key: ServerKey
+    key: ServerRun
     since: datetime
     stop_at: datetime
     #: what the user reads: the budget, when and why the hub stops the server (English,
@@ -189,7 +197,7 @@ class Deadline:
     plan: Plan | None = None
 
 
-class Enforcer:
+class HubEnforcer:
     """The servers counting down to their budget. Not thread-safe: one loop ticks it.
 
     ``tick_s``: how often the service weighs the budgets (its poll): a countdown that
@@ -206,9 +214,9 @@ class Enforcer:
         self.grace_s = float(grace_s)
         self.tick_s = float(tick_s)
         self.slack = timedelta(seconds=granularity_s)
-        self._deadlines: dict[ServerKey, Deadline] = {}
+        self._deadlines: dict[ServerRun, Deadline] = {}
 
-    def update(self, key: ServerKey, weighed: Iterable[Weighed], now: datetime) -> Deadline | None:
+    def update(self, key: ServerRun, weighed: Iterable[Weighed], now: datetime) -> Deadline | None:
         """Tick one server with its budgets and their rates: its deadline, or ``None``
         when no budget runs out within the grace period (a deadline it had is cleared)."""
         close = [
@@ -261,12 +269,12 @@ class Enforcer:
             self._deadlines[key] = deadline
         return deadline
 
-    def restore(self, key: ServerKey, since: datetime, stop_at: datetime, reason: str) -> None:
+    def restore(self, key: ServerRun, since: datetime, stop_at: datetime, reason: str) -> None:
         """A deadline set before a restart of the service (kept while a budget is still
         that close, like any other; brought forward if the money runs out sooner)."""
         self._deadlines[key] = Deadline(key, since, stop_at, reason)
 
-    def deadline(self, key: ServerKey) -> Deadline | None:
+    def deadline(self, key: ServerRun) -> Deadline | None:
         return self._deadlines.get(key)
 
     def due(self, now: datetime) -> list[Deadline]:
@@ -275,11 +283,11 @@ class Enforcer:
             (d for d in self._deadlines.values() if now >= d.stop_at), key=lambda d: d.stop_at
         )
 
-    def forget(self, key: ServerKey) -> None:
+    def forget(self, key: ServerRun) -> None:
         """The server stopped (by the hub or on its own)."""
         self._deadlines.pop(key, None)
 
-    def keep_only(self, keys: Iterable[ServerKey]) -> None:
+    def keep_only(self, keys: Iterable[ServerRun]) -> None:
         """Forget every server not in ``keys`` (those the Hub no longer lists)."""
         wanted = set(keys)
         for key in [k for k in self._deadlines if k not in wanted]:

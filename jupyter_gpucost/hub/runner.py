@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from ..alerts.dispatch import AlertDispatcher, DispatchSettings
 from ..core.currency import symbol as currency_symbol
+from .activity import UserServer
 from .alerting import HubAlerts
 from .cluster.prometheus import Prometheus
 from .cluster.usage import ClusterUsage
@@ -97,9 +98,7 @@ def hub_alerts(settings: HubSettings, parts: Parts, base_url: str) -> HubAlerts 
     )
 
 
-def alert_after_poll(
-    alerts: HubAlerts, service: HubService, stopped: Sequence[tuple[str, str]]
-) -> None:
+def alert_after_poll(alerts: HubAlerts, service: HubService, stopped: Sequence[UserServer]) -> None:
     """After a poll (a worker thread): thresholds reached, and the stops just asked."""
     now = now_utc()
     state = service.state
@@ -150,7 +149,7 @@ async def run(settings: HubSettings) -> None:
         web_settings.base_url,
         web_settings.identity_cache_s,
     )
-    ctx = handlers.Context(
+    ctx = handlers.HandlerContext(
         service=service,
         hub=hub,
         hub_auth=auth,

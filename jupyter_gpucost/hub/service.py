@@ -35,11 +35,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..core.hub_protocol import IDLE_STOP_REASON, HubBudget, HubReply, SpendReport, StopKind
-from .activity import ActivitySource, GpuActivity
-from .activity import ServerKey as ActivityKey
+from ..core.refusal import Refusal
+from .activity import ActivitySource, GpuActivity, UserServer
 from .allowance.book import AllowanceBook
-from .budgets import BudgetPolicy
-from .enforcer import Enforcer, Plan, pooled_rates, server_key, weighed
+from .budgets import HubBudgetPolicy
+from .enforcer import HubEnforcer, Plan, pooled_rates, server_key, weighed
 from .idle.reclaim import Reclaimer
 from .idle.report_reading import ReportReadings
 from .ledger.reconciled import ReconciledLedger
@@ -66,19 +66,9 @@ RETRY_STOP_S = 30.0
 #: how often every user's groups are listed (the running ones' come with each poll)
 GROUPS_EVERY_S = 300.0
 
-Key = tuple[str, str]
-
-
-class ReportRejected(Exception):
-    """A report the service does not take; ``code`` is the HTTP status to answer."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
 
 @dataclass
-class Standing:
+class ServerStanding:
     """One running server's budgets after the last poll."""
 
     row: ServerRow
@@ -93,7 +83,7 @@ class Standing:
 class PollResult:
     opened: int = 0
     closed: int = 0
-    stopped: list[Key] = field(default_factory=list)
+    stopped: list[UserServer] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -109,8 +99,8 @@ class HubService:
         self,
         ledger: HubLedgerApi,
         rate_for: Callable[[ServerInfo], Rate],
-        budgets: BudgetPolicy,
-        enforcer: Enforcer,
+        budgets: HubBudgetPolicy,
+        enforcer: HubEnforcer,
         reclaimer: Reclaimer | None = None,
         allowances: AllowanceBook | None = None,
     ) -> None:
@@ -122,8 +112,8 @@ class HubService:
         self.rate_for = rate_for
         self.budgets = budgets
         self.enforcer = enforcer
-        self.rows: dict[Key, ServerRow] = {
-            (row.user, row.server_name): row for row in ledger.running()
+        self.rows: dict[UserServer, ServerRow] = {
+            UserServer(row.user, row.server_name): row for row in ledger.running()
         }
         # a grace period that began before a restart ends when it would have
         kept = ledger.deadlines()
@@ -139,14 +129,14 @@ class HubService:
                 else:  # the idle policy is off now: no stop for idle GPUs
                     ledger.clear_deadline(row.server_id)
         #: when each running server was last seen in the Hub's list (this process)
-        self.seen: dict[Key, datetime] = {}
-        self.state: dict[int, Standing] = {}
+        self.seen: dict[UserServer, datetime] = {}
+        self.state: dict[int, ServerStanding] = {}
         self.totals: dict[str, UserTotals] = {}
         self.group_totals: dict[str, GroupTotals] = {}
         #: what each user's and each group's running servers cost together (last poll)
         self.rates = pooled_rates((), {})
         self.groups_of: dict[str, tuple[str, ...]] = {}
-        self.servers: dict[Key, ServerInfo] = {}
+        self.servers: dict[UserServer, ServerInfo] = {}
         self._asked_stop: dict[int, float] = {}
         self._bad_profiles: set[str] = set()
         self._groups_listed = -GROUPS_EVERY_S
@@ -158,7 +148,7 @@ class HubService:
         #: what each running server's GPUs did lately, newest per source ("dcgm": the
         #: cluster's Prometheus, :mod:`.cluster.usage`; "report": the server's own
         #: reports); a server's entries go when it stops
-        self.activity: dict[ActivityKey, dict[ActivitySource, GpuActivity]] = {}
+        self.activity: dict[UserServer, dict[ActivitySource, GpuActivity]] = {}
         self.readings = ReportReadings()
         #: the poll of the cluster's Prometheus, when c.GpuCostHub.prometheus_url is set
         self.cluster: ClusterUsage | None = None
@@ -171,7 +161,7 @@ class HubService:
         self,
         servers: Sequence[ServerInfo],
         now: datetime,
-        stopped_at: Mapping[Key, datetime] | None = None,
+        stopped_at: Mapping[UserServer, datetime] | None = None,
     ) -> PollResult:
         """Take the Hub's list of servers: open, keep and close ledger rows; weigh budgets.
         Returns what changed; :meth:`due` says what to stop. ``stopped_at``: when the Hub
@@ -181,14 +171,14 @@ class HubService:
         (see the module's docstring); not twice at once."""
         started = time.perf_counter()
         result = PollResult()
-        listed: dict[Key, ServerInfo] = {}
-        present: dict[Key, ServerInfo] = {}
+        listed: dict[UserServer, ServerInfo] = {}
+        present: dict[UserServer, ServerInfo] = {}
         running_groups: dict[str, tuple[str, ...]] = {}
         for server in servers:
             running_groups[server.user] = server.groups
-            present[(server.user, server.server_name)] = server
+            present[UserServer(server.user, server.server_name)] = server
             if server.ready:
-                listed[(server.user, server.server_name)] = server
+                listed[UserServer(server.user, server.server_name)] = server
         groups_of = self._merge_groups(running_groups)
         state = dict(self.state)
         for key, row in list(self.rows.items()):
@@ -217,7 +207,7 @@ class HubService:
                 self._asked_stop.pop(row.server_id, None)
                 self.seen.pop(key, None)
                 result.closed += 1
-        opened: dict[Key, ServerRow] = {}
+        opened: dict[UserServer, ServerRow] = {}
         for key, server in listed.items():
             if key not in self.rows:
                 rate = self._rate(server)
@@ -287,7 +277,7 @@ class HubService:
                     members[group].append(user)
         return pooled(members, totals)
 
-    def _weigh(self, row: ServerRow, now: datetime, state: dict[int, Standing]) -> None:
+    def _weigh(self, row: ServerRow, now: datetime, state: dict[int, ServerStanding]) -> None:
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
         session = totals.sessions_micro_usd.get(row.server_id, 0)
         budgets = tuple(self.budgets_for(row.user, session))
@@ -302,7 +292,7 @@ class HubService:
                 self.ledger.save_deadline(
                     row.server_id, deadline.since, deadline.stop_at, deadline.reason
                 )
-        state[row.server_id] = Standing(
+        state[row.server_id] = ServerStanding(
             row,
             session,
             budgets,
@@ -315,7 +305,7 @@ class HubService:
         """The idle policy's clock for one server, its warning kept in the ledger."""
         if self.reclaim is None or not self.reclaim.enabled:
             return
-        key = (row.user, row.server_name)
+        key = UserServer(row.user, row.server_name)
         self.reclaim.tick(row, self.servers.get(key), self.activity.get(key), now)
         self.reclaim.persist(
             row,
@@ -340,7 +330,7 @@ class HubService:
         found = []
         for deadline in self.enforcer.due(now):
             user, server_name, started = deadline.key
-            row = self.rows.get((user, server_name))
+            row = self.rows.get(UserServer(user, server_name))
             if row is None or row.started != started:
                 continue
             if clock - self._asked_stop.get(row.server_id, -RETRY_STOP_S) < RETRY_STOP_S:
@@ -385,21 +375,21 @@ class HubService:
             task = asyncio.ensure_future(self._stop(hub, row, why))
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
-            result.stopped.append((row.user, row.server_name))
+            result.stopped.append(UserServer(row.user, row.server_name))
         for row in self.idle_due(now()):
             task = asyncio.ensure_future(self._stop(hub, row, "its GPUs are idle"))
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
-            result.stopped.append((row.user, row.server_name))
+            result.stopped.append(UserServer(row.user, row.server_name))
         return result
 
     async def _stop_times(
         self, hub: HubClient, servers: Sequence[ServerInfo]
-    ) -> dict[Key, datetime]:
+    ) -> dict[UserServer, datetime]:
         """When the Hub says each server stopped that is gone without this process having
         seen it run (it stopped while the service was down): its bill ends there."""
-        present = {(s.user, s.server_name): s.started for s in servers}
-        told: dict[Key, datetime] = {}
+        present = {UserServer(s.user, s.server_name): s.started for s in servers}
+        told: dict[UserServer, datetime] = {}
         for key, row in list(self.rows.items()):
             if key in self.seen or present.get(key) == row.started:
                 continue
@@ -427,7 +417,7 @@ class HubService:
 
     def report(self, user: str, report: SpendReport, now: datetime) -> HubReply:
         """Keep a report from ``user``'s server (the Hub named ``user`` for the token)."""
-        key = (user, report.server_name)
+        key = UserServer(user, report.server_name)
         row = self.rows.get(key)
         try:
             if row is None:
@@ -436,8 +426,8 @@ class HubService:
         except KeyError:
             # not running, or closed just now by the poll (a worker thread)
             label = report.server_name or "(default)"
-            raise ReportRejected(
-                409, f"server_name: {user} has no running server {label!r} the hub knows of"
+            raise Refusal(
+                f"server_name: {user} has no running server {label!r} the hub knows of", 409
             ) from None
         with self.lock:
             if self.rows.get(key) is row:  # not closed by the poll meanwhile
@@ -450,7 +440,7 @@ class HubService:
     def reply(self, row: ServerRow) -> HubReply:
         """The hub's bill, budgets and ``stop_at`` for one running server (last poll)."""
         totals = self.totals.get(row.user) or UserTotals(row.user, 0, 0)
-        standing = self.state.get(row.server_id) or Standing(row)
+        standing = self.state.get(row.server_id) or ServerStanding(row)
         stop_at, reason = standing.stop_at, standing.reason
         kind: StopKind | None = None if stop_at is None else "budget"
         warning = None if self.reclaim is None else self.reclaim.warning(row)

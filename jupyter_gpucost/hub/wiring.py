@@ -14,10 +14,10 @@ from ..core.sent_keys import TableKeys
 from .allocation import describe, report_ceiling
 from .allowance.book import AllowanceBook
 from .allowance.usage import AllowancePolicy
-from .budgets import BudgetPolicy
+from .budgets import HubBudgetPolicy
 from .cluster.settings import ClusterSettings
-from .enforcer import Enforcer
-from .idle.policy import IdleClock, IdlePolicy
+from .enforcer import HubEnforcer
+from .idle.policy import HubIdleClock, IdlePolicy
 from .idle.reclaim import Reclaimer
 from .ledger import HubLedger, default_url
 from .ledger.reclaims import ReclaimStore
@@ -77,8 +77,8 @@ def build(settings: HubSettings) -> Parts:
                     line.rate.usd_per_hour,
                     line.rate.source,
                 )
-    budgets = BudgetPolicy(billing_settings.user_budgets, billing_settings.group_budgets)
-    enforcer = Enforcer(
+    budgets = HubBudgetPolicy(billing_settings.user_budgets, billing_settings.group_budgets)
+    enforcer = HubEnforcer(
         billing_settings.grace_s,
         tick_s=settings.poll_interval_s,
         granularity_s=billing_settings.granularity_s,
@@ -105,7 +105,7 @@ def build(settings: HubSettings) -> Parts:
     # the idle policy: an idle tick counts at most three polls (a clock that jumps)
     idle = IdlePolicy(settings.idle.policy, log.error)
     reclaimer = Reclaimer(
-        idle, IdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
+        idle, HubIdleClock(3 * settings.poll_interval_s), ReclaimStore(ledger.engine)
     )
     book = AllowanceBook(AllowancePolicy(settings.allowances, tz))
     requests = RequestStore(ledger.engine)

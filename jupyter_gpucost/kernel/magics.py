@@ -14,7 +14,7 @@ import argparse
 import shlex
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -30,7 +30,7 @@ from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
 from .cell.measure import CellCost, Measurement, prices
 from .cell.saved import hand_over, in_a_kernel, saved_cell
 from .commands.allowance import allowance_lines
-from .commands.usage import HELP_WORDS, SUBCOMMANDS, docstring, help_text, usage_of
+from .commands.usage import HELP_WORDS, SUBCOMMANDS, MagicParser, docstring, help_text, usage_of
 from .link import LinkError, follow_server_language, link
 from .stop_when_done import stop_when_done
 
@@ -48,13 +48,8 @@ def _named_line_magic(name: str) -> Callable[[_Method], _Method]:
     return cast("Callable[[_Method], _Method]", line_magic(name))
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}\nusage: {USAGE}")
-
-
-def _cell_parser() -> _Parser:
-    parser = _Parser(prog="%%gpucost", add_help=False)
+def _cell_parser() -> MagicParser:
+    parser = MagicParser("%%gpucost", USAGE)
     parser.add_argument("--ops", action="store_true")
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("-o", "--output", default=None)
@@ -360,15 +355,10 @@ def show_prices() -> None:
         print(text.format(by=by))
 
 
-class _FitParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}\nusage: {FIT_USAGE}")
-
-
 def fit(words: list[str]) -> None:
     from .commands import fit as estimator
 
-    parser = _FitParser(prog="%gpucost fit", add_help=False)
+    parser = MagicParser("%gpucost fit", FIT_USAGE)
     parser.add_argument("size")
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--finetune", action="store_true")

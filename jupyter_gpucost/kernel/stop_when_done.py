@@ -10,14 +10,13 @@ or ``request_stop()``.
 
 from __future__ import annotations
 
-import argparse
-from typing import Any, NoReturn
+from typing import Any
 
 from IPython.core.error import UsageError
 
 from ..core.i18n import N_, _
 from .auto import Shell
-from .commands.usage import usage_of
+from .commands.usage import MagicParser, usage_of
 from .link import LinkError, link
 
 USAGE = usage_of("stop-when-done")
@@ -26,11 +25,6 @@ NO_SERVER = N_(
     "stopping is done by the jupyter-gpucost server extension, and this kernel was not "
     "started by a Jupyter server that has it"
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message}\nusage: {USAGE}")
 
 
 def request_stop(action: str | None = "stop-instance", reason: str = "done") -> str:
@@ -96,7 +90,7 @@ def stop_when_done(shell: Shell, words: list[str]) -> None:
             pending.cancel()
         print(_("gpucost: nothing will be stopped when this cell ends."))
         return
-    parser = _Parser(prog="%gpucost stop-when-done", add_help=False)
+    parser = MagicParser("%gpucost stop-when-done", USAGE)
     parser.add_argument("--action", default="stop-instance", choices=ACTIONS)
     args = parser.parse_args(words)
     if link() is None:

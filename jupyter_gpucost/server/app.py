@@ -28,7 +28,7 @@ from .budget.controller import BudgetController
 from .budget.policy import BudgetError
 from .budget.traits import BudgetTraits
 from .export.jobs import ExportManager
-from .export.targets import TargetError, normalise_url
+from .export.targets import ExportTargetError, normalise_url
 from .hub_link import HubReporter, hub_url_default
 from .machine.setup import MachinePrices, check_provider, resolve_machine
 from .machine.spot_prices import PriceWatch
@@ -239,7 +239,7 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         if value:
             try:
                 normalise_url(value, what="c.GpuCost.export_folder")
-            except TargetError as e:
+            except ExportTargetError as e:
                 raise TraitError(f"{e}.") from None
         return value
 

@@ -62,7 +62,7 @@ class HistoryHandler(GpuCostHandler):
         window = self.get_query_argument("window", None)
         step = self.get_query_argument("step", None)
         # windows over an hour read the ledger: off the event loop; a bad window or step
-        # is a HistoryError (400)
+        # is a Refusal (400)
         payload = await to_thread.run_sync(self.service.history, window, step)
         self.write_json(payload)
 
@@ -93,7 +93,7 @@ class CellsHandler(GpuCostHandler):
 
     @user_or_kernel
     async def post(self) -> None:
-        record = clean(self.body())  # a CellRecordError (400) says which field and why
+        record = clean(self.body())  # a Refusal (400) says which field and why
         # the server's sessions know the notebook of their kernels, relative to the root
         # dir (a kernel only sees an absolute path, or nothing)
         known = self.service.tracker.kernels().get(record["kernel_id"] or "")

@@ -1,7 +1,7 @@
 """What a request may carry, checked without tornado: bodies, query numbers, quoted values.
 
 Every route reads its body and its numeric query parameters through these functions, so a
-malformed request gets the same kind of answer everywhere: ``RequestError`` with a message
+malformed request gets the same kind of answer everywhere: ``Refusal`` with a message
 that names the offending field (the base handler turns it into a ``400``), never a crash.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.i18n import _
+from ..core.refusal import Refusal
 from ..core.wording import json_type
-from .errors import RequestError
 
 #: how much of a refused value a message quotes
 SHOWN_CHARS = 60
@@ -44,10 +44,10 @@ def is_unicode(text: str) -> bool:
 
 def _check(value: object, where: str, depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise RequestError(_too_deep())
+        raise Refusal(_too_deep())
     if isinstance(value, str):
         if not is_unicode(value):
-            raise RequestError(
+            raise Refusal(
                 _("{where} is not valid Unicode text (a lone surrogate)").format(
                     where=where or _("the body")
                 )
@@ -56,7 +56,7 @@ def _check(value: object, where: str, depth: int) -> None:
         for key, item in value.items():
             name = f"{where}.{key}" if where else str(key)
             if not is_unicode(key):
-                raise RequestError(
+                raise Refusal(
                     _("a field name in {where} is not valid Unicode text").format(
                         where=where or _("the body")
                     )
@@ -68,19 +68,17 @@ def _check(value: object, where: str, depth: int) -> None:
 
 
 def json_object(raw: bytes | None) -> dict[str, Any]:
-    """A request body as a JSON object (an empty body is ``{}``), or ``RequestError``."""
+    """A request body as a JSON object (an empty body is ``{}``), or ``Refusal``."""
     if not raw:
         return {}
     try:
         body = json.loads(raw)
     except RecursionError:
-        raise RequestError(_too_deep()) from None
+        raise Refusal(_too_deep()) from None
     except ValueError:
-        raise RequestError(_("the body must be JSON")) from None
+        raise Refusal(_("the body must be JSON")) from None
     if not isinstance(body, dict):
-        raise RequestError(
-            _("the body must be a JSON object, not {what}").format(what=type_name(body))
-        )
+        raise Refusal(_("the body must be a JSON object, not {what}").format(what=type_name(body)))
     _check(body, "", 1)
     return body
 
@@ -125,7 +123,7 @@ def whole_number(raw: str | None, *, what: str, default: int, low: int, high: in
     text = raw.strip()
     # ASCII digits only: int() also reads other scripts' digits and '1_000'
     if not (text.isascii() and text.isdigit() and len(text) <= 9) or not (low <= int(text) <= high):
-        raise RequestError(
+        raise Refusal(
             _("{what} must be a whole number from {low} to {high}, not {value}").format(
                 what=what, low=low, high=high, value=shown(raw)
             )

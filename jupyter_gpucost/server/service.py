@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -24,10 +25,10 @@ from ..core.meter import Meter
 from ..core.metering import Metering, metering
 from ..core.money import usd
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
+from ..core.refusal import Refusal
 from ..core.sql import sqlite_path
 from ..telemetry.base import TelemetrySource
 from ..telemetry.opening import open_source
-from .errors import Unavailable
 from .gpu_use.attribution import Attributor
 from .gpu_use.gpu_claims import ClaimBook
 from .gpu_use.kernel_procs import KernelTracker
@@ -381,14 +382,15 @@ class CostService:
             tz=self.ledger.tz,
         )
 
-    def ledger_unavailable(self) -> Unavailable:
+    def ledger_unavailable(self) -> Refusal:
         """The 503 of a route that needs the ledger while it cannot be reached."""
         ledger = self.ledger
-        return Unavailable(
+        return Refusal(
             ledger_unreachable(
                 None if ledger is None else ledger.down_since,
                 None if ledger is None else ledger.tz,
-            )
+            ),
+            HTTPStatus.SERVICE_UNAVAILABLE,
         )
 
     def ledger_state(self) -> dict[str, Any]:
@@ -416,8 +418,8 @@ class CostService:
         return self.cells.in_memory(limit)
 
     def history(self, window: str | None, step: str | None) -> dict[str, Any]:
-        """Spend rate and readings over a window (raises ``HistoryError`` on bad input, and
-        :class:`Unavailable` when it needs the ledger while it cannot be reached)."""
+        """Spend rate and readings over a window (raises a 400 :class:`Refusal` on bad input,
+        a 503 when it needs the ledger while it cannot be reached)."""
         try:
             return self._history(window, step)
         except LedgerOffline:

@@ -26,7 +26,7 @@ from ..core.currency import symbol as currency_symbol
 from ..core.i18n import _, current_language, ngettext
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
-from ..core.meter import GpuCost, MeterSnapshot
+from ..core.meter import GpuSessionCost, MeterSnapshot
 from ..core.metering import Metering, metering
 from ..core.money import exact, notice, usd
 from ..core.money import rate as money_rate
@@ -45,7 +45,7 @@ def _price(value: Decimal) -> float:
     return float(value)
 
 
-def _gpu(g: GpuCost) -> dict[str, Any]:
+def _gpu(g: GpuSessionCost) -> dict[str, Any]:
     r = g.reading
     unavailable = dict(r.unavailable) if r is not None else {}
     if r is None:

@@ -8,9 +8,10 @@ else of the HTTP layer; the route table is assembled in :mod:`jupyter_gpucost.se
   the methods a route opens to kernels (``kernel_methods``, see
   :mod:`jupyter_gpucost.server.kernel_auth`).
 - Answers: JSON, never cached.
-- Refusals: the core raises :class:`~jupyter_gpucost.server.errors.RequestError` (or a
+- Refusals: the core raises :class:`~jupyter_gpucost.core.refusal.Refusal` (or a
   budget policy's ``BudgetError``); :meth:`GpuCostHandler.write_error` is the one place that
-  turns it into the API's JSON error, ``{"message": "...", "reason": null}`` with its status,
+  turns it into the API's JSON error (:func:`~jupyter_gpucost.core.refusal.error_body`:
+  ``{"message": "...", "reason": null}``, jupyter_server's own shape) with its status,
   logged as one warning line like any refused request. Anything else is a bug: a 500.
 """
 
@@ -25,8 +26,8 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
 from ..core.protocol import API_PATH
+from ..core.refusal import Refusal, error_body
 from .budget.policy import BudgetCannotAct, BudgetError, HardBudgetRefused
-from .errors import RequestError
 from .inputs import json_object
 from .kernel_auth import KernelUser, is_kernel_request
 from .ledger import LedgerOffline
@@ -39,7 +40,7 @@ API_PREFIX = f"/{API_PATH}"
 def error_status(error: BaseException) -> int | None:
     """The HTTP status of a refusal raised by the server's code, or None when ``error`` is
     not a refusal (a bug: the server answers 500)."""
-    if isinstance(error, RequestError):
+    if isinstance(error, Refusal):
         return error.status
     # the budget policy's own errors: what the user sent cannot be a budget
     if isinstance(error, HardBudgetRefused):
@@ -123,9 +124,9 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
             # the words it has (jupyter_server's reply would show a log format string)
             self.set_status(converted.status_code)
             self.set_header("Content-Type", "application/json")
-            message = refusal_message(exc_info[1])
-            self.finish(json.dumps({"message": message, "reason": None}))
+            self.finish(json.dumps(error_body(refusal_message(exc_info[1]))))
             return
+        # jupyter_server's own answer, in the same shape (``message``, ``reason``)
         super().write_error(status_code, **kwargs)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, tzinfo
 
 from ...core.i18n import Messages, messages_for
+from ...core.refusal import Refusal
 from ..accounting import day_of, midnight
 from ..model import HubConfigError
 from .config import to_micro
@@ -32,14 +33,6 @@ MAX_KEEP_H = 24
 APPROVE_SCOPE = "custom:gpucost:approve"
 
 
-class AskRefused(Exception):
-    """A request or a decision the rules refuse; the message says why, to the user."""
-
-    def __init__(self, sentence: str, code: int = 400) -> None:
-        super().__init__(sentence)
-        self.code = code
-
-
 def _tr(messages: Messages | None) -> Messages:
     return messages if messages is not None else messages_for("en")
 
@@ -48,9 +41,9 @@ def reason_text(raw: object, messages: Messages | None = None) -> str:
     _ = _tr(messages).gettext  # by this name, the catalog's tool finds the sentences
     text = raw.strip() if isinstance(raw, str) else ""
     if not text or len(text) > MAX_REASON:
-        raise AskRefused(_("Give a reason of 1 to 500 characters."))
+        raise Refusal(_("Give a reason of 1 to 500 characters."))
     if any(unicodedata.category(c) in ("Cc", "Cf") for c in text):
-        raise AskRefused(_("The reason may not hold control characters."))
+        raise Refusal(_("The reason may not hold control characters."))
     return text
 
 
@@ -64,9 +57,7 @@ def keep_hours(raw: object, messages: Messages | None = None) -> int:
     whole = digits.isascii() and digits.isdecimal() and len(digits.lstrip("0")) <= 3
     hours = int(digits) if whole else 0
     if not 1 <= hours <= MAX_KEEP_H:
-        raise AskRefused(
-            _("Ask to keep running for 1 to {most} whole hours.").format(most=MAX_KEEP_H)
-        )
+        raise Refusal(_("Ask to keep running for 1 to {most} whole hours.").format(most=MAX_KEEP_H))
     return hours
 
 
@@ -86,14 +77,14 @@ def check_ask(
     _ = _tr(messages).gettext  # by this name, the catalog's tool finds the sentences
     found = next((s for s in standings if s.source == source), None)
     if found is None:
-        raise AskRefused(_("You have no such allowance to ask more of."), 404)
+        raise Refusal(_("You have no such allowance to ask more of."), 404)
     try:
         micro = to_micro(amount, found.unit, setting="amount")
     except HubConfigError:
         micro = -1
     most = MAX_FACTOR * max(found.amount_micro, 10**6)
     if not 0 < micro <= most:
-        raise AskRefused(
+        raise Refusal(
             _("Ask for more than 0 and at most {most} (ten times the allowance).").format(
                 most=f"{most / 10**6:g}"
             )
@@ -101,10 +92,10 @@ def check_ask(
     text = reason_text(reason, messages)
     asked = list(asked)
     if any(state == "open" for state, _when in asked):
-        raise AskRefused(_("You already have an open request; wait for its decision."), 409)
+        raise Refusal(_("You already have an open request; wait for its decision."), 409)
     week = midnight(day_of(now, tz) - timedelta(days=day_of(now, tz).weekday()), tz)
     if sum(1 for _state, when in asked if when >= week) >= per_week:
-        raise AskRefused(
+        raise Refusal(
             _("You have asked {count} times this week, the most the hub allows.").format(
                 count=per_week
             ),
@@ -121,21 +112,21 @@ def may_decide(
     source: str,
     messages: Messages | None = None,
 ) -> None:
-    """Raise :class:`AskRefused` unless ``who`` may decide ``requester``'s request on
+    """Raise :class:`Refusal` unless ``who`` may decide ``requester``'s request on
     ``source``."""
     _ = _tr(messages).gettext  # by this name, the catalog's tool finds the sentences
     if who == requester:
-        raise AskRefused(_("Nobody may decide their own request."), 403)
+        raise Refusal(_("Nobody may decide their own request."), 403)
     if admin:
         return
     group = source.partition(":")[2]
     if source.startswith("group:") and f"{APPROVE_SCOPE}!group={group}" in set(scopes):
         return
     if source.startswith("group:"):
-        raise AskRefused(
+        raise Refusal(
             _("Only an owner of group {group} or an admin may decide this request.").format(
                 group=group
             ),
             403,
         )
-    raise AskRefused(_("Only an admin may decide a request on a user's own allowance."), 403)
+    raise Refusal(_("Only an admin may decide a request on a user's own allowance."), 403)

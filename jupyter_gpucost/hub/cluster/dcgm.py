@@ -22,7 +22,7 @@ from datetime import datetime
 from fractions import Fraction
 
 from ...core.meter import apportion
-from ..activity import IDLE_UTIL_PCT, GpuActivity, ServerKey
+from ..activity import IDLE_UTIL_PCT, GpuActivity, UserServer
 from .promanswer import Vector
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -117,17 +117,17 @@ def _checked(metric: str, value: float, window_s: float) -> float | None:
 
 def activities(
     answers: Mapping[str, Vector],
-    pods: Mapping[tuple[str, str], ServerKey],
+    pods: Mapping[tuple[str, str], UserServer],
     *,
     at: datetime,
     window_s: float,
     max_gpus: int,
-) -> tuple[dict[ServerKey, Seen], int]:
+) -> tuple[dict[UserServer, Seen], int]:
     """Each server's GPU activity from the answers to :func:`queries`, joined by
     ``pods`` ((namespace, pod name) → server; a namespace of ``""`` matches any); and how
     many series were refused (out of range, or past ``max_gpus`` GPUs for one pod)."""
     by_name = {pod: key for (ns, pod), key in pods.items() if ns == ""}
-    gpus: dict[ServerKey, dict[str, _Gpu]] = {}
+    gpus: dict[UserServer, dict[str, _Gpu]] = {}
     refused = 0
     for metric in (UTIL, GR_ACTIVE, POWER, ENERGY):
         vector = answers.get(metric)
@@ -165,7 +165,7 @@ def activities(
                 gpu.power_w = value
             elif metric == ENERGY and gpu.energy_j is None:
                 gpu.energy_j = value
-    seen: dict[ServerKey, Seen] = {}
+    seen: dict[UserServer, Seen] = {}
     for key, mine in gpus.items():
         ordered = [mine[g] for g in sorted(mine)]
         util = tuple(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Protocol
 
-from ..activity import ServerKey
+from ..activity import UserServer
 from .promanswer import Vector
 
 POD_INFO = "kube_pod_info"
@@ -40,8 +40,8 @@ def pod_query(namespace: str) -> str:
 
 
 def placements_from(
-    pod_info: Vector, node_info: Vector, pods: Mapping[tuple[str, str], ServerKey]
-) -> dict[ServerKey, tuple[str, str]]:
+    pod_info: Vector, node_info: Vector, pods: Mapping[tuple[str, str], UserServer]
+) -> dict[UserServer, tuple[str, str]]:
     """server → (node, providerID), for the servers whose pod is in ``pods``
     ((namespace, pod) → server) on a node with a ``providerID``."""
     provider_ids = {
@@ -49,7 +49,7 @@ def placements_from(
         for s in node_info.samples
         if s.labels.get("node") and s.labels.get("provider_id")
     }
-    found: dict[ServerKey, tuple[str, str]] = {}
+    found: dict[UserServer, tuple[str, str]] = {}
     for sample in pod_info.samples:
         labels = sample.labels
         key = pods.get((labels.get("namespace", ""), labels.get("pod", "")))
@@ -72,8 +72,8 @@ def instance_types_from(node_labels: Vector) -> dict[str, str]:
 
 
 async def read_placements(
-    client: Asking, namespace: str, pods: Mapping[tuple[str, str], ServerKey], at: datetime
-) -> dict[ServerKey, tuple[str, str, str]]:
+    client: Asking, namespace: str, pods: Mapping[tuple[str, str], UserServer], at: datetime
+) -> dict[UserServer, tuple[str, str, str]]:
     """server → (node, providerID, instance type or ""), from three instant queries;
     :class:`.prometheus.PrometheusError` on any failure."""
     pod_info = await client.query(pod_query(namespace), at)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ...core.billing import BillingRule
 from ..accounting import allocated_micro_usd, day_of
-from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..activity import ActivitySource, GpuActivity, UserServer
 from ..ledger.placement import Placement, PlacementLedger
 from ..ledger.usage import UsageDelta, UsageLedger, UsageTotals
 from ..model import ServerRow
@@ -52,9 +52,9 @@ MAX_PENDING = 150_000
 class Readings(Protocol):
     """The servers' own reports as readings (:class:`~..idle.report_reading.ReportReadings`)."""
 
-    def knows(self, key: ServerKey) -> bool: ...
+    def knows(self, key: UserServer) -> bool: ...
 
-    def over(self, key: ServerKey, start: datetime, end: datetime) -> GpuActivity | None: ...
+    def over(self, key: UserServer, start: datetime, end: datetime) -> GpuActivity | None: ...
 
 
 class ServiceState(Protocol):
@@ -62,10 +62,10 @@ class ServiceState(Protocol):
     its running servers, and each one's GPU activity by source."""
 
     @property
-    def rows(self) -> Mapping[tuple[str, str], ServerRow]: ...
+    def rows(self) -> Mapping[UserServer, ServerRow]: ...
 
     @property
-    def activity(self) -> dict[ServerKey, dict[ActivitySource, GpuActivity]]: ...
+    def activity(self) -> dict[UserServer, dict[ActivitySource, GpuActivity]]: ...
 
     @property
     def readings(self) -> Readings: ...
@@ -145,8 +145,8 @@ class ClusterUsage:
         self._follow(rows, known)
         window_s = self._window(now)
         pods = {
-            (self.settings.namespace, self.settings.pods.pod_name(user, name)): (user, name)
-            for (user, name) in rows
+            (self.settings.namespace, self.settings.pods.pod_name(key.user, key.server_name)): key
+            for key in rows
         }
         try:
             answers = await self._ask(window_s, now)
@@ -172,8 +172,8 @@ class ClusterUsage:
 
     async def _place(
         self,
-        rows: Mapping[tuple[str, str], ServerRow],
-        pods: Mapping[tuple[str, str], ServerKey],
+        rows: Mapping[UserServer, ServerRow],
+        pods: Mapping[tuple[str, str], UserServer],
         now: datetime,
     ) -> None:
         """Keep the node each server runs on (for the reconciliation with the bill): a
@@ -197,9 +197,7 @@ class ClusterUsage:
         except Exception:
             log.exception("the servers' nodes could not be kept in the ledger")
 
-    def _follow(
-        self, rows: Mapping[tuple[str, str], ServerRow], known: Mapping[int, datetime]
-    ) -> None:
+    def _follow(self, rows: Mapping[UserServer, ServerRow], known: Mapping[int, datetime]) -> None:
         running = {row.server_id: row for row in rows.values()}
         for server_id in list(self.tracked):
             if server_id not in running:
@@ -256,8 +254,8 @@ class ClusterUsage:
     def _split(
         self,
         service: ServiceState,
-        rows: Mapping[tuple[str, str], ServerRow],
-        seen: Mapping[ServerKey, Seen],
+        rows: Mapping[UserServer, ServerRow],
+        seen: Mapping[UserServer, Seen],
         refused: int,
         now: datetime,
         window_s: float,

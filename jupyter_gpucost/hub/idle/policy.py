@@ -11,7 +11,7 @@ judged, and the clock that warns, then stops.
   state comes from DCGM where it is fresh (the cluster measures it; the user does not
   control it), else from the server's own report. What neither source says is
   *unknown*, never idle.
-* **The clock** (:class:`IdleClock`): idle time adds up, tick by tick, only while every GPU
+* **The clock** (:class:`HubIdleClock`): idle time adds up, tick by tick, only while every GPU
   is idle and no kernel is busy; each tick counts at most ``max_step_s`` (a wall clock that
   jumps forward cannot make a server idle sooner; one that goes back counts nothing).
   After ``after_s`` of it the server is **warned**: ``stop_at = now + warn_s``. Any activity
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from ..activity import IDLE_UTIL_PCT, ActivitySource, GpuActivity, ServerKey
+from ..activity import IDLE_UTIL_PCT, ActivitySource, GpuActivity, UserServer
 from ..model import HubConfigError, ServerInfo
 
 SETTING = "c.GpuCostHub.idle_policy"
@@ -218,7 +218,7 @@ def judge(
 class Warning:
     """A server warned for idle GPUs, and when the hub stops it."""
 
-    key: ServerKey
+    key: UserServer
     since: datetime
     stop_at: datetime
 
@@ -227,7 +227,7 @@ class Warning:
 class IdleSpan:
     """A stretch of idle time that ended (activity, the stop, the server gone)."""
 
-    key: ServerKey
+    key: UserServer
     started: datetime
     ended: datetime
     #: idle seconds counted (each tick at most ``max_step_s``)
@@ -237,7 +237,7 @@ class IdleSpan:
 
 
 @dataclass
-class _State:
+class _IdleState:
     last_tick: datetime | None = None
     idle_s: float = 0.0
     idle_since: datetime | None = None
@@ -259,19 +259,19 @@ class Tick:
     ended: IdleSpan | None = None
 
 
-class IdleClock:
+class HubIdleClock:
     """Every server's idle time and warning. Not thread-safe: one loop ticks it."""
 
     def __init__(self, max_step_s: float) -> None:
         if not max_step_s > 0:
             raise ValueError("max_step_s must be more than 0")
         self.max_step_s = max_step_s
-        self._states: dict[ServerKey, _State] = {}
+        self._states: dict[UserServer, _IdleState] = {}
 
     def tick(
-        self, key: ServerKey, rule: IdleRule | None, judgement: Judgement, now: datetime
+        self, key: UserServer, rule: IdleRule | None, judgement: Judgement, now: datetime
     ) -> Tick:
-        state = self._states.setdefault(key, _State())
+        state = self._states.setdefault(key, _IdleState())
         step = 0.0
         if state.last_tick is not None:
             step = min(max((now - state.last_tick).total_seconds(), 0.0), self.max_step_s)
@@ -301,7 +301,7 @@ class IdleClock:
             return Tick(state.warning, True)
         return Tick(state.warning)
 
-    def _reset(self, key: ServerKey, state: _State, now: datetime, outcome: str) -> Tick:
+    def _reset(self, key: UserServer, state: _IdleState, now: datetime, outcome: str) -> Tick:
         ended = None
         if state.idle_since is not None and state.idle_s > 0:
             ended = IdleSpan(
@@ -311,32 +311,32 @@ class IdleClock:
         state.idle_s, state.idle_since, state.warning = 0.0, None, None
         return Tick(None, False if had else None, ended)
 
-    def restore(self, key: ServerKey, since: datetime, stop_at: datetime) -> None:
+    def restore(self, key: UserServer, since: datetime, stop_at: datetime) -> None:
         """A warning given before a restart of the service: it ends when it would have."""
-        state = self._states.setdefault(key, _State())
+        state = self._states.setdefault(key, _IdleState())
         state.warning = Warning(key, since, stop_at)
         state.idle_since = state.idle_since or since
 
-    def warning(self, key: ServerKey) -> Warning | None:
+    def warning(self, key: UserServer) -> Warning | None:
         state = self._states.get(key)
         return None if state is None else state.warning
 
-    def verdict(self, key: ServerKey) -> Verdict:
+    def verdict(self, key: UserServer) -> Verdict:
         """The last tick's verdict: a judgement of "busy" only by a reported kernel that
         ``busy_idle_max_s`` no longer lets spare the server is "idle" here."""
         state = self._states.get(key)
         return "unknown" if state is None else state.last
 
-    def idle_s(self, key: ServerKey) -> float:
+    def idle_s(self, key: UserServer) -> float:
         state = self._states.get(key)
         return 0.0 if state is None else state.idle_s
 
-    def spared_by_kernel(self, key: ServerKey) -> bool:
+    def spared_by_kernel(self, key: UserServer) -> bool:
         """Its GPUs are idle by DCGM, and a kernel it reports busy spares it."""
         state = self._states.get(key)
         return state is not None and state.spared_by_kernel
 
-    def dcgm_idle_s(self, key: ServerKey) -> float:
+    def dcgm_idle_s(self, key: UserServer) -> float:
         state = self._states.get(key)
         return 0.0 if state is None else state.dcgm_idle_s
 
@@ -351,7 +351,7 @@ class IdleClock:
             key=lambda w: w.stop_at,
         )
 
-    def reclaimed(self, key: ServerKey, now: datetime) -> IdleSpan | None:
+    def reclaimed(self, key: UserServer, now: datetime) -> IdleSpan | None:
         """The hub was asked to stop it: its idle span ends, reclaimed."""
         state = self._states.pop(key, None)
         if state is None or state.idle_since is None:
@@ -360,7 +360,7 @@ class IdleClock:
             key, state.idle_since, max(now, state.idle_since), state.idle_s, "reclaimed"
         )
 
-    def forget(self, key: ServerKey, now: datetime) -> IdleSpan | None:
+    def forget(self, key: UserServer, now: datetime) -> IdleSpan | None:
         """The server is gone; its idle span so far, if any."""
         state = self._states.pop(key, None)
         if state is None or state.idle_since is None or state.idle_s <= 0:

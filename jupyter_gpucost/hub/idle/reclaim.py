@@ -13,19 +13,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ...core.hub_protocol import IDLE_STOP_REASON
-from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..activity import ActivitySource, GpuActivity, UserServer
 from ..ledger.reclaims import IdleRecord, ReclaimStore
 from ..model import ServerInfo, ServerRow
-from .policy import STALE_S, IdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
+from .policy import STALE_S, HubIdleClock, IdlePolicy, IdleRule, IdleSpan, Judgement, Warning, judge
 from .report_reading import report_activity
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
-__all__ = ["IdleView", "Reclaimer", "report_activity"]
+__all__ = ["IdleStanding", "Reclaimer", "report_activity"]
 
 
 @dataclass(frozen=True)
-class IdleView:
+class IdleStanding:
     """One server's idle standing, for the admin page."""
 
     rule: IdleRule | None
@@ -43,14 +43,14 @@ class Reclaimer:
     def __init__(
         self,
         policy: IdlePolicy,
-        clock: IdleClock,
+        clock: HubIdleClock,
         store: ReclaimStore | None,
     ) -> None:
         self.policy = policy
         self.clock = clock
         self.store = store
         self._rules: dict[int, IdleRule | None] = {}
-        self._judged: dict[ServerKey, Judgement] = {}
+        self._judged: dict[UserServer, Judgement] = {}
         #: server_id → the stop_at of the idle warning kept in the ledger
         self.saved: dict[int, datetime] = {}
         #: how old a DCGM reading may be (set from the Prometheus poll's interval)
@@ -74,7 +74,7 @@ class Reclaimer:
         now: datetime,
     ) -> bool | None:
         """One server's idle clock; ``True``/``False`` when a warning was given/cleared."""
-        key = (row.user, row.server_name)
+        key = UserServer(row.user, row.server_name)
         judgement = judge(sources or {}, now, dcgm_stale_s=self.dcgm_stale_s)
         tick = self.clock.tick(key, self.rule(row, server), judgement, now)
         # what the pages show is the clock's verdict (a bounded busy kernel is idle there)
@@ -103,7 +103,7 @@ class Reclaimer:
         if budget_deadline:
             self.saved.pop(row.server_id, None)
             return
-        warning = self.clock.warning((row.user, row.server_name))
+        warning = self.clock.warning(UserServer(row.user, row.server_name))
         kept = self.saved.get(row.server_id)
         if warning is not None and kept != warning.stop_at:
             save(row.server_id, warning.since, warning.stop_at, IDLE_STOP_REASON)
@@ -113,23 +113,23 @@ class Reclaimer:
             del self.saved[row.server_id]
 
     def restore(self, row: ServerRow, since: datetime, stop_at: datetime) -> None:
-        self.clock.restore((row.user, row.server_name), since, stop_at)
+        self.clock.restore(UserServer(row.user, row.server_name), since, stop_at)
         self.saved[row.server_id] = stop_at
 
     def warning(self, row: ServerRow) -> Warning | None:
-        return self.clock.warning((row.user, row.server_name))
+        return self.clock.warning(UserServer(row.user, row.server_name))
 
     def due(self, now: datetime) -> list[Warning]:
         return self.clock.due(now)
 
     def reclaimed(self, row: ServerRow, now: datetime) -> None:
         """The Hub is asked to stop it: its idle span ends, reclaimed."""
-        span = self.clock.reclaimed((row.user, row.server_name), now)
+        span = self.clock.reclaimed(UserServer(row.user, row.server_name), now)
         if span is not None:
             self._record(row, span)
 
     def forget(self, row: ServerRow, now: datetime) -> None:
-        key = (row.user, row.server_name)
+        key = UserServer(row.user, row.server_name)
         span = self.clock.forget(key, now)
         if span is not None:
             self._record(row, span)
@@ -137,9 +137,9 @@ class Reclaimer:
         self._judged.pop(key, None)
         self.saved.pop(row.server_id, None)
 
-    def view(self, row: ServerRow) -> IdleView:
-        key = (row.user, row.server_name)
-        return IdleView(
+    def view(self, row: ServerRow) -> IdleStanding:
+        key = UserServer(row.user, row.server_name)
+        return IdleStanding(
             rule=self._rules.get(row.server_id),
             idle_s=self.clock.idle_s(key),
             warning=self.clock.warning(key),

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ...core.hub_protocol import GpuTime, SpendReport
-from ..activity import ActivitySource, GpuActivity, ServerKey
+from ..activity import ActivitySource, GpuActivity, UserServer
 from .policy import STALE_S
 
 
 @dataclass(frozen=True)
-class LastReport:
+class ReportReading:
     session_id: str
     received: datetime
     gpu_time: tuple[GpuTime, ...]
@@ -26,8 +26,8 @@ class LastReport:
 
 
 def report_activity(
-    last: LastReport | None, report: SpendReport, now: datetime
-) -> tuple[GpuActivity, LastReport]:
+    last: ReportReading | None, report: SpendReport, now: datetime
+) -> tuple[GpuActivity, ReportReading]:
     """The window since the server's previous report, as a reading of its GPUs: each GPU's
     utilisation is its used time over its observed time in the window (the difference of
     the two reports' cumulative figures). The first report of a session, a GPU list that
@@ -37,7 +37,7 @@ def report_activity(
     def reading(util: tuple[float, ...], window_s: float) -> GpuActivity:
         return GpuActivity("report", now, window_s, gpu_util_pct=util, kernel_busy=busy)
 
-    fresh_start = LastReport(report.session_id, now, report.gpu_time, ())
+    fresh_start = ReportReading(report.session_id, now, report.gpu_time, ())
     if (
         last is None
         or last.session_id != report.session_id
@@ -59,7 +59,7 @@ def report_activity(
         # that samples nothing any more says nothing)
         return reading(last.util if window_s <= STALE_S else (), window_s), last
     util = tuple(100.0 * used / (used + idle) for used, idle in deltas)
-    return reading(util, window_s), LastReport(report.session_id, now, report.gpu_time, util)
+    return reading(util, window_s), ReportReading(report.session_id, now, report.gpu_time, util)
 
 
 #: reports of one server kept to read its GPUs over a Prometheus poll's window (a report
@@ -79,13 +79,13 @@ class ReportReadings:
     and its recent reports, to read its GPUs over another source's window (:meth:`over`)."""
 
     def __init__(self) -> None:
-        self._last: dict[ServerKey, LastReport] = {}
-        self._points: dict[ServerKey, deque[_Point]] = {}
+        self._last: dict[UserServer, ReportReading] = {}
+        self._points: dict[UserServer, deque[_Point]] = {}
 
     def take(
         self,
-        activity: dict[ServerKey, dict[ActivitySource, GpuActivity]],
-        key: ServerKey,
+        activity: dict[UserServer, dict[ActivitySource, GpuActivity]],
+        key: UserServer,
         report: SpendReport,
         now: datetime,
     ) -> None:
@@ -98,15 +98,15 @@ class ReportReadings:
         if before is None or reading.at >= before.at:
             sources["report"] = reading
 
-    def forget(self, key: ServerKey) -> None:
+    def forget(self, key: UserServer) -> None:
         self._last.pop(key, None)
         self._points.pop(key, None)
 
-    def knows(self, key: ServerKey) -> bool:
+    def knows(self, key: UserServer) -> bool:
         """Whether the server has sent a report naming its GPUs."""
         return bool(self._points.get(key))
 
-    def over(self, key: ServerKey, start: datetime, end: datetime) -> GpuActivity | None:
+    def over(self, key: UserServer, start: datetime, end: datetime) -> GpuActivity | None:
         """The server's GPUs from its reports over ``start``..``end`` (the reports of its
         latest session nearest inside those bounds): what another source's window is
         compared with, never a window of another length. ``None`` when its reports do not

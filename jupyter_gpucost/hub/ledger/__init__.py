@@ -67,7 +67,7 @@ from ..model import (
 )
 from .catchup import CatchUp
 from .interruptions import USER_DAY_LIMIT, InterruptionStore
-from .outage import Closing, Deadline, Outage, Waiting
+from .outage import Closing, DeadlineChange, Outage, Waiting
 from .quarantine import quarantine_bad_rows
 from .queries import daily_rows, load_open, session_rows, span_rows
 from .schema import (
@@ -352,10 +352,10 @@ class HubLedger(CatchUp):
         self, server_id: int, since: datetime, stop_at: datetime, reason: str
     ) -> None:
         """Keep a server's grace deadline (a restart of the service keeps it)."""
-        self._deadline(server_id, Deadline(since, stop_at, reason))
+        self._deadline(server_id, DeadlineChange(since, stop_at, reason))
 
     def clear_deadline(self, server_id: int) -> None:
-        self._deadline(server_id, Deadline())
+        self._deadline(server_id, DeadlineChange())
 
     def deadlines(self) -> dict[int, tuple[datetime, datetime, str]]:
         """server_id → (since, stop_at, reason) of every kept grace deadline."""

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..accounting import month_start
 from ..model import HubLedgerDown, Rate, ReportCeiling, ServerInfo
-from .outage import Closing, Deadline, Outage, Refused, Waiting
+from .outage import Closing, DeadlineChange, Outage, QuarantinedRow, Waiting
 from .quarantine import keep
 from .queries import load_open, rate_id, sums_by_user
 from .schema import deadlines_table, server_groups_table, servers_table, to_us
@@ -187,9 +187,11 @@ class CatchUp:
             "server_name": server.row.server_name,
             "days": {d.isoformat(): v for d, v in days.items()},
         }
-        self.waiting.refused.append(Refused(to_us(now or datetime.now(UTC)), source, row, reason))
+        self.waiting.refused.append(
+            QuarantinedRow(to_us(now or datetime.now(UTC)), source, row, reason)
+        )
 
-    def _deadline(self, server_id: int, deadline: Deadline) -> None:
+    def _deadline(self, server_id: int, deadline: DeadlineChange) -> None:
         real = self.waiting.real(server_id)
         try:
             if real < 0 or self.waiting.deadlines:
@@ -200,7 +202,7 @@ class CatchUp:
             self.waiting.deadlines[real] = deadline
 
     @staticmethod
-    def _write_deadline(conn: Connection, server_id: int, d: Deadline) -> None:
+    def _write_deadline(conn: Connection, server_id: int, d: DeadlineChange) -> None:
         table = deadlines_table
         conn.execute(table.delete().where(table.c.server_id == server_id))
         if d.since is not None and d.stop_at is not None:

@@ -42,7 +42,7 @@ class Closing:
 
 
 @dataclass(frozen=True)
-class Deadline:
+class DeadlineChange:
     """A grace deadline to write (``None`` times: cleared)."""
 
     since: datetime | None = None
@@ -51,7 +51,7 @@ class Deadline:
 
 
 @dataclass(frozen=True)
-class Refused:
+class QuarantinedRow:
     """A row refused as bad data, for the quarantine."""
 
     now_us: int
@@ -114,8 +114,8 @@ class Waiting:
         self.alias: dict[int, int] = {}
         self._next = -1
         self.closing: dict[int, Closing] = {}
-        self.deadlines: dict[int, Deadline] = {}
-        self.refused: list[Refused] = []
+        self.deadlines: dict[int, DeadlineChange] = {}
+        self.refused: list[QuarantinedRow] = []
 
     def provisional_id(self) -> int:
         found, self._next = self._next, self._next - 1

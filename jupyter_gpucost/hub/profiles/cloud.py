@@ -31,8 +31,8 @@ from ...core.instance_prices import InstanceRow
 from ..model import HubConfigError
 from .gpu_labels import INSTANCE_LABELS
 from .kubespawner import (
+    OptionsRefused,
     ProfileListError,
-    SpawnRefused,
     State,
     Unreadable,
     every_selection,
@@ -133,7 +133,7 @@ def signals(source: ProfileSource, rows: Sequence[InstanceRow]) -> list[Signal]:
             for options in every_selection(profiles):
                 try:
                     selection, state = load(options, profiles, source.base, checked=False)
-                except (SpawnRefused, ProfileListError):
+                except (OptionsRefused, ProfileListError):
                     continue
                 states.append((f"profile {selection.slug!r}", state))
         except ProfileListError:

@@ -17,7 +17,7 @@ limited to the settings that decide a server's GPUs:
   (dicts merged recursively, ``None`` removes a key; anything else replaced).
 
 What KubeSpawner refuses (an unknown profile or choice, an unlisted choice not enabled or
-not matching its regex) is a :class:`SpawnRefused`: such a server never starts.
+not matching its regex) is a :class:`OptionsRefused`: such a server never starts.
 
 A value that cannot be known without running the admin's code (a callable
 ``kubespawner_override`` value, or a ``profile_list`` that is itself a callable) is an
@@ -59,7 +59,7 @@ class ProfileListError(ValueError):
     """The profile list cannot be read the way KubeSpawner reads it."""
 
 
-class SpawnRefused(ValueError):
+class OptionsRefused(ValueError):
     """KubeSpawner would refuse to start a server with these ``user_options``."""
 
 
@@ -178,7 +178,7 @@ def get_profile(slug: object, profiles: list[dict[str, object]]) -> dict[str, ob
     for profile in profiles:
         if profile["slug"] == slug:
             return profile
-    raise SpawnRefused(f"no profile {_short(slug)}")
+    raise OptionsRefused(f"no profile {_short(slug)}")
 
 
 def _options(profile: Mapping[str, object]) -> dict[str, dict[str, object]]:
@@ -209,13 +209,13 @@ def validate(user_options: Mapping[str, object], profiles: list[dict[str, object
             unlisted = option.get("unlisted_choice")
             assert isinstance(unlisted, dict)
             if not unlisted.get("enabled"):
-                raise SpawnRefused(f"an unlisted choice for {name!r}, which takes none")
+                raise OptionsRefused(f"an unlisted choice for {name!r}, which takes none")
             regex = unlisted.get("validation_regex")
             if regex:
                 if not isinstance(text, str) or len(text) > MAX_TEXT:
-                    raise SpawnRefused(f"an unlisted choice for {name!r} that is not short text")
+                    raise OptionsRefused(f"an unlisted choice for {name!r} that is not short text")
                 if not re.match(str(regex), text):
-                    raise SpawnRefused(f"an unlisted choice for {name!r} that fails its regex")
+                    raise OptionsRefused(f"an unlisted choice for {name!r} that fails its regex")
 
 
 def recursive_update(target: dict[str, object], new: Mapping[str, object]) -> None:
@@ -295,7 +295,7 @@ def load(
     checked: bool = True,
 ) -> tuple[Selection, State]:
     """What KubeSpawner's ``load_user_options`` makes of ``user_options``: the selection
-    and the GPU settings of the pod. :class:`SpawnRefused` where KubeSpawner refuses.
+    and the GPU settings of the pod. :class:`OptionsRefused` where KubeSpawner refuses.
     ``checked=False`` skips the unlisted choices' regexes (to enumerate a profile list
     with a placeholder text)."""
     state = base_state(base)
@@ -314,11 +314,11 @@ def load(
         where = f"profile {slug!r} option {name!r}"
         if text:
             if not isinstance(text, str) or len(text) > MAX_TEXT:
-                raise SpawnRefused(f"an unlisted choice for {name!r} that is not short text")
+                raise OptionsRefused(f"an unlisted choice for {name!r} that is not short text")
             unlisted = option.get("unlisted_choice")
             assert isinstance(unlisted, dict)
             if not checked and not unlisted.get("enabled"):
-                raise SpawnRefused(f"an unlisted choice for {name!r}, which takes none")
+                raise OptionsRefused(f"an unlisted choice for {name!r}, which takes none")
             override = unlisted.get("kubespawner_override") or {}
             if isinstance(override, Mapping):
                 override = {k: recursive_format(v, text) for k, v in override.items()}
@@ -329,13 +329,13 @@ def load(
         choices = option.get("choices")
         if choice:
             if not isinstance(choices, dict):
-                raise SpawnRefused(f"a choice for {name!r}, which lists none")
+                raise OptionsRefused(f"a choice for {name!r}, which lists none")
             if not isinstance(choice, str) or choice not in choices:
-                raise SpawnRefused(f"no choice {_short(choice)} for {name!r}")
+                raise OptionsRefused(f"no choice {_short(choice)} for {name!r}")
             key = choice
         else:
             if not isinstance(choices, dict) or not choices:
-                raise SpawnRefused(f"no default choice for {name!r}")
+                raise OptionsRefused(f"no default choice for {name!r}")
             key = next(k for k, c in choices.items() if _is_dict(c) and c.get("default"))
         picked = choices[key]
         if not isinstance(picked, dict):

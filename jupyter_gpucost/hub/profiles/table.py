@@ -30,9 +30,9 @@ from ..model import GpuAllocation, Rate
 from .gpus import MICRO, Prices, Unpriced, rate_of, time_slicing
 from .kubespawner import (
     UNLISTED,
+    OptionsRefused,
     ProfileListError,
     Selection,
-    SpawnRefused,
     Unreadable,
     every_selection,
     initialized,
@@ -113,7 +113,7 @@ class ProfileTable:
     def _add(self, options: Mapping[str, object]) -> None:
         try:
             selection, state = load(options, self.profiles, self.source.base, checked=False)
-        except (SpawnRefused, ProfileListError) as e:  # a default with no choices
+        except (OptionsRefused, ProfileListError) as e:  # a default with no choices
             slug = str(options.get("profile", ""))
             self.lines.append(Line(slug, "-", None, str(e)))
             return
@@ -179,7 +179,7 @@ class ProfileTable:
         assert dearest is not None, "an unreadable table is not used"
         try:
             selection, state = load(user_options, self.profiles, self.source.base)
-        except SpawnRefused as e:
+        except OptionsRefused as e:
             return _dearest(dearest, f"KubeSpawner would not start these user_options ({e})")
         return self._rate(selection, state, dearest)
 

@@ -47,7 +47,7 @@ _US_PER_HOUR = 3_600_000_000
 
 
 @dataclass(frozen=True)
-class Span:
+class NodeSpan:
     """One session on one node: who, from when to when, and how many of its GPUs."""
 
     user: str
@@ -145,7 +145,7 @@ class DayResult:
 
 def spans_of(
     sessions: Iterable[PlacedSession], catalog_gpus: Mapping[str, int] | None = None
-) -> list[Span]:
+) -> list[NodeSpan]:
     """The sessions as spans on their nodes (one not stopped: up to when the service last
     saw it running). A node's GPUs: ``catalog_gpus`` (instance type → its GPUs, the
     shipped catalog's) of the node's instance type as the cluster said it, else the
@@ -162,7 +162,7 @@ def spans_of(
             or catalog.get(allocation.instance, 0)
         )
         spans.append(
-            Span(
+            NodeSpan(
                 row.user,
                 s.node,
                 row.started,
@@ -180,11 +180,11 @@ def _us(a: datetime, b: datetime) -> int:
     return max(0, (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
 
 
-def _overlap_us(span: Span, start: datetime, end: datetime) -> int:
+def _overlap_us(span: NodeSpan, start: datetime, end: datetime) -> int:
     return _us(max(span.start, start), min(span.end, end))
 
 
-def node_gpus(spans: Sequence[Span]) -> Fraction:
+def node_gpus(spans: Sequence[NodeSpan]) -> Fraction:
     """A node's GPUs: its instance's as a profile or the catalog says (if the sessions held
     more at once, that: their shares never add up to more than the node); 0: not known,
     never guessed."""
@@ -228,14 +228,14 @@ def instance_hours(row: BillRow) -> Fraction | None:
 def allocate(
     rows: Sequence[BillRow],
     nodes: Mapping[str, BilledMachine],
-    spans: Sequence[Span],
+    spans: Sequence[NodeSpan],
     newest: datetime,
     since: date | None = None,
 ) -> list[DayResult]:
     """Each day's allocation of the bill rows that name one of ``nodes`` (node → what the
     bill names it by; the nodes of an Azure scale set share its rows). Raises
     :class:`BillError` for a matched row in another currency."""
-    by_node: dict[str, list[Span]] = defaultdict(list)
+    by_node: dict[str, list[NodeSpan]] = defaultdict(list)
     for span in spans:
         by_node[span.node].append(span)
     #: the bill's resources (lower case) → the cluster's nodes it is (a scale set: several)
@@ -324,7 +324,7 @@ def allocate(
     return [days[d] for d in sorted(days)]
 
 
-def _estimate(day: date, spans: Sequence[Span]) -> dict[str, int]:
+def _estimate(day: date, spans: Sequence[NodeSpan]) -> dict[str, int]:
     """The hub's own estimate of a node's day: each session's rate × its time on it."""
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     end = start + timedelta(days=1)
@@ -339,7 +339,7 @@ def _estimate(day: date, spans: Sequence[Span]) -> dict[str, int]:
 def read_and_allocate(
     bill: Bill,
     nodes: Mapping[str, BilledMachine],
-    spans: Sequence[Span],
+    spans: Sequence[NodeSpan],
     since: date | None = None,
 ) -> list[DayResult]:
     """:func:`allocate` over what was read; no day when the bill has no charge."""

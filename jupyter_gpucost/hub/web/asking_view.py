@@ -16,10 +16,10 @@ from decimal import Decimal
 from typing import Any
 
 from ...core.i18n import Messages
+from ...core.refusal import Refusal
 from ..alerting import HubAlerts
 from ..allowance.asking import (
     APPROVE_SCOPE,
-    AskRefused,
     check_ask,
     keep_hours,
     may_decide,
@@ -40,13 +40,13 @@ def body(authorization: str, raw: bytes | None) -> dict[str, Any]:
     """A POST's JSON object, taken only with a Hub token in ``Authorization``: a browser's
     cookie alone is refused, so no other site can ask or decide on a user's behalf."""
     if not authorization.startswith(("token ", "Bearer ")):
-        raise AskRefused("Send a Hub token in Authorization to ask or decide.", 403)
+        raise Refusal("Send a Hub token in Authorization to ask or decide.", 403)
     try:
         doc = json.loads(raw or b"{}")
     except ValueError:
         doc = None
     if not isinstance(doc, dict):
-        raise AskRefused("The body must be a JSON object.", 400)
+        raise Refusal("The body must be a JSON object.", 400)
     return doc
 
 
@@ -60,7 +60,7 @@ def ask(
     messages: Messages,
     alerts: HubAlerts | None = None,
 ) -> AllowanceRequest:
-    """Keep ``who``'s request for more, or raise :class:`AskRefused` saying why; the
+    """Keep ``who``'s request for more, or raise :class:`Refusal` saying why; the
     group's owners and the admins are alerted (``c.GpuCostHub.notify``)."""
     book = service.allowances
     standings = book.of_user(who.name, service.groups_of, service.ledger, now)
@@ -109,7 +109,7 @@ def keep_amount(
         Decimal(0),
     )
     if found is not None and per_hour <= 0:
-        raise AskRefused(_("No running server of yours uses this allowance."), 409)
+        raise Refusal(_("No running server of yours uses this allowance."), 409)
     return f"{(per_hour * hours).quantize(Decimal('0.000001')):f}"
 
 
@@ -122,22 +122,22 @@ def decide(
     now: datetime,
     messages: Messages,
 ) -> AllowanceRequest:
-    """Approve or decline a request, or raise :class:`AskRefused` saying why."""
+    """Approve or decline a request, or raise :class:`Refusal` saying why."""
     _ = messages.gettext  # by this name, the catalog's tool finds the sentences
     approve = body.get("approve")
     if not isinstance(approve, bool):
-        raise AskRefused(_("Say approve: true or false."))
+        raise Refusal(_("Say approve: true or false."))
     note = body.get("note", "")
     note = "" if note in ("", None) else reason_text(note, messages)
     found = store.get(request_id)
     if found is None:
-        raise AskRefused(_("There is no such request."), 404)
+        raise Refusal(_("There is no such request."), 404)
     may_decide(who.name, admin, who.scopes, found.user, found.source, messages)
     decided = store.decide(request_id, approve, who.name, note, now)
     if decided is None:
         again = store.get(request_id)
         by = again.decided_by if again is not None else None
-        raise AskRefused(_("This request was already decided by {who}.").format(who=by or "?"), 409)
+        raise Refusal(_("This request was already decided by {who}.").format(who=by or "?"), 409)
     return decided
 
 

@@ -44,8 +44,8 @@ from tornado import web
 
 from ...core.currency import in_language
 from ...core.i18n import Messages, accept_language, messages_for
+from ...core.refusal import Refusal, hub_error_body
 from ..alerting import HubAlerts
-from ..allowance.asking import AskRefused
 from ..budgets import spawn_refusal
 from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
@@ -55,7 +55,7 @@ from .hubapi import HubApi, Identity
 from .page_render import render
 from .page_render import templates as templates
 from .ratelimit import RateLimit
-from .report_route import Refused, ReportRoute, bearer_token, report_path
+from .report_route import ReportRoute, bearer_token, report_path
 
 log = logging.getLogger("jupyter_gpucost.hub")
 
@@ -64,7 +64,7 @@ ADMIN_SCOPE = "custom:gpucost:admin"
 
 
 @dataclass
-class Context:
+class HandlerContext:
     """What every handler reads (``settings["gpucost"]``)."""
 
     service: HubService
@@ -117,8 +117,8 @@ def identity_of(model: dict[str, Any]) -> Identity:
 
 class Base(web.RequestHandler):
     @property
-    def ctx(self) -> Context:
-        ctx: Context = self.settings["gpucost"]
+    def ctx(self) -> HandlerContext:
+        ctx: HandlerContext = self.settings["gpucost"]
         return ctx
 
     def set_default_headers(self) -> None:
@@ -139,6 +139,11 @@ class Base(web.RequestHandler):
         exc = kwargs.get("exc_info")
         if exc is not None and isinstance(exc[1], web.HTTPError) and exc[1].log_message:
             reason = exc[1].log_message % exc[1].args if exc[1].args else exc[1].log_message
+        if exc is not None and isinstance(exc[1], Refusal):
+            # a refusal a handler did not answer itself: its status, its sentence
+            status_code = exc[1].status
+            self.set_status(status_code)
+            reason = str(exc[1])
         if exc is not None and isinstance(exc[1], HubLedgerDown):
             # a page that must read the ledger while its database is away: a spell, not a bug
             status_code = 503
@@ -148,7 +153,7 @@ class Base(web.RequestHandler):
                 "memory. Try again when it is back."
             )
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"status": status_code, "message": reason}))
+        self.finish(json.dumps(hub_error_body(reason, status_code)))
 
 
 class TokenHandler(Base):
@@ -161,8 +166,8 @@ class TokenHandler(Base):
     def bearer(self) -> str:
         try:
             return bearer_token(self.request.headers.get("Authorization", ""))
-        except Refused as e:
-            raise web.HTTPError(e.code, str(e)) from None
+        except Refusal as e:
+            raise web.HTTPError(e.status, str(e)) from None
 
 
 class AllowanceHandler(TokenHandler):
@@ -278,8 +283,8 @@ class RequestsBase(ApiBase):
     def answer(self, act: Callable[[], object], code: int = 200) -> None:
         try:
             done = act()
-        except AskRefused as e:
-            self.write_json({"error": str(e)}, e.code)
+        except Refusal as e:
+            self.write_json(hub_error_body(str(e), e.status), e.status)
             return
         self.write_json(done, code)
 
@@ -398,8 +403,8 @@ class FormBase(UserPage):
         fields = {k: self.get_body_argument(k) for k in self.request.body_arguments}
         try:
             act(self.ctx.requests, who, asking_view.form_body(fields))
-        except AskRefused as e:
-            self.set_status(e.code)
+        except Refusal as e:
+            self.set_status(e.status)
             self.show(str(e))
             return
         self.redirect(self.ctx.hub_auth.base_url, status=303)
@@ -452,7 +457,7 @@ def log_request(handler: web.RequestHandler) -> None:
     )
 
 
-def make_app(ctx: Context, base_url: str, cookie_secret: bytes) -> web.Application:
+def make_app(ctx: HandlerContext, base_url: str, cookie_secret: bytes) -> web.Application:
     prefix = base_url.rstrip("/")
     report = ReportRoute(ctx)
     routes: list[Any] = [

@@ -43,7 +43,8 @@ from tornado import httputil
 from tornado.http1connection import HTTP1Connection
 
 from ...core.hub_protocol import REPORT_PATH, ProtocolError, SpendReport
-from ..service import HubService, ReportRejected
+from ...core.refusal import Refusal, hub_error_body
+from ..service import HubService
 from .hubapi import HubApi, Identity
 from .ratelimit import RateLimit
 
@@ -68,7 +69,7 @@ def report_path(base_url: str) -> str:
 
 
 class ReportContext(Protocol):
-    """What the route reads of the app's context (:class:`.handlers.Context`)."""
+    """What the route reads of the app's context (:class:`.handlers.HandlerContext`)."""
 
     @property
     def service(self) -> HubService: ...
@@ -80,12 +81,6 @@ class ReportContext(Protocol):
     def max_report_bytes(self) -> int: ...
     @property
     def report_limit(self) -> RateLimit: ...
-
-
-class Refused(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class ReportRoute(httputil.HTTPServerConnectionDelegate):
@@ -105,8 +100,8 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
         try:
             token = self._check(request)
             found, who = self.ctx.hub.known(token)
-        except Refused as e:
-            answer(request, e.code, {"status": e.code, "message": str(e)})
+        except Refusal as e:
+            answer(request, e.status, hub_error_body(str(e), e.status))
             return
         if found:
             self._report(request, who)
@@ -115,7 +110,7 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
         # unknown tokens is not passed on to the Hub
         if len(self._pending) >= MAX_PENDING_CHECKS:
             message = "too many tokens are being checked with the Hub; try again shortly"
-            answer(request, 503, {"status": 503, "message": message})
+            answer(request, 503, hub_error_body(message, 503))
             return
         task = asyncio.ensure_future(self._identify_then_report(request, token))
         self._pending.add(task)
@@ -123,9 +118,9 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
 
     def _check(self, request: httputil.HTTPServerRequest) -> str:
         if request.method != "POST":
-            raise Refused(405, "a report is a POST")
+            raise Refusal("a report is a POST", 405)
         if len(request.body) > self.ctx.max_report_bytes:
-            raise Refused(413, f"a report is at most {self.ctx.max_report_bytes} bytes")
+            raise Refusal(f"a report is at most {self.ctx.max_report_bytes} bytes", 413)
         return bearer_token(request.headers.get("Authorization", ""))
 
     async def _identify_then_report(self, request: httputil.HTTPServerRequest, token: str) -> None:
@@ -134,48 +129,45 @@ class ReportRoute(httputil.HTTPServerConnectionDelegate):
         except Exception as e:  # HubApiError, or an answer of the Hub's not understood
             log.error("cannot check a token with the Hub: %s", e)
             message = "the Hub cannot be reached to check the token"
-            answer(request, 503, {"status": 503, "message": message})
+            answer(request, 503, hub_error_body(message, 503))
             return
         self._report(request, who)
 
     def _report(self, request: httputil.HTTPServerRequest, who: Identity | None) -> None:
         try:
             if who is None:
-                raise Refused(401, "the Hub does not know this token")
+                raise Refusal("the Hub does not know this token", 401)
             if who.kind != "user":
-                raise Refused(403, "only a user's server reports its spend")
+                raise Refusal("only a user's server reports its spend", 403)
             if not may_report(who.scopes, who.name):
-                raise Refused(403, no_scope(who.name))
+                raise Refusal(no_scope(who.name), 403)
             limit = self.ctx.report_limit
             if not limit.allow(who.name, time.monotonic()):
                 wait_s = limit.retry_after_s(who.name)
-                raise Refused(
-                    429,
+                raise Refusal(
                     f"too many reports: {who.name}'s servers may send {limit.rate_per_s:g} a "
                     f"second on average; try again in {wait_s:.1f} s",
+                    429,
                 )
             try:
                 body = json.loads(request.body or b"null")
             except (ValueError, RecursionError):
-                raise Refused(400, "the body is not JSON") from None
+                raise Refusal("the body is not JSON", 400) from None
             now = self.ctx.now()
             try:
                 report = SpendReport.from_json(body)
                 report.check_times(now)
             except ProtocolError as e:
-                raise Refused(400, str(e)) from None
+                raise Refusal(str(e), 400) from None
             if not may_report(who.scopes, who.name, report.server_name):
-                raise Refused(403, no_scope(who.name, report.server_name))
-            try:
-                reply = self.ctx.service.report(who.name, report, now)
-            except ReportRejected as e:
-                raise Refused(e.code, str(e)) from None
-        except Refused as e:
-            answer(request, e.code, {"status": e.code, "message": str(e)})
+                raise Refusal(no_scope(who.name, report.server_name), 403)
+            reply = self.ctx.service.report(who.name, report, now)
+        except Refusal as e:
+            answer(request, e.status, hub_error_body(str(e), e.status))
             return
         except Exception:
             log.exception("a report could not be taken")
-            answer(request, 500, {"status": 500, "message": "Internal Server Error"})
+            answer(request, 500, hub_error_body("Internal Server Error", 500))
             return
         answer(request, 200, reply.to_json())
 
@@ -222,7 +214,7 @@ class _ReportMessage(httputil.HTTPMessageDelegate):
     def _known_user(self, headers: httputil.HTTPHeaders) -> bool:
         try:
             token = bearer_token(headers.get("Authorization", ""))
-        except Refused:
+        except Refusal:
             return False
         found, who = self.route.ctx.hub.known(token)
         return found and who is not None and who.kind == "user"
@@ -253,7 +245,7 @@ class _ReportMessage(httputil.HTTPMessageDelegate):
         assert self.request is not None
         self.answered = True
         message = f"a report is at most {self.limit} bytes"
-        answer(self.request, 413, {"status": 413, "message": message})
+        answer(self.request, 413, hub_error_body(message, 413))
 
 
 def may_report(scopes: frozenset[str], user: str, server_name: str | None = None) -> bool:
@@ -292,7 +284,7 @@ def bearer_token(header: str) -> str:
     """The Hub token of an ``Authorization: token …`` (or ``Bearer …``) header."""
     scheme, _, token = header.partition(" ")
     if scheme.lower() not in ("token", "bearer") or not token.strip():
-        raise Refused(401, "a Hub token is required (Authorization: token …)")
+        raise Refusal("a Hub token is required (Authorization: token …)", 401)
     return token.strip()
 
 

@@ -9,7 +9,11 @@ is armed, ``%gpucost on-interrupt`` the code kept.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
+from typing import NoReturn
+
+from IPython.core.error import UsageError
 
 from ...core.i18n import N_, _
 
@@ -110,3 +114,15 @@ def docstring() -> str:
         + help_text(translate=False)
         + "\n\nA bare subcommand shows its state and never acts. docs/magic.md has more."
     )
+
+
+class MagicParser(argparse.ArgumentParser):
+    """The arguments of one form of the magic: a mistake is IPython's ``UsageError``, with
+    the form's usage line (no ``--help`` of argparse's: the magic's own help answers it)."""
+
+    def __init__(self, prog: str, usage_line: str) -> None:
+        super().__init__(prog=prog, add_help=False)
+        self.usage_line = usage_line
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\nusage: {self.usage_line}")

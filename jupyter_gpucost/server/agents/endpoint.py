@@ -25,8 +25,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from ..._version import __version__
 from ...core.i18n import _
+from ...core.refusal import Refusal
 from ..budget.policy import BudgetError
-from ..errors import RequestError
 from ..ledger import LedgerOffline
 from ..status import ledger_unreachable
 from . import tools
@@ -122,9 +122,9 @@ class McpEndpoint:
         spec = find(params.name)
         try:
             if spec is None:
-                raise RequestError(_("no tool is called {name}").format(name=params.name[:80]))
+                raise Refusal(_("no tool is called {name}").format(name=params.name[:80]))
             answer = await self._answer(spec.name, arguments)
-        except (RequestError, BudgetError, LedgerOffline) as e:
+        except (Refusal, BudgetError, LedgerOffline) as e:
             text = ledger_unreachable(None, None) if isinstance(e, LedgerOffline) else str(e)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=text)], is_error=True

@@ -12,11 +12,13 @@ to ``GET`` and no session to ``DELETE`` (both ``405``, as the MCP specification 
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...core.i18n import _
-from ..errors import Unavailable
+from ...core.refusal import Refusal
 from ..web import GpuCostHandler, Route
 from .bridge import HttpRequest
 from .setup import Endpoint
@@ -35,7 +37,9 @@ class McpHandler(GpuCostHandler):
     async def _bridge(self) -> None:
         endpoint: Endpoint | None = self.settings.get("gpucost_agents")
         if endpoint is None:
-            raise Unavailable(_("the MCP endpoint is not running on this server"))
+            raise Refusal(
+                _("the MCP endpoint is not running on this server"), HTTPStatus.SERVICE_UNAVAILABLE
+            )
         request = self.request
         exchange = HttpRequest(
             method=request.method or "GET",

@@ -4,10 +4,11 @@ install when the optional ``mcp`` package is missing (the server starts either w
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Protocol
 
 from ...core.i18n import N_, _
-from ..errors import Unavailable
+from ...core.refusal import Refusal
 from .bridge import HttpRequest, Responder
 from .tools import AgentParts
 
@@ -30,7 +31,7 @@ class NoSdk:
         self.why = why
 
     async def handle(self, request: HttpRequest, responder: Responder) -> None:
-        raise Unavailable(_(NO_SDK))
+        raise Refusal(_(NO_SDK), HTTPStatus.SERVICE_UNAVAILABLE)
 
     async def stop(self) -> None:
         return None

@@ -6,7 +6,7 @@ the cell log (as ``GET /gpucost/api/cells``), ``estimate`` from the meter's late
 and the budget's standings, ``set_budget`` and ``stop_when_done`` through the budget
 controller (as ``PUT /gpucost/api/budget`` and ``POST /gpucost/api/budget/stop``). Nothing
 is computed twice. Refusals raise the server's own errors (``BudgetError``,
-``RequestError``): their messages, in the server's language, are what the agent reads.
+``Refusal``): their messages, in the server's language, are what the agent reads.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from http import HTTPStatus
 from typing import Any
 
 from ...core.billing import US_PER_S, rounded_cost_micro_usd
 from ...core.i18n import _
 from ...core.money import as_decimal, status_bar, usd
+from ...core.refusal import Refusal
 from ..budget.controller import BudgetController
 from ..budget.parse import parse_lower_request
 from ..budget.policy import binding_standing
 from ..budget.stop_request import parse_stop_request
-from ..errors import RequestError, Unavailable
 from ..inputs import one_of, shown, type_name
 from ..service import CostService
 
@@ -69,7 +70,9 @@ class AgentParts:
 
     def controller(self) -> BudgetController:
         if self.budget is None:
-            raise Unavailable(_("the budget is not running on this server"))
+            raise Refusal(
+                _("the budget is not running on this server"), HTTPStatus.SERVICE_UNAVAILABLE
+            )
         return self.budget
 
 
@@ -114,12 +117,12 @@ def remaining_micro_usd(parts: AgentParts) -> tuple[int | None, str | None]:
 def parse_duration(raw: object) -> float:
     """A duration in seconds: a number above 0 and at most 30 days."""
     if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise RequestError(
+        raise Refusal(
             _("duration_s must be a number of seconds, not {what}").format(what=type_name(raw))
         )
     # a float may be NaN or infinite; an int of any size is compared exactly
     if (isinstance(raw, float) and not math.isfinite(raw)) or raw <= 0 or raw > MAX_ESTIMATE_S:
-        raise RequestError(
+        raise Refusal(
             _("duration_s must be more than 0 and at most {most} seconds (30 days)").format(
                 most=MAX_ESTIMATE_S
             )
@@ -131,7 +134,7 @@ def _text(raw: object, what: str, limit: int) -> str | None:
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw or len(raw) > limit:
-        raise RequestError(
+        raise Refusal(
             _("{what} must be a string of 1 to {limit} characters, not {value}").format(
                 what=what, limit=limit, value=shown(raw)
             )
@@ -144,7 +147,7 @@ def unknown_fields(arguments: Mapping[str, object], known: Sequence[str]) -> Non
     unknown = sorted(set(arguments) - set(known))
     if unknown:
         names = ", ".join(shown(k, 40) for k in unknown[:5])
-        raise RequestError(
+        raise Refusal(
             _("unknown argument(s) {names}: this tool takes {known}").format(
                 names=names, known=", ".join(known) or "-"
             )
@@ -160,13 +163,13 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, An
     notebook = _text(arguments.get("notebook_path"), "notebook_path", 1024)
     based_on = None
     if (arguments.get("duration_s") is None) == (cell_id is None):
-        raise RequestError(_("send either duration_s or cell_id (a cell already measured)"))
+        raise Refusal(_("send either duration_s or cell_id (a cell already measured)"))
     if cell_id is None:
         duration_s = parse_duration(arguments.get("duration_s"))
     else:
         found = parts.service.cells.recent(1, cell_id=cell_id, notebook_path=notebook)
         if not found:
-            raise RequestError(
+            raise Refusal(
                 _("no measured cell {cell} in this session's or the ledger's cells").format(
                     cell=shown(cell_id)
                 ),
@@ -226,7 +229,7 @@ def parse_limit(raw: object) -> int:
     if raw is None:
         return 10
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 50:
-        raise RequestError(_("limit must be a whole number from 1 to 50"))
+        raise Refusal(_("limit must be a whole number from 1 to 50"))
     return raw
 
 
@@ -236,7 +239,7 @@ def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, 
     unknown_fields(arguments, ("scope", "limit"))
     scope = arguments.get("scope", "session")
     if scope not in SCOPES:
-        raise RequestError(one_of("scope", SCOPES, scope))
+        raise Refusal(one_of("scope", SCOPES, scope))
     limit = parse_limit(arguments.get("limit"))
     cells = parts.service.cells
     if scope == "session":

@@ -6,12 +6,14 @@ as a JSON error from the base handler (:mod:`jupyter_gpucost.server.web`).
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...core.i18n import _
-from ..errors import Conflict, Unavailable
+from ...core.refusal import Refusal
 from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .controller import BudgetController
@@ -26,7 +28,9 @@ class BudgetHandler(GpuCostHandler):
     def budget(self) -> BudgetController:
         controller: BudgetController | None = self.settings.get("gpucost_budget")
         if controller is None:
-            raise Unavailable(_("the budget is not running on this server"))
+            raise Refusal(
+                _("the budget is not running on this server"), HTTPStatus.SERVICE_UNAVAILABLE
+            )
         return controller
 
 
@@ -57,7 +61,7 @@ class StopNowHandler(BudgetHandler):
     def post(self) -> None:
         """ "Save and stop now": end the grace period at once."""
         if not self.budget.stop_now():
-            raise Conflict(_("there is no budget countdown to end now"))
+            raise Refusal(_("there is no budget countdown to end now"), HTTPStatus.CONFLICT)
         self.write_json({"stopping": True})
 
 
@@ -76,14 +80,16 @@ class StopHandler(BudgetHandler):
         if request.when == "idle":
             self.budget.stop_when_idle(request.action)
         elif not self.budget.request_stop(request.reason, request.action):
-            raise Conflict(_("a budget action is under way: it cannot be replaced now"))
+            raise Refusal(
+                _("a budget action is under way: it cannot be replaced now"), HTTPStatus.CONFLICT
+            )
         self.write_json(self.budget.payload())
 
     @web.authenticated
     @authorized
     def delete(self) -> None:
         if not self.budget.cancel_stop():
-            raise Conflict(_("there is no countdown of yours to cancel"))
+            raise Refusal(_("there is no countdown of yours to cancel"), HTTPStatus.CONFLICT)
         self.write_json(self.budget.payload())
 
 
@@ -97,7 +103,10 @@ class SavedHandler(BudgetHandler):
         if not self.budget.acknowledge(
             answer.request_id, answer.client, answer.saved, answer.failed
         ):
-            raise Conflict(_("no save request {id} is pending").format(id=repr(answer.request_id)))
+            raise Refusal(
+                _("no save request {id} is pending").format(id=repr(answer.request_id)),
+                HTTPStatus.CONFLICT,
+            )
         self.write_json({"acknowledged": True})
 
 

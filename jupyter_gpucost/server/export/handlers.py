@@ -1,19 +1,20 @@
 """Export routes: list targets and jobs, start an export, follow it, cancel it.
 
-What the export manager refuses (a ``RequestError``: 400, 403, 404, 409, 501, 503) reaches
+What the export manager refuses (a ``Refusal``: 400, 403, 404, 409, 501, 503) reaches
 the client as a JSON error from the base handler (:mod:`jupyter_gpucost.server.web`).
 """
 
 from __future__ import annotations
 
 import os
+from http import HTTPStatus
 
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...core.i18n import _
-from ..errors import RequestError, Unavailable
+from ...core.refusal import Refusal
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .jobs import ExportManager, manifest_user
 
@@ -23,7 +24,9 @@ class ExportHandler(GpuCostHandler):
     def exports(self) -> ExportManager:
         manager: ExportManager | None = self.settings.get("gpucost_exports")
         if manager is None:
-            raise Unavailable(_("checkpoint export is not running on this server"))
+            raise Refusal(
+                _("checkpoint export is not running on this server"), HTTPStatus.SERVICE_UNAVAILABLE
+            )
         return manager
 
     def user_name(self) -> str:
@@ -43,7 +46,7 @@ class ExportsHandler(ExportHandler):
         body = self.body()
         unknown = set(body) - {"paths", "target"}
         if unknown:
-            raise RequestError(
+            raise Refusal(
                 _("unknown field(s) {names}: send paths and target").format(
                     names=", ".join(sorted(unknown))
                 )

@@ -21,14 +21,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 from ...core.i18n import _
-from ..errors import Conflict, NotFound, RequestError, Unavailable
+from ...core.refusal import Refusal
 from ..inputs import shown
 from .sources import Source, resolve_source
 from .stores import Cancelled, Landed, Store, StoreError, Tuning, open_store
-from .targets import Target, TargetError, missing_extra, resolve
+from .targets import ExportTarget, missing_extra, resolve
 
 FINISHED = ("done", "failed", "cancelled")
 MANIFEST_FORMAT = "jupyter-gpucost export manifest 1"
@@ -46,7 +47,7 @@ def _iso(moment: datetime | None) -> str | None:
 @dataclass
 class ExportJob:
     id: str
-    target: Target
+    target: ExportTarget
     sources: list[Source]
     user: str
     #: what the session had cost etc. when the job was started (for the manifests)
@@ -107,7 +108,7 @@ class ExportJob:
 
 @dataclass(frozen=True)
 class ExportSettings:
-    targets: dict[str, Target]
+    targets: dict[str, ExportTarget]
     default_target: str
     root_dir: str
     allow_urls: bool = False
@@ -124,7 +125,7 @@ class ExportManager:
         *,
         context: Callable[[], dict[str, Any]] | None = None,
         log: logging.Logger | None = None,
-        store_factory: Callable[[Target, Tuning], Store] = open_store,
+        store_factory: Callable[[ExportTarget, Tuning], Store] = open_store,
     ) -> None:
         self.settings = settings
         self.context = context or dict
@@ -155,22 +156,22 @@ class ExportManager:
     def start(self, paths: object, target: object = None, *, user: str = "") -> ExportJob:
         """Check a request and start its job (blocking: call it off the event loop)."""
         if self._closed:
-            raise Unavailable(_("the server is stopping"))
+            raise Refusal(_("the server is stopping"), HTTPStatus.SERVICE_UNAVAILABLE)
         if not isinstance(paths, list) or not paths:
-            raise RequestError(
+            raise Refusal(
                 _("paths must be a non-empty list of paths, not {value}").format(value=shown(paths))
             )
         if len(paths) > 1000:
-            raise RequestError(_("at most 1000 paths per export"))
+            raise Refusal(_("at most 1000 paths per export"))
         for n, raw in enumerate(paths):
             if not isinstance(raw, str) or not raw.strip():
-                raise RequestError(
+                raise Refusal(
                     _("paths[{n}] must be a non-empty string, not {value}").format(
                         n=n, value=shown(raw)
                     )
                 )
             if len(raw) > MAX_PATH_CHARS or "\x00" in raw:
-                raise RequestError(
+                raise Refusal(
                     _(
                         "paths[{n}] is not a path (at most {max} characters, no NUL): {value}"
                     ).format(n=n, max=MAX_PATH_CHARS, value=shown(raw))
@@ -182,13 +183,13 @@ class ExportManager:
                 target,  # type: ignore[arg-type]
                 allow_urls=self.settings.allow_urls,
             )
-        except TargetError as e:
-            raise RequestError(str(e), e.status) from None
+        except Refusal:
+            raise
         except ValueError as e:
-            raise RequestError(str(e), 400) from None
+            raise Refusal(str(e), 400) from None
         missing = missing_extra(chosen)
         if missing:
-            raise RequestError(missing, 501)
+            raise Refusal(missing, 501)
         sources: list[Source] = []
         names: set[str] = set()
         for raw in paths:
@@ -196,10 +197,12 @@ class ExportManager:
                 source = resolve_source(
                     self.settings.root_dir, raw, allow_hidden=self.settings.allow_hidden
                 )
+            except Refusal:
+                raise
             except ValueError as e:
-                raise RequestError(str(e), getattr(e, "status", 400)) from None
+                raise Refusal(str(e)) from None
             if source.name in names:
-                raise RequestError(
+                raise Refusal(
                     _("two paths have the name {name}: export them one at a time").format(
                         name=repr(source.name)
                     )
@@ -228,14 +231,15 @@ class ExportManager:
             return self.jobs.get(job_id)
 
     def job(self, job_id: str) -> ExportJob:
-        """The job a request names, or ``NotFound`` (any text may be asked for)."""
+        """The job a request names, or a 404 ``Refusal`` (any text may be asked for)."""
         job = self.get(job_id)
         if job is None:
-            raise NotFound(
+            raise Refusal(
                 _(
                     "there is no export {id}: export ids are 12 hexadecimal characters, as "
                     "POST /gpucost/api/exports answers"
-                ).format(id=shown(job_id))
+                ).format(id=shown(job_id)),
+                HTTPStatus.NOT_FOUND,
             )
         return job
 
@@ -243,10 +247,11 @@ class ExportManager:
         job = self.job(job_id)
         with job.lock:
             if job.state in FINISHED:
-                raise Conflict(
+                raise Refusal(
                     _("the export {id} has already ended ({state})").format(
                         id=job_id, state=job.state
-                    )
+                    ),
+                    HTTPStatus.CONFLICT,
                 )
             job.cancel.set()
             if job.state == "queued":

@@ -12,11 +12,11 @@ from typing import Any, Protocol
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import HasTraits, TraitError
 
-from ..errors import RequestError
+from ...core.refusal import Refusal
 from ..traits import trait_bool, trait_dict, trait_int, trait_str
 from .jobs import ExportManager, ExportSettings, export_context, software_versions
 from .stores import MIB, Tuning
-from .targets import TargetError, choose_default, parse_targets
+from .targets import ExportTargetError, choose_default, parse_targets
 
 #: the budget action's export step: ``async () -> what was exported``
 ExportHook = Callable[[], Awaitable[str | None]]
@@ -41,7 +41,7 @@ def export_settings(traits: HasTraits, root_dir: str) -> ExportSettings:
             trait_dict(traits, "export_targets"), local_default=local_folder(traits)
         )
         default = choose_default(targets, trait_str(traits, "export_default_target"))
-    except TargetError as e:
+    except ExportTargetError as e:
         raise TraitError(f"{e}.") from None
     return ExportSettings(
         targets=targets,
@@ -98,7 +98,7 @@ def budget_export_hook(options: BudgetExportOptions, manager: ExportManager) -> 
             job = await loop.run_in_executor(
                 None, lambda: manager.start(paths, None, user="budget")
             )
-        except RequestError as e:
+        except Refusal as e:
             options.log.warning(
                 "jupyter-gpucost: checkpoint export before the budget action: %s", e
             )

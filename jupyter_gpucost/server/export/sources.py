@@ -12,21 +12,15 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path, PurePosixPath
 
 from ...core.i18n import _
+from ...core.refusal import Refusal
 from ..inputs import is_unicode, shown
 
 #: file extensions the file browser offers the export on (folders always)
 CHECKPOINT_EXTENSIONS = (".pt", ".pth", ".ckpt", ".safetensors", ".bin")
-
-
-class SourceError(ValueError):
-    """A path may not be exported; ``status`` is the HTTP answer (403 or 404)."""
-
-    def __init__(self, message: str, status: int = 403) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -60,50 +54,57 @@ def _inside(path: Path, root: Path) -> bool:
 def resolve_source(root_dir: str, requested: object, *, allow_hidden: bool) -> Source:
     if not isinstance(requested, str) or not requested.strip():
         text = _("each path must be a non-empty string, not {value}")
-        raise SourceError(text.format(value=shown(requested)), 400)
+        raise Refusal(text.format(value=shown(requested)), 400)
     path = shown(requested)
     if len(requested) > 4096:
         text = _("{path} is not a path: at most 4096 characters, not {n}")
-        raise SourceError(text.format(path=path, n=len(requested)), 400)
+        raise Refusal(text.format(path=path, n=len(requested)), 400)
     if not is_unicode(requested) or "\x00" in requested:
         text = _("{path} is not a path: it has a NUL or invalid text")
-        raise SourceError(text.format(path=path), 400)
+        raise Refusal(text.format(path=path), 400)
     text = requested.strip().replace("\\", "/")
     pure = PurePosixPath(text)
     if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
-        raise SourceError(
-            _("{path}: give a path relative to the Jupyter root folder").format(path=path)
+        raise Refusal(
+            _("{path}: give a path relative to the Jupyter root folder").format(path=path),
+            HTTPStatus.FORBIDDEN,
         )
     parts = [p for p in pure.parts if p not in ("", ".")]
     if not parts:
-        raise SourceError(
-            _("the Jupyter root folder itself cannot be exported; choose a file or folder")
+        raise Refusal(
+            _("the Jupyter root folder itself cannot be exported; choose a file or folder"),
+            HTTPStatus.FORBIDDEN,
         )
     if ".." in parts:
-        raise SourceError(_("{path}: '..' is not allowed in an export path").format(path=path))
+        raise Refusal(
+            _("{path}: '..' is not allowed in an export path").format(path=path),
+            HTTPStatus.FORBIDDEN,
+        )
     if not allow_hidden and any(p.startswith(".") for p in parts):
         hidden = _(
             "{path} is hidden; the administrator can allow hidden files with "
             "c.GpuCost.export_allow_hidden"
         )
-        raise SourceError(hidden.format(path=path))
+        raise Refusal(hidden.format(path=path), HTTPStatus.FORBIDDEN)
     root = Path(root_dir).resolve()
     candidate = root.joinpath(*parts)
     if not os.path.lexists(candidate):
-        raise SourceError(_("{path} does not exist").format(path=path), 404)
+        raise Refusal(_("{path} does not exist").format(path=path), 404)
     real = candidate.resolve()
     if not _inside(real, root):
         outside = _("{path} leads outside the Jupyter root folder (a symlink)")
-        raise SourceError(outside.format(path=path))
+        raise Refusal(outside.format(path=path), HTTPStatus.FORBIDDEN)
     name = parts[-1]
     if real.is_file():
         return Source(text, name, False, (SourceFile(real, "", real.stat().st_size),))
     if not real.is_dir():
-        raise SourceError(_("{path} is not a regular file or folder").format(path=path))
+        raise Refusal(
+            _("{path} is not a regular file or folder").format(path=path), HTTPStatus.FORBIDDEN
+        )
     files = _walk(real, root, allow_hidden=allow_hidden, requested=text, seen={real})
     if not files:
         empty = _("{path} is an empty folder: nothing to export")
-        raise SourceError(empty.format(path=path), 400)
+        raise Refusal(empty.format(path=path), 400)
     return Source(text, name, True, tuple(files))
 
 
@@ -127,7 +128,9 @@ def _walk(
                 dirnames.remove(d)
                 target = link.resolve()
                 if not _inside(target, root):
-                    raise SourceError(_link_outside(requested, link.relative_to(folder)))
+                    raise Refusal(
+                        _link_outside(requested, link.relative_to(folder)), HTTPStatus.FORBIDDEN
+                    )
                 if target in seen or any(s in target.parents for s in seen):
                     continue  # a link back into what is already exported: a loop
                 seen.add(target)
@@ -143,7 +146,9 @@ def _walk(
             entry = here / f
             real = entry.resolve()
             if not _inside(real, root):
-                raise SourceError(_link_outside(requested, entry.relative_to(folder)))
+                raise Refusal(
+                    _link_outside(requested, entry.relative_to(folder)), HTTPStatus.FORBIDDEN
+                )
             try:
                 info = real.stat()
             except OSError:

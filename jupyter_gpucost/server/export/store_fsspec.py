@@ -20,13 +20,13 @@ from .store_base import (
     Tuning,
     check_cancel,
 )
-from .targets import Target
+from .targets import ExportTarget
 
 
 class FsspecStore:
     renames = False
 
-    def __init__(self, target: Target, tuning: Tuning) -> None:
+    def __init__(self, target: ExportTarget, tuning: Tuning) -> None:
         import fsspec
 
         parts = urlsplit(target.url)

@@ -16,13 +16,13 @@ from urllib.parse import urlsplit
 
 from ...core.i18n import _
 from .store_base import LOCAL_BLOCK_BYTES, Hasher, Landed, Progress, StoreError, check_cancel
-from .targets import Target
+from .targets import ExportTarget
 
 
 class LocalStore:
     renames = True
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: ExportTarget) -> None:
         self.root = Path(urlsplit(target.url).path)
 
     def _path(self, key: str) -> Path:

@@ -27,7 +27,7 @@ from .store_base import (
     check_cancel,
     part_size_for,
 )
-from .targets import Target
+from .targets import ExportTarget
 
 #: S3 error codes worth another try
 _TRANSIENT_CODES = {
@@ -44,7 +44,7 @@ _TRANSIENT_CODES = {
 class S3Store:
     renames = False
 
-    def __init__(self, target: Target, tuning: Tuning) -> None:
+    def __init__(self, target: ExportTarget, tuning: Tuning) -> None:
         import boto3
         from botocore.config import Config
 

@@ -37,7 +37,7 @@ from .store_base import (
 from .store_fsspec import FsspecStore
 from .store_local import LocalStore
 from .store_s3 import S3Store
-from .targets import Target
+from .targets import ExportTarget
 
 __all__ = [
     "LOCAL_BLOCK_BYTES",
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-def open_store(target: Target, tuning: Tuning) -> Store:
+def open_store(target: ExportTarget, tuning: Tuning) -> Store:
     """The store for a target: a local folder, S3 (multipart), or another fsspec store."""
     if target.scheme == "file":
         return LocalStore(target)

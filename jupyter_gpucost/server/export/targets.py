@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...core.i18n import _
+from ...core.refusal import Refusal
 from ..inputs import shown, type_name
 
 #: the URL schemes an export can go to, and the Python extra each needs
@@ -27,17 +29,13 @@ SCHEMES = {
 DEFAULT_NAME = "local"
 
 
-class TargetError(ValueError):
-    """A target is not configured or not valid; the message says what to do. ``status``:
-    the HTTP answer when a request named it (403: a free URL the admin does not allow)."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
+class ExportTargetError(ValueError):
+    """A configured target is not valid; the message says what to do. (A target a request
+    names and may not have is a :class:`~jupyter_gpucost.core.refusal.Refusal`.)"""
 
 
 @dataclass(frozen=True)
-class Target:
+class ExportTarget:
     name: str
     url: str
     #: storage options for the store (endpoint, credentials, ...): never sent or logged
@@ -77,72 +75,74 @@ def normalise_url(url: str, *, what: str) -> str:
     """Check a target URL; local paths become ``file://`` URLs."""
     url = str(url).strip()
     if not url:
-        raise TargetError(f"{what}: the URL is empty")
+        raise ExportTargetError(f"{what}: the URL is empty")
     if "://" not in url:
         if not os.path.isabs(os.path.expanduser(url)):
-            raise TargetError(
+            raise ExportTargetError(
                 f"{what} = {url!r}: use an absolute folder or a URL "
                 "(file:///..., s3://bucket/prefix, gs://bucket/prefix)"
             )
         return Path(os.path.expanduser(url)).resolve().as_uri()
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise TargetError(
+        raise ExportTargetError(
             f"{what} = {public_url(url)!r}: the scheme {parts.scheme!r} is not supported; "
             f"use one of {', '.join(s + '://' for s in SCHEMES)}"
         )
     if parts.query or parts.fragment:
-        raise TargetError(f"{what} = {public_url(url)!r}: a target URL takes no ?query or #part")
+        raise ExportTargetError(
+            f"{what} = {public_url(url)!r}: a target URL takes no ?query or #part"
+        )
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
-            raise TargetError(f"{what} = {url!r}: a file:// URL names a local folder")
+            raise ExportTargetError(f"{what} = {url!r}: a file:// URL names a local folder")
         return Path(parts.path).resolve().as_uri()
     if not parts.netloc:
-        raise TargetError(f"{what} = {public_url(url)!r}: the URL names no bucket")
+        raise ExportTargetError(f"{what} = {public_url(url)!r}: the URL names no bucket")
     return url.rstrip("/")
 
 
-def parse_targets(raw: dict[str, Any], *, local_default: Path) -> dict[str, Target]:
+def parse_targets(raw: dict[str, Any], *, local_default: Path) -> dict[str, ExportTarget]:
     """The configured targets, with the local default added when not overridden.
 
     ``raw`` maps a name to a URL string or to ``{"url": ..., "options": {...},
     "label": ...}`` (``storage_options`` is accepted for ``options``).
     """
-    targets: dict[str, Target] = {}
+    targets: dict[str, ExportTarget] = {}
     for name, spec in raw.items():
         what = f"c.GpuCost.export_targets[{name!r}]"
         if not isinstance(name, str) or not name.strip() or "/" in name:
-            raise TargetError(f"{what}: a target name is a non-empty word without '/'")
+            raise ExportTargetError(f"{what}: a target name is a non-empty word without '/'")
         if isinstance(spec, str):
             spec = {"url": spec}
         if not isinstance(spec, dict) or "url" not in spec:
-            raise TargetError(
+            raise ExportTargetError(
                 f"{what}: give a URL, or {{'url': ..., 'options': {{...}}}} (storage options)"
             )
         unknown = set(spec) - {"url", "options", "storage_options", "label"}
         if unknown:
-            raise TargetError(
+            raise ExportTargetError(
                 f"{what}: unknown key(s) {', '.join(sorted(unknown))}; use url, options and label"
             )
         options = spec.get("options", spec.get("storage_options", {})) or {}
         if not isinstance(options, dict):
-            raise TargetError(f"{what}['options']: storage options are a dict")
+            raise ExportTargetError(f"{what}['options']: storage options are a dict")
         url = normalise_url(spec["url"], what=what)
-        targets[name] = Target(name, url, dict(options), str(spec.get("label", "")))
+        targets[name] = ExportTarget(name, url, dict(options), str(spec.get("label", "")))
     if DEFAULT_NAME not in targets:
-        targets[DEFAULT_NAME] = Target(
+        targets[DEFAULT_NAME] = ExportTarget(
             DEFAULT_NAME, local_default.resolve().as_uri(), {}, "Local folder"
         )
     return targets
 
 
-def choose_default(targets: dict[str, Target], configured: str) -> str:
+def choose_default(targets: dict[str, ExportTarget], configured: str) -> str:
     if not configured:
         # the one configured target, else the local folder
         others = [n for n in targets if n != DEFAULT_NAME]
         return others[0] if len(others) == 1 else DEFAULT_NAME
     if configured not in targets:
-        raise TargetError(
+        raise ExportTargetError(
             f"c.GpuCost.export_default_target = {configured!r} is not a configured target: "
             f"use one of {', '.join(sorted(targets))}"
         )
@@ -150,13 +150,13 @@ def choose_default(targets: dict[str, Target], configured: str) -> str:
 
 
 def resolve(
-    targets: dict[str, Target], default: str, requested: str | None, *, allow_urls: bool
-) -> Target:
+    targets: dict[str, ExportTarget], default: str, requested: str | None, *, allow_urls: bool
+) -> ExportTarget:
     """The target a request names (its default when none); free URLs only if allowed."""
     if requested is None or requested == "":
         return targets[default]
     if not isinstance(requested, str):
-        raise TargetError(
+        raise Refusal(
             _("target must be the name of a configured target, not {what}").format(
                 what=type_name(requested)
             )
@@ -169,13 +169,18 @@ def resolve(
                 "exports go to configured targets only ({names}); the administrator can "
                 "allow free URLs with c.GpuCost.export_allow_urls"
             )
-            raise TargetError(text.format(names=", ".join(sorted(targets))), 403)
-        return Target(public_url(requested), normalise_url(requested, what="target"), {})
+            raise Refusal(text.format(names=", ".join(sorted(targets))), HTTPStatus.FORBIDDEN)
+        public = public_url(requested)
+        try:
+            url = normalise_url(requested, what="target")
+        except ExportTargetError as e:
+            raise Refusal(str(e)) from None
+        return ExportTarget(public, url, {})
     text = _("there is no export target {name}: use one of {names}")
-    raise TargetError(text.format(name=shown(requested), names=", ".join(sorted(targets))))
+    raise Refusal(text.format(name=shown(requested), names=", ".join(sorted(targets))))
 
 
-def missing_extra(target: Target) -> str | None:
+def missing_extra(target: ExportTarget) -> str | None:
     """A message when the Python packages a target needs are not installed."""
     extra = SCHEMES.get(target.scheme)
     if extra == "s3":

@@ -47,12 +47,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Literal
 
 from ...core.i18n import N_, _
 from ...core.meter import MeterSnapshot
 from ...core.protocol import gpu_probe_signature
-from ..errors import Conflict, Forbidden, NotFound, RequestError
+from ...core.refusal import Refusal
 
 MiB = 1024**2
 #: the sizes a probe may ask for: 8 MiB to 260 MiB in steps of 4 MiB (NVML reports
@@ -163,16 +164,16 @@ class ClaimBook:
         (``local_pids``: no container between them), no probe is needed: the answer is a
         probe already ended, ``visible``, and the kernel allocates nothing."""
         if key is None:
-            raise NotFound(_(MSG_UNKNOWN_KERNEL))
+            raise Refusal(_(MSG_UNKNOWN_KERNEL), HTTPStatus.NOT_FOUND)
         if not key or not hmac.compare_digest(
             gpu_probe_signature(key, kernel_id, gpu_uuid).encode(), signature.encode()
         ):
-            raise Forbidden(_(MSG_BAD_SIGNATURE))
+            raise Refusal(_(MSG_BAD_SIGNATURE), HTTPStatus.FORBIDDEN)
         with self._lock:
             snapshot = self._latest
             listed = None if snapshot is None else memory_by_pid(snapshot, gpu_uuid)
             if listed is None:
-                raise NotFound(_(MSG_UNKNOWN_GPU))
+                raise Refusal(_(MSG_UNKNOWN_GPU), HTTPStatus.NOT_FOUND)
             if local_pids & listed.keys():
                 return Probe(
                     id=secrets.token_urlsafe(16),
@@ -186,9 +187,9 @@ class ClaimBook:
             self._expire()
             open_ = [p for p in self._probes.values() if p.state in OPEN_STATES]
             if any(p.kernel_id == kernel_id and p.gpu_uuid == gpu_uuid for p in open_):
-                raise Conflict(_(MSG_PROBE_OPEN))
+                raise Refusal(_(MSG_PROBE_OPEN), HTTPStatus.CONFLICT)
             if len(open_) >= MAX_OPEN:
-                raise RequestError(_(MSG_TOO_MANY), 429)
+                raise Refusal(_(MSG_TOO_MANY), 429)
             taken = {p.size_bytes for p in open_ if p.gpu_uuid == gpu_uuid}
             free = tuple(s for s in SIZE_CHOICES if s not in taken)
             probe = Probe(
@@ -210,7 +211,7 @@ class ClaimBook:
             self._expire()
             probe = self._probes.get(probe_id)
             if probe is None:
-                raise NotFound(_(MSG_UNKNOWN_PROBE))
+                raise Refusal(_(MSG_UNKNOWN_PROBE), HTTPStatus.NOT_FOUND)
             if to == "held" and probe.state == "armed" and probe.baseline is not None:
                 probe.state = "held"
                 probe.held_after = self._reading
@@ -222,7 +223,7 @@ class ClaimBook:
                 else:
                     probe.state = "released"
             else:
-                raise Conflict(_(MSG_WRONG_STEP))
+                raise Refusal(_(MSG_WRONG_STEP), HTTPStatus.CONFLICT)
             return probe
 
     def result(self, probe_id: str) -> Probe:
@@ -230,7 +231,7 @@ class ClaimBook:
             self._expire()
             probe = self._probes.get(probe_id)
             if probe is None:
-                raise NotFound(_(MSG_UNKNOWN_PROBE))
+                raise Refusal(_(MSG_UNKNOWN_PROBE), HTTPStatus.NOT_FOUND)
             return probe
 
     # -- the sampler's side -------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ...core.i18n import _
-from ..errors import RequestError
+from ...core.refusal import Refusal
 from ..inputs import one_of
 from ..kernel_auth import user_or_kernel
 from ..web import API_PREFIX, GpuCostHandler, Route
@@ -39,7 +39,7 @@ def answer(probe: Probe, hold_s: float) -> dict[str, object]:
 def text_field(body: dict[str, object], name: str) -> str:
     value = body.get(name)
     if not isinstance(value, str) or not value or len(value) > 200:
-        raise RequestError(
+        raise Refusal(
             _("{name} must be a non-empty string of at most 200 characters").format(name=name)
         )
     return value
@@ -91,7 +91,7 @@ class ProbeHandler(GpuCostHandler):
     def post(self, probe_id: str) -> None:
         step = self.body().get("step")
         if step not in STEPS:
-            raise RequestError(one_of("step", STEPS, step))
+            raise Refusal(one_of("step", STEPS, step))
         to: Literal["held", "released"] = "held" if step == "held" else "released"
         probe = self.service.claims.step(probe_id, to)
         self.write_json(answer(probe, self.service.claims.hold_s))

@@ -4,13 +4,15 @@ only and can be neither tested, removed nor replaced from here."""
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from anyio import to_thread
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ...alerts.targets import TargetError
 from ...core.i18n import _
-from ..errors import Forbidden, NotFound, RequestError, Unavailable
+from ...core.refusal import Refusal
 from ..web import API_PREFIX, GpuCostHandler, Route
 from .alerter import ServerAlerts
 
@@ -20,7 +22,9 @@ class AlertsHandler(GpuCostHandler):
     def alerts(self) -> ServerAlerts:
         alerts: ServerAlerts | None = self.settings.get("gpucost_alerts")
         if alerts is None:
-            raise Unavailable(_("alerts are not running on this server"))
+            raise Refusal(
+                _("alerts are not running on this server"), HTTPStatus.SERVICE_UNAVAILABLE
+            )
         return alerts
 
     @web.authenticated
@@ -36,14 +40,16 @@ class AlertTargetsHandler(AlertsHandler):
         """``{"url": "mailtos://..."}``: a target for the user's own alerts."""
         alerts = self.alerts
         if not alerts.allow_user_targets:
-            raise Forbidden(_("the administrator does not let users add alert targets"))
+            raise Refusal(
+                _("the administrator does not let users add alert targets"), HTTPStatus.FORBIDDEN
+            )
         body = self.body()
         if set(body) != {"url"} or not isinstance(body["url"], str):
-            raise RequestError(_("send {field}").format(field='{"url": "..."}'))
+            raise Refusal(_("send {field}").format(field='{"url": "..."}'))
         try:
             await to_thread.run_sync(alerts.user.add, body["url"])
         except TargetError:
-            raise RequestError(
+            raise Refusal(
                 _(
                     "this is not a URL alerts can be sent to: use an Apprise URL "
                     "(mailtos://, slack://, ...) or webhook:// or webhooks://"
@@ -58,7 +64,7 @@ class AlertTargetHandler(AlertsHandler):
     async def delete(self, target_id: str) -> None:
         alerts = self.alerts
         if not await to_thread.run_sync(alerts.user.remove, target_id):
-            raise NotFound(_("no target of yours has this id"))
+            raise Refusal(_("no target of yours has this id"), HTTPStatus.NOT_FOUND)
         self.write_json(alerts.listing())
 
 
@@ -68,7 +74,7 @@ class AlertTestHandler(AlertsHandler):
     def post(self, target_id: str) -> None:
         """Send a test alert to one of the user's own targets (its result is listed later)."""
         if not self.alerts.test(target_id):
-            raise NotFound(_("no target of yours has this id"))
+            raise Refusal(_("no target of yours has this id"), HTTPStatus.NOT_FOUND)
         self.write_json({"queued": True})
 
 

@@ -28,7 +28,7 @@ from ...core.record_rules import (
     check_time,
     check_times,
 )
-from ..errors import RequestError
+from ...core.refusal import Refusal
 from ..inputs import is_unicode, one_of, shown, type_name
 from ..ledger import LedgerOffline
 
@@ -49,10 +49,6 @@ MAX_GPUS = 64
 #: the rule is :mod:`jupyter_gpucost.core.record_rules`' (``EARLIEST``, ``MAX_AHEAD``)
 
 
-class CellRecordError(RequestError):
-    """A posted record is not valid; the message says which field and why."""
-
-
 def _required(key: str) -> str:
     return _("{key} is required").format(key=key)
 
@@ -61,20 +57,20 @@ def _text(record: dict[str, Any], key: str, *, required: bool, limit: int = 1024
     value = record.get(key)
     if value is None or value == "":
         if required:
-            raise CellRecordError(_required(key))
+            raise Refusal(_required(key))
         return None
     if not isinstance(value, str):
-        raise CellRecordError(
+        raise Refusal(
             _("{key} must be a string, not {what}").format(key=key, what=type_name(value))
         )
     if len(value) > limit:
-        raise CellRecordError(
+        raise Refusal(
             _("{key} must be a string of at most {limit} characters, not {n}").format(
                 key=key, limit=limit, n=len(value)
             )
         )
     if not is_unicode(value) or any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise CellRecordError(_("{key} must be text without control characters").format(key=key))
+        raise Refusal(_("{key} must be text without control characters").format(key=key))
     return value
 
 
@@ -84,10 +80,10 @@ def _number(
     value = record.get(key)
     if value is None:
         if required:
-            raise CellRecordError(_required(key))
+            raise Refusal(_required(key))
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CellRecordError(
+        raise Refusal(
             _("{key} must be a finite number, not {what}").format(key=key, what=type_name(value))
         )
     try:
@@ -95,11 +91,11 @@ def _number(
     except OverflowError:  # an integer too long for a float
         number = math.inf
     if not math.isfinite(number):
-        raise CellRecordError(_("{key} must be a finite number").format(key=key))
+        raise Refusal(_("{key} must be a finite number").format(key=key))
     if number < 0:
-        raise CellRecordError(_("{key} cannot be negative").format(key=key))
+        raise Refusal(_("{key} cannot be negative").format(key=key))
     if number > most:
-        raise CellRecordError(
+        raise Refusal(
             _("{key} must be at most {most}, not {number}").format(
                 key=key, most=f"{most:g}", number=f"{number:g}"
             )
@@ -115,14 +111,14 @@ def _time(record: dict[str, Any], key: str, now: datetime) -> str:
     except RecordRefused as e:
         if e.reason == NOT_A_TIME:
             text = _("{key} must be an ISO 8601 time, not {value}")
-            raise CellRecordError(text.format(key=key, value=shown(value))) from None
+            raise Refusal(text.format(key=key, value=shown(value))) from None
         if e.reason == NO_TIME_ZONE:
             text = _("{key} must say its time zone (e.g. +00:00)")
-            raise CellRecordError(text.format(key=key)) from None
+            raise Refusal(text.format(key=key)) from None
         text = _(
             "{key} must be a time between {earliest} and a day from now ({latest} UTC), not {value}"
         )
-        raise CellRecordError(
+        raise Refusal(
             text.format(
                 key=key,
                 earliest=f"{EARLIEST:%Y-%m-%d}",
@@ -138,7 +134,7 @@ def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, floa
     if value is None:
         return None
     if not isinstance(value, dict) or len(value) > MAX_GPUS:
-        raise CellRecordError(
+        raise Refusal(
             _("{key} must be an object of at most {n} GPUs: GPU index -> number").format(
                 key=key, n=MAX_GPUS
             )
@@ -147,7 +143,7 @@ def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, floa
     for k, v in value.items():
         # ASCII digits: str.isdigit() also takes '²' and other scripts' digits
         if not (isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 3):
-            raise CellRecordError(
+            raise Refusal(
                 _("{key} keys are GPU indices (0, 1, ...), not {value}").format(
                     key=key, value=shown(k)
                 )
@@ -162,20 +158,20 @@ def _per_gpu(record: dict[str, Any], key: str, *, most: float) -> dict[str, floa
 def clean(
     record: object, *, kernel_id: str | None = None, now: datetime | None = None
 ) -> dict[str, Any]:
-    """The record as stored, or ``CellRecordError``; ``now``: the server's clock."""
+    """The record as stored, or ``Refusal``; ``now``: the server's clock."""
     if not isinstance(record, dict):
-        raise CellRecordError(
+        raise Refusal(
             _("the body must be a JSON object, not {what}").format(what=type_name(record))
         )
     status = record.get("status", "ok")
     if not isinstance(status, str) or status not in STATUSES:
-        raise CellRecordError(one_of("status", STATUSES, status))
+        raise Refusal(one_of("status", STATUSES, status))
     mode = record.get("mode", "auto")
     if not isinstance(mode, str) or mode not in MODES:
-        raise CellRecordError(one_of("mode", MODES, mode))
+        raise Refusal(one_of("mode", MODES, mode))
     busy_by = record.get("gpu_busy_by")
     if busy_by is not None and (not isinstance(busy_by, str) or busy_by not in BUSY_BY):
-        raise CellRecordError(one_of("gpu_busy_by", BUSY_BY, busy_by))
+        raise Refusal(one_of("gpu_busy_by", BUSY_BY, busy_by))
     peak = _per_gpu(record, "peak_memory_bytes_by_gpu", most=MAX_BYTES)
     peak_total = record.get("peak_memory_bytes")
     if peak_total is not None:
@@ -207,7 +203,7 @@ def clean(
     try:
         check_times(started, ended, TimeWindow.plausible(clock))
     except RecordRefused:  # each time alone was checked above: the order is wrong
-        raise CellRecordError(_("ended is before started")) from None
+        raise Refusal(_("ended is before started")) from None
     return cleaned
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...core.i18n import _
 from ...core.money import usd
-from ..errors import RequestError
+from ...core.refusal import Refusal
 from ..inputs import shown
 from ..ledger import Ledger
 
@@ -27,10 +27,6 @@ STEPS_S = {"1s": 1, "5s": 5, "10s": 10, "1m": 60, "5m": 300, "1h": 3600}
 MAX_POINTS = 2000
 DEFAULT_POINTS = 720
 RING_S = 3600
-
-
-class HistoryError(RequestError):
-    """A bad parameter; the message is shown to the user (HTTP 400)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ def parse_window(value: str | None) -> int:
         return WINDOWS_S["1h"]
     if value in WINDOWS_S:
         return WINDOWS_S[value]
-    raise HistoryError(
+    raise Refusal(
         _("window={value} is not one of {allowed}").format(
             value=shown(value), allowed=", ".join(WINDOWS_S)
         )
@@ -74,23 +70,23 @@ def parse_step(value: str | None, window_s: int) -> int:
                 return candidate
         return max(STEPS_S.values())
     if value not in STEPS_S:
-        raise HistoryError(
+        raise Refusal(
             _("step={value} is not one of {allowed}").format(
                 value=shown(value), allowed=", ".join(STEPS_S)
             )
         )
     step_s = STEPS_S[value]
     if step_s > window_s:
-        raise HistoryError(_("step={value} is longer than the window").format(value=value))
+        raise Refusal(_("step={value} is longer than the window").format(value=value))
     if window_s > RING_S and step_s < 60:
         text = _(
             "step={value} is too fine for a window over 1h: readings older than an hour "
             "are kept per minute; use step=1m or more"
         )
-        raise HistoryError(text.format(value=value))
+        raise Refusal(text.format(value=value))
     if window_s // step_s > MAX_POINTS:
         text = _("window/step gives {n} points, more than {most}: use a coarser step")
-        raise HistoryError(text.format(n=window_s // step_s, most=MAX_POINTS))
+        raise Refusal(text.format(n=window_s // step_s, most=MAX_POINTS))
     return step_s
 
 

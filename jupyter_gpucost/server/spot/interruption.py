@@ -2,7 +2,7 @@
 
 The watcher (:mod:`...cloud.interruption`) or, on a Kubernetes spot node
 (:mod:`...cloud.node_capacity`), SIGTERM to the server hands over a :class:`Notice` (a
-SIGTERM on any other node is a stop, recorded as one); :class:`Responder` then runs, at
+SIGTERM on any other node is a stop, recorded as one); :class:`NoticeResponder` then runs, at
 once and in this order, each step bounded so that the ones after it still fit within the
 notice:
 
@@ -46,9 +46,9 @@ from ...core.interruption_files import (
     write_json,
 )
 from ...core.machine import Machine
+from ...core.refusal import Refusal
 from ..budget.controller import BudgetController
 from ..budget.events import iso
-from ..errors import RequestError
 from ..export.jobs import ExportManager
 from ..ledger import Ledger
 from .interruption_code import CodeKernels, kept_codes, run_code
@@ -107,7 +107,7 @@ def interrupted_line(record: dict[str, Any], symbol: str) -> str:
     ).format(time=hhmm, provider=provider, amount=money.notice(lost, symbol))
 
 
-class Responder:
+class NoticeResponder:
     """Runs the steps for one notice (a second final notice is ignored)."""
 
     def __init__(
@@ -332,7 +332,7 @@ class Responder:
             job = await loop.run_in_executor(
                 None, lambda: manager.start(paths, None, user="interruption")
             )
-        except RequestError as e:
+        except Refusal as e:
             return Step("export", "failed", str(e))
         timeout_s = max(0.5, self._left_s(deadline))
         ended = await loop.run_in_executor(None, manager.wait, job.id, timeout_s)
@@ -414,7 +414,7 @@ STOPPED_ACTION = "stopped"
 
 
 def sigterm_is_interruption(
-    responder: Responder, spot: Callable[[], str | None], now: datetime
+    responder: NoticeResponder, spot: Callable[[], str | None], now: datetime
 ) -> str | None:
     """Why a SIGTERM in a pod is a spot interruption (a notice already seen, or the label
     that makes the node spot), or ``None``: a stop by the user, the culler or the hub,
@@ -432,7 +432,7 @@ def sigterm_is_interruption(
 
 def install_sigterm(
     loop: asyncio.AbstractEventLoop,
-    responder: Responder,
+    responder: NoticeResponder,
     grace_s: float,
     stop_server: Callable[[], None] | None,
     log: logging.Logger,
@@ -476,7 +476,7 @@ def install_sigterm(
     return True
 
 
-async def _record_stop(responder: Responder, now: datetime, log: logging.Logger) -> None:
+async def _record_stop(responder: NoticeResponder, now: datetime, log: logging.Logger) -> None:
     """A SIGTERM that is a stop: in the ledger as one (never as an interruption)."""
     if responder.ledger is None:
         return

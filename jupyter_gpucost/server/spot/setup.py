@@ -23,7 +23,7 @@ from ..export.jobs import ExportManager
 from ..machine.setup import MachinePrices
 from ..service import CostService
 from ..traits import trait_float, within
-from .interruption import Responder, install_sigterm, interrupted_line, last_interruption
+from .interruption import NoticeResponder, install_sigterm, interrupted_line, last_interruption
 
 
 class InterruptionTraits(HasTraits):
@@ -59,7 +59,7 @@ class InterruptionTraits(HasTraits):
 
 @dataclass
 class Interruption:
-    responder: Responder
+    responder: NoticeResponder
     watcher: Watcher | None
     sigterm: bool
 
@@ -101,7 +101,7 @@ def start_interruption(
     # kernels started from now on inherit it: their guards answer there
     os.environ[ENV_NAME] = str(folder)
     ledger = service.ledger
-    responder = Responder(
+    responder = NoticeResponder(
         budget=budget,
         exports=exports,
         folder=folder,
