@@ -18,6 +18,7 @@ from typing import Any
 
 from ...core.i18n import _
 from ...core.money import usd
+from ...core.wire import HistoryPoint, PointGpu
 from ..errors import RequestError
 from ..inputs import shown
 from ..ledger import Ledger
@@ -124,9 +125,9 @@ def _mean(values: list[float]) -> float | None:
 
 def from_ring(
     points: list[Point], start_s: float, end_s: float, step_s: int, gpu_indexes: list[int]
-) -> list[dict[str, Any]]:
+) -> list[HistoryPoint]:
     """Fold one-second points into steps: mean utilisation and power, max memory."""
-    out: list[dict[str, Any]] = []
+    out: list[HistoryPoint] = []
     buckets: dict[int, list[Point]] = {}
     for p in points:
         if start_s <= p.unix_s <= end_s:
@@ -134,7 +135,7 @@ def from_ring(
     for n in sorted(buckets):
         group = buckets[n]
         last = group[-1]
-        gpus = []
+        gpus: list[PointGpu] = []
         for index in gpu_indexes:
             readings = [g for p in group for g in p.gpus if g.index == index]
             util = [g.utilization_pct for g in readings if g.utilization_pct is not None]
@@ -167,7 +168,7 @@ def from_ledger(
     step_s: int,
     gpu_indexes: list[int],
     session_id: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[HistoryPoint]:
     """Fold per-minute rollups of every session into steps.
 
     A point's cost is the billed cost so far of the session live at its time (the one
@@ -205,7 +206,7 @@ def from_ledger(
         g[2] += samples
         if memory is not None:
             g[3] = memory if g[3] is None else max(g[3], memory)
-    out: list[dict[str, Any]] = []
+    out: list[HistoryPoint] = []
     shown = 0
     for n in sorted(buckets):
         b = buckets[n]
@@ -218,7 +219,7 @@ def from_ledger(
         if latest is not None:
             shown = cumulative[latest[2]]
         t = min(start_s + (n + 1) * step_s, end_s)
-        gpus = []
+        gpus: list[PointGpu] = []
         for index in sorted(indexes):
             util_sum, power_sum, samples, memory = b["g"].get(index, (0.0, 0.0, 0, None))
             gpus.append(
