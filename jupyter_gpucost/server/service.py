@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from ..core import wire
@@ -100,7 +100,7 @@ class CostConfig:
 class BudgetDocument(Protocol):
     """The budget as the status document shows it (``budget.BudgetController``)."""
 
-    def payload(self) -> dict[str, Any]: ...
+    def payload(self) -> dict[str, object]: ...
 
 
 def unknown_gpu_bound(
@@ -412,7 +412,7 @@ class CostService:
         )
         return points[-1] if points else None
 
-    def session_cells(self, limit: int) -> list[dict[str, Any]]:
+    def session_cells(self, limit: int) -> list[dict[str, object]]:
         """This session's newest cells, newest first (in memory: no ledger read)."""
         return self.cells.in_memory(limit)
 

@@ -69,7 +69,7 @@ class PanelSource(Protocol):
 
     def newest_point(self) -> HistoryPoint | None: ...
 
-    def session_cells(self, limit: int) -> list[dict[str, Any]]: ...
+    def session_cells(self, limit: int) -> list[dict[str, object]]: ...
 
 
 class LiveSource(PanelSource, Protocol):
@@ -79,7 +79,7 @@ class LiveSource(PanelSource, Protocol):
 
 
 class ExportsSource(Protocol):
-    def payload(self) -> dict[str, Any]: ...
+    def payload(self) -> dict[str, object]: ...
 
 
 def panel_document(source: PanelSource, exports: ExportsSource | None) -> PanelDocument:

@@ -35,7 +35,7 @@ def allowances(
     messages: Messages | None = None,
     symbol: str = "$",
     groups: tuple[str, ...] | None = None,
-) -> tuple[str | None, list[dict[str, Any]]]:
+) -> tuple[str | None, list[dict[str, object]]]:
     """(why ``profile`` may not start on ``user``'s allowances or ``None``, each allowance's
     figures and what is left of it at the profile's rate, in ``messages``' language)."""
     book = service.allowances

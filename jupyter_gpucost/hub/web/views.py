@@ -478,7 +478,7 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
     return "\n".join(lines) + "\n"
 
 
-def bars(daily: list[wire.ChartDay], width: int = 1100, height: int = 140) -> dict[str, Any]:
+def bars(daily: list[wire.ChartDay], width: int = 1100, height: int = 140) -> dict[str, object]:
     """An SVG bar chart's geometry for a series of days (drawn by the page's template)."""
     top = max((d["usd"] for d in daily), default=0.0) or 1.0
     step = width / max(len(daily), 1)

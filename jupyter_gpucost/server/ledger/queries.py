@@ -207,7 +207,7 @@ class LedgerReads:
             per_day[day] = per_day.get(day, 0) + cost
         return sorted(per_day.items())
 
-    def actions(self, limit: int = 50) -> list[dict[str, Any]]:
+    def actions(self, limit: int = 50) -> list[dict[str, object]]:
         """Budget actions, newest first, each with its session id."""
         c = actions_table.c
         with self._reading() as conn:
@@ -219,7 +219,7 @@ class LedgerReads:
             ).all()
         return [{**dict(r.record), "session_id": r.session_id} for r in rows]
 
-    def recent_cells(self, limit: int = 50) -> list[dict[str, Any]]:
+    def recent_cells(self, limit: int = 50) -> list[dict[str, object]]:
         c = cells_table.c
         with self._reading() as conn:
             rows = conn.execute(
