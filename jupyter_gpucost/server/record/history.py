@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from ...core.i18n import _
 from ...core.money import usd
@@ -161,6 +160,26 @@ def from_ring(
     return out
 
 
+@dataclass
+class _GpuSums:
+    """One GPU's minutes in a step: utilisation and power summed over samples, peak memory."""
+
+    util: float = 0.0
+    power: float = 0.0
+    samples: int = 0
+    memory: int | None = None
+
+
+@dataclass
+class _Step:
+    """A step's minutes: each session's spend, the rate of its last minute, each GPU's."""
+
+    spend: list[tuple[int, str, int]] = field(default_factory=list)
+    rate_minute: int | None = None
+    rate_total: int = 0
+    gpus: dict[int, _GpuSums] = field(default_factory=dict)
+
+
 def from_ledger(
     ledger: Ledger,
     start_s: float,
@@ -179,39 +198,33 @@ def from_ledger(
     gpu_rows = ledger.gpu_minutes_between(start_s, end_s)
     # each session's spend before the window, so that its points carry its whole cost
     cumulative = ledger.sessions_spend_before((row[1] for row in spend), start_s)
-    buckets: dict[int, dict[str, Any]] = {}
+    buckets: dict[int, _Step] = {}
 
-    def bucket(minute: int) -> dict[str, Any]:
-        return buckets.setdefault(
-            int((minute - start_s) // step_s),
-            {"spend": [], "rate": {}, "g": {}},
-        )
+    def bucket(minute: int) -> _Step:
+        return buckets.setdefault(int((minute - start_s) // step_s), _Step())
 
     for minute, sid, cost, rate in spend:
         b = bucket(minute)
-        b["spend"].append((minute, sid, cost))
-        rates = b["rate"]
-        if rates.get("minute") != minute:
-            rates.clear()
-            rates["minute"] = minute
-            rates["total"] = 0
-        rates["total"] += rate
+        b.spend.append((minute, sid, cost))
+        if b.rate_minute != minute:
+            b.rate_minute = minute
+            b.rate_total = 0
+        b.rate_total += rate
     indexes = set(gpu_indexes)
     for minute, index, util_sum, power_sum, samples, memory in gpu_rows:
         indexes.add(index)
-        b = bucket(minute)
-        g = b["g"].setdefault(index, [0.0, 0.0, 0, None])
-        g[0] += util_sum
-        g[1] += power_sum
-        g[2] += samples
+        g = bucket(minute).gpus.setdefault(index, _GpuSums())
+        g.util += util_sum
+        g.power += power_sum
+        g.samples += samples
         if memory is not None:
-            g[3] = memory if g[3] is None else max(g[3], memory)
+            g.memory = memory if g.memory is None else max(g.memory, memory)
     out: list[HistoryPoint] = []
     shown = 0
     for n in sorted(buckets):
         b = buckets[n]
         latest: tuple[int, bool, str] | None = None
-        for minute, sid, cost in b["spend"]:
+        for minute, sid, cost in b.spend:
             cumulative[sid] += cost
             key = (minute, sid == session_id, sid)
             if latest is None or key > latest:
@@ -221,20 +234,20 @@ def from_ledger(
         t = min(start_s + (n + 1) * step_s, end_s)
         gpus: list[PointGpu] = []
         for index in sorted(indexes):
-            util_sum, power_sum, samples, memory = b["g"].get(index, (0.0, 0.0, 0, None))
+            g = b.gpus.get(index, _GpuSums())
             gpus.append(
                 {
                     "index": index,
-                    "utilization_pct": util_sum / samples if samples else None,
-                    "memory_used_bytes": memory,
-                    "power_w": power_sum / samples if samples else None,
+                    "utilization_pct": g.util / g.samples if g.samples else None,
+                    "memory_used_bytes": g.memory,
+                    "power_w": g.power / g.samples if g.samples else None,
                 }
             )
         out.append(
             {
                 "t": _iso(t),
                 "cost_usd": usd(shown),
-                "rate_usd_per_hour": usd(b["rate"].get("total", 0)),
+                "rate_usd_per_hour": usd(b.rate_total),
                 "gpus": gpus,
             }
         )
