@@ -29,7 +29,6 @@ ALLOWED: frozenset[str] = frozenset(
         "jupyter_gpucost.hub.web.asking_view:listing",
         "jupyter_gpucost.hub.web.handlers:body",
         "jupyter_gpucost.hub.web.hubapi:_users",
-        "jupyter_gpucost.hub.web.idle_view:idle_summary",
         "jupyter_gpucost.hub.web.views:me",
         "jupyter_gpucost.kernel.auto:cell_record",
         "jupyter_gpucost.kernel.gpu_identity:_wait",

@@ -400,6 +400,17 @@ class AlertsSummary(TypedDict):
     failed: list[JsonObject]
 
 
+class IdleSummaryJson(TypedDict):
+    enabled: bool
+    period_days: int
+    idle_gpu_hours: float
+    idle_usd: float
+    reclaimed: int
+    saved_usd: float
+    freed_usd_per_hour: float
+    savings_horizon_h: float
+
+
 class AdminSummary(TypedDict):
     gpu_use: ClusterUse | None
     generated: str
@@ -412,7 +423,7 @@ class AdminSummary(TypedDict):
     today_usd: float
     month_usd: float
     daily: list[ChartDay]
-    idle: JsonObject | None
+    idle: IdleSummaryJson | None
     interruptions: Interruptions
     alerts: AlertsSummary
 

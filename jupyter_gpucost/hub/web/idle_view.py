@@ -5,9 +5,8 @@ saved (see :mod:`.ledger.reclaims` for how "saved" is counted). Pure data, no to
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
-from ...core.wire import JsonObject
+from ...core.wire import IdleSummaryJson, JsonObject
 from ..ledger.reclaims import SAVINGS_HORIZON_S, cost_micro_usd
 from ..model import ServerRow
 from ..service import HubService
@@ -50,7 +49,7 @@ def idle_json(service: HubService, row: ServerRow) -> JsonObject | None:
     }
 
 
-def idle_summary(service: HubService, now: datetime) -> dict[str, Any] | None:
+def idle_summary(service: HubService, now: datetime) -> IdleSummaryJson | None:
     """The idle GPU-hours of the period (ended spans and the running servers' current
     ones), their cost, the servers reclaimed and what that saved."""
     reclaim = service.reclaim
