@@ -26,7 +26,6 @@ ALLOWED: frozenset[str] = frozenset(
         "jupyter_gpucost.core.protocol:binding_standing",
         "jupyter_gpucost.hub.spawn_form:priced_profile_list",
         "jupyter_gpucost.hub.web.asking_view:body",
-        "jupyter_gpucost.hub.web.asking_view:listing",
         "jupyter_gpucost.hub.web.handlers:body",
         "jupyter_gpucost.hub.web.hubapi:_users",
         "jupyter_gpucost.hub.web.views:me",

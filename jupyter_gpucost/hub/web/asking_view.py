@@ -143,7 +143,7 @@ def decide(
 
 def listing(
     store: RequestStore, who: Identity, admin: bool, groups: set[str], now: datetime
-) -> dict[str, Any]:
+) -> dict[str, list[dict[str, object]]]:
     """``who``'s own requests, and the open ones they may decide."""
     mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
     owned = {
