@@ -336,7 +336,9 @@ function mismatches(part: string, shape: object): string[] {
     }
     for (const sent of jsonKinds(keys[key])) {
       if (sent !== 'any' && !accepted.includes(sent)) {
-        found.push(`${key}: the server sends ${sent}, the type does not accept it`);
+        found.push(
+          `${key}: the server sends ${sent}, the type does not accept it`
+        );
       }
     }
   }
@@ -369,8 +371,8 @@ describe('the wire contract', () => {
       'cost_usd: the server sends number, the type does not accept it',
       'rate: the server does not send it'
     ]);
-    expect(mismatches('StatusDocument', { energy_j: { number: true } })).toEqual([
-      'energy_j: the server sends null, the type does not accept it'
-    ]);
+    expect(
+      mismatches('StatusDocument', { energy_j: { number: true } })
+    ).toEqual(['energy_j: the server sends null, the type does not accept it']);
   });
 });
