@@ -43,7 +43,6 @@ ALLOWED: frozenset[str] = frozenset(
         "jupyter_gpucost.server.record.cells:in_memory",
         "jupyter_gpucost.server.record.cells:recent",
         "jupyter_gpucost.server.record.cells:recent_cells",
-        "jupyter_gpucost.server.record.metrics:_create",
         "jupyter_gpucost.server.spot.interruption_code:get_shell_msg",
         "jupyter_gpucost.server.translations:_overrides",
         "jupyter_gpucost.server.translations:_read",
