@@ -28,7 +28,6 @@ ALLOWED: frozenset[str] = frozenset(
         "jupyter_gpucost.hub.web.asking_view:body",
         "jupyter_gpucost.hub.web.handlers:body",
         "jupyter_gpucost.hub.web.hubapi:_users",
-        "jupyter_gpucost.hub.web.views:me",
         "jupyter_gpucost.kernel.gpu_identity:_wait",
         "jupyter_gpucost.kernel.link:request_stop",
         "jupyter_gpucost.kernel.link:set_budget",

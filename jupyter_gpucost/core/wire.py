@@ -400,6 +400,20 @@ class AlertsSummary(TypedDict):
     failed: list[JsonObject]
 
 
+class UserPage(TypedDict):
+    """A user's own page (``views.me``): today, this month, sessions, a chart of days."""
+
+    user: str
+    today_usd: float
+    month_usd: float
+    running: list[ServerSummary]
+    budgets: list[BudgetSummary]
+    sessions: list[JsonObject]
+    daily: list[ChartDay]
+    warning: dict[str, str] | None
+    allowances: NotRequired[list[JsonObject]]  # the API's answer adds them
+
+
 class IdleSummaryJson(TypedDict):
     enabled: bool
     period_days: int
@@ -483,15 +497,3 @@ class HubReplyJson(TypedDict):
     reason: str | None
     stop_kind: str | None
     ledger_unreachable_since: str | None
-
-
-#: the documents of the contract, by the name the contract file gives them
-DOCUMENTS: dict[str, type] = {
-    "status": StatusDocument,
-    "kernels": KernelsDocument,
-    "history": HistoryDocument,
-    "panel": PanelDocument,
-    "hub_summary": AdminSummary,
-    "hub_report": SpendReportJson,
-    "hub_reply": HubReplyJson,
-}

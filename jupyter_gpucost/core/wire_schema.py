@@ -16,12 +16,23 @@ import typing
 from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, Union, get_args, get_origin, is_typeddict
 
-from .wire import DOCUMENTS
+from . import wire
 
 #: a document's or part's keys, each with the kinds its value may be (``null|string``)
 Shape: TypeAlias = dict[str, str]
 
 ABSENT = "absent"
+
+#: the documents of the contract, by the name the contract file gives them
+DOCUMENTS: dict[str, type] = {
+    "status": wire.StatusDocument,
+    "kernels": wire.KernelsDocument,
+    "history": wire.HistoryDocument,
+    "panel": wire.PanelDocument,
+    "hub_summary": wire.AdminSummary,
+    "hub_report": wire.SpendReportJson,
+    "hub_reply": wire.HubReplyJson,
+}
 
 
 def _kinds(hint: object, parts: dict[str, Shape]) -> set[str]:

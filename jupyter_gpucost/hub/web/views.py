@@ -10,7 +10,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
-from typing import Any
 
 from ...core import wire
 from ...core.hub_protocol import HubBudget
@@ -95,7 +94,7 @@ def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[wire.Char
     return [{"day": d.isoformat(), "usd": usd(by_day.get(d, 0))} for d in days]
 
 
-def me(service: HubService, user: str, now: datetime, today: date) -> dict[str, Any]:
+def me(service: HubService, user: str, now: datetime, today: date) -> wire.UserPage:
     """A user's own page: today, this month, their sessions and a chart of days."""
     since = today - timedelta(days=CHART_DAYS - 1)
     budgets = [budget_json(b) for b in service.budgets_for(user)]
