@@ -29,7 +29,7 @@ def scraped(text: str, user: str) -> str:
 @given(deltas=st.lists(st.integers(min_value=-1, max_value=50_000), min_size=1, max_size=300))
 def test_the_cost_counter_reads_the_exact_sum_of_its_samples(deltas: list[int]) -> None:
     user = f"u{secrets.token_hex(6)}"
-    money = _create()["money"]
+    money = _create().money
     for delta in deltas:
         money.inc("cost", user, delta)
     total = sum(d for d in deltas if d > 0)

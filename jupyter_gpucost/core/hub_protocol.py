@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from .i18n import N_
+from .wire import HubReplyJson, SpendReportJson
 
 #: where a single-user server finds the service (set by the spawner's environment)
 ENV_HUB_URL = "GPUCOST_HUB_URL"
@@ -154,7 +155,7 @@ class SpendReport:
     #: the spot interruptions the server recorded, newest (a server that omits them: none)
     interruptions: tuple[ReportedInterruption, ...] = ()
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> SpendReportJson:
         return {
             "version": PROTOCOL_VERSION,
             "session_id": self.session_id,
@@ -339,7 +340,7 @@ class HubReply:
     #: the hub's allowances on this user (a service that has none, or an older one: none)
     allowances: tuple[HubAllowance, ...] = ()
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> HubReplyJson:
         return {
             "version": PROTOCOL_VERSION,
             "allowances": [a.to_json() for a in self.allowances],

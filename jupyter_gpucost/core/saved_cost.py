@@ -107,7 +107,7 @@ class SavedCell:
     gpu_busy_s: dict[str, float] | None = None
     currency: str = RECORD_CURRENCY
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record as the notebook keeps it: its keys always in this order, and the
         optional ones (``gpu_busy_s``, ``simulated``, ``simulated_by``) only where they say
         something (a reader takes their absence as null, false and empty)."""
@@ -310,7 +310,7 @@ class NotebookSummary:
         if cell.at > self.last_at:
             self.last_at = cell.at
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out: dict[str, Any] = {
             "version": SCHEMA_VERSION,
             "total_micro_usd": self.total_micro_usd,

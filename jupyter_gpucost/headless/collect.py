@@ -247,7 +247,7 @@ class CostCollector:
         self.finish(notebook)
 
     # -- the end of a run -------------------------------------------------------------
-    def finish(self, notebook: Node, *, summary_cell: bool | None = None) -> dict[str, Any]:
+    def finish(self, notebook: Node, *, summary_cell: bool | None = None) -> dict[str, object]:
         """Check what cells this run did not execute carry, then write the summary (and
         the summary cell, when asked here or at construction)."""
         if summary_cell is None:

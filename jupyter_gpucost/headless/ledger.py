@@ -42,7 +42,7 @@ class RunEntry:
     cells: tuple[tuple[str, SavedCell], ...]
     user: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "session_id": self.session_id,
             "notebook_path": self.notebook_path,

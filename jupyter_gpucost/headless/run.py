@@ -354,7 +354,7 @@ def stopped_at(collector: CostCollector, step: str) -> None:
     collector.summary.stopped = {"cell": index, "cell_id": cell_id, "note": note, "by": step}
 
 
-def metered(collector: CostCollector, meter: RunMeter, priced: Priced) -> dict[str, Any]:
+def metered(collector: CostCollector, meter: RunMeter, priced: Priced) -> dict[str, object]:
     """What the runner metered: the run's cost (never below its cells'), its wall time and
     rate, and how much of it no cell's record holds."""
     spent = run_cost_micro_usd(collector, meter)

@@ -44,6 +44,7 @@ from ..core.i18n import (
     shipped_languages,
     speaking,
 )
+from ..core.wire import AlertsSummary
 from .budgets import describe, exceeded, spawn_refusal
 from .enforcer import Plan
 from .model import HubConfigError, ServerRow
@@ -317,6 +318,6 @@ class HubAlerts:
                 queued += self.dispatcher.submit(alert, targets)
         return queued
 
-    def page(self) -> dict[str, list[dict[str, object]]]:
+    def page(self) -> AlertsSummary:
         """The admin page's: the latest deliveries and the failed ones (targets masked)."""
         return {"recent": self.dispatcher.recent(), "failed": self.dispatcher.failed()}

@@ -124,7 +124,7 @@ def priced_profile_list(
     base = _base(service_url, api_token)
     slugs = [str(p.get("slug", "")) for p in profile_list]
 
-    async def annotated(spawner: Any) -> list[dict[str, Any]]:
+    async def annotated(spawner: Any) -> list[dict[str, object]]:
         lines = await profile_lines(spawner, base, api_token, [s for s in slugs if s], timeout_s)
         out = []
         for profile, slug in zip(profile_list, slugs, strict=True):

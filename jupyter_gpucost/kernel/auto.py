@@ -64,7 +64,7 @@ def cell_record(
     status: str,
     mode: str,
     kernel: str | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A cell's record as the server takes it (``POST /gpucost/api/cells``), without the
     GPU fields, which the caller adds when it measured them."""
     return {
@@ -155,6 +155,7 @@ class AutoPricer:
         p = prices()
         rate = p.rate_usd_per_hour()
         micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
+        status = status_of(result)
         record = cell_record(
             cell_id=cell_id_of(result) or f"cell-{self.cells + 1}",
             started_epoch_s=epoch0,
@@ -162,7 +163,7 @@ class AutoPricer:
             cpu_s=cpu_s,
             cost_micro_usd=micro,
             rate_usd_per_hour=rate,
-            status=status_of(result),
+            status=status,
             mode="auto",
             kernel=self._kernel_id,
         )
@@ -201,7 +202,7 @@ class AutoPricer:
             wall_s=wall_s,
             started_epoch_s=epoch0,
             mode="auto",
-            status=record["status"],
+            status=status,
         )
         server = link()
         if server is not None:

@@ -14,7 +14,7 @@ import argparse
 import shlex
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -125,7 +125,7 @@ class CellTimer:
         return [call, *lines[1:]]
 
 
-def magic_record(report: CellCost, result: object) -> dict[str, Any]:
+def magic_record(report: CellCost, result: object) -> dict[str, object]:
     """The server's record of a ``%%gpucost`` cell (the panel's history, the badge)."""
     from .link import kernel_id
 

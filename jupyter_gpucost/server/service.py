@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
+from ..core import wire
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
 from ..core.currency import symbol as currency_symbol
@@ -100,7 +101,7 @@ class CostConfig:
 class BudgetDocument(Protocol):
     """The budget as the status document shows it (``budget.BudgetController``)."""
 
-    def payload(self) -> dict[str, Any]: ...
+    def payload(self) -> dict[str, object]: ...
 
 
 def unknown_gpu_bound(
@@ -315,7 +316,7 @@ class CostService:
         """The budget whose document the status shows (set by the extension app)."""
         self.budget = budget
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> wire.StatusDocument:
         """The status document (:func:`status.status_document`) of the latest sample."""
         published = self.sampler.latest
         snapshot = published.snapshot
@@ -393,16 +394,16 @@ class CostService:
             HTTPStatus.SERVICE_UNAVAILABLE,
         )
 
-    def ledger_state(self) -> dict[str, Any]:
+    def ledger_state(self) -> wire.LedgerState:
         return ledger_json(self.ledger_facts())
 
-    def kernels(self) -> dict[str, Any]:
+    def kernels(self) -> wire.KernelsDocument:
         """Per-kernel cost; kernels + unattributed + idle == total, exactly."""
         return kernels_payload(
             self.attributor.latest, self.tracker.trees(), self.cells.by_kernel(), time.time()
         )
 
-    def newest_point(self) -> dict[str, Any] | None:
+    def newest_point(self) -> wire.HistoryPoint | None:
         """The newest point of the history's 5-second step (in memory), or ``None``."""
         snapshot = self.sampler.latest.snapshot
         end_s = snapshot.as_of.timestamp()
@@ -413,11 +414,11 @@ class CostService:
         )
         return points[-1] if points else None
 
-    def session_cells(self, limit: int) -> list[dict[str, Any]]:
+    def session_cells(self, limit: int) -> list[dict[str, object]]:
         """This session's newest cells, newest first (in memory: no ledger read)."""
         return self.cells.in_memory(limit)
 
-    def history(self, window: str | None, step: str | None) -> dict[str, Any]:
+    def history(self, window: str | None, step: str | None) -> wire.HistoryDocument:
         """Spend rate and readings over a window (raises a 400 :class:`Refusal` on bad input,
         a 503 when it needs the ledger while it cannot be reached)."""
         try:
@@ -425,7 +426,7 @@ class CostService:
         except LedgerOffline:
             raise self.ledger_unavailable() from None
 
-    def _history(self, window: str | None, step: str | None) -> dict[str, Any]:
+    def _history(self, window: str | None, step: str | None) -> wire.HistoryDocument:
         window_s = hist.parse_window(window)
         step_s = hist.parse_step(step, window_s)
         snapshot = self.sampler.latest.snapshot
@@ -437,20 +438,25 @@ class CostService:
             if self.ledger is None and window_s > hist.RING_S:
                 step_s = max(step_s, 60)
             points = hist.from_ring(self.ring.since(start_s), start_s, end_s, step_s, gpu_indexes)
-            source = "memory"
+            source: Literal["memory", "ledger"] = "memory"
         else:
             self.recorder.flush_if_stale()
             points = hist.from_ledger(
                 self.ledger, start_s, end_s, step_s, gpu_indexes, self.session_id
             )
             source = "ledger"
+        totals: wire.HistoryTotals
         try:
             totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro_usd)
         except LedgerOffline:
             if source == "ledger":
                 raise
             # the window is in memory: its points stand; the totals say why they are empty
-            totals = {"sessions": [], "days": [], "unavailable": str(self.ledger_unavailable())}
+            totals = {
+                "sessions": [],
+                "days": [],
+                "unavailable": str(self.ledger_unavailable()),
+            }
         return {
             "window_s": window_s,
             "step_s": step_s,
@@ -465,10 +471,10 @@ class CostService:
             "totals": totals,
         }
 
-    def _ledger_totals(self, as_of: datetime, live_micro_usd: int) -> dict[str, Any]:
+    def _ledger_totals(self, as_of: datetime, live_micro_usd: int) -> wire.HistoryTotals:
         """The history's sessions and days from the ledger (:class:`LedgerOffline` while
         it cannot be reached)."""
-        totals: dict[str, Any] = {"sessions": [], "days": []}
+        totals: wire.HistoryTotals = {"sessions": [], "days": []}
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from decimal import Decimal
-from typing import Any
 
 from .._version import __version__
 from ..core.billing import US_PER_S, BillingRule
@@ -31,6 +30,16 @@ from ..core.metering import Metering, metering
 from ..core.money import exact, notice, usd
 from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
+from ..core.wire import (
+    JsonObject,
+    LedgerState,
+    MeteringState,
+    Rightsizing,
+    StatusDocument,
+    StatusGpu,
+    StatusPayload,
+    StatusWarning,
+)
 from ..telemetry.base import TelemetryStatus
 from .gpu_use.attribution import Attribution
 from .ledger import BillFigure, Reset, bill_json
@@ -45,7 +54,7 @@ def _price(value: Decimal) -> float:
     return float(value)
 
 
-def _gpu(g: GpuSessionCost) -> dict[str, Any]:
+def _gpu(g: GpuSessionCost) -> StatusGpu:
     r = g.reading
     unavailable = dict(r.unavailable) if r is not None else {}
     if r is None:
@@ -84,8 +93,8 @@ def _gpu(g: GpuSessionCost) -> dict[str, Any]:
     }
 
 
-def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[dict[str, str]]:
-    warnings = []
+def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[StatusWarning]:
+    warnings: list[StatusWarning] = []
     currency = policy.session_currency
     for g in snapshot.unpriced:
         # only where no bound is known at all, which the server refuses at start-up
@@ -144,8 +153,8 @@ def status_payload(
     rule: BillingRule,
     currency: str,
     currency_symbol: str,
-    more_warnings: Sequence[dict[str, str]] = (),
-) -> dict[str, Any]:
+    more_warnings: Sequence[StatusWarning] = (),
+) -> StatusPayload:
     """The meter, telemetry and price part of the document (``more_warnings`` follow the
     meter's own)."""
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
@@ -248,7 +257,7 @@ def _clock(when: datetime, tz: tzinfo | None) -> str:
     return f"{local:%H:%M} {local.tzname() or ''}".strip()
 
 
-def ledger_json(ledger: LedgerFacts) -> dict[str, Any]:
+def ledger_json(ledger: LedgerFacts) -> LedgerState:
     if not ledger.enabled:
         return {"enabled": False, "reason": ledger.error}
     reset = ledger.reset
@@ -277,7 +286,7 @@ def ledger_json(ledger: LedgerFacts) -> dict[str, Any]:
     }
 
 
-def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[dict[str, str]]:
+def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[StatusWarning]:
     if not ledger.enabled and ledger.error is not None:
         return [
             {
@@ -287,7 +296,7 @@ def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[dict[str, st
                 ).format(error=ledger.error),
             }
         ]
-    warnings = []
+    warnings: list[StatusWarning] = []
     reset = ledger.reset
     if ledger.enabled and reset is not None:
         if reset.sessions is None or reset.cost_micro_usd is None:
@@ -343,7 +352,7 @@ class StatusInputs:
     peak_memory_bytes: int | None
     attribution: Attribution | None
     #: the budget's own document (``None``: the budget is not running)
-    budget: dict[str, Any] | None
+    budget: JsonObject | None
     #: the detected machine and how the prices were chosen
     machine: Machine | None = None
     plan: PricePlan | None = None
@@ -353,7 +362,7 @@ class StatusInputs:
     bill: BillFigure | None = None
 
 
-def metering_json(metering: Metering, currency_symbol: str, rate: float) -> dict[str, Any]:
+def metering_json(metering: Metering, currency_symbol: str, rate: float) -> MeteringState:
     """The ``metering`` object: the state, why no GPU is metered and what a budget can do,
     in the server's language."""
     reason = _(metering.reason) if metering.reason else None
@@ -386,7 +395,7 @@ def sentence(text: str) -> str:
     return text.strip().rstrip(".")
 
 
-def _rightsizing(advice: Advice | None) -> dict[str, Any] | None:
+def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
     return {
@@ -400,7 +409,7 @@ def _rightsizing(advice: Advice | None) -> dict[str, Any] | None:
     }
 
 
-def status_document(inputs: StatusInputs) -> dict[str, Any]:
+def status_document(inputs: StatusInputs) -> StatusDocument:
     """The whole status document."""
     snapshot = inputs.snapshot
     policy = inputs.policy
@@ -430,32 +439,31 @@ def status_document(inputs: StatusInputs) -> dict[str, Any]:
         len(snapshot.gpus), telemetry_reason=inputs.telemetry.reason, whole_instance=None
     )
     shown = metering_json(measured, inputs.currency_symbol, payload["rate_usd_per_hour"])
-    if measured.state == "instance":
+    whole_message = shown["message"]
+    if measured.state == "instance" and whole_message is not None:
         # priced whole: not "0 of its 8 shares are counted"
         machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
-        machine_warnings.append({"code": "instance-whole", "message": shown["message"]})
+        machine_warnings.append({"code": "instance-whole", "message": whole_message})
     payload["warnings"].extend(machine_warnings)
-    payload.update(
-        {
-            "session_id": inputs.session_id,
-            "today_usd": usd(totals.today_micro_usd) if totals else None,
-            "month_usd": usd(totals.month_micro_usd) if totals else None,
-            "all_time_usd": usd(totals.all_time_micro_usd) if totals else None,
-            "ledger": ledger_json(inputs.ledger),
-            "carbon_intensity_g_per_kwh": intensity,
-            "co2_g": None if energy_j is None else round(energy_j / J_PER_KWH * intensity, 3),
-            "rightsizing": _rightsizing(advice),
-            "rightsizing_note": why_not(snapshot) if advice is None else None,
-            "attribution": {
-                "pids_visible": attribution.pids_visible if attribution else True,
-                # a constant of the catalog, translated where it is shown
-                "note": _(attribution.note) if attribution and attribution.note else None,
-            },
-            "budget": inputs.budget,
-            "machine": machine,
-            "metering": shown,
-            # "estimated $X · billed $Y (your bill to ...)": jupyter gpucost reconcile
-            "bill": bill_json(inputs.bill, inputs.currency_symbol),
-        }
-    )
-    return payload
+    return {
+        **payload,
+        "session_id": inputs.session_id,
+        "today_usd": usd(totals.today_micro_usd) if totals else None,
+        "month_usd": usd(totals.month_micro_usd) if totals else None,
+        "all_time_usd": usd(totals.all_time_micro_usd) if totals else None,
+        "ledger": ledger_json(inputs.ledger),
+        "carbon_intensity_g_per_kwh": intensity,
+        "co2_g": None if energy_j is None else round(energy_j / J_PER_KWH * intensity, 3),
+        "rightsizing": _rightsizing(advice),
+        "rightsizing_note": why_not(snapshot) if advice is None else None,
+        "attribution": {
+            "pids_visible": attribution.pids_visible if attribution else True,
+            # a constant of the catalog, translated where it is shown
+            "note": _(attribution.note) if attribution and attribution.note else None,
+        },
+        "budget": inputs.budget,
+        "machine": machine,
+        "metering": shown,
+        # "estimated $X · billed $Y (your bill to ...)": jupyter gpucost reconcile
+        "bill": bill_json(inputs.bill, inputs.currency_symbol),
+    }

@@ -24,9 +24,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+from ..core.wire import HistoryPoint, KernelsDocument, PanelDocument, StatusDocument
 
 STATUS_EVENT_SCHEMA_ID = "https://events.jupyter-gpucost.org/status/v1"
 STATUS_EVENT_SCHEMA_PATH = Path(__file__).with_name("status_event.yaml")
@@ -55,7 +57,7 @@ def listeners(event_logger: Any, schema_id: str = STATUS_EVENT_SCHEMA_ID) -> int
     return len(found)
 
 
-def without_clock(status: dict[str, Any]) -> dict[str, Any]:
+def without_clock(status: Mapping[str, object]) -> dict[str, object]:
     """The status less the fields that change on their own at every sample."""
     return {k: v for k, v in status.items() if k not in CLOCK_FIELDS}
 
@@ -63,24 +65,24 @@ def without_clock(status: dict[str, Any]) -> dict[str, Any]:
 class PanelSource(Protocol):
     """What the panel event reads: in-memory values only (``CostService``)."""
 
-    def kernels(self) -> dict[str, Any]: ...
+    def kernels(self) -> KernelsDocument: ...
 
-    def newest_point(self) -> dict[str, Any] | None: ...
+    def newest_point(self) -> HistoryPoint | None: ...
 
-    def session_cells(self, limit: int) -> list[dict[str, Any]]: ...
+    def session_cells(self, limit: int) -> list[dict[str, object]]: ...
 
 
 class LiveSource(PanelSource, Protocol):
     """The status and the panel's live parts (``CostService``)."""
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> StatusDocument: ...
 
 
 class ExportsSource(Protocol):
-    def payload(self) -> dict[str, Any]: ...
+    def payload(self) -> dict[str, object]: ...
 
 
-def panel_document(source: PanelSource, exports: ExportsSource | None) -> dict[str, Any]:
+def panel_document(source: PanelSource, exports: ExportsSource | None) -> PanelDocument:
     """The panel's live parts, as their routes answer them (``exports``: ``None`` when the
     server runs no export manager)."""
     return {
@@ -101,8 +103,8 @@ class StatusPublisher:
 
     def __init__(
         self,
-        status: Callable[[], dict[str, Any]],
-        emit: Callable[[dict[str, Any]], None],
+        status: Callable[[], Mapping[str, object]],
+        emit: Callable[[dict[str, object]], None],
         *,
         interval_s: float,
         audience: Callable[[], int] = lambda: 1,
@@ -118,7 +120,7 @@ class StatusPublisher:
         self.heartbeat_s = max(float(heartbeat_s), self.period_s)
         self.clock = clock
         self.published = 0
-        self._last: dict[str, Any] | None = None
+        self._last: dict[str, object] | None = None
         self._last_at = float("-inf")
         self._listening = 0
         self._task: asyncio.Task[None] | None = None
@@ -171,7 +173,7 @@ class StatusPublisher:
 
 def start_status_events(
     event_logger: Any,
-    status: Callable[[], dict[str, Any]],
+    status: Callable[[], Mapping[str, object]],
     interval_s: float,
     *,
     schema: tuple[str, Path] = (STATUS_EVENT_SCHEMA_ID, STATUS_EVENT_SCHEMA_PATH),
@@ -185,7 +187,7 @@ def start_status_events(
     if schema_id not in event_logger.schemas:
         event_logger.register_event_schema(schema_path)
 
-    def emit(data: dict[str, Any]) -> None:
+    def emit(data: dict[str, object]) -> None:
         event_logger.emit(schema_id=schema_id, data=data)
 
     publisher = StatusPublisher(

@@ -4,8 +4,6 @@ that cannot be stopped bills until terminated)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.attached_gpus import VmPricing
 from ..core.billed_rate import plan_label
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND
@@ -13,21 +11,23 @@ from ..core.i18n import _, ngettext
 from ..core.instance_prices import InstancePricing, PricePlan
 from ..core.machine import Machine, describe, note_text
 from ..core.meter import MeterSnapshot
+from ..core.wire import JsonObject, StatusWarning
 
 
 def machine_json(
     machine: Machine | None, plan: PricePlan | None, snapshot: MeterSnapshot
-) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+) -> tuple[JsonObject | None, list[StatusWarning]]:
     """The ``machine`` object (``None``: none detected) and its warnings."""
     if machine is None:
         return None, []
     whole = None if plan is None else plan.whole
     vm = None if plan is None else plan.vm
-    doc: dict[str, Any] = {
+    cannot_stop = _(machine.cannot_stop) if machine.cannot_stop else None
+    doc: JsonObject = {
         **machine.to_json(),
         # in the server's language: the detection's own words are constants of the catalog
         "note": note_text(machine, _),
-        "cannot_stop": _(machine.cannot_stop) if machine.cannot_stop else None,
+        "cannot_stop": cannot_stop,
         "label": describe(machine, _),
         # an N1 VM with attached GPUs: the VM priced from its row, each GPU from its own
         "priced": "instance" if whole is not None or vm is not None else "gpu",
@@ -36,10 +36,10 @@ def machine_json(
         # "billed rate from Vast.ai, read 14:02 UTC" where the provider told the rate
         "instance_price_label": plan_label(plan, _),
     }
-    warnings = []
-    if machine.cannot_stop:
+    warnings: list[StatusWarning] = []
+    if cannot_stop:
         # it bills until terminated: the ⚠ in the status bar and a banner in the panel
-        warnings.append({"code": "machine-cannot-stop", "message": doc["cannot_stop"]})
+        warnings.append({"code": "machine-cannot-stop", "message": cannot_stop})
     if whole is not None:
         seen = sum(1 for g in snapshot.gpus if g.model == whole.row.gpu_model)
         if seen != whole.row.gpus:
@@ -66,7 +66,7 @@ def machine_json(
     return doc, warnings
 
 
-def _whole_price(whole: InstancePricing | None) -> dict[str, Any]:
+def _whole_price(whole: InstancePricing | None) -> JsonObject:
     """The ``instance_price_*`` fields of a machine priced whole (``None``: per GPU)."""
     return {
         "instance_price_usd_per_hour": None if whole is None else float(whole.row.usd_per_hour),
@@ -79,7 +79,7 @@ def _whole_price(whole: InstancePricing | None) -> dict[str, Any]:
     }
 
 
-def _vm_price(vm: VmPricing) -> dict[str, Any]:
+def _vm_price(vm: VmPricing) -> JsonObject:
     """The ``instance_price_*`` fields of a VM whose GPUs are priced one by one: the VM's
     own row (its GPUs are in ``gpus``)."""
     return {

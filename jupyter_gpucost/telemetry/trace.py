@@ -143,7 +143,7 @@ def _frame(
     )
 
 
-def frame_to_json(t: float, readings: Iterable[GpuReading]) -> dict[str, Any]:
+def frame_to_json(t: float, readings: Iterable[GpuReading]) -> dict[str, object]:
     return {
         "t": round(t, 3),
         "gpus": [

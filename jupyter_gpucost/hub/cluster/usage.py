@@ -17,9 +17,10 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
-from typing import Any, Protocol
+from typing import Protocol
 
 from ...core.billing import BillingRule
+from ...core.wire import ClusterUse, ServerUsageJson, UsageJson
 from ..accounting import allocated_micro_usd, day_of
 from ..activity import ActivitySource, GpuActivity, UserServer
 from ..ledger.placement import Placement, PlacementLedger
@@ -345,13 +346,13 @@ class ClusterUsage:
 
     # -- what the pages show --------------------------------------------------------------
 
-    def admin(self, today: date) -> dict[str, Any]:
+    def admin(self, today: date) -> ClusterUse:
         """The admin page's part, as JSON (:func:`.views.admin_summary`): the status, each
         user's month, each running server."""
         status = self.status
         users = self.ledger.by_user(today)
         totals = self.ledger.by_server(self.tracked)
-        servers: dict[str, dict[str, object]] = {}
+        servers: dict[str, ServerUsageJson] = {}
         for server_id, tracked in self.tracked.items():
             row = tracked.row
             seen = tracked.seen
@@ -381,7 +382,7 @@ def _iso(when: datetime | None) -> str | None:
     return when.isoformat() if when else None
 
 
-def usage_json(t: UsageTotals) -> dict[str, object]:
+def usage_json(t: UsageTotals) -> UsageJson:
     return {
         "used_usd": t.used_micro_usd / 1_000_000,
         "idle_usd": t.idle_micro_usd / 1_000_000,

@@ -7,7 +7,6 @@ Reads the hub ledger through the service (the usage up to now), never the Hub.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from ...core.i18n import Messages
 from ...core.money import rate as money_rate
@@ -35,7 +34,7 @@ def allowances(
     messages: Messages | None = None,
     symbol: str = "$",
     groups: tuple[str, ...] | None = None,
-) -> tuple[str | None, list[dict[str, Any]]]:
+) -> tuple[str | None, list[dict[str, object]]]:
     """(why ``profile`` may not start on ``user``'s allowances or ``None``, each allowance's
     figures and what is left of it at the profile's rate, in ``messages``' language)."""
     book = service.allowances
@@ -63,7 +62,7 @@ def profile_lines(
     now: datetime,
     messages: Messages,
     symbol: str = "$",
-) -> list[dict[str, Any]]:
+) -> list[dict[str, float | str | None]]:
     """Beside each profile on the spawn page: its price and what is left of the user's
     allowances at its rate (the one that runs out first), ``"$0.53/h — 6 h 20 min left
     this week"``."""

@@ -143,7 +143,7 @@ def decide(
 
 def listing(
     store: RequestStore, who: Identity, admin: bool, groups: set[str], now: datetime
-) -> dict[str, Any]:
+) -> dict[str, list[dict[str, object]]]:
     """``who``'s own requests, and the open ones they may decide."""
     mine = store.of_users([who.name], now - timedelta(days=LISTED_DAYS))
     owned = {
@@ -186,7 +186,7 @@ def requests_csv(store: RequestStore, since: datetime) -> str:
     return out.getvalue()
 
 
-def form_body(fields: dict[str, str]) -> dict[str, Any]:
+def form_body(fields: dict[str, str]) -> dict[str, object]:
     """The user page's forms as the API's body: ``approve`` is the button pressed
     (``approve`` or ``decline``); anything else is refused by the rules, with a sentence."""
     keys = ("source", "amount", "keep_hours", "reason")
@@ -204,7 +204,7 @@ def page(
     now: datetime,
     messages: Messages,
     symbol: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The user page's "ask for more": the allowances one may ask more of, the user's
     latest request and its state, and the open requests ``who`` may decide, each amount
     in words."""
@@ -212,7 +212,7 @@ def page(
     found = listing(store, who, admin, groups, now)
     standings = service.allowances.of_user(who.name, service.groups_of, service.ledger, now)
 
-    def worded(r: dict[str, Any]) -> dict[str, Any]:
+    def worded(r: dict[str, Any]) -> dict[str, object]:
         micro = round(float(r["amount"]) * 10**6)
         return {**r, "amount_text": amount_text(micro, str(r["unit"]), messages, symbol)}
 

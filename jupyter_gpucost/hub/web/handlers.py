@@ -45,6 +45,7 @@ from tornado import web
 from ...core.currency import in_language
 from ...core.i18n import Messages, accept_language, messages_for
 from ...core.refusal import Refusal, hub_error_body
+from ...core.wire import AlertsSummary
 from ..alerting import HubAlerts
 from ..budgets import spawn_refusal
 from ..ledger.requests import RequestStore
@@ -85,7 +86,7 @@ class HandlerContext:
     requests: RequestStore | None = None
     requests_per_week: int = 3
 
-    def alerts_page(self) -> dict[str, list[dict[str, object]]]:
+    def alerts_page(self) -> AlertsSummary:
         """The last alerts and failed deliveries, targets masked (admins only)."""
         return {"recent": [], "failed": []} if self.alerts is None else self.alerts.page()
 

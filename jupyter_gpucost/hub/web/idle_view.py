@@ -5,8 +5,8 @@ saved (see :mod:`.ledger.reclaims` for how "saved" is counted). Pure data, no to
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
+from ...core.wire import IdleSummaryJson, JsonObject
 from ..ledger.reclaims import SAVINGS_HORIZON_S, cost_micro_usd
 from ..model import ServerRow
 from ..service import HubService
@@ -19,39 +19,37 @@ def _usd(micro_usd: int) -> float:
     return round(micro_usd / 1_000_000, 6)
 
 
-def idle_json(service: HubService, row: ServerRow) -> dict[str, Any]:
-    """``{"idle": ...}`` for one running server (``None`` when no idle policy runs)."""
+def idle_json(service: HubService, row: ServerRow) -> JsonObject | None:
+    """A running server's ``idle`` object (``None`` when no idle policy runs)."""
     reclaim = service.reclaim
     if reclaim is None or not reclaim.enabled:
-        return {"idle": None}
+        return None
     view = reclaim.view(row)
     rule = view.rule
     return {
-        "idle": {
-            "policy": None
-            if rule is None
-            else {
-                "after_min": round(rule.after_s / 60, 3),
-                "warn_min": round(rule.warn_s / 60, 3),
-                "busy_idle_max_min": None
-                if rule.busy_idle_max_s is None
-                else round(rule.busy_idle_max_s / 60, 3),
-            },
-            # "idle", "busy" or "unknown", as of the last poll or report
-            "state": view.judgement.verdict,
-            "gpu_source": view.judgement.gpu_source,
-            "gpus_idle": view.judgement.gpus_idle,
-            "kernel_busy": view.judgement.kernel_busy,
-            "idle_min": round(view.idle_s / 60, 2),
-            "stop_at": None if view.warning is None else view.warning.stop_at.isoformat(),
-            # GPUs idle by DCGM, kept up only by a kernel the server reports busy
-            "spared_by_kernel": view.spared_by_kernel,
-            "dcgm_idle_min": round(view.dcgm_idle_s / 60, 2),
-        }
+        "policy": None
+        if rule is None
+        else {
+            "after_min": round(rule.after_s / 60, 3),
+            "warn_min": round(rule.warn_s / 60, 3),
+            "busy_idle_max_min": None
+            if rule.busy_idle_max_s is None
+            else round(rule.busy_idle_max_s / 60, 3),
+        },
+        # "idle", "busy" or "unknown", as of the last poll or report
+        "state": view.judgement.verdict,
+        "gpu_source": view.judgement.gpu_source,
+        "gpus_idle": view.judgement.gpus_idle,
+        "kernel_busy": view.judgement.kernel_busy,
+        "idle_min": round(view.idle_s / 60, 2),
+        "stop_at": None if view.warning is None else view.warning.stop_at.isoformat(),
+        # GPUs idle by DCGM, kept up only by a kernel the server reports busy
+        "spared_by_kernel": view.spared_by_kernel,
+        "dcgm_idle_min": round(view.dcgm_idle_s / 60, 2),
     }
 
 
-def idle_summary(service: HubService, now: datetime) -> dict[str, Any] | None:
+def idle_summary(service: HubService, now: datetime) -> IdleSummaryJson | None:
     """The idle GPU-hours of the period (ended spans and the running servers' current
     ones), their cost, the servers reclaimed and what that saved."""
     reclaim = service.reclaim

@@ -7,11 +7,11 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
-from typing import Any
 
+from ...core import wire
 from ...core.hub_protocol import HubBudget
 from ..accounting import month_start
 from ..allocation import describe
@@ -35,7 +35,7 @@ def usd(micro_usd: int) -> float:
     return round(micro_usd / 1_000_000, 6)
 
 
-def budget_json(budget: HubBudget) -> dict[str, Any]:
+def budget_json(budget: HubBudget) -> wire.BudgetSummary:
     share = budget.spent_micro_usd / budget.amount_micro_usd if budget.amount_micro_usd else 1.0
     return {
         "scope": budget.scope,
@@ -53,11 +53,11 @@ UPPER_BOUND = "upper bound:"
 
 def _servers(
     service: HubService, user: str, rows: list[ServerRow] | None = None
-) -> list[dict[str, Any]]:
+) -> list[wire.ServerSummary]:
     """A user's running servers (``rows``: theirs, when the caller has them at hand)."""
     if rows is None:
         rows = [row for (name, _), row in service.rows.items() if name == user]
-    found = []
+    found: list[wire.ServerSummary] = []
     for row in sorted(rows, key=lambda r: r.server_name):
         server_name = row.server_name
         standing = service.state.get(row.server_id)
@@ -80,13 +80,13 @@ def _servers(
                 "stop_at": standing.stop_at.isoformat() if standing and standing.stop_at else None,
                 "reason": standing.reason if standing else None,
                 "stop_plan": standing.plan.to_json() if standing and standing.plan else None,
-                **idle_json(service, row),
+                "idle": idle_json(service, row),
             }
         )
     return found
 
 
-def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[dict[str, Any]]:
+def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[wire.ChartDay]:
     by_day: dict[date, int] = defaultdict(int)
     for day, _user, micro in rows:
         by_day[day] += micro
@@ -94,7 +94,7 @@ def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[dict[str,
     return [{"day": d.isoformat(), "usd": usd(by_day.get(d, 0))} for d in days]
 
 
-def me(service: HubService, user: str, now: datetime, today: date) -> dict[str, Any]:
+def me(service: HubService, user: str, now: datetime, today: date) -> wire.UserPage:
     """A user's own page: today, this month, their sessions and a chart of days."""
     since = today - timedelta(days=CHART_DAYS - 1)
     budgets = [budget_json(b) for b in service.budgets_for(user)]
@@ -173,7 +173,7 @@ def _session(row: dict[str, object]) -> dict[str, object]:
     return found
 
 
-def _near(budgets: list[dict[str, Any]]) -> float:
+def _near(budgets: list[wire.BudgetSummary]) -> float:
     return max((b["share"] for b in budgets), default=0.0)
 
 
@@ -181,8 +181,8 @@ def admin_summary(
     service: HubService,
     now: datetime,
     today: date,
-    alerts: Mapping[str, list[dict[str, object]]] | None = None,
-) -> dict[str, Any]:
+    alerts: wire.AlertsSummary | None = None,
+) -> wire.AdminSummary:
     """Every user and group: spend today and this month, running servers, budget shares;
     the last alerts and failed deliveries (``alerts``, targets masked: none when the hub
     sends no alerts)."""
@@ -193,7 +193,7 @@ def admin_summary(
     # the spot interruptions their servers reported this month (shown, never billed)
     interrupted = service.ledger.interruptions_by_user(month_start(today))
     names = set(totals) | set(by_user) | set(interrupted)
-    users: list[dict[str, Any]] = []
+    users: list[wire.UserSummary] = []
     for name in sorted(names):
         t = totals.get(name) or UserTotals(name, 0, 0)
         budgets = [budget_json(b) for b in service.budgets_for(name)]
@@ -213,7 +213,7 @@ def admin_summary(
                 "interruptions": _interruptions(interrupted.get(name)),
             }
         )
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, wire.GroupSummary] = {}
     for entry in users:
         for group in entry["groups"]:
             g = groups.setdefault(
@@ -243,25 +243,27 @@ def admin_summary(
                 sum(t.lost_micro_usd for t in interrupted.values()),
             )
         ),
-        "alerts": dict(alerts) if alerts is not None else {"recent": [], "failed": []},
+        "alerts": alerts.copy() if alerts is not None else {"recent": [], "failed": []},
     }
 
 
-def _interruptions(totals: InterruptionTotals | None) -> dict[str, Any]:
+def _interruptions(totals: InterruptionTotals | None) -> wire.Interruptions:
     """A user's (or everyone's) spot interruptions this month, as their servers reported
     them: how many, and what was computed since each one's last checkpoint and lost."""
     t = totals or InterruptionTotals()
     return {"count": t.count, "lost_usd": usd(t.lost_micro_usd)}
 
 
-def _gpu_use(service: HubService, users: list[dict[str, Any]], today: date) -> Any:
+def _gpu_use(
+    service: HubService, users: list[wire.UserSummary], today: date
+) -> wire.ClusterUse | None:
     """GPU use from the cluster's Prometheus (None when not configured), also put on each
     user (this month) and each running server (its session, what DCGM saw last)."""
     if service.cluster is None:
         return None
     found = service.cluster.admin(today)
-    by_user: dict[str, Any] = found["users"]
-    by_server: dict[str, Any] = found["servers"]
+    by_user = found["users"]
+    by_server = found["servers"]
     none = usage_json(UsageTotals())
     for entry in users:
         entry["gpu_use"] = by_user.get(entry["user"], none)
@@ -270,8 +272,8 @@ def _gpu_use(service: HubService, users: list[dict[str, Any]], today: date) -> A
     return found
 
 
-def _dedupe(budgets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: dict[tuple[str, str], dict[str, Any]] = {}
+def _dedupe(budgets: list[wire.BudgetSummary]) -> list[wire.BudgetSummary]:
+    seen: dict[tuple[str, str], wire.BudgetSummary] = {}
     for b in budgets:
         key = (b["scope"], b["source"])
         if key not in seen or b["share"] > seen[key]["share"]:
@@ -279,7 +281,7 @@ def _dedupe(budgets: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def users_csv(summary: dict[str, Any], billed: BilledMonth | None = None) -> str:
+def users_csv(summary: wire.AdminSummary, billed: BilledMonth | None = None) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(
@@ -475,7 +477,7 @@ def metrics(service: HubService, now: datetime | None = None, today: date | None
     return "\n".join(lines) + "\n"
 
 
-def bars(daily: list[dict[str, Any]], width: int = 1100, height: int = 140) -> dict[str, Any]:
+def bars(daily: list[wire.ChartDay], width: int = 1100, height: int = 140) -> dict[str, object]:
     """An SVG bar chart's geometry for a series of days (drawn by the page's template)."""
     top = max((d["usd"] for d in daily), default=0.0) or 1.0
     step = width / max(len(daily), 1)

@@ -108,7 +108,7 @@ class ReplyRecords:
     def finish(self, original: FinishMetadata) -> FinishMetadata:
         def finish_metadata(
             parent: Mapping[str, Any], metadata: dict[str, Any], reply_content: Mapping[str, Any]
-        ) -> dict[str, Any]:
+        ) -> dict[str, object]:
             metadata = original(parent, metadata, reply_content)
             record = self.pending.pop(_msg_id(parent), None)
             if record is None and "" in self.pending:

@@ -134,7 +134,7 @@ class McpEndpoint:
             structured_content=answer,
         )
 
-    async def _answer(self, name: str, arguments: dict[str, object]) -> dict[str, Any]:
+    async def _answer(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
         parts = self.parts
         if name == "cost_status":
             tools.unknown_fields(arguments, ())

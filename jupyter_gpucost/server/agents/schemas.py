@@ -25,7 +25,7 @@ class ToolSpec:
     #: True: it only reads; False: it changes the session's budget or stops it
     read_only: bool = True
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> dict[str, object]:
         """The JSON schema of the arguments, its descriptions in the server's language."""
         return {
             "type": "object",

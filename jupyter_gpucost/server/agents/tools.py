@@ -76,7 +76,7 @@ class AgentParts:
         return self.budget
 
 
-def cost_status(parts: AgentParts) -> dict[str, Any]:
+def cost_status(parts: AgentParts) -> dict[str, object]:
     """What this session has cost, its rate, GPUs, budget and machine: the status document's
     own figures (the status bar's)."""
     status = parts.service.status()
@@ -92,7 +92,7 @@ def cost_status(parts: AgentParts) -> dict[str, Any]:
     return answer
 
 
-def budget_summary(payload: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def budget_summary(payload: Mapping[str, Any] | None) -> dict[str, object] | None:
     """The budget document's parts an agent acts on (``None``: no budget running)."""
     if payload is None:
         return None
@@ -154,7 +154,7 @@ def unknown_fields(arguments: Mapping[str, object], known: Sequence[str]) -> Non
         )
 
 
-def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, Any]:
+def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, object]:
     """What ``duration_s`` (or the wall time of a cell already measured) costs at this
     machine's rate now, and whether the budget has that much left. Reads the ledger when a
     cell is not among this server's own: call it off the event loop."""
@@ -233,7 +233,7 @@ def parse_limit(raw: object) -> int:
     return raw
 
 
-def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, Any]:
+def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, object]:
     """The most expensive cells and notebooks of this session (or of today), with their
     GPU time. Reads the ledger for today: call it off the event loop."""
     unknown_fields(arguments, ("scope", "limit"))
@@ -301,7 +301,7 @@ def day_start(parts: AgentParts, now: datetime) -> datetime:
     return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-async def set_budget(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, Any]:
+async def set_budget(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, object]:
     """A session budget below every limit in force (lower only: an agent never raises or
     removes a budget, the admin's or the user's)."""
     controller = parts.controller()
@@ -318,7 +318,7 @@ async def set_budget(parts: AgentParts, arguments: Mapping[str, object]) -> dict
     }
 
 
-def stop_when_done(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, Any]:
+def stop_when_done(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, object]:
     """Once no kernel is busy, stop as a budget does (countdown, save, export, action):
     what ``%gpucost stop-when-done`` and the panel's "stop when done" ask."""
     controller = parts.controller()

@@ -332,7 +332,7 @@ class BudgetController:
         reply = None if self.hub is None else self.hub.reply
         return None if reply is None else reply.reason
 
-    def _budget_fields(self, s: Standing, now: datetime) -> dict[str, Any]:
+    def _budget_fields(self, s: Standing, now: datetime) -> dict[str, object]:
         out = s.runs_out_at(now, self.spend.rate_usd_per_hour())
         fields: dict[str, Any] = {
             "budget_kind": s.budget.kind,
@@ -453,7 +453,7 @@ class BudgetController:
 
     # -- what the API shows -------------------------------------------------------------
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         request = self.saves.request
         config = self.config
         idle = None
@@ -493,6 +493,6 @@ class BudgetController:
             document["save_request"] = {"id": request.id}
         return document
 
-    def action_log(self) -> list[dict[str, Any]]:
+    def action_log(self) -> list[dict[str, object]]:
         """This session's actions, newest first, as the API shows them."""
         return [a.to_json() for a in reversed(self.actions)]

@@ -68,7 +68,7 @@ class BudgetView:
     currency_symbol: str = "$"
 
 
-def _standing(view: BudgetView, s: Standing) -> dict[str, Any]:
+def _standing(view: BudgetView, s: Standing) -> dict[str, object]:
     out = s.runs_out_at(view.now, view.rate_usd_per_hour)
     return {
         "kind": s.budget.kind,
@@ -102,7 +102,7 @@ def _hub_reason(reply: HubReply) -> str | None:
     return reply.reason
 
 
-def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
+def _hub(view: BudgetView, hub: HubView) -> dict[str, object]:
     reply = hub.reply
     return {
         "source": _(HUB_SOURCE_LABEL),
@@ -133,7 +133,7 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, Any]:
     }
 
 
-def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, Any] | None:
+def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] | None:
     """When, at what amount and how the budget acts, at the current rate (``None``: no
     budget runs out: none set, no rate, spent already, or it has acted)."""
     p, rate = view.policy, view.rate_usd_per_hour
@@ -170,7 +170,7 @@ def _shortened(view: BudgetView) -> str | None:
     )
 
 
-def budget_payload(view: BudgetView) -> dict[str, Any]:
+def budget_payload(view: BudgetView) -> dict[str, object]:
     now, rate, p = view.now, view.rate_usd_per_hour, view.policy
     standings = view.standings
     binding = binding_standing(standings)

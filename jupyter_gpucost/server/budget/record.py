@@ -88,7 +88,7 @@ class ActionRecord:
 
     # -- the edges: JSON in, JSON out -----------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out: dict[str, Any] = {
             "at": self.at,
             "reason": self.reason,

@@ -15,7 +15,6 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .parse import parse_amount, parse_scope
 from .policy import Budget, BudgetError
@@ -34,7 +33,7 @@ class StoredState:
     actions: list[ActionRecord] = field(default_factory=list)
 
 
-def _soft_to_json(budget: Budget | None) -> dict[str, Any] | None:
+def _soft_to_json(budget: Budget | None) -> dict[str, object] | None:
     if budget is None:
         return None
     return {"amount_micro_usd": budget.amount_micro_usd, "scope": budget.scope}

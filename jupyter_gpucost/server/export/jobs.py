@@ -74,7 +74,7 @@ class ExportJob:
         with self.lock:
             self.bytes_done += n
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         with self.lock:
             done, state = self.bytes_done, self.state
         total = self.bytes_total
@@ -138,11 +138,11 @@ class ExportManager:
 
     # -- what the browser may know ------------------------------------------------------
 
-    def targets(self) -> list[dict[str, Any]]:
+    def targets(self) -> list[dict[str, object]]:
         default = self.settings.default_target
         return [t.public(default) for t in self.settings.targets.values()]
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         with self._lock:
             jobs = list(self.jobs.values())
         return {
@@ -326,7 +326,7 @@ class ExportManager:
 
     def _export_source(
         self, job: ExportJob, store: Store, source: Source, written: list[tuple[Store, str]]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         key = self._free_key(store, source.name)
         files: list[tuple[str, Landed]] = []
         if source.is_dir:
@@ -360,7 +360,7 @@ class ExportManager:
 
     def _manifest(
         self, job: ExportJob, source: Source, url: str, files: list[tuple[str, Landed]]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         single = None if source.is_dir else files[0][1]
         return {
             "format": MANIFEST_FORMAT,
@@ -406,7 +406,7 @@ def manifest_user(environ: Mapping[str, str], username: str | None) -> str:
         return username or ""
 
 
-def export_context(service: Any, user_agent_versions: dict[str, str | None]) -> dict[str, Any]:
+def export_context(service: Any, user_agent_versions: dict[str, str | None]) -> dict[str, object]:
     """The session facts a manifest records (from the cost service's latest status)."""
     status = service.status()
     return {

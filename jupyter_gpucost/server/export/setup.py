@@ -7,12 +7,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import HasTraits, TraitError
 
 from ...core.refusal import Refusal
+from ...core.wire import StatusDocument
 from ..traits import trait_bool, trait_dict, trait_int, trait_str
 from .jobs import ExportManager, ExportSettings, export_context, software_versions
 from .stores import MIB, Tuning
@@ -25,7 +26,7 @@ ExportHook = Callable[[], Awaitable[str | None]]
 class StatusSource(Protocol):
     """Where a manifest's session facts come from (the cost service)."""
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> StatusDocument: ...
 
 
 def local_folder(traits: HasTraits) -> Path:

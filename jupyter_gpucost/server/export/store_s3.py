@@ -252,7 +252,7 @@ class S3Store:
         futures: list[Future[dict[str, Any]]] = []
         failed = threading.Event()
 
-        def send(number: int, data: bytes) -> dict[str, Any]:
+        def send(number: int, data: bytes) -> dict[str, object]:
             try:
                 answer = self._call(
                     cancel,

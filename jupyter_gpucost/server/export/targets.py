@@ -55,7 +55,7 @@ class ExportTarget:
         """The URL without any user:password part (safe to show)."""
         return public_url(self.url)
 
-    def public(self, default: str) -> dict[str, Any]:
+    def public(self, default: str) -> dict[str, object]:
         return {
             "name": self.name,
             "label": self.label or self.name,

@@ -4,10 +4,9 @@ machine's cost while its cells ran, and the rows of no kernel; kernels + unattri
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...core.i18n import _
 from ...core.money import usd
+from ...core.wire import KernelCostJson, KernelsDocument
 from ..sampler import utc_now
 from .attribution import Attribution
 from .kernel_procs import uptime_s
@@ -18,7 +17,7 @@ def kernels_payload(
     trees: dict[str, frozenset[int]],
     cells_by_kernel: dict[str, tuple[int, int]],
     now: float,
-) -> dict[str, Any]:
+) -> KernelsDocument:
     """The kernels' costs from the latest attribution; ``trees``: each kernel's processes;
     ``cells_by_kernel``: each kernel's cells this session (their cost in micro-units, how
     many); ``now``: the wall clock, for uptimes."""
@@ -33,7 +32,7 @@ def kernels_payload(
             "minimum_charge_usd": 0.0,
             "kernels": [],
         }
-    kernels = []
+    kernels: list[KernelCostJson] = []
     # beside each kernel's GPU use: the machine's cost while its cells ran (a
     # different measure: the whole machine for each cell's wall time)
     for k in attribution.kernels:

@@ -444,7 +444,7 @@ class Ledger(LedgerReads):
             add_bulk_spend(conn, session_id, list(rows))
 
 
-def _cell_values(session_id: str, record: dict[str, Any]) -> dict[str, Any]:
+def _cell_values(session_id: str, record: dict[str, Any]) -> dict[str, object]:
     """A cell record's row in the cells table."""
     return {
         "session_id": session_id,

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -233,7 +232,7 @@ def bill_figure(days: list[ReconciledDay], resource_id: str) -> BillFigure | Non
     )
 
 
-def bill_json(figure: BillFigure | None, symbol: str) -> dict[str, Any] | None:
+def bill_json(figure: BillFigure | None, symbol: str) -> dict[str, object] | None:
     """The status's ``bill`` object: the estimate beside the bill, and its sentence."""
     if figure is None:
         return None

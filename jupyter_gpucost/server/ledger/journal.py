@@ -39,7 +39,7 @@ class JournalEntry:
     ended: datetime | None = None
 
 
-def _pending_json(p: Pending) -> dict[str, Any]:
+def _pending_json(p: Pending) -> dict[str, object]:
     return {
         "spend": [[m, *row] for m, row in sorted(p.spend.items())],
         "gpus": [

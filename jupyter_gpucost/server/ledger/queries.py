@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -37,6 +37,16 @@ class Totals:
     today_micro_usd: int
     month_micro_usd: int
     all_time_micro_usd: int
+
+
+class SessionRow(TypedDict):
+    """One session of the ledger (``LedgerReads.sessions``)."""
+
+    id: str
+    started_unix_s: float
+    ended_unix_s: float | None
+    last_unix_s: float
+    cost_micro_usd: int
 
 
 class LedgerReads:
@@ -177,7 +187,7 @@ class LedgerReads:
             ).all()
         return [(int(m), int(i), float(u), float(p), int(n), x) for m, i, u, p, n, x in rows]
 
-    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+    def sessions(self, limit: int = 20) -> list[SessionRow]:
         c = sessions_table.c
         with self._reading() as conn:
             rows = conn.execute(
@@ -207,7 +217,7 @@ class LedgerReads:
             per_day[day] = per_day.get(day, 0) + cost
         return sorted(per_day.items())
 
-    def actions(self, limit: int = 50) -> list[dict[str, Any]]:
+    def actions(self, limit: int = 50) -> list[dict[str, object]]:
         """Budget actions, newest first, each with its session id."""
         c = actions_table.c
         with self._reading() as conn:
@@ -219,7 +229,7 @@ class LedgerReads:
             ).all()
         return [{**dict(r.record), "session_id": r.session_id} for r in rows]
 
-    def recent_cells(self, limit: int = 50) -> list[dict[str, Any]]:
+    def recent_cells(self, limit: int = 50) -> list[dict[str, object]]:
         c = cells_table.c
         with self._reading() as conn:
             rows = conn.execute(

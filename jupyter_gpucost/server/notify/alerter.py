@@ -183,7 +183,7 @@ class ServerAlerts:
 
     # -- the panel --------------------------------------------------------------------
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self) -> dict[str, object]:
         """Where alerts go, as the panel shows it: the admin's by kind only, the user's
         masked (with the id that removes or tests one)."""
         return {

@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from ...core.i18n import _
 from ...core.money import usd
 from ...core.refusal import Refusal
+from ...core.wire import HistoryPoint, PointGpu
 from ..inputs import shown
 from ..ledger import Ledger
 
@@ -120,9 +120,9 @@ def _mean(values: list[float]) -> float | None:
 
 def from_ring(
     points: list[Point], start_s: float, end_s: float, step_s: int, gpu_indexes: list[int]
-) -> list[dict[str, Any]]:
+) -> list[HistoryPoint]:
     """Fold one-second points into steps: mean utilisation and power, max memory."""
-    out: list[dict[str, Any]] = []
+    out: list[HistoryPoint] = []
     buckets: dict[int, list[Point]] = {}
     for p in points:
         if start_s <= p.unix_s <= end_s:
@@ -130,7 +130,7 @@ def from_ring(
     for n in sorted(buckets):
         group = buckets[n]
         last = group[-1]
-        gpus = []
+        gpus: list[PointGpu] = []
         for index in gpu_indexes:
             readings = [g for p in group for g in p.gpus if g.index == index]
             util = [g.utilization_pct for g in readings if g.utilization_pct is not None]
@@ -156,6 +156,26 @@ def from_ring(
     return out
 
 
+@dataclass
+class _GpuSums:
+    """One GPU's minutes in a step: utilisation and power summed over samples, peak memory."""
+
+    util: float = 0.0
+    power: float = 0.0
+    samples: int = 0
+    memory: int | None = None
+
+
+@dataclass
+class _Step:
+    """A step's minutes: each session's spend, the rate of its last minute, each GPU's."""
+
+    spend: list[tuple[int, str, int]] = field(default_factory=list)
+    rate_minute: int | None = None
+    rate_total: int = 0
+    gpus: dict[int, _GpuSums] = field(default_factory=dict)
+
+
 def from_ledger(
     ledger: Ledger,
     start_s: float,
@@ -163,7 +183,7 @@ def from_ledger(
     step_s: int,
     gpu_indexes: list[int],
     session_id: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[HistoryPoint]:
     """Fold per-minute rollups of every session into steps.
 
     A point's cost is the billed cost so far of the session live at its time (the one
@@ -174,39 +194,33 @@ def from_ledger(
     gpu_rows = ledger.gpu_minutes_between(start_s, end_s)
     # each session's spend before the window, so that its points carry its whole cost
     cumulative = ledger.sessions_spend_before((row[1] for row in spend), start_s)
-    buckets: dict[int, dict[str, Any]] = {}
+    buckets: dict[int, _Step] = {}
 
-    def bucket(minute: int) -> dict[str, Any]:
-        return buckets.setdefault(
-            int((minute - start_s) // step_s),
-            {"spend": [], "rate": {}, "g": {}},
-        )
+    def bucket(minute: int) -> _Step:
+        return buckets.setdefault(int((minute - start_s) // step_s), _Step())
 
     for minute, sid, cost, rate in spend:
         b = bucket(minute)
-        b["spend"].append((minute, sid, cost))
-        rates = b["rate"]
-        if rates.get("minute") != minute:
-            rates.clear()
-            rates["minute"] = minute
-            rates["total"] = 0
-        rates["total"] += rate
+        b.spend.append((minute, sid, cost))
+        if b.rate_minute != minute:
+            b.rate_minute = minute
+            b.rate_total = 0
+        b.rate_total += rate
     indexes = set(gpu_indexes)
     for minute, index, util_sum, power_sum, samples, memory in gpu_rows:
         indexes.add(index)
-        b = bucket(minute)
-        g = b["g"].setdefault(index, [0.0, 0.0, 0, None])
-        g[0] += util_sum
-        g[1] += power_sum
-        g[2] += samples
+        g = bucket(minute).gpus.setdefault(index, _GpuSums())
+        g.util += util_sum
+        g.power += power_sum
+        g.samples += samples
         if memory is not None:
-            g[3] = memory if g[3] is None else max(g[3], memory)
-    out: list[dict[str, Any]] = []
+            g.memory = memory if g.memory is None else max(g.memory, memory)
+    out: list[HistoryPoint] = []
     shown = 0
     for n in sorted(buckets):
         b = buckets[n]
         latest: tuple[int, bool, str] | None = None
-        for minute, sid, cost in b["spend"]:
+        for minute, sid, cost in b.spend:
             cumulative[sid] += cost
             key = (minute, sid == session_id, sid)
             if latest is None or key > latest:
@@ -214,22 +228,22 @@ def from_ledger(
         if latest is not None:
             shown = cumulative[latest[2]]
         t = min(start_s + (n + 1) * step_s, end_s)
-        gpus = []
+        gpus: list[PointGpu] = []
         for index in sorted(indexes):
-            util_sum, power_sum, samples, memory = b["g"].get(index, (0.0, 0.0, 0, None))
+            g = b.gpus.get(index, _GpuSums())
             gpus.append(
                 {
                     "index": index,
-                    "utilization_pct": util_sum / samples if samples else None,
-                    "memory_used_bytes": memory,
-                    "power_w": power_sum / samples if samples else None,
+                    "utilization_pct": g.util / g.samples if g.samples else None,
+                    "memory_used_bytes": g.memory,
+                    "power_w": g.power / g.samples if g.samples else None,
                 }
             )
         out.append(
             {
                 "t": _iso(t),
                 "cost_usd": usd(shown),
-                "rate_usd_per_hour": usd(b["rate"].get("total", 0)),
+                "rate_usd_per_hour": usd(b.rate_total),
                 "gpus": gpus,
             }
         )

@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily
@@ -24,7 +24,7 @@ from ..sampler import Published
 
 _GPU = ("user", "gpu", "UUID", "modelName")
 _lock = threading.Lock()
-_metrics: dict[str, Any] | None = None
+_metrics: _Families | None = None
 
 
 class MicroCounters(Collector):
@@ -59,13 +59,31 @@ class MicroCounters(Collector):
             yield family
 
 
-def _create() -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Families:
+    """The process's metric families, created once (the default registry refuses
+    duplicates)."""
+
+    money: MicroCounters
+    rate: Gauge
+    session: Gauge
+    gpu_hourly: Gauge
+    util: Gauge
+    memory: Gauge
+    power: Gauge
+    energy: Counter
+    kernel: Gauge
+    currency: Gauge
+    unattributed: Gauge
+
+
+def _create() -> _Families:
     """Create the metrics once per process (the default registry refuses duplicates)."""
     global _metrics
     with _lock:
         if _metrics is None:
-            _metrics = {
-                "money": MicroCounters(
+            _metrics = _Families(
+                money=MicroCounters(
                     {
                         "cost": (
                             "jupyter_gpucost_cost_usd",
@@ -78,59 +96,59 @@ def _create() -> dict[str, Any]:
                         ),
                     }
                 ),
-                "rate": Gauge(
+                rate=Gauge(
                     "jupyter_gpucost_cost_rate_usd_per_hour",
                     "What the server's GPUs and base price cost per hour now, in the currency.",
                     ["user"],
                 ),
-                "session": Gauge(
+                session=Gauge(
                     "jupyter_gpucost_session_cost_usd",
                     "Billed cost of the running session so far, in the currency.",
                     ["user", "session_id"],
                 ),
-                "gpu_hourly": Gauge(
+                gpu_hourly=Gauge(
                     "jupyter_gpucost_gpu_hourly_cost_usd",
                     "Price in force for one GPU per hour (OpenCost: node_gpu_hourly_cost).",
                     list(_GPU),
                 ),
-                "util": Gauge(
+                util=Gauge(
                     "jupyter_gpucost_gpu_utilization_percent",
                     "GPU utilisation in percent (dcgm-exporter: DCGM_FI_DEV_GPU_UTIL).",
                     list(_GPU),
                 ),
-                "memory": Gauge(
+                memory=Gauge(
                     "jupyter_gpucost_gpu_memory_used_bytes",
                     "GPU memory used, in bytes (dcgm-exporter: DCGM_FI_DEV_FB_USED, in MiB).",
                     list(_GPU),
                 ),
-                "power": Gauge(
+                power=Gauge(
                     "jupyter_gpucost_gpu_power_watts",
                     "GPU power draw in watts (dcgm-exporter: DCGM_FI_DEV_POWER_USAGE).",
                     list(_GPU),
                 ),
-                "energy": Counter(
+                energy=Counter(
                     "jupyter_gpucost_gpu_energy_joules",
                     "GPU energy drawn while this server ran, in joules "
                     "(dcgm-exporter: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, in mJ).",
                     list(_GPU),
                 ),
-                "kernel": Gauge(
+                kernel=Gauge(
                     "jupyter_gpucost_kernel_cost_usd",
                     "GPU cost attributed to each kernel of the running session, in the currency.",
                     ["user", "kernel_id", "notebook"],
                 ),
-                "currency": Gauge(
+                currency=Gauge(
                     "jupyter_gpucost_currency_info",
                     "The currency of every amount (ISO 4217 code in the label), always 1.",
                     ["user", "currency"],
                 ),
-                "unattributed": Gauge(
+                unattributed=Gauge(
                     "jupyter_gpucost_unattributed_cost_usd",
                     "GPU cost of the running session attributed to no kernel, in the currency.",
                     ["user"],
                 ),
-            }
-            REGISTRY.register(_metrics["money"])
+            )
+            REGISTRY.register(_metrics.money)
         return _metrics
 
 
@@ -140,7 +158,7 @@ class Metrics:
     def __init__(self, session_id: str, user: str | None = None, *, currency: str = "USD") -> None:
         self.m = _create()
         self.user = user if user is not None else os.environ.get("JUPYTERHUB_USER", "")
-        self.m["currency"].labels(self.user, currency).set(1)
+        self.m.currency.labels(self.user, currency).set(1)
         self.session_id = session_id
         self._last_energy: dict[int, float] = {}
         self._kernel_labels: set[tuple[str, str]] = set()
@@ -150,26 +168,26 @@ class Metrics:
         user = self.user
         m = self.m
         # a counter never goes down: the idle part's rounding may move it by -1
-        m["money"].inc("cost", user, snap.cost_delta_micro_usd)
-        m["money"].inc("idle", user, snap.idle_delta_micro_usd)
-        m["rate"].labels(user).set(float(snap.rate_usd_per_hour))
-        m["session"].labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
+        m.money.inc("cost", user, snap.cost_delta_micro_usd)
+        m.money.inc("idle", user, snap.idle_delta_micro_usd)
+        m.rate.labels(user).set(float(snap.rate_usd_per_hour))
+        m.session.labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
         for g in snap.gpus:
             labels = (user, str(g.index), g.uuid, g.model or g.name)
             if g.price is not None:
-                m["gpu_hourly"].labels(*labels).set(float(g.price.usd_per_gpu_hour))
+                m.gpu_hourly.labels(*labels).set(float(g.price.usd_per_gpu_hour))
             r = g.reading
             if r is None:
                 continue
             if r.utilization_pct is not None:
-                m["util"].labels(*labels).set(r.utilization_pct)
+                m.util.labels(*labels).set(r.utilization_pct)
             if r.memory_used_bytes is not None:
-                m["memory"].labels(*labels).set(r.memory_used_bytes)
+                m.memory.labels(*labels).set(r.memory_used_bytes)
             if r.power_w is not None:
-                m["power"].labels(*labels).set(r.power_w)
+                m.power.labels(*labels).set(r.power_w)
             if g.energy_j is not None:
                 previous = self._last_energy.get(g.index, 0.0)
-                m["energy"].labels(*labels).inc(max(g.energy_j - previous, 0.0))
+                m.energy.labels(*labels).inc(max(g.energy_j - previous, 0.0))
                 self._last_energy[g.index] = g.energy_j
         if attribution is not None:
             live: set[tuple[str, str]] = set()
@@ -178,10 +196,10 @@ class Metrics:
                 if k.ended:
                     continue
                 live.add(key)
-                m["kernel"].labels(user, *key).set(k.cost_micro_usd / 1e6)
+                m.kernel.labels(user, *key).set(k.cost_micro_usd / 1e6)
             # a kernel that is gone leaves no series behind (bounded cardinality)
             for key in self._kernel_labels - live:
                 with contextlib.suppress(KeyError):
-                    m["kernel"].remove(user, *key)
+                    m.kernel.remove(user, *key)
             self._kernel_labels = live
-            m["unattributed"].labels(user).set(attribution.unattributed_micro_usd / 1e6)
+            m.unattributed.labels(user).set(attribution.unattributed_micro_usd / 1e6)

@@ -189,7 +189,7 @@ class NoticeResponder:
     def _left_s(self, deadline: datetime) -> float:
         return (deadline - self.clock()).total_seconds() - MARGIN_S
 
-    async def respond(self, notice: Notice) -> dict[str, Any]:
+    async def respond(self, notice: Notice) -> dict[str, object]:
         deadline = notice.deadline or (self.clock() + timedelta(seconds=KUBERNETES_GRACE_S))
         left = max(0.0, self._left_s(deadline))
         provider = _provider_name(notice.provider)
@@ -345,7 +345,7 @@ class NoticeResponder:
 
     async def _record(
         self, notice: Notice, deadline: datetime, steps: list[Step], summary: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         cost = self.session_cost()
         lost = cost if self._checkpoint_cost is None else cost - self._checkpoint_cost
         machine = self.machine
@@ -395,7 +395,7 @@ class NoticeResponder:
         return _("Spot interruption: {steps}").format(steps="; ".join(parts))
 
 
-def last_interruption(ledger: Ledger | None, session_id: str) -> dict[str, Any] | None:
+def last_interruption(ledger: Ledger | None, session_id: str) -> dict[str, object] | None:
     """The newest interruption of an earlier session, from the ledger (``None``: none)."""
     if ledger is None:
         return None

@@ -120,7 +120,7 @@ def start_interruption(
     if previous is not None:
         previous = {**previous, "line": interrupted_line(previous, service.config.currency_symbol)}
 
-    def document() -> dict[str, Any]:
+    def document() -> dict[str, object]:
         return {"current": responder.current, "last": previous}
 
     budget.interruption = document
