@@ -24,9 +24,9 @@ import pytest
 from jupyter_gpucost.core.billing import BillingRule
 from jupyter_gpucost.core.hub_protocol import GpuTime, KernelSpend, SpendReport
 from jupyter_gpucost.core.wire_schema import conforms, contract
-from jupyter_gpucost.hub.budgets import BudgetPolicy
-from jupyter_gpucost.hub.enforcer import Enforcer
-from jupyter_gpucost.hub.idle.policy import IdleClock, IdlePolicy
+from jupyter_gpucost.hub.budgets import HubBudgetPolicy
+from jupyter_gpucost.hub.enforcer import HubEnforcer
+from jupyter_gpucost.hub.idle.policy import HubIdleClock, IdlePolicy
 from jupyter_gpucost.hub.idle.reclaim import Reclaimer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
@@ -155,8 +155,8 @@ RATE = Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "test")
 
 def test_the_hub_summary_report_and_reply_match_the_contract(tmp_path: Path) -> None:
     ledger = HubLedger(f"sqlite:///{tmp_path / 'hub.sqlite'}", billing=BillingRule(1, 0))
-    reclaimer = Reclaimer(IdlePolicy({"*": {"after_min": 5}}), IdleClock(max_step_s=10), None)
-    svc = HubService(ledger, lambda s: RATE, BudgetPolicy(), Enforcer(60), reclaimer)
+    reclaimer = Reclaimer(IdlePolicy({"*": {"after_min": 5}}), HubIdleClock(max_step_s=10), None)
+    svc = HubService(ledger, lambda s: RATE, HubBudgetPolicy(), HubEnforcer(60), reclaimer)
     try:
         svc.sync([ServerInfo("dora", "", NOW - timedelta(minutes=10), True)], NOW)
         report = SpendReport(

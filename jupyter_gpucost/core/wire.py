@@ -400,7 +400,7 @@ class AlertsSummary(TypedDict):
     failed: list[JsonObject]
 
 
-class UserPage(TypedDict):
+class UserPageJson(TypedDict):
     """A user's own page (``views.me``): today, this month, sessions, a chart of days."""
 
     user: str

@@ -94,7 +94,7 @@ def _chart(rows: Iterable[tuple[date, str, int]], today: date) -> list[wire.Char
     return [{"day": d.isoformat(), "usd": usd(by_day.get(d, 0))} for d in days]
 
 
-def me(service: HubService, user: str, now: datetime, today: date) -> wire.UserPage:
+def me(service: HubService, user: str, now: datetime, today: date) -> wire.UserPageJson:
     """A user's own page: today, this month, their sessions and a chart of days."""
     since = today - timedelta(days=CHART_DAYS - 1)
     budgets = [budget_json(b) for b in service.budgets_for(user)]
