@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traitlets import Bool, Float, HasTraits, Int, List, TraitError, Unicode, validate
+from traitlets import Bool, Dict, Float, HasTraits, Int, List, TraitError, Unicode, validate
 
 from ..alerts.targets import TargetError, parse_targets
-from ..core.catalog import parse_price
+from ..core.catalog import MARKETS, parse_price
 from ..core.currency import is_currency_code
 
 
@@ -78,33 +78,6 @@ def in_range(setting: str, raw: float | str) -> float:
     return value
 
 
-# -- reading traits by name (the budget's and the exports' set-up) --------------------------
-
-
-def trait_str(traits: HasTraits, name: str) -> str:
-    return str(getattr(traits, name))
-
-
-def trait_float(traits: HasTraits, name: str) -> float:
-    return float(getattr(traits, name))
-
-
-def trait_int(traits: HasTraits, name: str) -> int:
-    return int(getattr(traits, name))
-
-
-def trait_bool(traits: HasTraits, name: str) -> bool:
-    return bool(getattr(traits, name))
-
-
-def trait_strings(traits: HasTraits, name: str) -> list[str]:
-    return [str(v) for v in getattr(traits, name)]
-
-
-def trait_dict(traits: HasTraits, name: str) -> dict[str, object]:
-    return {str(k): v for k, v in dict(getattr(traits, name)).items()}
-
-
 def unknown_gpu_price(raw: object) -> float | None:
     """``c.GpuCost.unknown_gpu_usd_per_hour``: a price above 0, or None."""
     if raw is None:
@@ -119,6 +92,86 @@ def unknown_gpu_price(raw: object) -> float | None:
             "above 0 (a GPU is never free), or None for the dearest GPU of the catalog."
         )
     return float(price)
+
+
+class PricingTraits(HasTraits):
+    """Which prices apply: the provider, market, row and region of the catalog, the
+    admin's own prices, and how billed time is rounded. The app reads them once
+    (:mod:`.settings`); their number bounds are :data:`RANGES`."""
+
+    price_provider = Unicode(
+        "aws",
+        config=True,
+        help="The cloud whose list prices apply (a provider of the price catalog, e.g. aws, "
+        "gcp, azure, lambda, runpod).",
+    )
+    price_market = Unicode("on-demand", config=True, help="'on-demand' or 'spot' prices.")
+    price_instance = Unicode(
+        "",
+        config=True,
+        help="When the catalog has several rows for a GPU model at this provider, the "
+        "instance name of the row to use (e.g. 'secure' or 'community' on runpod). Empty: "
+        "the first row.",
+    )
+    price_region = Unicode(
+        "",
+        config=True,
+        help="The region whose catalog rows price this server (e.g. 'eu-west-1', "
+        "'westeurope'), where the machine's own region is not detected. Empty: the detected "
+        "machine's region; if none, the dearest region's price, labelled as an upper bound.",
+    )
+    price_overrides = Dict(
+        config=True,
+        help="Hourly price per GPU that beats the catalog, keyed by catalog model "
+        "(e.g. 'A100-80GB') or by the exact NVML device name: "
+        "{'A100-80GB': 2.10, 'NVIDIA L40S': '1.05'}.",
+    )
+    price_catalog_path = Unicode(
+        "",
+        config=True,
+        help="A TOML price catalog to use instead of the shipped one (same format as "
+        "jupyter_gpucost/data/prices.toml). Empty: the shipped catalog.",
+    )
+    billing_granularity_s = Int(
+        1,
+        config=True,
+        help="Billed time is rounded up to a multiple of this many seconds, 1 (per-second "
+        "billing) to 86400.",
+    )
+    minimum_charge_s = Int(
+        60,
+        config=True,
+        help="Minimum billed time per session, in seconds (AWS and GCP: 60), 0 (no minimum) "
+        "to 86400.",
+    )
+    base_price_usd_per_hour = Float(
+        0.0,
+        config=True,
+        help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
+        "the cost. 0 to count GPUs only.",
+    )
+
+    @validate("price_market")
+    def _check_market(self, proposal: dict[str, Any]) -> str:
+        return one_of("price_market", proposal["value"], MARKETS)
+
+    @validate("base_price_usd_per_hour")
+    def _check_base(self, proposal: dict[str, Any]) -> float:
+        try:
+            parse_price(proposal["value"], what="c.GpuCost.base_price_usd_per_hour")
+        except ValueError as e:
+            raise TraitError(f"{e}.") from None
+        return float(proposal["value"])
+
+    @validate("price_overrides")
+    def _check_overrides(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        value = proposal["value"]
+        for key, price in value.items():
+            try:
+                parse_price(price, what=f"c.GpuCost.price_overrides[{key!r}]")
+            except ValueError as e:
+                raise TraitError(f"{e}.") from None
+        return dict(value)
 
 
 class CurrencyTraits(HasTraits):

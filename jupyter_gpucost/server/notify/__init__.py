@@ -13,6 +13,6 @@ May import: everything below it (the server's base, :mod:`..budget`, ...),
 
 from __future__ import annotations
 
-from .alerter import ServerAlerts, start_alerts
+from .alerter import NotifySettings, ServerAlerts, start_alerts
 
-__all__ = ["ServerAlerts", "start_alerts"]
+__all__ = ["NotifySettings", "ServerAlerts", "start_alerts"]
