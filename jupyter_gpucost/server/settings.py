@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets.config import Config
@@ -27,6 +28,7 @@ from ..cloud.stop import StopSettings
 from ..core.instance_prices import AdminPrices
 from .budget.actions import HubTarget
 from .budget.controller import BudgetConfig
+from .budget.policy import Scope
 from .budget.setup import BudgetTraitValues, check_environment, default_state_path, locked_settings
 from .budget.traits import BudgetTraits
 from .export.jobs import ExportSettings
@@ -84,7 +86,8 @@ def budget_settings(
         check_environment(environ),
         BudgetTraitValues(
             hard_budget_usd=float(traits.hard_budget_usd),
-            hard_budget_scope=str(traits.hard_budget_scope),
+            # the trait's validator made it a scope (parse_scope)
+            hard_budget_scope=cast("Scope", traits.hard_budget_scope),
             budget_grace_s=float(traits.budget_grace_s),
             budget_action=str(traits.budget_action),
         ),

@@ -2,8 +2,10 @@
 the exports as the typed pieces they read (:class:`~.budget.spend.MeterSpend`,
 :class:`~.budget.setup.ServerParts`, the ledger, the status source).
 
-The extension app (:mod:`.app`) calls :func:`start_budget_and_exports` once its service runs;
-a setting that is not valid raises ``TraitError`` or ``BudgetError`` before anything starts.
+The extension app (:mod:`.app`) calls :func:`start_budget_and_exports` once its service runs,
+with the settings it read once from its traits (:class:`~.settings.ServerSettings`); only a
+day's or a month's budget on a server without a ledger is refused here (``TraitError``),
+before the budget starts.
 """
 
 from __future__ import annotations

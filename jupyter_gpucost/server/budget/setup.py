@@ -22,7 +22,7 @@ from .actions import KernelManager
 from .controller import BudgetConfig, BudgetController
 from .events import EventLogger
 from .parse import parse_amount, parse_scope, parse_thresholds
-from .policy import ACTIONS, BudgetError
+from .policy import ACTIONS, BudgetError, Scope
 from .sources import Resolved, Setting, resolve
 from .spend import MeterSpend, SpendSource
 
@@ -62,19 +62,30 @@ ENVIRONMENT = {
 }
 
 
-def check_environment(environ: Mapping[str, str]) -> dict[str, object]:
-    """The budget settings the environment sets, by variable, each checked once (a value
-    that is not valid raises TraitError naming the variable)."""
-    found: dict[str, object] = {}
+@dataclass(frozen=True)
+class EnvironmentBudget:
+    """The budget settings a JupyterHub spawner set in the environment (``None``: unset),
+    checked once by :func:`check_environment`."""
+
+    hard_budget_usd: float | None = None
+    hard_budget_scope: Scope | None = None
+    budget_grace_s: float | None = None
+    budget_action: str | None = None
+
+
+def check_environment(environ: Mapping[str, str]) -> EnvironmentBudget:
+    """The budget settings the environment sets, each checked once (a value that is not
+    valid raises TraitError naming the variable)."""
+    found: dict[str, Any] = {}
     for variable, trait in ENVIRONMENT.items():
         raw = environ.get(variable, "").strip()
         if not raw:
             continue
         try:
-            found[variable] = validate_budget_trait(trait, raw)
+            found[trait] = validate_budget_trait(trait, raw)
         except TraitError as e:
             raise TraitError(f"{variable}={raw!r} is not valid ({e})") from None
-    return found
+    return EnvironmentBudget(**found)
 
 
 def _number(setting: str, value: object, low: float, high: float) -> float:
@@ -135,28 +146,23 @@ class BudgetTraitValues:
     already checked by its trait)."""
 
     hard_budget_usd: float
-    hard_budget_scope: str
+    hard_budget_scope: Scope
     budget_grace_s: float
     budget_action: str
 
 
-def locked_settings(env: Mapping[str, object], config: BudgetTraitValues) -> Resolved:
-    """The hard budget, grace and action in force: the spawner's environment (``env``, from
+def locked_settings(env: EnvironmentBudget, config: BudgetTraitValues) -> Resolved:
+    """The hard budget, grace and action in force: the spawner's environment (checked by
     :func:`check_environment`) is a floor the server's config can only make stricter
     (:mod:`.sources`)."""
-    env_amount, env_scope = env.get("GPUCOST_BUDGET_USD"), env.get("GPUCOST_BUDGET_SCOPE")
-    env_grace, env_action = env.get("GPUCOST_BUDGET_GRACE_S"), env.get("GPUCOST_BUDGET_ACTION")
     return resolve(
         Setting(
-            None if env_amount is None else _micro_usd(env_amount),
+            None if env.hard_budget_usd is None else _micro_usd(env.hard_budget_usd),
             _micro_usd(config.hard_budget_usd),
         ),
-        Setting(
-            None if env_scope is None else parse_scope(env_scope, what="GPUCOST_BUDGET_SCOPE"),
-            parse_scope(config.hard_budget_scope, what="c.GpuCost.hard_budget_scope"),
-        ),
-        Setting(None if env_grace is None else float(str(env_grace)), config.budget_grace_s),
-        Setting(None if env_action is None else str(env_action), config.budget_action),
+        Setting(env.hard_budget_scope, config.hard_budget_scope),
+        Setting(env.budget_grace_s, config.budget_grace_s),
+        Setting(env.budget_action, config.budget_action),
     )
 
 
