@@ -3,7 +3,7 @@ settings, one per concern, the way the hub's are (:mod:`...hub.settings`).
 
 The traits are grouped by concern in mixins of the extension app (:mod:`.app`):
 :class:`~.budget.traits.BudgetTraits`, :class:`~.export.traits.ExportTraits`,
-:class:`~.traits.AlertTraits`, :class:`~.spot.setup.InterruptionTraits`,
+:class:`~.notify.traits.AlertTraits`, :class:`~.spot.setup.InterruptionTraits`,
 :class:`~.machine.spot_prices.SpotPriceTraits`, :class:`~.machine.setup.MachineTraits`,
 :class:`~.traits.PricingTraits`. Each is checked by its own validators when it is set, and
 read here, by attribute, into its concern's settings; the environment's budget settings are
@@ -41,8 +41,9 @@ from .machine.reconciled_rate import ReconciledRateTraits
 from .machine.setup import MachineSettings, MachineTraits, PricingSettings
 from .machine.spot_prices import SpotPriceSettings, SpotPriceTraits, rate_settings
 from .notify import NotifySettings
+from .notify.traits import AlertTraits
 from .spot.setup import InterruptionSettings, InterruptionTraits
-from .traits import AlertTraits, CurrencyTraits, PricingTraits
+from .traits import CurrencyTraits, PricingTraits
 
 
 class GpuCostTraits(
