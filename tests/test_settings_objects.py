@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,8 @@ def test_what_the_admin_configures_is_what_the_parts_get(tmp_path: Path) -> None
             "price_reread_interval_s": 120,
             "detect_machine": False,
             "price_provider": "gcp",
+            "price_overrides": {"A100-80GB": "2.10"},
+            "minimum_charge_s": 0,
         }
     )
     assert settings.budget.hard is not None
@@ -199,6 +202,9 @@ def test_what_the_admin_configures_is_what_the_parts_get(tmp_path: Path) -> None
     assert settings.pricing.rates.interval_s == 120
     assert settings.pricing.admin.provider == "gcp"
     assert settings.pricing.admin.market is None  # not set by the admin
+    assert settings.pricing.provider == "gcp"
+    assert settings.pricing.overrides == {"A100-80GB": Decimal("2.10")}
+    assert settings.pricing.minimum_charge_s == 0
     assert settings.machine.detect is False
 
 

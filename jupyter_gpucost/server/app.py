@@ -19,7 +19,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Float, TraitError, Unicode, default, validate
 
 from ..cloud.interruption import Watcher
-from ..core.catalog import CatalogError, load_catalog, parse_price
+from ..core.catalog import CatalogError, load_catalog
 from ..core.instance_prices import PricePlan
 from . import kernel_auth
 from .agents.setup import Endpoint, start_endpoint
@@ -128,17 +128,18 @@ class GpuCost(GpuCostTraits, ExtensionApp):
             self._refuse_to_start(str(e))
 
     def cost_config(self, settings: ServerSettings) -> CostConfig:
-        """Turn the traits into the service's validated configuration."""
+        """The service's configuration: the pricing settings, the machine detected and its
+        prices, the telemetry and the ledger's traits."""
         pricing = settings.pricing
         try:
             catalog = load_catalog(pricing.catalog_path)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         try:
-            check_provider(catalog, self.price_provider, self.price_instance)
+            check_provider(catalog, pricing.provider, pricing.instance)
             found = resolve_machine(settings.machine, pricing, catalog, os.environ, self.log)
-            unknown = self.unknown_gpu_usd_per_hour
-            bound = unknown_gpu_bound(catalog, found.plan.provider, self.currency, unknown)
+            unknown = pricing.unknown_gpu_per_hour
+            bound = unknown_gpu_bound(catalog, found.plan.provider, pricing.currency, unknown)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         except ValueError as e:
@@ -150,21 +151,16 @@ class GpuCost(GpuCostTraits, ExtensionApp):
             catalog=catalog,
             provider=found.plan.provider,
             market=found.plan.market,
-            instance=self.price_instance,
+            instance=pricing.instance,
             machine=found.machine,
             plan=found.plan,
-            overrides={
-                str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
-                for k, v in self.price_overrides.items()
-            },
+            overrides=dict(pricing.overrides),
             unknown_gpu_usd_per_hour=bound,
-            granularity_s=self.billing_granularity_s,
-            minimum_charge_s=self.minimum_charge_s,
-            base_usd_per_hour=found.plan.base_usd_per_hour(
-                parse_price(self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour")
-            ),
-            currency=self.currency,
-            currency_symbol=self.currency_symbol,
+            granularity_s=pricing.granularity_s,
+            minimum_charge_s=pricing.minimum_charge_s,
+            base_usd_per_hour=found.plan.base_usd_per_hour(pricing.base_per_hour),
+            currency=pricing.currency,
+            currency_symbol=pricing.currency_symbol,
             simulated_trace=self.simulated_trace,
             ledger_url=self.ledger_url,
             data_dir=jupyter_data_dir(),

@@ -25,6 +25,7 @@ from traitlets.config import Config
 from ..cloud.detect import DetectSettings, Endpoints
 from ..cloud.price_refresh import RefreshSettings
 from ..cloud.stop import StopSettings
+from ..core.catalog import parse_price
 from ..core.instance_prices import AdminPrices
 from .budget.actions import HubTarget
 from .budget.controller import BudgetConfig
@@ -239,9 +240,24 @@ def pricing_settings(
         "price_region": str(app.price_region),
     }
     spot = spot_price_settings(app)
+    # the prices were checked by their traits' validators: here they become exact amounts
     return PricingSettings(
         admin=admin_prices(config, values),
         catalog_path=str(app.price_catalog_path) or None,
+        provider=str(app.price_provider),
+        instance=str(app.price_instance),
+        overrides={
+            str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
+            for k, v in app.price_overrides.items()
+        },
+        base_per_hour=parse_price(
+            app.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour"
+        ),
+        granularity_s=int(app.billing_granularity_s),
+        minimum_charge_s=int(app.minimum_charge_s),
+        currency=str(app.currency),
+        currency_symbol=str(app.currency_symbol),
+        unknown_gpu_per_hour=app.unknown_gpu_usd_per_hour,
         spot=spot,
         rates=rate_settings(spot, machine.stop, environ),
         use_billed_rate=bool(app.use_billed_rate),

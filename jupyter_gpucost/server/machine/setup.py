@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -299,6 +300,20 @@ class PricingSettings:
     admin: AdminPrices
     #: None: the shipped catalog
     catalog_path: str | None
+    #: ``price_provider`` and ``price_instance`` as configured (or their defaults)
+    provider: str
+    instance: str
+    #: ``price_overrides``: a price per GPU by catalog model or NVML name
+    overrides: Mapping[str, Decimal]
+    #: ``base_price_usd_per_hour``, in the session's currency
+    base_per_hour: Decimal
+    granularity_s: int
+    minimum_charge_s: int
+    #: "": the provider's currency, its symbol
+    currency: str
+    currency_symbol: str
+    #: ``unknown_gpu_usd_per_hour`` (None: the catalog's dearest GPU)
+    unknown_gpu_per_hour: float | None
     spot: SpotPriceSettings
     rates: RateSettings
     #: ``use_billed_rate``: the rate a reconciled bill showed
