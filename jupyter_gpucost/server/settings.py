@@ -7,8 +7,8 @@ The traits are grouped by concern in mixins of the extension app (:mod:`.app`):
 :class:`~.machine.spot_prices.SpotPriceTraits`, :class:`~.machine.setup.MachineTraits`,
 :class:`~.traits.PricingTraits`, :class:`~.ledger.traits.LedgerTraits`. Each is checked by its
 own validators when it is set, and read here, by attribute, into its concern's settings;
-the environment's budget settings are checked here, once. Nothing below the app reads a trait: the parts take these objects
-(``tests/test_settings_objects.py``).
+the environment's budget settings are checked here, once. Nothing below the app reads a
+trait: the parts take these objects (``tests/test_settings_objects.py``).
 """
 
 from __future__ import annotations
