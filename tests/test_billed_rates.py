@@ -25,7 +25,8 @@ from test_budget_api import wait_for
 
 from jupyter_gpucost.cloud.billed_rates import RateSettings, billed_rate
 from jupyter_gpucost.cloud.lambda_cloud import parse_rate, read_rate
-from jupyter_gpucost.cloud.runpod_rate import parse_runpod, read_runpod_rate
+from jupyter_gpucost.cloud.outcome import StopSettings
+from jupyter_gpucost.cloud.runpod_rate import RUNPOD_GRAPHQL, parse_runpod, read_runpod_rate
 from jupyter_gpucost.cloud.spot_prices import QuoteCache
 from jupyter_gpucost.cloud.vast_rate import parse_vast, read_vast_rate
 from jupyter_gpucost.core.billed_rate import (
@@ -45,7 +46,11 @@ from jupyter_gpucost.core.protocol import ENV_PRICES, decode_prices
 from jupyter_gpucost.core.readings import GpuReading
 from jupyter_gpucost.kernel.cell.prices import from_published
 from jupyter_gpucost.kernel.link import ServerLink
-from jupyter_gpucost.server.machine.spot_prices import billed_rate_plan, rate_settings
+from jupyter_gpucost.server.machine.spot_prices import (
+    SpotPriceSettings,
+    billed_rate_plan,
+    rate_settings,
+)
 
 VAST_ID = "28493017"
 POD = "8y5rumuc2qaq3c"
@@ -281,11 +286,16 @@ def test_a_reading_is_kept_for_the_interval(standin: StandIn, tmp_path: Path) ->
     )
 
 
-class _Traits:
-    billed_rates = True
-    vast_api_key = ""
-    runpod_api_key = ""
-    lambda_api_key = ""
+#: the admin set no keys: the instance's own are read from its environment at start
+_SETTINGS = SpotPriceSettings(
+    aws_spot_prices=True,
+    aws_spot_prices_endpoint="",
+    billed_rates=True,
+    reread_interval_s=3600.0,
+    vast_api_key="",
+    runpod_graphql_url=RUNPOD_GRAPHQL,
+    runpod_api_key="",
+)
 
 
 @settings(max_examples=100, deadline=None)
@@ -300,14 +310,14 @@ def test_a_notebook_changing_the_environment_later_changes_nothing(
     changes: dict[str, str],
 ) -> None:
     environ = {"CONTAINER_API_KEY": VAST_KEY, "RUNPOD_API_KEY": RUNPOD_KEY}
-    settings_at_start = rate_settings(_Traits(), environ)
+    settings_at_start = rate_settings(_SETTINGS, StopSettings(), environ)
     environ.update(changes)
     for name in changes:
         if not changes[name]:
             del environ[name]
     assert settings_at_start.vast_api_key == VAST_KEY
     assert settings_at_start.runpod_api_key == RUNPOD_KEY
-    assert rate_settings(_Traits(), environ) is not settings_at_start
+    assert rate_settings(_SETTINGS, StopSettings(), environ) is not settings_at_start
 
 
 # -- the meter: a new rate applies from then on ------------------------------------------

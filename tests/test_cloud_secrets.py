@@ -373,7 +373,8 @@ def test_an_identity_document_quoting_the_session_token_is_not_repeated(
     log_lines: list[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from jupyter_gpucost.server.machine.setup import MachineTraits, detect_machine, machine_settings
+    from jupyter_gpucost.server.machine.setup import MachineTraits, detect_machine
+    from jupyter_gpucost.server.settings import machine_settings
 
     metadata.cloud.raw["/latest/dynamic/instance-identity/document"] = answer.encode()
     traits = MachineTraits(dmi_path=write_dmi(tmp_path / "dmi", "aws"))

@@ -295,7 +295,7 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "agents.handlers",
         ),
     ),
-    ("app", ("app", "startup")),
+    ("app", ("app", "startup", "settings")),
 ]
 SERVER_ROOMS = [
     "ledger",

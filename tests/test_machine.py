@@ -113,7 +113,8 @@ def test_a_server_with_no_dmi_starts_without_a_connection_to_a_metadata_service(
     # neither DMI nor a cloud's variables: no connection is attempted at all
     import logging
 
-    from jupyter_gpucost.server.machine.setup import MachineTraits, detect_machine, machine_settings
+    from jupyter_gpucost.server.machine.setup import MachineTraits, detect_machine
+    from jupyter_gpucost.server.settings import machine_settings
 
     traits = MachineTraits(dmi_path=str(tmp_path))
     assert detect_machine(machine_settings(traits, {}), {}, logging.getLogger("t")) is None

@@ -198,16 +198,21 @@ def test_a_refusal_says_what_to_grant(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_any_failure_keeps_the_bound_and_says_why(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from traitlets import Bool, HasTraits
-
     from jupyter_gpucost.core.catalog import load_catalog
     from jupyter_gpucost.core.instance_prices import load_instance_rows
     from jupyter_gpucost.core.machine import Machine
     from jupyter_gpucost.server.machine.setup import AdminPrices, price_plan
-    from jupyter_gpucost.server.machine.spot_prices import spot_price_plan
+    from jupyter_gpucost.server.machine.spot_prices import SpotPriceSettings, spot_price_plan
 
-    class Traits(HasTraits):
-        aws_spot_prices = Bool(True)
+    settings = SpotPriceSettings(
+        aws_spot_prices=True,
+        aws_spot_prices_endpoint="",
+        billed_rates=True,
+        reread_interval_s=3600.0,
+        vast_api_key="",
+        runpod_graphql_url="",
+        runpod_api_key="",
+    )
 
     def refused(*args: object, **kwargs: object) -> object:
         raise SpotPriceError("AWS refused DescribeSpotPriceHistory (UnauthorizedOperation)")
@@ -219,7 +224,7 @@ def test_any_failure_keeps_the_bound_and_says_why(
     assert plan.whole.per_gpu.basis == "upper-bound"
     log = logging.getLogger("test-spot-price")
     with caplog.at_level(logging.WARNING, logger="test-spot-price"):
-        assert spot_price_plan(plan, m, Traits(), log) == plan
+        assert spot_price_plan(plan, m, settings, log) == plan
     assert "UnauthorizedOperation" in caplog.text
     assert "upper bound kept" in caplog.text
 

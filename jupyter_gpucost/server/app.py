@@ -11,30 +11,29 @@ from __future__ import annotations
 import os
 import sys
 from typing import Any, NoReturn
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from anyio import to_thread
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
-from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Float, TraitError, Unicode, default, validate
 
-from ..core.catalog import MARKETS, CatalogError, load_catalog, parse_price
+from ..cloud.interruption import Watcher
+from ..core.catalog import CatalogError, load_catalog
 from ..core.instance_prices import PricePlan
 from . import kernel_auth
 from .agents.setup import Endpoint, start_endpoint
 from .agents.tools import AgentParts
 from .budget.controller import BudgetController
 from .budget.policy import BudgetError
-from .budget.traits import BudgetTraits
 from .export.jobs import ExportManager
-from .export.targets import ExportTargetError, normalise_url
-from .hub_link import HubReporter, hub_url_default
+from .hub_link import HubLinkConfig, HubReporter, hub_url_default
 from .machine.setup import MachinePrices, check_provider, resolve_machine
 from .machine.spot_prices import PriceWatch
 from .routes import route_table
 from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
-from .startup import GpuCostTraits, start_budget_and_exports
+from .settings import GpuCostTraits, ServerSettings, server_settings
+from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events
 from .traits import RANGES, in_range, one_of
 from .translations import follow_jupyterlab_language, watch_jupyterlab_language
@@ -44,11 +43,13 @@ class ConfigError(ValueError):
     """A setting has a value it cannot take; the message names it."""
 
 
-class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
+class GpuCost(GpuCostTraits, ExtensionApp):
     name = "jupyter_gpucost"
     description = "What the notebook session costs on rented GPUs, live."
     #: the detected machine and its prices (set by ``cost_config``)
     machine: MachinePrices | None = None
+    #: the spot interruption notice's watch, once started (``None``: nothing watched)
+    _interruption_watch: Watcher | None = None
 
     telemetry = Unicode(
         "auto",
@@ -65,57 +66,6 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         config=True,
         help="Seconds between two GPU readings (0.1 to 3600).",
     )
-    price_provider = Unicode(
-        "aws",
-        config=True,
-        help="The cloud whose list prices apply (a provider of the price catalog, e.g. aws, "
-        "gcp, azure, lambda, runpod).",
-    )
-    price_market = Unicode("on-demand", config=True, help="'on-demand' or 'spot' prices.")
-    price_instance = Unicode(
-        "",
-        config=True,
-        help="When the catalog has several rows for a GPU model at this provider, the "
-        "instance name of the row to use (e.g. 'secure' or 'community' on runpod). Empty: "
-        "the first row.",
-    )
-    price_region = Unicode(
-        "",
-        config=True,
-        help="The region whose catalog rows price this server (e.g. 'eu-west-1', "
-        "'westeurope'), where the machine's own region is not detected. Empty: the detected "
-        "machine's region; if none, the dearest region's price, labelled as an upper bound.",
-    )
-    price_overrides = Dict(
-        config=True,
-        help="Hourly price per GPU that beats the catalog, keyed by catalog model "
-        "(e.g. 'A100-80GB') or by the exact NVML device name: "
-        "{'A100-80GB': 2.10, 'NVIDIA L40S': '1.05'}.",
-    )
-    price_catalog_path = Unicode(
-        "",
-        config=True,
-        help="A TOML price catalog to use instead of the shipped one (same format as "
-        "jupyter_gpucost/data/prices.toml). Empty: the shipped catalog.",
-    )
-    billing_granularity_s = Int(
-        1,
-        config=True,
-        help="Billed time is rounded up to a multiple of this many seconds, 1 (per-second "
-        "billing) to 86400.",
-    )
-    minimum_charge_s = Int(
-        60,
-        config=True,
-        help="Minimum billed time per session, in seconds (AWS and GCP: 60), 0 (no minimum) "
-        "to 86400.",
-    )
-    base_price_usd_per_hour = Float(
-        0.0,
-        config=True,
-        help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
-        "the cost. 0 to count GPUs only.",
-    )
     simulated_trace = Unicode(
         "",
         config=True,
@@ -123,25 +73,6 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         "trace ('a100x2-training', 'h100-live') or a path. Empty: the 2x A100-80GB demo trace.",
     )
 
-    ledger_url = Unicode(
-        "",
-        config=True,
-        help="SQLAlchemy URL of the ledger that keeps every session's cost (e.g. "
-        "'postgresql+psycopg://user@host/gpucost' for one ledger per hub). Empty: SQLite at "
-        "<Jupyter data dir>/gpucost/ledger.sqlite. 'none': no ledger (session totals only).",
-    )
-    ledger_flush_interval_s = Float(
-        5.0,
-        config=True,
-        help="Seconds between two writes to the ledger (0.5 to 300). A server killed hard "
-        "loses at most this much of its cost from the ledger.",
-    )
-    ledger_timezone = Unicode(
-        "",
-        config=True,
-        help="IANA time zone in which 'today' and 'this month' start (e.g. 'Europe/Paris'). "
-        "Empty: the server's local time.",
-    )
     carbon_intensity_g_per_kwh = Float(
         475.0,
         config=True,
@@ -149,19 +80,6 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         "475 is the world-average figure codecarbon falls back on; use your grid's or your "
         "cloud region's figure.",
     )
-
-    @validate("ledger_timezone")
-    def _check_timezone(self, proposal: dict[str, Any]) -> str:
-        value = str(proposal["value"]).strip()
-        if value:
-            try:
-                ZoneInfo(value)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise TraitError(
-                    f"c.GpuCost.ledger_timezone = {value!r} is not valid: use an IANA time "
-                    "zone such as 'UTC' or 'Europe/Paris', or leave it empty."
-                ) from None
-        return value
 
     hub_url = Unicode(
         config=True,
@@ -177,97 +95,9 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
     def _default_hub_url(self) -> str:
         return hub_url_default()
 
-    # -- checkpoint export (docs/export.md) ---------------------------------------------
-    export_targets = Dict(
-        config=True,
-        help="Where checkpoints can be exported: name -> URL, or name -> {'url': ..., "
-        "'options': {...}, 'label': ...} with fsspec/s3fs-style storage options (e.g. "
-        "{'s3': {'url': 's3://bucket/checkpoints', 'options': {'endpoint_url': "
-        "'https://minio.example:9000'}}}). Credentials in options stay on the server. A "
-        "'local' target (export_folder) is always there unless a target of that name is set.",
-    )
-    export_default_target = Unicode(
-        "",
-        config=True,
-        help="The target used when none is chosen. Empty: the one configured target, else 'local'.",
-    )
-    export_folder = Unicode(
-        "",
-        config=True,
-        help="The folder of the 'local' target. Empty: <Jupyter data dir>/gpucost/exports.",
-    )
-    export_allow_urls = Bool(
-        False,
-        config=True,
-        help="Let users export to any s3://, gs:// or file:// URL, not only configured targets.",
-    )
-    export_allow_hidden = Bool(
-        False, config=True, help="Let users export hidden files and folders (names with '.')."
-    )
-    export_part_size_mb = Int(
-        8,
-        config=True,
-        help="Size of the parts of a multipart upload, in MiB (5 to 512; larger when a file "
-        "would need more than 10,000 parts). Memory used by an upload is about "
-        "(export_concurrency + 1) x this.",
-    )
-    export_concurrency = Int(
-        10, config=True, help="Parts of one file uploaded at the same time (1 to 16)."
-    )
-    export_retries = Int(
-        4,
-        config=True,
-        help="Tries after the first for an upload step that fails with a transient error "
-        "(connection lost, 5xx, throttling), with exponential backoff from 0.5 s (0 to 10).",
-    )
-    export_on_budget_paths = List(
-        Unicode(),
-        config=True,
-        help="Paths (relative to the root dir) exported to the default target when a budget "
-        "runs out, after the notebooks are saved and before the budget action.",
-    )
-    export_on_budget_timeout_s = Float(
-        600.0,
-        config=True,
-        help="How long the budget action waits for that export before cancelling it, 1 to "
-        "86400 seconds.",
-    )
-
-    @validate("export_folder")
-    def _check_export_folder(self, proposal: dict[str, Any]) -> str:
-        value = str(proposal["value"]).strip()
-        if value:
-            try:
-                normalise_url(value, what="c.GpuCost.export_folder")
-            except ExportTargetError as e:
-                raise TraitError(f"{e}.") from None
-        return value
-
     @validate("telemetry")
     def _check_telemetry(self, proposal: dict[str, Any]) -> str:
         return one_of("telemetry", proposal["value"], TELEMETRY_MODES)
-
-    @validate("price_market")
-    def _check_market(self, proposal: dict[str, Any]) -> str:
-        return one_of("price_market", proposal["value"], MARKETS)
-
-    @validate("base_price_usd_per_hour")
-    def _check_base(self, proposal: dict[str, Any]) -> float:
-        try:
-            parse_price(proposal["value"], what="c.GpuCost.base_price_usd_per_hour")
-        except ValueError as e:
-            raise TraitError(f"{e}.") from None
-        return float(proposal["value"])
-
-    @validate("price_overrides")
-    def _check_overrides(self, proposal: dict[str, Any]) -> dict[str, Any]:
-        value = proposal["value"]
-        for key, price in value.items():
-            try:
-                parse_price(price, what=f"c.GpuCost.price_overrides[{key!r}]")
-            except ValueError as e:
-                raise TraitError(f"{e}.") from None
-        return dict(value)
 
     @validate(*RANGES)
     def _check_range(self, proposal: dict[str, Any]) -> float:
@@ -288,19 +118,28 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         # otherwise log the error and run on without the extension.
         raise SystemExit(1)
 
-    def cost_config(self) -> CostConfig:
-        """Turn the traits into the service's validated configuration."""
+    def server_settings(self) -> ServerSettings:
+        """Every concern's settings, read once from the traits (:mod:`.settings`)."""
+        root_dir = str(getattr(self.serverapp, "root_dir", "") or os.getcwd())
         try:
-            catalog = load_catalog(self.price_catalog_path or None)
+            hub = HubLinkConfig.from_settings(self.hub_url, self.hub_report_interval_s, os.environ)
+            return server_settings(self, self.config, root_dir, os.environ, hub=hub)
+        except (TraitError, BudgetError, ValueError) as e:
+            self._refuse_to_start(str(e))
+
+    def cost_config(self, settings: ServerSettings) -> CostConfig:
+        """The service's configuration: the pricing settings, the machine detected and its
+        prices, the telemetry and the ledger's traits."""
+        pricing = settings.pricing
+        try:
+            catalog = load_catalog(pricing.catalog_path)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         try:
-            check_provider(catalog, self.price_provider, self.price_instance)
-            found = resolve_machine(
-                self, self.config, catalog, self.price_catalog_path or None, os.environ, self.log
-            )
-            unknown = self.unknown_gpu_usd_per_hour
-            bound = unknown_gpu_bound(catalog, found.plan.provider, self.currency, unknown)
+            check_provider(catalog, pricing.provider, pricing.instance)
+            found = resolve_machine(settings.machine, pricing, catalog, os.environ, self.log)
+            unknown = pricing.unknown_gpu_per_hour
+            bound = unknown_gpu_bound(catalog, found.plan.provider, pricing.currency, unknown)
         except CatalogError as e:
             raise ConfigError(f"c.GpuCost.price_catalog_path: {e}") from None
         except ValueError as e:
@@ -312,21 +151,16 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
             catalog=catalog,
             provider=found.plan.provider,
             market=found.plan.market,
-            instance=self.price_instance,
+            instance=pricing.instance,
             machine=found.machine,
             plan=found.plan,
-            overrides={
-                str(k): parse_price(v, what=f"c.GpuCost.price_overrides[{k!r}]")
-                for k, v in self.price_overrides.items()
-            },
+            overrides=dict(pricing.overrides),
             unknown_gpu_usd_per_hour=bound,
-            granularity_s=self.billing_granularity_s,
-            minimum_charge_s=self.minimum_charge_s,
-            base_usd_per_hour=found.plan.base_usd_per_hour(
-                parse_price(self.base_price_usd_per_hour, what="c.GpuCost.base_price_usd_per_hour")
-            ),
-            currency=self.currency,
-            currency_symbol=self.currency_symbol,
+            granularity_s=pricing.granularity_s,
+            minimum_charge_s=pricing.minimum_charge_s,
+            base_usd_per_hour=found.plan.base_usd_per_hour(pricing.base_per_hour),
+            currency=pricing.currency,
+            currency_symbol=pricing.currency_symbol,
             simulated_trace=self.simulated_trace,
             ledger_url=self.ledger_url,
             data_dir=jupyter_data_dir(),
@@ -338,8 +172,9 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
     def initialize_settings(self) -> None:
         if follow_jupyterlab_language(self.log):
             self._language_watch = watch_jupyterlab_language(self.serverapp, self.log)
+        settings = self.server_settings()
         try:
-            config = self.cost_config()
+            config = self.cost_config(settings)
         except ConfigError as e:
             self._refuse_to_start(str(e))
         service = CostService(config, log=self.log)
@@ -352,12 +187,13 @@ class GpuCost(GpuCostTraits, BudgetTraits, ExtensionApp):
         self._watch_price(service)
         try:
             started = start_budget_and_exports(
-                self, service, self.serverapp, self.log, self.machine
+                settings, service, self.serverapp, self.log, self.machine
             )
         except (TraitError, BudgetError) as e:
             self._refuse_to_start(str(e))
         self.settings.update(started.settings())
         self._hub_link, self._alerts = started.hub, started.alerts
+        self._interruption_watch = started.interruption_watch
         # the agents' MCP endpoint (docs/agents.md): the same service and budget
         self.settings["gpucost_agents"] = start_endpoint(
             AgentParts(service, started.budget), self.log

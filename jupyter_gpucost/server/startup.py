@@ -2,8 +2,10 @@
 the exports as the typed pieces they read (:class:`~.budget.spend.MeterSpend`,
 :class:`~.budget.setup.ServerParts`, the ledger, the status source).
 
-The extension app (:mod:`.app`) calls :func:`start_budget_and_exports` once its service runs;
-a setting that is not valid raises ``TraitError`` or ``BudgetError`` before anything starts.
+The extension app (:mod:`.app`) calls :func:`start_budget_and_exports` once its service runs,
+with the settings it read once from its traits (:class:`~.settings.ServerSettings`); only a
+day's or a month's budget on a server without a ledger is refused here (``TraitError``),
+before the budget starts.
 """
 
 from __future__ import annotations
@@ -16,16 +18,16 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.serverapp import ServerApp
-from traitlets import HasTraits, TraitError
 
+from ..cloud.interruption import Watcher
 from ..core.hub_protocol import SpendReport
 from ..core.sent_keys import TableKeys
 from .budget.actions import busy_kernels
 from .budget.controller import BudgetController
-from .budget.setup import ServerParts, budget_config, start_budget
+from .budget.setup import ServerParts, check_scope, start_budget
 from .budget.spend import LedgerPeriods, MeterSpend
 from .export.jobs import ExportManager
-from .export.setup import BudgetExport, budget_export_hook, export_settings, start_exports
+from .export.setup import BudgetExport, budget_export_hook, start_exports
 from .hub_link import (
     HubLinkConfig,
     HubReporter,
@@ -34,19 +36,16 @@ from .hub_link import (
     reported_interruptions,
 )
 from .ledger.schema import alerts_sent_table
-from .machine.reconciled_rate import ReconciledRateTraits
 from .machine.setup import (
     MachinePrices,
-    MachineTraits,
     instance_stopper,
     machine_can_stop,
     machine_can_terminate,
 )
-from .machine.spot_prices import SpotPriceTraits
 from .notify import ServerAlerts, start_alerts
 from .service import CostService
-from .spot.setup import InterruptionTraits, start_interruption
-from .traits import AlertTraits, CurrencyTraits, trait_float, trait_str, trait_strings
+from .settings import ServerSettings
+from .spot.setup import start_interruption
 
 
 def meter_spend(service: CostService) -> MeterSpend:
@@ -71,7 +70,7 @@ def server_parts(serverapp: ServerApp | None) -> ServerParts:
     )
 
 
-__all__ = ["InterruptionTraits", "SpotPriceTraits", "Started", "start_budget_and_exports"]
+__all__ = ["Started", "start_budget_and_exports"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,9 @@ class Started:
     #: ``None``: no hub service to report to
     hub: HubReporter | None = None
     alerts: ServerAlerts | None = None
+    #: the spot interruption notice's watch (``None``: nothing watched), stopped with the
+    #: extension's other watches
+    interruption_watch: Watcher | None = None
 
     def settings(self) -> dict[str, object]:
         """What the handlers find in the web app's settings."""
@@ -89,16 +91,6 @@ class Started:
             "gpucost_exports": self.exports,
             "gpucost_alerts": self.alerts,
         }
-
-
-def hub_link_config(traits: HasTraits) -> HubLinkConfig | None:
-    """Where spend is reported (raises TraitError naming the setting)."""
-    try:
-        return HubLinkConfig.from_settings(
-            trait_str(traits, "hub_url"), trait_float(traits, "hub_report_interval_s"), os.environ
-        )
-    except ValueError as e:
-        raise TraitError(str(e)) from None
 
 
 def start_hub_link(
@@ -127,20 +119,20 @@ def start_hub_link(
 
 
 def start_budget_and_exports(
-    traits: HasTraits,
+    settings: ServerSettings,
     service: CostService,
     serverapp: ServerApp | None,
     log: logging.Logger,
     machine: MachinePrices | None = None,
 ) -> Started:
-    """Validate the budget and export traits, then start both (raises TraitError or
-    BudgetError, naming the setting, before anything starts)."""
+    """Start the budget and the exports with their settings (raises TraitError, naming the
+    setting, where the budget's scope needs a ledger this server lacks)."""
     spend = meter_spend(service)
+    check_scope(settings.budget, spend)
     # the session's symbol: the admin's, else its currency's (resolved with the catalog)
-    config = replace(budget_config(traits, spend), currency_symbol=service.config.currency_symbol)
-    hub = hub_link_config(traits)
-    root_dir = str(getattr(serverapp, "root_dir", "") or Path.cwd())
-    settings = export_settings(traits, root_dir)
+    config = replace(settings.budget, currency_symbol=service.config.currency_symbol)
+    hub = settings.hub
+    root_dir = settings.export.root_dir
     budget = start_budget(
         config,
         spend,
@@ -177,18 +169,18 @@ def start_budget_and_exports(
                 "c.GpuCost.stop_instance_command): at the budget the server stops itself "
                 "and the machine goes on billing"
             )
-    exports = start_exports(settings, service, log)
+    exports = start_exports(settings.export, service, log)
     budget.export_hook = budget_export_hook(
         BudgetExport(
-            export_on_budget_paths=trait_strings(traits, "export_on_budget_paths"),
-            export_on_budget_timeout_s=trait_float(traits, "export_on_budget_timeout_s"),
+            export_on_budget_paths=settings.export_on_budget.paths,
+            export_on_budget_timeout_s=settings.export_on_budget.timeout_s,
             log=log,
         ),
         exports,
     )
     reporter = None if hub is None else start_hub_link(hub, service, budget, log)
     interruption = start_interruption(
-        traits,
+        settings.interruption,
         service,
         budget,
         exports,
@@ -198,11 +190,8 @@ def start_budget_and_exports(
         None if serverapp is None else serverapp.stop,
         log,
     )
-    if interruption is not None and interruption.watcher is not None:
-        # stopped with the extension's other watches
-        traits._interruption_watch = interruption.watcher  # type: ignore[attr-defined]
     alerts = start_alerts(
-        traits,
+        settings.notify,
         budget,
         data_dir=Path(jupyter_data_dir()),
         machine=None if machine is None else machine.machine,
@@ -224,7 +213,8 @@ def start_budget_and_exports(
                 at=str(record.get("deadline", "")),
             )
         )
-    return Started(budget, exports, reporter, alerts)
+    watcher = None if interruption is None else interruption.watcher
+    return Started(budget, exports, reporter, alerts, watcher)
 
 
 def panel_link(serverapp: ServerApp | None, environ: Mapping[str, str] = os.environ) -> str:
@@ -234,15 +224,3 @@ def panel_link(serverapp: ServerApp | None, environ: Mapping[str, str] = os.envi
     if not base and serverapp is not None:
         base = str(getattr(serverapp, "public_url", "") or serverapp.connection_url)
     return base.rstrip("/") + "/lab" if base else ""
-
-
-class GpuCostTraits(
-    MachineTraits,
-    InterruptionTraits,
-    SpotPriceTraits,
-    ReconciledRateTraits,
-    CurrencyTraits,
-    AlertTraits,
-):
-    """The settings of ``c.GpuCost`` kept outside the app's module: the machine, spot
-    interruptions, spot prices, the billed rate, the currency and alerts."""

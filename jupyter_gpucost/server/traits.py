@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traitlets import Bool, Float, HasTraits, Int, List, TraitError, Unicode, validate
+from traitlets import Dict, Float, HasTraits, Int, TraitError, Unicode, validate
 
-from ..alerts.targets import TargetError, parse_targets
-from ..core.catalog import parse_price
+from ..core.catalog import MARKETS, parse_price
 from ..core.currency import is_currency_code
 
 
@@ -78,33 +77,6 @@ def in_range(setting: str, raw: float | str) -> float:
     return value
 
 
-# -- reading traits by name (the budget's and the exports' set-up) --------------------------
-
-
-def trait_str(traits: HasTraits, name: str) -> str:
-    return str(getattr(traits, name))
-
-
-def trait_float(traits: HasTraits, name: str) -> float:
-    return float(getattr(traits, name))
-
-
-def trait_int(traits: HasTraits, name: str) -> int:
-    return int(getattr(traits, name))
-
-
-def trait_bool(traits: HasTraits, name: str) -> bool:
-    return bool(getattr(traits, name))
-
-
-def trait_strings(traits: HasTraits, name: str) -> list[str]:
-    return [str(v) for v in getattr(traits, name)]
-
-
-def trait_dict(traits: HasTraits, name: str) -> dict[str, object]:
-    return {str(k): v for k, v in dict(getattr(traits, name)).items()}
-
-
 def unknown_gpu_price(raw: object) -> float | None:
     """``c.GpuCost.unknown_gpu_usd_per_hour``: a price above 0, or None."""
     if raw is None:
@@ -119,6 +91,86 @@ def unknown_gpu_price(raw: object) -> float | None:
             "above 0 (a GPU is never free), or None for the dearest GPU of the catalog."
         )
     return float(price)
+
+
+class PricingTraits(HasTraits):
+    """Which prices apply: the provider, market, row and region of the catalog, the
+    admin's own prices, and how billed time is rounded. The app reads them once
+    (:mod:`.settings`); their number bounds are :data:`RANGES`."""
+
+    price_provider = Unicode(
+        "aws",
+        config=True,
+        help="The cloud whose list prices apply (a provider of the price catalog, e.g. aws, "
+        "gcp, azure, lambda, runpod).",
+    )
+    price_market = Unicode("on-demand", config=True, help="'on-demand' or 'spot' prices.")
+    price_instance = Unicode(
+        "",
+        config=True,
+        help="When the catalog has several rows for a GPU model at this provider, the "
+        "instance name of the row to use (e.g. 'secure' or 'community' on runpod). Empty: "
+        "the first row.",
+    )
+    price_region = Unicode(
+        "",
+        config=True,
+        help="The region whose catalog rows price this server (e.g. 'eu-west-1', "
+        "'westeurope'), where the machine's own region is not detected. Empty: the detected "
+        "machine's region; if none, the dearest region's price, labelled as an upper bound.",
+    )
+    price_overrides = Dict(
+        config=True,
+        help="Hourly price per GPU that beats the catalog, keyed by catalog model "
+        "(e.g. 'A100-80GB') or by the exact NVML device name: "
+        "{'A100-80GB': 2.10, 'NVIDIA L40S': '1.05'}.",
+    )
+    price_catalog_path = Unicode(
+        "",
+        config=True,
+        help="A TOML price catalog to use instead of the shipped one (same format as "
+        "jupyter_gpucost/data/prices.toml). Empty: the shipped catalog.",
+    )
+    billing_granularity_s = Int(
+        1,
+        config=True,
+        help="Billed time is rounded up to a multiple of this many seconds, 1 (per-second "
+        "billing) to 86400.",
+    )
+    minimum_charge_s = Int(
+        60,
+        config=True,
+        help="Minimum billed time per session, in seconds (AWS and GCP: 60), 0 (no minimum) "
+        "to 86400.",
+    )
+    base_price_usd_per_hour = Float(
+        0.0,
+        config=True,
+        help="Hourly price of the instance apart from its GPUs (CPU, RAM, disk), added to "
+        "the cost. 0 to count GPUs only.",
+    )
+
+    @validate("price_market")
+    def _check_market(self, proposal: dict[str, Any]) -> str:
+        return one_of("price_market", proposal["value"], MARKETS)
+
+    @validate("base_price_usd_per_hour")
+    def _check_base(self, proposal: dict[str, Any]) -> float:
+        try:
+            parse_price(proposal["value"], what="c.GpuCost.base_price_usd_per_hour")
+        except ValueError as e:
+            raise TraitError(f"{e}.") from None
+        return float(proposal["value"])
+
+    @validate("price_overrides")
+    def _check_overrides(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        value = proposal["value"]
+        for key, price in value.items():
+            try:
+                parse_price(price, what=f"c.GpuCost.price_overrides[{key!r}]")
+            except ValueError as e:
+                raise TraitError(f"{e}.") from None
+        return dict(value)
 
 
 class CurrencyTraits(HasTraits):
@@ -144,62 +196,3 @@ class CurrencyTraits(HasTraits):
     @validate("unknown_gpu_usd_per_hour")
     def _check_unknown_gpu(self, proposal: dict[str, Any]) -> float | None:
         return unknown_gpu_price(proposal["value"])
-
-
-class AlertTraits(HasTraits):
-    """Where the person in charge is alerted (docs/alerts.md). The URLs hold secrets: they
-    are never logged nor shown (the panel lists them masked)."""
-
-    notify = List(
-        Unicode(),
-        config=True,
-        help="Where alerts about this server's spending go: Apprise URLs (mailtos://, "
-        "slack://, msteams://, lark://, dingtalk://, wecombot://, ntfy:// ...) or "
-        "webhook(s)://host/path for the generic JSON webhook. Users cannot read these.",
-    )
-    notify_thresholds_pct = List(
-        Int(),
-        [50, 80, 100],
-        config=True,
-        help="Percentages of a budget at which the targets are alerted, once each.",
-    )
-    notify_spike_factor = Float(
-        3.0,
-        config=True,
-        help="Alert when today's spend is above this many times the median day (of the last "
-        "14 days with spend, at least 3; needs the ledger), 0 (never) to 1000.",
-    )
-    notify_user_targets = Bool(
-        True,
-        config=True,
-        help="Let the user add targets for their own alerts from the panel.",
-    )
-    notify_state_path = Unicode(
-        "",
-        config=True,
-        help="The JSON file keeping the alerts already sent and the user's own targets. "
-        "Empty: <Jupyter data dir>/gpucost/alerts.json.",
-    )
-
-    @validate("notify")
-    def _check_notify(self, proposal: dict[str, Any]) -> list[str]:
-        try:
-            return [t.url for t in parse_targets(proposal["value"], "c.GpuCost.notify")]
-        except TargetError as e:
-            raise TraitError(str(e)) from None
-
-    @validate("notify_spike_factor")
-    def _check_spike_factor(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        within("notify_spike_factor", value, 0, 1000, "a number from 0 (never) to 1000")
-        return value
-
-    @validate("notify_thresholds_pct")
-    def _check_notify_thresholds(self, proposal: dict[str, Any]) -> list[int]:
-        values = [int(v) for v in proposal["value"]]
-        if not values or any(not 1 <= v <= 1000 for v in values):
-            raise TraitError(
-                f"c.GpuCost.notify_thresholds_pct = {proposal['value']!r} is not valid: use "
-                "whole percentages from 1 to 1000, such as [50, 80, 100]."
-            )
-        return sorted(set(values))

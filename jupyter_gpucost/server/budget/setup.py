@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from jupyter_core.paths import jupyter_data_dir
-from traitlets import HasTraits, TraitError
+from traitlets import TraitError
 
 from ...core.money import exact, to_usd
-from ..traits import one_of, trait_str
-from .actions import HubTarget, KernelManager
+from ..traits import one_of
+from .actions import KernelManager
 from .controller import BudgetConfig, BudgetController
 from .events import EventLogger
 from .parse import parse_amount, parse_scope, parse_thresholds
-from .policy import ACTIONS, BudgetError
+from .policy import ACTIONS, BudgetError, Scope
 from .sources import Resolved, Setting, resolve
 from .spend import MeterSpend, SpendSource
 
@@ -31,17 +30,26 @@ IDLE_ACTIONS = ("warn", "act")
 
 
 def budget_env_default(name: str, fallback: str) -> str:
-    """The environment's value for a budget setting (a JupyterHub spawner sets these)."""
-    value = os.environ.get(name, "").strip()
-    return value or fallback
+    """A budget trait's default from the environment (a JupyterHub spawner sets these),
+    checked here as a configured value is by the trait's validator; one that is not valid
+    is kept as written: ``check_environment`` refuses it at start-up, naming the variable
+    (a trait default must not raise)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return fallback
+    try:
+        return str(validate_budget_trait(ENVIRONMENT[name], raw))
+    except TraitError:
+        return raw
 
 
 def budget_env_number(name: str, fallback: str) -> float:
-    """A number from the environment; NaN when it is not one (reported at start-up by
-    ``check_environment``: a trait default must not raise)."""
+    """A number default from the environment; NaN when it is not a valid one (reported at
+    start-up by ``check_environment``)."""
+    raw = os.environ.get(name, "").strip() or fallback
     try:
-        return float(budget_env_default(name, fallback))
-    except ValueError:
+        return float(validate_budget_trait(ENVIRONMENT[name], raw))
+    except (TraitError, ValueError):
         return float("nan")
 
 
@@ -54,17 +62,30 @@ ENVIRONMENT = {
 }
 
 
-def check_environment(environ: dict[str, str] | None = None) -> None:
-    """Refuse a budget setting from the environment that is not valid (names it)."""
-    environ = dict(os.environ if environ is None else environ)
+@dataclass(frozen=True)
+class EnvironmentBudget:
+    """The budget settings a JupyterHub spawner set in the environment (``None``: unset),
+    checked once by :func:`check_environment`."""
+
+    hard_budget_usd: float | None = None
+    hard_budget_scope: Scope | None = None
+    budget_grace_s: float | None = None
+    budget_action: str | None = None
+
+
+def check_environment(environ: Mapping[str, str]) -> EnvironmentBudget:
+    """The budget settings the environment sets, each checked once (a value that is not
+    valid raises TraitError naming the variable)."""
+    found: dict[str, Any] = {}
     for variable, trait in ENVIRONMENT.items():
         raw = environ.get(variable, "").strip()
         if not raw:
             continue
         try:
-            validate_budget_trait(trait, raw)
+            found[trait] = validate_budget_trait(trait, raw)
         except TraitError as e:
             raise TraitError(f"{variable}={raw!r} is not valid ({e})") from None
+    return EnvironmentBudget(**found)
 
 
 def _number(setting: str, value: object, low: float, high: float) -> float:
@@ -119,78 +140,45 @@ def _micro_usd(value: object) -> int:
     return 0 if amount == 0 else parse_amount(repr(amount), what="hard_budget_usd")
 
 
-def _env(name: str) -> object | None:
-    """The validated value of a budget variable the environment sets (``None``: unset)."""
-    raw = os.environ.get(name, "").strip()
-    return validate_budget_trait(ENVIRONMENT[name], raw) if raw else None
+@dataclass(frozen=True)
+class BudgetTraitValues:
+    """The budget traits the environment may also set, as the config gives them (each
+    already checked by its trait)."""
+
+    hard_budget_usd: float
+    hard_budget_scope: Scope
+    budget_grace_s: float
+    budget_action: str
 
 
-def locked_settings(traits: HasTraits) -> Resolved:
-    """The hard budget, grace and action in force: the spawner's environment is a floor
-    the server's config can only make stricter (:mod:`.sources`)."""
-
-    def get(name: str) -> object:
-        # trait defaults (from the environment) are not validated by traitlets
-        value: object = validate_budget_trait(name, getattr(traits, name))
-        return value
-
-    env_amount, env_scope = _env("GPUCOST_BUDGET_USD"), _env("GPUCOST_BUDGET_SCOPE")
-    env_grace, env_action = _env("GPUCOST_BUDGET_GRACE_S"), _env("GPUCOST_BUDGET_ACTION")
+def locked_settings(env: EnvironmentBudget, config: BudgetTraitValues) -> Resolved:
+    """The hard budget, grace and action in force: the spawner's environment (checked by
+    :func:`check_environment`) is a floor the server's config can only make stricter
+    (:mod:`.sources`)."""
     return resolve(
         Setting(
-            None if env_amount is None else _micro_usd(env_amount),
-            _micro_usd(get("hard_budget_usd")),
+            None if env.hard_budget_usd is None else _micro_usd(env.hard_budget_usd),
+            _micro_usd(config.hard_budget_usd),
         ),
-        Setting(
-            None if env_scope is None else parse_scope(env_scope, what="GPUCOST_BUDGET_SCOPE"),
-            parse_scope(get("hard_budget_scope"), what="c.GpuCost.hard_budget_scope"),
-        ),
-        Setting(
-            None if env_grace is None else float(str(env_grace)),
-            float(str(get("budget_grace_s"))),
-        ),
-        Setting(None if env_action is None else str(env_action), str(get("budget_action"))),
+        Setting(env.hard_budget_scope, config.hard_budget_scope),
+        Setting(env.budget_grace_s, config.budget_grace_s),
+        Setting(env.budget_action, config.budget_action),
     )
 
 
-def budget_config(traits: HasTraits, spend: SpendSource) -> BudgetConfig:
-    """The validated budget configuration of the ``GpuCost`` traits (raises TraitError)."""
-    check_environment()
-
-    def get(name: str) -> object:
-        value: object = validate_budget_trait(name, getattr(traits, name))
-        return value
-
-    def number(name: str) -> float:
-        return float(str(get(name)))
-
-    locked = locked_settings(traits)
-    hard = locked.hard
+def check_scope(config: BudgetConfig, spend: SpendSource) -> None:
+    """A day's or a month's budget needs the ledger's totals (else TraitError)."""
+    hard = config.hard
     if hard is not None and not spend.supports(hard.scope):
         raise TraitError(
             f"c.GpuCost.hard_budget_scope = {hard.scope!r} needs the ledger (today/month "
             "totals), which this server does not have: use 'session'."
         )
-    path = trait_str(traits, "budget_state_path") or str(
-        Path(jupyter_data_dir()) / "gpucost" / "budget.json"
-    )
-    return BudgetConfig(
-        hard=hard,
-        thresholds_pct=parse_thresholds(
-            cast("list[object]", get("budget_thresholds_pct")),
-            what="c.GpuCost.budget_thresholds_pct",
-        ),
-        grace_s=locked.grace_s,
-        action=locked.action,
-        save_timeout_s=number("budget_save_timeout_s"),
-        idle_minutes=number("idle_gpu_minutes"),
-        idle_action=str(get("idle_gpu_action")),
-        idle_utilization_pct=number("idle_gpu_utilization_pct"),
-        state_path=Path(path),
-        hub=HubTarget.from_environ(os.environ),
-        currency_symbol=trait_str(traits, "currency_symbol"),
-        overruled=locked.overruled,
-    )
+
+
+def default_state_path(data_dir: str) -> Path:
+    """Where the budget's state is kept when ``budget_state_path`` is empty."""
+    return Path(data_dir) / "gpucost" / "budget.json"
 
 
 @dataclass(frozen=True)

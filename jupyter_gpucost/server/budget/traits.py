@@ -2,9 +2,10 @@
 warnings, the grace countdown and the action, idle GPUs, and where the state is kept.
 
 The hard budget, its scope, the grace and the action also come from the environment a
-JupyterHub spawner sets (``GPUCOST_BUDGET_*``): those are the traits' dynamic defaults, and
-:func:`.setup.locked_settings` keeps the stricter of the two. The help prints the default in
-force when neither is set.
+JupyterHub spawner sets (``GPUCOST_BUDGET_*``): those are the traits' dynamic defaults
+(checked as a configured value is), and :func:`.setup.locked_settings` keeps the stricter of
+the two. The help prints the default in force when neither is set. The app reads these
+traits once into a :class:`~.controller.BudgetConfig` (:mod:`..settings`).
 """
 
 from __future__ import annotations

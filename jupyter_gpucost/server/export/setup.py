@@ -1,4 +1,5 @@
-"""Turn the ``GpuCost`` export traits into a running ``ExportManager``."""
+"""The export's settings (read once from the ``GpuCost`` traits by the app,
+:mod:`..settings`) made into a running ``ExportManager``, and the budget's export step."""
 
 from __future__ import annotations
 
@@ -9,14 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from jupyter_core.paths import jupyter_data_dir
-from traitlets import HasTraits, TraitError
+from traitlets import TraitError
 
 from ...core.refusal import Refusal
 from ...core.wire import StatusDocument
-from ..traits import trait_bool, trait_dict, trait_int, trait_str
 from .jobs import ExportManager, ExportSettings, export_context, software_versions
-from .stores import MIB, Tuning
+from .stores import Tuning
 from .targets import ExportTargetError, choose_default, parse_targets
 
 #: the budget action's export step: ``async () -> what was exported``
@@ -29,32 +28,34 @@ class StatusSource(Protocol):
     def status(self) -> StatusDocument: ...
 
 
-def local_folder(traits: HasTraits) -> Path:
-    folder = trait_str(traits, "export_folder")
-    return Path(folder or Path(jupyter_data_dir()) / "gpucost" / "exports")
+def local_folder(folder: str, data_dir: str) -> Path:
+    """The ``local`` target's folder: ``export_folder``, else the data directory's."""
+    return Path(folder or Path(data_dir) / "gpucost" / "exports")
 
 
-def export_settings(traits: HasTraits, root_dir: str) -> ExportSettings:
-    """The validated export settings of the ``GpuCost`` traits (raises TraitError)."""
-
+def export_settings(
+    targets: dict[str, object],
+    default_target: str,
+    local: Path,
+    root_dir: str,
+    *,
+    allow_urls: bool,
+    allow_hidden: bool,
+    tuning: Tuning,
+) -> ExportSettings:
+    """The export settings, the targets checked (raises TraitError naming the setting)."""
     try:
-        targets = parse_targets(
-            trait_dict(traits, "export_targets"), local_default=local_folder(traits)
-        )
-        default = choose_default(targets, trait_str(traits, "export_default_target"))
+        parsed = parse_targets(targets, local_default=local)
+        default = choose_default(parsed, default_target)
     except ExportTargetError as e:
         raise TraitError(f"{e}.") from None
     return ExportSettings(
-        targets=targets,
+        targets=parsed,
         default_target=default,
         root_dir=root_dir,
-        allow_urls=trait_bool(traits, "export_allow_urls"),
-        allow_hidden=trait_bool(traits, "export_allow_hidden"),
-        tuning=Tuning(
-            part_size_bytes=trait_int(traits, "export_part_size_mb") * MIB,
-            concurrency=trait_int(traits, "export_concurrency"),
-            retries=trait_int(traits, "export_retries"),
-        ),
+        allow_urls=allow_urls,
+        allow_hidden=allow_hidden,
+        tuning=tuning,
     )
 
 
@@ -76,6 +77,14 @@ class BudgetExportOptions(Protocol):
 
     @property
     def log(self) -> logging.Logger: ...
+
+
+@dataclass(frozen=True)
+class ExportOnBudget:
+    """``export_on_budget_paths`` and ``export_on_budget_timeout_s``, read once."""
+
+    paths: tuple[str, ...]
+    timeout_s: float
 
 
 @dataclass(frozen=True)

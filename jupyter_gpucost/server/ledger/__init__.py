@@ -29,7 +29,8 @@ never fails because of its ledger.
 This package is the ledger's one entry point (:class:`Ledger`); its parts are the tables
 (``schema``), opening and moving a damaged file aside (``opening``), the writes
 (``writes``), the queries and rollups read back (``queries``) and the journal of what a
-server could not write to a remote ledger (``journal``).
+server could not write to a remote ledger (``journal``); its settings of ``c.GpuCost``
+(``traits``), read by the app.
 
 May import: ``jupyter_gpucost.core`` only; never another room of the server, the service
 or the app (the headless tools read it too).

@@ -1,35 +1,35 @@
 """The machine's settings and its wiring: detection at start-up, prices, the stop driver.
 
 The ``GpuCost`` traits of this concern live here (:class:`MachineTraits`, a base of the
-extension app); :func:`detect_machine` runs the detection (:mod:`...cloud.detect`) in a
-worker thread, bounded, before the server serves; :func:`price_plan` applies the rule of
-:func:`...core.instance_prices.plan_prices`: the admin's settings always win.
+extension app), read once by the app into :class:`MachineSettings` and
+:class:`PricingSettings` (:mod:`..settings`); :func:`detect_machine` runs the detection
+(:mod:`...cloud.detect`) in a worker thread, bounded, before the server serves;
+:func:`price_plan` applies the rule of :func:`...core.instance_prices.plan_prices`: the
+admin's settings always win.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, HasTraits, List, Unicode, validate
-from traitlets.config import Config
 
 from ...cloud import aws
 from ...cloud.alibaba import ALIBABA_ECS_API, ALIBABA_METADATA, STOPPED_MODES
 from ...cloud.azure_prices import RETAIL_PRICES_URL
-from ...cloud.billed_rates import applies
-from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, Endpoints, detect
+from ...cloud.billed_rates import RateSettings, applies
+from ...cloud.detect import AZURE_IMDS, DEFAULT_DMI_PATH, DetectSettings, detect
 from ...cloud.lambda_cloud import LAMBDA_API
 from ...cloud.price_refresh import RefreshSettings
-from ...cloud.spot_prices import CACHE_TTL_S
 from ...cloud.stop import StopSettings, stop_instance
 from ...core.attached_gpus import VmRow, load_vm_rows
 from ...core.catalog import Catalog
@@ -42,14 +42,13 @@ from ...core.instance_prices import (
 )
 from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
-from ..budget.sources import action_in_force
 from ..traits import within
 from .reconciled_rate import reconciled_rate_plan
 from .spot_prices import (
+    SpotPriceSettings,
     billed_rate_plan,
     billed_reread,
     feed_applies,
-    rate_settings,
     refreshed_rows,
     reread_feed,
     spot_applies,
@@ -201,7 +200,7 @@ class MachineTraits(HasTraits):
 
 @dataclass(frozen=True)
 class MachineSettings:
-    """The traits above, read once."""
+    """The traits above, read once by the app (:mod:`..settings`)."""
 
     detect: bool
     detect_settings: DetectSettings
@@ -210,51 +209,6 @@ class MachineSettings:
     #: ask EC2 at start whether a Spot Instance can be stopped: where the budget's action
     #: would stop it (``stop-instance``)
     check_spot_stop: bool = False
-
-
-def machine_settings(traits: MachineTraits, environ: Mapping[str, str]) -> MachineSettings:
-    lambda_key = str(traits.lambda_api_key) or environ.get("LAMBDA_API_KEY", "")
-    cache = str(traits.price_cache_path) or os.path.join(
-        jupyter_data_dir(), "gpucost-instance-prices.json"
-    )
-    return MachineSettings(
-        detect=bool(traits.detect_machine),
-        detect_settings=DetectSettings(
-            dmi_path=str(traits.dmi_path),
-            endpoints=Endpoints.from_environ(
-                environ,
-                azure_imds=str(traits.azure_imds_url),
-                alibaba_metadata=str(traits.alibaba_metadata_url),
-            ),
-            timeout_s=float(traits.machine_detect_timeout_s),
-            provider=str(traits.machine_provider),
-            instance_id=str(traits.machine_instance_id),
-            lambda_api_url=str(traits.lambda_api_url),
-            lambda_api_key=lambda_key,
-        ),
-        stop=StopSettings(
-            command=tuple(str(c) for c in traits.stop_instance_command),
-            gcp_compute_url=str(traits.gcp_compute_url),
-            azure_management_url=str(traits.azure_management_url),
-            runpod_api_url=str(traits.runpod_api_url),
-            alibaba_ecs_api_url=str(traits.alibaba_ecs_api_url),
-            alibaba_stopped_mode=str(traits.alibaba_stopped_mode),
-            vast_api_url=str(traits.vast_api_url),
-            lambda_api_url=str(traits.lambda_api_url),
-            lambda_api_key=lambda_key,
-            autodl_shutdown_command=tuple(str(c) for c in traits.autodl_shutdown_command),
-            timeout_s=10.0,
-        ),
-        refresh=RefreshSettings(
-            enabled=bool(traits.refresh_instance_price),
-            azure_url=str(traits.azure_prices_url),
-            cache_path=cache,
-        ),
-        check_spot_stop=action_in_force(
-            str(getattr(traits, "budget_action", "")), environ.get("GPUCOST_BUDGET_ACTION")
-        )
-        == "stop-instance",
-    )
 
 
 def detect_machine(
@@ -303,25 +257,6 @@ def _detect_and_check(
     return aws.spot_stop_check(machine, environ)
 
 
-def admin_prices(config: Config, values: Mapping[str, str]) -> AdminPrices:
-    """The price settings the admin set (in the ``GpuCost`` section of the config, from a
-    file or the command line), with their validated ``values``; nothing from the
-    environment counts as the admin's."""
-    section = config.get("GpuCost", {})
-    names = set(section) if isinstance(section, Mapping) else set()
-
-    def given(name: str) -> str | None:
-        return (values.get(name) or None) if name in names else None
-
-    return AdminPrices(
-        provider=given("price_provider"),
-        market=given("price_market"),
-        instance=given("price_instance"),
-        region=given("price_region"),
-        base_set="base_price_usd_per_hour" in names,
-    )
-
-
 def check_provider(catalog: Catalog, provider: str, instance: str) -> None:
     """The admin's ``price_provider`` and ``price_instance`` name catalog rows (else
     ValueError, naming the setting and what it accepts)."""
@@ -358,6 +293,36 @@ def price_plan(
 
 
 @dataclass(frozen=True)
+class PricingSettings:
+    """How this machine is priced, read once by the app (:mod:`..settings`): the prices
+    the admin set, the catalog's file, the price read again, the billed rate."""
+
+    admin: AdminPrices
+    #: None: the shipped catalog
+    catalog_path: str | None
+    #: ``price_provider`` and ``price_instance`` as configured (or their defaults)
+    provider: str
+    instance: str
+    #: ``price_overrides``: a price per GPU by catalog model or NVML name
+    overrides: Mapping[str, Decimal]
+    #: ``base_price_usd_per_hour``, in the session's currency
+    base_per_hour: Decimal
+    granularity_s: int
+    minimum_charge_s: int
+    #: "": the provider's currency, its symbol
+    currency: str
+    currency_symbol: str
+    #: ``unknown_gpu_usd_per_hour`` (None: the catalog's dearest GPU)
+    unknown_gpu_per_hour: float | None
+    spot: SpotPriceSettings
+    rates: RateSettings
+    #: ``use_billed_rate``: the rate a reconciled bill showed
+    use_billed_rate: bool
+    #: the ledger a reconciled bill is read from (may hold a password)
+    ledger_url: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class MachinePrices:
     """The detected machine and the prices it brings (built once at start-up)."""
 
@@ -366,54 +331,46 @@ class MachinePrices:
     plan: PricePlan
     #: the price read again every ``reread_interval_s`` (a rental's billed rate, an AWS
     #: spot price; ``None``: none is), blocking, ``None`` when it keeps the price in force
-    reread: Callable[[], PricePlan | None] | None = None
-    reread_interval_s: float = CACHE_TTL_S
+    reread: Callable[[], PricePlan | None] | None
+    reread_interval_s: float
 
 
 def resolve_machine(
-    traits: MachineTraits,
-    config: Config,
+    settings: MachineSettings,
+    pricing: PricingSettings,
     catalog: Catalog,
-    catalog_path: str | None,
     environ: Mapping[str, str],
     log: logging.Logger,
 ) -> MachinePrices:
     """Detect the machine (unless turned off) and choose the prices in force."""
-    settings = machine_settings(traits, environ)
     machine = detect_machine(settings, environ, log)
+    catalog_path = pricing.catalog_path
     catalog_rows = load_instance_rows(catalog_path)
-    values = {
-        "price_provider": str(getattr(traits, "price_provider", "")),
-        "price_market": str(getattr(traits, "price_market", "")),
-        "price_instance": str(getattr(traits, "price_instance", "")),
-        "price_region": str(getattr(traits, "price_region", "")),
-    }
-    admin = admin_prices(config, values)
+    admin = pricing.admin
     rows = refreshed_rows(settings.refresh, admin, machine, catalog_rows, log)
     vms = load_vm_rows(catalog_path)
     plan = price_plan(admin, machine, catalog, rows, vms)
     reread: Callable[[], PricePlan | None] | None = None
-    interval_s = float(getattr(traits, "price_reread_interval_s", CACHE_TTL_S))
     if feed_applies(settings.refresh, admin, machine):
         plan_for = partial(price_plan, admin, machine, catalog, vms=vms)
         reread = partial(reread_feed, settings.refresh, admin, machine, catalog_rows, plan_for, log)
-    if machine is not None and spot_applies(plan, machine, traits):
-        reread = spot_reread(plan, machine, traits, log)
-    plan = spot_price_plan(plan, machine, traits, log)
+    if machine is not None and spot_applies(plan, machine, pricing.spot):
+        reread = spot_reread(plan, machine, pricing.spot, log)
+    plan = spot_price_plan(plan, machine, pricing.spot, log)
     # the rate a reconciled bill showed, on the plan in force and on each plan read again;
     # the rate the provider says it bills (below) wins over it
     reconciled = partial(
         reconciled_rate_plan,
         machine=machine,
-        enabled=bool(getattr(traits, "use_billed_rate", False)),
-        ledger_url=str(getattr(traits, "ledger_url", "")),
+        enabled=pricing.use_billed_rate,
+        ledger_url=pricing.ledger_url,
         data_dir=jupyter_data_dir(),
         log=log,
     )
     plan = reconciled(plan)
     if reread is not None:
         reread = partial(_read_then, reread, reconciled)
-    rates = rate_settings(traits, environ)
+    rates = pricing.rates
     admin_priced = admin.provider or admin.instance or admin.base_set
     if machine is not None and applies(machine, rates) and not admin_priced:
         reread = billed_reread(plan, machine, rates, catalog, log)
@@ -425,7 +382,7 @@ def resolve_machine(
         machine=machine,
         plan=plan,
         reread=reread,
-        reread_interval_s=interval_s,
+        reread_interval_s=pricing.spot.reread_interval_s,
     )
 
 

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -33,6 +33,7 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, HasTraits, Unicode, validate
 
 from ...cloud.billed_rates import RateSettings, applies, billed_rate
+from ...cloud.outcome import StopSettings
 from ...cloud.price_refresh import FEEDS, RefreshSettings, refresh_instance_row, with_row
 from ...cloud.runpod_rate import RUNPOD_GRAPHQL
 from ...cloud.spot_prices import CACHE_TTL_S, QuoteCache, SpotPriceError, aws_quote
@@ -106,12 +107,27 @@ class SpotPriceTraits(HasTraits):
         return value
 
 
-def spot_applies(plan: PricePlan, machine: Machine | None, traits: HasTraits) -> bool:
+@dataclass(frozen=True)
+class SpotPriceSettings:
+    """:class:`SpotPriceTraits`, read once by the app (:mod:`..settings`)."""
+
+    aws_spot_prices: bool
+    #: "": the region's EC2 endpoint
+    aws_spot_prices_endpoint: str
+    billed_rates: bool
+    reread_interval_s: float
+    #: "": the instance's own key, from its environment at start
+    vast_api_key: str = field(repr=False)
+    runpod_graphql_url: str
+    runpod_api_key: str = field(repr=False)
+
+
+def spot_applies(plan: PricePlan, machine: Machine | None, settings: SpotPriceSettings) -> bool:
     """Whether AWS is asked for this machine's spot price: a detected AWS spot instance of
     its own, priced at its on-demand upper bound, with ``aws_spot_prices`` on."""
     whole = plan.whole
     return (
-        bool(getattr(traits, "aws_spot_prices", True))
+        settings.aws_spot_prices
         and machine is not None
         and machine.provider == "aws"
         and machine.market == "spot"
@@ -125,7 +141,7 @@ def spot_applies(plan: PricePlan, machine: Machine | None, traits: HasTraits) ->
 def spot_quote_plan(
     plan: PricePlan,
     machine: Machine,
-    traits: HasTraits,
+    settings: SpotPriceSettings,
     log: logging.Logger,
     *,
     ttl_s: float = CACHE_TTL_S,
@@ -135,7 +151,7 @@ def spot_quote_plan(
     whole = plan.whole
     if whole is None:
         return None
-    endpoint = str(getattr(traits, "aws_spot_prices_endpoint", "")) or None
+    endpoint = settings.aws_spot_prices_endpoint or None
     try:
         quote = bounded(
             partial(
@@ -169,19 +185,19 @@ def spot_quote_plan(
 
 
 def spot_price_plan(
-    plan: PricePlan, machine: Machine | None, traits: HasTraits, log: logging.Logger
+    plan: PricePlan, machine: Machine | None, settings: SpotPriceSettings, log: logging.Logger
 ) -> PricePlan:
     """``plan``, its upper bound replaced by AWS's spot price where asked for and found."""
-    if machine is None or not spot_applies(plan, machine, traits):
+    if machine is None or not spot_applies(plan, machine, settings):
         return plan
-    return spot_quote_plan(plan, machine, traits, log) or plan
+    return spot_quote_plan(plan, machine, settings, log) or plan
 
 
 def spot_reread(
-    plan: PricePlan, machine: Machine, traits: HasTraits, log: logging.Logger
+    plan: PricePlan, machine: Machine, settings: SpotPriceSettings, log: logging.Logger
 ) -> Callable[[], PricePlan | None]:
     """The hourly reading of the spot price (blocking; ``None``: the price in force stays)."""
-    return partial(spot_quote_plan, plan, machine, traits, log, ttl_s=0)
+    return partial(spot_quote_plan, plan, machine, settings, log, ttl_s=0)
 
 
 def quote_cache(ttl_s: float = CACHE_TTL_S) -> QuoteCache:
@@ -189,22 +205,22 @@ def quote_cache(ttl_s: float = CACHE_TTL_S) -> QuoteCache:
     return QuoteCache(Path(jupyter_data_dir()) / "gpucost" / "spot_prices.json", ttl_s)
 
 
-def rate_settings(traits: HasTraits, environ: Mapping[str, str]) -> RateSettings:
-    """The billed rates' settings, the keys the admin left empty taken from the instance's
+def rate_settings(
+    prices: SpotPriceSettings, stop: StopSettings, environ: Mapping[str, str]
+) -> RateSettings:
+    """The billed rates' settings: the APIs' addresses and the Lambda key of the machine's
+    settings (``stop``), the keys the admin left empty taken from the instance's
     environment now (never again: a notebook cannot change them later)."""
-    lambda_key = str(getattr(traits, "lambda_api_key", "")) or environ.get("LAMBDA_API_KEY", "")
     return RateSettings(
-        enabled=bool(getattr(traits, "billed_rates", True)),
-        vast_api_url=str(getattr(traits, "vast_api_url", "")) or RateSettings.vast_api_url,
-        vast_api_key=str(getattr(traits, "vast_api_key", ""))
-        or environ.get("CONTAINER_API_KEY", ""),
-        runpod_graphql_url=str(getattr(traits, "runpod_graphql_url", RUNPOD_GRAPHQL)),
-        runpod_api_key=str(getattr(traits, "runpod_api_key", ""))
-        or environ.get("RUNPOD_API_KEY", ""),
-        lambda_api_url=str(getattr(traits, "lambda_api_url", "")) or RateSettings.lambda_api_url,
-        lambda_api_key=lambda_key,
+        enabled=prices.billed_rates,
+        vast_api_url=stop.vast_api_url or RateSettings.vast_api_url,
+        vast_api_key=prices.vast_api_key or environ.get("CONTAINER_API_KEY", ""),
+        runpod_graphql_url=prices.runpod_graphql_url,
+        runpod_api_key=prices.runpod_api_key or environ.get("RUNPOD_API_KEY", ""),
+        lambda_api_url=stop.lambda_api_url or RateSettings.lambda_api_url,
+        lambda_api_key=stop.lambda_api_key,
         timeout_s=ASK_TIMEOUT_S,
-        interval_s=float(getattr(traits, "price_reread_interval_s", 3600.0)),
+        interval_s=prices.reread_interval_s,
     )
 
 

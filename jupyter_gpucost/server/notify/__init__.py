@@ -4,6 +4,7 @@ tornado-free :mod:`jupyter_gpucost.alerts`.
 
 * :mod:`.alerter`: the budget's standings and events to alerts;
 * :mod:`.user_targets`: the targets a user adds from the panel (a file of the server's);
+* :mod:`.traits`: ``c.GpuCost.notify*``, read once by the app into :class:`.NotifySettings`;
 * :mod:`.handlers`: the panel's routes (targets masked, a test).
 
 May import: everything below it (the server's base, :mod:`..budget`, ...),
@@ -13,6 +14,6 @@ May import: everything below it (the server's base, :mod:`..budget`, ...),
 
 from __future__ import annotations
 
-from .alerter import ServerAlerts, start_alerts
+from .alerter import NotifySettings, ServerAlerts, start_alerts
 
-__all__ = ["ServerAlerts", "start_alerts"]
+__all__ = ["NotifySettings", "ServerAlerts", "start_alerts"]

@@ -14,12 +14,12 @@ import getpass
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from tornado.ioloop import PeriodicCallback
-from traitlets import HasTraits
 
 from ...alerts.dispatch import AlertDispatcher, DispatchSettings
 from ...alerts.memory import SentKeys
@@ -37,7 +37,6 @@ from ...alerts.targets import Target
 from ...core.budget_words import cannot_stop
 from ...core.machine import Machine
 from ..budget.controller import BudgetController
-from ..traits import trait_bool, trait_float, trait_str, trait_strings
 from .user_targets import UserTargets
 
 #: how often the budgets' standings are looked at (seconds)
@@ -219,8 +218,22 @@ def _machine_label(machine: Machine | None) -> str:
     return " ".join(p for p in (machine.provider, machine.instance_type, machine.region) if p)
 
 
+@dataclass(frozen=True)
+class NotifySettings:
+    """``c.GpuCost.notify*``, read once by the app (:mod:`..settings`)."""
+
+    #: the admin's targets (secrets: never logged nor shown)
+    targets: tuple[str, ...] = field(repr=False)
+    thresholds_pct: tuple[int, ...]
+    #: 0: no spike alert
+    spike_factor: float
+    allow_user_targets: bool
+    #: the state file ("": in the data directory)
+    state_path: str
+
+
 def start_alerts(
-    traits: HasTraits,
+    settings: NotifySettings,
     budget: BudgetController,
     *,
     data_dir: Path,
@@ -236,9 +249,9 @@ def start_alerts(
     the keys sent kept in ``sent`` (the ledger's table), else in the state file."""
     from ...alerts.targets import parse_targets
 
-    state = trait_str(traits, "notify_state_path")
+    state = settings.state_path
     state_path = Path(state) if state else data_dir / "gpucost" / "alerts.json"
-    admin = parse_targets(trait_strings(traits, "notify"), "c.GpuCost.notify")
+    admin = parse_targets(list(settings.targets), "c.GpuCost.notify")
     alerts = ServerAlerts(
         admin,
         UserTargets(state_path.with_name(state_path.stem + "-targets.json")),
@@ -251,13 +264,13 @@ def start_alerts(
             symbol=symbol,
             link=link,
         ),
-        tuple(int(v) for v in trait_strings(traits, "notify_thresholds_pct")),
-        allow_user_targets=trait_bool(traits, "notify_user_targets"),
+        settings.thresholds_pct,
+        allow_user_targets=settings.allow_user_targets,
         log=log,
         cannot_stop=machine is not None and bool(machine.cannot_stop),
     )
     alerts.watch(budget)
-    factor = trait_float(traits, "notify_spike_factor")
+    factor = settings.spike_factor
     if ledger is not None and factor > 0:
         alerts.watch_spend(ledger, factor)
     return alerts

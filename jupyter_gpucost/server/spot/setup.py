@@ -22,7 +22,7 @@ from ..budget.controller import BudgetController
 from ..export.jobs import ExportManager
 from ..machine.setup import MachinePrices
 from ..service import CostService
-from ..traits import trait_float, within
+from ..traits import within
 from .interruption import NoticeResponder, install_sigterm, interrupted_line, last_interruption
 
 
@@ -57,6 +57,16 @@ class InterruptionTraits(HasTraits):
         return value
 
 
+@dataclass(frozen=True)
+class InterruptionSettings:
+    """:class:`InterruptionTraits`, read once by the app (:mod:`..settings`)."""
+
+    watch: bool
+    export_on_interrupt: bool
+    #: seconds between SIGTERM and SIGKILL in a pod
+    grace_s: float
+
+
 @dataclass
 class Interruption:
     responder: NoticeResponder
@@ -76,7 +86,7 @@ def show_last(service: CostService, budget: BudgetController) -> None:
 
 
 def start_interruption(
-    traits: HasTraits,
+    settings: InterruptionSettings,
     service: CostService,
     budget: BudgetController,
     exports: ExportManager,
@@ -89,7 +99,7 @@ def start_interruption(
     """The watcher and the responder, or ``None`` where there is nothing to watch."""
     # kernels are told of a folder only where a notice can come
     os.environ.pop(ENV_NAME, None)
-    if not bool(getattr(traits, "watch_interruptions", True)):
+    if not settings.watch:
         return None
     found = None if machine is None else machine.machine
     in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
@@ -110,7 +120,7 @@ def start_interruption(
         ledger=ledger,
         session_id=service.session_id,
         session_cost_micro_usd=lambda: service.sampler.latest.snapshot.cost_micro_usd,
-        export_on_interrupt=bool(getattr(traits, "export_on_interrupt", False)),
+        export_on_interrupt=settings.export_on_interrupt,
         save_timeout_s=budget.config.save_timeout_s,
         currency_symbol=service.config.currency_symbol,
         log=log,
@@ -130,6 +140,6 @@ def start_interruption(
         endpoints = machine.settings.detect_settings.endpoints
         watcher = start_watch(found, endpoints, responder.handler(loop), log)
         log.info("jupyter-gpucost: watching for the spot interruption notice")
-    grace_s = trait_float(traits, "interruption_grace_s") if in_pod else 0.0
+    grace_s = settings.grace_s if in_pod else 0.0
     sigterm = in_pod and install_sigterm(loop, responder, grace_s, stop_server, log)
     return Interruption(responder, watcher, sigterm)
