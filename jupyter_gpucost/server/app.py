@@ -28,10 +28,10 @@ from .budget.controller import BudgetController
 from .budget.policy import BudgetError
 from .export.jobs import ExportManager
 from .hub_link import HubLinkConfig, HubReporter, hub_url_default
-from .machine.setup import MachinePrices, check_provider, resolve_machine
+from .machine.setup import MachinePrices, check_provider, resolve_machine, unknown_gpu_bound
 from .machine.spot_prices import PriceWatch
 from .routes import route_table
-from .service import TELEMETRY_MODES, CostConfig, CostService, unknown_gpu_bound
+from .service import TELEMETRY_MODES, CostConfig, CostService
 from .settings import GpuCostTraits, ServerSettings, server_settings
 from .startup import start_budget_and_exports
 from .status_events import StatusPublisher, listeners, start_live_events

@@ -104,19 +104,6 @@ class BudgetDocument(Protocol):
     def payload(self) -> dict[str, object]: ...
 
 
-def unknown_gpu_bound(
-    catalog: Catalog, provider: str, currency: str, unknown: float | None
-) -> Decimal | None:
-    """``c.GpuCost.unknown_gpu_usd_per_hour`` as a price, once it is sure that a GPU with
-    no price can be priced at an upper bound (else ValueError naming the settings)."""
-    price = None if unknown is None else Decimal(str(unknown))
-    policy = PricePolicy(catalog, provider, currency=currency or None, unknown_gpu_price=price)
-    missing = policy.bound_missing()
-    if missing is not None:
-        raise ValueError(f"c.GpuCost.currency = {policy.session_currency!r}: {missing}.")
-    return price
-
-
 def with_session_currency(config: CostConfig, catalog: Catalog) -> CostConfig:
     """The configuration with the session's currency and symbol filled in: the admin's, else
     the price provider's currency and that currency's symbol."""

@@ -32,7 +32,7 @@ from ...cloud.lambda_cloud import LAMBDA_API
 from ...cloud.price_refresh import RefreshSettings
 from ...cloud.stop import StopSettings, stop_instance
 from ...core.attached_gpus import VmRow, load_vm_rows
-from ...core.catalog import Catalog
+from ...core.catalog import Catalog, PricePolicy
 from ...core.instance_prices import (
     AdminPrices,
     InstanceRow,
@@ -426,3 +426,16 @@ def instance_stopper(
         return InstanceStop(result.ok, result.via, result.message, result.still_bills)
 
     return stop
+
+
+def unknown_gpu_bound(
+    catalog: Catalog, provider: str, currency: str, unknown: float | None
+) -> Decimal | None:
+    """``c.GpuCost.unknown_gpu_usd_per_hour`` as a price, once it is sure that a GPU with
+    no price can be priced at an upper bound (else ValueError naming the settings)."""
+    price = None if unknown is None else Decimal(str(unknown))
+    policy = PricePolicy(catalog, provider, currency=currency or None, unknown_gpu_price=price)
+    missing = policy.bound_missing()
+    if missing is not None:
+        raise ValueError(f"c.GpuCost.currency = {policy.session_currency!r}: {missing}.")
+    return price
