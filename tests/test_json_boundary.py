@@ -38,7 +38,7 @@ ALLOWED: frozenset[str] = frozenset(
         "jupyter_gpucost.kernel.widgets:fetch_status",
         "jupyter_gpucost.kernel.widgets:read_status",
         "jupyter_gpucost.server.agents.bridge:scope_of",
-        "jupyter_gpucost.server.app:_check_overrides",
+        "jupyter_gpucost.server.traits:_check_overrides",
         "jupyter_gpucost.server.inputs:json_object",
         "jupyter_gpucost.server.record.cells:clean",
         "jupyter_gpucost.server.record.cells:in_memory",
