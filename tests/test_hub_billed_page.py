@@ -16,7 +16,7 @@ from jupyter_gpucost.hub.enforcer import HubEnforcer
 from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reconciled import ReconciledLedger, ReconciledLine
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import billed_view, views
+from jupyter_gpucost.hub.web import billed_view, metrics_view, views
 
 TODAY = datetime.now(UTC).date()
 #: two days of this month (the 1st, and today) reconciled
@@ -77,7 +77,7 @@ def test_the_csv_and_metrics_carry_the_billed_columns(tmp_path: Path) -> None:
     assert idle["billed_usd"] == f"{2 * n:.6f}"
     # the groups the Hub says they are in: each group is its members' sum
     svc.groups_of = {"alice": ("ml",), "bob": ("ml", "finance")}
-    metrics = views.metrics(svc, datetime.now(UTC), TODAY)
+    metrics = metrics_view.metrics(svc, datetime.now(UTC), TODAY)
     assert f'gpucost_hub_group_month_billed_usd{{group="ml"}} {2 * n:.6f}' in metrics
     assert f'gpucost_hub_group_month_billed_usd{{group="finance"}} {0.5 * n:.6f}' in metrics
     assert f'gpucost_hub_user_month_billed_usd{{user="alice"}} {1.5 * n:.6f}' in metrics
@@ -92,7 +92,7 @@ def test_the_csv_and_metrics_carry_the_billed_columns(tmp_path: Path) -> None:
 def test_nothing_is_shown_before_a_bill_is_reconciled(tmp_path: Path) -> None:
     svc = service(tmp_path, reconciled=False)
     assert 'id="gpucost-billed"' not in admin_page(svc, "en")
-    assert "billed_usd" not in views.metrics(svc, datetime.now(UTC), TODAY)
+    assert "billed_usd" not in metrics_view.metrics(svc, datetime.now(UTC), TODAY)
     summary = views.admin_summary(svc, datetime.now(UTC), TODAY)
     text = views.users_csv(summary, billed_view.this_month(svc.billed, TODAY))
     assert "unallocated" not in text.splitlines()[-1]

@@ -30,7 +30,7 @@ from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import SAVINGS_HORIZON_S, ReclaimStore
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError, Rate, ServerInfo, ServerRow
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import views
+from jupyter_gpucost.hub.web import metrics_view
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 KEY = ("dora", "")
@@ -455,7 +455,7 @@ async def test_the_warning_is_in_the_reply_survives_a_restart_and_activity_clear
     assert reply.reason == IDLE_STOP_REASON
     assert reply.stop_at is not None
     stop_at = reply.stop_at
-    metrics = views.metrics(svc)
+    metrics = metrics_view.metrics(svc)
     assert "gpucost_hub_servers_idle 1.000000" in metrics
     assert "gpucost_hub_servers_idle_warned 1.000000" in metrics
     svc.close(at(70))

@@ -33,7 +33,7 @@ from jupyter_gpucost.hub.ledger.usage import UsageLedger
 from jupyter_gpucost.hub.model import GpuAllocation, Rate, ServerInfo
 from jupyter_gpucost.hub.profiles.podname import PodNames
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import views
+from jupyter_gpucost.hub.web import idle_view, metrics_view, views
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 RATE = Rate(GpuAllocation("A100-80GB", 2), Decimal("3.431"), "test")
@@ -149,7 +149,7 @@ def test_a_server_its_busy_kernel_no_longer_keeps_is_shown_idle(tmp_path: Path) 
     summary = views.admin_summary(svc, at(60), at(60).date())
     (entry,) = summary["users"]
     assert entry["running"][0]["idle"]["state"] == "idle"
-    assert views.idle_gauges(svc)[0] == (
+    assert idle_view.idle_gauges(svc)[0] == (
         "gpucost_hub_servers_idle",
         "running servers with every GPU idle and no kernel busy",
         1.0,
@@ -164,7 +164,7 @@ def test_the_csv_has_the_split_columns_empty_without_prometheus(tmp_path: Path) 
     (row,) = list(csv.DictReader(io.StringIO(text)))
     for column in ("gpu_used_usd", "gpu_idle_usd", "gpu_unknown_usd", "dcgm_disagreements"):
         assert row[column] == ""
-    assert "gpucost_hub_user_month_gpu_usd" not in views.metrics(svc, at(1), at(1).date())
+    assert "gpucost_hub_user_month_gpu_usd" not in metrics_view.metrics(svc, at(1), at(1).date())
     svc.ledger.close()
 
 

@@ -11,8 +11,9 @@ import pytest
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.hub.model import GpuAllocation, HubConfigError
 from jupyter_gpucost.hub.profiles import source as profile_source
-from jupyter_gpucost.hub.profiles.gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profiles.gpus import rate_of
 from jupyter_gpucost.hub.profiles.kubespawner import initialized, load, slugify
+from jupyter_gpucost.hub.profiles.node_terms import Unpriced
 from jupyter_gpucost.hub.profiles.settings import derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 

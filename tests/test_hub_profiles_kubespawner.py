@@ -27,13 +27,14 @@ from hypothesis import strategies as st
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.hub.model import Rate, ServerInfo
 from jupyter_gpucost.hub.profiles import source as profile_source
-from jupyter_gpucost.hub.profiles.gpus import Unpriced, rate_of
+from jupyter_gpucost.hub.profiles.gpus import rate_of
 from jupyter_gpucost.hub.profiles.kubespawner import (
     DICT_SETTINGS,
     DIRECT_LABELS,
     LIST_SETTINGS,
     Unreadable,
 )
+from jupyter_gpucost.hub.profiles.node_terms import Unpriced
 from jupyter_gpucost.hub.profiles.settings import derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 

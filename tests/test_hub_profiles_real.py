@@ -29,7 +29,8 @@ from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
 from jupyter_gpucost.hub.model import HubConfigError, ServerInfo
 from jupyter_gpucost.hub.profiles import source as profile_source
-from jupyter_gpucost.hub.profiles.gpus import Prices, Unpriced, rate_of
+from jupyter_gpucost.hub.profiles.gpus import Prices, rate_of
+from jupyter_gpucost.hub.profiles.node_terms import Unpriced
 from jupyter_gpucost.hub.profiles.settings import ProfileSettings, build, derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 from jupyter_gpucost.hub.service import HubService

@@ -383,7 +383,7 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
     from jupyter_gpucost.hub.ledger import HubLedger
     from jupyter_gpucost.hub.model import ServerInfo
     from jupyter_gpucost.hub.service import HubService
-    from jupyter_gpucost.hub.web import views
+    from jupyter_gpucost.hub.web import metrics_view
 
     ledger = HubLedger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     allocation = AllocationPolicy(None, "T4", PricePolicy(load_catalog()))
@@ -395,13 +395,13 @@ def test_metrics_name_the_top_spenders_and_pool_the_rest(tmp_path: Path) -> None
         for i in range(120)
     ]
     service.sync(servers, now)
-    text = views.metrics(service)
+    text = metrics_view.metrics(service)
     users = [line for line in text.splitlines() if line.startswith("gpucost_hub_user_month_usd{")]
-    assert len(users) == views.METRICS_TOP_USERS + 1
+    assert len(users) == metrics_view.METRICS_TOP_USERS + 1
     assert users[0].startswith('gpucost_hub_user_month_usd{user="user119"}')
     assert users[-1].startswith('gpucost_hub_user_month_usd{user="other"}')
     groups = [line for line in text.splitlines() if line.startswith("gpucost_hub_group_month_usd{")]
-    assert len(groups) == views.METRICS_TOP_GROUPS + 1
+    assert len(groups) == metrics_view.METRICS_TOP_GROUPS + 1
     assert "gpucost_hub_running_servers 120" in text
     ledger.close()
 

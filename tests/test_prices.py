@@ -12,7 +12,6 @@ import pytest
 
 from jupyter_gpucost.core.attached_gpus import load_vm_rows
 from jupyter_gpucost.core.catalog import (
-    CONFIDENCE_LEVELS,
     DOUBTFUL_CONFIDENCE,
     CatalogError,
     PricePolicy,
@@ -21,6 +20,7 @@ from jupyter_gpucost.core.catalog import (
     parse_price,
     read_catalog_toml,
 )
+from jupyter_gpucost.core.catalog_file import CONFIDENCE_LEVELS
 from jupyter_gpucost.core.gpu_models import model_for
 from jupyter_gpucost.core.instance_prices import load_instance_rows
 

@@ -26,14 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from .catalog import (
-    MARKETS,
-    CatalogError,
-    parse_confidence,
-    parse_price,
-    price_key,
-    read_catalog_toml,
-)
+from .catalog_file import CatalogError, read_catalog_toml, read_row
 from .currency import DEFAULT_CURRENCY
 from .regions import choose_row, region_exact
 
@@ -90,41 +83,24 @@ def load_vm_rows(path: str | Path | None = None) -> tuple[VmRow, ...]:
     return tuple(_row(f"{origin}, vm row {i}", raw) for i, raw in enumerate(raw_rows, 1))
 
 
-def hourly_row(
-    where: str, raw: object, required: tuple[str, ...]
-) -> tuple[dict[str, object], Decimal, str, str]:
-    """What every per-hour table of the catalog (``[[vm]]``, ``[[instance]]``) holds: the
-    table, its price (``usd_per_hour``, or ``price_per_hour`` with a ``currency``), the
-    currency and the market; :class:`CatalogError` naming ``where``."""
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: not a table")
-    amount_key, currency = price_key(
-        raw, where=where, required=required, usd_key="usd_per_hour", key="price_per_hour"
-    )
-    market = str(raw["market"])
-    if market not in MARKETS:
-        raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
-    try:
-        price = parse_price(raw[amount_key], what=where)
-    except ValueError as e:
-        raise CatalogError(str(e)) from None
-    return raw, price, currency, market
-
-
 def _row(where: str, raw: object) -> VmRow:
-    raw, price, currency, market = hourly_row(
-        where, raw, ("provider", "machine_type", "market", "region")
+    row = read_row(
+        where,
+        raw,
+        required=("provider", "machine_type", "market", "region"),
+        usd_key="usd_per_hour",
+        key="price_per_hour",
     )
     return VmRow(
-        provider=str(raw["provider"]),
-        machine_type=str(raw["machine_type"]),
-        usd_per_hour=price,
-        market=market,
-        region=str(raw["region"]),
-        source=str(raw.get("source", "")),
-        as_of=str(raw.get("as_of") or "") or None,
-        confidence=parse_confidence(raw, where=where),
-        currency=currency,
+        provider=str(row.table["provider"]),
+        machine_type=str(row.table["machine_type"]),
+        usd_per_hour=row.price,
+        market=row.market,
+        region=str(row.table["region"]),
+        source=row.source,
+        as_of=row.as_of,
+        confidence=row.confidence,
+        currency=row.currency,
     )
 
 

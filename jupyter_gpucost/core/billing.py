@@ -18,6 +18,11 @@ from .money import round_ratio_micro
 US_PER_S = 1_000_000
 US_PER_HOUR = 3_600 * US_PER_S
 
+#: the billing rule's settings an admin may give (the server's ``c.GpuCost`` and the hub's
+#: ``c.GpuCostHub`` alike): (lowest, highest) whole seconds
+GRANULARITY_S_BOUNDS = (1, 86_400)
+MINIMUM_CHARGE_S_BOUNDS = (0, 86_400)
+
 
 def cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> Fraction:
     """The exact cost, in micro-dollars, of ``duration_us`` at ``usd_per_hour``."""

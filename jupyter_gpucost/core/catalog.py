@@ -12,32 +12,25 @@ catalog; never $0. Nothing is converted between currencies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
+from .catalog_file import MARKETS as MARKETS
 from .catalog_file import CatalogError as CatalogError
+from .catalog_file import parse_price as parse_price
 from .catalog_file import read_catalog_toml as read_catalog_toml
-from .currency import DEFAULT_CURRENCY, is_currency_code
+from .catalog_file import read_row
+from .currency import DEFAULT_CURRENCY
 from .currency import symbol as currency_symbol
 from .gpu_models import model_for
 from .i18n import N_
 from .money import rate_amount
 from .regions import choose_row, region_exact, region_reason
 
-MARKETS = ("on-demand", "spot")
-#: what was checked of a price: ``listed`` the provider's own page or price API, on the row's
-#: date; ``third-party`` a named dataset or aggregator, on the row's date; ``unverified``
-#: nothing was checked (the row's source says what was tried)
-CONFIDENCE_LEVELS = ("listed", "third-party", "unverified")
-#: labels of older catalogs, read as the level they meant (an admin's own catalog stays
-#: loadable): ``uncertain`` was an inferred figure, which is not a checked one
-LEGACY_CONFIDENCE = {"uncertain": "unverified"}
 #: confidence levels the UI flags with a warning
 DOUBTFUL_CONFIDENCE = ("unverified",)
-#: prices are kept to the micro-dollar
-MAX_PRICE_DECIMALS = 6
 #: how a price was found: a catalog row (or a whole-instance row), the admin's override, an
 #: upper bound where no price fits (:func:`upper_bound`), the rate the provider says it bills
 #: the rental (``billed``), or the rate a reconciled bill showed (``c.GpuCost.use_billed_rate``)
@@ -165,37 +158,6 @@ def _per_gpu(row: PriceRow) -> Decimal:  # the price choose_row weighs
     return row.usd_per_gpu_hour
 
 
-def parse_price(value: object, *, what: str) -> Decimal:
-    """A non-negative price with at most six decimals, exactly as written."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
-        raise ValueError(f"{what}: expected a number (a price per hour), got {value!r}")
-    try:
-        # str() of a float is its shortest round-tripping decimal: 0.1 -> "0.1"
-        price = Decimal(str(value))
-    except InvalidOperation:
-        raise ValueError(f"{what}: {value!r} is not a number") from None
-    if not price.is_finite() or price < 0:
-        raise ValueError(f"{what}: {value!r} must be a finite number >= 0")
-    exponent = price.as_tuple().exponent
-    if isinstance(exponent, int) and exponent < -MAX_PRICE_DECIMALS:
-        raise ValueError(
-            f"{what}: {value!r} has more than {MAX_PRICE_DECIMALS} decimals (micro-units)"
-        )
-    return price
-
-
-def parse_confidence(raw: Mapping[str, object], *, where: str) -> str:
-    """A row's ``confidence`` (default ``listed``, as older catalogs wrote it), an older
-    label read as the level it meant."""
-    confidence = str(raw.get("confidence", "listed"))
-    confidence = LEGACY_CONFIDENCE.get(confidence, confidence)
-    if confidence not in CONFIDENCE_LEVELS:
-        raise CatalogError(
-            f"{where}: confidence {confidence!r} is not one of {', '.join(CONFIDENCE_LEVELS)}"
-        )
-    return confidence
-
-
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load the shipped catalog, or the TOML file at ``path``."""
     data, origin = read_catalog_toml(path)
@@ -215,60 +177,28 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     return Catalog(rows=rows, catalog_date=str(catalog_date) if catalog_date else None)
 
 
-def price_key(
-    raw: Mapping[str, object], *, where: str, required: Sequence[str], usd_key: str, key: str
-) -> tuple[str, str]:
-    """Which key of a row holds its price, and its currency: a price in dollars is written
-    ``usd_key``, one in another currency ``key`` with ``currency = "<ISO 4217>"``.
-    ``required`` are the row's other keys that must be present."""
-    missing = [k for k in required if k not in raw]
-    keys = [k for k in (usd_key, key) if k in raw]
-    if not keys:
-        missing.append(key)
-    if missing:
-        raise CatalogError(f"{where}: missing {', '.join(missing)}")
-    if len(keys) > 1:
-        raise CatalogError(f"{where}: has both {usd_key} and {key}")
-    currency = str(raw.get("currency", DEFAULT_CURRENCY))
-    if not is_currency_code(currency):
-        raise CatalogError(f"{where}: currency {currency!r} is not an ISO 4217 code")
-    if keys[0] == usd_key and currency != "USD":
-        raise CatalogError(f"{where}: a price in {currency} is written {key}, not {usd_key}")
-    return keys[0], currency
-
-
 def _row(origin: str, number: int, raw: object) -> PriceRow:
-    where = f"{origin}, price row {number}"
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: not a table")
-    amount_key, currency = price_key(
+    row = read_row(
+        f"{origin}, price row {number}",
         raw,
-        where=where,
         required=("provider", "model", "market"),
         usd_key="usd_per_gpu_hour",
         key="price_per_gpu_hour",
     )
-    market = str(raw["market"])
-    if market not in MARKETS:
-        raise CatalogError(f"{where}: market {market!r} is not one of {', '.join(MARKETS)}")
-    confidence = parse_confidence(raw, where=where)
-    try:
-        price = parse_price(raw[amount_key], what=where)
-    except ValueError as e:
-        raise CatalogError(str(e)) from None
-    as_of = str(raw.get("as_of") or "") or None
+    table = row.table
+    gpus = table.get("gpus_per_instance", 1)
     return PriceRow(
-        provider=str(raw["provider"]),
-        model=str(raw["model"]),
-        instance=str(raw.get("instance", "")),
-        gpus_per_instance=int(raw.get("gpus_per_instance", 1)),
-        usd_per_gpu_hour=price,
-        market=market,
-        region=str(raw.get("region", "")),
-        source=str(raw.get("source", "")),
-        as_of=as_of,
-        confidence=confidence,
-        currency=currency,
+        provider=str(table["provider"]),
+        model=str(table["model"]),
+        instance=str(table.get("instance", "")),
+        gpus_per_instance=int(gpus) if isinstance(gpus, int | float) else int(str(gpus)),
+        usd_per_gpu_hour=row.price,
+        market=row.market,
+        region=str(table.get("region", "")),
+        source=row.source,
+        as_of=row.as_of,
+        confidence=row.confidence,
+        currency=row.currency,
     )
 
 

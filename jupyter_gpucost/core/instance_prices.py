@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 
-from .attached_gpus import VmPricing, VmRow, hourly_row, vm_pricing
+from .attached_gpus import VmPricing, VmRow, vm_pricing
 from .catalog import (
     BASIS_CATALOG,
     BASIS_UPPER_BOUND,
     REASON_SPOT,
     CatalogError,
     Price,
-    parse_confidence,
     read_catalog_toml,
 )
+from .catalog_file import read_row
 from .currency import DEFAULT_CURRENCY
 from .currency import symbol as currency_symbol
 from .i18n import N_
@@ -88,26 +88,29 @@ def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...
 
 
 def _row(where: str, raw: object) -> InstanceRow:
-    raw, price, currency, market = hourly_row(
-        where, raw, ("provider", "instance", "gpu_model", "gpus", "market")
+    row = read_row(
+        where,
+        raw,
+        required=("provider", "instance", "gpu_model", "gpus", "market"),
+        usd_key="usd_per_hour",
+        key="price_per_hour",
     )
-    confidence = parse_confidence(raw, where=where)
-    gpus = raw["gpus"]
+    gpus = row.table["gpus"]
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise CatalogError(f"{where}: gpus must be a whole number >= 1")
     return InstanceRow(
-        provider=str(raw["provider"]),
-        instance=str(raw["instance"]),
-        gpu_model=str(raw["gpu_model"]),
+        provider=str(row.table["provider"]),
+        instance=str(row.table["instance"]),
+        gpu_model=str(row.table["gpu_model"]),
         gpus=gpus,
-        usd_per_hour=price,
-        market=market,
-        region=str(raw.get("region", "")),
-        source=str(raw.get("source", "")),
-        as_of=str(raw.get("as_of") or "") or None,
-        confidence=confidence,
-        currency=currency,
-        not_for_sale=str(raw.get("not_for_sale", "")),
+        usd_per_hour=row.price,
+        market=row.market,
+        region=str(row.table.get("region", "")),
+        source=row.source,
+        as_of=row.as_of,
+        confidence=row.confidence,
+        currency=row.currency,
+        not_for_sale=str(row.table.get("not_for_sale", "")),
     )
 
 
@@ -303,39 +306,9 @@ def plan_prices(
                 region=where,
             )
     if row is None and instance_type:
-        vm = vm_pricing(
-            vms, provider=provider, machine_type=instance_type, market=market, region=where
-        )
-        if vm is not None and vm.elsewhere:
-            row_of = vm.row
-            where_from = (
-                ("as_of", row_of.as_of or "undated"),
-                ("market", row_of.market),
-                ("price", rate_amount(row_of.usd_per_hour, currency_symbol(row_of.currency))),
-                ("provider", row_of.provider),
-                ("region", where),
-                ("row_region", row_of.region),
-            )
-            return PricePlan(
-                chosen,
-                market,
-                vm=vm,
-                note_msgid=region_reason(where),
-                note_values=where_from,
-                region=where,
-            )
-        if vm is not None and vm.upper_bound:
-            named = (("instance", instance_type),)
-            return PricePlan(
-                chosen,
-                market,
-                vm=vm,
-                note_msgid=NOTE_SPOT_AT_ON_DEMAND,
-                note_values=named,
-                region=where,
-            )
-        if vm is not None:
-            return PricePlan(chosen, market, vm=vm, region=where)
+        attached = _vm_plan(vms, chosen, provider, instance_type, market, where)
+        if attached is not None:
+            return attached
     if row is None:
         if instance_type:
             values = (("instance", instance_type), ("market", market))
@@ -347,3 +320,42 @@ def plan_prices(
             chosen, market, note_msgid=NOTE_NO_MACHINE_ROW, note_values=values, region=where
         )
     return PricePlan(chosen, market, whole=whole_instance(row, region=where), region=where)
+
+
+def _vm_plan(
+    vms: tuple[VmRow, ...], chosen: str, provider: str, instance_type: str, market: str, where: str
+) -> PricePlan | None:
+    """A machine type with a ``[[vm]]`` row priced VM + each GPU at its own row (labelled
+    where the row is of another region, or on-demand for spot); ``None``: it has none."""
+    vm = vm_pricing(vms, provider=provider, machine_type=instance_type, market=market, region=where)
+    if vm is None:
+        return None
+    if vm.elsewhere:
+        row_of = vm.row
+        where_from = (
+            ("as_of", row_of.as_of or "undated"),
+            ("market", row_of.market),
+            ("price", rate_amount(row_of.usd_per_hour, currency_symbol(row_of.currency))),
+            ("provider", row_of.provider),
+            ("region", where),
+            ("row_region", row_of.region),
+        )
+        return PricePlan(
+            chosen,
+            market,
+            vm=vm,
+            note_msgid=region_reason(where),
+            note_values=where_from,
+            region=where,
+        )
+    if vm.upper_bound:
+        named = (("instance", instance_type),)
+        return PricePlan(
+            chosen,
+            market,
+            vm=vm,
+            note_msgid=NOTE_SPOT_AT_ON_DEMAND,
+            note_values=named,
+            region=where,
+        )
+    return PricePlan(chosen, market, vm=vm, region=where)

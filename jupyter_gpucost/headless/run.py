@@ -291,8 +291,27 @@ def run_notebook(
     collector.summary.metered = metered(collector, meter, priced)
     finish(output, collector, summary_cell=not args.no_summary)
     spent = run_cost_micro_usd(collector, meter)
+    say_cost(code == EXIT_BUDGET, collector, spent, budget, output, out)
+    if url is None:
+        return code
+    entry = run_entry(collector, meter, priced, args.notebook)
+    if not record_in_ledger(url, entry, out):
+        return code if code != EXIT_OK else EXIT_LEDGER
+    return code
+
+
+def say_cost(
+    stopped: bool,
+    collector: CostCollector,
+    spent: int,
+    budget: int | None,
+    output: str,
+    out: TextIO,
+) -> None:
+    """The run's last lines: what it cost (and, ``stopped``, the budget it stopped at),
+    where it was saved, and the share of its budget."""
     total = status_bar(to_usd(spent), "$")
-    if code == EXIT_BUDGET:
+    if stopped:
         text = _(
             "gpucost: stopped at the {budget} budget after cell {i}: {total} spent. Saved: {path}"
         )
@@ -318,12 +337,6 @@ def run_notebook(
             ),
             file=out,
         )
-    if url is None:
-        return code
-    entry = run_entry(collector, meter, priced, args.notebook)
-    if not record_in_ledger(url, entry, out):
-        return code if code != EXIT_OK else EXIT_LEDGER
-    return code
 
 
 def say_plan(plan: StopPlan, budget: int, out: TextIO) -> None:

@@ -26,6 +26,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, Set, Unicode, Union, d
 from traitlets.config import Application
 
 from .._version import __version__
+from ..core.billing import GRANULARITY_S_BOUNDS, MINIMUM_CHARGE_S_BOUNDS
 from ..core.catalog import CatalogError, PricePolicy, load_catalog, parse_price
 from .alerting import parse_notify
 from .allowance.config import parse_settings as parse_allowances
@@ -57,8 +58,14 @@ RANGES: dict[str, tuple[float, float, str]] = {
     "report_rate_per_s": (0.01, 1_000, "reports a second from 0.01 to 1000"),
     "report_burst": (1, 100_000, "reports from 1 to 100000"),
     "max_gpus_per_server": (0, 1_024, "whole GPUs from 0 to 1024"),
-    "billing_granularity_s": (1, 86_400, "whole seconds from 1 to 86400"),
-    "minimum_charge_s": (0, 86_400, "whole seconds from 0 to 86400"),
+    "billing_granularity_s": (
+        *GRANULARITY_S_BOUNDS,
+        f"whole seconds from {GRANULARITY_S_BOUNDS[0]} to {GRANULARITY_S_BOUNDS[1]}",
+    ),
+    "minimum_charge_s": (
+        *MINIMUM_CHARGE_S_BOUNDS,
+        f"whole seconds from {MINIMUM_CHARGE_S_BOUNDS[0]} to {MINIMUM_CHARGE_S_BOUNDS[1]}",
+    ),
 }
 
 

@@ -134,23 +134,18 @@ def alert_spikes(alerts: HubAlerts, service: HubService) -> None:
     alerts.spikes(service.ledger.daily(since, None, now), service.groups_of, now)
 
 
-async def run(settings: HubSettings) -> None:
-    parts = build(settings)
-    service = parts.service
+def web_context(settings: HubSettings, parts: Parts, hub: HubApi) -> handlers.HandlerContext:
+    """What the pages and the report route share: the service, the Hub's API and its
+    OAuth, who is an admin, the report's limits, the alerts and the templates."""
     web_settings = settings.web
-    hub = HubApi(
-        web_settings.hub_api_url,
-        web_settings.hub_api_token,
-        identity_cache_s=web_settings.identity_cache_s,
-    )
     auth = handlers.hub_auth(
         web_settings.hub_api_url,
         web_settings.hub_api_token,
         web_settings.base_url,
         web_settings.identity_cache_s,
     )
-    ctx = handlers.HandlerContext(
-        service=service,
+    return handlers.HandlerContext(
+        service=parts.service,
         hub=hub,
         hub_auth=auth,
         now=now_utc,
@@ -166,13 +161,28 @@ async def run(settings: HubSettings) -> None:
         requests=parts.requests,
         requests_per_week=settings.allowances.requests_per_week,
     )
-    alerts = ctx.alerts
-    web = handlers.make_app(ctx, web_settings.base_url, cookie_secret(parts.data_dir))
-    bind = urlparse(web_settings.bind_url)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+
+
+def tune_for_reports() -> None:
+    """After start-up, before serving: the interpreter set so that a report does not wait
+    behind the poll's work."""
+    # what start-up made lives as long as the process: keep it out of the collector's scans
+    gc.freeze()
+    # each poll makes thousands of objects that live until the next one (the Hub's user
+    # models, every server's figures), which at Python's default threshold set off many
+    # collections a poll, some of them of every generation; a report's objects die young,
+    # before any collection sees them (docs/benchmarks.md: about 0.06 of the CPU ratio)
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+    # the poll's sync and the flush run in worker threads, holding the interpreter while
+    # they compute; the event loop gets it back at the switch interval (5 ms by default)
+    # after each socket call of a report: 1 ms keeps a report's wait behind them short
+    sys.setswitchinterval(min(sys.getswitchinterval(), REPORT_SWITCH_S))
+
+
+def hub_poll(
+    service: HubService, hub: HubApi, alerts: HubAlerts | None
+) -> Callable[[], Awaitable[None]]:
+    """One poll of the Hub: the ledger, budgets and stops, then the alerts it calls for."""
 
     async def poll() -> None:
         result = await service.poll(hub, now_utc)
@@ -188,6 +198,76 @@ async def run(settings: HubSettings) -> None:
                 result.seconds,
             )
 
+    return poll
+
+
+def watch_cluster(
+    settings: HubSettings, parts: Parts, stop: asyncio.Event
+) -> tuple[asyncio.Task[None], Prometheus] | None:
+    """GPU use from the cluster's Prometheus (``c.GpuCostHub.prometheus_url``): the
+    service's :class:`ClusterUsage` and its task (``None``: not configured)."""
+    if parts.cluster is None or parts.usage_ledger is None or not parts.billing:
+        return None
+    service = parts.service
+    cluster = parts.cluster
+    prometheus = Prometheus(cluster.url, timeout_s=cluster.timeout_s, auth=cluster.auth)
+    usage = ClusterUsage(
+        cluster,
+        prometheus,
+        parts.usage_ledger,
+        billing=parts.billing,
+        tz=parts.tz,
+        max_gpus=settings.billing.max_gpus_per_server,
+        placement=PlacementLedger(parts.usage_ledger.engine),
+    )
+    service.cluster = usage
+    if service.reclaim is not None:
+        # a DCGM reading holds until the next poll's answer (or its failure)
+        service.reclaim.dcgm_stale_s = max(
+            service.reclaim.dcgm_stale_s, 2 * cluster.interval_s + cluster.timeout_s
+        )
+
+    async def ask_cluster() -> None:
+        await usage.poll(service, now_utc())
+
+    log.info("GPU use from %r every %.0f s", cluster, cluster.interval_s)
+    task = asyncio.create_task(
+        every(cluster.interval_s, "GPU use from Prometheus", ask_cluster, stop)
+    )
+    return task, prometheus
+
+
+def read_bills(
+    settings: HubSettings, service: HubService, stop: asyncio.Event
+) -> list[asyncio.Task[None]]:
+    """The cloud's FOCUS bill (``c.GpuCostHub.focus_source``) read on its schedule."""
+    focus = settings.focus
+    if focus is None or service.billed is None:
+        return []
+    bill = ScheduledBill(focus, service.billed.engine)
+    log.info("FOCUS bill from %s every %.0f s", focus.source, focus.interval_s)
+    return [asyncio.create_task(every(focus.interval_s, "FOCUS bill", bill.step, stop))]
+
+
+async def run(settings: HubSettings) -> None:
+    parts = build(settings)
+    service = parts.service
+    web_settings = settings.web
+    hub = HubApi(
+        web_settings.hub_api_url,
+        web_settings.hub_api_token,
+        identity_cache_s=web_settings.identity_cache_s,
+    )
+    ctx = web_context(settings, parts, hub)
+    alerts = ctx.alerts
+    web = handlers.make_app(ctx, web_settings.base_url, cookie_secret(parts.data_dir))
+    bind = urlparse(web_settings.bind_url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    poll = hub_poll(service, hub, alerts)
+
     async def flush() -> None:
         # a thread: writing 1,000 servers takes about 0.1 s, and reports keep coming
         # meanwhile (the ledger takes them under its own lock)
@@ -198,17 +278,7 @@ async def run(settings: HubSettings) -> None:
         await poll()
     except HubApiError as e:
         log.error("first poll of the Hub: %s", e)
-    # what start-up made lives as long as the process: keep it out of the collector's scans
-    gc.freeze()
-    # each poll makes thousands of objects that live until the next one (the Hub's user
-    # models, every server's figures), which at Python's default threshold set off many
-    # collections a poll, some of them of every generation; a report's objects die young,
-    # before any collection sees them (docs/benchmarks.md: about 0.06 of the CPU ratio)
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-    # the poll's sync and the flush run in worker threads, holding the interpreter while
-    # they compute; the event loop gets it back at the switch interval (5 ms by default)
-    # after each socket call of a report: 1 ms keeps a report's wait behind them short
-    sys.setswitchinterval(min(sys.getswitchinterval(), REPORT_SWITCH_S))
+    tune_for_reports()
     server = listen(
         web,
         web_settings.base_url,
@@ -236,43 +306,10 @@ async def run(settings: HubSettings) -> None:
             await asyncio.to_thread(alert_spikes, alerts, service)
 
         tasks.append(asyncio.create_task(every(SPIKES_EVERY_S, "spend spikes", spikes, stop)))
-    # -- GPU use from the cluster's Prometheus (c.GpuCostHub.prometheus_url) -------------
-    if parts.cluster is not None and parts.usage_ledger is not None and parts.billing:
-        cluster = parts.cluster
-        prometheus = Prometheus(cluster.url, timeout_s=cluster.timeout_s, auth=cluster.auth)
-        service.cluster = ClusterUsage(
-            cluster,
-            prometheus,
-            parts.usage_ledger,
-            billing=parts.billing,
-            tz=parts.tz,
-            max_gpus=settings.billing.max_gpus_per_server,
-            placement=PlacementLedger(parts.usage_ledger.engine),
-        )
-        usage = service.cluster
-        if service.reclaim is not None:
-            # a DCGM reading holds until the next poll's answer (or its failure)
-            service.reclaim.dcgm_stale_s = max(
-                service.reclaim.dcgm_stale_s, 2 * cluster.interval_s + cluster.timeout_s
-            )
-
-        async def ask_cluster() -> None:
-            await usage.poll(service, now_utc())
-
-        log.info("GPU use from %r every %.0f s", cluster, cluster.interval_s)
-        tasks.append(
-            asyncio.create_task(
-                every(cluster.interval_s, "GPU use from Prometheus", ask_cluster, stop)
-            )
-        )
-    # -- the cloud's FOCUS bill (c.GpuCostHub.focus_source) --------------------------------
-    if settings.focus is not None and service.billed is not None:
-        bill = ScheduledBill(settings.focus, service.billed.engine)
-        focus = settings.focus
-        log.info("FOCUS bill from %s every %.0f s", focus.source, focus.interval_s)
-        tasks.append(
-            asyncio.create_task(every(settings.focus.interval_s, "FOCUS bill", bill.step, stop))
-        )
+    cluster = watch_cluster(settings, parts, stop)
+    if cluster is not None:
+        tasks.append(cluster[0])
+    tasks.extend(read_bills(settings, service, stop))
     try:
         await stop.wait()
     finally:
@@ -280,7 +317,7 @@ async def run(settings: HubSettings) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if service.cluster is not None:
-            prometheus.close()
+        if cluster is not None:
+            cluster[1].close()
         service.close(now_utc())
         log.info("gpucost hub service stopped; the ledger is flushed")

@@ -11,6 +11,7 @@ from typing import Any
 
 from traitlets import Dict, Float, HasTraits, Int, TraitError, Unicode, validate
 
+from ..core.billing import GRANULARITY_S_BOUNDS, MINIMUM_CHARGE_S_BOUNDS
 from ..core.catalog import MARKETS, parse_price
 from ..core.currency import is_currency_code
 
@@ -61,10 +62,16 @@ RANGES: dict[str, Range] = {
     "sample_interval_s": Range(float, 0.1, 3600, "a number of seconds from 0.1 to 3600"),
     "hub_report_interval_s": Range(float, 1, 3600, "a number of seconds from 1 to 3600"),
     "billing_granularity_s": Range(
-        int, 1, 86_400, "a whole number of seconds from 1 (per-second billing) to 86400"
+        int,
+        *GRANULARITY_S_BOUNDS,
+        f"a whole number of seconds from {GRANULARITY_S_BOUNDS[0]} (per-second billing) "
+        f"to {GRANULARITY_S_BOUNDS[1]}",
     ),
     "minimum_charge_s": Range(
-        int, 0, 86_400, "a whole number of seconds from 0 (no minimum) to 86400"
+        int,
+        *MINIMUM_CHARGE_S_BOUNDS,
+        f"a whole number of seconds from {MINIMUM_CHARGE_S_BOUNDS[0]} (no minimum) "
+        f"to {MINIMUM_CHARGE_S_BOUNDS[1]}",
     ),
 }
 

@@ -13,15 +13,17 @@ import { budgetPlugin } from './budget';
 import { machinePlugin } from './machine';
 import { cellCostPlugin } from './cells';
 import { exportPlugin } from './export';
+import { DEFAULT_INTERVAL_S } from './fallback';
 import { setMoneyLocale } from './format';
 import { setTranslator } from './i18n';
-import { DEFAULT_INTERVAL_S, GpuCostModel } from './model';
+import { GpuCostModel } from './model';
 import { panelPlugin } from './panel/plugin';
 import { IGpuCostModel } from './tokens';
 import { GpuCostTopBarItem } from './topbar';
 import { actAsButton, GpuCostStatus } from './view';
 
 export * from './display';
+export * from './fallback';
 export * from './format';
 export * from './model';
 export * from './request';

@@ -1,7 +1,7 @@
 import { VDomModel } from '@jupyterlab/apputils';
 import { Event, ServerConnection } from '@jupyterlab/services';
 import { UUID } from '@lumino/coreutils';
-import { IPoll, Poll } from '@lumino/polling';
+import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { setSoftBudget } from './budget/request';
@@ -11,6 +11,7 @@ import {
   IBudgetStatus
 } from './budget/tokens';
 import { deriveState } from './display';
+import { FallbackPoll } from './fallback';
 import { GpuCostRequestError, parseStatus, requestStatus } from './request';
 import {
   GpuCostState,
@@ -31,14 +32,6 @@ export const STATUS_EVENT_SCHEMA =
  * the model waits this long for the first push before it polls.
  */
 export const DEFAULT_HEARTBEAT_S = 10;
-
-/**
- * The default, lowest and highest poll interval, in seconds (as in the
- * settings schema).
- */
-export const DEFAULT_INTERVAL_S = 2;
-export const MIN_INTERVAL_S = 1;
-export const MAX_INTERVAL_S = 3600;
 
 /**
  * The live cost of the session: pushed by the server, polled only while the
@@ -62,14 +55,11 @@ export class GpuCostModel
     super();
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
-    this._intervalS = clampInterval(
-      options.intervalSeconds ?? DEFAULT_INTERVAL_S
-    );
     this._events = options.events ?? null;
-    this._poll = new Poll<IGpuCostStatus>({
+    this._poll = new FallbackPoll<IGpuCostStatus>({
       auto: false,
       factory: () => this.fetch(),
-      frequency: pollFrequency(this._intervalS),
+      intervalSeconds: options.intervalSeconds,
       name: 'jupyter-gpucost:status',
       standby: options.standby ?? 'when-hidden'
     });
@@ -172,15 +162,12 @@ export class GpuCostModel
    * The poll interval in seconds; a change applies at once.
    */
   get intervalSeconds(): number {
-    return this._intervalS;
+    return this._poll.intervalSeconds;
   }
   set intervalSeconds(value: number) {
-    const interval = clampInterval(value);
-    if (interval === this._intervalS || this.isDisposed) {
+    if (this.isDisposed || !this._poll.setInterval(value)) {
       return;
     }
-    this._intervalS = interval;
-    this._poll.frequency = pollFrequency(interval);
     if (this._events && !this._polling) {
       // pushed: the poll stays stopped
       return;
@@ -326,8 +313,7 @@ export class GpuCostModel
   private _watchdog = 0;
   private _polling = false;
   private _pushedAt: number | null = null;
-  private _poll: Poll<IGpuCostStatus>;
-  private _intervalS: number;
+  private _poll: FallbackPoll<IGpuCostStatus>;
   private _status: IGpuCostStatus | null = null;
   private _receivedAt: number | null = null;
   private _missing = false;
@@ -357,27 +343,4 @@ export namespace GpuCostModel {
     /** When the poll stands by (default `'when-hidden'`). */
     standby?: Poll.Standby | (() => boolean | Poll.Standby);
   }
-}
-
-/**
- * A valid poll interval in seconds (non-finite: the default).
- */
-export function clampInterval(seconds: number): number {
-  if (!Number.isFinite(seconds)) {
-    return DEFAULT_INTERVAL_S;
-  }
-  return Math.min(MAX_INTERVAL_S, Math.max(MIN_INTERVAL_S, seconds));
-}
-
-/**
- * Poll every `seconds`; after failures, back off up to ten intervals (at
- * least a minute).
- */
-export function pollFrequency(seconds: number): IPoll.Frequency {
-  const interval = Math.round(seconds * 1000);
-  return {
-    backoff: true,
-    interval,
-    max: Math.max(10 * interval, 60 * 1000)
-  };
 }

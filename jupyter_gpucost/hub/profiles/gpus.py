@@ -36,7 +36,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -58,14 +58,13 @@ from .gpu_labels import (
     GFD_PRODUCT,
     GPU_RESOURCE,
     INSTANCE_LABELS,
-    KARPENTER_GPU_MEMORY,
-    MODEL_LABELS,
     LabelError,
     gpu_count,
     model_from_label,
 )
 from .kubespawner import State, Unreadable
 from .mig import MigError, mig_profile, mig_slice, split_product
+from .node_terms import Unpriced, candidates
 from .vm_part import node_vm, with_vm
 
 MICRO = Decimal("0.000001")
@@ -78,10 +77,6 @@ GFD_REPLICAS = "nvidia.com/gpu.replicas"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 #: what a pod's line says of a machine type with no row (its VM, if any, is not counted)
 NO_ROW = "no price for this machine type in the catalog, only its GPUs are counted"
-
-
-class Unpriced(ValueError):
-    """A pod's GPUs that cannot be priced; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -100,16 +95,6 @@ class Prices:
 
 
 @dataclass(frozen=True)
-class _Candidate:
-    """One value a key may take, and where it was read."""
-
-    key: str
-    value: object
-    where: str
-    memory: object = None
-
-
-@dataclass(frozen=True)
 class _Device:
     """The extended resource a pod requests, how many, and where that was read."""
 
@@ -123,52 +108,6 @@ def is_extended(resource: str) -> bool:
     ephemeral-storage or hugepages (``kubernetes.io`` names are the cluster's own)."""
     domain, slash, _ = resource.partition("/")
     return bool(slash) and not domain.endswith("kubernetes.io")
-
-
-def _candidates(state: State) -> list[_Candidate]:
-    """Every GPU model or instance-type label value the settings name."""
-    found: list[_Candidate] = []
-    labels = (*MODEL_LABELS, *INSTANCE_LABELS)
-    selector = state.get("node_selector")
-    if isinstance(selector, Unreadable):
-        raise Unpriced(f"node_selector cannot be read statically ({selector.what})")
-    if isinstance(selector, Mapping):
-        memory = selector.get(KARPENTER_GPU_MEMORY)
-        for key in labels:
-            if key in selector:
-                found.append(_Candidate(key, selector[key], f"node_selector {key}", memory))
-    for key in labels:
-        direct = state.get(key)
-        if isinstance(direct, Unreadable):
-            raise Unpriced(f"{key} cannot be read statically ({direct.what})")
-        if direct is not None:
-            found.append(_Candidate(key, direct, f"kubespawner_override {key}"))
-    affinity = state.get("node_affinity_required")
-    if isinstance(affinity, Unreadable):
-        raise Unpriced(f"node_affinity_required cannot be read statically ({affinity.what})")
-    if isinstance(affinity, Sequence) and not isinstance(affinity, str):
-        for term in affinity:
-            expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
-            if not isinstance(expressions, Sequence):
-                continue
-            memory = None
-            for e in expressions:
-                if isinstance(e, Mapping) and e.get("key") == KARPENTER_GPU_MEMORY:
-                    values = e.get("values")
-                    if isinstance(values, Sequence) and len(values) == 1:
-                        memory = values[0]
-            for e in expressions:
-                if not isinstance(e, Mapping) or e.get("key") not in labels:
-                    continue
-                if e.get("operator") != "In":
-                    continue
-                values = e.get("values")
-                if not isinstance(values, Sequence) or isinstance(values, str):
-                    continue
-                key = str(e["key"])
-                for v in values:
-                    found.append(_Candidate(key, v, f"node_affinity_required {key} In", memory))
-    return found
 
 
 def _devices(state: State) -> list[_Device]:
@@ -308,6 +247,19 @@ def _part(device: _Device | None, state: State, prices: Prices, mig_label: str) 
     )
 
 
+@dataclass
+class _Named:
+    """What the pod's node terms name, read against the catalog: GPU models (each with
+    where it was read), whole-instance rows, ``[[vm]]`` rows, machine types the catalog
+    cannot price, and MIG profiles named by GPU feature discovery's product label."""
+
+    models: dict[str, list[str]] = field(default_factory=dict)
+    instances: list[tuple[InstanceRow, str]] = field(default_factory=list)
+    vms: list[tuple[VmPricing, str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    mig_labels: set[str] = field(default_factory=set)
+
+
 def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
     """The rate of a pod with these settings; :class:`Unpriced` with the reason.
 
@@ -325,12 +277,55 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
     device = devices[0] if devices else None
     count = device.count if device is not None else None
     count_from = device.where if device is not None else ""
-    models: dict[str, list[str]] = {}
-    instances: list[tuple[InstanceRow, str]] = []
-    vms: list[tuple[VmPricing, str]] = []
-    unknown: list[str] = []
-    mig_labels: set[str] = set()
-    for c in _candidates(state):
+    named = _read_names(state, prices, strict)
+    if len(named.mig_labels) > 1:
+        raise Unpriced(f"{GFD_PRODUCT} names several MIG profiles: {', '.join(named.mig_labels)}")
+    if count == 0:
+        assert device is not None
+        return Rate(NO_GPU, Decimal(0), f"no GPU ({count_from} is 0)")
+    part = _part(device, state, prices, next(iter(named.mig_labels), ""))
+    if named.instances:
+        shares = [
+            _instance(row, where, device, part, named.models, prices)
+            for row, where in named.instances
+        ]
+        return max(shares, key=lambda r: r.usd_per_hour)
+    if not named.models:
+        if part.mig:
+            try:
+                only = mig_slice(part.mig, None)
+            except MigError as e:
+                raise Unpriced(f"{part.why}: {e}") from None
+            named.models[only.parent] = [f"{part.detail} (the one GPU with this MIG profile)"]
+        elif count is None:
+            why = "no nvidia.com/gpu limit, no GPU node label"
+            if named.unknown:
+                why += f"; {', '.join(named.unknown)} has no whole-instance row "
+                why += f"({prices.policy.provider} {prices.policy.market})"
+            return Rate(NO_GPU, Decimal(0), f"no GPU ({why})")
+        else:
+            raise Unpriced(
+                f"{count_from} asks {count} but no node selector or affinity names the GPU model"
+            )
+    counted = f"{count} ({count_from})" if count is not None else "1 (no nvidia.com/gpu limit)"
+    best = _dearest_model(named.models, part, count, counted, prices)
+    # the dearest VM the pod may land on; the admin's price for the GPU beats the rows, as
+    # for a whole instance (:func:`_instance`)
+    if named.vms and best.allocation.model not in (prices.policy.overrides or {}):
+        return max(
+            (with_vm(best, vm, where) for vm, where in named.vms), key=lambda r: r.usd_per_hour
+        )
+    if named.unknown:  # a machine type the catalog cannot price is said, never dropped silently
+        return replace(best, source=f"{best.source}; {', '.join(named.unknown)}: {NO_ROW}")
+    return best
+
+
+def _read_names(state: State, prices: Prices, strict: bool) -> _Named:
+    """Each GPU model and instance type the pod's node terms name, read against the
+    catalog (an instance type: its whole-instance row, else its ``[[vm]]`` row, else
+    unknown, or :class:`Unpriced` when ``strict``)."""
+    named = _Named()
+    for c in candidates(state):
         if c.key in INSTANCE_LABELS:
             if not isinstance(c.value, str):
                 raise Unpriced(f"{c.where}={c.value!r} has no whole-instance price")
@@ -344,54 +339,35 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
             row = None if row is None or row.not_for_sale else row  # not rented: no price
             vm = node_vm(prices.vms, prices.policy, c.value)
             if vm and not row and vm.row.currency == prices.policy.session_currency:
-                vms.append((vm, c.where))
+                named.vms.append((vm, c.where))
                 continue
             # whole-instance rows are in USD: another currency is priced per GPU
             if row is not None and prices.policy.session_currency == "USD":
-                instances.append((row, c.where))
+                named.instances.append((row, c.where))
             elif strict:
                 raise Unpriced(f"{c.where}={c.value!r} has no whole-instance price")
             else:
-                unknown.append(f"{c.where}={c.value}")
+                named.unknown.append(f"{c.where}={c.value}")
             continue
         value = c.value
         if c.key == GFD_PRODUCT and isinstance(value, str):
             split = split_product(value)
             if split is not None:
                 value, profile = split
-                mig_labels.add(profile)
+                named.mig_labels.add(profile)
         try:
             model = model_from_label(c.key, value, c.memory)
         except LabelError as e:
             raise Unpriced(str(e)) from None
-        models.setdefault(model, []).append(f"{c.where}={c.value}")
-    if len(mig_labels) > 1:
-        raise Unpriced(f"{GFD_PRODUCT} names several MIG profiles: {', '.join(mig_labels)}")
-    if count == 0:
-        assert device is not None
-        return Rate(NO_GPU, Decimal(0), f"no GPU ({count_from} is 0)")
-    part = _part(device, state, prices, next(iter(mig_labels), ""))
-    if instances:
-        shares = [_instance(row, where, device, part, models, prices) for row, where in instances]
-        return max(shares, key=lambda r: r.usd_per_hour)
-    if not models:
-        if part.mig:
-            try:
-                only = mig_slice(part.mig, None)
-            except MigError as e:
-                raise Unpriced(f"{part.why}: {e}") from None
-            models[only.parent] = [f"{part.detail} (the one GPU with this MIG profile)"]
-        elif count is None:
-            why = "no nvidia.com/gpu limit, no GPU node label"
-            if unknown:
-                why += f"; {', '.join(unknown)} has no whole-instance row "
-                why += f"({prices.policy.provider} {prices.policy.market})"
-            return Rate(NO_GPU, Decimal(0), f"no GPU ({why})")
-        else:
-            raise Unpriced(
-                f"{count_from} asks {count} but no node selector or affinity names the GPU model"
-            )
-    counted = f"{count} ({count_from})" if count is not None else "1 (no nvidia.com/gpu limit)"
+        named.models.setdefault(model, []).append(f"{c.where}={c.value}")
+    return named
+
+
+def _dearest_model(
+    models: dict[str, list[str]], part: _Part, count: int | None, counted: str, prices: Prices
+) -> Rate:
+    """Each named model priced per device (its share of a GPU where the device is part of
+    one); the dearest, since the pod may land on any."""
     options: list[Rate] = []
     for model, wheres in models.items():
         share, detail, why = _share(part, model)
@@ -422,12 +398,6 @@ def rate_of(state: State, prices: Prices, *, strict: bool = False) -> Rate:
             best.usd_per_gpu_hour,
             f"the dearest of {', '.join(models)} (the pod may land on any): {best.source}",
         )
-    # the dearest VM the pod may land on; the admin's price for the GPU beats the rows, as
-    # for a whole instance (:func:`_instance`)
-    if vms and best.allocation.model not in (prices.policy.overrides or {}):
-        return max((with_vm(best, vm, where) for vm, where in vms), key=lambda r: r.usd_per_hour)
-    if unknown:  # a machine type the catalog cannot price is said, never dropped silently
-        return replace(best, source=f"{best.source}; {', '.join(unknown)}: {NO_ROW}")
     return best
 
 

@@ -27,7 +27,7 @@ from fractions import Fraction
 
 from ..allocation import TIME_SLICED_TEXT, ceil_micro
 from ..model import GpuAllocation, Rate
-from .gpus import MICRO, Prices, Unpriced, rate_of, time_slicing
+from .gpus import MICRO, Prices, rate_of, time_slicing
 from .kubespawner import (
     UNLISTED,
     OptionsRefused,
@@ -39,6 +39,7 @@ from .kubespawner import (
     load,
     uses_text,
 )
+from .node_terms import Unpriced
 
 #: shown where a profile's figure is the admin's restatement
 OVERRIDE = "c.GpuCostHub.profile_gpus"

@@ -51,7 +51,7 @@ from ..budgets import spawn_refusal
 from ..ledger.requests import RequestStore
 from ..model import HubLedgerDown
 from ..service import HubService
-from . import allowance_view, asking_view, billed_view, views
+from . import allowance_view, asking_view, billed_view, metrics_view, views
 from .hubapi import HubApi, Identity
 from .page_render import render
 from .page_render import templates as templates
@@ -351,7 +351,7 @@ class MetricsHandler(ApiBase):
     def get(self) -> None:
         self.admin()
         self.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.finish(views.metrics(self.ctx.service, self.ctx.now(), self.ctx.today()))
+        self.finish(metrics_view.metrics(self.ctx.service, self.ctx.now(), self.ctx.today()))
 
 
 class PageBase(OAuthBase):

@@ -1,5 +1,6 @@
-"""What the pages, the CSV and ``/metrics`` show, computed from the service's state: a
-user's own spend, and for admins every user and group. Pure data, no tornado.
+"""What the pages and the CSV show (``/metrics``: :mod:`.metrics_view`), computed from the
+service's state: a user's own spend, and for admins every user and group. Pure data, no
+tornado.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from fractions import Fraction
 
 from ...core import wire
@@ -19,16 +20,13 @@ from ..cluster.usage import usage_json
 from ..ledger.usage import UsageTotals
 from ..model import GpuAllocation, HubLedgerDown, InterruptionTotals, ServerRow, UserTotals
 from ..service import HubService
-from .billed_view import CSV_COLUMNS, UNALLOCATED, BilledMonth, gauges, this_month
-from .idle_view import idle_gauges, idle_json, idle_summary
+from .billed_view import CSV_COLUMNS, UNALLOCATED, BilledMonth
+from .idle_view import idle_json, idle_summary
 
 #: a user is "near" a budget from this share of it on
 NEAR_SHARE = 0.8
 #: the chart's span
 CHART_DAYS = 31
-#: /metrics names this many users (the biggest spenders this month); the rest are "other"
-METRICS_TOP_USERS = 50
-METRICS_TOP_GROUPS = 20
 
 
 def usd(micro_usd: int) -> float:
@@ -351,130 +349,6 @@ def users_csv(summary: wire.AdminSummary, billed: BilledMonth | None = None) -> 
 def _cell(text: str) -> str:
     # a spreadsheet must not run a formula from a user or group name
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def metrics(service: HubService, now: datetime | None = None, today: date | None = None) -> str:
-    """Prometheus text: per-user gauges for the top spenders ("other" for the rest), per
-    group, and the running servers; with the cluster's Prometheus, the same users' month
-    split into used, idle and unknown; with an idle policy, the idle GPU-hours and what
-    reclaiming saved, as the admin page shows them. Label values stay bounded however many
-    users a hub has."""
-    now = now or datetime.now(UTC)
-    today = today or now.date()
-    lines: list[str] = []
-    totals = service.totals
-
-    def gauge(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} gauge")
-        lines.extend(f"{name}{labels} {value:.6f}" for labels, value in samples)
-
-    ranked = sorted(totals.values(), key=lambda t: (-t.month_micro_usd, t.user))
-    top, rest = ranked[:METRICS_TOP_USERS], ranked[METRICS_TOP_USERS:]
-    for field, help_text in (
-        ("month_micro_usd", "spend this month in USD (top users by spend; the rest as other)"),
-        ("today_micro_usd", "spend today in USD (same users as the month's gauge)"),
-    ):
-        samples = [(f'{{user="{_label(t.user)}"}}', usd(getattr(t, field))) for t in top]
-        if rest:
-            samples.append(('{user="other"}', usd(sum(getattr(t, field) for t in rest))))
-        gauge(f"gpucost_hub_user_{field.split('_')[0]}_usd", help_text, samples)
-    group_month: dict[str, int] = defaultdict(int)
-    for user, groups in service.groups_of.items():
-        for group in groups:
-            group_month[group] += totals[user].month_micro_usd if user in totals else 0
-    ranked_groups = sorted(group_month.items(), key=lambda kv: (-kv[1], kv[0]))
-    samples = [(f'{{group="{_label(g)}"}}', usd(v)) for g, v in ranked_groups[:METRICS_TOP_GROUPS]]
-    if len(ranked_groups) > METRICS_TOP_GROUPS:
-        other = sum(v for _, v in ranked_groups[METRICS_TOP_GROUPS:])
-        samples.append(('{group="other"}', usd(other)))
-    gauge("gpucost_hub_group_month_usd", "a group's pooled spend this month in USD", samples)
-    gauge(
-        "gpucost_hub_running_servers",
-        "servers the hub bills now",
-        [("", float(len(service.rows)))],
-    )
-    rate = sum(float(r.rate.usd_per_hour) for r in service.rows.values())
-    gauge("gpucost_hub_usd_per_hour", "what the running servers cost per hour", [("", rate)])
-    over = sum(1 for s in service.state.values() if s.stop_at is not None)
-    gauge(
-        "gpucost_hub_servers_over_budget",
-        "running servers with a spent budget (stopping)",
-        [("", float(over))],
-    )
-    gauge("gpucost_hub_poll_seconds", "time of the last poll's sync", [("", service.last_poll_s)])
-    for name, help_text, value in idle_gauges(service):
-        gauge(name, help_text, [("", value)])
-    if service.cluster is not None:
-        by_user = service.cluster.ledger.by_user(today)
-        named = {t.user for t in top}
-        samples = []
-        for kind in ("used", "idle", "unknown"):
-            field = f"{kind}_micro_usd"
-            for t in top:
-                figures = by_user.get(t.user, UsageTotals())
-                samples.append(
-                    (f'{{user="{_label(t.user)}",use="{kind}"}}', usd(getattr(figures, field)))
-                )
-            if rest:
-                other = sum(getattr(f, field) for u, f in by_user.items() if u not in named)
-                samples.append((f'{{user="other",use="{kind}"}}', usd(other)))
-        gauge(
-            "gpucost_hub_user_month_gpu_usd",
-            "this month's allocation split by the cluster's DCGM into used, idle and unknown "
-            "(same users as the month's gauge)",
-            samples,
-        )
-        gauge(
-            "gpucost_hub_prometheus_up",
-            "1 while the cluster's Prometheus answers the service, else 0",
-            [("", 0.0 if service.cluster.status.down_since is not None else 1.0)],
-        )
-    interrupted = service.ledger.interruptions_by_user(month_start(today)).values()
-    gauge(
-        "gpucost_hub_interruptions_month",
-        "spot interruptions this month, as the servers reported them (shown, never billed)",
-        [("", float(sum(t.count for t in interrupted)))],
-    )
-    gauge(
-        "gpucost_hub_interruptions_lost_month_usd",
-        "what was computed since the last checkpoint before this month's spot interruptions",
-        [("", usd(sum(t.lost_micro_usd for t in interrupted)))],
-    )
-    idle = idle_summary(service, now)
-    if idle is not None:
-        days = idle["period_days"]
-        for name, help_text, value in (
-            (
-                "gpucost_hub_idle_gpu_seconds",
-                f"GPU-seconds judged idle (every GPU idle, no kernel busy), last {days} days "
-                "(the admin page's idle GPU-hours × 3600)",
-                idle["idle_gpu_hours"] * 3600,
-            ),
-            (
-                "gpucost_hub_idle_usd",
-                f"what the idle GPU-hours cost, last {days} days",
-                idle["idle_usd"],
-            ),
-            (
-                "gpucost_hub_reclaimed_servers",
-                f"servers stopped for idle GPUs, last {days} days",
-                float(idle["reclaimed"]),
-            ),
-            (
-                "gpucost_hub_reclaim_saved_usd",
-                f"what reclaiming saved (estimate), last {days} days",
-                idle["saved_usd"],
-            ),
-        ):
-            gauge(name, help_text, [("", float(value))])
-    billed = this_month(service.billed, today)
-    lines.extend(gauges(billed, METRICS_TOP_USERS, service.groups_of, METRICS_TOP_GROUPS))
-    return "\n".join(lines) + "\n"
 
 
 def bars(daily: list[wire.ChartDay], width: int = 1100, height: int = 140) -> dict[str, object]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -43,6 +42,7 @@ from ...core.instance_prices import (
 from ...core.machine import Machine
 from ..budget.enforce import InstanceStop, InstanceStopper
 from ..traits import within
+from .bounded import bounded
 from .reconciled_rate import reconciled_rate_plan
 from .spot_prices import (
     SpotPriceSettings,
@@ -219,17 +219,16 @@ def detect_machine(
         return None
     # the spot check's two EC2 calls, each bounded, after the metadata requests
     limit_s = settings.detect_settings.timeout_s * MAX_REQUESTS + 2 * aws.CHECK_TIMEOUT_S + 1
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-machine")
     try:
-        found = pool.submit(_detect_and_check, settings, dict(environ)).result(limit_s)
+        found = bounded(
+            partial(_detect_and_check, settings, dict(environ)), limit_s, "gpucost-machine"
+        )
     except FutureTimeout:
         log.warning("jupyter-gpucost: machine detection took over %g s: not used", limit_s)
         return None
     except Exception as e:  # detection must never stop the server
         log.warning("jupyter-gpucost: machine detection failed: %s", e)
         return None
-    finally:
-        pool.shutdown(wait=False)
     machine, spot_note = found
     if spot_note:
         log.warning("jupyter-gpucost: %s", spot_note)

@@ -21,13 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, HasTraits, Unicode, validate
@@ -42,10 +40,10 @@ from ...core.catalog import BASIS_UPPER_BOUND, Catalog
 from ...core.instance_prices import AdminPrices, InstanceRow, PricePlan, whole_instance
 from ...core.machine import Machine
 from ..traits import within
+from .bounded import bounded
 
 #: seconds the start-up waits for AWS's answer
 ASK_TIMEOUT_S = 5.0
-T = TypeVar("T")
 
 
 class SpotPriceTraits(HasTraits):
@@ -245,15 +243,6 @@ def read_billed(
     return rate
 
 
-def bounded(call: Callable[[], T], limit_s: float, name: str) -> T:
-    """``call()`` in a worker thread, waited for ``limit_s`` at most (FutureTimeout)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-    try:
-        return pool.submit(call).result(limit_s)
-    finally:
-        pool.shutdown(wait=False)
-
-
 def billed_rate_plan(
     plan: PricePlan,
     machine: Machine | None,
@@ -350,26 +339,27 @@ def refreshed_rows(
     if admin.provider or admin.instance or admin.base_set:
         return rows
     market = admin.market or machine.market or "on-demand"
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucost-prices")
     limit_s = settings.timeout_s * 3 + 1
     try:
-        done = pool.submit(
-            refresh_instance_row,
-            rows,
-            provider=machine.provider,
-            instance=machine.instance_type,
-            market=market,
-            region=machine.region,
-            settings=settings,
-        ).result(limit_s)
+        done = bounded(
+            partial(
+                refresh_instance_row,
+                rows,
+                provider=machine.provider,
+                instance=machine.instance_type,
+                market=market,
+                region=machine.region,
+                settings=settings,
+            ),
+            limit_s,
+            "gpucost-prices",
+        )
     except FutureTimeout:
         log.warning("jupyter-gpucost: the price feed took over %g s: catalog prices", limit_s)
         return rows
     except Exception as e:  # a feed must never stop the server
         log.warning("jupyter-gpucost: instance price not refreshed: %s", e)
         return rows
-    finally:
-        pool.shutdown(wait=False)
     if done.row is None:
         log.warning("jupyter-gpucost: instance price not refreshed: %s", done.message)
         return rows

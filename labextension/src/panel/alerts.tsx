@@ -1,95 +1,40 @@
-import { URLExt } from '@jupyterlab/coreutils';
-import { ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { sendJson } from '../request';
+import { AlertsModel } from './alerts-model';
 
 /*
  * Where the budget's alerts go (docs/alerts.md): the admin's targets by kind only, the
- * user's own masked, with a test and a remove button, and a field to add one.
+ * user's own masked, with a test and a remove button, and a field to add one. What it
+ * shows is the panel's `AlertsModel`; the view only keeps the URL being typed.
  */
 
-export const ALERTS_ROUTE = 'gpucost/api/alerts';
-
-export interface IAlertDelivery {
-  at: string;
-  kind: string;
-  title: string;
-  target: string;
-  ok: boolean;
-  attempts: number;
-  error: string;
-}
-
-export interface IAlertsAnswer {
-  admin: string[];
-  yours: { id: string; target: string }[];
-  can_add: boolean;
-  thresholds_pct: number[];
-  recent: IAlertDelivery[];
-}
-
 export function Alerts(props: {
-  settings: ServerConnection.ISettings;
+  model: AlertsModel;
   trans: TranslationBundle;
 }): React.ReactElement | null {
-  const { settings, trans } = props;
-  const [answer, setAnswer] = React.useState<IAlertsAnswer | null>(null);
+  const { model, trans } = props;
   const [url, setUrl] = React.useState('');
-  const [error, setError] = React.useState<string | null>(null);
-  const [note, setNote] = React.useState<string | null>(null);
-  const route = (...parts: string[]): string =>
-    URLExt.join(settings.baseUrl, ALERTS_ROUTE, ...parts);
-
-  const call = async (
-    what: () => Promise<IAlertsAnswer | null>
-  ): Promise<void> => {
-    try {
-      const next = await what();
-      if (next !== null) {
-        setAnswer(next);
-      }
-      setError(null);
-    } catch (reason) {
-      setError(reason instanceof Error ? reason.message : String(reason));
-    }
-  };
-
-  React.useEffect(() => {
-    void call(() => sendJson<IAlertsAnswer>(settings, route()));
-  }, [settings]);
-
+  const { answer, error, note } = model;
   if (answer === null) {
     return null;
   }
   const add = (event: React.FormEvent): void => {
     event.preventDefault();
-    void call(async () => {
-      const next = await sendJson<IAlertsAnswer>(settings, route('targets'), {
-        method: 'POST',
-        body: JSON.stringify({ url: url.trim() })
-      });
-      setUrl('');
-      return next;
+    void model.add(url).then(ok => {
+      if (ok) {
+        setUrl('');
+      }
     });
   };
   const test = (id: string): void => {
-    void call(async () => {
-      await sendJson(settings, route('targets', id, 'test'), {
-        method: 'POST',
-        body: '{}'
-      });
-      setNote(trans.__('Test alert sent; its delivery is listed below.'));
-      return null;
-    });
+    void model.test(
+      id,
+      trans.__('Test alert sent; its delivery is listed below.')
+    );
   };
   const remove = (id: string): void => {
-    void call(() =>
-      sendJson<IAlertsAnswer>(settings, route('targets', id), {
-        method: 'DELETE'
-      })
-    );
+    void model.remove(id);
   };
   const nowhere = answer.admin.length === 0 && answer.yours.length === 0;
   return (

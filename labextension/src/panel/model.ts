@@ -1,13 +1,13 @@
 import { VDomModel } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import { Poll } from '@lumino/polling';
 
-import { clampInterval, DEFAULT_INTERVAL_S, pollFrequency } from '../model';
+import { setSoftBudget } from '../budget/request';
 import { CELLS_ROUTE } from '../cells/format';
 import { EXPORTS_ROUTE, IExportsPayload } from '../export/request';
+import { FallbackPoll } from '../fallback';
 import { GpuCostRequestError, requestJson, requestStatus } from '../request';
 import { IGpuCostModel } from '../tokens';
+import { AlertsModel } from './alerts-model';
 import {
   historyDue,
   IPanelLive,
@@ -29,7 +29,6 @@ import {
  */
 export const KERNELS_ROUTE = 'gpucost/api/kernels';
 export const HISTORY_ROUTE = 'gpucost/api/history';
-export const BUDGET_ROUTE = 'gpucost/api/budget';
 
 /**
  * How many recent cells the panel lists.
@@ -67,17 +66,16 @@ export class CostPanelModel extends VDomModel {
     this.cellLabel = options.cellLabel ?? (() => null);
     this.recordedCells = options.recordedCells ?? (() => []);
     this._active = options.active ?? true;
+    this.alerts = new AlertsModel(this._serverSettings);
+    this.alerts.stateChanged.connect(this._onAlerts, this);
     if (this._cost) {
       this._cost.stateChanged.connect(this._onCost, this);
       this._onCost();
     }
-    this._intervalS = clampInterval(
-      options.intervalSeconds ?? DEFAULT_INTERVAL_S
-    );
-    this._poll = new Poll({
+    this._poll = new FallbackPoll({
       auto: options.autoStart ?? true,
       factory: () => this.fetch(),
-      frequency: pollFrequency(this._intervalS),
+      intervalSeconds: options.intervalSeconds,
       name: 'jupyter-gpucost:panel',
       standby: () => (this._active && !this._pushed() ? 'when-hidden' : true)
     });
@@ -103,6 +101,12 @@ export class CostPanelModel extends VDomModel {
    * this page, or from elsewhere): listed as recorded, never as live.
    */
   readonly recordedCells: () => ICellCost[];
+
+  /**
+   * Where the budget's alerts go: read once, when the panel's view is first
+   * attached.
+   */
+  readonly alerts: AlertsModel;
 
   get status(): IPart<IPanelStatus> {
     return this._status;
@@ -168,15 +172,12 @@ export class CostPanelModel extends VDomModel {
    * The poll interval in seconds.
    */
   get intervalSeconds(): number {
-    return this._intervalS;
+    return this._poll.intervalSeconds;
   }
   set intervalSeconds(value: number) {
-    const interval = clampInterval(value);
-    if (interval === this._intervalS || this.isDisposed) {
+    if (this.isDisposed || !this._poll.setInterval(value)) {
       return;
     }
-    this._intervalS = interval;
-    this._poll.frequency = pollFrequency(interval);
     void this._poll.refresh();
   }
 
@@ -232,30 +233,10 @@ export class CostPanelModel extends VDomModel {
       }
       return null;
     }
-    const settings = this._serverSettings;
-    const url = URLExt.join(settings.baseUrl, BUDGET_ROUTE);
-    let response: Response;
     try {
-      response = await ServerConnection.makeRequest(
-        url,
-        {
-          method: 'PUT',
-          body: JSON.stringify({ amount_usd: amountUsd, scope })
-        },
-        settings
-      );
+      await setSoftBudget(this._serverSettings, amountUsd, scope);
     } catch (reason) {
       return reason instanceof Error ? reason.message : String(reason);
-    }
-    if (!response.ok) {
-      let message = `HTTP ${response.status}`;
-      try {
-        const body = (await response.json()) as { message?: string };
-        message = body.message ?? message;
-      } catch {
-        // keep the status line
-      }
-      return message;
     }
     await this.refresh();
     return null;
@@ -276,7 +257,14 @@ export class CostPanelModel extends VDomModel {
     this._cost?.stateChanged.disconnect(this._onCost, this);
     this._feed?.changed.disconnect(this._onPanel, this);
     this._poll.dispose();
+    this.alerts.dispose();
     super.dispose();
+  }
+
+  private _onAlerts(): void {
+    if (!this.isDisposed) {
+      this.stateChanged.emit();
+    }
   }
 
   /**
@@ -404,8 +392,7 @@ export class CostPanelModel extends VDomModel {
   private _feed: PanelFeed | null;
   private _fetchedCells: ICellsAnswer | null = null;
   private _historyPending = false;
-  private _poll: Poll;
-  private _intervalS: number;
+  private _poll: FallbackPoll<void>;
   private _active: boolean;
   private _window: HistoryWindow = '1h';
   private _status: IPart<IPanelStatus> = empty();

@@ -15,7 +15,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { parseSavedCell, recordOf, SAVED_KEY } from '../cells/saved';
 import { trans } from '../i18n';
-import { DEFAULT_INTERVAL_S } from '../model';
+import { DEFAULT_INTERVAL_S } from '../fallback';
 import { IGpuCostModel } from '../tokens';
 import { PanelFeed } from './feed';
 import { CostPanelModel } from './model';

@@ -38,6 +38,12 @@ export class CostPanel extends VDomRenderer<CostPanelModel> {
     );
   }
 
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    // where the budget's alerts go: asked once, when the panel is first shown
+    void this.model.alerts.load();
+  }
+
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this.model.active = true;
@@ -116,7 +122,7 @@ namespace Private {
         ) : (
           <Budget model={model} status={s} symbol={symbol} trans={trans} />
         )}
-        <Alerts settings={model.serverSettings} trans={trans} />
+        <Alerts model={model.alerts} trans={trans} />
         <Machine status={s} symbol={symbol} trans={trans} />
         {/* nothing metered: no spend to draw, never a line at $0 */}
         {s.metering?.state !== 'unknown' && (
