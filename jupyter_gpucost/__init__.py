@@ -12,7 +12,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-gpucost"}]
 
 
-def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+def _jupyter_server_extension_points() -> list[dict[str, object]]:
     from .server.app import GpuCost
 
     return [{"module": "jupyter_gpucost", "app": GpuCost}]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from ..core.machine import CANNOT_STOP_ONE_TIME_SPOT, STILL_AWS_TERMINATED, Machine
 from .outcome import StopResult
@@ -27,15 +27,15 @@ from .outcome import fail as _fail
 class EC2Client(Protocol):
     """The EC2 calls used here (boto3's client; its answers are JSON-shaped documents)."""
 
-    def stop_instances(self, *, InstanceIds: list[str]) -> dict[str, Any]: ...
+    def stop_instances(self, *, InstanceIds: list[str]) -> dict[str, object]: ...
 
-    def terminate_instances(self, *, InstanceIds: list[str]) -> dict[str, Any]: ...
+    def terminate_instances(self, *, InstanceIds: list[str]) -> dict[str, object]: ...
 
     def describe_spot_instance_requests(
         self,
         *,
         Filters: list[dict[str, object]],
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, object]: ...
 
 
 #: how long each EC2 call at start may take: it must never hold the server's start
@@ -88,10 +88,8 @@ def stop(
         client = _client(machine, environ, secrets, None)
         if terminate:
             answer = client.terminate_instances(InstanceIds=[machine.instance_id])
-            changes = answer.get("TerminatingInstances", [])
         else:
             answer = client.stop_instances(InstanceIds=[machine.instance_id])
-            changes = answer.get("StoppingInstances", [])
     except _NoBoto:
         return _no_boto()
     except NoCredentialsError:
@@ -111,7 +109,7 @@ def stop(
         return _fail("aws", f"EC2 {call} failed ({code}): {text}")
     except BotoCoreError as e:
         return _fail("aws", f"EC2 {call} failed: {e}")
-    state = str(changes[0].get("CurrentState", {}).get("Name", "")) if changes else ""
+    state = _changed_state(answer, "TerminatingInstances" if terminate else "StoppingInstances")
     if terminate:
         message = f"EC2 is terminating {machine.instance_id} ({state or 'shutting-down'})"
         return StopResult(True, "aws", message, STILL_AWS_TERMINATED)
@@ -141,7 +139,8 @@ def spot_stop_check(
         found = client.describe_spot_instance_requests(
             Filters=[{"Name": "instance-id", "Values": [machine.instance_id]}]
         )
-        requests = found.get("SpotInstanceRequests", [])
+        listed = found.get("SpotInstanceRequests")
+        requests = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
     except (_NoBoto, ClientError, BotoCoreError) as e:
         return machine, f"whether this Spot Instance can stop is unknown ({e}): {needs}"
     if not requests:
@@ -154,3 +153,13 @@ def spot_stop_check(
             f"Spot request {request_id} is one-time: {CANNOT_STOP_ONE_TIME_SPOT}"
         )
     return machine, f"Spot request {request_id} is {kind or 'of an unknown type'}: it can stop"
+
+
+def _changed_state(answer: dict[str, object], key: str) -> str:
+    """The first instance's new state in EC2's ``StopInstances``/``TerminateInstances``
+    answer (``StoppingInstances[0].CurrentState.Name``), or ``""``."""
+    changes = answer.get(key)
+    first = changes[0] if isinstance(changes, list) and changes else None
+    current = first.get("CurrentState") if isinstance(first, dict) else None
+    name = current.get("Name") if isinstance(current, dict) else None
+    return str(name or "")

@@ -131,7 +131,7 @@ class QuoteCache:
         self.path = path
         self.ttl_s = ttl_s
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, object]:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):

@@ -40,7 +40,7 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
         raise
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, object] | None:
     """The document, or ``None`` when it is missing or not a JSON object."""
     try:
         document = json.loads(path.read_text())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from ..core.i18n import _
 from ..core.refusal import Refusal
@@ -67,7 +66,7 @@ def _check(value: object, where: str, depth: int) -> None:
             _check(item, f"{where}[{n}]", depth + 1)
 
 
-def json_object(raw: bytes | None) -> dict[str, Any]:
+def json_object(raw: bytes | None) -> dict[str, object]:
     """A request body as a JSON object (an empty body is ``{}``), or ``Refusal``."""
     if not raw:
         return {}

@@ -154,7 +154,7 @@ class LanguageSetting:
             settings = {}
         return self._locale(settings)
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, object]:
         from jupyterlab_server import settings_utils as su
 
         settings, _warnings = su.get_settings(
@@ -214,7 +214,7 @@ def watch_jupyterlab_language(
     return watch
 
 
-def _overrides(app_settings_dir: str) -> dict[str, Any]:
+def _overrides(app_settings_dir: str) -> dict[str, object]:
     """The administrator's overrides of settings' defaults, as JupyterLab loads them."""
     from jupyterlab_server import settings_utils as su
 

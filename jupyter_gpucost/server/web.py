@@ -91,7 +91,7 @@ class GpuCostHandler(ExtensionHandlerMixin, APIHandler):
         service: CostService = self.settings["gpucost_service"]
         return service
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         """The request's JSON object (``{}`` when empty), or a 400 that says what is wrong."""
         return json_object(self.request.body)
 

@@ -36,7 +36,7 @@ from .views import _cell as cell
 LISTED_DAYS = 31
 
 
-def body(authorization: str, raw: bytes | None) -> dict[str, Any]:
+def body(authorization: str, raw: bytes | None) -> dict[str, object]:
     """A POST's JSON object, taken only with a Hub token in ``Authorization``: a browser's
     cookie alone is refused, so no other site can ask or decide on a user's behalf."""
     if not authorization.startswith(("token ", "Bearer ")):

@@ -277,7 +277,7 @@ class RequestsBase(ApiBase):
             raise web.HTTPError(404, "requests for more allowance are not kept here")
         return self.ctx.requests
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> dict[str, object]:
         headers = self.request.headers
         return asking_view.body(headers.get("Authorization", ""), self.request.body)
 

@@ -45,7 +45,7 @@ class Responder(Protocol):
     def closed(self) -> bool: ...
 
 
-def scope_of(request: HttpRequest) -> dict[str, Any]:
+def scope_of(request: HttpRequest) -> dict[str, object]:
     """The ASGI HTTP scope of ``request`` (ASGI 3, HTTP spec 2.3)."""
     return {
         "type": "http",

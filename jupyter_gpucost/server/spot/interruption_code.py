@@ -11,7 +11,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from jupyter_core.utils import ensure_async
 
@@ -30,7 +30,7 @@ class _Client(Protocol):
         self, code: str, silent: bool = ..., store_history: bool = ..., allow_stdin: bool = ...
     ) -> str: ...
 
-    def get_shell_msg(self, timeout: float | None = ...) -> Awaitable[dict[str, Any]]: ...
+    def get_shell_msg(self, timeout: float | None = ...) -> Awaitable[dict[str, object]]: ...
 
 
 class _Kernel(Protocol):
@@ -97,9 +97,9 @@ async def run_code(
                 reply = await client.get_shell_msg(timeout=left)
             except Exception:  # queue.Empty on time out
                 return CodeOutcome(kernel_id, "late")
-            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+            if _field(reply, "parent_header").get("msg_id") != msg_id:
                 continue
-            content = reply.get("content", {})
+            content = _field(reply, "content")
             if content.get("status") == "ok":
                 return CodeOutcome(kernel_id, "done")
             error = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
@@ -108,3 +108,10 @@ async def run_code(
     finally:
         with contextlib.suppress(Exception):
             client.stop_channels()
+
+
+def _field(message: dict[str, object], key: str) -> dict[str, object]:
+    """A Jupyter message's part (``parent_header``, ``content``) as an object, ``{}`` when
+    it is missing or not one."""
+    part = message.get(key)
+    return cast(dict[str, object], part) if isinstance(part, dict) else {}
