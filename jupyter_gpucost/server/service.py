@@ -465,6 +465,7 @@ class CostService:
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id
+                cost = usd(live_micro_usd if live else row["cost_micro_usd"])
                 totals["sessions"].append(
                     {
                         "id": row["id"],
@@ -472,11 +473,12 @@ class CostService:
                         "ended": None
                         if row["ended_unix_s"] is None
                         else datetime.fromtimestamp(row["ended_unix_s"], UTC).isoformat(),
-                        "cost_usd": usd(live_micro_usd if live else row["cost_micro_usd"]),
+                        "cost": cost,
+                        "cost_usd": cost,  # deprecated twin (docs/api.md, "Money keys")
                     }
                 )
             totals["days"] = [
-                {"date": day.isoformat(), "cost_usd": usd(cost)}
+                {"date": day.isoformat(), "cost": usd(cost), "cost_usd": usd(cost)}
                 for day, cost in self.ledger.days(as_of)
             ]
         return totals

@@ -59,13 +59,17 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
     unavailable = dict(r.unavailable) if r is not None else {}
     if r is None:
         unavailable.setdefault("reading", "no reading in the last sample")
+    price = _price(g.price.usd_per_gpu_hour) if g.price else None
+    cost, used = usd(g.cost_micro_usd), usd(g.used_micro_usd)
+    idle, unobserved = usd(g.idle_micro_usd), usd(g.unobserved_micro_usd)
     return {
         "index": g.index,
         "uuid": g.uuid,
         "name": g.name,
         "model": g.model,
         "priced": g.priced,
-        "price_usd_per_hour": _price(g.price.usd_per_gpu_hour) if g.price else None,
+        "price_per_hour": price,
+        "price_usd_per_hour": price,  # deprecated: the same, named before currencies
         "price_source": g.price.source if g.price else None,
         "price_as_of": g.price.as_of if g.price else None,
         "price_confidence": g.price.confidence if g.price else None,
@@ -81,10 +85,15 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
         "memory_total_bytes": r.memory_total_bytes if r else None,
         "power_w": r.power_w if r else None,
         "energy_j": None if g.energy_j is None else round(g.energy_j, 3),
-        "cost_usd": usd(g.cost_micro_usd),
-        "used_cost_usd": usd(g.used_micro_usd),
-        "idle_cost_usd": usd(g.idle_micro_usd),
-        "unobserved_cost_usd": usd(g.unobserved_micro_usd),
+        "cost": cost,
+        "used_cost": used,
+        "idle_cost": idle,
+        "unobserved_cost": unobserved,
+        # deprecated twins of the four above (docs/api.md, "Money keys")
+        "cost_usd": cost,
+        "used_cost_usd": used,
+        "idle_cost_usd": idle,
+        "unobserved_cost_usd": unobserved,
         "used_s": g.used_us / US_PER_S,
         "idle_s": g.idle_us / US_PER_S,
         "unobserved_s": g.unobserved_us / US_PER_S,
@@ -160,6 +169,13 @@ def status_payload(
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
     bounds = [p for p in in_force if p.upper_bound]
+    cost, gpu_cost = usd(snapshot.cost_micro_usd), usd(snapshot.gpu_cost_micro_usd)
+    rate = _price(snapshot.rate_usd_per_hour)
+    used, idle = usd(snapshot.used_micro_usd), usd(snapshot.idle_micro_usd)
+    unobserved = usd(snapshot.unobserved_micro_usd)
+    adjustment = usd(snapshot.adjustment_micro_usd)
+    base_price = _price(snapshot.base_usd_per_hour)
+    base_cost = usd(snapshot.base_cost_micro_usd)
     return {
         "version": __version__,
         "currency": currency,
@@ -168,19 +184,29 @@ def status_payload(
         "as_of": snapshot.as_of.isoformat(),
         "elapsed_s": snapshot.elapsed_us / US_PER_S,
         "billed_s": snapshot.billed_us / US_PER_S,
-        "cost_usd": usd(snapshot.cost_micro_usd),
-        "gpu_cost_usd": usd(snapshot.gpu_cost_micro_usd),
-        "rate_usd_per_hour": _price(snapshot.rate_usd_per_hour),
+        "cost": cost,
+        "gpu_cost": gpu_cost,
+        "rate_per_hour": rate,
+        # deprecated twins (docs/api.md, "Money keys"), here and below
+        "cost_usd": cost,
+        "gpu_cost_usd": gpu_cost,
+        "rate_usd_per_hour": rate,
         # "upper-bound" where a GPU has no price that fits and is priced at the most it can
         # cost (the reasons say why), else "catalog" (rows and the admin's overrides)
         "price_basis": BASIS_UPPER_BOUND if bounds else BASIS_CATALOG,
         "price_basis_reasons": list(dict.fromkeys(p.reason_in(_) for p in bounds)),
-        "used_cost_usd": usd(snapshot.used_micro_usd),
-        "idle_cost_usd": usd(snapshot.idle_micro_usd),
-        "unobserved_cost_usd": usd(snapshot.unobserved_micro_usd),
-        "billing_adjustment_usd": usd(snapshot.adjustment_micro_usd),
-        "base_price_usd_per_hour": _price(snapshot.base_usd_per_hour),
-        "base_cost_usd": usd(snapshot.base_cost_micro_usd),
+        "used_cost": used,
+        "idle_cost": idle,
+        "unobserved_cost": unobserved,
+        "billing_adjustment": adjustment,
+        "base_price_per_hour": base_price,
+        "base_cost": base_cost,
+        "used_cost_usd": used,
+        "idle_cost_usd": idle,
+        "unobserved_cost_usd": unobserved,
+        "billing_adjustment_usd": adjustment,
+        "base_price_usd_per_hour": base_price,
+        "base_cost_usd": base_cost,
         "energy_j": None if snapshot.energy_j is None else round(snapshot.energy_j, 3),
         "samples": snapshot.samples,
         "billing": {
@@ -273,7 +299,8 @@ def ledger_json(ledger: LedgerFacts) -> LedgerState:
             "file": reset.path,
             "reason": reset.reason,
             "sessions": reset.sessions,
-            "cost_micro_usd": reset.cost_micro_usd,
+            "cost_micro": reset.cost_micro_usd,
+            "cost_micro_usd": reset.cost_micro_usd,  # deprecated twin
         },
         "reachable": ledger.down_since is None,
         "unreachable_since": None
@@ -281,7 +308,8 @@ def ledger_json(ledger: LedgerFacts) -> LedgerState:
         else ledger.down_since.isoformat(timespec="seconds"),
         "error": ledger.down_error,
         "unwritten_s": round(ledger.unwritten_s, 1),
-        "unwritten_micro_usd": ledger.unwritten_micro_usd,
+        "unwritten_micro": ledger.unwritten_micro_usd,
+        "unwritten_micro_usd": ledger.unwritten_micro_usd,  # deprecated twin
         "journaled": ledger.journaled,
     }
 
@@ -398,12 +426,18 @@ def sentence(text: str) -> str:
 def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
+    cost, instead_of = usd(advice.cost_micro_usd), usd(advice.instead_of_micro_usd)
+    price = float(advice.usd_per_gpu_hour)
     return {
         "model": advice.model,
         "gpus": advice.gpus,
-        "cost_usd": usd(advice.cost_micro_usd),
-        "instead_of_usd": usd(advice.instead_of_micro_usd),
-        "price_usd_per_hour": float(advice.usd_per_gpu_hour),
+        "cost": cost,
+        "instead_of": instead_of,
+        "price_per_hour": price,
+        # deprecated twins (docs/api.md, "Money keys")
+        "cost_usd": cost,
+        "instead_of_usd": instead_of,
+        "price_usd_per_hour": price,
         "peak_memory_bytes": advice.peak_memory_bytes,
         "reason": advice.reason,
     }
@@ -445,12 +479,19 @@ def status_document(inputs: StatusInputs) -> StatusDocument:
         machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
         machine_warnings.append({"code": "instance-whole", "message": whole_message})
     payload["warnings"].extend(machine_warnings)
+    today = usd(totals.today_micro_usd) if totals else None
+    month = usd(totals.month_micro_usd) if totals else None
+    all_time = usd(totals.all_time_micro_usd) if totals else None
     return {
         **payload,
         "session_id": inputs.session_id,
-        "today_usd": usd(totals.today_micro_usd) if totals else None,
-        "month_usd": usd(totals.month_micro_usd) if totals else None,
-        "all_time_usd": usd(totals.all_time_micro_usd) if totals else None,
+        "today": today,
+        "month": month,
+        "all_time": all_time,
+        # deprecated twins (docs/api.md, "Money keys")
+        "today_usd": today,
+        "month_usd": month,
+        "all_time_usd": all_time,
         "ledger": ledger_json(inputs.ledger),
         "carbon_intensity_g_per_kwh": intensity,
         "co2_g": None if energy_j is None else round(energy_j / J_PER_KWH * intensity, 3),

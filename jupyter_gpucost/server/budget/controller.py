@@ -30,7 +30,7 @@ from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
 from .events import EVENT_SCHEMA_ID, BudgetEvents, EventLogger, iso
 from .idle import IdleClock
-from .payload import BudgetView, HubView, IdleView, budget_payload
+from .payload import BudgetView, HubView, IdleView, budget_payload, record_json
 from .policy import (
     SCOPES,
     Budget,
@@ -337,10 +337,12 @@ class BudgetController:
         fields: dict[str, Any] = {
             "budget_kind": s.budget.kind,
             "scope": s.budget.scope,
+            "amount": usd(s.budget.amount_micro_usd),
+            # deprecated twin (docs/api.md, "Money keys"), as "spent_usd" below
             "amount_usd": usd(s.budget.amount_micro_usd),
         }
         if s.spent_micro_usd is not None:
-            fields["spent_usd"] = usd(s.spent_micro_usd)
+            fields["spent"] = fields["spent_usd"] = usd(s.spent_micro_usd)
         if out is not None:
             fields["runs_out_at"] = iso(out)
         return fields
@@ -495,4 +497,4 @@ class BudgetController:
 
     def action_log(self) -> list[dict[str, object]]:
         """This session's actions, newest first, as the API shows them."""
-        return [a.to_json() for a in reversed(self.actions)]
+        return [record_json(a) for a in reversed(self.actions)]
