@@ -218,8 +218,8 @@ def test_a_gpu_without_a_price_is_counted_at_an_upper_bound() -> None:
     assert bound is not None
     assert bound.upper_bound
     # the dearest dollar GPU of the catalog, for an hour
-    dearest = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
-    assert bound.usd_per_gpu_hour == dearest
+    dearest = max(r.per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
+    assert bound.per_gpu_hour == dearest
     assert snapshot.cost_micro_usd == 3_431_000 + int(dearest * 1_000_000)
     assert snapshot.rate_usd_per_hour == A100 + dearest
 

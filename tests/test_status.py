@@ -10,7 +10,8 @@ from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.server.ledger import Reset
 from jupyter_gpucost.server.record.recorder import LiveTotals
-from jupyter_gpucost.server.status import LedgerFacts, StatusInputs, status_document
+from jupyter_gpucost.server.status import StatusInputs, status_document
+from jupyter_gpucost.server.status_ledger import LedgerFacts
 from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)

@@ -124,7 +124,7 @@ class MeterSnapshot:
 
     @property
     def rate_usd_per_hour(self) -> Decimal:
-        prices = [g.price.usd_per_gpu_hour for g in self.gpus if g.price is not None]
+        prices = [g.price.per_gpu_hour for g in self.gpus if g.price is not None]
         return sum(prices, Decimal(0)) + self.base_usd_per_hour
 
     @property
@@ -162,7 +162,7 @@ class _Account:
         """Keep what was metered at the price it had; price what follows at ``price``."""
         times = (self.used_us, self.idle_us, self.unobserved_us)
         if self.price is not None:
-            per_hour = self.price.usd_per_gpu_hour
+            per_hour = self.price.per_gpu_hour
             for i, (now_us, before_us) in enumerate(zip(times, self._carried_us, strict=True)):
                 self._carried[i] += cost_micro_usd(per_hour, now_us - before_us)
         self._carried_us = times
@@ -200,7 +200,7 @@ class _Account:
         """Exact micro-dollars: used, idle, unobserved, billing adjustment."""
         if self.price is None:
             return [*self._carried, Fraction(0)]
-        per_hour = self.price.usd_per_gpu_hour
+        per_hour = self.price.per_gpu_hour
         used, idle, unobserved = self._carried_us
         return [
             self._carried[0] + cost_micro_usd(per_hour, self.used_us - used),

@@ -54,7 +54,7 @@ MODEL_MEMORY_BYTES: dict[str, int] = {
 @dataclass(frozen=True)
 class Advice:
     model: str
-    usd_per_gpu_hour: Decimal
+    per_gpu_hour: Decimal
     gpus: int
     cost_micro_usd: int
     instead_of_micro_usd: int
@@ -124,8 +124,8 @@ def advise(
         if memory is None or memory < peak_bytes:
             continue
         price = candidates.get(row.model)
-        if price is None or row.usd_per_gpu_hour < price:
-            candidates[row.model] = row.usd_per_gpu_hour
+        if price is None or row.per_gpu_hour < price:
+            candidates[row.model] = row.per_gpu_hour
     if not candidates:
         return None
     model, price = min(candidates.items(), key=lambda item: (item[1], item[0]))
@@ -134,7 +134,7 @@ def advise(
         return None
     return Advice(
         model=model,
-        usd_per_gpu_hour=price,
+        per_gpu_hour=price,
         gpus=count,
         cost_micro_usd=cost,
         instead_of_micro_usd=current,

@@ -3,8 +3,9 @@
 The single-user server's status (``GET /gpucost/api/status`` and the ``status/v1`` event),
 kernels (``GET /gpucost/api/kernels``), history (``GET /gpucost/api/history``) and the
 panel's live parts (the ``panel/v1`` event); the hub service's admin summary
-(``GET /services/gpucost/api/summary``) and the report protocol between them
-(:mod:`.hub_protocol`). Each is built by one function, annotated with its type here.
+(``GET /services/gpucost/api/summary``); the report protocol between them
+(:mod:`.hub_protocol`) is typed beside this, in :mod:`.wire_report`. Each is built by one
+function, annotated with its type here.
 
 These types are the schema: ``scripts/wire_contract.py`` writes them out as
 ``labextension/src/__tests__/wire-contract.json``, which the Python tests check real
@@ -475,60 +476,3 @@ class AdminSummary(TypedDict):
     idle: IdleSummaryJson | None
     interruptions: Interruptions
     alerts: AlertsSummary
-
-
-# -- the report protocol (core/hub_protocol.py) ----------------------------------------------
-
-
-class KernelSpendJson(TypedDict):
-    kernel_id: str
-    name: str
-    cost_micro_usd: int
-
-
-class GpuTimeJson(TypedDict):
-    used_us: int
-    idle_us: int
-
-
-class SpendReportJson(TypedDict):
-    """A single-user server's report to the hub service (``SpendReport.to_json``)."""
-
-    version: int
-    session_id: str
-    server_name: str
-    started: str
-    sent: str
-    cost_micro_usd: int
-    idle_micro_usd: int
-    rate_micro_usd_per_s: int
-    energy_wh: float | None
-    cells: int
-    kernels: list[KernelSpendJson]
-    gpu_models: list[str]
-    kernels_busy: int | None
-    gpu_time: list[GpuTimeJson]
-    interruptions: list[JsonObject]
-
-
-class HubBudgetJson(TypedDict):
-    scope: str
-    amount_micro_usd: int
-    spent_micro_usd: int
-    source: str
-
-
-class HubReplyJson(TypedDict):
-    """The hub service's answer to a report (``HubReply.to_json``)."""
-
-    version: int
-    allowances: list[JsonObject]
-    user: str
-    session_micro_usd: int
-    today_micro_usd: int
-    month_micro_usd: int
-    budgets: list[HubBudgetJson]
-    stop_at: str | None
-    reason: str | None
-    stop_kind: str | None
-    ledger_unreachable_since: str | None

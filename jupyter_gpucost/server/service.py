@@ -50,13 +50,8 @@ from .record.history import HistoryRing
 from .record.metrics import Metrics
 from .record.recorder import Recorder
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import (
-    LedgerFacts,
-    StatusInputs,
-    ledger_json,
-    ledger_unreachable,
-    status_document,
-)
+from .status import StatusInputs, status_document
+from .status_ledger import LedgerFacts, ledger_json, ledger_unreachable
 
 TELEMETRY_MODES = ("auto", "nvml", "simulated", "none")
 
@@ -261,7 +256,7 @@ class CostService:
                 PricedGpu(
                     g.uuid,
                     g.name,
-                    None if (p := prices.get(g.uuid, g.price)) is None else p.usd_per_gpu_hour,
+                    None if (p := prices.get(g.uuid, g.price)) is None else p.per_gpu_hour,
                     bound_msgid="" if p is None else p.reason_msgid,
                     bound_values=() if p is None else p.reason_values,
                 )
@@ -283,7 +278,7 @@ class CostService:
                     "Set c.GpuCost.price_overrides = {%r: <%s per hour>} for its real price.",
                     gpu.index,
                     gpu.name,
-                    gpu.price.usd_per_gpu_hour,
+                    gpu.price.per_gpu_hour,
                     gpu.price.currency,
                     gpu.price.reason,
                     gpu.model or gpu.name,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
 from decimal import Decimal
 
 from .._version import __version__
@@ -22,17 +21,16 @@ from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND, DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.currency import in_language
 from ..core.currency import symbol as currency_symbol
-from ..core.i18n import _, current_language, ngettext
+from ..core.i18n import _, current_language
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import GpuSessionCost, MeterSnapshot
 from ..core.metering import Metering, metering
-from ..core.money import exact, notice, usd
+from ..core.money import exact, usd
 from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..core.wire import (
     JsonObject,
-    LedgerState,
     MeteringState,
     Rightsizing,
     StatusDocument,
@@ -42,8 +40,9 @@ from ..core.wire import (
 )
 from ..telemetry.base import TelemetryStatus
 from .gpu_use.attribution import Attribution
-from .ledger import BillFigure, Reset, bill_json
+from .ledger import BillFigure, bill_json
 from .record.recorder import LiveTotals
+from .status_ledger import LedgerFacts, ledger_json, ledger_warnings
 from .status_machine import machine_json
 
 #: joules in a kilowatt-hour
@@ -59,7 +58,7 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
     unavailable = dict(r.unavailable) if r is not None else {}
     if r is None:
         unavailable.setdefault("reading", "no reading in the last sample")
-    price = _price(g.price.usd_per_gpu_hour) if g.price else None
+    price = _price(g.price.per_gpu_hour) if g.price else None
     cost, used = usd(g.cost_micro_usd), usd(g.used_micro_usd)
     idle, unobserved = usd(g.idle_micro_usd), usd(g.unobserved_micro_usd)
     return {
@@ -140,7 +139,7 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[StatusWarnin
             message = text.format(
                 index=g.index,
                 model=g.model,
-                rate=_("{price}/h").format(price=exact(g.price.usd_per_gpu_hour, shown)),
+                rate=_("{price}/h").format(price=exact(g.price.per_gpu_hour, shown)),
                 confidence={"unverified": _("unverified")}.get(
                     g.price.confidence, g.price.confidence
                 ),
@@ -236,132 +235,6 @@ def status_payload(
 
 
 @dataclass(frozen=True)
-class LedgerFacts:
-    """The ledger as the status document describes it."""
-
-    enabled: bool
-    #: why there is no ledger (``None``: none was configured, or there is one)
-    error: str | None = None
-    #: its SQLAlchemy URL, password hidden
-    url: str | None = None
-    flush_interval_s: float = 0.0
-    #: "today" and "this month" start in this zone
-    timezone: str = ""
-    #: a damaged ledger moved aside before a fresh one was started: where, what it held
-    reset: Reset | None = None
-    #: since when the ledger cannot be reached (``None``: it can), and why
-    down_since: datetime | None = None
-    down_error: str | None = None
-    #: seconds of this session and the cost not written to the ledger yet
-    unwritten_s: float = 0.0
-    unwritten_micro_usd: int = 0
-    #: whether what is not written is in the local journal (a remote ledger)
-    journaled: bool = False
-    #: the ledger's time zone (``None``: the server's)
-    tz: tzinfo | None = None
-
-    @property
-    def reset_from(self) -> str | None:
-        return None if self.reset is None else self.reset.path
-
-
-def ledger_unreachable(down_since: datetime | None, tz: tzinfo | None) -> str:
-    """The sentence a route that needs the ledger answers while it cannot be reached."""
-    if down_since is None:
-        return _(
-            "The ledger cannot be reached just now; try again in a moment. Nothing of this "
-            "session is lost: it is written when the ledger is back."
-        )
-    return _(
-        "The ledger is unreachable since {time}; try again when it is back. Nothing of this "
-        "session is lost: it is written when the ledger is back."
-    ).format(time=_clock(down_since, tz))
-
-
-def _clock(when: datetime, tz: tzinfo | None) -> str:
-    local = when.astimezone(tz) if tz is not None else when.astimezone()
-    return f"{local:%H:%M} {local.tzname() or ''}".strip()
-
-
-def ledger_json(ledger: LedgerFacts) -> LedgerState:
-    if not ledger.enabled:
-        return {"enabled": False, "reason": ledger.error}
-    reset = ledger.reset
-    return {
-        "enabled": True,
-        "url": ledger.url,
-        "flush_interval_s": ledger.flush_interval_s,
-        "timezone": ledger.timezone,
-        "reset_from": ledger.reset_from,
-        "reset": None
-        if reset is None
-        else {
-            "file": reset.path,
-            "reason": reset.reason,
-            "sessions": reset.sessions,
-            "cost_micro": reset.cost_micro_usd,
-            "cost_micro_usd": reset.cost_micro_usd,  # deprecated twin
-        },
-        "reachable": ledger.down_since is None,
-        "unreachable_since": None
-        if ledger.down_since is None
-        else ledger.down_since.isoformat(timespec="seconds"),
-        "error": ledger.down_error,
-        "unwritten_s": round(ledger.unwritten_s, 1),
-        "unwritten_micro": ledger.unwritten_micro_usd,
-        "unwritten_micro_usd": ledger.unwritten_micro_usd,  # deprecated twin
-        "journaled": ledger.journaled,
-    }
-
-
-def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[StatusWarning]:
-    if not ledger.enabled and ledger.error is not None:
-        return [
-            {
-                "code": "ledger-unavailable",
-                "message": _(
-                    "No ledger ({error}): today's and this month's totals are not kept."
-                ).format(error=ledger.error),
-            }
-        ]
-    warnings: list[StatusWarning] = []
-    reset = ledger.reset
-    if ledger.enabled and reset is not None:
-        if reset.sessions is None or reset.cost_micro_usd is None:
-            held = _("what it held could not be read")
-        else:
-            held = ngettext(
-                "it held {count} session costing {cost}",
-                "it held {count} sessions costing {cost}",
-                reset.sessions,
-            ).format(count=reset.sessions, cost=notice(reset.cost_micro_usd, symbol))
-        warnings.append(
-            {
-                "code": "ledger-reset",
-                "message": _(
-                    "The ledger was damaged and was moved to {file} ({held}); a fresh one was "
-                    "started, so earlier sessions are not in today's and this month's totals."
-                ).format(file=reset.path, held=held),
-            }
-        )
-    if ledger.enabled and ledger.down_since is not None:
-        waiting = round(ledger.unwritten_s)
-        warnings.append(
-            {
-                "code": "ledger-unreachable",
-                "message": ngettext(
-                    "The ledger is unreachable since {time}; nothing lost yet; {count} s "
-                    "waiting to be written.",
-                    "The ledger is unreachable since {time}; nothing lost yet; {count} s "
-                    "waiting to be written.",
-                    waiting,
-                ).format(time=_clock(ledger.down_since, ledger.tz), count=waiting),
-            }
-        )
-    return warnings
-
-
-@dataclass(frozen=True)
 class StatusInputs:
     """Everything the status document is built from, read at one moment."""
 
@@ -427,7 +300,7 @@ def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
     cost, instead_of = usd(advice.cost_micro_usd), usd(advice.instead_of_micro_usd)
-    price = float(advice.usd_per_gpu_hour)
+    price = float(advice.per_gpu_hour)
     return {
         "model": advice.model,
         "gpus": advice.gpus,

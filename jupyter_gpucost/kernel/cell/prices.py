@@ -94,7 +94,7 @@ def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     for uuid, name, memory in readings:
         # no price that fits: an upper bound, labelled (never $0)
         price = policy.price_for(name, memory)
-        gpus[uuid] = (name, None if price is None else price.usd_per_gpu_hour)
+        gpus[uuid] = (name, None if price is None else price.per_gpu_hour)
         if price is not None and price.upper_bound:
             bounds[uuid] = (price.reason_msgid, price.reason_values)
     return KernelPrices(

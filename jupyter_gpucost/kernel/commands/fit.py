@@ -280,9 +280,9 @@ def catalog_options(
         if row.market != "on-demand" or row.currency != currency:
             continue
         known = cheapest.get(row.model)
-        if known is None or row.usd_per_gpu_hour < known[0]:
+        if known is None or row.per_gpu_hour < known[0]:
             where = _("{provider} on-demand").format(provider=row.provider)
-            cheapest[row.model] = (row.usd_per_gpu_hour, where, currency_symbol(row.currency))
+            cheapest[row.model] = (row.per_gpu_hour, where, currency_symbol(row.currency))
     options = []
     for model, memory in MODEL_MEMORY_BYTES.items():
         count = math.ceil(total_bytes / memory)

@@ -175,7 +175,7 @@ class Metrics:
         for g in snap.gpus:
             labels = (user, str(g.index), g.uuid, g.model or g.name)
             if g.price is not None:
-                m.gpu_hourly.labels(*labels).set(float(g.price.usd_per_gpu_hour))
+                m.gpu_hourly.labels(*labels).set(float(g.price.per_gpu_hour))
             r = g.reading
             if r is None:
                 continue
