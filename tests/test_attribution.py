@@ -38,7 +38,7 @@ def meter() -> Meter:
         sample_interval_s=1.0,
         start_us=0,
         started=T0,
-        base_usd_per_hour=Decimal("0.5"),
+        base_per_hour=Decimal("0.5"),
     )
 
 
@@ -89,9 +89,9 @@ def test_kernels_unattributed_and_idle_add_up_to_the_gpu_cost_exactly(steps: lis
         result = attributor.update(snap, KERNELS, TREES)
         kernels = sum(k.cost_micro_usd for k in result.kernels)
         assert kernels + result.unattributed_micro_usd + result.idle_micro_usd == (
-            snap.gpu_cost_micro_usd
+            snap.gpu_cost_micro
         )
-        assert result.idle_micro_usd == snap.idle_micro_usd
+        assert result.idle_micro_usd == snap.idle_micro
         assert all(k.cost_micro_usd >= 0 for k in result.kernels)
         # a remote kernel has no process: it is never given GPU cost
         assert next(k for k in result.kernels if k.info.id == "remote").cost_micro_usd == 0
@@ -105,7 +105,7 @@ def test_used_time_is_split_by_memory_share_and_process_tree() -> None:
     snap = m.update(readings, US_PER_S, T0 + timedelta(seconds=1))
     result = attributor.update(snap, KERNELS, TREES)
     costs = {k.info.id: k.cost_micro_usd for k in result.kernels}
-    used = snap.gpus[0].used_micro_usd
+    used = snap.gpus[0].used_micro
     assert costs["a"] + costs["b"] == used
     assert abs(costs["a"] - 3 * costs["b"]) <= 3
     shares = {k.info.id: dict(k.share) for k in result.kernels}
@@ -131,7 +131,7 @@ def test_host_pids_in_a_container_are_not_attributed() -> None:
     assert result.pids_visible is False
     assert result.note == NOTE_CONTAINER
     assert all(k.cost_micro_usd == 0 for k in result.kernels)
-    assert result.unattributed_micro_usd == snap.gpu_cost_micro_usd - snap.idle_micro_usd
+    assert result.unattributed_micro_usd == snap.gpu_cost_micro - snap.idle_micro
 
 
 def test_an_ended_kernel_keeps_what_it_cost() -> None:
@@ -274,7 +274,7 @@ def test_absent_from_the_samples_means_nothing_even_with_most_memory() -> None:
     result = attributor.update(snap, KERNELS, TREES)
     rows = {k.info.id: k for k in result.kernels}
     assert rows["b"].cost_micro_usd == 0
-    assert rows["a"].cost_micro_usd == snap.gpus[0].used_micro_usd
+    assert rows["a"].cost_micro_usd == snap.gpus[0].used_micro
     assert rows["a"].share_by == {0: "sm_samples"}
     # a measured GPU time too old to speak for now is not used
     attributor.note_gpu_time("b", {0: 5.0}, 10.0, (T0 - timedelta(hours=1)).timestamp())
@@ -329,7 +329,7 @@ def test_every_way_of_splitting_keeps_the_sum_exact(steps: list) -> None:
         result = attributor.update(snap, KERNELS, TREES)
         kernels = sum(k.cost_micro_usd for k in result.kernels)
         assert kernels + result.unattributed_micro_usd + result.idle_micro_usd == (
-            snap.gpu_cost_micro_usd
+            snap.gpu_cost_micro
         )
         assert all(k.cost_micro_usd >= 0 for k in result.kernels)
         for k in result.kernels:

@@ -362,10 +362,10 @@ def test_costs_already_metered_keep_their_rate(
         started=NOW,
     )
     us = 1_000_000
-    cost_before = meter.update([reading()], before_s * us, NOW).cost_micro_usd
+    cost_before = meter.update([reading()], before_s * us, NOW).cost_micro
     meter.reprice(plan_of(new), Decimal(0))
-    assert meter.snapshot().cost_micro_usd == cost_before
-    total = meter.update([reading()], (before_s + after_s) * us, NOW).cost_micro_usd
+    assert meter.snapshot().cost_micro == cost_before
+    total = meter.update([reading()], (before_s + after_s) * us, NOW).cost_micro
     exact = (old * before_s + new * after_s) * us / 3600
     assert abs(total - exact) <= 2
     assert total >= cost_before

@@ -181,7 +181,7 @@ def test_a_held_gpu_is_never_priced_at_zero(
     reading = GpuReading(index=0, uuid="GPU-0", name=name, memory_total_bytes=memory)
     meter.update([reading], 0, datetime(2026, 11, 27, tzinfo=UTC))
     snapshot = meter.update([reading], 3600 * US_PER_S, datetime(2026, 11, 27, 1, tzinfo=UTC))
-    assert snapshot.cost_micro_usd > 0
+    assert snapshot.cost_micro > 0
     assert snapshot.unpriced == ()
 
 

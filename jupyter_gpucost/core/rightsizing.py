@@ -113,7 +113,7 @@ def advise(
     if not priced or peak_bytes is None or why_not(snapshot) is not None:
         return None
     count = len(priced)
-    current = sum(g.cost_micro_usd for g in priced)
+    current = sum(g.cost_micro for g in priced)
     candidates: dict[str, Decimal] = {}
     for row in catalog.rows:
         if row.provider != provider or row.market != market:

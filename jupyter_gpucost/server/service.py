@@ -162,7 +162,7 @@ class CostService:
             sample_interval_s=config.sample_interval_s,
             start_us=monotonic_us(),
             started=utc_now(),
-            base_usd_per_hour=base,
+            base_per_hour=base,
         )
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
@@ -429,7 +429,7 @@ class CostService:
             source = "ledger"
         totals: wire.HistoryTotals
         try:
-            totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro_usd)
+            totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro)
         except LedgerOffline:
             if source == "ledger":
                 raise

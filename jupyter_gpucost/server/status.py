@@ -59,8 +59,8 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
     if r is None:
         unavailable.setdefault("reading", "no reading in the last sample")
     price = _price(g.price.per_gpu_hour) if g.price else None
-    cost, used = usd(g.cost_micro_usd), usd(g.used_micro_usd)
-    idle, unobserved = usd(g.idle_micro_usd), usd(g.unobserved_micro_usd)
+    cost, used = usd(g.cost_micro), usd(g.used_micro)
+    idle, unobserved = usd(g.idle_micro), usd(g.unobserved_micro)
     return {
         "index": g.index,
         "uuid": g.uuid,
@@ -168,13 +168,13 @@ def status_payload(
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
     bounds = [p for p in in_force if p.upper_bound]
-    cost, gpu_cost = usd(snapshot.cost_micro_usd), usd(snapshot.gpu_cost_micro_usd)
-    rate = _price(snapshot.rate_usd_per_hour)
-    used, idle = usd(snapshot.used_micro_usd), usd(snapshot.idle_micro_usd)
-    unobserved = usd(snapshot.unobserved_micro_usd)
-    adjustment = usd(snapshot.adjustment_micro_usd)
-    base_price = _price(snapshot.base_usd_per_hour)
-    base_cost = usd(snapshot.base_cost_micro_usd)
+    cost, gpu_cost = usd(snapshot.cost_micro), usd(snapshot.gpu_cost_micro)
+    rate = _price(snapshot.rate_per_hour)
+    used, idle = usd(snapshot.used_micro), usd(snapshot.idle_micro)
+    unobserved = usd(snapshot.unobserved_micro)
+    adjustment = usd(snapshot.adjustment_micro)
+    base_price = _price(snapshot.base_per_hour)
+    base_cost = usd(snapshot.base_cost_micro)
     return {
         "version": __version__,
         "currency": currency,

@@ -182,7 +182,7 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
             for key in ("cell_id", "notebook_path", "wall_s", "cost_usd", "rate_usd_per_hour")
         }
     snapshot = parts.service.sampler.latest.snapshot
-    rate = Decimal(snapshot.rate_usd_per_hour)
+    rate = Decimal(snapshot.rate_per_hour)
     cost = rounded_cost_micro_usd(rate, round(duration_s * US_PER_S))
     left, kind = remaining_micro_usd(parts)
     symbol = parts.service.config.currency_symbol

@@ -148,7 +148,7 @@ class Attribution:
 
     @property
     def total_micro_usd(self) -> int:
-        return self.snapshot.gpu_cost_micro_usd
+        return self.snapshot.gpu_cost_micro
 
 
 def weights_of(
@@ -377,15 +377,15 @@ class Attributor:
         unattributed = 0
         idle = 0
         for gpu in snapshot.gpus:
-            idle += gpu.idle_micro_usd
-            unattributed += gpu.unobserved_micro_usd + gpu.adjustment_micro_usd
+            idle += gpu.idle_micro
+            unattributed += gpu.unobserved_micro + gpu.adjustment_micro
             parts_us = [a.used_us.get(gpu.index, 0) for a in accounts]
             rest_us = self._unattributed_us.get(gpu.index, 0)
             if sum(parts_us) + rest_us != gpu.used_us:
                 # a GPU this attributor has not followed from the start: leave it unsplit
-                unattributed += gpu.used_micro_usd
+                unattributed += gpu.used_micro
                 continue
-            money = split(gpu.used_micro_usd, [*parts_us, rest_us])
+            money = split(gpu.used_micro, [*parts_us, rest_us])
             for i, amount in enumerate(money[:-1]):
                 kernel_micro[i] += amount
             unattributed += money[-1]

@@ -76,7 +76,7 @@ def kernels_payload(
         )
     # the part of unattributed that is the billing rule's (minimum charge, rounding):
     # billed whether or not anything ran, so the panel names it apart
-    adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
+    adjustment = sum(g.adjustment_micro for g in attribution.snapshot.gpus)
     minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
     total, idle = usd(attribution.total_micro_usd), usd(attribution.idle_micro_usd)
     unattributed = usd(attribution.unattributed_micro_usd)

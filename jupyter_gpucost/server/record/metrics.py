@@ -168,10 +168,10 @@ class Metrics:
         user = self.user
         m = self.m
         # a counter never goes down: the idle part's rounding may move it by -1
-        m.money.inc("cost", user, snap.cost_delta_micro_usd)
-        m.money.inc("idle", user, snap.idle_delta_micro_usd)
-        m.rate.labels(user).set(float(snap.rate_usd_per_hour))
-        m.session.labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
+        m.money.inc("cost", user, snap.cost_delta_micro)
+        m.money.inc("idle", user, snap.idle_delta_micro)
+        m.rate.labels(user).set(float(snap.rate_per_hour))
+        m.session.labels(user, self.session_id).set(snap.cost_micro / 1e6)
         for g in snap.gpus:
             labels = (user, str(g.index), g.uuid, g.model or g.name)
             if g.price is not None:
