@@ -190,7 +190,7 @@ def test_a_held_gpu_is_never_priced_at_zero(
 
 def test_the_kernel_s_catalog_prices_are_bounded_and_labelled() -> None:
     prices = from_catalog([("GPU-x", "NVIDIA RTX PRO 6000 Blackwell", 96 * GIB)])
-    assert prices.rate_usd_per_hour() == dearest("USD")
+    assert prices.rate_per_hour() == dearest("USD")
     assert prices.bound_reason("GPU-x").startswith(
         "no price for NVIDIA RTX PRO 6000 Blackwell: priced at the dearest GPU"
     )

@@ -32,10 +32,10 @@ def runner_prices() -> Priced:
     p = prices()
     unpriced = [name for name, price in p.gpus.values() if price is None]
     return Priced(
-        p.rate_usd_per_hour(),
+        p.rate_per_hour(),
         unpriced,
         p.simulated,
         gpus=tuple(p.gpus.values()),
-        base_usd_per_hour=p.base_usd_per_hour,
+        base_usd_per_hour=p.base_per_hour,
         priced_by=p.source,
     )

@@ -28,7 +28,7 @@ Bound = tuple[str, tuple[tuple[str, str], ...]]
 class KernelPrices:
     #: GPU UUID -> (name, price per hour or None when unpriced)
     gpus: dict[str, tuple[str, Decimal | None]] = field(default_factory=dict)
-    base_usd_per_hour: Decimal = Decimal(0)
+    base_per_hour: Decimal = Decimal(0)
     currency_symbol: str = "$"
     #: where the prices come from, for the report
     source: str = ""
@@ -54,10 +54,10 @@ class KernelPrices:
             if uuid in self.gpus
         ]
 
-    def rate_usd_per_hour(self, uuids: list[str] | None = None) -> Decimal:
+    def rate_per_hour(self, uuids: list[str] | None = None) -> Decimal:
         chosen = self.gpus if uuids is None else {u: self.gpus[u] for u in uuids if u in self.gpus}
         return sum((p for _, p in chosen.values() if p is not None), Decimal(0)) + (
-            self.base_usd_per_hour
+            self.base_per_hour
         )
 
 
@@ -65,7 +65,7 @@ def from_published(published: PublishedPrices) -> KernelPrices:
     """The prices the server handed down, as the kernel uses them."""
     return KernelPrices(
         gpus={g.uuid: (g.name, g.usd_per_hour) for g in published.gpus},
-        base_usd_per_hour=published.base_usd_per_hour,
+        base_per_hour=published.base_usd_per_hour,
         currency_symbol=published.currency_symbol,
         source=published.source,
         from_server=True,
