@@ -200,8 +200,8 @@ class Enforcer:
             budget = BudgetFigures(
                 kind=b.kind,
                 scope=b.scope,
-                amount_micro_usd=b.amount_micro_usd,
-                spent_micro_usd=event.standing.spent_micro_usd or 0,
+                amount_micro=b.amount_micro,
+                spent_micro=event.standing.spent_micro or 0,
             )
         record = ActionRecord(
             at=iso(started) or "",

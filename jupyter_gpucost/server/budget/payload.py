@@ -52,7 +52,7 @@ class BudgetView:
     """Everything the payload is built from, read at one moment."""
 
     now: datetime
-    rate_usd_per_hour: Decimal
+    rate_per_hour: Decimal
     standings: Sequence[Standing]
     policy: BudgetPolicy
     action: str
@@ -87,10 +87,10 @@ def record_json(record: ActionRecord) -> dict[str, object]:
 
 
 def _standing(view: BudgetView, s: Standing) -> dict[str, object]:
-    out = s.runs_out_at(view.now, view.rate_usd_per_hour)
-    amount = usd(s.budget.amount_micro_usd)
-    spent = None if s.spent_micro_usd is None else usd(s.spent_micro_usd)
-    remaining = None if s.remaining_micro_usd is None else usd(max(0, s.remaining_micro_usd))
+    out = s.runs_out_at(view.now, view.rate_per_hour)
+    amount = usd(s.budget.amount_micro)
+    spent = None if s.spent_micro is None else usd(s.spent_micro)
+    remaining = None if s.remaining_micro is None else usd(max(0, s.remaining_micro))
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
@@ -166,11 +166,11 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, object]:
 def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] | None:
     """When, at what amount and how the budget acts, at the current rate (``None``: no
     budget runs out: none set, no rate, spent already, or it has acted)."""
-    p, rate = view.policy, view.rate_usd_per_hour
-    if binding is None or binding.remaining_micro_usd is None or p.state in ("enforcing", "acted"):
+    p, rate = view.policy, view.rate_per_hour
+    if binding is None or binding.remaining_micro is None or p.state in ("enforcing", "acted"):
         return None
-    in_s = seconds_left(binding.remaining_micro_usd, rate)
-    if in_s is None or binding.remaining_micro_usd <= 0:
+    in_s = seconds_left(binding.remaining_micro, rate)
+    if in_s is None or binding.remaining_micro <= 0:
         return None
     # a budget's countdown: its end (at the budget, or sooner: shortened, or the hub's
     # time); any other countdown (the user's own stop, idle GPUs) leaves the budget's plan
@@ -178,7 +178,7 @@ def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] 
     if budget_countdown and p.grace_ends is not None:
         in_s = min(in_s, max(0.0, (p.grace_ends - view.now).total_seconds()))
     action = (p.grace_action if budget_countdown else None) or view.action
-    amount = binding.budget.amount_micro_usd
+    amount = binding.budget.amount_micro
     return {
         "amount": usd(amount),
         "budget_kind": binding.budget.kind,
@@ -199,12 +199,12 @@ def _shortened(view: BudgetView) -> str | None:
         return None
     countdown_s = (p.grace_ends - p.grace_started).total_seconds()
     return messages.shortened(
-        p.grace_shortened, p.grace_s, countdown_s, view.rate_usd_per_hour, view.currency_symbol
+        p.grace_shortened, p.grace_s, countdown_s, view.rate_per_hour, view.currency_symbol
     )
 
 
 def budget_payload(view: BudgetView) -> dict[str, object]:
-    now, rate, p = view.now, view.rate_usd_per_hour, view.policy
+    now, rate, p = view.now, view.rate_per_hour, view.policy
     standings = view.standings
     binding = binding_standing(standings)
     grace = None

@@ -23,7 +23,7 @@ class SpendSource(Protocol):
 
     def spent(self, scope: Scope) -> tuple[int | None, str]: ...
 
-    def rate_usd_per_hour(self) -> Decimal: ...
+    def rate_per_hour(self) -> Decimal: ...
 
     def supports(self, scope: Scope) -> bool: ...
 
@@ -83,7 +83,7 @@ class MeterSpend:
             return None, period
         return (live.today_micro_usd if scope == "day" else live.month_micro_usd), period
 
-    def rate_usd_per_hour(self) -> Decimal:
+    def rate_per_hour(self) -> Decimal:
         return Decimal(self.latest().rate_per_hour)
 
     def gpu_utilization(self) -> list[float | None]:
