@@ -56,8 +56,8 @@ class Advice:
     model: str
     per_gpu_hour: Decimal
     gpus: int
-    cost_micro_usd: int
-    instead_of_micro_usd: int
+    cost_micro: int
+    instead_of_micro: int
     peak_memory_bytes: int
     reason: str
 
@@ -136,8 +136,8 @@ def advise(
         model=model,
         per_gpu_hour=price,
         gpus=count,
-        cost_micro_usd=cost,
-        instead_of_micro_usd=current,
+        cost_micro=cost,
+        instead_of_micro=current,
         peak_memory_bytes=peak_bytes,
         reason=_(
             "GPUs busy {share} of the time; peak memory {memory} GiB fits in a {model} "

@@ -133,7 +133,7 @@ def build_report(
     idle = snapshot.idle_micro
     if attribution is not None:
         kernels = tuple(
-            KernelSpend(k.info.id[:200], k.info.name[:200], k.cost_micro_usd)
+            KernelSpend(k.info.id[:200], k.info.name[:200], k.cost_micro)
             for k in attribution.kernels
         )
     rate = round_micro(Fraction(snapshot.rate_per_hour) * 1_000_000 / 3600)

@@ -299,7 +299,7 @@ def sentence(text: str) -> str:
 def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
-    cost, instead_of = usd(advice.cost_micro_usd), usd(advice.instead_of_micro_usd)
+    cost, instead_of = usd(advice.cost_micro), usd(advice.instead_of_micro)
     price = float(advice.per_gpu_hour)
     return {
         "model": advice.model,

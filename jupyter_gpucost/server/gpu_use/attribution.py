@@ -115,7 +115,7 @@ class MeasuredGpuTime:
 class KernelCost:
     info: KernelInfo
     ended: bool
-    cost_micro_usd: int
+    cost_micro: int
     share: Mapping[int, float]
     memory_bytes: int | None
     share_by: Mapping[int, str] = field(default_factory=dict)
@@ -137,8 +137,8 @@ class Attribution:
 
     snapshot: MeterSnapshot
     kernels: tuple[KernelCost, ...]
-    unattributed_micro_usd: int
-    idle_micro_usd: int
+    unattributed_micro: int
+    idle_micro: int
     pids_visible: bool
     note: str | None
     #: GPU index -> host pid -> kernel id: the processes kernels identified as theirs
@@ -147,7 +147,7 @@ class Attribution:
     others: tuple[OtherProcess, ...] = ()
 
     @property
-    def total_micro_usd(self) -> int:
+    def total_micro(self) -> int:
         return self.snapshot.gpu_cost_micro
 
 
@@ -393,7 +393,7 @@ class Attributor:
             KernelCost(
                 info=a.info,
                 ended=a.ended,
-                cost_micro_usd=kernel_micro[i],
+                cost_micro=kernel_micro[i],
                 share=dict(a.share),
                 memory_bytes=a.memory_bytes,
                 share_by=dict(a.share_by),
@@ -411,8 +411,8 @@ class Attributor:
         return Attribution(
             snapshot=snapshot,
             kernels=kernels,
-            unattributed_micro_usd=unattributed,
-            idle_micro_usd=idle,
+            unattributed_micro=unattributed,
+            idle_micro=idle,
             pids_visible=visible,
             note=note,
         )

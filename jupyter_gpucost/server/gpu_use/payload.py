@@ -43,7 +43,7 @@ def kernels_payload(
     for k in attribution.kernels:
         info = k.info
         cells_micro, cells = cells_by_kernel.get(info.id, (0, 0))
-        cost, cells_cost = usd(k.cost_micro_usd), usd(cells_micro)
+        cost, cells_cost = usd(k.cost_micro), usd(cells_micro)
         kernels.append(
             {
                 "id": info.id,
@@ -64,12 +64,12 @@ def kernels_payload(
                 "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
                 "memory_bytes": k.memory_bytes,
                 "cost": cost,
-                "cost_micro": k.cost_micro_usd,
+                "cost_micro": k.cost_micro,
                 "cells": cells,
                 "cells_cost": cells_cost,
                 "cells_cost_micro": cells_micro,
                 "cost_usd": cost,
-                "cost_micro_usd": k.cost_micro_usd,
+                "cost_micro_usd": k.cost_micro,
                 "cells_cost_usd": cells_cost,
                 "cells_cost_micro_usd": cells_micro,
             }
@@ -77,13 +77,13 @@ def kernels_payload(
     # the part of unattributed that is the billing rule's (minimum charge, rounding):
     # billed whether or not anything ran, so the panel names it apart
     adjustment = sum(g.adjustment_micro for g in attribution.snapshot.gpus)
-    minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
-    total, idle = usd(attribution.total_micro_usd), usd(attribution.idle_micro_usd)
-    unattributed = usd(attribution.unattributed_micro_usd)
+    minimum = min(max(adjustment, 0), max(attribution.unattributed_micro, 0))
+    total, idle = usd(attribution.total_micro), usd(attribution.idle_micro)
+    unattributed = usd(attribution.unattributed_micro)
     micro: KernelsMicro = {
-        "total": attribution.total_micro_usd,
-        "idle": attribution.idle_micro_usd,
-        "unattributed": attribution.unattributed_micro_usd,
+        "total": attribution.total_micro,
+        "idle": attribution.idle_micro,
+        "unattributed": attribution.unattributed_micro,
         "minimum_charge": minimum,
     }
     return {

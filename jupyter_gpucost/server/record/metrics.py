@@ -196,10 +196,10 @@ class Metrics:
                 if k.ended:
                     continue
                 live.add(key)
-                m.kernel.labels(user, *key).set(k.cost_micro_usd / 1e6)
+                m.kernel.labels(user, *key).set(k.cost_micro / 1e6)
             # a kernel that is gone leaves no series behind (bounded cardinality)
             for key in self._kernel_labels - live:
                 with contextlib.suppress(KeyError):
                     m.kernel.remove(user, *key)
             self._kernel_labels = live
-            m.unattributed.labels(user).set(attribution.unattributed_micro_usd / 1e6)
+            m.unattributed.labels(user).set(attribution.unattributed_micro / 1e6)
