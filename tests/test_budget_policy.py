@@ -301,8 +301,8 @@ def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
 
 
 class _Live:
-    today_micro_usd = 2_000_000
-    month_micro_usd = 9_000_000
+    today_micro = 2_000_000
+    month_micro = 9_000_000
 
 
 class _Recorder:

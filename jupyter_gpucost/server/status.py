@@ -352,9 +352,9 @@ def status_document(inputs: StatusInputs) -> StatusDocument:
         machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
         machine_warnings.append({"code": "instance-whole", "message": whole_message})
     payload["warnings"].extend(machine_warnings)
-    today = usd(totals.today_micro_usd) if totals else None
-    month = usd(totals.month_micro_usd) if totals else None
-    all_time = usd(totals.all_time_micro_usd) if totals else None
+    today = usd(totals.today_micro) if totals else None
+    month = usd(totals.month_micro) if totals else None
+    all_time = usd(totals.all_time_micro) if totals else None
     return {
         **payload,
         "session_id": inputs.session_id,

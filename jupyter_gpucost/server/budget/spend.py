@@ -81,7 +81,7 @@ class MeterSpend:
         live = self.ledger.totals.totals(snapshot)
         if live is None:
             return None, period
-        return (live.today_micro_usd if scope == "day" else live.month_micro_usd), period
+        return (live.today_micro if scope == "day" else live.month_micro), period
 
     def rate_per_hour(self) -> Decimal:
         return Decimal(self.latest().rate_per_hour)

@@ -25,11 +25,12 @@ from .history import GpuPoint, HistoryRing, Point
 
 @dataclass(frozen=True)
 class LiveTotals:
-    """Today / this month / all time, in micro-dollars, this session included."""
+    """Today / this month / all time, in micro-units of the session's currency, this session
+    included."""
 
-    today_micro_usd: int
-    month_micro_usd: int
-    all_time_micro_usd: int
+    today_micro: int
+    month_micro: int
+    all_time_micro: int
 
 
 #: how long a clean stop waits for a ledger that cannot be reached
@@ -181,9 +182,9 @@ class Recorder:
         # the meter may be a sample ahead of the recorder: count what it says now
         ahead = max(snapshot.cost_micro - self._last_cost, 0)
         return LiveTotals(
-            today_micro_usd=others.today_micro_usd + today + ahead,
-            month_micro_usd=others.month_micro_usd + this_month + ahead,
-            all_time_micro_usd=others.all_time_micro_usd + snapshot.cost_micro,
+            today_micro=others.today_micro_usd + today + ahead,
+            month_micro=others.month_micro_usd + this_month + ahead,
+            all_time_micro=others.all_time_micro_usd + snapshot.cost_micro,
         )
 
     # -- flusher thread --------------------------------------------------------
