@@ -58,10 +58,10 @@ def test_an_agent_s_budget_is_always_below_every_budget_in_force(
     assert not extra
     assert budget.kind == "soft"
     assert budget.scope == "session"
-    assert budget.amount_micro_usd > 0
-    assert all(budget.amount_micro_usd < b.amount_micro_usd for b in in_force)
+    assert budget.amount_micro > 0
+    assert all(budget.amount_micro < b.amount_micro for b in in_force)
     # what was sent, exactly (no float drift)
-    assert Decimal(budget.amount_micro_usd) / 10**6 == Decimal(str(amount))
+    assert Decimal(budget.amount_micro) / 10**6 == Decimal(str(amount))
 
 
 def test_a_user_s_day_budget_is_not_replaced_by_an_agent() -> None:

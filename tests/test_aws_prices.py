@@ -116,7 +116,7 @@ def test_the_script_s_rows_are_the_shipped_rows(
     for row in prices:
         ours_gpu = per_gpu[(row["instance"], row["region"])]
         assert row["model"] == ours_gpu.model
-        assert Decimal(row["usd_per_gpu_hour"]) == ours_gpu.usd_per_gpu_hour, row
+        assert Decimal(row["usd_per_gpu_hour"]) == ours_gpu.per_gpu_hour, row
 
 
 def test_one_region_and_an_unknown_one(

@@ -362,10 +362,10 @@ def test_costs_already_metered_keep_their_rate(
         started=NOW,
     )
     us = 1_000_000
-    cost_before = meter.update([reading()], before_s * us, NOW).cost_micro_usd
+    cost_before = meter.update([reading()], before_s * us, NOW).cost_micro
     meter.reprice(plan_of(new), Decimal(0))
-    assert meter.snapshot().cost_micro_usd == cost_before
-    total = meter.update([reading()], (before_s + after_s) * us, NOW).cost_micro_usd
+    assert meter.snapshot().cost_micro == cost_before
+    total = meter.update([reading()], (before_s + after_s) * us, NOW).cost_micro
     exact = (old * before_s + new * after_s) * us / 3600
     assert abs(total - exact) <= 2
     assert total >= cost_before
@@ -401,18 +401,18 @@ async def kernel_cells_follow(stale_rate: Decimal, new_rate: Decimal) -> None:
     server = ServerLink.from_environment()
     assert server is not None
     answered = await asyncio.to_thread(server.prices)
-    assert from_published(answered).rate_usd_per_hour() == new_rate
-    stale = replace(from_published(answered), base_usd_per_hour=stale_rate, gpus={})
-    assert stale.rate_usd_per_hour() == stale_rate
+    assert from_published(answered).rate_per_hour() == new_rate
+    stale = replace(from_published(answered), base_per_hour=stale_rate, gpus={})
+    assert stale.rate_per_hour() == stale_rate
     saved = (measure._prices, measure._prices_asked_at, kernel_link._link, kernel_link._checked)
     try:
         measure._prices, measure._prices_asked_at = stale, 0.0
         kernel_link._link, kernel_link._checked = server, True
         # the first cell after the interval still has the price it had; the next ones the new
-        assert measure.prices().rate_usd_per_hour() == stale_rate
+        assert measure.prices().rate_per_hour() == stale_rate
 
         async def followed() -> bool:
-            return measure.prices().rate_usd_per_hour() == new_rate
+            return measure.prices().rate_per_hour() == new_rate
 
         await wait_for(followed, 30, "the kernel's prices asked again")
     finally:
@@ -465,7 +465,7 @@ class TestVastInstanceBilledAtItsRate:
         # kernels started from now on inherit the new rate; a running one asks for it
         published = decode_prices(os.environ[ENV_PRICES])
         assert published is not None
-        assert from_published(published).rate_usd_per_hour() == Decimal("3.1")
+        assert from_published(published).rate_per_hour() == Decimal("3.1")
         await kernel_cells_follow(stale_rate=Decimal("2.412"), new_rate=Decimal("3.1"))
         asked = [p for m, p, _ in standin.cloud.requests if m == "GET"]
         assert len(asked) >= 2

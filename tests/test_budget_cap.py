@@ -72,7 +72,7 @@ def run(
     seen: list[object] = []
     while t <= horizon_s:
         budget_standings = [Standing(b, int(spent), "s1") for b in policy.budgets()]
-        events = policy.evaluate(at(t), budget_standings, rate_usd_per_hour=rate(t))
+        events = policy.evaluate(at(t), budget_standings, rate_per_hour=rate(t))
         seen += events
         for e in events:
             if isinstance(e, GraceStarted):
@@ -109,7 +109,7 @@ def test_the_30_cent_budget_on_two_a100s_stops_at_the_budget_not_a_grace_later()
 def test_a_budget_already_spent_at_the_first_check_acts_at_once() -> None:
     hard = Budget("hard", 300_000)
     policy = BudgetPolicy(hard=hard, grace_s=120)
-    events = policy.evaluate(at(0), [Standing(hard, 310_000, "s1")], rate_usd_per_hour=A100_2)
+    events = policy.evaluate(at(0), [Standing(hard, 310_000, "s1")], rate_per_hour=A100_2)
     (grace,) = [e for e in events if isinstance(e, GraceStarted)]
     assert grace.ends == at(0)
     assert any(isinstance(e, Enforce) for e in events)  # in the same check, no grace
@@ -157,8 +157,8 @@ def test_a_rate_that_falls_during_the_countdown_keeps_it_and_stops_before_the_bu
 def test_a_soft_budget_set_below_the_spend_keeps_the_full_grace_to_be_raised() -> None:
     soft = Budget("soft", 2_000)
     policy = BudgetPolicy(grace_s=60)
-    policy.set_soft(soft, spent_micro_usd=5_000, period="s1")
-    events = policy.evaluate(at(0), [Standing(soft, 5_000, "s1")], rate_usd_per_hour=A100_2)
+    policy.set_soft(soft, spent_micro=5_000, period="s1")
+    events = policy.evaluate(at(0), [Standing(soft, 5_000, "s1")], rate_per_hour=A100_2)
     (grace,) = [e for e in events if isinstance(e, GraceStarted)]
     assert grace.ends == at(60)
     assert policy.grace_shortened is None
@@ -168,12 +168,12 @@ def test_a_soft_budget_set_nearly_spent_keeps_the_full_grace_to_be_raised() -> N
     soft = Budget("soft", 2_000)
     policy = BudgetPolicy(grace_s=60)
     # $0.0001 left: 0.05 s at $6.862/h
-    policy.set_soft(soft, spent_micro_usd=1_900, period="s1", rate_usd_per_hour=A100_2)
-    events = policy.evaluate(at(0), [Standing(soft, 1_900, "s1")], rate_usd_per_hour=A100_2)
+    policy.set_soft(soft, spent_micro=1_900, period="s1", rate_per_hour=A100_2)
+    events = policy.evaluate(at(0), [Standing(soft, 1_900, "s1")], rate_per_hour=A100_2)
     (grace,) = [e for e in events if isinstance(e, GraceStarted)]
     assert grace.ends == at(60)
     # spent during the countdown: it goes on, for the user to raise the budget
-    events = policy.evaluate(at(30), [Standing(soft, 60_000, "s1")], rate_usd_per_hour=A100_2)
+    events = policy.evaluate(at(30), [Standing(soft, 60_000, "s1")], rate_per_hour=A100_2)
     assert not any(isinstance(e, Enforce) for e in events)
     assert policy.grace_ends == at(60)
 

@@ -46,7 +46,7 @@ def step(
 ) -> list[object]:
     spent = round(spent_usd * USD)
     standings = [Standing(b, spent, period) for b in policy.budgets()]
-    return policy.evaluate(at(seconds), standings, rate_usd_per_hour=rate)
+    return policy.evaluate(at(seconds), standings, rate_per_hour=rate)
 
 
 def thresholds(events: list[object]) -> list[int]:
@@ -132,7 +132,7 @@ def test_raising_a_soft_budget_clears_grace_and_rearms_the_thresholds_above() ->
     policy = BudgetPolicy(soft=Budget("soft", 5 * USD))
     assert thresholds(step(policy, 0, 4.9)) == [95]
     assert any(isinstance(e, GraceStarted) for e in step(policy, 1, 4.995, rate=SLOW))
-    policy.set_soft(Budget("soft", 20 * USD), spent_micro_usd=5 * USD, period="s1")
+    policy.set_soft(Budget("soft", 20 * USD), spent_micro=5 * USD, period="s1")
     events = step(policy, 2, 5.1)
     assert any(isinstance(e, GraceCleared) for e in events)
     # 5.1 of 20 is 25 %: nothing fires; 50 % fires again for the raised budget
@@ -144,7 +144,7 @@ def test_raising_a_soft_budget_clears_grace_and_rearms_the_thresholds_above() ->
 def test_raising_a_soft_budget_counts_passed_thresholds_as_fired() -> None:
     policy = BudgetPolicy(soft=Budget("soft", 5 * USD))
     step(policy, 0, 4.5)
-    policy.set_soft(Budget("soft", 6 * USD), spent_micro_usd=4_500_000, period="s1")  # 75 %
+    policy.set_soft(Budget("soft", 6 * USD), spent_micro=4_500_000, period="s1")  # 75 %
     assert thresholds(step(policy, 1, 4.6)) == []
     assert thresholds(step(policy, 2, 4.8)) == [80]
 
@@ -152,7 +152,7 @@ def test_raising_a_soft_budget_counts_passed_thresholds_as_fired() -> None:
 def test_a_budget_set_past_a_threshold_does_not_announce_it() -> None:
     policy = BudgetPolicy(hard=HARD)
     step(policy, 0, 3)
-    policy.set_soft(Budget("soft", 5 * USD), spent_micro_usd=3 * USD, period="s1")  # 60 %
+    policy.set_soft(Budget("soft", 5 * USD), spent_micro=3 * USD, period="s1")  # 60 %
     assert thresholds(step(policy, 1, 3.1)) == []
     assert thresholds(step(policy, 2, 4)) == [80]
 
@@ -257,8 +257,8 @@ def test_a_corrupt_state_file_is_moved_aside(tmp_path: Path) -> None:
 
 
 class _Snapshot:
-    cost_micro_usd = 1_500_000
-    rate_usd_per_hour = Decimal("6.862")
+    cost_micro = 1_500_000
+    rate_per_hour = Decimal("6.862")
     started = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
     as_of = datetime(2026, 11, 22, 14, 0, tzinfo=UTC)
 
@@ -301,8 +301,8 @@ def test_day_and_month_plug_into_the_ledger_when_the_service_has_one() -> None:
 
 
 class _Live:
-    today_micro_usd = 2_000_000
-    month_micro_usd = 9_000_000
+    today_micro = 2_000_000
+    month_micro = 9_000_000
 
 
 class _Recorder:

@@ -146,9 +146,7 @@ def test_a_budget_reads_as_everywhere_else_and_counts_take_their_plural() -> Non
         reason="budget",
         action="shutdown",
         notebooks_saved=1,
-        budget=BudgetFigures(
-            kind="soft", scope="session", amount_micro_usd=50_000, spent_micro_usd=50_000
-        ),
+        budget=BudgetFigures(kind="soft", scope="session", amount_micro=50_000, spent_micro=50_000),
     )
     # a budget reads by the budget's rule ($0.05) in the status bar, the panel, the
     # tooltip and the message alike

@@ -39,7 +39,7 @@ def test_autodl_and_alibaba_prices_are_in_yuan_with_source_date_and_confidence()
             assert row.confidence
     price = PricePolicy(catalog=catalog, provider="autodl").price_for(A100, 80 * GIB)
     assert price is not None
-    assert (price.usd_per_gpu_hour, price.currency) == (Decimal("7.98"), "CNY")
+    assert (price.per_gpu_hour, price.currency) == (Decimal("7.98"), "CNY")
     rtx = PricePolicy(catalog=catalog, provider="autodl").price_for(
         "NVIDIA GeForce RTX 4090", 24 * GIB
     )

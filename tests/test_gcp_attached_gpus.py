@@ -72,14 +72,14 @@ def test_every_n1_accelerator_has_a_dated_sourced_row_per_market() -> None:
             assert row.as_of
             assert row.source
             assert row.confidence == "third-party"
-            assert row.usd_per_gpu_hour > 0
+            assert row.per_gpu_hour > 0
             policy = PricePolicy(
                 catalog=CATALOG, provider="gcp", market=market, region="us-central1"
             )
             price = policy.price_for(name, memory * 2**30)
             assert price is not None, name
             assert not price.upper_bound, name
-            assert price.usd_per_gpu_hour == row.usd_per_gpu_hour
+            assert price.per_gpu_hour == row.per_gpu_hour
 
 
 def test_every_n1_machine_type_row_is_dated_sourced_and_cheaper_on_spot() -> None:
@@ -125,8 +125,8 @@ def test_a_detected_n1_standard_8_is_priced_vm_plus_each_gpu() -> None:
     assert "as of 2026-07-30" in found.vm.source
     t4 = CATALOG.find(provider="gcp", market="on-demand", model="T4", region="us-central1")
     assert t4 is not None
-    assert attached_total(found.vm, [t4.usd_per_gpu_hour]) == Decimal("0.729998")
-    assert attached_total(found.vm, [t4.usd_per_gpu_hour] * 2) == Decimal("1.079998")
+    assert attached_total(found.vm, [t4.per_gpu_hour]) == Decimal("0.729998")
+    assert attached_total(found.vm, [t4.per_gpu_hour] * 2) == Decimal("1.079998")
 
 
 def test_a_spot_n1_vm_is_priced_at_its_spot_row() -> None:
@@ -173,7 +173,7 @@ def test_a_pod_on_gke_is_priced_per_gpu_at_gcps_rate() -> None:
     )
     price = policy.price_for("Tesla T4", 15 * 2**30)
     assert price is not None
-    assert price.usd_per_gpu_hour == Decimal("0.35")
+    assert price.per_gpu_hour == Decimal("0.35")
     assert (price.provider, price.region) == ("gcp", "us-central1")
 
 
@@ -194,8 +194,8 @@ def test_the_bill_is_the_vm_plus_count_times_the_gpu(
     policy = PricePolicy(catalog=CATALOG, provider="gcp", market=market, region="us-central1")
     price = policy.price_for(name, memory * 2**30)
     assert price is not None
-    total = attached_total(vm, [price.usd_per_gpu_hour] * count)
-    assert total == vm.row.usd_per_hour + count * price.usd_per_gpu_hour
+    total = attached_total(vm, [price.per_gpu_hour] * count)
+    assert total == vm.row.usd_per_hour + count * price.per_gpu_hour
     assert total >= vm.row.usd_per_hour > 0
 
 

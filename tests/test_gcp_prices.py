@@ -85,7 +85,7 @@ def test_the_shipped_rows_price_an_n1_standard_8_with_a_t4() -> None:
     )
     assert t4 is not None
     assert vm is not None
-    assert (t4.usd_per_gpu_hour, vm.usd_per_hour) == (Decimal("0.35"), Decimal("0.379998"))
+    assert (t4.per_gpu_hour, vm.usd_per_hour) == (Decimal("0.35"), Decimal("0.379998"))
     assert "006059e0" in t4.source
     assert "fd66b26f" in vm.source
     assert t4.as_of == READ

@@ -62,7 +62,7 @@ class Gpu:
             sample_interval_s=1.0,
             start_us=0,
             started=T0,
-            base_usd_per_hour=Decimal(0),
+            base_per_hour=Decimal(0),
         )
         self.now_us = 0
         self.util = 0.0
@@ -328,7 +328,7 @@ def test_without_identified_processes_nothing_is_attributed_and_the_note_says_wh
     gpu.sm = {PIDS["mallory"] + OFFSET: 99.0}
     for _ in range(5):
         result = attributor.update(gpu.snapshot(), KERNELS, TREES)
-    assert all(k.cost_micro_usd == 0 for k in result.kernels)
+    assert all(k.cost_micro == 0 for k in result.kernels)
     assert result.note == NOTE_CONTAINER
 
 
@@ -347,15 +347,15 @@ def test_identified_kernels_pay_for_their_samples_and_other_tenants_are_not_attr
     gpu.sm = {FOREIGN: 97.0}
     for _ in range(10):
         result = attributor.update(gpu.snapshot(), KERNELS, TREES)
-    costs = {k.info.id: k.cost_micro_usd for k in result.kernels}
-    used = result.snapshot.gpus[0].used_micro_usd
+    costs = {k.info.id: k.cost_micro for k in result.kernels}
+    used = result.snapshot.gpus[0].used_micro
     assert costs["victim"] == 0
     assert costs["mallory"] > 0
     # the tenant's half of the used time is not attributed to any kernel
     assert costs["mallory"] <= used // 2 + 1
     assert (
-        sum(costs.values()) + result.unattributed_micro_usd + result.idle_micro_usd
-        == result.snapshot.gpu_cost_micro_usd
+        sum(costs.values()) + result.unattributed_micro + result.idle_micro
+        == result.snapshot.gpu_cost_micro
     )
     assert result.note == NOTE_IDENTIFIED
     assert [(o.gpu_index, o.host_pid) for o in result.others] == [(0, FOREIGN)]

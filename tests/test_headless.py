@@ -440,7 +440,7 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     )
     assert row is not None
     pricing = whole_instance(row)
-    share = pricing.per_gpu.usd_per_gpu_hour
+    share = pricing.per_gpu.per_gpu_hour
     assert share != Decimal("3.431")  # the per-GPU row's figure
     # the two GPUs' shares and what is left of the instance's price (a micro-unit's rest)
     assert cell.rate_usd_per_hour == 2 * share + pricing.base_usd_per_hour

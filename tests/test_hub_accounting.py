@@ -100,8 +100,8 @@ def test_each_profile_is_priced_from_the_catalog_and_unknown_profiles_get_the_de
     assert big.allocation == GpuAllocation("A100-80GB", 2)
     row = CATALOG.find(provider="aws", market="on-demand", model="A100-80GB", region="us-east-1")
     assert row is not None
-    assert big.usd_per_gpu_hour == row.usd_per_gpu_hour
-    assert big.usd_per_hour == 2 * row.usd_per_gpu_hour
+    assert big.usd_per_gpu_hour == row.per_gpu_hour
+    assert big.usd_per_hour == 2 * row.per_gpu_hour
     assert "aws on-demand" in big.source
     # the profile may come only in user_options (KubeSpawner's profile_list)
     assert policy.rate_for(server(None, {"profile": "t4"})).usd_per_gpu_hour == Decimal("0.526")
@@ -165,9 +165,7 @@ def test_a_callable_mapping_chooses_per_server_and_falls_back_to_the_default() -
     # a GPU the catalog does not price: its upper bound (the dearest GPU), labelled
     bob = policy.rate_for(ServerInfo("bob", "", STARTED, True))
     assert bob.allocation == GpuAllocation("MI300X", 1)
-    assert bob.usd_per_gpu_hour == max(
-        r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD"
-    )
+    assert bob.usd_per_gpu_hour == max(r.per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
     assert bob.source.startswith("upper bound: the dearest GPU of the catalog")
     assert "no price for MI300X" in bob.source
     carol = policy.rate_for(ServerInfo("carol", "", STARTED, True))

@@ -33,7 +33,7 @@ RATE_PER_S = 20.0
 BURST = 100
 MAX_GPUS = 8
 #: the most a report can bill a second: 8 GPUs at the catalog's dearest price
-CEILING_USD_PER_S = MAX_GPUS * float(max(r.usd_per_gpu_hour for r in load_catalog().rows)) / 3600
+CEILING_USD_PER_S = MAX_GPUS * float(max(r.per_gpu_hour for r in load_catalog().rows)) / 3600
 #: the Hub's signal sequence for a server that will not stop: SIGINT, SIGTERM, SIGKILL
 INTERRUPT_S, TERM_S, KILL_S = 5, 5, 5
 #: day budgets of the two servers stopped at the end (about 21 s of 2 A100s: both are

@@ -683,11 +683,11 @@ def test_the_countdown_follows_the_hubs_stop_time() -> None:
     policy.deadline = t0 + timedelta(hours=1)
     spent = Standing(Budget("hard", 1_000_000), 990_000, "s")
     rate = Decimal("0.6")
-    events = policy.evaluate(t0, [spent], rate_usd_per_hour=rate)
+    events = policy.evaluate(t0, [spent], rate_per_hour=rate)
     assert [e.ends for e in events if isinstance(e, GraceStarted)] == [t0 + timedelta(seconds=60)]
     # ...and a hub stop that comes sooner shortens it
     policy.deadline = t0 + timedelta(seconds=10)
-    policy.evaluate(t0 + timedelta(seconds=1), [spent], rate_usd_per_hour=rate)
+    policy.evaluate(t0 + timedelta(seconds=1), [spent], rate_per_hour=rate)
     assert policy.grace_ends == t0 + timedelta(seconds=10)
 
     # the hub no longer stops the server (its budget was raised): the countdown ends

@@ -21,7 +21,7 @@ from jupyter_gpucost.hub.web import handlers, views
 
 CATALOG = load_catalog()
 NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
-DEAREST = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
+DEAREST = max(r.per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
 
 
 def by_user(server: ServerInfo) -> object:
@@ -45,7 +45,7 @@ def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
     assert "c.GpuCostHub.profile_gpus" in alice.source
     # no gcp price for an A10G: the dearest A10G price of the catalog
     bob = policy.rate_for(started("bob"))
-    a10g = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.model == "A10G")
+    a10g = max(r.per_gpu_hour for r in CATALOG.rows if r.model == "A10G")
     assert bob.usd_per_hour == 2 * a10g
     assert "no gcp on-demand price for A10G: priced at the dearest known" in bob.source
     # a listed price is not an upper bound
@@ -54,7 +54,7 @@ def test_a_gpu_with_no_price_is_billed_at_its_upper_bound_labelled() -> None:
         provider="gcp", market="on-demand", model="H100-80GB", region="us-central1"
     )
     assert listed is not None
-    assert carol.usd_per_gpu_hour == listed.usd_per_gpu_hour
+    assert carol.usd_per_gpu_hour == listed.per_gpu_hour
     assert not carol.source.startswith("upper bound")
 
 

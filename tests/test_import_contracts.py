@@ -275,7 +275,10 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ledger", ("ledger",)),
     ("gpu_use", ("gpu_use",)),
     ("record", ("record",)),
-    ("service", ("service", "status", "status_machine", "status_events", "hub_link")),
+    (
+        "service",
+        ("service", "status", "status_ledger", "status_machine", "status_events", "hub_link"),
+    ),
     ("export", ("export",)),
     ("budget", ("budget",)),
     ("notify", ("notify",)),

@@ -104,7 +104,7 @@ def unreachable_message(service: CostService) -> str:
 
 
 def metered(service: CostService) -> int:
-    return service.sampler.latest.snapshot.cost_micro_usd
+    return service.sampler.latest.snapshot.cost_micro
 
 
 def spent_something(url: str, service: CostService) -> Callable[[], bool]:
@@ -209,8 +209,8 @@ service.start()
 while True:
     snap = service.sampler.latest.snapshot
     with open(out + ".new", "w") as f:
-        json.dump({"session": service.session_id, "metered": snap.cost_micro_usd,
-                   "rate": str(snap.rate_usd_per_hour)}, f)
+        json.dump({"session": service.session_id, "metered": snap.cost_micro,
+                   "rate": str(snap.rate_per_hour)}, f)
     import os; os.replace(out + ".new", out)
     time.sleep(0.02)
 """

@@ -93,7 +93,7 @@ def test_the_kernel_prices_its_cells_at_the_published_prices() -> None:
         "GPU-a": ("NVIDIA H100 80GB HBM3", Decimal("6.880001")),
         "GPU-b": ("Mystery GPU", None),
     }
-    assert prices.rate_usd_per_hour() == Decimal("7.380001")
+    assert prices.rate_per_hour() == Decimal("7.380001")
     assert prices.currency_symbol == "€"
     assert prices.source == "the server's gcp spot prices"
     assert (prices.simulated, prices.simulated_by) == (True, "a recorded trace")

@@ -298,7 +298,7 @@ def test_runpod_prices_the_gpus_people_rent_on_both_clouds() -> None:
 def test_shares_and_base_add_up_to_the_instance_price_exactly() -> None:
     for row in ROWS:
         pricing = whole_instance(row)
-        share = pricing.per_gpu.usd_per_gpu_hour
+        share = pricing.per_gpu.per_gpu_hour
         assert share * row.gpus + pricing.base_usd_per_hour == row.usd_per_hour
         assert 0 <= pricing.base_usd_per_hour < Decimal("0.000001") * row.gpus
 
@@ -334,7 +334,7 @@ def test_a_detected_multi_gpu_machine_is_priced_from_its_own_row(
     assert plan.whole is not None, plan.note
     assert (plan.whole.row.gpus, plan.whole.row.usd_per_hour) == (gpus, Decimal(price))
     # its GPUs together cost what the provider bills for the machine
-    share = plan.whole.per_gpu.usd_per_gpu_hour
+    share = plan.whole.per_gpu.per_gpu_hour
     assert share * gpus + plan.whole.base_usd_per_hour == Decimal(price)
     # which is not the per-GPU row times its GPUs (the provider does not price linearly)
     assert share != Decimal(per_gpu_row)
@@ -351,7 +351,7 @@ def test_azure_s_multi_gpu_a100_costs_more_per_gpu_than_the_per_gpu_row() -> Non
         shared=False,
     )
     assert plan.whole is not None
-    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("4.777")
+    assert plan.whole.per_gpu.per_gpu_hour == Decimal("4.777")
     assert "Standard_NC48ads_A100_v4 on-demand eastus: 9.554 USD/h per instance / 2 GPU(s)" in (
         plan.whole.per_gpu.source
     )
@@ -366,7 +366,7 @@ def test_an_alibaba_machine_is_priced_whole_in_yuan() -> None:
         shared=False,
     )
     assert plan.whole is not None
-    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("19.75")
+    assert plan.whole.per_gpu.per_gpu_hour == Decimal("19.75")
     assert plan.whole.per_gpu.currency == "CNY"
     assert "158 CNY/h per instance / 8 GPU(s)" in plan.whole.per_gpu.source
 
@@ -722,4 +722,4 @@ class TestAUserCannotLowerTheAdminsPrice:
         policy = PricePolicy(CATALOG, provider, market, instance, region=region)
         price = policy.price_for(gpu["name"], None)
         assert price is not None
-        assert gpu["price_usd_per_hour"] == float(price.usd_per_gpu_hour)
+        assert gpu["price_usd_per_hour"] == float(price.per_gpu_hour)

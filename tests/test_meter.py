@@ -43,7 +43,7 @@ def make_meter(
         sample_interval_s=interval_s,
         start_us=0,
         started=T0,
-        base_usd_per_hour=base,
+        base_per_hour=base,
     )
 
 
@@ -72,7 +72,7 @@ def feed(meter: Meter, plan: list) -> list:
 @given(steps)
 def test_cost_never_decreases(plan: list) -> None:
     snapshots = feed(make_meter(), plan)
-    costs = [s.cost_micro_usd for s in snapshots]
+    costs = [s.cost_micro for s in snapshots]
     assert costs == sorted(costs)
 
 
@@ -98,7 +98,7 @@ def test_cost_is_price_times_billed_time_within_rounding(plan: list, rule: Billi
         Fraction(0),
     )
     # the session's amount is the exact amount rounded once, to the nearest micro-dollar
-    assert abs(snapshot.gpu_cost_micro_usd - exact) <= Fraction(1, 2)
+    assert abs(snapshot.gpu_cost_micro - exact) <= Fraction(1, 2)
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,15 +106,14 @@ def test_cost_is_price_times_billed_time_within_rounding(plan: list, rule: Billi
 def test_breakdown_adds_up_to_the_total_exactly(plan: list) -> None:
     for snapshot in feed(make_meter(), plan):
         assert (
-            snapshot.used_micro_usd
-            + snapshot.idle_micro_usd
-            + snapshot.unobserved_micro_usd
-            + snapshot.adjustment_micro_usd
-            == snapshot.gpu_cost_micro_usd
+            snapshot.used_micro
+            + snapshot.idle_micro
+            + snapshot.unobserved_micro
+            + snapshot.adjustment_micro
+            == snapshot.gpu_cost_micro
         )
         assert all(
-            min(g.used_micro_usd, g.idle_micro_usd, g.unobserved_micro_usd, g.adjustment_micro_usd)
-            >= 0
+            min(g.used_micro, g.idle_micro, g.unobserved_micro, g.adjustment_micro) >= 0
             for g in snapshot.gpus
         )
 
@@ -129,9 +128,9 @@ def test_fully_observed_whole_seconds_split_into_used_plus_idle(plan: list) -> N
     for seconds, u in plan:
         now += seconds * US_PER_S
         snapshot = meter.update([reading(0, u), reading(1, 100 - u)], now, T0)
-    assert snapshot.unobserved_micro_usd == 0
-    assert snapshot.adjustment_micro_usd == 0
-    assert snapshot.used_micro_usd + snapshot.idle_micro_usd == snapshot.gpu_cost_micro_usd
+    assert snapshot.unobserved_micro == 0
+    assert snapshot.adjustment_micro == 0
+    assert snapshot.used_micro + snapshot.idle_micro == snapshot.gpu_cost_micro
 
 
 @settings(max_examples=200, deadline=None)
@@ -155,12 +154,12 @@ def test_cost_is_additive_over_intervals(plan: list) -> None:
         now += dt
         a = whole.update(readings, now, T0)
         b = split.update(readings, now, T0)
-    assert a.cost_micro_usd == b.cost_micro_usd
+    assert a.cost_micro == b.cost_micro
     for ga, gb in zip(a.gpus, b.gpus, strict=True):
         # each sub-interval's used time is rounded to the microsecond
         assert abs(ga.used_us - gb.used_us) <= len(plan)
-        assert abs(ga.used_micro_usd - gb.used_micro_usd) <= 1
-        assert abs(ga.idle_micro_usd - gb.idle_micro_usd) <= 1
+        assert abs(ga.used_micro - gb.used_micro) <= 1
+        assert abs(ga.idle_micro - gb.idle_micro) <= 1
 
 
 def test_one_hour_of_two_a100s_half_busy() -> None:
@@ -169,21 +168,21 @@ def test_one_hour_of_two_a100s_half_busy() -> None:
     for second in range(1, 3601):
         snapshot = meter.update([reading(0, 50.0), reading(1, 0.0)], second * US_PER_S, T0)
     assert snapshot is not None
-    assert snapshot.cost_micro_usd == 6_862_000  # 2 x 3.431 $/h x 1 h
-    assert snapshot.rate_usd_per_hour == Decimal("6.862")
+    assert snapshot.cost_micro == 6_862_000  # 2 x 3.431 $/h x 1 h
+    assert snapshot.rate_per_hour == Decimal("6.862")
     gpu0, gpu1 = snapshot.gpus
-    assert gpu0.used_micro_usd == gpu0.idle_micro_usd == 1_715_500
-    assert gpu1.used_micro_usd == 0
-    assert gpu1.idle_micro_usd == 3_431_000
-    assert snapshot.adjustment_micro_usd == 0
+    assert gpu0.used_micro == gpu0.idle_micro == 1_715_500
+    assert gpu1.used_micro == 0
+    assert gpu1.idle_micro == 3_431_000
+    assert snapshot.adjustment_micro == 0
 
 
 def test_minimum_charge_shows_from_the_first_second() -> None:
     meter = make_meter(BillingRule(1, 60))
     snapshot = meter.update([reading(0, 100.0)], 2 * US_PER_S, T0)
     assert snapshot.billed_us == 60 * US_PER_S
-    assert snapshot.cost_micro_usd == round_micro(cost_micro_usd(A100, 60 * US_PER_S))  # 57,183
-    assert snapshot.adjustment_micro_usd == round_micro(cost_micro_usd(A100, 58 * US_PER_S))
+    assert snapshot.cost_micro == round_micro(cost_micro_usd(A100, 60 * US_PER_S))  # 57,183
+    assert snapshot.adjustment_micro == round_micro(cost_micro_usd(A100, 58 * US_PER_S))
 
 
 def test_a_sample_gap_is_billed_and_marked_unobserved() -> None:
@@ -194,7 +193,7 @@ def test_a_sample_gap_is_billed_and_marked_unobserved() -> None:
     (gpu,) = snapshot.gpus
     assert gpu.used_us == 3 * US_PER_S
     assert gpu.unobserved_us == 28 * US_PER_S
-    assert snapshot.cost_micro_usd == round_micro(cost_micro_usd(A100, 31 * US_PER_S))
+    assert snapshot.cost_micro == round_micro(cost_micro_usd(A100, 31 * US_PER_S))
 
 
 def test_a_lost_or_missing_gpu_is_still_billed() -> None:
@@ -204,7 +203,7 @@ def test_a_lost_or_missing_gpu_is_still_billed() -> None:
     snapshot = meter.update([reading(0, 100.0)], 3 * US_PER_S, T0)  # GPU 1 vanished
     gpu0, gpu1 = snapshot.gpus
     assert gpu1.unobserved_us == 2 * US_PER_S
-    assert gpu1.cost_micro_usd == gpu0.cost_micro_usd
+    assert gpu1.cost_micro == gpu0.cost_micro
     assert gpu1.reading is None
 
 
@@ -218,20 +217,18 @@ def test_a_gpu_without_a_price_is_counted_at_an_upper_bound() -> None:
     assert bound is not None
     assert bound.upper_bound
     # the dearest dollar GPU of the catalog, for an hour
-    dearest = max(r.usd_per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
-    assert bound.usd_per_gpu_hour == dearest
-    assert snapshot.cost_micro_usd == 3_431_000 + int(dearest * 1_000_000)
-    assert snapshot.rate_usd_per_hour == A100 + dearest
+    dearest = max(r.per_gpu_hour for r in CATALOG.rows if r.currency == "USD")
+    assert bound.per_gpu_hour == dearest
+    assert snapshot.cost_micro == 3_431_000 + int(dearest * 1_000_000)
+    assert snapshot.rate_per_hour == A100 + dearest
 
 
 def test_base_price_is_billed_under_the_same_rule() -> None:
     meter = make_meter(BillingRule(1, 60), base=Decimal("0.50"))
     snapshot = meter.update([], 10 * US_PER_S, T0)
-    assert snapshot.base_cost_micro_usd == round_micro(
-        cost_micro_usd(Decimal("0.5"), 60 * US_PER_S)
-    )
-    assert snapshot.cost_micro_usd == snapshot.base_cost_micro_usd == 8333
-    assert snapshot.rate_usd_per_hour == Decimal("0.50")
+    assert snapshot.base_cost_micro == round_micro(cost_micro_usd(Decimal("0.5"), 60 * US_PER_S))
+    assert snapshot.cost_micro == snapshot.base_cost_micro == 8333
+    assert snapshot.rate_per_hour == Decimal("0.50")
 
 
 def test_energy_from_the_counter_and_from_power() -> None:
@@ -268,22 +265,22 @@ def test_each_snapshot_carries_what_its_sample_added(plan: list, rule: BillingRu
     # must add up to the totals exactly, and the cost's never goes back
     meter = make_meter(rule, base=Decimal("0.5"))
     snapshots = feed(meter, plan)
-    assert all(s.cost_delta_micro_usd >= 0 for s in snapshots)
-    assert sum(s.cost_delta_micro_usd for s in snapshots) == snapshots[-1].cost_micro_usd
-    assert sum(s.idle_delta_micro_usd for s in snapshots) == snapshots[-1].idle_micro_usd
+    assert all(s.cost_delta_micro >= 0 for s in snapshots)
+    assert sum(s.cost_delta_micro for s in snapshots) == snapshots[-1].cost_micro
+    assert sum(s.idle_delta_micro for s in snapshots) == snapshots[-1].idle_micro
     previous = 0
     for s in snapshots:
-        assert s.cost_delta_micro_usd == s.cost_micro_usd - previous
-        previous = s.cost_micro_usd
+        assert s.cost_delta_micro == s.cost_micro - previous
+        previous = s.cost_micro
     # reading the meter again does not count the last sample twice
-    assert meter.snapshot().cost_delta_micro_usd == snapshots[-1].cost_delta_micro_usd
-    assert meter.snapshot().cost_micro_usd == snapshots[-1].cost_micro_usd
+    assert meter.snapshot().cost_delta_micro == snapshots[-1].cost_delta_micro
+    assert meter.snapshot().cost_micro == snapshots[-1].cost_micro
 
 
 def test_the_first_sample_carries_the_minimum_charge() -> None:
     meter = make_meter(BillingRule(1, 60))
     first = meter.update([reading(0, 50.0)], US_PER_S, T0)
     # a minute of an A100 at $3.431/h is billed from the first second
-    assert first.cost_delta_micro_usd == first.cost_micro_usd == 57_183
+    assert first.cost_delta_micro == first.cost_micro == 57_183
     second = meter.update([reading(0, 50.0)], 2 * US_PER_S, T0)
-    assert second.cost_delta_micro_usd == 0
+    assert second.cost_delta_micro == 0

@@ -40,10 +40,10 @@ def test_the_cost_counter_reads_the_exact_sum_of_its_samples(deltas: list[int]) 
 
 def sample(cost_delta: int, idle_delta: int) -> Any:
     snapshot = SimpleNamespace(
-        cost_delta_micro_usd=cost_delta,
-        idle_delta_micro_usd=idle_delta,
-        rate_usd_per_hour=Decimal("6.86"),
-        cost_micro_usd=0,
+        cost_delta_micro=cost_delta,
+        idle_delta_micro=idle_delta,
+        rate_per_hour=Decimal("6.86"),
+        cost_micro=0,
         gpus=[],
     )
     return SimpleNamespace(snapshot=snapshot)

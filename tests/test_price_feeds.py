@@ -165,10 +165,10 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
         assert (price.confidence, price.as_of) == ("listed", "2026-12-01"), price
     nc24 = prices.find(provider="azure", market="on-demand", model="A100-80GB", region="eastus")
     assert nc24 is not None
-    assert nc24.usd_per_gpu_hour == Decimal("3.673")
+    assert nc24.per_gpu_hour == Decimal("3.673")
     nd96 = prices.find(provider="azure", market="on-demand", model="H100-80GB", region="eastus")
     assert nd96 is not None
-    assert nd96.usd_per_gpu_hour == Decimal("12.29")
+    assert nd96.per_gpu_hour == Decimal("12.29")
     assert nd96.source.startswith("98.32 USD per VM / 8 GPUs: Azure Retail Prices API")
     # the feed's spot price is a row: a detected spot VM is priced whole from it
     plan = plan_prices(
@@ -182,7 +182,7 @@ def test_the_maintainer_s_script_rewrites_the_azure_rows_from_the_feed(
         region="eastus",
     )
     assert plan.whole is not None
-    assert plan.whole.per_gpu.usd_per_gpu_hour == Decimal("0.7345")
+    assert plan.whole.per_gpu.per_gpu_hour == Decimal("0.7345")
     assert plan.whole.per_gpu.confidence == "listed"
     # a retired size is not asked for and stays marked
     retired = find_instance(rows, provider="azure", instance="Standard_NC6s_v3", market="on-demand")
@@ -281,7 +281,7 @@ def test_every_region_the_feed_sells_gives_the_shipped_rows(
     assert len(want_gpu) == 5
     for ours_gpu in want_gpu:
         price = per_gpu[(ours_gpu.instance, ours_gpu.region)]
-        assert (price.model, price.usd_per_gpu_hour) == (ours_gpu.model, ours_gpu.usd_per_gpu_hour)
+        assert (price.model, price.per_gpu_hour) == (ours_gpu.model, ours_gpu.per_gpu_hour)
         assert price.confidence == "listed"
     # a region the feed did not list keeps its rows
     assert rows[("Standard_NC4as_T4_v3", "westus2", "on-demand")].confidence == "third-party"

@@ -133,23 +133,23 @@ def test_the_rows_found_wrong_are_corrected() -> None:
         return found
 
     gn7i = row("alibaba", "A10", "ecs.gn7i-c8g1.2xlarge")
-    assert (gn7i.usd_per_gpu_hour, gn7i.currency, gn7i.confidence) == (
+    assert (gn7i.per_gpu_hour, gn7i.currency, gn7i.confidence) == (
         Decimal("9.6166"),
         "CNY",
         "third-party",
     )
-    assert row("alibaba", "T4", "ecs.gn6i-c4g1.xlarge").usd_per_gpu_hour == Decimal("11.714")
+    assert row("alibaba", "T4", "ecs.gn6i-c4g1.xlarge").per_gpu_hour == Decimal("11.714")
     secure_h100 = row("runpod", "H100-80GB", "secure")
-    assert (secure_h100.usd_per_gpu_hour, secure_h100.as_of) == (Decimal("3.99"), "2026-11-09")
-    assert row("runpod", "A100-80GB", "secure").usd_per_gpu_hour == Decimal("1.79")
+    assert (secure_h100.per_gpu_hour, secure_h100.as_of) == (Decimal("3.99"), "2026-11-09")
+    assert row("runpod", "A100-80GB", "secure").per_gpu_hour == Decimal("1.79")
     # Lambda's instance types as Lambda names them
-    assert row("lambda", "H100-80GB", "gpu_1x_h100_sxm5").usd_per_gpu_hour == Decimal("4.29")
-    assert row("lambda", "H100-80GB", "gpu_1x_h100_pcie").usd_per_gpu_hour == Decimal("3.29")
+    assert row("lambda", "H100-80GB", "gpu_1x_h100_sxm5").per_gpu_hour == Decimal("4.29")
+    assert row("lambda", "H100-80GB", "gpu_1x_h100_pcie").per_gpu_hour == Decimal("3.29")
     # the Azure T4 row cites a source that has it
     assert "skypilot-catalog" in row("azure", "T4", "NC4as_T4_v3").source
     # GCP's on-demand H100 is priced from a shape sold on demand
     h100 = row("gcp", "H100-80GB", "a3-highgpu-8g", "us-central1")
-    assert h100.usd_per_gpu_hour == Decimal("11.06125")
+    assert h100.per_gpu_hour == Decimal("11.06125")
     # nothing could be checked for AutoDL: said so, and warned about
     assert {r.confidence for r in catalog.rows if r.provider == "autodl"} == {"unverified"}
 
@@ -163,7 +163,7 @@ def test_the_default_provider_prices_every_gpu_people_rent_on_it() -> None:
     # checked against a named dataset, in every region: no warning in the UI
     assert {r.confidence for r in rows} == {"third-party"}
     assert not set(DOUBTFUL_CONFIDENCE) & {r.confidence for r in rows}
-    assert aws["H100-80GB"].usd_per_gpu_hour == Decimal("6.88")
+    assert aws["H100-80GB"].per_gpu_hour == Decimal("6.88")
     assert aws["H100-80GB"].as_of == "2026-01-21"
 
 
@@ -173,7 +173,7 @@ def test_policy_prices_a_device_from_the_catalog() -> None:
     )
     price = policy.price_for("NVIDIA A100-SXM4-80GB", 80 * GIB)
     assert price is not None
-    assert price.usd_per_gpu_hour == Decimal("3.431")
+    assert price.per_gpu_hour == Decimal("3.431")
     assert price.as_of == "2026-01-21"
     assert "aws on-demand" in price.source
     # where it applies, for the panel's line "A100-80GB: $3.43 per GPU-hour — AWS list
@@ -186,9 +186,7 @@ def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
     unknown = PricePolicy(catalog=catalog).price_for("NVIDIA GeForce RTX 3090", 24 * GIB)
     assert unknown is not None
     assert unknown.upper_bound
-    assert unknown.usd_per_gpu_hour == max(
-        r.usd_per_gpu_hour for r in catalog.rows if r.currency == "USD"
-    )
+    assert unknown.per_gpu_hour == max(r.per_gpu_hour for r in catalog.rows if r.currency == "USD")
     # there is no AWS spot price in the catalog: on-demand, labelled as the most it costs
     spot = PricePolicy(catalog=catalog, provider="aws", market="spot", region="us-east-1")
     bound = spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
@@ -199,11 +197,11 @@ def test_unknown_device_or_missing_market_is_an_upper_bound_not_zero() -> None:
         "NVIDIA H100 80GB HBM3", 0
     )
     assert on_demand is not None
-    assert bound.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
+    assert bound.per_gpu_hour == on_demand.per_gpu_hour
     gcp_spot = PricePolicy(catalog=catalog, provider="gcp", market="spot", region="us-central1")
     price = gcp_spot.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
     assert price is not None
-    assert price.usd_per_gpu_hour == Decimal("6.57")
+    assert price.per_gpu_hour == Decimal("6.57")
 
 
 def test_instance_picks_among_rows_of_one_provider() -> None:
@@ -214,8 +212,8 @@ def test_instance_picks_among_rows_of_one_provider() -> None:
     )
     assert first is not None
     assert secure is not None
-    assert first.usd_per_gpu_hour == Decimal("2.69")
-    assert secure.usd_per_gpu_hour == Decimal("3.99")
+    assert first.per_gpu_hour == Decimal("2.69")
+    assert secure.per_gpu_hour == Decimal("3.99")
 
 
 def test_overrides_by_model_and_by_nvml_name_beat_the_catalog() -> None:
@@ -225,13 +223,13 @@ def test_overrides_by_model_and_by_nvml_name_beat_the_catalog() -> None:
     )
     a100 = policy.price_for("NVIDIA A100-SXM4-80GB", 80 * GIB)
     assert a100 is not None
-    assert a100.usd_per_gpu_hour == Decimal("2.10")
+    assert a100.per_gpu_hour == Decimal("2.10")
     assert a100.overridden
     # an override applies nowhere in particular: the panel names it the admin's price
     assert (a100.provider, a100.market, a100.region) == ("", "", "")
     rtx = policy.price_for("NVIDIA RTX A4000", 16 * GIB)
     assert rtx is not None
-    assert rtx.usd_per_gpu_hour == Decimal("0.44")
+    assert rtx.per_gpu_hour == Decimal("0.44")
     assert rtx.model == "NVIDIA RTX A4000"
 
 
@@ -300,9 +298,9 @@ def test_the_catalog_is_parsed_once_and_an_edited_file_afresh(
     # an admin's own catalog, edited between two reads, is read as it is now
     own = tmp_path / "prices.toml"
     own.write_text(f'{ROW}usd_per_gpu_hour="1"\n')
-    assert load_catalog(own).rows[0].usd_per_gpu_hour == Decimal("1")
+    assert load_catalog(own).rows[0].per_gpu_hour == Decimal("1")
     own.write_text(f'{ROW}usd_per_gpu_hour="2"\n')
-    assert load_catalog(own).rows[0].usd_per_gpu_hour == Decimal("2")
+    assert load_catalog(own).rows[0].per_gpu_hour == Decimal("2")
     assert len(parsed) == 3
     # the shipped one still is not parsed again
     load_catalog()

@@ -182,7 +182,7 @@ class TestTheAdminNamesTheRegion:
         )
         assert row is not None
         assert row.region == "eu-west-1"
-        assert gpu["price_usd_per_hour"] == float(row.usd_per_gpu_hour)
+        assert gpu["price_usd_per_hour"] == float(row.per_gpu_hour)
         assert (gpu["price_basis"], gpu["price_region"]) == ("catalog", "eu-west-1")
         assert "aws on-demand eu-west-1 (g5.xlarge), as of 2026-08-26" in gpu["price_source"]
 
@@ -196,13 +196,13 @@ class TestNoRegionIsKnown:
         gpu = (await status(jp_fetch))["gpus"][0]
         dearest = max(
             (r for r in CATALOG.rows if (r.provider, r.model) == ("aws", "A10G")),
-            key=lambda r: r.usd_per_gpu_hour,
+            key=lambda r: r.per_gpu_hour,
         )
-        assert gpu["price_usd_per_hour"] == float(dearest.usd_per_gpu_hour)
+        assert gpu["price_usd_per_hour"] == float(dearest.per_gpu_hour)
         assert gpu["price_basis"] == "upper-bound"
         assert gpu["price_basis_reason"] == (
             "region not known: priced at the dearest region's aws on-demand price, "
-            f"{dearest.region} (as of {dearest.as_of}), ${dearest.usd_per_gpu_hour}/h"
+            f"{dearest.region} (as of {dearest.as_of}), ${dearest.per_gpu_hour}/h"
         )
 
 
@@ -230,7 +230,7 @@ def test_the_hub_prices_a_profile_in_its_price_region(tmp_path: Path) -> None:
     price = CATALOG.find(provider="aws", market="on-demand", model="A10G", region="ap-northeast-1")
     assert price is not None
     assert price.region == "ap-northeast-1"
-    assert f"${price.usd_per_gpu_hour}/h" in tokyo
+    assert f"${price.per_gpu_hour}/h" in tokyo
     assert "aws on-demand ap-northeast-1 (g5.xlarge), as of 2026-08-26" in tokyo
     assert "upper bound" not in tokyo
     # no region: the dearest region's price, labelled as the most it can cost
@@ -270,7 +270,7 @@ def test_a_price_is_never_below_its_region_s_row_nor_a_missing_region_below_the_
     )
     assert price is not None
     assert plan.whole is not None
-    whole = plan.whole.per_gpu.usd_per_gpu_hour
+    whole = plan.whole.per_gpu.per_gpu_hour
     own = find_instance(
         ROWS, provider="aws", instance="g5.xlarge", market="on-demand", region=region
     )
@@ -280,12 +280,12 @@ def test_a_price_is_never_below_its_region_s_row_nor_a_missing_region_below_the_
     ]
     if region in AWS_REGIONS:
         assert own.region == region
-        assert price.usd_per_gpu_hour >= own.usd_per_hour
+        assert price.per_gpu_hour >= own.usd_per_hour
         assert whole >= own.usd_per_hour
         assert (price.upper_bound, plan.whole.per_gpu.upper_bound) == (spot, spot)
     else:
         dearest = max(r.usd_per_hour for r in rows)
-        assert price.usd_per_gpu_hour >= dearest
+        assert price.per_gpu_hour >= dearest
         assert whole >= dearest
         assert price.upper_bound
         assert plan.whole.per_gpu.upper_bound

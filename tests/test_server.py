@@ -231,7 +231,7 @@ class TestUnpricedGpu:
             provider="aws", market="on-demand", model="A100-80GB", region="us-east-1"
         )
         assert row is not None
-        dearest = row.usd_per_gpu_hour
+        dearest = row.per_gpu_hour
         assert [g["priced"] for g in status["gpus"]] == [True, True]
         assert [g["price_usd_per_hour"] for g in status["gpus"]] == [float(dearest)] * 2
         assert [g["price_basis"] for g in status["gpus"]] == ["upper-bound"] * 2

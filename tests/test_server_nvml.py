@@ -51,7 +51,7 @@ async def test_nvml_readings_priced_and_served(jp_fetch: Any, fake_nvml: FakeNvm
     # priced at the dearest GPU of the catalog, an upper bound, labelled
     assert k80["name"] == "Tesla K80"
     assert k80["price_basis"] == "upper-bound"
-    dearest = max(r.usd_per_gpu_hour for r in load_catalog().rows if r.currency == "USD")
+    dearest = max(r.per_gpu_hour for r in load_catalog().rows if r.currency == "USD")
     assert k80["price_usd_per_hour"] == float(dearest)
     assert k80["unavailable"]["energy_j"] == "not supported"
     assert [w["code"] for w in first["warnings"]] == ["price-upper-bound"]

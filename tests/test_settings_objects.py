@@ -188,7 +188,7 @@ def test_what_the_admin_configures_is_what_the_parts_get(tmp_path: Path) -> None
         }
     )
     assert settings.budget.hard is not None
-    assert settings.budget.hard.amount_micro_usd == 12_500_000
+    assert settings.budget.hard.amount_micro == 12_500_000
     assert settings.budget.action == "interrupt"
     assert settings.budget.thresholds_pct == (50, 80)
     assert settings.export.root_dir == "/srv/notebooks"
@@ -217,7 +217,7 @@ def test_the_spawners_budget_is_checked_once_and_named(tmp_path: Path) -> None:
         {"GPUCOST_BUDGET_USD": "5", "GPUCOST_BUDGET_ACTION": "stop-instance"},
     )
     assert settings.budget.hard is not None
-    assert settings.budget.hard.amount_micro_usd == 3_000_000
+    assert settings.budget.hard.amount_micro == 3_000_000
     assert settings.budget.action == "stop-instance"
     # EC2 is asked whether a Spot Instance can stop only where the action would stop it
     assert settings.machine.check_spot_stop is True

@@ -138,7 +138,7 @@ def test_a_read_that_raises_is_billed_as_unobserved_and_logged_once(
             published = sampler.sample_once()
     (gpu,) = published.snapshot.gpus
     assert gpu.unobserved_us == 9 * US_PER_S
-    assert gpu.cost_micro_usd == 17_200  # 9 s of an H100 at 6.88 $/h, billed regardless
+    assert gpu.cost_micro == 17_200  # 9 s of an H100 at 6.88 $/h, billed regardless
     assert sampler.stats().failed_reads == 9
     assert sum("telemetry read failed" in r.message for r in caplog.records) == 1
 
@@ -155,7 +155,7 @@ def test_the_sampler_thread_publishes_and_stops() -> None:
         while sampler.latest.snapshot.samples < 5 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert sampler.latest.snapshot.samples >= 5
-        assert sampler.latest.snapshot.rate_usd_per_hour == Decimal("6.862")
+        assert sampler.latest.snapshot.rate_per_hour == Decimal("6.862")
     finally:
         sampler.stop()
     stats = sampler.stats()

@@ -10,7 +10,8 @@ from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter
 from jupyter_gpucost.server.ledger import Reset
 from jupyter_gpucost.server.record.recorder import LiveTotals
-from jupyter_gpucost.server.status import LedgerFacts, StatusInputs, status_document
+from jupyter_gpucost.server.status import StatusInputs, status_document
+from jupyter_gpucost.server.status_ledger import LedgerFacts
 from jupyter_gpucost.telemetry.base import GpuReading, TelemetryStatus
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
@@ -93,12 +94,14 @@ def test_a_reset_ledger_is_named_after_the_meter_s_own_warnings() -> None:
             "file": "/x/ledger.sqlite.corrupt-1",
             "reason": "malformed",
             "sessions": 3,
+            "cost_micro": 1_250_000,
             "cost_micro_usd": 1_250_000,
         },
         "reachable": True,
         "unreachable_since": None,
         "error": None,
         "unwritten_s": 0.0,
+        "unwritten_micro": 0,
         "unwritten_micro_usd": 0,
         "journaled": False,
     }
@@ -131,9 +134,12 @@ def test_the_session_part_follows_the_meter_part_in_order() -> None:
         totals=LiveTotals(1_000_000, 2_500_000, 9_000_001),
     )
     document = status_document(given)
-    assert list(document)[-15:] == [
+    assert list(document)[-18:] == [
         "warnings",
         "session_id",
+        "today",
+        "month",
+        "all_time",
         "today_usd",
         "month_usd",
         "all_time_usd",

@@ -41,7 +41,7 @@ NVML_NAMES = (
 
 def dearest(currency: str, model: str | None = None) -> Decimal:
     return max(
-        r.usd_per_gpu_hour
+        r.per_gpu_hour
         for r in CATALOG.rows
         if r.currency == currency and (model is None or r.model == model)
     )
@@ -56,7 +56,7 @@ def test_spot_is_priced_at_the_same_gpu_on_demand() -> None:
     on_demand = CATALOG.find(provider="aws", market="on-demand", model="A10G", region="us-east-1")
     assert price is not None
     assert on_demand is not None
-    assert price.usd_per_gpu_hour == on_demand.usd_per_gpu_hour
+    assert price.per_gpu_hour == on_demand.per_gpu_hour
     assert (price.basis, price.reason) == ("upper-bound", SPOT)
     assert price.source.startswith("upper bound: aws on-demand us-east-1 (g5.xlarge)")
 
@@ -65,7 +65,7 @@ def test_a_model_the_provider_does_not_price_gets_its_dearest_known_price() -> N
     policy = PricePolicy(catalog=CATALOG, provider="gcp")
     price = policy.price_for("NVIDIA A10G", 24 * GIB)
     assert price is not None
-    assert price.usd_per_gpu_hour == dearest("USD", "A10G")
+    assert price.per_gpu_hour == dearest("USD", "A10G")
     assert price.reason.startswith(
         "no gcp on-demand price for A10G: priced at the dearest known, $"
     )
@@ -76,11 +76,11 @@ def test_an_unknown_model_gets_the_admin_s_figure_else_the_dearest_gpu() -> None
     assert model_for(name) is None
     price = PricePolicy(catalog=CATALOG).price_for(name, 96 * GIB)
     assert price is not None
-    assert price.usd_per_gpu_hour == dearest("USD")
+    assert price.per_gpu_hour == dearest("USD")
     assert price.reason.startswith(f"no price for {name}: priced at the dearest GPU of the catalog")
     admin = PricePolicy(catalog=CATALOG, unknown_gpu_price=Decimal("7.25")).price_for(name, None)
     assert admin is not None
-    assert admin.usd_per_gpu_hour == Decimal("7.25")
+    assert admin.per_gpu_hour == Decimal("7.25")
     assert admin.reason == (
         f"no price for {name}: priced at c.GpuCost.unknown_gpu_usd_per_hour, $7.25/h"
     )
@@ -93,7 +93,7 @@ def test_no_conversion_a_yuan_session_is_bounded_by_yuan_prices_only() -> None:
     price = policy.price_for("NVIDIA H100 80GB HBM3", 80 * GIB)
     assert price is not None
     assert price.currency == "CNY"
-    assert price.usd_per_gpu_hour == dearest("CNY")
+    assert price.per_gpu_hour == dearest("CNY")
     assert "CN¥" in price.reason
     # a currency the catalog has no price in: no bound, and start-up says which setting
     euro = PricePolicy(catalog=CATALOG, currency="EUR")
@@ -165,7 +165,7 @@ def test_a_held_gpu_is_never_priced_at_zero(
         # the server refuses to start in this case (tests/test_config.py)
         return
     assert price is not None
-    assert price.usd_per_gpu_hour > 0
+    assert price.per_gpu_hour > 0
     assert price.currency == policy.session_currency
     if price.basis == "upper-bound":
         assert price.reason
@@ -181,7 +181,7 @@ def test_a_held_gpu_is_never_priced_at_zero(
     reading = GpuReading(index=0, uuid="GPU-0", name=name, memory_total_bytes=memory)
     meter.update([reading], 0, datetime(2026, 11, 27, tzinfo=UTC))
     snapshot = meter.update([reading], 3600 * US_PER_S, datetime(2026, 11, 27, 1, tzinfo=UTC))
-    assert snapshot.cost_micro_usd > 0
+    assert snapshot.cost_micro > 0
     assert snapshot.unpriced == ()
 
 
@@ -190,7 +190,7 @@ def test_a_held_gpu_is_never_priced_at_zero(
 
 def test_the_kernel_s_catalog_prices_are_bounded_and_labelled() -> None:
     prices = from_catalog([("GPU-x", "NVIDIA RTX PRO 6000 Blackwell", 96 * GIB)])
-    assert prices.rate_usd_per_hour() == dearest("USD")
+    assert prices.rate_per_hour() == dearest("USD")
     assert prices.bound_reason("GPU-x").startswith(
         "no price for NVIDIA RTX PRO 6000 Blackwell: priced at the dearest GPU"
     )
@@ -252,5 +252,5 @@ def test_a_row_priced_at_zero_bounds_nothing(tmp_path: Path) -> None:
     ).catalog_price("NVIDIA A10G", None)
     spot = PricePolicy(catalog, "lab", market="spot").price_for("NVIDIA A10G", None)
     assert spot is not None
-    assert spot.usd_per_gpu_hour == Decimal("0.5")
+    assert spot.per_gpu_hour == Decimal("0.5")
     assert spot.upper_bound

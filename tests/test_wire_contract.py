@@ -147,6 +147,56 @@ class TestARealServer:
             ws.close()
         assert event["panel"]["kernels"]["kernels"]
         assert mismatches("panel", event["panel"]) == []
+        # each amount under its currency-neutral name, with the value of its old _usd twin
+        # (the cells are the records kernels publish: saved data, their names kept)
+        sent = {"status": status, "kernels": kernels, "history": history}
+        sent["panel"] = {k: v for k, v in event["panel"].items() if k != "cells"}
+        twins = usd_twins(sent)
+        assert [path for path, (old, new) in twins.items() if old != new] == []
+        for key in (
+            "$.status.cost_usd",
+            "$.status.rate_usd_per_hour",
+            "$.status.gpus[0].price_usd_per_hour",
+            "$.status.ledger.unwritten_micro_usd",
+            "$.status.budget.hard.amount_usd",
+            "$.status.budget.hard.spent_usd",
+            "$.status.budget.stop.rate_usd_per_hour",
+            "$.kernels.total_usd",
+            "$.kernels.micro_usd",
+            "$.kernels.kernels[0].cost_micro_usd",
+            "$.history.points[0].rate_usd_per_hour",
+            "$.panel.kernels.kernels[0].cells_cost_usd",
+        ):
+            assert key in twins, key
+        budget = await get(jp_fetch, "budget")
+        assert budget["hard"]["amount"] == budget["hard"]["amount_usd"] == 50.0
+        assert [path for path, (old, new) in usd_twins(budget).items() if old != new] == []
+
+
+def usd_twins(value: object, where: str = "$") -> dict[str, tuple[object, object]]:
+    """Every old ``_usd`` key of a document beside its currency-neutral twin (the name with
+    ``_usd`` taken out, docs/api.md "Money keys"): ``{path: (old value, new value)}``; a twin
+    that is missing reads as the string "missing"."""
+    found: dict[str, tuple[object, object]] = {}
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "_usd" in key:
+                found[f"{where}.{key}"] = (item, value.get(key.replace("_usd", ""), "missing"))
+            found.update(usd_twins(item, f"{where}.{key}"))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.update(usd_twins(item, f"{where}[{i}]"))
+    return found
+
+
+def test_the_twin_check_sees_a_missing_or_different_twin() -> None:
+    doc = {"cost_usd": 1.5, "cost": 1.5, "gpus": [{"price_usd_per_hour": 2.0}], "x": {"a_usd": 1}}
+    doc["x"]["a"] = 2  # type: ignore[index]
+    assert usd_twins(doc) == {
+        "$.cost_usd": (1.5, 1.5),
+        "$.gpus[0].price_usd_per_hour": (2.0, "missing"),
+        "$.x.a_usd": (1, 2),
+    }
 
 
 NOW = datetime.now(UTC).replace(microsecond=0)

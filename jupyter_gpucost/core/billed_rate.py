@@ -137,9 +137,9 @@ def rented_gpus(
 def catalog_range(catalog: Catalog, model: str) -> tuple[Decimal, Decimal] | None:
     """The cheapest and dearest US-dollar prices per GPU-hour of ``model`` in the catalog."""
     prices = [
-        r.usd_per_gpu_hour
+        r.per_gpu_hour
         for r in catalog.rows
-        if r.model == model and r.currency == "USD" and r.usd_per_gpu_hour > 0
+        if r.model == model and r.currency == "USD" and r.per_gpu_hour > 0
     ]
     return (min(prices), max(prices)) if prices else None
 

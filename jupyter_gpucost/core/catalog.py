@@ -57,14 +57,14 @@ class PriceRow:
     model: str
     instance: str
     gpus_per_instance: int
-    usd_per_gpu_hour: Decimal
+    per_gpu_hour: Decimal
     market: str
     region: str
     source: str
     #: ISO date the price was seen, or ``None`` when the source is undated
     as_of: str | None
     confidence: str
-    #: ISO 4217 code of the price (``usd_per_gpu_hour`` is in this currency)
+    #: ISO 4217 code of the price (``per_gpu_hour`` is in this currency)
     currency: str = DEFAULT_CURRENCY
 
     def describe(self) -> str:
@@ -79,13 +79,13 @@ class Price:
     """The price in force for one GPU."""
 
     model: str
-    usd_per_gpu_hour: Decimal
+    per_gpu_hour: Decimal
     #: a sentence saying where the figure comes from
     source: str
     as_of: str | None
     confidence: str
     overridden: bool = False
-    #: ISO 4217 code of the price (``usd_per_gpu_hour`` is in this currency)
+    #: ISO 4217 code of the price (``per_gpu_hour`` is in this currency)
     currency: str = DEFAULT_CURRENCY
     #: ``catalog``, ``override`` or ``upper-bound`` (no price fits: the most it can cost)
     basis: str = BASIS_CATALOG
@@ -155,7 +155,7 @@ class Catalog:
 
 
 def _per_gpu(row: PriceRow) -> Decimal:  # the price choose_row weighs
-    return row.usd_per_gpu_hour
+    return row.per_gpu_hour
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
@@ -192,7 +192,7 @@ def _row(origin: str, number: int, raw: object) -> PriceRow:
         model=str(table["model"]),
         instance=str(table.get("instance", "")),
         gpus_per_instance=int(gpus) if isinstance(gpus, int | float) else int(str(gpus)),
-        usd_per_gpu_hour=row.price,
+        per_gpu_hour=row.price,
         market=row.market,
         region=str(table.get("region", "")),
         source=row.source,
@@ -253,7 +253,7 @@ class PricePolicy:
             if key is not None and key in overrides:
                 return Price(
                     model=model or nvml_name,
-                    usd_per_gpu_hour=overrides[key],
+                    per_gpu_hour=overrides[key],
                     source=f"admin override (c.GpuCost.price_overrides[{key!r}])",
                     as_of=None,
                     confidence="listed",
@@ -295,7 +295,7 @@ class PricePolicy:
 def _from_row(model: str, row: PriceRow) -> Price:
     return Price(
         model=model,
-        usd_per_gpu_hour=row.usd_per_gpu_hour,
+        per_gpu_hour=row.per_gpu_hour,
         source=row.describe() + (f"; source: {row.source}" if row.source else ""),
         as_of=row.as_of,
         confidence=row.confidence,
@@ -313,9 +313,9 @@ def _dearest(catalog: Catalog, currency: str, model: str | None = None) -> Price
     for row in catalog.rows:
         if row.currency != currency or (model is not None and row.model != model):
             continue
-        if row.usd_per_gpu_hour <= 0:
+        if row.per_gpu_hour <= 0:
             continue
-        if best is None or row.usd_per_gpu_hour > best.usd_per_gpu_hour:
+        if best is None or row.per_gpu_hour > best.per_gpu_hour:
             best = row
     return best
 
@@ -332,7 +332,7 @@ def _bound(
     shown = rate_amount(price, currency_symbol(currency))
     return Price(
         model=model,
-        usd_per_gpu_hour=price,
+        per_gpu_hour=price,
         source=source,
         as_of=None if row is None else row.as_of,
         confidence="listed" if row is None else row.confidence,
@@ -355,12 +355,12 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
     if model is not None:
         # on-demand in the machine's region, else the dearest region's (policy.find)
         row = policy.find(model, "on-demand")
-        if row is not None and row.currency == currency and row.usd_per_gpu_hour > 0:
+        if row is not None and row.currency == currency and row.per_gpu_hour > 0:
             source = f"upper bound: {_from_row(model, row).source}"
             if not region_exact(row.region, policy.region):
                 return _bound(
                     model,
-                    row.usd_per_gpu_hour,
+                    row.per_gpu_hour,
                     currency,
                     source,
                     region_reason(policy.region),
@@ -372,12 +372,12 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
                     as_of=row.as_of or "undated",
                 )
             if policy.market == "spot":
-                return _bound(model, row.usd_per_gpu_hour, currency, source, REASON_SPOT, row)
+                return _bound(model, row.per_gpu_hour, currency, source, REASON_SPOT, row)
         row = _dearest(policy.catalog, currency, model)
         if row is not None:
             return _bound(
                 model,
-                row.usd_per_gpu_hour,
+                row.per_gpu_hour,
                 currency,
                 f"upper bound: the dearest {model} price of the catalog, {row.describe()}",
                 REASON_DEAREST_MODEL,
@@ -398,7 +398,7 @@ def upper_bound(policy: PricePolicy, model: str | None, nvml_name: str) -> Price
         return None
     return _bound(
         label,
-        row.usd_per_gpu_hour,
+        row.per_gpu_hour,
         currency,
         f"upper bound: the dearest GPU of the catalog, {row.model} {row.describe()}",
         REASON_DEAREST_GPU,

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from .i18n import N_
-from .wire import HubReplyJson, SpendReportJson
+from .wire_report import HubReplyJson, SpendReportJson
 
 #: where a single-user server finds the service (set by the spawner's environment)
 ENV_HUB_URL = "GPUCOST_HUB_URL"

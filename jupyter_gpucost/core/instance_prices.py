@@ -164,7 +164,7 @@ def whole_instance(
         source = f"upper bound: {source}"
     price = Price(
         model=row.gpu_model,
-        usd_per_gpu_hour=share,
+        per_gpu_hour=share,
         source=source,
         as_of=row.as_of,
         confidence=row.confidence,

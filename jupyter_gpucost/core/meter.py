@@ -68,11 +68,11 @@ class GpuSessionCost:
     idle_us: int
     unobserved_us: int
     billed_us: int
-    cost_micro_usd: int
-    used_micro_usd: int
-    idle_micro_usd: int
-    unobserved_micro_usd: int
-    adjustment_micro_usd: int
+    cost_micro: int
+    used_micro: int
+    idle_micro: int
+    unobserved_micro: int
+    adjustment_micro: int
     #: energy drawn during the session, ``None`` when the device reports neither energy nor power
     energy_j: float | None
 
@@ -88,44 +88,44 @@ class MeterSnapshot:
     elapsed_us: int
     billed_us: int
     gpus: tuple[GpuSessionCost, ...]
-    base_usd_per_hour: Decimal
-    base_cost_micro_usd: int
+    base_per_hour: Decimal
+    base_cost_micro: int
     samples: int
-    #: what the latest update added to the cost (``cost_micro_usd``) and to its idle
-    #: part (``idle_micro_usd``): the deltas of all updates add up to the totals exactly.
+    #: what the latest update added to the cost (``cost_micro``) and to its idle
+    #: part (``idle_micro``): the deltas of all updates add up to the totals exactly.
     #: The cost delta is never negative; the idle delta can be -1 when the rounding of
     #: the parts moves a micro-dollar out of the idle part.
-    cost_delta_micro_usd: int = 0
-    idle_delta_micro_usd: int = 0
+    cost_delta_micro: int = 0
+    idle_delta_micro: int = 0
 
     @property
-    def gpu_cost_micro_usd(self) -> int:
-        return sum(g.cost_micro_usd for g in self.gpus)
+    def gpu_cost_micro(self) -> int:
+        return sum(g.cost_micro for g in self.gpus)
 
     @property
-    def cost_micro_usd(self) -> int:
-        return self.gpu_cost_micro_usd + self.base_cost_micro_usd
+    def cost_micro(self) -> int:
+        return self.gpu_cost_micro + self.base_cost_micro
 
     @property
-    def used_micro_usd(self) -> int:
-        return sum(g.used_micro_usd for g in self.gpus)
+    def used_micro(self) -> int:
+        return sum(g.used_micro for g in self.gpus)
 
     @property
-    def idle_micro_usd(self) -> int:
-        return sum(g.idle_micro_usd for g in self.gpus)
+    def idle_micro(self) -> int:
+        return sum(g.idle_micro for g in self.gpus)
 
     @property
-    def unobserved_micro_usd(self) -> int:
-        return sum(g.unobserved_micro_usd for g in self.gpus)
+    def unobserved_micro(self) -> int:
+        return sum(g.unobserved_micro for g in self.gpus)
 
     @property
-    def adjustment_micro_usd(self) -> int:
-        return sum(g.adjustment_micro_usd for g in self.gpus)
+    def adjustment_micro(self) -> int:
+        return sum(g.adjustment_micro for g in self.gpus)
 
     @property
-    def rate_usd_per_hour(self) -> Decimal:
-        prices = [g.price.usd_per_gpu_hour for g in self.gpus if g.price is not None]
-        return sum(prices, Decimal(0)) + self.base_usd_per_hour
+    def rate_per_hour(self) -> Decimal:
+        prices = [g.price.per_gpu_hour for g in self.gpus if g.price is not None]
+        return sum(prices, Decimal(0)) + self.base_per_hour
 
     @property
     def energy_j(self) -> float | None:
@@ -162,7 +162,7 @@ class _Account:
         """Keep what was metered at the price it had; price what follows at ``price``."""
         times = (self.used_us, self.idle_us, self.unobserved_us)
         if self.price is not None:
-            per_hour = self.price.usd_per_gpu_hour
+            per_hour = self.price.per_gpu_hour
             for i, (now_us, before_us) in enumerate(zip(times, self._carried_us, strict=True)):
                 self._carried[i] += cost_micro_usd(per_hour, now_us - before_us)
         self._carried_us = times
@@ -200,7 +200,7 @@ class _Account:
         """Exact micro-dollars: used, idle, unobserved, billing adjustment."""
         if self.price is None:
             return [*self._carried, Fraction(0)]
-        per_hour = self.price.usd_per_gpu_hour
+        per_hour = self.price.per_gpu_hour
         used, idle, unobserved = self._carried_us
         return [
             self._carried[0] + cost_micro_usd(per_hour, self.used_us - used),
@@ -222,11 +222,11 @@ class _Account:
             idle_us=self.idle_us,
             unobserved_us=self.unobserved_us,
             billed_us=billed_us,
-            cost_micro_usd=used + idle + unobserved + adjustment,
-            used_micro_usd=used,
-            idle_micro_usd=idle,
-            unobserved_micro_usd=unobserved,
-            adjustment_micro_usd=adjustment,
+            cost_micro=used + idle + unobserved + adjustment,
+            used_micro=used,
+            idle_micro=idle,
+            unobserved_micro=unobserved,
+            adjustment_micro=adjustment,
             energy_j=self.energy_j,
         )
 
@@ -246,7 +246,7 @@ class Meter:
         sample_interval_s: float,
         start_us: int,
         started: datetime,
-        base_usd_per_hour: Decimal = Decimal(0),
+        base_per_hour: Decimal = Decimal(0),
     ) -> None:
         self._policy = policy
         self._rule = rule
@@ -256,17 +256,17 @@ class Meter:
         self._last_us = start_us
         self._started = started
         self._as_of = started
-        self._base_usd_per_hour = base_usd_per_hour
+        self._base_per_hour = base_per_hour
         #: the base cost at earlier base prices, and the elapsed time it covers
         self._base_carried = Fraction(0)
         self._base_carried_us = 0
         self._accounts: dict[str, _Account] = {}
         self._samples = 0
         #: the totals before the latest update, and what it added
-        self._cost_before_micro_usd = 0
-        self._idle_before_micro_usd = 0
-        self._cost_delta_micro_usd = 0
-        self._idle_delta_micro_usd = 0
+        self._cost_before_micro = 0
+        self._idle_before_micro = 0
+        self._cost_delta_micro = 0
+        self._idle_delta_micro = 0
 
     def update(
         self, readings: Sequence[GpuReading] | None, now_us: int, now: datetime
@@ -297,32 +297,32 @@ class Meter:
         self._last_us = max(now_us, self._last_us)
         self._as_of = now
         snapshot = self.snapshot()
-        cost, idle = snapshot.cost_micro_usd, snapshot.idle_micro_usd
-        self._cost_delta_micro_usd = cost - self._cost_before_micro_usd
-        self._idle_delta_micro_usd = idle - self._idle_before_micro_usd
-        self._cost_before_micro_usd, self._idle_before_micro_usd = cost, idle
+        cost, idle = snapshot.cost_micro, snapshot.idle_micro
+        self._cost_delta_micro = cost - self._cost_before_micro
+        self._idle_delta_micro = idle - self._idle_before_micro
+        self._cost_before_micro, self._idle_before_micro = cost, idle
         return replace(
             snapshot,
-            cost_delta_micro_usd=self._cost_delta_micro_usd,
-            idle_delta_micro_usd=self._idle_delta_micro_usd,
+            cost_delta_micro=self._cost_delta_micro,
+            idle_delta_micro=self._idle_delta_micro,
         )
 
     def prices(self) -> tuple[dict[str, Price | None], Decimal]:
         """The price in force of each GPU (by UUID) and the base price, from now on."""
-        return {u: a.price for u, a in self._accounts.items()}, self._base_usd_per_hour
+        return {u: a.price for u, a in self._accounts.items()}, self._base_per_hour
 
-    def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
-        """Price from now on with ``policy`` and ``base_usd_per_hour``; what was metered
+    def reprice(self, policy: PricePolicy, base_per_hour: Decimal) -> None:
+        """Price from now on with ``policy`` and ``base_per_hour``; what was metered
         up to the last update keeps the prices it had (never repriced backwards)."""
         self._policy = policy
         for account in self._accounts.values():
             account.reprice(policy.price_for(account.name, account.memory_total_bytes))
         elapsed_us = self._last_us - self._start_us
         self._base_carried += cost_micro_usd(
-            self._base_usd_per_hour, elapsed_us - self._base_carried_us
+            self._base_per_hour, elapsed_us - self._base_carried_us
         )
         self._base_carried_us = elapsed_us
-        self._base_usd_per_hour = base_usd_per_hour
+        self._base_per_hour = base_per_hour
 
     def _open_account(self, reading: GpuReading) -> _Account:
         price = self._policy.price_for(reading.name, reading.memory_total_bytes)
@@ -343,7 +343,7 @@ class Meter:
         parts = [p for a in accounts for p in a.exact_parts(billed_us, elapsed_us)]
         parts.append(
             self._base_carried
-            + cost_micro_usd(self._base_usd_per_hour, billed_us - self._base_carried_us)
+            + cost_micro_usd(self._base_per_hour, billed_us - self._base_carried_us)
         )
         amounts = apportion(parts)
         gpus = tuple(a.cost(billed_us, amounts[4 * i : 4 * i + 4]) for i, a in enumerate(accounts))
@@ -353,9 +353,9 @@ class Meter:
             elapsed_us=elapsed_us,
             billed_us=billed_us,
             gpus=gpus,
-            base_usd_per_hour=self._base_usd_per_hour,
-            base_cost_micro_usd=amounts[-1],
+            base_per_hour=self._base_per_hour,
+            base_cost_micro=amounts[-1],
             samples=self._samples,
-            cost_delta_micro_usd=self._cost_delta_micro_usd,
-            idle_delta_micro_usd=self._idle_delta_micro_usd,
+            cost_delta_micro=self._cost_delta_micro,
+            idle_delta_micro=self._idle_delta_micro,
         )

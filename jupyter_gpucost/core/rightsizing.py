@@ -54,10 +54,10 @@ MODEL_MEMORY_BYTES: dict[str, int] = {
 @dataclass(frozen=True)
 class Advice:
     model: str
-    usd_per_gpu_hour: Decimal
+    per_gpu_hour: Decimal
     gpus: int
-    cost_micro_usd: int
-    instead_of_micro_usd: int
+    cost_micro: int
+    instead_of_micro: int
     peak_memory_bytes: int
     reason: str
 
@@ -113,7 +113,7 @@ def advise(
     if not priced or peak_bytes is None or why_not(snapshot) is not None:
         return None
     count = len(priced)
-    current = sum(g.cost_micro_usd for g in priced)
+    current = sum(g.cost_micro for g in priced)
     candidates: dict[str, Decimal] = {}
     for row in catalog.rows:
         if row.provider != provider or row.market != market:
@@ -124,8 +124,8 @@ def advise(
         if memory is None or memory < peak_bytes:
             continue
         price = candidates.get(row.model)
-        if price is None or row.usd_per_gpu_hour < price:
-            candidates[row.model] = row.usd_per_gpu_hour
+        if price is None or row.per_gpu_hour < price:
+            candidates[row.model] = row.per_gpu_hour
     if not candidates:
         return None
     model, price = min(candidates.items(), key=lambda item: (item[1], item[0]))
@@ -134,10 +134,10 @@ def advise(
         return None
     return Advice(
         model=model,
-        usd_per_gpu_hour=price,
+        per_gpu_hour=price,
         gpus=count,
-        cost_micro_usd=cost,
-        instead_of_micro_usd=current,
+        cost_micro=cost,
+        instead_of_micro=current,
         peak_memory_bytes=peak_bytes,
         reason=_(
             "GPUs busy {share} of the time; peak memory {memory} GiB fits in a {model} "

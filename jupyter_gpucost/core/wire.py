@@ -3,8 +3,9 @@
 The single-user server's status (``GET /gpucost/api/status`` and the ``status/v1`` event),
 kernels (``GET /gpucost/api/kernels``), history (``GET /gpucost/api/history``) and the
 panel's live parts (the ``panel/v1`` event); the hub service's admin summary
-(``GET /services/gpucost/api/summary``) and the report protocol between them
-(:mod:`.hub_protocol`). Each is built by one function, annotated with its type here.
+(``GET /services/gpucost/api/summary``); the report protocol between them
+(:mod:`.hub_protocol`) is typed beside this, in :mod:`.wire_report`. Each is built by one
+function, annotated with its type here.
 
 These types are the schema: ``scripts/wire_contract.py`` writes them out as
 ``labextension/src/__tests__/wire-contract.json``, which the Python tests check real
@@ -37,6 +38,7 @@ class StatusGpu(TypedDict):
     model: str | None
     priced: bool
     price_usd_per_hour: float | None
+    price_per_hour: float | None
     price_source: str | None
     price_as_of: str | None
     price_confidence: str | None
@@ -51,9 +53,13 @@ class StatusGpu(TypedDict):
     power_w: float | None
     energy_j: float | None
     cost_usd: float
+    cost: float
     used_cost_usd: float
+    used_cost: float
     idle_cost_usd: float
+    idle_cost: float
     unobserved_cost_usd: float
+    unobserved_cost: float
     used_s: float
     idle_s: float
     unobserved_s: float
@@ -94,16 +100,25 @@ class StatusPayload(TypedDict):
     elapsed_s: float
     billed_s: float
     cost_usd: float
+    cost: float
     gpu_cost_usd: float
+    gpu_cost: float
     rate_usd_per_hour: float
+    rate_per_hour: float
     price_basis: str
     price_basis_reasons: list[str]
     used_cost_usd: float
+    used_cost: float
     idle_cost_usd: float
+    idle_cost: float
     unobserved_cost_usd: float
+    unobserved_cost: float
     billing_adjustment_usd: float
+    billing_adjustment: float
     base_price_usd_per_hour: float
+    base_price_per_hour: float
     base_cost_usd: float
+    base_cost: float
     energy_j: float | None
     samples: int
     billing: Billing
@@ -118,6 +133,7 @@ class LedgerReset(TypedDict):
     reason: str
     sessions: int | None
     cost_micro_usd: int | None
+    cost_micro: int | None
 
 
 class LedgerState(TypedDict):
@@ -135,6 +151,7 @@ class LedgerState(TypedDict):
     error: NotRequired[str | None]
     unwritten_s: NotRequired[float]
     unwritten_micro_usd: NotRequired[int]
+    unwritten_micro: NotRequired[int]
     journaled: NotRequired[bool]
 
 
@@ -150,8 +167,11 @@ class Rightsizing(TypedDict):
     model: str
     gpus: int
     cost_usd: float
+    cost: float
     instead_of_usd: float
+    instead_of: float
     price_usd_per_hour: float
+    price_per_hour: float
     peak_memory_bytes: int | None
     reason: str
 
@@ -166,8 +186,11 @@ class StatusDocument(StatusPayload):
 
     session_id: str
     today_usd: float | None
+    today: float | None
     month_usd: float | None
+    month: float | None
     all_time_usd: float | None
+    all_time: float | None
     ledger: LedgerState
     carbon_intensity_g_per_kwh: float
     co2_g: float | None
@@ -197,10 +220,14 @@ class KernelCostJson(TypedDict):
     gpu_share_by: dict[str, str]
     memory_bytes: int | None
     cost_usd: float
+    cost: float
     cost_micro_usd: int
+    cost_micro: int
     cells: int
     cells_cost_usd: float
+    cells_cost: float
     cells_cost_micro_usd: int
+    cells_cost_micro: int
 
 
 class OtherProcessJson(TypedDict):
@@ -223,11 +250,16 @@ class KernelsDocument(TypedDict):
     pids_visible: bool
     note: str | None
     total_usd: float
+    total: float
     idle_usd: float
+    idle: float
     unattributed_usd: float
+    unattributed: float
     minimum_charge_usd: float
+    minimum_charge: float
     other_processes: NotRequired[list[OtherProcessJson]]
     micro_usd: NotRequired[KernelsMicro]
+    micro: NotRequired[KernelsMicro]
     kernels: list[KernelCostJson]
 
 
@@ -244,7 +276,9 @@ class PointGpu(TypedDict):
 class HistoryPoint(TypedDict):
     t: str
     cost_usd: float
+    cost: float
     rate_usd_per_hour: float
+    rate_per_hour: float
     gpus: list[PointGpu]
 
 
@@ -258,11 +292,13 @@ class HistorySession(TypedDict):
     started: str
     ended: str | None
     cost_usd: float
+    cost: float
 
 
 class HistoryDay(TypedDict):
     date: str
     cost_usd: float
+    cost: float
 
 
 class HistoryTotals(TypedDict):
@@ -440,60 +476,3 @@ class AdminSummary(TypedDict):
     idle: IdleSummaryJson | None
     interruptions: Interruptions
     alerts: AlertsSummary
-
-
-# -- the report protocol (core/hub_protocol.py) ----------------------------------------------
-
-
-class KernelSpendJson(TypedDict):
-    kernel_id: str
-    name: str
-    cost_micro_usd: int
-
-
-class GpuTimeJson(TypedDict):
-    used_us: int
-    idle_us: int
-
-
-class SpendReportJson(TypedDict):
-    """A single-user server's report to the hub service (``SpendReport.to_json``)."""
-
-    version: int
-    session_id: str
-    server_name: str
-    started: str
-    sent: str
-    cost_micro_usd: int
-    idle_micro_usd: int
-    rate_micro_usd_per_s: int
-    energy_wh: float | None
-    cells: int
-    kernels: list[KernelSpendJson]
-    gpu_models: list[str]
-    kernels_busy: int | None
-    gpu_time: list[GpuTimeJson]
-    interruptions: list[JsonObject]
-
-
-class HubBudgetJson(TypedDict):
-    scope: str
-    amount_micro_usd: int
-    spent_micro_usd: int
-    source: str
-
-
-class HubReplyJson(TypedDict):
-    """The hub service's answer to a report (``HubReply.to_json``)."""
-
-    version: int
-    allowances: list[JsonObject]
-    user: str
-    session_micro_usd: int
-    today_micro_usd: int
-    month_micro_usd: int
-    budgets: list[HubBudgetJson]
-    stop_at: str | None
-    reason: str | None
-    stop_kind: str | None
-    ledger_unreachable_since: str | None

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, Union, get_args, get_origin, is_typeddict
 
-from . import wire
+from . import wire, wire_report
 
 #: a document's or part's keys, each with the kinds its value may be (``null|string``)
 Shape: TypeAlias = dict[str, str]
@@ -30,8 +30,8 @@ DOCUMENTS: dict[str, type] = {
     "history": wire.HistoryDocument,
     "panel": wire.PanelDocument,
     "hub_summary": wire.AdminSummary,
-    "hub_report": wire.SpendReportJson,
-    "hub_reply": wire.HubReplyJson,
+    "hub_report": wire_report.SpendReportJson,
+    "hub_reply": wire_report.HubReplyJson,
 }
 
 

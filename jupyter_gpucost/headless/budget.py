@@ -64,8 +64,8 @@ class Deadlines:
 class RunMeter:
     """The run's cost as the runner meters it: wall time since the run began × the rate."""
 
-    def __init__(self, rate_usd_per_hour: Decimal, clock: Callable[[], float] = time.monotonic):
-        self.rate = rate_usd_per_hour
+    def __init__(self, rate_per_hour: Decimal, clock: Callable[[], float] = time.monotonic):
+        self.rate = rate_per_hour
         self.clock = clock
         self.started: float | None = None
         self.ended: float | None = None
@@ -92,13 +92,13 @@ class RunMeter:
             return 0.0
         return max(0.0, (self.ended if self.ended is not None else self.clock()) - self.started)
 
-    def cost_micro_usd(self) -> int:
+    def cost_micro(self) -> int:
         return round_micro(cost_micro_usd(self.rate, round(self.wall_s() * 1_000_000)))
 
 
-def run_cost_micro_usd(collector: CostCollector, meter: RunMeter) -> int:
+def run_cost_micro(collector: CostCollector, meter: RunMeter) -> int:
     """The run's cost: the meter's, or the cells' records if they say more (never less)."""
-    return max(meter.cost_micro_usd(), collector.summary.total_micro_usd)
+    return max(meter.cost_micro(), collector.summary.total_micro_usd)
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ class StopPlan:
     """When the steps began and how long they may take, so the kill lands at the budget."""
 
     #: the money left when the steps began
-    remaining_micro_usd: int
-    rate_usd_per_hour: Decimal
+    remaining_micro: int
+    rate_per_hour: Decimal
     #: the interrupt's and the shutdown's deadlines as they run (shortened, where needed)
     deadlines: Deadlines
     #: the steps' full length (``--stop-grace`` twice), and theirs now
@@ -118,18 +118,18 @@ class StopPlan:
 
 
 def stop_plan(
-    remaining_micro_usd: int, rate_usd_per_hour: Decimal, deadlines: Deadlines
+    remaining_micro: int, rate_per_hour: Decimal, deadlines: Deadlines
 ) -> StopPlan | None:
     """The steps' plan once they are due (the money left lasts their deadlines at the
     rate); ``None`` while they are not."""
     grace_s = deadlines.interrupt_s + deadlines.shutdown_s
-    if not due(remaining_micro_usd, rate_usd_per_hour, grace_s):
+    if not due(remaining_micro, rate_per_hour, grace_s):
         return None
-    length = countdown(remaining_micro_usd, rate_usd_per_hour, grace_s, tick_s=WATCH_INTERVAL_S)
+    length = countdown(remaining_micro, rate_per_hour, grace_s, tick_s=WATCH_INTERVAL_S)
     share = 1.0 if grace_s <= 0 else length.seconds / grace_s
     return StopPlan(
-        remaining_micro_usd,
-        rate_usd_per_hour,
+        remaining_micro,
+        rate_per_hour,
         replace(
             deadlines,
             interrupt_s=deadlines.interrupt_s * share,
@@ -148,14 +148,14 @@ class BudgetWatch:
         self,
         collector: CostCollector,
         meter: RunMeter,
-        budget_micro_usd: int,
+        budget_micro: int,
         save: Callable[[str], None],
         deadlines: Deadlines | None = None,
         on_plan: Callable[[StopPlan], None] | None = None,
     ) -> None:
         self.collector = collector
         self.meter = meter
-        self.budget = budget_micro_usd
+        self.budget = budget_micro
         self.save = save
         self.deadlines = deadlines or Deadlines()
         #: told the plan as the steps begin (the runner says it on the terminal)
@@ -178,14 +178,14 @@ class BudgetWatch:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def spent_micro_usd(self) -> int:
-        return run_cost_micro_usd(self.collector, self.meter)
+    def spent_micro(self) -> int:
+        return run_cost_micro(self.collector, self.meter)
 
     def _run(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL_S):
             if self.collector.loop is None:
                 continue
-            remaining = self.budget - self.spent_micro_usd()
+            remaining = self.budget - self.spent_micro()
             plan = stop_plan(remaining, self.meter.rate, self.deadlines)
             if plan is None:
                 continue

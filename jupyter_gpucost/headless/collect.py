@@ -52,10 +52,10 @@ SETUP_CODE = (
 class BudgetSpent(Exception):
     """The run's budget is spent: no further cell runs."""
 
-    def __init__(self, cell_index: int, spent_micro_usd: int) -> None:
+    def __init__(self, cell_index: int, spent_micro: int) -> None:
         super().__init__(f"budget spent at cell {cell_index}")
         self.cell_index = cell_index
-        self.spent_micro_usd = spent_micro_usd
+        self.spent_micro = spent_micro
 
 
 def is_carrier(output: Node) -> bool:
@@ -92,17 +92,17 @@ class CostCollector:
         runner: str = "nbclient",
         price_all_cells: bool = True,
         summary_cell: bool = False,
-        budget_micro_usd: int | None = None,
-        rate_usd_per_hour: Decimal | None = None,
+        budget_micro: int | None = None,
+        rate_per_hour: Decimal | None = None,
         on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
     ) -> None:
         self.summary = NotebookSummary(runner=runner)
         self.price_all_cells = price_all_cells
         self.summary_cell = summary_cell
-        self.budget_micro_usd = budget_micro_usd
+        self.budget_micro = budget_micro
         #: the rate this run prices cells at (``None``: read as the kernel reads it, at the
         #: first record)
-        self.rate_usd_per_hour = rate_usd_per_hour
+        self.rate_per_hour = rate_per_hour
         self.on_cell = on_cell
         self.executed: set[int] = set()
         #: the index of the last cell that ran, and when the running one started
@@ -202,8 +202,7 @@ class CostCollector:
         if self.on_cell is not None:
             self.on_cell(cell_index, saved, self.summary)
         if self.budget_spent or (
-            self.budget_micro_usd is not None
-            and self.summary.total_micro_usd >= self.budget_micro_usd
+            self.budget_micro is not None and self.summary.total_micro_usd >= self.budget_micro
         ):
             raise BudgetSpent(cell_index, self.summary.total_micro_usd)
 
@@ -237,11 +236,11 @@ class CostCollector:
 
     def expected_rate(self) -> Decimal:
         """The rate this run prices at: the runner's, else the kernel's rule read here."""
-        if self.rate_usd_per_hour is None:
+        if self.rate_per_hour is None:
             from .prices import runner_prices
 
-            self.rate_usd_per_hour = runner_prices().rate_usd_per_hour
-        return self.rate_usd_per_hour
+            self.rate_per_hour = runner_prices().rate_per_hour
+        return self.rate_per_hour
 
     def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
         self.finish(notebook)

@@ -15,13 +15,13 @@ from decimal import Decimal
 
 @dataclass(frozen=True)
 class Priced:
-    rate_usd_per_hour: Decimal
+    rate_per_hour: Decimal
     #: the GPUs with no price (a budget cannot be enforced over them)
     unpriced: list[str]
     simulated: bool
     #: each GPU's price (the model's name and its price per hour; ``None``: no price)
     gpus: tuple[tuple[str, Decimal | None], ...] = ()
-    base_usd_per_hour: Decimal = Decimal(0)
+    base_per_hour: Decimal = Decimal(0)
     priced_by: str = ""
 
 
@@ -32,10 +32,10 @@ def runner_prices() -> Priced:
     p = prices()
     unpriced = [name for name, price in p.gpus.values() if price is None]
     return Priced(
-        p.rate_usd_per_hour(),
+        p.rate_per_hour(),
         unpriced,
         p.simulated,
         gpus=tuple(p.gpus.values()),
-        base_usd_per_hour=p.base_usd_per_hour,
+        base_per_hour=p.base_per_hour,
         priced_by=p.source,
     )

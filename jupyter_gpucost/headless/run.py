@@ -35,7 +35,7 @@ from ..core.saved_cost import (
     NotebookSummary,
     SavedCell,
 )
-from .budget import BudgetWatch, Deadlines, RunMeter, StopPlan, run_cost_micro_usd
+from .budget import BudgetWatch, Deadlines, RunMeter, StopPlan, run_cost_micro
 from .collect import BudgetSpent, CostCollector
 from .prices import Priced, runner_prices
 
@@ -161,9 +161,9 @@ def parse_budget(text: str | None) -> int | None:
 class Progress:
     """One line per cell on the terminal: a bar of the budget, the cost so far."""
 
-    def __init__(self, total_cells: int, budget_micro_usd: int | None, out: TextIO) -> None:
+    def __init__(self, total_cells: int, budget_micro: int | None, out: TextIO) -> None:
         self.total_cells = total_cells
-        self.budget = budget_micro_usd
+        self.budget = budget_micro
         self.out = out
         #: the running notebook's own count (papermill adds a parameters cell)
         self.count: Callable[[], int | None] = lambda: None
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     # the machine priced as the server prices it (detected once, here and in the kernel)
     os.environ[ENV_DETECT] = "1" if args.detect_machine else "0"
     priced = runner_prices()
-    if budget is not None and (priced.unpriced or priced.rate_usd_per_hour <= 0):
+    if budget is not None and (priced.unpriced or priced.rate_per_hour <= 0):
         what = ", ".join(priced.unpriced) or _("no GPU and no instance price here")
         text = _("gpucost: a budget cannot be enforced: {what} (no price). Nothing was run.")
         print(text.format(what=what), file=out)
@@ -236,15 +236,15 @@ def run_notebook(
     collector = CostCollector(
         runner="jupyter gpucost run",
         summary_cell=not args.no_summary,
-        budget_micro_usd=budget,
-        rate_usd_per_hour=priced.rate_usd_per_hour,
+        budget_micro=budget,
+        rate_per_hour=priced.rate_per_hour,
         on_cell=progress,
     )
-    meter = RunMeter(priced.rate_usd_per_hour)
+    meter = RunMeter(priced.rate_per_hour)
     collector.on_start, collector.on_end = meter.start, meter.lap
     if progress is not None:
         progress.count = collector.cell_count
-        progress.spent = lambda: run_cost_micro_usd(collector, meter)
+        progress.spent = lambda: run_cost_micro(collector, meter)
 
     def save(step: str) -> None:
         """The notebook as it stands, saved before each step of a budget's stop."""
@@ -290,7 +290,7 @@ def run_notebook(
         stopped_at(collector, watch.steps[-1] if watch is not None and watch.steps else "")
     collector.summary.metered = metered(collector, meter, priced)
     finish(output, collector, summary_cell=not args.no_summary)
-    spent = run_cost_micro_usd(collector, meter)
+    spent = run_cost_micro(collector, meter)
     say_cost(code == EXIT_BUDGET, collector, spent, budget, output, out)
     if url is None:
         return code
@@ -341,7 +341,7 @@ def say_cost(
 
 def say_plan(plan: StopPlan, budget: int, out: TextIO) -> None:
     """When the budget's stop lands, said as its steps begin (the watcher's thread)."""
-    per_hour = rate(plan.rate_usd_per_hour, "$")
+    per_hour = rate(plan.rate_per_hour, "$")
     text = _(
         "gpucost: stops at {amount} — in about {duration} at {rate}; the notebook saved "
         "first, then the kernel interrupted, shut down, and killed at the budget."
@@ -370,12 +370,12 @@ def stopped_at(collector: CostCollector, step: str) -> None:
 def metered(collector: CostCollector, meter: RunMeter, priced: Priced) -> dict[str, object]:
     """What the runner metered: the run's cost (never below its cells'), its wall time and
     rate, and how much of it no cell's record holds."""
-    spent = run_cost_micro_usd(collector, meter)
+    spent = run_cost_micro(collector, meter)
     return {
         "cost_micro_usd": spent,
         "cost_usd": str(Decimal(spent) / 1_000_000),
         "wall_s": round(meter.wall_s(), 3),
-        "rate_usd_per_hour": str(priced.rate_usd_per_hour),
+        "rate_usd_per_hour": str(priced.rate_per_hour),
         "unattributed_micro_usd": spent - collector.summary.total_micro_usd,
     }
 
@@ -391,8 +391,8 @@ def run_entry(collector: CostCollector, meter: RunMeter, priced: Priced, noteboo
         notebook_path=notebook,
         started=started,
         ended=ended,
-        cost_micro_usd=run_cost_micro_usd(collector, meter),
-        rate_usd_per_hour=priced.rate_usd_per_hour,
+        cost_micro_usd=run_cost_micro(collector, meter),
+        rate_usd_per_hour=priced.rate_per_hour,
         cells=tuple(collector.priced),
         user=os.environ.get("JUPYTERHUB_USER") or None,
     )

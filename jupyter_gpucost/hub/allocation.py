@@ -245,7 +245,7 @@ def _price_whole(
         if most is not None:
             return Rate(
                 GpuAllocation(most.model, allocation.count),
-                most.usd_per_gpu_hour,
+                most.per_gpu_hour,
                 # "upper bound: ..." (views.UPPER_BOUND): the pages label it
                 f"{most.source} ({most.reason}; {setting})",
             )
@@ -264,7 +264,7 @@ def _price_whole(
             f"[{allocation.model!r}] to its price per GPU-hour"
         )
     source = row.describe() + (f"; source: {row.source}" if row.source else "")
-    return Rate(GpuAllocation(model, allocation.count), row.usd_per_gpu_hour, source)
+    return Rate(GpuAllocation(model, allocation.count), row.per_gpu_hour, source)
 
 
 class DerivedProfiles(Protocol):
@@ -460,6 +460,6 @@ def describe(allocation: GpuAllocation, gettext: Callable[[str], str] = str) -> 
 def report_ceiling(prices: PricePolicy, max_gpus: int) -> ReportCeiling:
     """The most a server's reports can bill: ``max_gpus`` at the dearest price per
     GPU-hour in the catalog (any provider, market or instance) or the admin's overrides."""
-    dearest = max(r.usd_per_gpu_hour for r in prices.catalog.rows)
+    dearest = max(r.per_gpu_hour for r in prices.catalog.rows)
     dearest = max([dearest, *(prices.overrides or {}).values()])
     return ReportCeiling(max_gpus=max_gpus, usd_per_gpu_hour=dearest)

@@ -153,7 +153,7 @@ class AutoPricer:
         cpu_s = time.process_time() - cpu0
         self._started = None
         p = prices()
-        rate = p.rate_usd_per_hour()
+        rate = p.rate_per_hour()
         micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
         status = status_of(result)
         record = cell_record(

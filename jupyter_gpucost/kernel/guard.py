@@ -147,7 +147,7 @@ class Guard:
             from .cell.measure import prices
 
             p = prices()
-            self.usd_per_hour = p.rate_usd_per_hour()
+            self.usd_per_hour = p.rate_per_hour()
             self.currency_symbol = p.currency_symbol
             self.price_source = p.source
         self._clock = clock

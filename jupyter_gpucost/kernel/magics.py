@@ -330,7 +330,7 @@ def shlex_split(line: str) -> list[str]:
 def show_prices() -> None:
     p = prices()
     text = _("jupyter-gpucost: cells are priced at {rate} ({source})")
-    print(text.format(rate=rate(p.rate_usd_per_hour(), p.currency_symbol), source=p.source))
+    print(text.format(rate=rate(p.rate_per_hour(), p.currency_symbol), source=p.source))
     for uuid, (name, price) in p.gpus.items():
         # a price someone set: every micro-unit it has
         exact_price = None if price is None else exact(price, p.currency_symbol)

@@ -169,7 +169,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             label = _("no server: catalog prices, this kernel since it started")
             if not p.gpus:
                 label += _(" (no GPU here)")
-        return started, p.rate_usd_per_hour(), label
+        return started, p.rate_per_hour(), label
 
     def refresh(self) -> None:
         """Read the figures now and show them (the thread calls this every interval)."""

@@ -130,21 +130,21 @@ def build_report(
     kernels executing now and each GPU's used and idle time, for the hub's idle policy."""
     energy_j = snapshot.energy_j
     kernels: tuple[KernelSpend, ...] = ()
-    idle = snapshot.idle_micro_usd
+    idle = snapshot.idle_micro
     if attribution is not None:
         kernels = tuple(
-            KernelSpend(k.info.id[:200], k.info.name[:200], k.cost_micro_usd)
+            KernelSpend(k.info.id[:200], k.info.name[:200], k.cost_micro)
             for k in attribution.kernels
         )
-    rate = round_micro(Fraction(snapshot.rate_usd_per_hour) * 1_000_000 / 3600)
+    rate = round_micro(Fraction(snapshot.rate_per_hour) * 1_000_000 / 3600)
     return SpendReport(
         session_id=session_id,
         server_name=server_name,
         started=snapshot.started,
         sent=sent,
-        cost_micro_usd=snapshot.cost_micro_usd,
+        cost_micro_usd=snapshot.cost_micro,
         # the protocol refuses more idle than cost: never send it, whatever the rounding
-        idle_micro_usd=min(max(0, idle), snapshot.cost_micro_usd),
+        idle_micro_usd=min(max(0, idle), snapshot.cost_micro),
         rate_micro_usd_per_s=rate,
         energy_wh=None if energy_j is None else energy_j / 3600,
         cells=cells,

@@ -135,10 +135,10 @@ class Sampler:
         with self._meter_lock:
             return self._meter.prices()
 
-    def reprice(self, policy: PricePolicy, base_usd_per_hour: Decimal) -> None:
+    def reprice(self, policy: PricePolicy, base_per_hour: Decimal) -> None:
         """New prices from the last sample on (:meth:`Meter.reprice`; any thread)."""
         with self._meter_lock:
-            self._meter.reprice(policy, base_usd_per_hour)
+            self._meter.reprice(policy, base_per_hour)
 
     def start(self) -> None:
         if self._thread is not None:

@@ -50,13 +50,8 @@ from .record.history import HistoryRing
 from .record.metrics import Metrics
 from .record.recorder import Recorder
 from .sampler import Sampler, monotonic_us, utc_now
-from .status import (
-    LedgerFacts,
-    StatusInputs,
-    ledger_json,
-    ledger_unreachable,
-    status_document,
-)
+from .status import StatusInputs, status_document
+from .status_ledger import LedgerFacts, ledger_json, ledger_unreachable
 
 TELEMETRY_MODES = ("auto", "nvml", "simulated", "none")
 
@@ -167,7 +162,7 @@ class CostService:
             sample_interval_s=config.sample_interval_s,
             start_us=monotonic_us(),
             started=utc_now(),
-            base_usd_per_hour=base,
+            base_per_hour=base,
         )
         self.sampler = Sampler(
             self.source, self.meter, interval_s=config.sample_interval_s, log=self.log
@@ -261,7 +256,7 @@ class CostService:
                 PricedGpu(
                     g.uuid,
                     g.name,
-                    None if (p := prices.get(g.uuid, g.price)) is None else p.usd_per_gpu_hour,
+                    None if (p := prices.get(g.uuid, g.price)) is None else p.per_gpu_hour,
                     bound_msgid="" if p is None else p.reason_msgid,
                     bound_values=() if p is None else p.reason_values,
                 )
@@ -283,7 +278,7 @@ class CostService:
                     "Set c.GpuCost.price_overrides = {%r: <%s per hour>} for its real price.",
                     gpu.index,
                     gpu.name,
-                    gpu.price.usd_per_gpu_hour,
+                    gpu.price.per_gpu_hour,
                     gpu.price.currency,
                     gpu.price.reason,
                     gpu.model or gpu.name,
@@ -434,7 +429,7 @@ class CostService:
             source = "ledger"
         totals: wire.HistoryTotals
         try:
-            totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro_usd)
+            totals = self._ledger_totals(snapshot.as_of, snapshot.cost_micro)
         except LedgerOffline:
             if source == "ledger":
                 raise
@@ -465,6 +460,7 @@ class CostService:
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id
+                cost = usd(live_micro_usd if live else row["cost_micro_usd"])
                 totals["sessions"].append(
                     {
                         "id": row["id"],
@@ -472,11 +468,12 @@ class CostService:
                         "ended": None
                         if row["ended_unix_s"] is None
                         else datetime.fromtimestamp(row["ended_unix_s"], UTC).isoformat(),
-                        "cost_usd": usd(live_micro_usd if live else row["cost_micro_usd"]),
+                        "cost": cost,
+                        "cost_usd": cost,  # deprecated twin (docs/api.md, "Money keys")
                     }
                 )
             totals["days"] = [
-                {"date": day.isoformat(), "cost_usd": usd(cost)}
+                {"date": day.isoformat(), "cost": usd(cost), "cost_usd": usd(cost)}
                 for day, cost in self.ledger.days(as_of)
             ]
         return totals

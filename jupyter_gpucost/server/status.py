@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
 from decimal import Decimal
 
 from .._version import __version__
@@ -22,17 +21,16 @@ from ..core.billing import US_PER_S, BillingRule
 from ..core.catalog import BASIS_CATALOG, BASIS_UPPER_BOUND, DOUBTFUL_CONFIDENCE, PricePolicy
 from ..core.currency import in_language
 from ..core.currency import symbol as currency_symbol
-from ..core.i18n import _, current_language, ngettext
+from ..core.i18n import _, current_language
 from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import GpuSessionCost, MeterSnapshot
 from ..core.metering import Metering, metering
-from ..core.money import exact, notice, usd
+from ..core.money import exact, usd
 from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..core.wire import (
     JsonObject,
-    LedgerState,
     MeteringState,
     Rightsizing,
     StatusDocument,
@@ -42,8 +40,9 @@ from ..core.wire import (
 )
 from ..telemetry.base import TelemetryStatus
 from .gpu_use.attribution import Attribution
-from .ledger import BillFigure, Reset, bill_json
+from .ledger import BillFigure, bill_json
 from .record.recorder import LiveTotals
+from .status_ledger import LedgerFacts, ledger_json, ledger_warnings
 from .status_machine import machine_json
 
 #: joules in a kilowatt-hour
@@ -59,13 +58,17 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
     unavailable = dict(r.unavailable) if r is not None else {}
     if r is None:
         unavailable.setdefault("reading", "no reading in the last sample")
+    price = _price(g.price.per_gpu_hour) if g.price else None
+    cost, used = usd(g.cost_micro), usd(g.used_micro)
+    idle, unobserved = usd(g.idle_micro), usd(g.unobserved_micro)
     return {
         "index": g.index,
         "uuid": g.uuid,
         "name": g.name,
         "model": g.model,
         "priced": g.priced,
-        "price_usd_per_hour": _price(g.price.usd_per_gpu_hour) if g.price else None,
+        "price_per_hour": price,
+        "price_usd_per_hour": price,  # deprecated: the same, named before currencies
         "price_source": g.price.source if g.price else None,
         "price_as_of": g.price.as_of if g.price else None,
         "price_confidence": g.price.confidence if g.price else None,
@@ -81,10 +84,15 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
         "memory_total_bytes": r.memory_total_bytes if r else None,
         "power_w": r.power_w if r else None,
         "energy_j": None if g.energy_j is None else round(g.energy_j, 3),
-        "cost_usd": usd(g.cost_micro_usd),
-        "used_cost_usd": usd(g.used_micro_usd),
-        "idle_cost_usd": usd(g.idle_micro_usd),
-        "unobserved_cost_usd": usd(g.unobserved_micro_usd),
+        "cost": cost,
+        "used_cost": used,
+        "idle_cost": idle,
+        "unobserved_cost": unobserved,
+        # deprecated twins of the four above (docs/api.md, "Money keys")
+        "cost_usd": cost,
+        "used_cost_usd": used,
+        "idle_cost_usd": idle,
+        "unobserved_cost_usd": unobserved,
         "used_s": g.used_us / US_PER_S,
         "idle_s": g.idle_us / US_PER_S,
         "unobserved_s": g.unobserved_us / US_PER_S,
@@ -131,7 +139,7 @@ def _warnings(snapshot: MeterSnapshot, policy: PricePolicy) -> list[StatusWarnin
             message = text.format(
                 index=g.index,
                 model=g.model,
-                rate=_("{price}/h").format(price=exact(g.price.usd_per_gpu_hour, shown)),
+                rate=_("{price}/h").format(price=exact(g.price.per_gpu_hour, shown)),
                 confidence={"unverified": _("unverified")}.get(
                     g.price.confidence, g.price.confidence
                 ),
@@ -160,6 +168,13 @@ def status_payload(
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
     bounds = [p for p in in_force if p.upper_bound]
+    cost, gpu_cost = usd(snapshot.cost_micro), usd(snapshot.gpu_cost_micro)
+    rate = _price(snapshot.rate_per_hour)
+    used, idle = usd(snapshot.used_micro), usd(snapshot.idle_micro)
+    unobserved = usd(snapshot.unobserved_micro)
+    adjustment = usd(snapshot.adjustment_micro)
+    base_price = _price(snapshot.base_per_hour)
+    base_cost = usd(snapshot.base_cost_micro)
     return {
         "version": __version__,
         "currency": currency,
@@ -168,19 +183,29 @@ def status_payload(
         "as_of": snapshot.as_of.isoformat(),
         "elapsed_s": snapshot.elapsed_us / US_PER_S,
         "billed_s": snapshot.billed_us / US_PER_S,
-        "cost_usd": usd(snapshot.cost_micro_usd),
-        "gpu_cost_usd": usd(snapshot.gpu_cost_micro_usd),
-        "rate_usd_per_hour": _price(snapshot.rate_usd_per_hour),
+        "cost": cost,
+        "gpu_cost": gpu_cost,
+        "rate_per_hour": rate,
+        # deprecated twins (docs/api.md, "Money keys"), here and below
+        "cost_usd": cost,
+        "gpu_cost_usd": gpu_cost,
+        "rate_usd_per_hour": rate,
         # "upper-bound" where a GPU has no price that fits and is priced at the most it can
         # cost (the reasons say why), else "catalog" (rows and the admin's overrides)
         "price_basis": BASIS_UPPER_BOUND if bounds else BASIS_CATALOG,
         "price_basis_reasons": list(dict.fromkeys(p.reason_in(_) for p in bounds)),
-        "used_cost_usd": usd(snapshot.used_micro_usd),
-        "idle_cost_usd": usd(snapshot.idle_micro_usd),
-        "unobserved_cost_usd": usd(snapshot.unobserved_micro_usd),
-        "billing_adjustment_usd": usd(snapshot.adjustment_micro_usd),
-        "base_price_usd_per_hour": _price(snapshot.base_usd_per_hour),
-        "base_cost_usd": usd(snapshot.base_cost_micro_usd),
+        "used_cost": used,
+        "idle_cost": idle,
+        "unobserved_cost": unobserved,
+        "billing_adjustment": adjustment,
+        "base_price_per_hour": base_price,
+        "base_cost": base_cost,
+        "used_cost_usd": used,
+        "idle_cost_usd": idle,
+        "unobserved_cost_usd": unobserved,
+        "billing_adjustment_usd": adjustment,
+        "base_price_usd_per_hour": base_price,
+        "base_cost_usd": base_cost,
         "energy_j": None if snapshot.energy_j is None else round(snapshot.energy_j, 3),
         "samples": snapshot.samples,
         "billing": {
@@ -207,130 +232,6 @@ def status_payload(
         },
         "warnings": [*_warnings(snapshot, policy), *more_warnings],
     }
-
-
-@dataclass(frozen=True)
-class LedgerFacts:
-    """The ledger as the status document describes it."""
-
-    enabled: bool
-    #: why there is no ledger (``None``: none was configured, or there is one)
-    error: str | None = None
-    #: its SQLAlchemy URL, password hidden
-    url: str | None = None
-    flush_interval_s: float = 0.0
-    #: "today" and "this month" start in this zone
-    timezone: str = ""
-    #: a damaged ledger moved aside before a fresh one was started: where, what it held
-    reset: Reset | None = None
-    #: since when the ledger cannot be reached (``None``: it can), and why
-    down_since: datetime | None = None
-    down_error: str | None = None
-    #: seconds of this session and the cost not written to the ledger yet
-    unwritten_s: float = 0.0
-    unwritten_micro_usd: int = 0
-    #: whether what is not written is in the local journal (a remote ledger)
-    journaled: bool = False
-    #: the ledger's time zone (``None``: the server's)
-    tz: tzinfo | None = None
-
-    @property
-    def reset_from(self) -> str | None:
-        return None if self.reset is None else self.reset.path
-
-
-def ledger_unreachable(down_since: datetime | None, tz: tzinfo | None) -> str:
-    """The sentence a route that needs the ledger answers while it cannot be reached."""
-    if down_since is None:
-        return _(
-            "The ledger cannot be reached just now; try again in a moment. Nothing of this "
-            "session is lost: it is written when the ledger is back."
-        )
-    return _(
-        "The ledger is unreachable since {time}; try again when it is back. Nothing of this "
-        "session is lost: it is written when the ledger is back."
-    ).format(time=_clock(down_since, tz))
-
-
-def _clock(when: datetime, tz: tzinfo | None) -> str:
-    local = when.astimezone(tz) if tz is not None else when.astimezone()
-    return f"{local:%H:%M} {local.tzname() or ''}".strip()
-
-
-def ledger_json(ledger: LedgerFacts) -> LedgerState:
-    if not ledger.enabled:
-        return {"enabled": False, "reason": ledger.error}
-    reset = ledger.reset
-    return {
-        "enabled": True,
-        "url": ledger.url,
-        "flush_interval_s": ledger.flush_interval_s,
-        "timezone": ledger.timezone,
-        "reset_from": ledger.reset_from,
-        "reset": None
-        if reset is None
-        else {
-            "file": reset.path,
-            "reason": reset.reason,
-            "sessions": reset.sessions,
-            "cost_micro_usd": reset.cost_micro_usd,
-        },
-        "reachable": ledger.down_since is None,
-        "unreachable_since": None
-        if ledger.down_since is None
-        else ledger.down_since.isoformat(timespec="seconds"),
-        "error": ledger.down_error,
-        "unwritten_s": round(ledger.unwritten_s, 1),
-        "unwritten_micro_usd": ledger.unwritten_micro_usd,
-        "journaled": ledger.journaled,
-    }
-
-
-def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[StatusWarning]:
-    if not ledger.enabled and ledger.error is not None:
-        return [
-            {
-                "code": "ledger-unavailable",
-                "message": _(
-                    "No ledger ({error}): today's and this month's totals are not kept."
-                ).format(error=ledger.error),
-            }
-        ]
-    warnings: list[StatusWarning] = []
-    reset = ledger.reset
-    if ledger.enabled and reset is not None:
-        if reset.sessions is None or reset.cost_micro_usd is None:
-            held = _("what it held could not be read")
-        else:
-            held = ngettext(
-                "it held {count} session costing {cost}",
-                "it held {count} sessions costing {cost}",
-                reset.sessions,
-            ).format(count=reset.sessions, cost=notice(reset.cost_micro_usd, symbol))
-        warnings.append(
-            {
-                "code": "ledger-reset",
-                "message": _(
-                    "The ledger was damaged and was moved to {file} ({held}); a fresh one was "
-                    "started, so earlier sessions are not in today's and this month's totals."
-                ).format(file=reset.path, held=held),
-            }
-        )
-    if ledger.enabled and ledger.down_since is not None:
-        waiting = round(ledger.unwritten_s)
-        warnings.append(
-            {
-                "code": "ledger-unreachable",
-                "message": ngettext(
-                    "The ledger is unreachable since {time}; nothing lost yet; {count} s "
-                    "waiting to be written.",
-                    "The ledger is unreachable since {time}; nothing lost yet; {count} s "
-                    "waiting to be written.",
-                    waiting,
-                ).format(time=_clock(ledger.down_since, ledger.tz), count=waiting),
-            }
-        )
-    return warnings
 
 
 @dataclass(frozen=True)
@@ -398,12 +299,18 @@ def sentence(text: str) -> str:
 def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
+    cost, instead_of = usd(advice.cost_micro), usd(advice.instead_of_micro)
+    price = float(advice.per_gpu_hour)
     return {
         "model": advice.model,
         "gpus": advice.gpus,
-        "cost_usd": usd(advice.cost_micro_usd),
-        "instead_of_usd": usd(advice.instead_of_micro_usd),
-        "price_usd_per_hour": float(advice.usd_per_gpu_hour),
+        "cost": cost,
+        "instead_of": instead_of,
+        "price_per_hour": price,
+        # deprecated twins (docs/api.md, "Money keys")
+        "cost_usd": cost,
+        "instead_of_usd": instead_of,
+        "price_usd_per_hour": price,
         "peak_memory_bytes": advice.peak_memory_bytes,
         "reason": advice.reason,
     }
@@ -445,12 +352,19 @@ def status_document(inputs: StatusInputs) -> StatusDocument:
         machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
         machine_warnings.append({"code": "instance-whole", "message": whole_message})
     payload["warnings"].extend(machine_warnings)
+    today = usd(totals.today_micro) if totals else None
+    month = usd(totals.month_micro) if totals else None
+    all_time = usd(totals.all_time_micro) if totals else None
     return {
         **payload,
         "session_id": inputs.session_id,
-        "today_usd": usd(totals.today_micro_usd) if totals else None,
-        "month_usd": usd(totals.month_micro_usd) if totals else None,
-        "all_time_usd": usd(totals.all_time_micro_usd) if totals else None,
+        "today": today,
+        "month": month,
+        "all_time": all_time,
+        # deprecated twins (docs/api.md, "Money keys")
+        "today_usd": today,
+        "month_usd": month,
+        "all_time_usd": all_time,
         "ledger": ledger_json(inputs.ledger),
         "carbon_intensity_g_per_kwh": intensity,
         "co2_g": None if energy_j is None else round(energy_j / J_PER_KWH * intensity, 3),

@@ -32,7 +32,7 @@ from .inputs import json_object
 from .kernel_auth import KernelUser, is_kernel_request
 from .ledger import LedgerOffline
 from .service import CostService
-from .status import ledger_unreachable
+from .status_ledger import ledger_unreachable
 
 API_PREFIX = f"/{API_PATH}"
 

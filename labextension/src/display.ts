@@ -270,11 +270,11 @@ export function describe(
   return {
     ...base,
     message: null,
-    cost: formatMoney(status.cost_usd, symbol),
+    cost: formatMoney(status.cost, symbol),
     rate:
       bound === null
-        ? formatRate(status.rate_usd_per_hour, symbol, trans)
-        : trans.__('≤ %1', formatRate(status.rate_usd_per_hour, symbol, trans)),
+        ? formatRate(status.rate_per_hour, symbol, trans)
+        : trans.__('≤ %1', formatRate(status.rate_per_hour, symbol, trans)),
     warning: unpriced.length > 0 || status.warnings.length > 0,
     simulated: status.telemetry.simulated,
     noTelemetry: !status.telemetry.available && state !== 'instance',
@@ -341,7 +341,7 @@ namespace Private {
     symbol: string,
     trans: TranslationBundle
   ): string {
-    const cost = formatMoney(status.cost_usd, symbol);
+    const cost = formatMoney(status.cost, symbol);
     const priced = groupGpus(status.gpus).filter(group => group.priced);
     const source = catalog(status, trans);
     let first =
@@ -353,16 +353,14 @@ namespace Private {
     }
     const parts = [`${first}.`];
     if (priced.length > 0) {
-      parts.push(
-        trans.__('Idle: %1.', formatMoney(status.idle_cost_usd, symbol))
-      );
+      parts.push(trans.__('Idle: %1.', formatMoney(status.idle_cost, symbol)));
     }
-    if (status.base_price_usd_per_hour > 0) {
+    if (status.base_price_per_hour > 0) {
       parts.push(
         trans.__(
           'Instance base price: %1 (%2 so far).',
-          formatRate(status.base_price_usd_per_hour, symbol, trans),
-          formatMoney(status.base_cost_usd, symbol)
+          formatRate(status.base_price_per_hour, symbol, trans),
+          formatMoney(status.base_cost, symbol)
         )
       );
     }

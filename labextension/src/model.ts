@@ -20,6 +20,7 @@ import {
   IGpuCostSnapshot,
   IGpuCostStatus
 } from './tokens';
+import { withMoneyKeys } from './money-keys';
 
 /**
  * The `$id` of the status events' schema (the server pushes the status).
@@ -105,10 +106,10 @@ export class GpuCostModel
    * one writer of it in the front end.
    */
   async setSoftBudget(
-    amountUsd: number | null,
+    amount: number | null,
     scope: string
   ): Promise<IBudgetStatus> {
-    const budget = await setSoftBudget(this._serverSettings, amountUsd, scope);
+    const budget = await setSoftBudget(this._serverSettings, amount, scope);
     if (!this.isDisposed && this._status) {
       this._status = { ...this._status, budget };
       this.stateChanged.emit();
@@ -260,7 +261,9 @@ export class GpuCostModel
       return;
     }
     if (emission.schema_id === BUDGET_EVENT_SCHEMA) {
-      this._budgetEvent.emit(emission as unknown as IBudgetEvent);
+      this._budgetEvent.emit(
+        withMoneyKeys(emission as unknown as IBudgetEvent)
+      );
       if (this._polling) {
         void this._poll.refresh();
       }

@@ -3,6 +3,7 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import { trans } from './i18n';
 import { IGpuCostStatus } from './tokens';
+import { withMoneyKeys } from './money-keys';
 
 /**
  * The route of the status endpoint, relative to the server's base URL.
@@ -64,7 +65,8 @@ export async function requestStatus(
  * when it is not one.
  */
 export function parseStatus(body: unknown): IGpuCostStatus | null {
-  return Private.isStatus(body) ? Private.normalize(body) : null;
+  const status = withMoneyKeys(body);
+  return Private.isStatus(status) ? Private.normalize(status) : null;
 }
 
 /**
@@ -188,8 +190,8 @@ namespace Private {
     }
     const candidate = body as { [key: string]: unknown };
     return (
-      typeof candidate.cost_usd === 'number' &&
-      typeof candidate.rate_usd_per_hour === 'number'
+      typeof candidate.cost === 'number' &&
+      typeof candidate.rate_per_hour === 'number'
     );
   }
 
@@ -204,9 +206,9 @@ namespace Private {
       ...body,
       currency: body.currency ?? 'USD',
       currency_symbol: body.currency_symbol ?? '',
-      idle_cost_usd: body.idle_cost_usd ?? 0,
-      base_price_usd_per_hour: body.base_price_usd_per_hour ?? 0,
-      base_cost_usd: body.base_cost_usd ?? 0,
+      idle_cost: body.idle_cost ?? 0,
+      base_price_per_hour: body.base_price_per_hour ?? 0,
+      base_cost: body.base_cost ?? 0,
       gpus: Array.isArray(body.gpus) ? body.gpus : [],
       warnings: Array.isArray(body.warnings) ? body.warnings : [],
       telemetry: {

@@ -8,8 +8,8 @@ import type { IMachine } from './machine/tokens';
 /**
  * Types of the JSON served by `GET /gpucost/api/status` (see docs/api.md).
  *
- * Field names follow the wire format; amounts are in the catalog's currency
- * (US dollars unless an admin overrides every price).
+ * Field names follow the wire format; amounts are in the session's currency,
+ * the status's `currency` (an ISO 4217 code: `USD`, `CNY`, `EUR`, ...).
  */
 
 /**
@@ -34,7 +34,7 @@ export interface IGpuCostDevice {
   model: string | null;
   /** `false` when the catalog has no price: the GPU is left out of the cost. */
   priced: boolean;
-  price_usd_per_hour: number | null;
+  price_per_hour: number | null;
   price_source: string | null;
   price_as_of: string | null;
   price_confidence: string | null;
@@ -59,8 +59,8 @@ export interface IGpuCostDevice {
   memory_total_bytes: number | null;
   power_w: number | null;
   energy_j: number | null;
-  cost_usd: number;
-  idle_cost_usd: number;
+  cost: number;
+  idle_cost: number;
   /** The device stopped answering (it is still billed). */
   lost: boolean;
   /** Reading field => why it is `null`. */
@@ -110,11 +110,11 @@ export interface IGpuCostStatus {
   session_started: string;
   as_of: string;
   elapsed_s: number;
-  /** The billed cost: `gpu_cost_usd + base_cost_usd`. */
-  cost_usd: number;
-  gpu_cost_usd: number;
+  /** The billed cost: `gpu_cost + base_cost`. */
+  cost: number;
+  gpu_cost: number;
   /** Priced GPUs' hourly prices plus the base price. */
-  rate_usd_per_hour: number;
+  rate_per_hour: number;
   /**
    * `upper-bound` when some GPU has no price that fits and is priced at the
    * most it can cost; else `catalog` (older servers leave it out).
@@ -122,12 +122,12 @@ export interface IGpuCostStatus {
   price_basis?: 'catalog' | 'upper-bound';
   /** Why, one sentence per reason, in the server's language. */
   price_basis_reasons?: string[];
-  used_cost_usd: number;
-  idle_cost_usd: number;
-  unobserved_cost_usd: number;
-  billing_adjustment_usd: number;
-  base_price_usd_per_hour: number;
-  base_cost_usd: number;
+  used_cost: number;
+  idle_cost: number;
+  unobserved_cost: number;
+  billing_adjustment: number;
+  base_price_per_hour: number;
+  base_cost: number;
   energy_j: number | null;
   billing: IBillingRule;
   gpus: IGpuCostDevice[];
@@ -219,10 +219,7 @@ export interface IGpuCostModel extends IGpuCostSnapshot, VDomRenderer.IModel {
    * of it in the front end. Resolves to the server's budget; rejects with the
    * server's message.
    */
-  setSoftBudget(
-    amountUsd: number | null,
-    scope: string
-  ): Promise<IBudgetStatus>;
+  setSoftBudget(amount: number | null, scope: string): Promise<IBudgetStatus>;
 }
 
 /**

@@ -52,7 +52,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from ...core.billing import BillingRule
+from ...core.currency import symbol as currency_symbol
 from ...core.hub_protocol import SpendReport
+from ...core.money import exact
 from ..accounting import day_of, midnight, month_start
 from ..model import (
     GroupTotals,
@@ -84,6 +86,7 @@ from .state import NO_DAY, Day, OpenServer
 from .writes import write
 
 __all__ = [
+    "LEDGER_CURRENCY",
     "HubLedger",
     "HubLedgerDown",
     "daily_table",
@@ -96,6 +99,9 @@ _s = servers_table.c
 _d = daily_table.c
 #: running servers whose figures a sum adds up under the lock at a time
 TOTALS_CHUNK = 100
+#: the currency the hub ledger keeps its amounts in (its ``*_usd`` names say so): the hub
+#: refuses prices and bills in another
+LEDGER_CURRENCY = "USD"
 
 
 def default_url(data_dir: str | os.PathLike[str]) -> str:
@@ -263,12 +269,12 @@ class HubLedger(CatchUp):
         if first:
             self.log.warning(
                 "gpucost hub: %s/%s reported %d micro-dollars, more than its GPUs could cost "
-                "(%s GPUs at $%s an hour since it started): it is billed at most that",
+                "(%s GPUs at %s an hour since it started): it is billed at most that",
                 server.row.user,
                 server.row.server_name,
                 report.cost_micro_usd,
                 server.ceiling.allocation.count,
-                server.ceiling.usd_per_gpu_hour,
+                exact(server.ceiling.usd_per_gpu_hour, currency_symbol(LEDGER_CURRENCY)),
             )
 
     def flush(self, now: datetime) -> None:

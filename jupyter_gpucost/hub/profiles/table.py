@@ -210,11 +210,11 @@ def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
         and r.currency == policy.session_currency
     ]
     if rows:
-        row = max(rows, key=lambda r: r.usd_per_gpu_hour)
+        row = max(rows, key=lambda r: r.per_gpu_hour)
         found.append(
             Rate(
                 GpuAllocation(row.model, count),
-                row.usd_per_gpu_hour,
+                row.per_gpu_hour,
                 f"the dearest GPU priced at {policy.provider} {policy.market}: {row.describe()}",
             )
         )

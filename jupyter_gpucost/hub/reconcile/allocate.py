@@ -37,11 +37,10 @@ from ...core.focus import BilledMachine, day_of, settled
 from ...core.i18n import _
 from ...core.money import round_micro
 from ...reconcile.read import Bill, BillError, BillRow
+from ..ledger import LEDGER_CURRENCY
 from ..ledger.placement import PlacedSession
 from ..ledger.reconciled import ReconciledLine
 
-#: the currency the hub ledger keeps its amounts in
-LEDGER_CURRENCY = "USD"
 _MICRO = 1_000_000
 _US_PER_HOUR = 3_600_000_000
 

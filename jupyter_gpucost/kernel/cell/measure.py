@@ -394,7 +394,7 @@ class Measurement:
             if energy.reason is not None:
                 r.notes.append(f"no GPU energy: {energy.reason}")
         r.gpu_names = [name for name, _ in p.gpus.values()]
-        r.rate_usd_per_hour = p.rate_usd_per_hour()
+        r.rate_usd_per_hour = p.rate_per_hour()
         r.currency_symbol = p.currency_symbol
         r.price_source = p.source
         if not p.gpus:

@@ -28,7 +28,7 @@ Bound = tuple[str, tuple[tuple[str, str], ...]]
 class KernelPrices:
     #: GPU UUID -> (name, price per hour or None when unpriced)
     gpus: dict[str, tuple[str, Decimal | None]] = field(default_factory=dict)
-    base_usd_per_hour: Decimal = Decimal(0)
+    base_per_hour: Decimal = Decimal(0)
     currency_symbol: str = "$"
     #: where the prices come from, for the report
     source: str = ""
@@ -54,10 +54,10 @@ class KernelPrices:
             if uuid in self.gpus
         ]
 
-    def rate_usd_per_hour(self, uuids: list[str] | None = None) -> Decimal:
+    def rate_per_hour(self, uuids: list[str] | None = None) -> Decimal:
         chosen = self.gpus if uuids is None else {u: self.gpus[u] for u in uuids if u in self.gpus}
         return sum((p for _, p in chosen.values() if p is not None), Decimal(0)) + (
-            self.base_usd_per_hour
+            self.base_per_hour
         )
 
 
@@ -65,7 +65,7 @@ def from_published(published: PublishedPrices) -> KernelPrices:
     """The prices the server handed down, as the kernel uses them."""
     return KernelPrices(
         gpus={g.uuid: (g.name, g.usd_per_hour) for g in published.gpus},
-        base_usd_per_hour=published.base_usd_per_hour,
+        base_per_hour=published.base_usd_per_hour,
         currency_symbol=published.currency_symbol,
         source=published.source,
         from_server=True,
@@ -94,7 +94,7 @@ def from_catalog(readings: list[tuple[str, str, int | None]]) -> KernelPrices:
     for uuid, name, memory in readings:
         # no price that fits: an upper bound, labelled (never $0)
         price = policy.price_for(name, memory)
-        gpus[uuid] = (name, None if price is None else price.usd_per_gpu_hour)
+        gpus[uuid] = (name, None if price is None else price.per_gpu_hour)
         if price is not None and price.upper_bound:
             bounds[uuid] = (price.reason_msgid, price.reason_values)
     return KernelPrices(

@@ -53,9 +53,9 @@ def saved_cell(
     return SavedCell(
         cost_micro_usd=cost_micro_usd,
         wall_s=round(wall_s, 6),
-        rate_usd_per_hour=prices.rate_usd_per_hour(),
+        rate_usd_per_hour=prices.rate_per_hour(),
         gpus=tuple(SavedGpu(name, price) for name, price in prices.gpus.values()),
-        base_usd_per_hour=prices.base_usd_per_hour,
+        base_usd_per_hour=prices.base_per_hour,
         priced_by=prices.source,
         mode=mode,
         status=status,

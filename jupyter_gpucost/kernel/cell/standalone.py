@@ -102,7 +102,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
     gpus: dict[str, tuple[str, Decimal | None]] = {}
     for uuid, name, memory in readings:
         price = policy.price_for(name, memory)
-        gpus[uuid] = (name, None if price is None else price.usd_per_gpu_hour)
+        gpus[uuid] = (name, None if price is None else price.per_gpu_hour)
     what = " ".join(x for x in (machine.provider, machine.instance_type, plan.market) if x)
     how = (
         "whole-instance price"
@@ -113,7 +113,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
     )
     return KernelPrices(
         gpus=gpus,
-        base_usd_per_hour=plan.base_usd_per_hour(Decimal(0)),
+        base_per_hour=plan.base_usd_per_hour(Decimal(0)),
         source=f"the shipped catalog for this {what} machine ({how}): no jupyter-gpucost "
         "server for this kernel",
         from_server=False,

@@ -259,7 +259,7 @@ class Option:
     model: str
     memory_bytes: int
     count: int
-    usd_per_gpu_hour: Decimal | None
+    per_gpu_hour: Decimal | None
     where: str
     #: the symbol of the currency the price is in
     currency_symbol: str = "$"
@@ -280,9 +280,9 @@ def catalog_options(
         if row.market != "on-demand" or row.currency != currency:
             continue
         known = cheapest.get(row.model)
-        if known is None or row.usd_per_gpu_hour < known[0]:
+        if known is None or row.per_gpu_hour < known[0]:
             where = _("{provider} on-demand").format(provider=row.provider)
-            cheapest[row.model] = (row.usd_per_gpu_hour, where, currency_symbol(row.currency))
+            cheapest[row.model] = (row.per_gpu_hour, where, currency_symbol(row.currency))
     options = []
     for model, memory in MODEL_MEMORY_BYTES.items():
         count = math.ceil(total_bytes / memory)
@@ -297,7 +297,7 @@ def catalog_options(
             options.append(Option(model, memory, count, price, where, symbol))
 
     def key(o: Option) -> tuple[int, Decimal, str]:
-        hourly = o.usd_per_gpu_hour * o.count if o.usd_per_gpu_hour is not None else None
+        hourly = o.per_gpu_hour * o.count if o.per_gpu_hour is not None else None
         return (o.count, hourly if hourly is not None else Decimal("1e9"), o.model)
 
     return sorted(options, key=key)
@@ -379,7 +379,7 @@ def _option(o: Option) -> str:
     else:
         what = _("{count}× {model} ({size}, split across GPUs)")
     shown = what.format(count=o.count, model=o.model, size=size)
-    if o.usd_per_gpu_hour is None:
+    if o.per_gpu_hour is None:
         return f"{shown}: {o.where}"
-    price = exact(o.usd_per_gpu_hour * o.count, o.currency_symbol)
+    price = exact(o.per_gpu_hour * o.count, o.currency_symbol)
     return _("{option}: from {price}/h ({where})").format(option=shown, price=price, where=o.where)

@@ -28,7 +28,7 @@ from ...core.i18n import _
 from ...core.refusal import Refusal
 from ..budget.policy import BudgetError
 from ..ledger import LedgerOffline
-from ..status import ledger_unreachable
+from ..status_ledger import ledger_unreachable
 from . import tools
 from .bridge import HttpRequest, Responder, serve
 from .schemas import INSTRUCTIONS, TOOLS, find

@@ -103,7 +103,7 @@ def budget_summary(payload: Mapping[str, Any] | None) -> dict[str, object] | Non
     return summary
 
 
-def remaining_micro_usd(parts: AgentParts) -> tuple[int | None, str | None]:
+def remaining_micro(parts: AgentParts) -> tuple[int | None, str | None]:
     """The money left in the binding budget (the least left of all), and its kind; ``None``
     when no budget with a known spend is set."""
     if parts.budget is None:
@@ -111,7 +111,7 @@ def remaining_micro_usd(parts: AgentParts) -> tuple[int | None, str | None]:
     binding = binding_standing(parts.budget.standings())
     if binding is None:
         return None, None
-    return max(0, binding.remaining_micro_usd or 0), binding.budget.kind
+    return max(0, binding.remaining_micro or 0), binding.budget.kind
 
 
 def parse_duration(raw: object) -> float:
@@ -182,9 +182,9 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
             for key in ("cell_id", "notebook_path", "wall_s", "cost_usd", "rate_usd_per_hour")
         }
     snapshot = parts.service.sampler.latest.snapshot
-    rate = Decimal(snapshot.rate_usd_per_hour)
+    rate = Decimal(snapshot.rate_per_hour)
     cost = rounded_cost_micro_usd(rate, round(duration_s * US_PER_S))
-    left, kind = remaining_micro_usd(parts)
+    left, kind = remaining_micro(parts)
     symbol = parts.service.config.currency_symbol
     fits = None if left is None else cost <= left
     words = {
@@ -313,7 +313,7 @@ async def set_budget(parts: AgentParts, arguments: Mapping[str, object]) -> dict
     return {
         "budget": budget_summary(payload),
         "summary": _("This session's budget is now {amount}.").format(
-            amount=status_bar(usd(budget.amount_micro_usd), symbol)
+            amount=status_bar(usd(budget.amount_micro), symbol)
         ),
     }
 

@@ -30,7 +30,7 @@ from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
 from .events import EVENT_SCHEMA_ID, BudgetEvents, EventLogger, iso
 from .idle import IdleClock
-from .payload import BudgetView, HubView, IdleView, budget_payload
+from .payload import BudgetView, HubView, IdleView, budget_payload, record_json
 from .policy import (
     SCOPES,
     Budget,
@@ -123,7 +123,7 @@ class BudgetController:
             clock=clock,
         )
         # what the machine still costs after an action that leaves it running
-        self.enforcer.machine_rate = spend.rate_usd_per_hour
+        self.enforcer.machine_rate = spend.rate_per_hour
         #: where each action is kept besides the state file (the ledger)
         self.action_sink: ActionSink | None = None
         self._idle = IdleClock()
@@ -242,7 +242,7 @@ class BudgetController:
         if self.config.idle_minutes <= 0 or self.gpu_utilization is None:
             return None
         utilizations = self.gpu_utilization()
-        costing = self.spend.rate_usd_per_hour() > 0
+        costing = self.spend.rate_per_hour() > 0
         quiet = bool(utilizations) and all(
             u is not None and u <= self.config.idle_utilization_pct for u in utilizations
         )
@@ -270,7 +270,7 @@ class BudgetController:
             kernels_running=bool(
                 self.kernel_manager is not None and list(self.kernel_manager.list_kernel_ids())
             ),
-            rate_usd_per_hour=self.spend.rate_usd_per_hour(),
+            rate_per_hour=self.spend.rate_per_hour(),
         )
         for event in events:
             self._announce(event, now)
@@ -285,7 +285,7 @@ class BudgetController:
         sym = config.currency_symbol
         if isinstance(event, ThresholdCrossed):
             s = event.standing
-            out = s.runs_out_at(now, self.spend.rate_usd_per_hour())
+            out = s.runs_out_at(now, self.spend.rate_per_hour())
             self.events.emit(
                 "threshold",
                 messages.threshold(event.threshold_pct, s.budget, out, sym),
@@ -311,7 +311,7 @@ class BudgetController:
                         self.policy.grace_shortened,
                         config.grace_s,
                         countdown_s,
-                        self.spend.rate_usd_per_hour(),
+                        self.spend.rate_per_hour(),
                         sym,
                     ),
                 ),
@@ -333,14 +333,16 @@ class BudgetController:
         return None if reply is None else reply.reason
 
     def _budget_fields(self, s: Standing, now: datetime) -> dict[str, object]:
-        out = s.runs_out_at(now, self.spend.rate_usd_per_hour())
+        out = s.runs_out_at(now, self.spend.rate_per_hour())
         fields: dict[str, Any] = {
             "budget_kind": s.budget.kind,
             "scope": s.budget.scope,
-            "amount_usd": usd(s.budget.amount_micro_usd),
+            "amount": usd(s.budget.amount_micro),
+            # deprecated twin (docs/api.md, "Money keys"), as "spent_usd" below
+            "amount_usd": usd(s.budget.amount_micro),
         }
-        if s.spent_micro_usd is not None:
-            fields["spent_usd"] = usd(s.spent_micro_usd)
+        if s.spent_micro is not None:
+            fields["spent"] = fields["spent_usd"] = usd(s.spent_micro)
         if out is not None:
             fields["runs_out_at"] = iso(out)
         return fields
@@ -404,9 +406,9 @@ class BudgetController:
             spent, period = self.spend.spent(budget.scope)
             self.policy.set_soft(
                 budget,
-                spent_micro_usd=spent,
+                spent_micro=spent,
                 period=period,
-                rate_usd_per_hour=self.spend.rate_usd_per_hour(),
+                rate_per_hour=self.spend.rate_per_hour(),
             )
         self._dirty = True
         await self.tick()
@@ -464,7 +466,7 @@ class BudgetController:
         document = budget_payload(
             BudgetView(
                 now=self.clock(),
-                rate_usd_per_hour=self.spend.rate_usd_per_hour(),
+                rate_per_hour=self.spend.rate_per_hour(),
                 standings=self.standings(),
                 policy=self.policy,
                 action=config.action,
@@ -495,4 +497,4 @@ class BudgetController:
 
     def action_log(self) -> list[dict[str, object]]:
         """This session's actions, newest first, as the API shows them."""
-        return [a.to_json() for a in reversed(self.actions)]
+        return [record_json(a) for a in reversed(self.actions)]

@@ -200,8 +200,8 @@ class Enforcer:
             budget = BudgetFigures(
                 kind=b.kind,
                 scope=b.scope,
-                amount_micro_usd=b.amount_micro_usd,
-                spent_micro_usd=event.standing.spent_micro_usd or 0,
+                amount_micro=b.amount_micro,
+                spent_micro=event.standing.spent_micro or 0,
             )
         record = ActionRecord(
             at=iso(started) or "",
@@ -265,7 +265,8 @@ class Enforcer:
         await self.keep(done)
         fields: dict[str, object] = {"action": action, "reason": done.reason, "at": done.at}
         if done.still_usd_per_hour is not None:
-            fields["still_usd_per_hour"] = float(done.still_usd_per_hour)
+            # and its deprecated twin (docs/api.md, "Money keys")
+            fields["still_per_hour"] = fields["still_usd_per_hour"] = float(done.still_usd_per_hour)
         self.events.emit("action", done.message, fields)
         return done
 

@@ -83,7 +83,7 @@ def idle(minutes: float, *, act: bool) -> str:
 
 
 def threshold(pct: int, budget: Budget, runs_out_at: datetime | None, symbol: str) -> str:
-    amount = notice(budget.amount_micro_usd, symbol)
+    amount = notice(budget.amount_micro, symbol)
     if runs_out_at:
         text = _(
             "{pct}% of your {amount} {budget} is spent; at the current rate it runs out at "
@@ -111,11 +111,11 @@ def grace(
     ``note``: why the countdown is shorter than the grace period (:func:`shortened`)."""
     if budget is not None and not spent:
         what = _("Your {amount} {budget} runs out at the current rate.").format(
-            amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
+            amount=notice(budget.amount_micro, symbol), budget=scope_name(budget)
         )
     elif budget is not None:
         what = _("Your {amount} {budget} is spent.").format(
-            amount=notice(budget.amount_micro_usd, symbol), budget=scope_name(budget)
+            amount=notice(budget.amount_micro, symbol), budget=scope_name(budget)
         )
     elif reason == "hub" and hub_reason == IDLE_STOP_REASON:
         what = _(IDLE_STOP_REASON)
@@ -175,7 +175,7 @@ def summary(record: ActionRecord, symbol: str) -> str:
     at = record.at[11:16]
     if record.budget is not None:
         head = _("stopped at {amount} budget at {time} UTC").format(
-            amount=notice(record.budget.amount_micro_usd, symbol), time=at
+            amount=notice(record.budget.amount_micro, symbol), time=at
         )
     elif record.reason == "hub":
         head = _("stopped for the hub at {time} UTC").format(time=at)

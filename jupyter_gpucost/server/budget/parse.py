@@ -115,14 +115,14 @@ def parse_lower_request(body: Mapping[str, object], in_force: Iterable[Budget]) 
                     "session budget"
                 ).format(scope=scope_word(current.scope))
             )
-        if budget.amount_micro_usd >= current.amount_micro_usd:
+        if budget.amount_micro >= current.amount_micro:
             raise BudgetError(
                 _(
                     "an agent can only lower the budget: {amount} is not below the budget "
                     "of {limit} ({kind})"
                 ).format(
-                    amount=_dollars(budget.amount_micro_usd),
-                    limit=_dollars(current.amount_micro_usd),
+                    amount=_dollars(budget.amount_micro),
+                    limit=_dollars(current.amount_micro),
                     kind=budget_kind(current.kind),
                 )
             )

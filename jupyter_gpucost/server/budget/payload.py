@@ -52,7 +52,7 @@ class BudgetView:
     """Everything the payload is built from, read at one moment."""
 
     now: datetime
-    rate_usd_per_hour: Decimal
+    rate_per_hour: Decimal
     standings: Sequence[Standing]
     policy: BudgetPolicy
     action: str
@@ -68,18 +68,41 @@ class BudgetView:
     currency_symbol: str = "$"
 
 
+#: an action record's amounts, by their deprecated names → their currency-neutral names
+RECORD_MONEY_KEYS = {
+    "amount_usd": "amount",
+    "spent_usd": "spent",
+    "still_usd_per_hour": "still_per_hour",
+}
+
+
+def record_json(record: ActionRecord) -> dict[str, object]:
+    """An action's record as the API shows it: as the state file keeps it (its saved names)
+    and each amount under its currency-neutral name too (docs/api.md, "Money keys")."""
+    out = record.to_json()
+    for old, new in RECORD_MONEY_KEYS.items():
+        if old in out:
+            out[new] = out[old]
+    return out
+
+
 def _standing(view: BudgetView, s: Standing) -> dict[str, object]:
-    out = s.runs_out_at(view.now, view.rate_usd_per_hour)
+    out = s.runs_out_at(view.now, view.rate_per_hour)
+    amount = usd(s.budget.amount_micro)
+    spent = None if s.spent_micro is None else usd(s.spent_micro)
+    remaining = None if s.remaining_micro is None else usd(max(0, s.remaining_micro))
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
         "source": _(s.budget.source) if s.budget.source else None,
         "scope": s.budget.scope,
-        "amount_usd": usd(s.budget.amount_micro_usd),
-        "spent_usd": None if s.spent_micro_usd is None else usd(s.spent_micro_usd),
-        "remaining_usd": None
-        if s.remaining_micro_usd is None
-        else usd(max(0, s.remaining_micro_usd)),
+        "amount": amount,
+        "spent": spent,
+        "remaining": remaining,
+        # deprecated twins (docs/api.md, "Money keys")
+        "amount_usd": amount,
+        "spent_usd": spent,
+        "remaining_usd": remaining,
         "share": None if s.share is None else round(s.share, 4),
         "runs_out_at": iso(out),
         "fired_pct": sorted(view.policy.fired.get(s.key, set())),
@@ -104,13 +127,20 @@ def _hub_reason(reply: HubReply) -> str | None:
 
 def _hub(view: BudgetView, hub: HubView) -> dict[str, object]:
     reply = hub.reply
+    session = None if reply is None else usd(reply.session_micro_usd)
+    today = None if reply is None else usd(reply.today_micro_usd)
+    month = None if reply is None else usd(reply.month_micro_usd)
     return {
         "source": _(HUB_SOURCE_LABEL),
         "budgets": [_standing(view, s) for s in view.standings if s.budget.kind == "hub"],
         "user": None if reply is None else reply.user,
-        "session_usd": None if reply is None else usd(reply.session_micro_usd),
-        "today_usd": None if reply is None else usd(reply.today_micro_usd),
-        "month_usd": None if reply is None else usd(reply.month_micro_usd),
+        "session": session,
+        "today": today,
+        "month": month,
+        # deprecated twins (docs/api.md, "Money keys")
+        "session_usd": session,
+        "today_usd": today,
+        "month_usd": month,
         "stop_at": None if reply is None else iso(reply.stop_at),
         "reason": None if reply is None else _hub_reason(reply),
         "stop_kind": None if reply is None else reply.stop_kind,
@@ -136,11 +166,11 @@ def _hub(view: BudgetView, hub: HubView) -> dict[str, object]:
 def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] | None:
     """When, at what amount and how the budget acts, at the current rate (``None``: no
     budget runs out: none set, no rate, spent already, or it has acted)."""
-    p, rate = view.policy, view.rate_usd_per_hour
-    if binding is None or binding.remaining_micro_usd is None or p.state in ("enforcing", "acted"):
+    p, rate = view.policy, view.rate_per_hour
+    if binding is None or binding.remaining_micro is None or p.state in ("enforcing", "acted"):
         return None
-    in_s = seconds_left(binding.remaining_micro_usd, rate)
-    if in_s is None or binding.remaining_micro_usd <= 0:
+    in_s = seconds_left(binding.remaining_micro, rate)
+    if in_s is None or binding.remaining_micro <= 0:
         return None
     # a budget's countdown: its end (at the budget, or sooner: shortened, or the hub's
     # time); any other countdown (the user's own stop, idle GPUs) leaves the budget's plan
@@ -148,12 +178,15 @@ def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] 
     if budget_countdown and p.grace_ends is not None:
         in_s = min(in_s, max(0.0, (p.grace_ends - view.now).total_seconds()))
     action = (p.grace_action if budget_countdown else None) or view.action
-    amount = binding.budget.amount_micro_usd
+    amount = binding.budget.amount_micro
     return {
-        "amount_usd": usd(amount),
+        "amount": usd(amount),
         "budget_kind": binding.budget.kind,
         "in_s": round(in_s, 1),
         "at": iso(view.now + timedelta(seconds=in_s)),
+        "rate_per_hour": float(rate),
+        # deprecated twins (docs/api.md, "Money keys")
+        "amount_usd": usd(amount),
         "rate_usd_per_hour": float(rate),
         "action": action,
         "text": messages.stop_plan(amount, in_s, rate, action, view.currency_symbol),
@@ -166,12 +199,12 @@ def _shortened(view: BudgetView) -> str | None:
         return None
     countdown_s = (p.grace_ends - p.grace_started).total_seconds()
     return messages.shortened(
-        p.grace_shortened, p.grace_s, countdown_s, view.rate_usd_per_hour, view.currency_symbol
+        p.grace_shortened, p.grace_s, countdown_s, view.rate_per_hour, view.currency_symbol
     )
 
 
 def budget_payload(view: BudgetView) -> dict[str, object]:
-    now, rate, p = view.now, view.rate_usd_per_hour, view.policy
+    now, rate, p = view.now, view.rate_per_hour, view.policy
     standings = view.standings
     binding = binding_standing(standings)
     grace = None
@@ -212,7 +245,7 @@ def budget_payload(view: BudgetView) -> dict[str, object]:
         "idle": None
         if view.idle is None
         else {"minutes": view.idle.minutes, "action": view.idle.action, "idle_s": view.idle.idle_s},
-        "last_action": None if view.last_action is None else view.last_action.to_json(),
+        "last_action": None if view.last_action is None else record_json(view.last_action),
         "events": list(view.events[-SHOWN_EVENTS:]),
         "hub": None if view.hub is None else _hub(view, view.hub),
     }

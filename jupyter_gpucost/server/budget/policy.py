@@ -67,7 +67,7 @@ HARD_REFUSAL = N_(
 @dataclass(frozen=True)
 class Budget:
     kind: Kind
-    amount_micro_usd: int
+    amount_micro: int
     scope: Scope = "session"
     #: where a locked budget comes from, as the UI says it (``sources``, ``HUB_SOURCE_LABEL``)
     source: str = ""
@@ -85,43 +85,41 @@ class Standing:
 
     budget: Budget
     #: ``None``: the spend in this scope is not known (e.g. day/month without the ledger)
-    spent_micro_usd: int | None
+    spent_micro: int | None
     period: str
 
     @property
     def key(self) -> str:
         b = self.budget
         owner = f"{b.owner}:" if b.owner else ""
-        return f"{b.kind}:{owner}{b.scope}:{self.period}:{b.amount_micro_usd}"
+        return f"{b.kind}:{owner}{b.scope}:{self.period}:{b.amount_micro}"
 
     @property
-    def remaining_micro_usd(self) -> int | None:
-        if self.spent_micro_usd is None:
+    def remaining_micro(self) -> int | None:
+        if self.spent_micro is None:
             return None
-        return self.budget.amount_micro_usd - self.spent_micro_usd
+        return self.budget.amount_micro - self.spent_micro
 
     @property
     def share(self) -> float | None:
-        if self.spent_micro_usd is None:
+        if self.spent_micro is None:
             return None
-        return self.spent_micro_usd / self.budget.amount_micro_usd
+        return self.spent_micro / self.budget.amount_micro
 
     @property
     def exceeded(self) -> bool:
-        return self.spent_micro_usd is not None and self.spent_micro_usd >= (
-            self.budget.amount_micro_usd
-        )
+        return self.spent_micro is not None and self.spent_micro >= (self.budget.amount_micro)
 
-    def runs_out_at(self, now: datetime, rate_usd_per_hour: Decimal) -> datetime | None:
+    def runs_out_at(self, now: datetime, rate_per_hour: Decimal) -> datetime | None:
         """When it is spent at ``rate``; ``now`` if it already is; ``None`` if never."""
-        remaining = self.remaining_micro_usd
+        remaining = self.remaining_micro
         if remaining is None:
             return None
         if remaining <= 0:
             return now
-        if rate_usd_per_hour <= 0:
+        if rate_per_hour <= 0:
             return None
-        hours = Decimal(remaining) / Decimal(1_000_000) / rate_usd_per_hour
+        hours = Decimal(remaining) / Decimal(1_000_000) / rate_per_hour
         return now + timedelta(seconds=float(hours * 3600))
 
 
@@ -208,13 +206,13 @@ class BudgetPolicy:
         self,
         budget: Budget | None,
         *,
-        spent_micro_usd: int | None = None,
+        spent_micro: int | None = None,
         period: str = "",
-        rate_usd_per_hour: Decimal | None = None,
+        rate_per_hour: Decimal | None = None,
     ) -> None:
         """Set, change or remove the soft budget (never the hard one).
 
-        Thresholds the new budget's share has already passed (``spent_micro_usd`` in its
+        Thresholds the new budget's share has already passed (``spent_micro`` in its
         scope now) count as fired: the user chose it knowing the spend; the ones above
         are armed. A budget set with less than the grace period left at the current rate
         (or below what is spent) counts down the full grace, for the user to raise it.
@@ -222,13 +220,13 @@ class BudgetPolicy:
         if budget is not None and budget.kind != "soft":
             raise BudgetError("only the soft budget can be changed")
         self.soft = budget
-        if budget is None or spent_micro_usd is None:
+        if budget is None or spent_micro is None:
             return
-        new = Standing(budget, spent_micro_usd, period)
-        left = budget.amount_micro_usd - spent_micro_usd
-        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
+        new = Standing(budget, spent_micro, period)
+        left = budget.amount_micro - spent_micro
+        rate = rate_per_hour if rate_per_hour is not None else Decimal(0)
         self.set_when_due = new.key if due(left, rate, self.grace_s) else None
-        share_pct = 100 * spent_micro_usd / budget.amount_micro_usd
+        share_pct = 100 * spent_micro / budget.amount_micro
         self.fired.setdefault(new.key, set()).update(
             t for t in self.thresholds_pct if t <= share_pct
         )
@@ -271,11 +269,11 @@ class BudgetPolicy:
         idle_for_s: float | None = None,
         idle_limit_s: float | None = None,
         kernels_running: bool = False,
-        rate_usd_per_hour: Decimal | None = None,
+        rate_per_hour: Decimal | None = None,
     ) -> list[PolicyEvent]:
         """Advance the machine with what was spent now; return what happened.
 
-        ``rate_usd_per_hour``: what the session costs now. A budget's countdown starts when
+        ``rate_per_hour``: what the session costs now. A budget's countdown starts when
         the money left lasts at most the grace period at this rate, and ends when it is
         gone (``core.budget_timing``): the action lands at the budget. A rate that rises during the
         countdown shortens it; one that falls keeps it (it never ends later, so it never
@@ -286,7 +284,7 @@ class BudgetPolicy:
         not: the user chose to go on.
         """
         standings = tuple(standings)
-        rate = rate_usd_per_hour if rate_usd_per_hour is not None else Decimal(0)
+        rate = rate_per_hour if rate_per_hour is not None else Decimal(0)
         events: list[PolicyEvent] = []
         for standing in standings:
             events.extend(self._thresholds(standing))
@@ -294,7 +292,7 @@ class BudgetPolicy:
         due_now = [
             s
             for s in standings
-            if s.remaining_micro_usd is not None and due(s.remaining_micro_usd, rate, self.grace_s)
+            if s.remaining_micro is not None and due(s.remaining_micro, rate, self.grace_s)
         ]
         binding = min(due_now, key=_hard_first) if due_now else None
         idle = idle_limit_s is not None and idle_for_s is not None and idle_for_s >= idle_limit_s
@@ -378,7 +376,7 @@ class BudgetPolicy:
             return None
         if not standing.budget.locked and standing.key == self.set_when_due:
             return None
-        return countdown(standing.remaining_micro_usd or 0, rate, self.grace_s, tick_s=self.tick_s)
+        return countdown(standing.remaining_micro or 0, rate, self.grace_s, tick_s=self.tick_s)
 
     def _keep_to_budget(self, now: datetime, standing: Standing, rate: Decimal) -> None:
         """A rate that rose during the countdown: it ends when the money does (never later
@@ -451,12 +449,12 @@ class BudgetPolicy:
 
 
 def _hard_first(standing: Standing) -> tuple[int, int]:
-    remaining = standing.remaining_micro_usd or 0
+    remaining = standing.remaining_micro or 0
     return (remaining, 0 if standing.budget.locked else 1)
 
 
 def binding_standing(standings: Iterable[Standing]) -> Standing | None:
     """The budget that binds: the one with the least money left, of those whose spend is
     known (``None``: none is)."""
-    known = [s for s in standings if s.remaining_micro_usd is not None]
-    return min(known, key=lambda s: s.remaining_micro_usd or 0) if known else None
+    known = [s for s in standings if s.remaining_micro is not None]
+    return min(known, key=lambda s: s.remaining_micro or 0) if known else None

@@ -31,8 +31,8 @@ class BudgetFigures:
 
     kind: str
     scope: str
-    amount_micro_usd: int
-    spent_micro_usd: int
+    amount_micro: int
+    spent_micro: int
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class ActionRecord:
             self, result=result, message=message, kernels=kernels, via=via, hub=hub, detail=detail
         )
 
-    def with_still(self, rate_usd_per_hour: Decimal) -> ActionRecord:
-        return replace(self, still_usd_per_hour=rate_usd_per_hour)
+    def with_still(self, rate_per_hour: Decimal) -> ActionRecord:
+        return replace(self, still_usd_per_hour=rate_per_hour)
 
     def with_instance(self, answer: str) -> ActionRecord:
         return replace(self, instance=answer)
@@ -101,8 +101,8 @@ class ActionRecord:
         if self.budget is not None:
             out["budget_kind"] = self.budget.kind
             out["scope"] = self.budget.scope
-            out["amount_usd"] = usd(self.budget.amount_micro_usd)
-            out["spent_usd"] = usd(self.budget.spent_micro_usd)
+            out["amount_usd"] = usd(self.budget.amount_micro)
+            out["spent_usd"] = usd(self.budget.spent_micro)
         if self.result is None:
             return out
         out["result"] = self.result
@@ -132,8 +132,8 @@ class ActionRecord:
             budget = BudgetFigures(
                 kind=str(raw.get("budget_kind", "")),
                 scope=str(raw.get("scope", "")),
-                amount_micro_usd=_micro(raw["amount_usd"]),
-                spent_micro_usd=_micro(raw.get("spent_usd") or 0),
+                amount_micro=_micro(raw["amount_usd"]),
+                spent_micro=_micro(raw.get("spent_usd") or 0),
             )
         result = raw.get("result")
         if result not in (None, "done", "skipped", "requested"):

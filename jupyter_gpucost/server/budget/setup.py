@@ -225,7 +225,7 @@ def start_budget(
         log.info(
             "jupyter-gpucost: hard %s budget %s (%s), action %s after %gs%s",
             config.hard.scope,
-            exact(to_usd(config.hard.amount_micro_usd)),
+            exact(to_usd(config.hard.amount_micro)),
             config.hard.source,
             config.action,
             config.grace_s,

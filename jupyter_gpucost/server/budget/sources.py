@@ -56,19 +56,19 @@ class Resolved:
 
 
 def resolve(
-    amount_micro_usd: Setting[int],
+    amount_micro: Setting[int],
     scope: Setting[Scope],
     grace_s: Setting[float],
     action: Setting[str],
 ) -> Resolved:
     """The settings in force: the environment's unless the config's is stricter."""
     notes: list[str] = []
-    env_amount = amount_micro_usd.env or 0
+    env_amount = amount_micro.env or 0
     env_scope: Scope = scope.env or "session"
     hard: Budget | None = None
     if env_amount > 0:
         hard = Budget("hard", env_amount, env_scope, SPAWNER_LABEL)
-        trait = amount_micro_usd.trait
+        trait = amount_micro.trait
         if trait and trait != env_amount:
             if trait < env_amount and scope.trait == env_scope:
                 hard = Budget("hard", trait, env_scope, CONFIG_LABEL)
@@ -83,8 +83,8 @@ def resolve(
                 f"c.GpuCost.hard_budget_scope = {scope.trait!r} does not change the "
                 f"spawner's {env_scope} budget"
             )
-    elif amount_micro_usd.trait > 0:
-        hard = Budget("hard", amount_micro_usd.trait, scope.trait, CONFIG_LABEL)
+    elif amount_micro.trait > 0:
+        hard = Budget("hard", amount_micro.trait, scope.trait, CONFIG_LABEL)
     grace = grace_s.trait
     if grace_s.env is not None and grace > grace_s.env:
         notes.append(

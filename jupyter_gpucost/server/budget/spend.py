@@ -23,7 +23,7 @@ class SpendSource(Protocol):
 
     def spent(self, scope: Scope) -> tuple[int | None, str]: ...
 
-    def rate_usd_per_hour(self) -> Decimal: ...
+    def rate_per_hour(self) -> Decimal: ...
 
     def supports(self, scope: Scope) -> bool: ...
 
@@ -74,17 +74,17 @@ class MeterSpend:
     def spent(self, scope: Scope) -> tuple[int | None, str]:
         snapshot = self.latest()
         if scope == "session":
-            return snapshot.cost_micro_usd, self.session_id
+            return snapshot.cost_micro, self.session_id
         period = self._period(scope, snapshot.as_of)
         if self.ledger is None:
             return None, period
         live = self.ledger.totals.totals(snapshot)
         if live is None:
             return None, period
-        return (live.today_micro_usd if scope == "day" else live.month_micro_usd), period
+        return (live.today_micro if scope == "day" else live.month_micro), period
 
-    def rate_usd_per_hour(self) -> Decimal:
-        return Decimal(self.latest().rate_usd_per_hour)
+    def rate_per_hour(self) -> Decimal:
+        return Decimal(self.latest().rate_per_hour)
 
     def gpu_utilization(self) -> list[float | None]:
         """Each GPU's utilisation in the latest sample (``None``: no reading)."""

@@ -36,7 +36,7 @@ class StoredState:
 def _soft_to_json(budget: Budget | None) -> dict[str, object] | None:
     if budget is None:
         return None
-    return {"amount_micro_usd": budget.amount_micro_usd, "scope": budget.scope}
+    return {"amount_micro_usd": budget.amount_micro, "scope": budget.scope}
 
 
 class BudgetStore:

@@ -115,7 +115,7 @@ class MeasuredGpuTime:
 class KernelCost:
     info: KernelInfo
     ended: bool
-    cost_micro_usd: int
+    cost_micro: int
     share: Mapping[int, float]
     memory_bytes: int | None
     share_by: Mapping[int, str] = field(default_factory=dict)
@@ -137,8 +137,8 @@ class Attribution:
 
     snapshot: MeterSnapshot
     kernels: tuple[KernelCost, ...]
-    unattributed_micro_usd: int
-    idle_micro_usd: int
+    unattributed_micro: int
+    idle_micro: int
     pids_visible: bool
     note: str | None
     #: GPU index -> host pid -> kernel id: the processes kernels identified as theirs
@@ -147,8 +147,8 @@ class Attribution:
     others: tuple[OtherProcess, ...] = ()
 
     @property
-    def total_micro_usd(self) -> int:
-        return self.snapshot.gpu_cost_micro_usd
+    def total_micro(self) -> int:
+        return self.snapshot.gpu_cost_micro
 
 
 def weights_of(
@@ -377,15 +377,15 @@ class Attributor:
         unattributed = 0
         idle = 0
         for gpu in snapshot.gpus:
-            idle += gpu.idle_micro_usd
-            unattributed += gpu.unobserved_micro_usd + gpu.adjustment_micro_usd
+            idle += gpu.idle_micro
+            unattributed += gpu.unobserved_micro + gpu.adjustment_micro
             parts_us = [a.used_us.get(gpu.index, 0) for a in accounts]
             rest_us = self._unattributed_us.get(gpu.index, 0)
             if sum(parts_us) + rest_us != gpu.used_us:
                 # a GPU this attributor has not followed from the start: leave it unsplit
-                unattributed += gpu.used_micro_usd
+                unattributed += gpu.used_micro
                 continue
-            money = split(gpu.used_micro_usd, [*parts_us, rest_us])
+            money = split(gpu.used_micro, [*parts_us, rest_us])
             for i, amount in enumerate(money[:-1]):
                 kernel_micro[i] += amount
             unattributed += money[-1]
@@ -393,7 +393,7 @@ class Attributor:
             KernelCost(
                 info=a.info,
                 ended=a.ended,
-                cost_micro_usd=kernel_micro[i],
+                cost_micro=kernel_micro[i],
                 share=dict(a.share),
                 memory_bytes=a.memory_bytes,
                 share_by=dict(a.share_by),
@@ -411,8 +411,8 @@ class Attributor:
         return Attribution(
             snapshot=snapshot,
             kernels=kernels,
-            unattributed_micro_usd=unattributed,
-            idle_micro_usd=idle,
+            unattributed_micro=unattributed,
+            idle_micro=idle,
             pids_visible=visible,
             note=note,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...core.i18n import _
 from ...core.money import usd
-from ...core.wire import KernelCostJson, KernelsDocument
+from ...core.wire import KernelCostJson, KernelsDocument, KernelsMicro
 from ..sampler import utc_now
 from .attribution import Attribution
 from .kernel_procs import uptime_s
@@ -26,6 +26,11 @@ def kernels_payload(
             "as_of": utc_now().isoformat(),
             "pids_visible": True,
             "note": None,
+            "total": 0.0,
+            "idle": 0.0,
+            "unattributed": 0.0,
+            "minimum_charge": 0.0,
+            # deprecated twins (docs/api.md, "Money keys"), here and below
             "total_usd": 0.0,
             "idle_usd": 0.0,
             "unattributed_usd": 0.0,
@@ -38,6 +43,7 @@ def kernels_payload(
     for k in attribution.kernels:
         info = k.info
         cells_micro, cells = cells_by_kernel.get(info.id, (0, 0))
+        cost, cells_cost = usd(k.cost_micro), usd(cells_micro)
         kernels.append(
             {
                 "id": info.id,
@@ -57,35 +63,47 @@ def kernels_payload(
                 "gpu_share": {str(i): round(v, 6) for i, v in sorted(k.share.items())},
                 "gpu_share_by": {str(i): by for i, by in sorted(k.share_by.items())},
                 "memory_bytes": k.memory_bytes,
-                "cost_usd": usd(k.cost_micro_usd),
-                "cost_micro_usd": k.cost_micro_usd,
+                "cost": cost,
+                "cost_micro": k.cost_micro,
                 "cells": cells,
-                "cells_cost_usd": usd(cells_micro),
+                "cells_cost": cells_cost,
+                "cells_cost_micro": cells_micro,
+                "cost_usd": cost,
+                "cost_micro_usd": k.cost_micro,
+                "cells_cost_usd": cells_cost,
                 "cells_cost_micro_usd": cells_micro,
             }
         )
     # the part of unattributed that is the billing rule's (minimum charge, rounding):
     # billed whether or not anything ran, so the panel names it apart
-    adjustment = sum(g.adjustment_micro_usd for g in attribution.snapshot.gpus)
-    minimum = min(max(adjustment, 0), max(attribution.unattributed_micro_usd, 0))
+    adjustment = sum(g.adjustment_micro for g in attribution.snapshot.gpus)
+    minimum = min(max(adjustment, 0), max(attribution.unattributed_micro, 0))
+    total, idle = usd(attribution.total_micro), usd(attribution.idle_micro)
+    unattributed = usd(attribution.unattributed_micro)
+    micro: KernelsMicro = {
+        "total": attribution.total_micro,
+        "idle": attribution.idle_micro,
+        "unattributed": attribution.unattributed_micro,
+        "minimum_charge": minimum,
+    }
     return {
         "as_of": attribution.snapshot.as_of.isoformat(),
         "pids_visible": attribution.pids_visible,
         "note": _(attribution.note) if attribution.note else None,
-        "total_usd": usd(attribution.total_micro_usd),
-        "idle_usd": usd(attribution.idle_micro_usd),
-        "unattributed_usd": usd(attribution.unattributed_micro_usd),
+        "total": total,
+        "idle": idle,
+        "unattributed": unattributed,
+        "minimum_charge": usd(minimum),
+        "total_usd": total,
+        "idle_usd": idle,
+        "unattributed_usd": unattributed,
         "minimum_charge_usd": usd(minimum),
         # where kernels identify their GPU processes: the others, not from these kernels
         "other_processes": [
             {"gpu": o.gpu_index, "host_pid": o.host_pid, "memory_bytes": o.memory_bytes}
             for o in attribution.others
         ],
-        "micro_usd": {
-            "total": attribution.total_micro_usd,
-            "idle": attribution.idle_micro_usd,
-            "unattributed": attribution.unattributed_micro_usd,
-            "minimum_charge": minimum,
-        },
+        "micro": micro,
+        "micro_usd": micro,
         "kernels": kernels,
     }

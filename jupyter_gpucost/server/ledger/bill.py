@@ -237,6 +237,9 @@ def bill_json(figure: BillFigure | None, symbol: str) -> dict[str, object] | Non
     if figure is None:
         return None
     return {
+        "estimated": usd(figure.estimated),
+        "billed": usd(figure.billed),
+        # deprecated twins (docs/api.md, "Money keys")
         "estimated_usd": usd(figure.estimated),
         "billed_usd": usd(figure.billed),
         "to": figure.to.isoformat(),

@@ -134,13 +134,13 @@ class ServerAlerts:
             else ""
         )
         for standing in self.budget.standings():
-            if standing.spent_micro_usd is None:
+            if standing.spent_micro is None:
                 continue
             alert = budget_crossing(
                 self.context,
                 standing.key,
-                standing.spent_micro_usd,
-                standing.budget.amount_micro_usd,
+                standing.spent_micro,
+                standing.budget.amount_micro,
                 self.thresholds_pct,
                 note=note,
             )

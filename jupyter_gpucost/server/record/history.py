@@ -144,14 +144,9 @@ def from_ring(
                     "power_w": _mean(power),
                 }
             )
+        # the session's billed cost then, as the status said it at that time
         out.append(
-            {
-                "t": _iso(last.unix_s),
-                # the session's billed cost then, as the status said it at that time
-                "cost_usd": usd(last.cost_micro_usd),
-                "rate_usd_per_hour": usd(last.rate_micro_usd_per_hour),
-                "gpus": gpus,
-            }
+            _point(_iso(last.unix_s), last.cost_micro_usd, last.rate_micro_usd_per_hour, gpus)
         )
     return out
 
@@ -239,12 +234,19 @@ def from_ledger(
                     "power_w": g.power / g.samples if g.samples else None,
                 }
             )
-        out.append(
-            {
-                "t": _iso(t),
-                "cost_usd": usd(shown),
-                "rate_usd_per_hour": usd(b.rate_total),
-                "gpus": gpus,
-            }
-        )
+        out.append(_point(_iso(t), shown, b.rate_total, gpus))
     return out
+
+
+def _point(t: str, cost_micro: int, rate_micro_per_hour: int, gpus: list[PointGpu]) -> HistoryPoint:
+    """One point: the cost and the rate in the session's currency, each under its name and
+    its deprecated ``_usd`` twin (docs/api.md, "Money keys")."""
+    cost, rate = usd(cost_micro), usd(rate_micro_per_hour)
+    return {
+        "t": t,
+        "cost": cost,
+        "rate_per_hour": rate,
+        "cost_usd": cost,
+        "rate_usd_per_hour": rate,
+        "gpus": gpus,
+    }

@@ -168,14 +168,14 @@ class Metrics:
         user = self.user
         m = self.m
         # a counter never goes down: the idle part's rounding may move it by -1
-        m.money.inc("cost", user, snap.cost_delta_micro_usd)
-        m.money.inc("idle", user, snap.idle_delta_micro_usd)
-        m.rate.labels(user).set(float(snap.rate_usd_per_hour))
-        m.session.labels(user, self.session_id).set(snap.cost_micro_usd / 1e6)
+        m.money.inc("cost", user, snap.cost_delta_micro)
+        m.money.inc("idle", user, snap.idle_delta_micro)
+        m.rate.labels(user).set(float(snap.rate_per_hour))
+        m.session.labels(user, self.session_id).set(snap.cost_micro / 1e6)
         for g in snap.gpus:
             labels = (user, str(g.index), g.uuid, g.model or g.name)
             if g.price is not None:
-                m.gpu_hourly.labels(*labels).set(float(g.price.usd_per_gpu_hour))
+                m.gpu_hourly.labels(*labels).set(float(g.price.per_gpu_hour))
             r = g.reading
             if r is None:
                 continue
@@ -196,10 +196,10 @@ class Metrics:
                 if k.ended:
                     continue
                 live.add(key)
-                m.kernel.labels(user, *key).set(k.cost_micro_usd / 1e6)
+                m.kernel.labels(user, *key).set(k.cost_micro / 1e6)
             # a kernel that is gone leaves no series behind (bounded cardinality)
             for key in self._kernel_labels - live:
                 with contextlib.suppress(KeyError):
                     m.kernel.remove(user, *key)
             self._kernel_labels = live
-            m.unattributed.labels(user).set(attribution.unattributed_micro_usd / 1e6)
+            m.unattributed.labels(user).set(attribution.unattributed_micro / 1e6)

@@ -25,11 +25,12 @@ from .history import GpuPoint, HistoryRing, Point
 
 @dataclass(frozen=True)
 class LiveTotals:
-    """Today / this month / all time, in micro-dollars, this session included."""
+    """Today / this month / all time, in micro-units of the session's currency, this session
+    included."""
 
-    today_micro_usd: int
-    month_micro_usd: int
-    all_time_micro_usd: int
+    today_micro: int
+    month_micro: int
+    all_time_micro: int
 
 
 #: how long a clean stop waits for a ledger that cannot be reached
@@ -102,11 +103,11 @@ class Recorder:
     def on_sample(self, published: Published) -> None:
         snap = published.snapshot
         now_s = snap.as_of.timestamp()
-        cost = snap.cost_micro_usd
-        delta_cost = snap.cost_delta_micro_usd
-        delta_idle = snap.idle_delta_micro_usd
+        cost = snap.cost_micro
+        delta_cost = snap.cost_delta_micro
+        delta_idle = snap.idle_delta_micro
         self._last_cost = cost
-        rate = int(snap.rate_usd_per_hour * 1_000_000)
+        rate = int(snap.rate_per_hour * 1_000_000)
         minute = minute_of(now_s)
         memory = [
             g.reading.memory_used_bytes
@@ -179,11 +180,11 @@ class Recorder:
             this_month = sum(v for d, v in self._by_day.items() if d >= month)
             others = self._others
         # the meter may be a sample ahead of the recorder: count what it says now
-        ahead = max(snapshot.cost_micro_usd - self._last_cost, 0)
+        ahead = max(snapshot.cost_micro - self._last_cost, 0)
         return LiveTotals(
-            today_micro_usd=others.today_micro_usd + today + ahead,
-            month_micro_usd=others.month_micro_usd + this_month + ahead,
-            all_time_micro_usd=others.all_time_micro_usd + snapshot.cost_micro_usd,
+            today_micro=others.today_micro_usd + today + ahead,
+            month_micro=others.month_micro_usd + this_month + ahead,
+            all_time_micro=others.all_time_micro_usd + snapshot.cost_micro,
         )
 
     # -- flusher thread --------------------------------------------------------

@@ -25,9 +25,9 @@ function standing(overrides: Partial<IBudgetStanding> = {}): IBudgetStanding {
     kind: 'soft',
     locked: false,
     scope: 'session',
-    amount_usd: 5,
-    spent_usd: 2.1,
-    remaining_usd: 2.9,
+    amount: 5,
+    spent: 2.1,
+    remaining: 2.9,
     share: 0.42,
     runs_out_at: null,
     fired_pct: [],
@@ -95,7 +95,7 @@ class BudgetServer {
             soft:
               amount === null
                 ? null
-                : standing({ amount_usd: amount, scope, share: 2.1 / amount })
+                : standing({ amount: amount, scope, share: 2.1 / amount })
           };
         }
         return this.answer(this.status);
@@ -257,9 +257,7 @@ afterEach(() => {
 
 describe('the budget settings and the server', () => {
   it('does not send the budget of the settings when the page loads', async () => {
-    const server = new BudgetServer(
-      budget({ soft: standing({ amount_usd: 50 }) })
-    );
+    const server = new BudgetServer(budget({ soft: standing({ amount: 50 }) }));
     const file = new SettingsFile('{"softBudgetUsd": 20}');
     await activate(server, file);
     await until('a first answer', () =>
@@ -267,7 +265,7 @@ describe('the budget settings and the server', () => {
     );
     await sleep(200);
     expect(server.puts()).toEqual([]);
-    expect(server.status.soft?.amount_usd).toBe(50);
+    expect(server.status.soft?.amount).toBe(50);
     // the settings now say what the server has
     await until('the settings to follow the server', () => {
       return file.user().softBudgetUsd === 50;
@@ -275,9 +273,7 @@ describe('the budget settings and the server', () => {
   });
 
   it("follows the server's budget however it was set, and sends a change saved in the settings", async () => {
-    const server = new BudgetServer(
-      budget({ soft: standing({ amount_usd: 8 }) })
-    );
+    const server = new BudgetServer(budget({ soft: standing({ amount: 8 }) }));
     const file = new SettingsFile('{"softBudgetUsd": 8}');
     const registry = await activate(server, file);
     await until('a first answer', () =>
@@ -285,7 +281,7 @@ describe('the budget settings and the server', () => {
     );
     // set elsewhere (the panel, %gpucost budget, the API)
     server.status = budget({
-      soft: standing({ amount_usd: 50, scope: 'day' })
+      soft: standing({ amount: 50, scope: 'day' })
     });
     await until('the settings to follow the server', () => {
       const user = file.user();
@@ -297,7 +293,7 @@ describe('the budget settings and the server', () => {
     await registry.set(PLUGIN, 'softBudgetUsd', 12.5);
     await until('the PUT', () => server.puts().length === 1);
     expect(server.puts()).toEqual([{ amount_usd: 12.5, scope: 'day' }]);
-    expect(server.status.soft?.amount_usd).toBe(12.5);
+    expect(server.status.soft?.amount).toBe(12.5);
 
     // removed elsewhere: the settings say so, and nothing is sent back
     server.status = budget({ soft: null, binding: null });
@@ -328,7 +324,7 @@ describe('the budget requests', () => {
         r => r.method === 'GET' && r.url.includes('/api/budget')
       )
     ).toEqual([]);
-    expect(controller.status?.soft?.amount_usd).toBe(5);
+    expect(controller.status?.soft?.amount).toBe(5);
   });
 });
 
@@ -352,7 +348,7 @@ describe('the countdown', () => {
   function graceBudget(): IBudgetStatus {
     return budget({
       state: 'grace',
-      soft: standing({ spent_usd: 5.1, remaining_usd: 0, share: 1.02 }),
+      soft: standing({ spent: 5.1, remaining: 0, share: 1.02 }),
       grace: {
         started: new Date().toISOString(),
         ends: new Date(Date.now() + 120_000).toISOString(),
@@ -400,8 +396,8 @@ describe('the countdown', () => {
           source: 'set by your hub admin',
           budgets: [],
           user: 'alice',
-          today_usd: 1,
-          month_usd: 2,
+          today: 1,
+          month: 2,
           stop_at: ends,
           reason: 'idle',
           stop_kind: 'idle',
@@ -425,9 +421,9 @@ describe('the countdown', () => {
     const hard = standing({
       kind: 'hard',
       locked: true,
-      amount_usd: 5,
-      spent_usd: 4.9,
-      remaining_usd: 0.1,
+      amount: 5,
+      spent: 4.9,
+      remaining: 0.1,
       share: 0.98
     });
     const server = new BudgetServer(
@@ -437,11 +433,11 @@ describe('the countdown', () => {
         soft: null,
         binding: 'hard',
         stop: {
-          amount_usd: 5,
+          amount: 5,
           budget_kind: 'hard',
           in_s: 17,
           at: new Date(Date.now() + 17_000).toISOString(),
-          rate_usd_per_hour: 21.5,
+          rate_per_hour: 21.5,
           action: 'shutdown',
           text: 'Stops at €5.00 — in about 17 s at €21.50/h; notebooks saved first, then the kernels shut down.'
         },
@@ -497,9 +493,9 @@ describe('the countdown', () => {
       budget({
         ...graceBudget(),
         soft: standing({
-          amount_usd: 0.12,
-          spent_usd: 0.13,
-          remaining_usd: 0,
+          amount: 0.12,
+          spent: 0.13,
+          remaining: 0,
           share: 1.08
         })
       })
@@ -534,9 +530,9 @@ describe('the countdown', () => {
       budget({
         ...graceBudget(),
         soft: standing({
-          amount_usd: 0.5,
-          spent_usd: 1.85,
-          remaining_usd: 0,
+          amount: 0.5,
+          spent: 1.85,
+          remaining: 0,
           share: 3.7
         })
       })
@@ -605,8 +601,8 @@ describe('the threshold warnings once the budget changes', () => {
       threshold_pct: pct,
       budget_kind: 'soft',
       scope: 'session',
-      amount_usd: amount,
-      spent_usd: 3.05
+      amount: amount,
+      spent: 3.05
     } as unknown as Event.Emission);
   }
 
@@ -619,9 +615,9 @@ describe('the threshold warnings once the budget changes', () => {
     return budget({
       state: share >= 0.5 ? 'warning' : 'ok',
       soft: standing({
-        amount_usd: amount,
-        spent_usd: amount * share,
-        remaining_usd: amount * (1 - share),
+        amount: amount,
+        spent: amount * share,
+        remaining: amount * (1 - share),
         share
       })
     });

@@ -31,9 +31,9 @@ function standing(overrides: Partial<IBudgetStanding> = {}): IBudgetStanding {
     kind: 'soft',
     locked: false,
     scope: 'session',
-    amount_usd: 1000,
-    spent_usd: 0.11,
-    remaining_usd: 999.89,
+    amount: 1000,
+    spent: 0.11,
+    remaining: 999.89,
     share: 0.00011,
     runs_out_at: null,
     fired_pct: [],
@@ -166,8 +166,8 @@ describe('a countdown is worded by its reason', () => {
       source: 'set by your hub admin',
       budgets: [],
       user: 'alice',
-      today_usd: null,
-      month_usd: null,
+      today: null,
+      month: null,
       stop_at: new Date(ENDS).toISOString(),
       reason: null,
       reported_at: null,
@@ -201,7 +201,7 @@ describe('a countdown is worded by its reason', () => {
       [
         budget({
           state: 'grace',
-          soft: standing({ amount_usd: 5, spent_usd: 5.2, share: 1.04 }),
+          soft: standing({ amount: 5, spent: 5.2, share: 1.04 }),
           grace: grace('budget', { can_raise: true })
         }),
         'budget spent · stop in 9:58'
@@ -273,7 +273,7 @@ describe('the countdown notification by reason', () => {
     const ends = new Date(Date.now() + 120_000).toISOString();
     const status = budget({
       state: 'grace',
-      soft: standing({ amount_usd: 5, spent_usd: 5.1, share: 1.02 }),
+      soft: standing({ amount: 5, spent: 5.1, share: 1.02 }),
       grace: { ...grace('budget', { can_raise: true }), ends }
     });
     const shownCountdown = countdown(status);
@@ -309,10 +309,10 @@ describe('the time left at the current rate', () => {
 
   it('is the headline: about 2 h 10 min left at $6.86/h', () => {
     expect(
-      timeLeftText({ stop: { in_s: 7800, rate_usd_per_hour: 6.862 } }, '$')
+      timeLeftText({ stop: { in_s: 7800, rate_per_hour: 6.862 } }, '$')
     ).toBe('about 2 h 10 min left at $6.86/h');
     expect(
-      timeLeftText({ stop: { in_s: 840, rate_usd_per_hour: 21.5 } }, '€')
+      timeLeftText({ stop: { in_s: 840, rate_per_hour: 21.5 } }, '€')
     ).toBe('about 14 min left at €21.50/h');
     // an older server without the rate
     expect(timeLeftText({ stop: { in_s: 840 } }, '$')).toBe(

@@ -22,9 +22,9 @@ function standing(overrides: Partial<IBudgetStanding> = {}): IBudgetStanding {
     kind: 'soft',
     locked: false,
     scope: 'session',
-    amount_usd: 5,
-    spent_usd: 2.1,
-    remaining_usd: 2.9,
+    amount: 5,
+    spent: 2.1,
+    remaining: 2.9,
     share: 0.42,
     runs_out_at: '2026-11-22T14:50:00Z',
     fired_pct: [],
@@ -69,7 +69,7 @@ describe('budget format', () => {
 
   it('shows the share of the binding budget, locked when it is the admin one', () => {
     expect(budgetText(budget(), 0, '$')).toBe('budget 42% of $5.00');
-    const hard = standing({ kind: 'hard', locked: true, amount_usd: 3 });
+    const hard = standing({ kind: 'hard', locked: true, amount: 3 });
     const status = budget({ hard, binding: 'hard' });
     expect(bindingBudget(status)).toBe(hard);
     expect(budgetText(status, 0, '$')).toBe('🔒 budget 42% of $3.00');
@@ -100,15 +100,15 @@ describe('budget format', () => {
     const text =
       'Stops at $5.00 — in about 14 min at $21.50/h; notebooks saved first, then the kernels shut down.';
     const stop = {
-      amount_usd: 5,
+      amount: 5,
       budget_kind: 'hard' as const,
       in_s: 840,
       at: '2026-11-22T14:14:00Z',
-      rate_usd_per_hour: 21.5,
+      rate_per_hour: 21.5,
       action: 'shutdown',
       text
     };
-    const hard = standing({ kind: 'hard', locked: true, amount_usd: 5 });
+    const hard = standing({ kind: 'hard', locked: true, amount: 5 });
     const status = budget({ hard, soft: null, binding: 'hard', stop });
     expect(budgetTitle(status, '$')).toContain(text);
     expect(budgetText(status, 0, '$')).toBe('🔒 budget 42% of $5.00');
@@ -145,7 +145,7 @@ describe('budget format', () => {
   it('explains both budgets, the run-out time and the last action', () => {
     const title = budgetTitle(
       budget({
-        hard: standing({ kind: 'hard', locked: true, amount_usd: 10 }),
+        hard: standing({ kind: 'hard', locked: true, amount: 10 }),
         last_action: {
           at: '2026-11-22T14:02:00Z',
           action: 'shutdown',
@@ -175,9 +175,9 @@ describe('budget sources', () => {
       source: 'set by your hub admin',
       owner: 'user',
       scope: 'day',
-      amount_usd: 10,
-      spent_usd: 3,
-      remaining_usd: 7,
+      amount: 10,
+      spent: 3,
+      remaining: 7,
       share: 0.3,
       ...overrides
     });
@@ -185,8 +185,8 @@ describe('budget sources', () => {
     source: 'set by your hub admin',
     budgets,
     user: 'alice',
-    today_usd: 3,
-    month_usd: 40,
+    today: 3,
+    month: 40,
     stop_at,
     reason: stop_at ? 'daily budget spent' : null,
     reported_at: '2026-11-22T12:00:00Z',
@@ -199,7 +199,7 @@ describe('budget sources', () => {
         hard: standing({
           kind: 'hard',
           locked: true,
-          amount_usd: 2.5,
+          amount: 2.5,
           source: 'set by the spawner (GPUCOST_BUDGET_USD)'
         })
       }),
@@ -214,9 +214,9 @@ describe('budget sources', () => {
     const group = hubBudget({
       owner: 'group:physics',
       scope: 'month',
-      amount_usd: 100,
-      spent_usd: 40,
-      remaining_usd: 60,
+      amount: 100,
+      spent: 40,
+      remaining: 60,
       share: 0.4
     });
     const status = budget({
@@ -242,7 +242,7 @@ describe('budget sources', () => {
       soft: null,
       binding: 'hub',
       hub: hub(
-        [hubBudget({ spent_usd: 10, remaining_usd: 0, share: 1 })],
+        [hubBudget({ spent: 10, remaining: 0, share: 1 })],
         '2026-11-22T12:30:00Z'
       )
     });
@@ -331,21 +331,19 @@ describe('budget run-out time', () => {
   it('is not shown once the budget is spent', () => {
     const line = {
       share: 0.5,
-      remaining_usd: 2.5,
+      remaining: 2.5,
       runs_out_at: '2026-11-23T18:33:57Z'
     };
     expect(runOutText(line, now)).toBe('01:33 PM EST');
-    expect(runOutText({ ...line, share: 1.91, remaining_usd: 0 }, now)).toBe(
-      null
-    );
+    expect(runOutText({ ...line, share: 1.91, remaining: 0 }, now)).toBe(null);
     expect(runOutText({ ...line, share: 1 }, now)).toBe(null);
     expect(runOutText({ ...line, runs_out_at: null }, now)).toBe(null);
     const spent = budget({
       state: 'acted',
       soft: standing({
-        spent_usd: 0.9,
-        amount_usd: 0.47,
-        remaining_usd: 0,
+        spent: 0.9,
+        amount: 0.47,
+        remaining: 0,
         share: 1.91,
         runs_out_at: '2026-11-23T18:33:57Z'
       })

@@ -12,7 +12,7 @@ import { CostPanelModel } from '../panel/model';
 import { ICellCost, IHistoryAnswer, IHistoryPoint } from '../panel/types';
 
 function point(t: string, rate = 6.86): IHistoryPoint {
-  return { t, cost_usd: 0.1, rate_usd_per_hour: rate, gpus: [] };
+  return { t, cost: 0.1, rate_per_hour: rate, gpus: [] };
 }
 
 function history(step_s: number, points: IHistoryPoint[]): IHistoryAnswer {
@@ -99,9 +99,9 @@ describe('CostPanelModel with pushes', () => {
       as_of: '2026-11-25T10:00:00Z',
       pids_visible: true,
       note: null,
-      total_usd: 0.5,
-      idle_usd: 0.1,
-      unattributed_usd: 0,
+      total: 0.5,
+      idle: 0.1,
+      unattributed: 0,
       kernels: []
     };
     stream.emit({
@@ -128,7 +128,7 @@ describe('CostPanelModel with pushes', () => {
       }),
       feed
     });
-    expect(model.kernels.value?.total_usd).toBe(0.5);
+    expect(model.kernels.value?.total).toBe(0.5);
     await new Promise(resolve => setTimeout(resolve, 50));
     expect(urls.map(u => new URL(u).pathname).sort()).toEqual([
       '/gpucost/api/cells',

@@ -14,7 +14,7 @@ export function makeGpu(
     name: 'NVIDIA A100-SXM4-80GB',
     model: 'A100-80GB',
     priced: true,
-    price_usd_per_hour: 3.431,
+    price_per_hour: 3.431,
     price_source: 'aws on-demand us-east-1 (p4de.24xlarge), as of 2026-01-21',
     price_as_of: '2026-01-21',
     price_confidence: 'listed',
@@ -23,8 +23,8 @@ export function makeGpu(
     memory_total_bytes: 85899345920,
     power_w: 391.2,
     energy_j: 256172.5,
-    cost_usd: 1.415061,
-    idle_cost_usd: 0.551,
+    cost: 1.415061,
+    idle_cost: 0.551,
     lost: false,
     unavailable: {},
     ...overrides
@@ -44,15 +44,15 @@ export function makeStatus(
     session_started: '2026-11-22T09:00:00.000000+00:00',
     as_of: '2026-11-22T09:20:34.512000+00:00',
     elapsed_s: 1234.5,
-    cost_usd: 2.830123,
-    gpu_cost_usd: 2.830123,
-    rate_usd_per_hour: 6.862,
-    used_cost_usd: 1.702456,
-    idle_cost_usd: 1.102,
-    unobserved_cost_usd: 0.0,
-    billing_adjustment_usd: 0.025667,
-    base_price_usd_per_hour: 0.0,
-    base_cost_usd: 0.0,
+    cost: 2.830123,
+    gpu_cost: 2.830123,
+    rate_per_hour: 6.862,
+    used_cost: 1.702456,
+    idle_cost: 1.102,
+    unobserved_cost: 0.0,
+    billing_adjustment: 0.025667,
+    base_price_per_hour: 0.0,
+    base_cost: 0.0,
     energy_j: 512345.0,
     billing: { granularity_s: 1, minimum_charge_s: 60 },
     gpus: [
@@ -100,9 +100,9 @@ export function makeSimulatedStatus(
  */
 export function makeUnpricedStatus(): IGpuCostStatus {
   return makeStatus({
-    cost_usd: 1.23,
-    rate_usd_per_hour: 3.431,
-    idle_cost_usd: 0.551,
+    cost: 1.23,
+    rate_per_hour: 3.431,
+    idle_cost: 0.551,
     gpus: [
       makeGpu(),
       makeGpu({
@@ -110,12 +110,12 @@ export function makeUnpricedStatus(): IGpuCostStatus {
         name: 'NVIDIA L40S',
         model: 'L40S',
         priced: false,
-        price_usd_per_hour: null,
+        price_per_hour: null,
         price_source: null,
         price_as_of: null,
         price_confidence: null,
-        cost_usd: 0,
-        idle_cost_usd: 0
+        cost: 0,
+        idle_cost: 0
       })
     ],
     warnings: [
@@ -133,14 +133,14 @@ export function makeUnpricedStatus(): IGpuCostStatus {
  */
 export function makeNoTelemetryStatus(): IGpuCostStatus {
   return makeStatus({
-    cost_usd: 0.5,
-    gpu_cost_usd: 0,
-    rate_usd_per_hour: 1.0,
-    used_cost_usd: 0,
-    idle_cost_usd: 0,
-    billing_adjustment_usd: 0,
-    base_price_usd_per_hour: 1.0,
-    base_cost_usd: 0.5,
+    cost: 0.5,
+    gpu_cost: 0,
+    rate_per_hour: 1.0,
+    used_cost: 0,
+    idle_cost: 0,
+    billing_adjustment: 0,
+    base_price_per_hour: 1.0,
+    base_cost: 0.5,
     energy_j: null,
     gpus: [],
     telemetry: {

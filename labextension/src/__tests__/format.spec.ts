@@ -193,7 +193,7 @@ describe('describe: the text', () => {
   });
 
   it('shows the precise cost of a fresh session', () => {
-    const fresh = makeStatus({ cost_usd: 0.0123, rate_usd_per_hour: 6.862 });
+    const fresh = makeStatus({ cost: 0.0123, rate_per_hour: 6.862 });
     expect(text(good(fresh))).toBe('$0.0123 · $6.86/h');
   });
 
@@ -237,7 +237,7 @@ describe('describe: the text', () => {
 
 describe('describe: the tooltip', () => {
   it('sums up cost, GPUs by model, catalog and idle cost', () => {
-    const status = makeSimulatedStatus({ cost_usd: 1.23, idle_cost_usd: 0.4 });
+    const status = makeSimulatedStatus({ cost: 1.23, idle_cost: 0.4 });
     expect(describeStatus(good(status), trans).title).toBe(
       'This session has cost $1.23 on 2× A100-80GB (aws on-demand, prices as of 2026-01-21). Idle: $0.40. Simulated telemetry.'
     );
@@ -250,7 +250,7 @@ describe('describe: the tooltip', () => {
   });
 
   it('explains the minimum charge while it is in force, and only then', () => {
-    const fresh = makeSimulatedStatus({ elapsed_s: 12.5, cost_usd: 0.114367 });
+    const fresh = makeSimulatedStatus({ elapsed_s: 12.5, cost: 0.114367 });
     expect(describeStatus(good(fresh), trans).title.split('\n')[1]).toBe(
       'The provider bills at least 60 s per session: that is what the first 60 s cost, however short the session.'
     );

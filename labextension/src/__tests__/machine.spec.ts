@@ -25,7 +25,7 @@ const G5: IMachine = {
   shared: false,
   stoppable: true,
   priced: 'gpu',
-  instance_price_usd_per_hour: null,
+  instance_price_per_hour: null,
   instance_price_confidence: null
 };
 
@@ -47,7 +47,7 @@ function acted(still: unknown): IBudgetStatus {
       action: 'shutdown',
       reason: 'budget',
       notebooks_saved: 1,
-      still_usd_per_hour: still
+      still_per_hour: still
     }
   };
 }
@@ -70,7 +70,7 @@ describe('the machine', () => {
       ...G5,
       market: 'on-demand',
       priced: 'instance' as const,
-      instance_price_usd_per_hour: 1.006,
+      instance_price_per_hour: 1.006,
       instance_price_basis: 'billed',
       instance_price_label: 'billed rate from Lambda, read 14:02 UTC'
     };
@@ -84,7 +84,7 @@ describe('the machine', () => {
       ...G5,
       market: 'on-demand',
       priced: 'instance' as const,
-      instance_price_usd_per_hour: 1.006
+      instance_price_per_hour: 1.006
     };
     expect(machineLine({ machine: whole }, '$', trans)).toBe(
       'Machine: g5.xlarge, on-demand, us-east-1 (detected); priced as a whole instance: $1.01/h'

@@ -49,7 +49,7 @@ describe('GpuCostModel against a mocked server', () => {
       { status: 404 },
       { status: 200, body: makeStatus() },
       { throws: new TypeError('Failed to fetch') },
-      { status: 200, body: makeSimulatedStatus({ cost_usd: 3.1 }) }
+      { status: 200, body: makeSimulatedStatus({ cost: 3.1 }) }
     ]);
     model = new GpuCostModel({
       serverSettings: server.settings,
@@ -68,7 +68,7 @@ describe('GpuCostModel against a mocked server', () => {
 
     await model.fetch();
     expect(model.state).toBe('ok');
-    expect(model.status?.cost_usd).toBe(2.830123);
+    expect(model.status?.cost).toBe(2.830123);
     expect(model.error).toBeNull();
 
     const network = await fetchFailing(model);
@@ -76,12 +76,12 @@ describe('GpuCostModel against a mocked server', () => {
     expect(model.state).toBe('error');
     expect(model.error).toBe('Failed to fetch');
     // The last good value is kept.
-    expect(model.status?.cost_usd).toBe(2.830123);
+    expect(model.status?.cost).toBe(2.830123);
     expect(model.receivedAt).not.toBeNull();
 
     await model.fetch();
     expect(model.state).toBe('simulated');
-    expect(model.status?.cost_usd).toBe(3.1);
+    expect(model.status?.cost).toBe(3.1);
     expect(model.error).toBeNull();
 
     expect(changes).toEqual(['missing', 'ok', 'error', 'simulated']);
@@ -101,7 +101,7 @@ describe('GpuCostModel against a mocked server', () => {
     const error = await fetchFailing(model);
     expect((error as GpuCostRequestError).kind).toBe('http');
     expect(model.error).toBe('HTTP 500: meter crashed');
-    expect(model.status?.cost_usd).toBe(1.23);
+    expect(model.status?.cost).toBe(1.23);
   });
 
   it('rejects an answer that is not a status', async () => {
@@ -235,7 +235,7 @@ describe('GpuCostModel pushed by the server (event bus)', () => {
     stream.emit({
       schema_id: STATUS,
       version: 1,
-      status: makeStatus({ cost_usd: cost }),
+      status: makeStatus({ cost: cost }),
       interval_s: 0,
       heartbeat_s: heartbeat
     } as unknown as Event.Emission);
@@ -260,7 +260,7 @@ describe('GpuCostModel pushed by the server (event bus)', () => {
       pushed(stream, cost, 10);
       await sleep(400);
     }
-    expect(model.status?.cost_usd).toBe(4);
+    expect(model.status?.cost).toBe(4);
     expect(model.transport).toBe('push');
     expect(model.state).toBe('ok');
     // 1.2 s at a 1 s poll interval: no request while the pushes arrive
@@ -275,14 +275,14 @@ describe('GpuCostModel pushed by the server (event bus)', () => {
     expect(model.transport).toBe('poll');
     // the load, then the poll at once and after one interval
     expect(server.urls.length).toBeGreaterThanOrEqual(3);
-    expect(model.status?.cost_usd).toBe(makeStatus().cost_usd);
+    expect(model.status?.cost).toBe(makeStatus().cost);
     expect(model.error).toBeNull();
     pushed(stream, 5, 10);
     const asked = server.urls.length;
     await sleep(1500);
     expect(model.transport).toBe('push');
     expect(server.urls.length).toBe(asked);
-    expect(model.status?.cost_usd).toBe(5);
+    expect(model.status?.cost).toBe(5);
   });
 
   it('passes budget events on and ignores other schemas', () => {
@@ -298,9 +298,9 @@ describe('GpuCostModel pushed by the server (event bus)', () => {
     stream.emit({
       schema_id: 'https://events.jupyter.org/other',
       version: 1,
-      status: makeStatus({ cost_usd: 99 })
+      status: makeStatus({ cost: 99 })
     } as unknown as Event.Emission);
     expect(seen).toEqual(['threshold']);
-    expect(model.status?.cost_usd).not.toBe(99);
+    expect(model.status?.cost).not.toBe(99);
   });
 });

@@ -11,11 +11,11 @@ function answer(): IKernelsAnswer {
     as_of: '2026-11-25T10:00:00Z',
     pids_visible: true,
     note: null,
-    total_usd: 0.1712,
-    idle_usd: 0.0608,
-    unattributed_usd: 0.0004,
-    minimum_charge_usd: 0,
-    micro_usd: { total: 171_200, idle: 60_800, unattributed: 400 },
+    total: 0.1712,
+    idle: 0.0608,
+    unattributed: 0.0004,
+    minimum_charge: 0,
+    micro: { total: 171_200, idle: 60_800, unattributed: 400 },
     kernels: [
       {
         id: 'k1',
@@ -28,7 +28,7 @@ function answer(): IKernelsAnswer {
         remote: false,
         gpu_share: { '0': 1 },
         gpu_share_by: { '0': 'sm_samples' },
-        cost_usd: 0.11
+        cost: 0.11
       }
     ]
   } as unknown as IKernelsAnswer;
@@ -43,7 +43,7 @@ describe("the kernel table's Cost column", () => {
       '$0.0608'
     ]);
     expect(kernelCostDigits(answer())).toBe(4);
-    const dollars = { ...answer(), idle_usd: 1.5, unattributed_usd: 0.2 };
+    const dollars = { ...answer(), idle: 1.5, unattributed: 0.2 };
     expect(kernelRows(dollars, '$', trans).map(row => row.cost)).toEqual([
       '$0.11',
       '$0.20',

@@ -26,10 +26,10 @@ const REFUSAL = 'no GPU is metered: a budget cannot act';
 function unknownStatus(): IGpuCostStatus {
   return {
     ...makeNoTelemetryStatus(),
-    cost_usd: 0,
-    rate_usd_per_hour: 0,
-    base_price_usd_per_hour: 0,
-    base_cost_usd: 0,
+    cost: 0,
+    rate_per_hour: 0,
+    base_price_per_hour: 0,
+    base_cost: 0,
     telemetry: {
       source: 'nvml',
       simulated: false,
@@ -51,10 +51,10 @@ function wholeStatus(): IGpuCostStatus {
   const message = `No GPU is seen (${REASON}): the p5.48xlarge is priced whole from its instance, $55.04/h.`;
   return {
     ...makeNoTelemetryStatus(),
-    cost_usd: 0.92,
-    rate_usd_per_hour: 55.04,
-    base_price_usd_per_hour: 55.04,
-    base_cost_usd: 0.92,
+    cost: 0.92,
+    rate_per_hour: 55.04,
+    base_price_per_hour: 55.04,
+    base_cost: 0.92,
     warnings: [{ code: 'instance-whole', message }],
     metering: {
       state: 'instance',

@@ -23,11 +23,11 @@ function kernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
     as_of: '2026-11-25T10:00:00Z',
     pids_visible: true,
     note: null,
-    total_usd: 0.114,
-    idle_usd: 0.0304,
-    unattributed_usd: 0.08,
-    minimum_charge_usd: 0.08,
-    micro_usd: {
+    total: 0.114,
+    idle: 0.0304,
+    unattributed: 0.08,
+    minimum_charge: 0.08,
+    micro: {
       total: 114_000,
       idle: 30_400,
       unattributed: 80_000,
@@ -72,8 +72,8 @@ describe('figures that say what they are', () => {
     // with GPU use by no kernel as well: both rows, adding up
     const both = kernelRows(
       kernels({
-        unattributed_usd: 0.1,
-        micro_usd: {
+        unattributed: 0.1,
+        micro: {
           total: 134_000,
           idle: 30_400,
           unattributed: 100_000,
@@ -90,7 +90,7 @@ describe('figures that say what they are', () => {
     ]);
     // an older server without the split: as before
     const old = kernelRows(
-      kernels({ micro_usd: undefined, minimum_charge_usd: undefined }),
+      kernels({ micro: undefined, minimum_charge: undefined }),
       '$',
       trans
     );
@@ -100,8 +100,8 @@ describe('figures that say what they are', () => {
   it('names the GPU processes that are not from these kernels (a container)', () => {
     const answer = kernels({
       pids_visible: false,
-      unattributed_usd: 0.1,
-      micro_usd: {
+      unattributed: 0.1,
+      micro: {
         total: 134_000,
         idle: 30_400,
         unattributed: 100_000,
@@ -125,7 +125,7 @@ describe('figures that say what they are', () => {
           gpu_share_by: { '0': 'sm_samples' },
           gpu_host_pids: { '0': [3000101] },
           memory_bytes: 1184890880,
-          cost_usd: 0.004
+          cost: 0.004
         }
       ]
     });
@@ -141,8 +141,8 @@ describe('figures that say what they are', () => {
   it('reads the idle cost from the kernel table, so both agree', async () => {
     const status = {
       ...makeStatus(),
-      gpu_cost_usd: 0.12,
-      idle_cost_usd: 0.0323
+      gpu_cost: 0.12,
+      idle_cost: 0.0323
     } as unknown as IPanelStatus;
     const html = await render(
       <Waste status={status} kernels={kernels()} symbol="$" trans={trans} />
@@ -242,7 +242,7 @@ describe('the bill beside the estimate', () => {
   it('shows the estimate, the bill and the day it runs to', async () => {
     const status = {
       ...makeStatus(),
-      bill: { estimated_usd: 2.01192, billed_usd: 17.38368, to: '2026-11-27' }
+      bill: { estimated: 2.01192, billed: 17.38368, to: '2026-11-27' }
     } as unknown as IPanelStatus;
     const html = await render(
       <Bill status={status} symbol="$" trans={trans} />

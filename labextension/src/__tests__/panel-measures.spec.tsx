@@ -31,9 +31,9 @@ const train: IKernelCost = {
   gpu_share: { '0': 1 },
   gpu_share_by: { '0': 'sm_samples' },
   memory_bytes: 1_000_000,
-  cost_usd: 0.0002,
+  cost: 0.0002,
   cells: 3,
-  cells_cost_usd: 0.0086
+  cells_cost: 0.0086
 };
 
 function answer(kernels: IKernelCost[]): IKernelsAnswer {
@@ -41,11 +41,11 @@ function answer(kernels: IKernelCost[]): IKernelsAnswer {
     as_of: '2026-11-29T10:00:00Z',
     pids_visible: true,
     note: null,
-    total_usd: 0.1142,
-    idle_usd: 0.034,
-    unattributed_usd: 0.08,
-    minimum_charge_usd: 0.08,
-    micro_usd: {
+    total: 0.1142,
+    idle: 0.034,
+    unattributed: 0.08,
+    minimum_charge: 0.08,
+    micro: {
       total: 114_200,
       idle: 34_000,
       unattributed: 80_000,
@@ -115,7 +115,7 @@ describe('a kernel has two measures, named apart', () => {
   });
 
   it('leaves the column out where no kernel priced a cell', async () => {
-    const quiet = { ...train, cells: 0, cells_cost_usd: 0 };
+    const quiet = { ...train, cells: 0, cells_cost: 0 };
     const model = pushed(answer([quiet]));
     const node = await renderNode(
       <Kernels model={model} gpus={1} symbol="$" trans={trans} />
@@ -137,7 +137,7 @@ describe('a kernel has two measures, named apart', () => {
       ['idle', '$0.0340', '']
     ]);
     // a server that predates the figure: a dash, never $0
-    const old = { ...train, cells: undefined, cells_cost_usd: undefined };
+    const old = { ...train, cells: undefined, cells_cost: undefined };
     expect(kernelRows(answer([old]), '$', trans)[0].cellsCost).toBe('—');
   });
 });
@@ -152,7 +152,7 @@ describe("recent cells say what a cell's cost is", () => {
       ended: '2026-11-29T10:00:00Z',
       wall_s: 4.5,
       peak_memory_bytes: null,
-      cost_usd: 0.0048,
+      cost: 0.0048,
       status: 'ok'
     } as unknown as ICellCost;
     const model = pushed(answer([train]), [cell]);

@@ -38,16 +38,16 @@ function makePanelStatus(overrides: Partial<IPanelStatus> = {}): IPanelStatus {
   return {
     ...makeStatus(),
     session_id: '2026-11-22T09:00:00Z-3f2a',
-    today_usd: 4.5,
-    month_usd: 61.25,
-    all_time_usd: 130.0,
+    today: 4.5,
+    month: 61.25,
+    all_time: 130.0,
     co2_g: 57.0,
     carbon_intensity_g_per_kwh: 400,
     rightsizing: {
       model: 'L4',
-      cost_usd: 0.31,
-      instead_of_usd: 2.1,
-      price_usd_per_hour: 0.805,
+      cost: 0.31,
+      instead_of: 2.1,
+      price_per_hour: 0.805,
       peak_memory_bytes: 12 * 2 ** 30,
       reason: 'peak memory 12 GiB fits in 24 GB'
     },
@@ -61,9 +61,9 @@ function makeKernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
     as_of: '2026-11-22T09:20:34Z',
     pids_visible: true,
     note: null,
-    total_usd: 2.830123,
-    idle_usd: 1.102,
-    unattributed_usd: 0.2,
+    total: 2.830123,
+    idle: 1.102,
+    unattributed: 0.2,
     kernels: [
       {
         id: 'k-small',
@@ -76,7 +76,7 @@ function makeKernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
         remote: false,
         gpu_share: { '0': 0.1 },
         memory_bytes: 2 ** 30,
-        cost_usd: 0.128123
+        cost: 0.128123
       },
       {
         id: 'k-train',
@@ -90,7 +90,7 @@ function makeKernels(overrides: Partial<IKernelsAnswer> = {}): IKernelsAnswer {
         gpu_share: { '0': 0.75, '1': 0.9 },
         gpu_share_by: { '0': 'sm_samples', '1': 'kernel_gpu_time' },
         memory_bytes: 60 * 2 ** 30,
-        cost_usd: 1.4
+        cost: 1.4
       }
     ],
     ...overrides
@@ -110,8 +110,8 @@ function makeHistory(): IHistoryAnswer {
     ],
     points: [0, 1, 2, 3].map(i => ({
       t: new Date(start + 2400_000 + i * 400_000).toISOString(),
-      cost_usd: i * 0.7,
-      rate_usd_per_hour: 6.862,
+      cost: i * 0.7,
+      rate_per_hour: 6.862,
       gpus: [
         {
           index: 0,
@@ -261,7 +261,7 @@ describe('chart geometry', () => {
       const history = makeHistory();
       history.points = history.points.map(p => ({
         ...p,
-        rate_usd_per_hour: rate
+        rate_per_hour: rate
       }));
       return chartGeometry(history, trans, '$').rateTicks.map(t => t.label);
     };
@@ -558,9 +558,9 @@ describe('CostPanel budget', () => {
     const line = {
       locked: false,
       scope: 'session',
-      amount_usd: 5,
-      spent_usd: 2.830123,
-      remaining_usd: 2.169877,
+      amount: 5,
+      spent: 2.830123,
+      remaining: 2.169877,
       share: 0.566,
       runs_out_at: '2026-11-22T10:00:00Z'
     };
@@ -571,7 +571,7 @@ describe('CostPanel budget', () => {
           ...line,
           kind: 'hard',
           locked: true,
-          amount_usd: 20,
+          amount: 20,
           share: 0.1415
         },
         soft: { ...line, kind: 'soft' },
@@ -628,9 +628,9 @@ describe('CostPanel budget sources', () => {
     const line = {
       locked: true,
       scope: 'day',
-      amount_usd: 10,
-      spent_usd: 3,
-      remaining_usd: 7,
+      amount: 10,
+      spent: 3,
+      remaining: 7,
       share: 0.3,
       runs_out_at: null
     };
@@ -641,7 +641,7 @@ describe('CostPanel budget sources', () => {
           ...line,
           kind: 'hard',
           scope: 'session',
-          amount_usd: 2.5,
+          amount: 2.5,
           source: 'set by the spawner (GPUCOST_BUDGET_USD)'
         },
         soft: null,
@@ -657,8 +657,8 @@ describe('CostPanel budget sources', () => {
               ...line,
               kind: 'hub',
               scope: 'month',
-              amount_usd: 100,
-              spent_usd: 40,
+              amount: 100,
+              spent: 40,
               share: 0.4,
               source: 'set by your hub admin',
               owner: 'group:physics'
@@ -794,7 +794,7 @@ describe('CostPanel cells, advice, chart and layout', () => {
       gpu_busy_s: null,
       peak_memory_bytes: null,
       energy_j: null,
-      cost_usd: 0.0017,
+      cost: 0.0017,
       status: 'ok',
       mode: 'auto'
     };
@@ -835,13 +835,13 @@ describe('CostPanel cells, advice, chart and layout', () => {
   it('gives no GPU advice without GPUs, and prices the base with its currency', async () => {
     const status = makePanelStatus({
       gpus: [],
-      gpu_cost_usd: 0,
-      idle_cost_usd: 0,
-      used_cost_usd: 0,
-      cost_usd: 0.25,
-      rate_usd_per_hour: 0.5,
-      base_price_usd_per_hour: 0.5,
-      base_cost_usd: 0.25,
+      gpu_cost: 0,
+      idle_cost: 0,
+      used_cost: 0,
+      cost: 0.25,
+      rate_per_hour: 0.5,
+      base_price_per_hour: 0.5,
+      base_cost: 0.25,
       currency: 'EUR',
       currency_symbol: '€',
       rightsizing: null,
@@ -870,19 +870,19 @@ describe('CostPanel cells, advice, chart and layout', () => {
   it('lists no GPU rows in the kernel table without GPUs', async () => {
     const status = makePanelStatus({
       gpus: [],
-      gpu_cost_usd: 0,
-      idle_cost_usd: 0,
-      used_cost_usd: 0,
+      gpu_cost: 0,
+      idle_cost: 0,
+      used_cost: 0,
       rightsizing: null
     });
     const kernels = makeKernels({
-      total_usd: 0,
-      idle_usd: 0,
-      unattributed_usd: 0
+      total: 0,
+      idle: 0,
+      unattributed: 0
     });
     kernels.kernels = kernels.kernels.map(k => ({
       ...k,
-      cost_usd: 0,
+      cost: 0,
       gpu_share: {}
     }));
     const { node } = await renderPanel({
@@ -916,7 +916,7 @@ describe('CostPanel cells, advice, chart and layout', () => {
     status.gpus = status.gpus.map(gpu => ({
       ...gpu,
       priced: false,
-      price_usd_per_hour: null
+      price_per_hour: null
     }));
     const { node } = await renderPanel({
       status: { status: 200, body: status }
@@ -936,8 +936,8 @@ describe('CostPanel cells, advice, chart and layout', () => {
       gpus: [{ index: 0, name: 'NVIDIA A100-SXM4-80GB' }],
       points: Array.from({ length: n }, () => ({
         t: new Date(end).toISOString(),
-        cost_usd: 0.1234,
-        rate_usd_per_hour: 6.862,
+        cost: 0.1234,
+        rate_per_hour: 6.862,
         gpus: [
           {
             index: 0,
@@ -1033,9 +1033,9 @@ describe('CostPanel budget, in the server currency', () => {
       kind: 'soft',
       locked: false,
       scope: 'session',
-      amount_usd: 5,
-      spent_usd: 0.042,
-      remaining_usd: 4.958,
+      amount: 5,
+      spent: 0.042,
+      remaining: 4.958,
       share: 0.0084,
       runs_out_at: '2026-11-23T18:33:57Z',
       ...overrides
@@ -1097,7 +1097,7 @@ describe('CostPanel budget, in the server currency', () => {
     const text =
       'Stops at €5.00 — in about 2 h 10 min at €6.86/h; notebooks saved first, then the kernels shut down.';
     let node = await render(line(), {
-      stop: { text, amount_usd: 5, in_s: 7800, rate_usd_per_hour: 6.862 }
+      stop: { text, amount: 5, in_s: 7800, rate_per_hour: 6.862 }
     });
     expect(node.querySelector('[data-field="time-left"]')!.textContent).toBe(
       'about 2 h 10 min left at €6.86/h'
@@ -1131,7 +1131,7 @@ describe('CostPanel budget, in the server currency', () => {
       'The 120 s grace is shortened to 28 s: at €21.50/h the full grace would go past the budget.';
     const node = await render(line(), {
       state: 'grace',
-      stop: { text, amount_usd: 5, in_s: 28 },
+      stop: { text, amount: 5, in_s: 28 },
       grace: { shortened_text: note }
     });
     expect(node.querySelector('[data-field="budget-stop"]')!.textContent).toBe(
@@ -1154,7 +1154,7 @@ describe('CostPanel budget, in the server currency', () => {
     );
     document.body.innerHTML = '';
     node = await render(
-      line({ spent_usd: 0.9, amount_usd: 0.47, remaining_usd: 0, share: 1.91 })
+      line({ spent: 0.9, amount: 0.47, remaining: 0, share: 1.91 })
     );
     const soft = node.querySelector('[data-budget="soft"]')!.textContent!;
     expect(soft).toContain('€0.90 of €0.47 per session spent (191%)');

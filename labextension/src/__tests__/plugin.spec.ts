@@ -99,7 +99,7 @@ describe('jupyter-gpucost:plugin (the shared model)', () => {
     const env = setup(false);
     await new Promise(resolve => setTimeout(resolve, 100));
     expect(env.server.urls).toHaveLength(1);
-    expect(env.model.status?.cost_usd).toBe(makeStatus().cost_usd);
+    expect(env.model.status?.cost).toBe(makeStatus().cost);
   });
 });
 

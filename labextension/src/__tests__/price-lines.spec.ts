@@ -42,7 +42,7 @@ describe('the Prices section leads with the price', () => {
         shared: false,
         stoppable: true,
         priced: 'instance',
-        instance_price_usd_per_hour: 27.44705,
+        instance_price_per_hour: 27.44705,
         instance_price_confidence: 'third-party',
         instance_price_as_of: '2026-01-21'
       }
@@ -65,7 +65,7 @@ describe('the Prices section leads with the price', () => {
       gpus: [
         makeGpu({
           model: 'RTX-4090',
-          price_usd_per_hour: 0.412,
+          price_per_hour: 0.412,
           price_basis: 'billed',
           price_provider: null,
           price_region: null
@@ -81,7 +81,7 @@ describe('the Prices section leads with the price', () => {
         shared: false,
         stoppable: true,
         priced: 'instance',
-        instance_price_usd_per_hour: 0.412,
+        instance_price_per_hour: 0.412,
         instance_price_confidence: 'listed',
         instance_price_basis: 'billed',
         instance_price_label: 'billed rate from Vast.ai, read 14:02 UTC',
@@ -126,9 +126,7 @@ describe('the Prices section leads with the price', () => {
     expect(providerName('acme')).toBe('acme');
     const unpriced = priceLines(
       panelStatus({
-        gpus: [
-          makeGpu({ model: 'L40S', priced: false, price_usd_per_hour: null })
-        ]
+        gpus: [makeGpu({ model: 'L40S', priced: false, price_per_hour: null })]
       }),
       'CN¥',
       trans
@@ -139,7 +137,7 @@ describe('the Prices section leads with the price', () => {
   it('writes the amount in the currency shown everywhere else', () => {
     const lines = priceLines(
       panelStatus({
-        gpus: [makeGpu({ price_usd_per_hour: 7.98, price_provider: 'autodl' })]
+        gpus: [makeGpu({ price_per_hour: 7.98, price_provider: 'autodl' })]
       }),
       '¥',
       trans

@@ -17,15 +17,15 @@ const SPOT = 'spot: priced at on-demand, the most it can cost';
 /** A g5.xlarge spot instance, priced at its on-demand price (no spot row). */
 function spotStatus(): IGpuCostStatus {
   return makeStatus({
-    cost_usd: 0.02,
-    rate_usd_per_hour: 1.006,
+    cost: 0.02,
+    rate_per_hour: 1.006,
     price_basis: 'upper-bound',
     price_basis_reasons: [SPOT],
     gpus: [
       makeGpu({
         name: 'NVIDIA A10G',
         model: 'A10G',
-        price_usd_per_hour: 1.006,
+        price_per_hour: 1.006,
         price_source: 'upper bound: aws g5.xlarge on-demand us-east-1',
         price_basis: 'upper-bound',
         price_basis_reason: SPOT
@@ -41,7 +41,7 @@ function spotStatus(): IGpuCostStatus {
       shared: false,
       stoppable: true,
       priced: 'instance',
-      instance_price_usd_per_hour: 1.006,
+      instance_price_per_hour: 1.006,
       instance_price_confidence: 'listed',
       instance_price_basis: 'upper-bound',
       price_note:

@@ -120,9 +120,9 @@ describe('GpuCostStatus (the status bar item)', () => {
 
   it('recovers when the server answers again', async () => {
     const node = await showAfter(
-      { status: 200, body: makeStatus({ cost_usd: 0.0123 }) },
+      { status: 200, body: makeStatus({ cost: 0.0123 }) },
       { throws: new TypeError('Failed to fetch') },
-      { status: 200, body: makeStatus({ cost_usd: 0.0456 }) }
+      { status: 200, body: makeStatus({ cost: 0.0456 }) }
     );
     expect(node.dataset.state).toBe('ok');
     expect(node.textContent).toBe('$0.0456 · $6.86/h');

@@ -59,7 +59,7 @@ type Kind<T> = T extends undefined
 type Shape<T> = { [K in keyof T]-?: { [P in Kind<T[K]>]: true } };
 
 type Totals = IHistoryAnswer['totals'];
-type Micro = NonNullable<IKernelsAnswer['micro_usd']>;
+type Micro = NonNullable<IKernelsAnswer['micro']>;
 
 const STATUS: Shape<IGpuCostStatus> = {
   version: { string: true },
@@ -68,17 +68,17 @@ const STATUS: Shape<IGpuCostStatus> = {
   session_started: { string: true },
   as_of: { string: true },
   elapsed_s: { number: true },
-  cost_usd: { number: true },
-  gpu_cost_usd: { number: true },
-  rate_usd_per_hour: { number: true },
+  cost: { number: true },
+  gpu_cost: { number: true },
+  rate_per_hour: { number: true },
   price_basis: { string: true },
   price_basis_reasons: { array: true },
-  used_cost_usd: { number: true },
-  idle_cost_usd: { number: true },
-  unobserved_cost_usd: { number: true },
-  billing_adjustment_usd: { number: true },
-  base_price_usd_per_hour: { number: true },
-  base_cost_usd: { number: true },
+  used_cost: { number: true },
+  idle_cost: { number: true },
+  unobserved_cost: { number: true },
+  billing_adjustment: { number: true },
+  base_price_per_hour: { number: true },
+  base_cost: { number: true },
   energy_j: { number: true, null: true },
   billing: { object: true },
   gpus: { array: true },
@@ -93,9 +93,9 @@ const STATUS: Shape<IGpuCostStatus> = {
 const PANEL_STATUS: Shape<IPanelStatus> = {
   ...STATUS,
   session_id: { string: true },
-  today_usd: { number: true, null: true },
-  month_usd: { number: true, null: true },
-  all_time_usd: { number: true, null: true },
+  today: { number: true, null: true },
+  month: { number: true, null: true },
+  all_time: { number: true, null: true },
   carbon_intensity_g_per_kwh: { number: true, null: true },
   co2_g: { number: true, null: true },
   rightsizing: { object: true, null: true },
@@ -111,7 +111,7 @@ const GPU: Shape<IGpuCostDevice> = {
   name: { string: true },
   model: { string: true, null: true },
   priced: { boolean: true },
-  price_usd_per_hour: { number: true, null: true },
+  price_per_hour: { number: true, null: true },
   price_source: { string: true, null: true },
   price_as_of: { string: true, null: true },
   price_confidence: { string: true, null: true },
@@ -125,8 +125,8 @@ const GPU: Shape<IGpuCostDevice> = {
   memory_total_bytes: { number: true, null: true },
   power_w: { number: true, null: true },
   energy_j: { number: true, null: true },
-  cost_usd: { number: true },
-  idle_cost_usd: { number: true },
+  cost: { number: true },
+  idle_cost: { number: true },
   lost: { boolean: true },
   unavailable: { object: true }
 };
@@ -167,9 +167,9 @@ const METERING: Shape<IMetering> = {
 
 const RIGHTSIZING: Shape<IRightsizing> = {
   model: { string: true },
-  cost_usd: { number: true },
-  instead_of_usd: { number: true },
-  price_usd_per_hour: { number: true, null: true },
+  cost: { number: true },
+  instead_of: { number: true },
+  price_per_hour: { number: true, null: true },
   peak_memory_bytes: { number: true, null: true },
   reason: { string: true, null: true }
 };
@@ -192,9 +192,9 @@ const KERNEL: Shape<IKernelCost> = {
   gpu_share_by: { object: true },
   gpu_host_pids: { object: true },
   memory_bytes: { number: true, null: true },
-  cost_usd: { number: true },
+  cost: { number: true },
   cells: { number: true },
-  cells_cost_usd: { number: true }
+  cells_cost: { number: true }
 };
 
 const OTHER_PROCESS: Shape<IOtherProcess> = {
@@ -207,11 +207,11 @@ const KERNELS: Shape<IKernelsAnswer> = {
   as_of: { string: true },
   pids_visible: { boolean: true },
   note: { string: true, null: true },
-  total_usd: { number: true },
-  idle_usd: { number: true },
-  unattributed_usd: { number: true },
-  minimum_charge_usd: { number: true },
-  micro_usd: { object: true },
+  total: { number: true },
+  idle: { number: true },
+  unattributed: { number: true },
+  minimum_charge: { number: true },
+  micro: { object: true },
   other_processes: { array: true },
   kernels: { array: true }
 };
@@ -232,8 +232,8 @@ const POINT_GPU: Shape<IHistoryGpu> = {
 
 const POINT: Shape<IHistoryPoint> = {
   t: { string: true },
-  cost_usd: { number: true },
-  rate_usd_per_hour: { number: true },
+  cost: { number: true },
+  rate_per_hour: { number: true },
   gpus: { array: true }
 };
 
@@ -261,12 +261,12 @@ const SESSION: Shape<Totals['sessions'][number]> = {
   id: { string: true },
   started: { string: true },
   ended: { string: true, null: true },
-  cost_usd: { number: true }
+  cost: { number: true }
 };
 
 const DAY: Shape<Totals['days'][number]> = {
   date: { string: true },
-  cost_usd: { number: true }
+  cost: { number: true }
 };
 
 const PANEL: Shape<IPanelLive> = {
@@ -293,7 +293,7 @@ const CHECKED: [string, string, object][] = [
   ['IKernelCost', 'KernelCostJson', KERNEL],
   ['IOtherProcess', 'OtherProcessJson', OTHER_PROCESS],
   ['IKernelsAnswer', 'KernelsDocument', KERNELS],
-  ["IKernelsAnswer['micro_usd']", 'KernelsMicro', MICRO],
+  ["IKernelsAnswer['micro']", 'KernelsMicro', MICRO],
   ['IHistoryGpu', 'PointGpu', POINT_GPU],
   ['IHistoryPoint', 'HistoryPoint', POINT],
   ['IHistoryAnswer', 'HistoryDocument', HISTORY],
@@ -364,11 +364,11 @@ describe('the wire contract', () => {
     expect(
       mismatches('HistoryPoint', {
         t: { string: true },
-        cost_usd: { string: true },
+        cost: { string: true },
         rate: { number: true }
       })
     ).toEqual([
-      'cost_usd: the server sends number, the type does not accept it',
+      'cost: the server sends number, the type does not accept it',
       'rate: the server does not send it'
     ]);
     expect(

@@ -22,6 +22,7 @@ import { BudgetSettingsSync } from './settings-sync';
 import { BudgetStatusItem } from './status-item';
 import { BUDGET_EVENT_SCHEMA, IBudgetEvent, IBudgetStatus } from './tokens';
 import { ThresholdWarnings } from './warnings';
+import { withMoneyKeys } from '../money-keys';
 
 /**
  * The front end's side of the budget: it follows the budget the shared cost
@@ -140,7 +141,7 @@ export class BudgetController {
     if (emission.schema_id !== BUDGET_EVENT_SCHEMA) {
       return;
     }
-    const event = emission as unknown as IBudgetEvent;
+    const event = withMoneyKeys(emission as unknown as IBudgetEvent);
     switch (event.kind) {
       case 'threshold':
         this._warnings.show(event, this._asked);
@@ -298,8 +299,8 @@ export class BudgetController {
    */
   private async raise(): Promise<void> {
     const soft = this._status?.soft;
-    const current = soft?.amount_usd ?? 0;
-    const spent = soft?.spent_usd ?? 0;
+    const current = soft?.amount ?? 0;
+    const spent = soft?.spent ?? 0;
     const symbol = currencyLabel(this.symbol);
     const spentText = formatMoney(spent, this.symbol);
     const result = await InputDialog.getText({
@@ -332,17 +333,13 @@ export class BudgetController {
     try {
       await this._setSoftBudget(amount.value, soft?.scope ?? 'session');
       const after = this._status?.soft;
-      if (
-        after &&
-        after.spent_usd !== null &&
-        after.spent_usd >= after.amount_usd
-      ) {
+      if (after && after.spent !== null && after.spent >= after.amount) {
         // set as asked, but it does not stop the countdown: say so
         Notification.warning(
           trans().__(
             'Your new budget of %1 is already spent (%2 spent): the countdown goes on. Raise it above %2 to keep working.',
-            formatBudget(after.amount_usd, this.symbol),
-            formatMoney(after.spent_usd, this.symbol)
+            formatBudget(after.amount, this.symbol),
+            formatMoney(after.spent, this.symbol)
           ),
           { autoClose: false }
         );

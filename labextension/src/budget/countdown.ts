@@ -132,11 +132,11 @@ export class BudgetCountdown {
             budget.locked
             ? trans().__(
                 "The administrator's budget of %1 runs out at the current rate.",
-                formatBudget(status.stop.amount_usd, this._host.symbol)
+                formatBudget(status.stop.amount, this._host.symbol)
               )
             : trans().__(
                 'Your budget of %1 runs out at the current rate.',
-                formatBudget(status.stop.amount_usd, this._host.symbol)
+                formatBudget(status.stop.amount, this._host.symbol)
               )
           : budget?.locked
             ? trans().__("The administrator's budget is spent.")

@@ -66,7 +66,7 @@ export function bindingBudget(
   if (status.binding === 'hub' && hub.length) {
     // the hub's budget with the least money left
     return hub.reduce((a, b) =>
-      (b.remaining_usd ?? Infinity) < (a.remaining_usd ?? Infinity) ? b : a
+      (b.remaining ?? Infinity) < (a.remaining ?? Infinity) ? b : a
     );
   }
   return status.hard ?? status.soft ?? hub[0] ?? null;
@@ -181,9 +181,9 @@ export function proposeRaise(amount: number, spent: number): number {
  * Whether all of a budget is spent: it then has no run-out time to show.
  */
 export function isSpent(
-  line: Pick<IBudgetStanding, 'share' | 'remaining_usd'>
+  line: Pick<IBudgetStanding, 'share' | 'remaining'>
 ): boolean {
-  if (line.remaining_usd !== null && line.remaining_usd <= 0) {
+  if (line.remaining !== null && line.remaining <= 0) {
     return true;
   }
   return line.share !== null && line.share >= 1;
@@ -194,7 +194,7 @@ export function isSpent(
  * by `formatRunOut`; `null` when it never does or is spent already.
  */
 export function runOutText(
-  line: Pick<IBudgetStanding, 'share' | 'remaining_usd' | 'runs_out_at'>,
+  line: Pick<IBudgetStanding, 'share' | 'remaining' | 'runs_out_at'>,
   now: number = Date.now()
 ): string | null {
   if (!line.runs_out_at || isSpent(line)) {
@@ -317,7 +317,7 @@ export function budgetText(
   if (!budget) {
     return '';
   }
-  const amount = formatBudget(budget.amount_usd, symbol);
+  const amount = formatBudget(budget.amount, symbol);
   if (status.state === 'acted') {
     const done = actedText(status.last_action?.reason);
     return done ?? lock + trans().__('budget of %1 spent', amount);
@@ -343,14 +343,14 @@ export function budgetTitle(
   for (const budget of allBudgets(status)) {
     const who = budgetOwner(budget);
     const spent =
-      budget.spent_usd === null
+      budget.spent === null
         ? trans().__('spent: not known')
-        : trans().__('%1 spent', formatMoney(budget.spent_usd, symbol));
+        : trans().__('%1 spent', formatMoney(budget.spent, symbol));
     lines.push(
       trans().__(
         '%1: %2 per %3, %4.',
         who,
-        formatBudget(budget.amount_usd, symbol),
+        formatBudget(budget.amount, symbol),
         scopeName(budget.scope),
         spent
       )

@@ -238,5 +238,5 @@ export function savedText(
  * (the countdown ends at the budget): `$5.00`; `null` otherwise.
  */
 export function stopsAt(status: IBudgetStatus, symbol: string): string | null {
-  return status.stop ? formatBudget(status.stop.amount_usd, symbol) : null;
+  return status.stop ? formatBudget(status.stop.amount, symbol) : null;
 }

@@ -3,6 +3,7 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import { sendJson } from '../request';
 import { IBudgetStatus } from './tokens';
+import { withMoneyKeys } from '../money-keys';
 
 /**
  * The budget route, relative to the server's base URL.
@@ -34,7 +35,9 @@ export function budgetRequest<T>(
   init: RequestInit = {},
   query: { [key: string]: string } = {}
 ): Promise<T> {
-  return sendJson<T>(settings, budgetUrl(settings, path, query), init);
+  return sendJson<T>(settings, budgetUrl(settings, path, query), init).then(
+    withMoneyKeys
+  );
 }
 
 /**
@@ -52,12 +55,14 @@ export function getBudget(
  */
 export function setSoftBudget(
   settings: ServerConnection.ISettings,
-  amountUsd: number | null,
+  amount: number | null,
   scope: string
 ): Promise<IBudgetStatus> {
   return budgetRequest<IBudgetStatus>(settings, '', {
     method: 'PUT',
-    body: JSON.stringify({ amount_usd: amountUsd, scope })
+    // the request's field keeps its name (docs/api.md): the amount is in the
+    // session's currency all the same
+    body: JSON.stringify({ amount_usd: amount, scope })
   });
 }
 

@@ -55,7 +55,7 @@ export class BudgetSettingsSync {
     if (
       status &&
       ((amount === null && !soft) ||
-        (soft && soft.amount_usd === amount && soft.scope === scope))
+        (soft && soft.amount === amount && soft.scope === scope))
     ) {
       return;
     }
@@ -84,7 +84,7 @@ export class BudgetSettingsSync {
     }
     const soft = status.soft;
     const target: ISettingValues = soft
-      ? { amount: soft.amount_usd, scope: soft.scope }
+      ? { amount: soft.amount, scope: soft.scope }
       : { amount: null, scope: this._seen.scope };
     if (sameSettings(target, this._seen)) {
       return;

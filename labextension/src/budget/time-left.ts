@@ -30,7 +30,7 @@ export function timeLeftText(
   status: {
     stop?:
       | (Pick<IBudgetStop, 'in_s'> &
-          Partial<Pick<IBudgetStop, 'rate_usd_per_hour'>>)
+          Partial<Pick<IBudgetStop, 'rate_per_hour'>>)
       | null;
   },
   symbol: string
@@ -39,7 +39,7 @@ export function timeLeftText(
   if (!stop || !Number.isFinite(stop.in_s) || stop.in_s < 0) {
     return null;
   }
-  const rate = stop.rate_usd_per_hour;
+  const rate = stop.rate_per_hour;
   if (rate === undefined || !Number.isFinite(rate)) {
     return trans().__('about %1 left', formatAhead(stop.in_s));
   }

@@ -31,9 +31,9 @@ export interface IBudgetStanding {
   /** A hub budget's owner: `user` or `group:<name>`. */
   owner?: string;
   scope: 'session' | 'day' | 'month';
-  amount_usd: number;
-  spent_usd: number | null;
-  remaining_usd: number | null;
+  amount: number;
+  spent: number | null;
+  remaining: number | null;
   /** Spent / amount (1 = all spent), `null` when not known. */
   share: number | null;
   /** When it runs out at the current rate (ISO-8601 UTC), `null` if never. */
@@ -69,13 +69,13 @@ export interface IBudgetGrace {
  * countdown ends at the budget (older servers leave it out).
  */
 export interface IBudgetStop {
-  amount_usd: number;
+  amount: number;
   budget_kind: 'hard' | 'soft' | 'hub';
   /** Seconds until the action, at the current rate. */
   in_s: number;
   /** When (ISO-8601 UTC). */
   at: string;
-  rate_usd_per_hour: number;
+  rate_per_hour: number;
   action: string;
   /** "Stops at $5.00 — in about 14 min at $21.50/h; notebooks saved first, …" */
   text: string;
@@ -122,8 +122,8 @@ export interface IBudgetHub {
   source: string;
   budgets: IBudgetStanding[];
   user: string | null;
-  today_usd: number | null;
-  month_usd: number | null;
+  today: number | null;
+  month: number | null;
   /** When the hub stops this server (ISO-8601 UTC), `null` while it does not. */
   stop_at: string | null;
   reason: string | null;
@@ -186,8 +186,8 @@ export interface IBudgetEvent {
   threshold_pct?: number;
   budget_kind?: 'hard' | 'soft' | 'hub';
   scope?: 'session' | 'day' | 'month';
-  amount_usd?: number;
-  spent_usd?: number;
+  amount?: number;
+  spent?: number;
   grace_ends?: string;
   request_id?: string;
   runs_out_at?: string;
@@ -197,7 +197,7 @@ export interface IBudgetEvent {
   /** The action at the end of the countdown (kind grace and action). */
   action?: string;
   /** What the machine still costs per hour after the action (kind action). */
-  still_usd_per_hour?: number;
+  still_per_hour?: number;
   /** The cloud taking the machine back (kinds interruption*). */
   provider?: string;
   /** When the machine goes (ISO-8601 UTC; kind interruption). */

@@ -19,15 +19,14 @@ export function warningHolds(
         ? status.soft
         : event.budget_kind === 'hub'
           ? (status.hub?.budgets.find(
-              b => b.amount_usd === event.amount_usd && b.scope === event.scope
+              b => b.amount === event.amount && b.scope === event.scope
             ) ?? null)
           : bindingBudget(status);
   if (!budget) {
     return false;
   }
   if (
-    (event.amount_usd !== undefined &&
-      budget.amount_usd !== event.amount_usd) ||
+    (event.amount !== undefined && budget.amount !== event.amount) ||
     (event.scope !== undefined && budget.scope !== event.scope)
   ) {
     return false;

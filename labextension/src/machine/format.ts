@@ -38,34 +38,34 @@ export function machinePricing(
 ): string {
   if (
     machine.priced === 'instance' &&
-    machine.instance_price_usd_per_hour !== null &&
+    machine.instance_price_per_hour !== null &&
     machine.instance_price_basis === 'upper-bound'
   ) {
     return trans.__(
       'priced as a whole instance at an upper bound: %1 (%2)',
-      formatRate(machine.instance_price_usd_per_hour, symbol, trans),
+      formatRate(machine.instance_price_per_hour, symbol, trans),
       machine.price_note ?? ''
     );
   }
   if (
     machine.priced === 'instance' &&
-    machine.instance_price_usd_per_hour !== null &&
+    machine.instance_price_per_hour !== null &&
     machine.instance_price_basis === 'billed' &&
     machine.instance_price_label
   ) {
     return trans.__(
       'priced as a whole instance: %1 (%2)',
-      formatRate(machine.instance_price_usd_per_hour, symbol, trans),
+      formatRate(machine.instance_price_per_hour, symbol, trans),
       machine.instance_price_label
     );
   }
   if (
     machine.priced === 'instance' &&
-    machine.instance_price_usd_per_hour !== null
+    machine.instance_price_per_hour !== null
   ) {
     return trans.__(
       'priced as a whole instance: %1',
-      formatRate(machine.instance_price_usd_per_hour, symbol, trans)
+      formatRate(machine.instance_price_per_hour, symbol, trans)
     );
   }
   return trans.__('no whole-instance price for it: per-GPU prices');
@@ -99,7 +99,7 @@ export function stillCosts(budget: IBudgetStatus | null): number | null {
   if (budget === null || budget.state !== 'acted') {
     return null;
   }
-  const still = budget.last_action?.still_usd_per_hour;
+  const still = budget.last_action?.still_per_hour;
   return typeof still === 'number' && still > 0 ? still : null;
 }
 

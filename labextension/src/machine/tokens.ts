@@ -23,7 +23,7 @@ export interface IMachine {
   cannot_stop?: string | null;
   /** `instance`: priced whole from its catalog row; `gpu`: per-GPU prices. */
   priced: 'instance' | 'gpu';
-  instance_price_usd_per_hour: number | null;
+  instance_price_per_hour: number | null;
   instance_price_confidence: string | null;
   /**
    * `upper-bound`: a spot instance priced at its on-demand row; `billed`: the

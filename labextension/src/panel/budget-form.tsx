@@ -56,8 +56,8 @@ export function BudgetLine(props: {
       {': '}
       {trans.__(
         '%1 of %2 per %3 spent (%4%)',
-        line.spent_usd === null ? '—' : formatMoney(line.spent_usd, symbol),
-        formatBudget(line.amount_usd, symbol),
+        line.spent === null ? '—' : formatMoney(line.spent, symbol),
+        formatBudget(line.amount, symbol),
         scopeName(line.scope),
         line.share === null ? '—' : budgetPercent(line.share)
       )}

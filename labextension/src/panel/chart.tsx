@@ -122,7 +122,7 @@ export function chartGeometry(
   const span = Math.max(end - start, 1);
   const x = (t: number): number =>
     left + (Math.min(Math.max(t - start, 0), span) / span) * plotW;
-  const rates = history.points.map(p => p.rate_usd_per_hour);
+  const rates = history.points.map(p => p.rate_per_hour);
   const rateMax = niceCeiling(Math.max(0, ...rates.filter(Number.isFinite)));
   const yRate = (v: number): number =>
     top + plotH - (Math.min(Math.max(v, 0), rateMax) / rateMax) * plotH;
@@ -235,8 +235,8 @@ export function emptyChartText(
     '%1, and only one so far (up to %2): %3 spent, at %4. The line is drawn from the second point.',
     per,
     clock(Date.parse(point.t), history.window_s > 86400),
-    formatMoney(point.cost_usd, symbol),
-    formatRate(point.rate_usd_per_hour, symbol, trans)
+    formatMoney(point.cost, symbol),
+    formatRate(point.rate_per_hour, symbol, trans)
   );
 }
 

@@ -10,6 +10,7 @@ import {
   IHistoryPoint,
   IKernelsAnswer
 } from './types';
+import { withMoneyKeys } from '../money-keys';
 
 /**
  * The `$id` of the panel events' schema: the server pushes the panel's live
@@ -113,7 +114,7 @@ export function parsePanel(value: unknown): IPanelLive | null {
   if (typeof value !== 'object' || value === null) {
     return null;
   }
-  const v = value as Partial<IPanelLive>;
+  const v = withMoneyKeys(value) as Partial<IPanelLive>;
   if (
     typeof v.kernels !== 'object' ||
     v.kernels === null ||

@@ -77,14 +77,14 @@ function hostPids(
  * number of decimals for every amount in it (`moneyColumnDigits`).
  */
 export function kernelCostDigits(answer: IKernelsAnswer): 2 | 4 {
-  const minimum = (answer.micro_usd?.minimum_charge ?? 0) / 1e6;
+  const minimum = (answer.micro?.minimum_charge ?? 0) / 1e6;
   return moneyColumnDigits([
-    ...answer.kernels.map(kernel => kernel.cost_usd),
-    answer.unattributed_usd,
-    answer.unattributed_usd - minimum,
+    ...answer.kernels.map(kernel => kernel.cost),
+    answer.unattributed,
+    answer.unattributed - minimum,
     minimum,
-    answer.idle_usd,
-    answer.total_usd
+    answer.idle,
+    answer.total
   ]);
 }
 
@@ -103,10 +103,10 @@ export function kernelRows(
   const digits = kernelCostDigits(answer);
   // the machine-while-cells-ran column has its own amounts, so its own decimals
   const cellsDigits = moneyColumnDigits(
-    answer.kernels.map(kernel => kernel.cells_cost_usd ?? 0)
+    answer.kernels.map(kernel => kernel.cells_cost ?? 0)
   );
   const rows: IKernelRow[] = [...answer.kernels]
-    .sort((a, b) => b.cost_usd - a.cost_usd || a.id.localeCompare(b.id))
+    .sort((a, b) => b.cost - a.cost || a.id.localeCompare(b.id))
     .map(kernel => ({
       key: kernel.id,
       label: kernel.notebook_path ?? kernel.name,
@@ -123,10 +123,10 @@ export function kernelRows(
         metered && !kernel.remote
           ? formatShareBy(kernel.gpu_share_by, trans)
           : '—',
-      cost: metered ? formatMoney(kernel.cost_usd, symbol, digits) : '—',
+      cost: metered ? formatMoney(kernel.cost, symbol, digits) : '—',
       cellsCost:
-        kernel.cells && kernel.cells_cost_usd !== undefined
-          ? formatMoney(kernel.cells_cost_usd, symbol, cellsDigits)
+        kernel.cells && kernel.cells_cost !== undefined
+          ? formatMoney(kernel.cells_cost, symbol, cellsDigits)
           : '—',
       kind: 'kernel' as const,
       title: kernel.remote
@@ -154,12 +154,12 @@ export function kernelRows(
   }
   // the billing rule's part (the minimum charge) is named as such, not as GPU
   // use by no kernel; exact in micro-units where the server gives them
-  const micro = answer.micro_usd;
+  const micro = answer.micro;
   const minimumMicro = micro?.minimum_charge ?? 0;
   const unattributed =
     micro && minimumMicro > 0
       ? (micro.unattributed - minimumMicro) / 1_000_000
-      : answer.unattributed_usd;
+      : answer.unattributed;
   // nothing but the minimum charge: no row of GPU use by no kernel at all
   const onlyMinimum = minimumMicro > 0 && micro?.unattributed === minimumMicro;
   rows.push({
@@ -212,7 +212,7 @@ export function kernelRows(
     share: '',
     shareBy: '',
     cellsCost: '',
-    cost: formatMoney(answer.idle_usd, symbol, digits),
+    cost: formatMoney(answer.idle, symbol, digits),
     kind: 'idle',
     title: trans.__('Paid while the GPUs did nothing.')
   });
@@ -224,7 +224,7 @@ export function kernelRows(
  * cost was counted (GPUs lost since still show what they cost).
  */
 export function gpuMetered(gpus: number, answer: IKernelsAnswer): boolean {
-  return gpus > 0 || answer.total_usd > 0;
+  return gpus > 0 || answer.total > 0;
 }
 
 /**
@@ -243,7 +243,7 @@ export function rightsizingText(
     '%1 %2 would have cost %3 instead of %4.',
     article === 'an' ? trans.__('An') : trans.__('A'),
     advice.model,
-    formatMoney(advice.cost_usd, symbol),
-    formatMoney(advice.instead_of_usd, symbol)
+    formatMoney(advice.cost, symbol),
+    formatMoney(advice.instead_of, symbol)
   );
 }

@@ -141,11 +141,7 @@ export function Kernels(props: {
                 <td />
                 {withCells && <td />}
                 <td className="jp-gpucost-num">
-                  {formatMoney(
-                    answer.total_usd,
-                    symbol,
-                    kernelCostDigits(answer)
-                  )}
+                  {formatMoney(answer.total, symbol, kernelCostDigits(answer))}
                 </td>
               </tr>
             )

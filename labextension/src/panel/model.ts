@@ -23,6 +23,7 @@ import {
   IKernelsAnswer,
   IPanelStatus
 } from './types';
+import { withMoneyKeys } from '../money-keys';
 
 /**
  * Routes the panel reads, relative to the server's base URL.
@@ -192,11 +193,15 @@ export class CostPanelModel extends VDomModel {
       cost
         ? Promise.resolve(this._fromCost(cost))
         : settle(requestStatus(settings) as Promise<IPanelStatus>),
-      settle(requestJson(settings, KERNELS_ROUTE) as Promise<IKernelsAnswer>),
+      settle(
+        requestJson(settings, KERNELS_ROUTE).then(
+          withMoneyKeys
+        ) as Promise<IKernelsAnswer>
+      ),
       settle(
         requestJson(settings, HISTORY_ROUTE, {
           window: this._window
-        }) as Promise<IHistoryAnswer>
+        }).then(withMoneyKeys) as Promise<IHistoryAnswer>
       ),
       settle(this._requestCells()),
       settle(requestJson(settings, EXPORTS_ROUTE) as Promise<IExportsPayload>)
@@ -221,20 +226,20 @@ export class CostPanelModel extends VDomModel {
    * server's message when it refuses, else `null`.
    */
   async setSoftBudget(
-    amountUsd: number | null,
+    amount: number | null,
     scope: string
   ): Promise<string | null> {
     if (this._cost) {
       // the shared model is the one writer of the soft budget
       try {
-        await this._cost.setSoftBudget(amountUsd, scope);
+        await this._cost.setSoftBudget(amount, scope);
       } catch (reason) {
         return reason instanceof Error ? reason.message : String(reason);
       }
       return null;
     }
     try {
-      await setSoftBudget(this._serverSettings, amountUsd, scope);
+      await setSoftBudget(this._serverSettings, amount, scope);
     } catch (reason) {
       return reason instanceof Error ? reason.message : String(reason);
     }
@@ -291,7 +296,7 @@ export class CostPanelModel extends VDomModel {
       settle(
         requestJson(settings, HISTORY_ROUTE, {
           window
-        }) as Promise<IHistoryAnswer>
+        }).then(withMoneyKeys) as Promise<IHistoryAnswer>
       ),
       cells ? settle(this._requestCells()) : Promise.resolve(null)
     ]);

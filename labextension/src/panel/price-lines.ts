@@ -31,7 +31,7 @@ export function priceLines(
   if (
     machine &&
     machine.priced === 'instance' &&
-    machine.instance_price_usd_per_hour !== null
+    machine.instance_price_per_hour !== null
   ) {
     const key = machine.instance_type ?? providerName(machine.provider);
     const upper = machine.instance_price_basis === 'upper-bound';
@@ -43,7 +43,7 @@ export function priceLines(
       text: trans.__(
         '%1: %2 per instance-hour — %3',
         key,
-        formatRateAmount(machine.instance_price_usd_per_hour, symbol),
+        formatRateAmount(machine.instance_price_per_hour, symbol),
         basisText(
           {
             basis: upper
@@ -143,13 +143,13 @@ function gpuLine(
   billedLabel: string | null,
   trans: TranslationBundle
 ): string {
-  if (!gpu.priced || gpu.price_usd_per_hour === null) {
+  if (!gpu.priced || gpu.price_per_hour === null) {
     return trans.__('%1: no price in the catalog: not counted', key);
   }
   return trans.__(
     '%1: %2 per GPU-hour — %3',
     key,
-    formatRateAmount(gpu.price_usd_per_hour, symbol),
+    formatRateAmount(gpu.price_per_hour, symbol),
     basisText(
       {
         basis: gpu.price_basis ?? 'catalog',

@@ -50,11 +50,11 @@ export function Prices(props: {
             {line.text}
           </li>
         ))}
-        {status.base_price_usd_per_hour > 0 && (
+        {status.base_price_per_hour > 0 && (
           <li data-field="base-price">
             {trans.__(
               'Base price of the instance: %1',
-              formatRate(status.base_price_usd_per_hour, symbol, trans)
+              formatRate(status.base_price_per_hour, symbol, trans)
             )}
           </li>
         )}

@@ -114,36 +114,36 @@ export function Totals(props: {
       {total(
         'session',
         trans.__('This session'),
-        status.cost_usd,
+        status.cost,
         trans.__(
           'Since the server started at %1, at %2',
           formatLocalTime(status.session_started, Date.now()),
-          rate(status.rate_usd_per_hour)
+          rate(status.rate_per_hour)
         )
       )}
       {total(
         'today',
         trans.__('Today'),
-        status.today_usd,
-        status.today_usd === undefined || status.today_usd === null
+        status.today,
+        status.today === undefined || status.today === null
           ? noLedger
           : trans.__('All sessions since midnight')
       )}
       {total(
         'month',
         trans.__('This month'),
-        status.month_usd,
-        status.month_usd === undefined || status.month_usd === null
+        status.month,
+        status.month === undefined || status.month === null
           ? noLedger
           : trans.__(
               'All sessions this month; all time: %1',
-              formatMoney(status.all_time_usd ?? NaN, symbol)
+              formatMoney(status.all_time ?? NaN, symbol)
             )
       )}
       {total(
         'rate',
         trans.__('Rate now'),
-        status.rate_usd_per_hour,
+        status.rate_per_hour,
         bound ?? trans.__('Per hour, for the GPUs this server holds')
       )}
     </section>
@@ -168,8 +168,8 @@ export function Bill(props: {
     <p className="jp-gpucost-panel-bill" data-bill-to={bill.to}>
       {trans.__(
         'estimated %1 · billed %2 (your bill to %3)',
-        formatMoney(bill.estimated_usd, symbol),
-        formatMoney(bill.billed_usd, symbol),
+        formatMoney(bill.estimated, symbol),
+        formatMoney(bill.billed, symbol),
         bill.to
       )}
     </p>

@@ -15,10 +15,10 @@ export interface IRightsizing {
   /** The catalog model, e.g. `L4`. */
   model: string;
   /** What the session would have cost on it. */
-  cost_usd: number;
+  cost: number;
   /** What the session cost on the GPUs it had. */
-  instead_of_usd: number;
-  price_usd_per_hour: number | null;
+  instead_of: number;
+  price_per_hour: number | null;
   peak_memory_bytes: number | null;
   reason: string | null;
 }
@@ -42,9 +42,9 @@ export interface IBudgetLine {
   /** A hub budget's owner: `user` or `group:<name>`. */
   owner?: string;
   scope: string;
-  amount_usd: number;
-  spent_usd: number | null;
-  remaining_usd: number | null;
+  amount: number;
+  spent: number | null;
+  remaining: number | null;
   share: number | null;
   runs_out_at: string | null;
 }
@@ -71,10 +71,10 @@ export interface IPanelBudget {
   /** When, at what amount and how it stops (absent or `null`: it does not). */
   stop?: {
     text: string;
-    amount_usd: number;
+    amount: number;
     in_s: number;
     /** The rate it is timed at (older servers leave it out). */
-    rate_usd_per_hour?: number;
+    rate_per_hour?: number;
   } | null;
   /**
    * The countdown: when it ends, why (`budget`, `idle`, `hub`, `user`,
@@ -99,9 +99,9 @@ export interface IPanelBudget {
  */
 export interface IPanelStatus extends Omit<IGpuCostStatus, 'budget'> {
   session_id?: string;
-  today_usd?: number | null;
-  month_usd?: number | null;
-  all_time_usd?: number | null;
+  today?: number | null;
+  month?: number | null;
+  all_time?: number | null;
   co2_g?: number | null;
   carbon_intensity_g_per_kwh?: number | null;
   rightsizing?: IRightsizing | null;
@@ -117,8 +117,8 @@ export interface IPanelStatus extends Omit<IGpuCostStatus, 'budget'> {
  * The estimate beside the bill, summed over this machine's reconciled days.
  */
 export interface IBillFigure {
-  estimated_usd: number;
-  billed_usd: number;
+  estimated: number;
+  billed: number;
   /** The last day the bill covers (`YYYY-MM-DD`). */
   to: string;
 }
@@ -152,14 +152,14 @@ export interface IKernelCost {
   gpu_host_pids?: { [index: string]: number[] };
   memory_bytes: number | null;
   /** The kernel's GPU use: its part of the GPUs' used time. */
-  cost_usd: number;
+  cost: number;
   /**
    * The machine's cost while the kernel's priced cells ran this session (the
    * sum of its cells' costs), and how many cells; absent from servers that
    * predate them.
    */
   cells?: number;
-  cells_cost_usd?: number;
+  cells_cost?: number;
 }
 
 /**
@@ -179,16 +179,16 @@ export interface IKernelsAnswer {
   as_of: string;
   pids_visible: boolean;
   note: string | null;
-  total_usd: number;
-  idle_usd: number;
-  unattributed_usd: number;
+  total: number;
+  idle: number;
+  unattributed: number;
   /**
-   * The part of `unattributed_usd` the billing rule adds (minimum charge,
+   * The part of `unattributed` the billing rule adds (minimum charge,
    * rounding); absent from older servers.
    */
-  minimum_charge_usd?: number;
+  minimum_charge?: number;
   /** The same figures in exact micro-units. */
-  micro_usd?: {
+  micro?: {
     total: number;
     idle: number;
     unattributed: number;
@@ -215,8 +215,8 @@ export interface IHistoryGpu {
 export interface IHistoryPoint {
   t: string;
   /** Cumulative cost of this session at `t`. */
-  cost_usd: number;
-  rate_usd_per_hour: number;
+  cost: number;
+  rate_per_hour: number;
   gpus: IHistoryGpu[];
 }
 
@@ -235,9 +235,9 @@ export interface IHistoryAnswer {
       id: string;
       started: string;
       ended: string | null;
-      cost_usd: number;
+      cost: number;
     }[];
-    days: { date: string; cost_usd: number }[];
+    days: { date: string; cost: number }[];
   };
 }
 
@@ -254,6 +254,7 @@ export interface ICellCost {
   gpu_busy_s: { [index: string]: number } | null;
   peak_memory_bytes: number | null;
   energy_j: number | null;
+  /** the name the kernel's record keeps (saved data, see docs/api.md "Money keys") */
   cost_usd: number;
   status: string;
   mode: string;

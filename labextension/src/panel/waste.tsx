@@ -32,8 +32,8 @@ export function Waste(props: {
   }
   // one source for the idle cost: the kernel table's when it is there (the
   // same sample as its rows), else the status's
-  const idle = kernels ? kernels.idle_usd : status.idle_cost_usd;
-  const gpuCost = kernels ? kernels.total_usd : status.gpu_cost_usd;
+  const idle = kernels ? kernels.idle : status.idle_cost;
+  const gpuCost = kernels ? kernels.total : status.gpu_cost;
   const share = gpuCost > 0 ? Math.round((100 * idle) / gpuCost) : 0;
   const advice = rightsizingText(status.rightsizing, symbol, trans);
   const priced = status.gpus.some(gpu => gpu.priced);
