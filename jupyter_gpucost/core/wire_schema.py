@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, Union, get_args, get_origin, is_typeddict
 
 from . import wire, wire_report
+from .wording import json_kind
 
 #: a document's or part's keys, each with the kinds its value may be (``null|string``)
 Shape: TypeAlias = dict[str, str]
@@ -89,29 +90,13 @@ def contract() -> dict[str, object]:
     }
 
 
-def _kind_of(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def conforms(
     value: object, part: str, parts: Mapping[str, Mapping[str, str]], where: str = "$"
 ) -> list[str]:
     """What in ``value`` (a document as JSON gives it) does not match ``part``'s shape:
     one line per key missing, unknown, or of a kind the contract does not allow."""
     if not isinstance(value, dict):
-        return [f"{where}: {_kind_of(value)}, not an object"]
+        return [f"{where}: {json_kind(value)}, not an object"]
     shape = parts[part]
     found = [f"{where}.{k}: not in the contract's {part}" for k in value if k not in shape]
     for key, allowed in shape.items():
@@ -122,7 +107,7 @@ def conforms(
                 found.append(f"{at}: missing")
             continue
         item = value[key]
-        kind = _kind_of(item)
+        kind = json_kind(item)
         nested = [k[1:] for k in kinds if k.startswith("#") and not k.endswith("[]")]
         listed = [k[1:-2] for k in kinds if k.startswith("#") and k.endswith("[]")]
         if kind == "object" and nested:

@@ -99,6 +99,24 @@ def hub_source(source: str, messages: Messages | None = None) -> str:
     return source
 
 
+def json_kind(value: object) -> str:
+    """What a value is, in JSON's own words: ``null``, ``boolean``, ``number``, ``string``,
+    ``array`` or ``object``; a value JSON has no word for, by its Python type's name."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
 def json_type(kind: str, messages: Messages | None = None) -> str:
     """A JSON value's type (``number``...) as a message names it: ``a number``."""
     text = _TYPES.get(kind)

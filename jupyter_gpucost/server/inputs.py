@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from ..core.i18n import _
 from ..core.refusal import Refusal
-from ..core.wording import json_type
+from ..core.wording import json_kind, json_type
 
 #: how much of a refused value a message quotes
 SHOWN_CHARS = 60
@@ -91,22 +91,6 @@ def one_of(what: str, allowed: Iterable[str], value: object) -> str:
 
 def _too_deep() -> str:
     return _("the body nests more than {depth} levels deep").format(depth=MAX_DEPTH)
-
-
-def json_kind(value: object) -> str:
-    """What a JSON value is, in JSON's own words: ``null``, ``boolean``, ``number``,
-    ``string``, ``array`` or ``object``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def type_name(value: object) -> str:
