@@ -5,6 +5,7 @@ it, read-only (the hub service's report endpoint on loopback answers with them).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,15 +51,20 @@ def allowance_reply(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(test_budget_sources, "REPLY", REPLY)
 
 
-def test_the_hubs_allowances_show_what_is_left_read_only(
-    allowance_reply: None, lab_factory: Any, page: Any, tmp_path: Path, hub_service: str
-) -> None:
-    lab = lab_factory(
+def reporting_lab(lab_factory: Any, tmp_path: Path, hub_service: str) -> Any:
+    """A JupyterLab whose server reports to the stand-in hub service every second."""
+    return lab_factory(
         "--GpuCost.telemetry=simulated",
         "--GpuCost.hub_report_interval_s=1",
         f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
         env={ENV_HUB_URL: hub_service, "JUPYTERHUB_API_TOKEN": TOKEN},
     )
+
+
+def test_the_hubs_allowances_show_what_is_left_read_only(
+    allowance_reply: None, lab_factory: Any, page: Any, tmp_path: Path, hub_service: str
+) -> None:
+    lab = reporting_lab(lab_factory, tmp_path, hub_service)
     panel = open_panel(page, lab)
     lines = panel.locator("[data-field='hub-allowance']")
     expect(lines).to_have_count(2, timeout=30_000)
@@ -85,14 +91,7 @@ def test_the_hubs_allowances_show_what_is_left_read_only(
     screenshot(page, "budget-hub-allowances.png")
 
 
-ALLOWANCES_ONLY = HubReply(
-    user="alice",
-    session_micro_usd=1_000_000,
-    today_micro_usd=3_000_000,
-    month_micro_usd=7_600_000,
-    budgets=(),
-    allowances=REPLY.allowances,
-)
+ALLOWANCES_ONLY = replace(REPLY, budgets=())
 
 
 @pytest.fixture
@@ -104,12 +103,7 @@ def allowances_only(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_with_allowances_and_no_budget_the_bars_say_what_is_left(
     allowances_only: None, lab_factory: Any, page: Any, tmp_path: Path, hub_service: str
 ) -> None:
-    lab = lab_factory(
-        "--GpuCost.telemetry=simulated",
-        "--GpuCost.hub_report_interval_s=1",
-        f"--GpuCost.budget_state_path={tmp_path / 'budget.json'}",
-        env={ENV_HUB_URL: hub_service, "JUPYTERHUB_API_TOKEN": TOKEN},
-    )
+    lab = reporting_lab(lab_factory, tmp_path, hub_service)
     page.goto(f"{lab.url}/lab?token={lab.token}", timeout=60_000)
     # JupyterLab's status bar: the allowance that runs out first (62 % of the
     # money left against 63 % of the GPU time), the others in the tooltip
