@@ -84,24 +84,7 @@ describe('hub allowances', () => {
         formatLocalTime('2026-11-30T00:00:00Z', 0) +
         ' · group students, set by your hub admin (read-only)'
     );
-    const lines = allowanceLines(
-      {
-        hub: {
-          source: 'set by your hub admin',
-          budgets: [],
-          user: 'alice',
-          today: 0,
-          month: 0,
-          stop_at: null,
-          reason: null,
-          reported_at: null,
-          error: null,
-          allowances: [group]
-        }
-      },
-      '$',
-      0
-    );
+    const lines = allowanceLines(noBudget([group]), '$', 0);
     expect(lines).toEqual([`Hub allowance: ${allowanceLine(group, '$', 0)}.`]);
     // no hub, or an older server: nothing
     expect(allowanceLines({ hub: null }, '$')).toEqual([]);
