@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hub_admin_page import admin_page
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,7 @@ from jupyter_gpucost.hub.profiles.node_terms import Unpriced
 from jupyter_gpucost.hub.profiles.settings import ProfileSettings, build, derived_prices
 from jupyter_gpucost.hub.profiles.table import ProfileSource, ProfileTable
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import handlers, views
+from jupyter_gpucost.hub.web import views
 
 DATA = Path(__file__).parent / "data" / "real_configs"
 T4 = '--GpuCostHub.price_overrides={"T4": "0.35"}'
@@ -526,19 +527,7 @@ async def test_the_admin_page_shows_a_pods_share_of_its_node(tmp_path: Path) -> 
     assert text in views.users_csv(data)
 
     def page(language: str) -> str:
-        return handlers.render(
-            handlers.templates("$"),
-            "gpucost_admin.html",
-            messages_for(language),
-            "$",
-            hub_prefix="/hub/",
-            service_url="/services/gpucost/",
-            user="erin",
-            is_admin=True,
-            xsrf_token="x",
-            data=data,
-            chart=views.bars(data["daily"]),
-        )
+        return admin_page(svc, language, now, user="erin")
 
     assert f"{text} at $0.39/h" in page("en")
     chinese = "p4d.24xlarge 的 1/56（1/7 × A100-40GB（MIG 1g.5gb））"  # noqa: RUF001

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hub_admin_page import admin_page
+
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
-from jupyter_gpucost.core.i18n import messages_for
 from jupyter_gpucost.hub.allocation import AllocationPolicy
 from jupyter_gpucost.hub.budgets import HubBudgetPolicy
 from jupyter_gpucost.hub.enforcer import HubEnforcer
@@ -17,7 +18,7 @@ from jupyter_gpucost.hub.ledger import HubLedger
 from jupyter_gpucost.hub.ledger.reclaims import ReclaimStore
 from jupyter_gpucost.hub.model import GpuAllocation, ServerInfo
 from jupyter_gpucost.hub.service import HubService
-from jupyter_gpucost.hub.web import handlers, views
+from jupyter_gpucost.hub.web import views
 
 CATALOG = load_catalog()
 NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -89,19 +90,7 @@ async def test_the_admin_page_says_the_rate_is_an_upper_bound(tmp_path: Path) ->
     assert running[0]["usd_per_hour"] == float(8 * DEAREST)
 
     def page(language: str) -> str:
-        return handlers.render(
-            handlers.templates("$"),
-            "gpucost_admin.html",
-            messages_for(language),
-            "$",
-            hub_prefix="/hub/",
-            service_url="/services/gpucost/",
-            user="erin",
-            is_admin=True,
-            xsrf_token="x",
-            data=data,
-            chart=views.bars(data["daily"]),
-        )
+        return admin_page(svc, language, NOW, user="erin")
 
     english = page("en")
     assert f"8 × MI300X at ${8 * DEAREST:.2f}/h" in english
