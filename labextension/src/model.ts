@@ -169,6 +169,8 @@ export class GpuCostModel
     if (this.isDisposed || !this._poll.setInterval(value)) {
       return;
     }
+    // the panel follows this interval
+    this.stateChanged.emit();
     if (this._events && !this._polling) {
       // pushed: the poll stays stopped
       return;

@@ -137,3 +137,42 @@ def test_poll_interval_comes_from_the_settings(lab_factory: Any, page: Any) -> N
     slow = count_status_requests(page, 6)
     assert fast >= 4, fast
     assert slow <= 2, slow
+
+
+def count_kernels_requests(page: Any, seconds: float) -> int:
+    seen: list[str] = []
+    pattern = re.compile(r"gpucost/api/kernels(\?|$)")
+    page.on("request", lambda r: seen.append(r.url) if pattern.search(r.url) else None)
+    page.wait_for_timeout(seconds * 1000)  # lets Playwright dispatch the request events
+    return len(seen)
+
+
+def test_the_panel_polls_at_the_one_fallback_interval(lab_factory: Any, page: Any) -> None:
+    """The open panel falls back to polling at the status bar's interval (the one setting),
+    unless the deprecated panel setting is set."""
+    lab = lab_factory("--GpuCost.telemetry=simulated")
+    page.route_web_socket(re.compile(r".*/api/events/subscribe.*"), lambda ws: ws.close())
+    plugin = "lab/api/settings/jupyter-gpucost:plugin"
+    panel_plugin = "lab/api/settings/jupyter-gpucost:panel"
+
+    def panel_requests() -> int:
+        item = page.locator(ITEM)
+        item.wait_for(state="visible", timeout=60_000)
+        item.click()
+        expect(page.locator("#jp-gpucost-panel")).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(12_000)  # no push in the heartbeat: the fallback poll runs
+        return count_kernels_requests(page, 6)
+
+    lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 30}'})
+    open_lab(page, lab)
+    slow = panel_requests()
+    lab.api(plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 1}'})
+    page.reload()
+    fast = panel_requests()
+    # the deprecated panel setting, set, overrides the one interval for the panel
+    lab.api(panel_plugin, method="PUT", body={"raw": '{"pollIntervalSeconds": 30}'})
+    page.reload()
+    overridden = panel_requests()
+    assert slow <= 2, slow
+    assert fast >= 4, fast
+    assert overridden <= 2, overridden

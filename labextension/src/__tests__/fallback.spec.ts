@@ -34,6 +34,29 @@ describe('the one fallback interval', () => {
   });
 });
 
+describe('the panel’s interval', () => {
+  it('follows the shared model’s setting unless the panel’s own is set', () => {
+    const shared = new GpuCostModel({ autoStart: false, intervalSeconds: 7 });
+    const panel = new CostPanelModel({ autoStart: false, cost: shared });
+    try {
+      expect(panel.intervalSeconds).toBe(7);
+      // the user changes the one fallback interval in the Settings Editor
+      shared.intervalSeconds = 30;
+      expect(panel.intervalSeconds).toBe(30);
+      // the deprecated panel setting, set, wins; unset again, the panel follows
+      panel.intervalOverride = 5;
+      expect(panel.intervalSeconds).toBe(5);
+      shared.intervalSeconds = 60;
+      expect(panel.intervalSeconds).toBe(5);
+      panel.intervalOverride = null;
+      expect(panel.intervalSeconds).toBe(60);
+    } finally {
+      panel.dispose();
+      shared.dispose();
+    }
+  });
+});
+
 describe('the panel’s alerts model', () => {
   it('asks where alerts go once, and keeps the answer through a failed change', async () => {
     const answer = {

@@ -63,6 +63,7 @@ export class CostPanelModel extends VDomModel {
     this._serverSettings =
       options.serverSettings ?? ServerConnection.makeSettings();
     this._cost = options.cost ?? null;
+    this._override = options.intervalSeconds ?? null;
     this._feed = options.feed ?? null;
     this.cellLabel = options.cellLabel ?? (() => null);
     this.recordedCells = options.recordedCells ?? (() => []);
@@ -76,7 +77,7 @@ export class CostPanelModel extends VDomModel {
     this._poll = new FallbackPoll({
       auto: options.autoStart ?? true,
       factory: () => this.fetch(),
-      intervalSeconds: options.intervalSeconds,
+      intervalSeconds: options.intervalSeconds ?? this._cost?.intervalSeconds,
       name: 'jupyter-gpucost:panel',
       standby: () => (this._active && !this._pushed() ? 'when-hidden' : true)
     });
@@ -170,13 +171,39 @@ export class CostPanelModel extends VDomModel {
   }
 
   /**
-   * The poll interval in seconds.
+   * The poll interval in seconds: the shared model's (the one fallback
+   * interval) unless an override is set.
    */
   get intervalSeconds(): number {
     return this._poll.intervalSeconds;
   }
   set intervalSeconds(value: number) {
-    if (this.isDisposed || !this._poll.setInterval(value)) {
+    this.intervalOverride = value;
+  }
+
+  /**
+   * The panel's own interval (the deprecated panel setting), or `null` to
+   * follow the shared model's.
+   */
+  get intervalOverride(): number | null {
+    return this._override;
+  }
+  set intervalOverride(value: number | null) {
+    this._override = value;
+    this._followInterval();
+  }
+
+  /**
+   * Poll at the override, else at the shared model's interval.
+   */
+  private _followInterval(): void {
+    const value = this._override ?? this._cost?.intervalSeconds;
+    if (
+      value === undefined ||
+      this.isDisposed ||
+      !this._poll ||
+      !this._poll.setInterval(value)
+    ) {
       return;
     }
     void this._poll.refresh();
@@ -363,6 +390,7 @@ export class CostPanelModel extends VDomModel {
    */
   private _onCost(): void {
     if (this._cost && !this.isDisposed) {
+      this._followInterval();
       this._status = merge(this._status, this._fromCost(this._cost));
       this.stateChanged.emit();
     }
@@ -398,6 +426,7 @@ export class CostPanelModel extends VDomModel {
   private _fetchedCells: ICellsAnswer | null = null;
   private _historyPending = false;
   private _poll: FallbackPoll<void>;
+  private _override: number | null;
   private _active: boolean;
   private _window: HistoryWindow = '1h';
   private _status: IPart<IPanelStatus> = empty();
@@ -432,6 +461,7 @@ export namespace CostPanelModel {
     cellLabel?: CellLabel;
     /** The recorded costs of the open notebooks' cells. */
     recordedCells?: () => ICellCost[];
+    /** The panel's own interval; unset, it follows the shared model's. */
     intervalSeconds?: number;
     autoStart?: boolean;
   }

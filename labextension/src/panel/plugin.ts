@@ -15,7 +15,6 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { parseSavedCell, recordOf, SAVED_KEY } from '../cells/saved';
 import { trans } from '../i18n';
-import { DEFAULT_INTERVAL_S } from '../fallback';
 import { IGpuCostModel } from '../tokens';
 import { PanelFeed } from './feed';
 import { CostPanelModel } from './model';
@@ -60,7 +59,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
     // the panel's live parts are pushed from the page's load on, so an opened
     // panel shows the kernels and exports at once
     const feed = new PanelFeed(app.serviceManager.events ?? null);
-    let intervalS = DEFAULT_INTERVAL_S;
+    let override: number | null = null;
     let current: MainAreaWidget<CostPanel> | null = null;
 
     app.commands.addCommand(OPEN_PANEL_COMMAND, {
@@ -72,7 +71,7 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
         if (!current || current.isDisposed) {
           const model = new CostPanelModel({
             serverSettings: app.serviceManager.serverSettings,
-            intervalSeconds: intervalS,
+            intervalSeconds: override ?? undefined,
             cost,
             feed,
             cellLabel: (path, cellId) =>
@@ -108,13 +107,13 @@ export const panelPlugin: JupyterFrontEndPlugin<void> = {
       settingRegistry
         .load(panelPlugin.id)
         .then(settings => {
+          // deprecated: set, it overrides the one fallback interval (the
+          // cost model's setting) for the panel; unset, the panel follows it
           const apply = (): void => {
-            const value = settings.get('pollIntervalSeconds').composite;
-            if (typeof value === 'number') {
-              intervalS = value;
-              if (current && !current.isDisposed) {
-                current.content.model.intervalSeconds = value;
-              }
+            const value = settings.user.pollIntervalSeconds;
+            override = typeof value === 'number' ? value : null;
+            if (current && !current.isDisposed) {
+              current.content.model.intervalOverride = override;
             }
           };
           apply();
