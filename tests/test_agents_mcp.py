@@ -22,6 +22,7 @@ from jupyter_client.session import Session
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from test_budget_api import budget, refused, wait_for
+from test_wire_contract import usd_twins
 
 # http_server_client: the fixture that makes the test server accept connections on its port
 pytestmark = pytest.mark.usefixtures("jp_serverapp", "http_server_client")
@@ -95,6 +96,14 @@ def config(tmp_path: Path, **more: object) -> dict[str, object]:
     }
 
 
+def assert_twins(answer: dict[str, Any], *expected: str) -> None:
+    """Every ``_usd`` amount of a tool's answer has its currency-neutral twin with its value
+    (docs/api.md, "Money keys"), and the ``expected`` ones are among them."""
+    twins = usd_twins(answer)
+    assert {path: pair for path, pair in twins.items() if pair[0] != pair[1]} == {}
+    assert set(expected) <= set(twins), sorted(twins)
+
+
 class TestTools:
     @pytest.fixture
     def gpucost_config(self, tmp_path: Path) -> dict[str, object]:
@@ -165,6 +174,22 @@ class TestTools:
         assert hard["spent_usd"] == document["budget"]["hard"]["spent_usd"] == answer["cost_usd"]
         assert answer["budget"]["binding"] == "hard"
         assert answer["summary"].startswith("This session has cost $")
+        # each amount under its currency-neutral name too, the status route's own
+        for new, old in (
+            ("cost", "cost_usd"),
+            ("rate_per_hour", "rate_usd_per_hour"),
+            ("gpu_cost", "gpu_cost_usd"),
+            ("idle_cost", "idle_cost_usd"),
+            ("base_price_per_hour", "base_price_usd_per_hour"),
+            ("today", "today_usd"),
+            ("month", "month_usd"),
+        ):
+            assert answer[new] == document[new] == answer[old], new
+        assert answer["rate_per_hour"] == 6.862
+        assert [g["price_per_hour"] for g in answer["gpus"]] == [3.431, 3.431]
+        assert answer["budget"]["hard"]["amount"] == HARD_USD
+        assert answer["budget"]["hard"]["spent"] == answer["cost"]
+        assert_twins(answer, "$.gpus[0].price_usd_per_hour", "$.budget.hard.amount_usd")
 
     async def test_cell_costs_lists_the_session_s_dearest_cells(
         self, jp_fetch: Any, jp_http_port: int, jp_base_url: str, jp_serverapp: Any
@@ -197,9 +222,13 @@ class TestTools:
             assert listed["wall_s"] == by_id[listed["cell_id"]]["wall_s"]
         assert answer["cells"][1]["gpu_busy_s"] == 60.0
         assert answer["total_usd"] == 1.35
+        assert answer["total"] == 1.35
+        assert [c["cost"] for c in answer["cells"]] == [0.6, 0.5]
+        assert_twins(answer, "$.total_usd", "$.cells[1].cost_usd", "$.notebooks[1].cost_usd")
         assert answer["notebooks"] == [
             {
                 "notebook_path": "train.ipynb",
+                "cost": 0.75,
                 "cost_usd": 0.75,
                 "cells": 2,
                 "wall_s": 20.0,
@@ -207,6 +236,7 @@ class TestTools:
             },
             {
                 "notebook_path": "eval.ipynb",
+                "cost": 0.6,
                 "cost_usd": 0.6,
                 "cells": 1,
                 "wall_s": 10.0,
@@ -334,6 +364,17 @@ class TestEstimate:
             like = await call(session, "estimate", cell_id=cell["cell_id"])
             assert like["cost_usd"] == pytest.approx(cell["cost_usd"], rel=0.01)
             assert like["based_on_cell"]["wall_s"] == cell["wall_s"]
+            assert like["based_on_cell"]["cost"] == cell["cost_usd"]
+            assert like["cost"] == like["cost_usd"]
+            assert like["budget_remaining"] == like["budget_remaining_usd"] > 0
+            assert_twins(
+                like,
+                "$.cost_usd",
+                "$.rate_usd_per_hour",
+                "$.budget_remaining_usd",
+                "$.based_on_cell.cost_usd",
+                "$.based_on_cell.rate_usd_per_hour",
+            )
             # a run longer than the budget allows does not fit
             long = await call(session, "estimate", duration_s=4 * 3600)
             assert long["fits_budget"] is False

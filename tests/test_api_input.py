@@ -225,6 +225,17 @@ async def test_text_that_is_not_unicode_is_refused_naming_its_field(
         ('{"amount_usd": 5, "kind": 5}', "kind must be 'soft'"),
         ('{"amount_usd": 5, "\\u00e9t\\u00e9": 1}', "unknown field(s) \u00e9t\u00e9: send"),
         ("{}", "amount_usd is required"),
+        # the amount's currency-neutral name: the same checks
+        ('{"amount": NaN}', "The budget must be a finite number"),
+        ('{"amount": 1e400}', "The budget must be a finite number"),
+        ('{"amount": -0.01}', "The budget must be more than 0"),
+        ('{"amount": 0.0000001}', "The budget has more than 6 decimals"),
+        ('{"amount": 1000000.000001}', "The budget must be at most 1000000"),
+        ('{"amount": true}', "The budget must be a number of dollars"),
+        ('{"amount": 5, "scope": "fortnight"}', "scope must be one of session, day"),
+        ('{"amount": 5, "amount_usd": "5.000001"}', "but they differ (5 and '5.000001')"),
+        ('{"amount": 5, "amount_usd": null}', "but they differ (5 and null)"),
+        ('{"amount": NaN, "amount_usd": 5}', "The budget must be a finite number"),
     ],
 )
 async def test_a_bad_budget_is_refused_and_the_budget_is_kept(

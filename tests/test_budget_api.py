@@ -126,6 +126,25 @@ class TestSoftBudget:
         assert body["state"] == "none"
         assert read_json(state_path)["soft"] is None
 
+    async def test_the_amount_may_be_sent_under_its_currency_neutral_name(
+        self, jp_fetch: Any, state_path: Path
+    ) -> None:
+        body = await put(jp_fetch, {"amount": 12.5, "scope": "session"})
+        assert body["soft"]["amount"] == body["soft"]["amount_usd"] == 12.5
+        assert read_json(state_path)["soft"] == {"amount_micro_usd": 12_500_000, "scope": "session"}
+        # both names, one amount however it is written: taken
+        body = await put(jp_fetch, {"amount": "7.50", "amount_usd": 7.5})
+        assert body["soft"]["amount"] == 7.5
+        assert read_json(state_path)["soft"] == {"amount_micro_usd": 7_500_000, "scope": "session"}
+        # two different amounts: refused, the budget kept as it was
+        for two in ({"amount": 8, "amount_usd": 9}, {"amount": None, "amount_usd": 9}):
+            message = await refused(put(jp_fetch, two), 400)
+            assert "amount and amount_usd are two names for one amount" in message
+            assert (await budget(jp_fetch))["soft"]["amount"] == 7.5
+        body = await put(jp_fetch, {"amount": None, "amount_usd": None})
+        assert body["soft"] is None
+        assert read_json(state_path)["soft"] is None
+
     @pytest.mark.parametrize(
         ("body", "message"),
         [
@@ -136,6 +155,11 @@ class TestSoftBudget:
             ({"amount_usd": 5, "scope": "week"}, "scope must be one of session, day, month"),
             ({"amount_usd": 5, "colour": "red"}, "unknown field(s) colour"),
             ({"scope": "session"}, "amount_usd is required"),
+            ({"amount": "abc"}, "The budget must be a number of dollars"),
+            ({"amount": 0}, "must be more than 0"),
+            ({"amount": 5, "amount_usd": 0}, "must be more than 0"),
+            ({"amount": 5, "amount_usd": 5.01}, "but they differ (5 and 5.01)"),
+            ({"amount": 5, "colour": "red"}, "unknown field(s) colour: send amount_usd and scope"),
             ([5], "must be a JSON object"),
         ],
     )

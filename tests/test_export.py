@@ -172,6 +172,10 @@ async def test_a_multipart_export_lands_whole_with_its_manifest(
     assert manifest["kind"] == "file"
     assert manifest["url"] == result["url"]
     assert manifest["session"]["cost_usd"] > 0
+    # the session's cost and rate under their currency-neutral names too, the same values
+    assert manifest["session"]["cost"] == manifest["session"]["cost_usd"]
+    assert manifest["session"]["rate_per_hour"] == manifest["session"]["rate_usd_per_hour"] == 6.862
+    assert manifest["session"]["currency"] == "USD"
     assert manifest["session"]["simulated"] is True
     assert [g["name"] for g in manifest["gpus"]] == ["NVIDIA A100-SXM4-80GB"] * 2
     assert manifest["software"]["torch"]  # the test environment has CPU torch

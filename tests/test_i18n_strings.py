@@ -327,6 +327,11 @@ async def test_the_budgets_remaining_refusals_are_in_chinese(jp_fetch: Any) -> N
         400,
         "未知字段 limit：请发送 amount_usd 和 scope",
     )
+    body = json.dumps({"amount": 1, "amount_usd": 2})
+    assert await _refusal(jp_fetch, "PUT", "budget", body=body) == (
+        400,
+        "amount 和 amount_usd 是同一金额的两个名称，但两者不同（1 和 2）：请只发送其中一个",
+    )
     body = json.dumps({"action": "reboot"})
     status, message = await _refusal(jp_fetch, "POST", "budget", "stop", body=body)
     assert (status, message.split(" 之一")[0]) == (

@@ -260,3 +260,34 @@ async def test_the_cells_route_names_its_currency(jp_fetch: Any) -> None:
     status = await get_status(jp_fetch)
     assert body["currency"] == status["currency"] == "USD"
     assert body["currency_symbol"] == status["currency_symbol"] == "$"
+
+
+async def test_the_cells_route_gives_each_amount_its_currency_neutral_name(
+    jp_fetch: Any, jp_serverapp: Any
+) -> None:
+    """Each listed cell's ``cost`` and ``rate_per_hour`` beside the ``_usd`` names the record
+    keeps, with the same values (docs/api.md, "Money keys"): this server's cells and an
+    earlier session's, read from the ledger, alike; the record as kept is not changed."""
+    record = {
+        "cell_id": "now",
+        "started": "2026-11-29T08:00:00+00:00",
+        "ended": "2026-11-29T08:00:02+00:00",
+        "wall_s": 2.0,
+        "cost_usd": 0.003812,
+        "rate_usd_per_hour": 6.862,
+    }
+    posted = await jp_fetch("gpucost", "api", "cells", method="POST", body=json.dumps(record))
+    assert "cost" not in json.loads(posted.body)  # the record as kept: its saved names
+    service = jp_serverapp.web_app.settings["gpucost_service"]
+    earlier = {**record, "cell_id": "before", "cost_usd": 0.5, "rate_usd_per_hour": None}
+    await asyncio.to_thread(service.ledger.add_cell, "an-earlier-session", earlier)
+    response = await jp_fetch("gpucost", "api", "cells", params={"limit": "5"})
+    cells = {c["cell_id"]: c for c in json.loads(response.body)["cells"]}
+    assert set(cells) == {"now", "before"}
+    assert cells["now"]["cost"] == cells["now"]["cost_usd"] == 0.003812
+    assert cells["now"]["rate_per_hour"] == cells["now"]["rate_usd_per_hour"] == 6.862
+    assert cells["before"]["cost"] == cells["before"]["cost_usd"] == 0.5
+    assert cells["before"]["rate_per_hour"] is cells["before"]["rate_usd_per_hour"] is None
+    # what the server keeps (memory, the ledger) keeps the record's own names
+    assert "cost" not in service.cells.in_memory(1)[0]
+    assert all("cost" not in c for c in service.ledger.recent_cells(5))

@@ -18,7 +18,7 @@ from ..core.protocol import prices_document
 from .gpu_use.attribution import Attributor
 from .inputs import whole_number
 from .kernel_auth import user_or_kernel
-from .record.cells import CellLog, clean
+from .record.cells import CellLog, clean, with_money_names
 from .web import API_PREFIX, GpuCostHandler, Route
 
 
@@ -88,7 +88,11 @@ class CellsHandler(GpuCostHandler):
         )
         config = self.service.config
         self.write_json(
-            {"cells": found, "currency": config.currency, "currency_symbol": config.currency_symbol}
+            {
+                "cells": [with_money_names(r) for r in found],
+                "currency": config.currency,
+                "currency_symbol": config.currency_symbol,
+            }
         )
 
     @user_or_kernel

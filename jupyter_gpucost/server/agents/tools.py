@@ -28,6 +28,7 @@ from ..budget.parse import parse_lower_request
 from ..budget.policy import binding_standing
 from ..budget.stop_request import parse_stop_request
 from ..inputs import one_of, shown, type_name
+from ..record.cells import with_money_names
 from ..service import CostService
 
 #: the longest run an estimate prices: 30 days
@@ -35,7 +36,8 @@ MAX_ESTIMATE_S = 30 * 24 * 3600
 #: how many cells ``cell_costs`` reads (the cells route's most)
 CELLS_READ = 500
 SCOPES = ("session", "today")
-#: the status document's figures ``cost_status`` answers with, unchanged
+#: the status document's figures ``cost_status`` answers with, unchanged: each amount under
+#: its currency-neutral name and its deprecated ``_usd`` twin (docs/api.md, "Money keys")
 STATUS_KEYS = (
     "as_of",
     "session_id",
@@ -43,6 +45,11 @@ STATUS_KEYS = (
     "elapsed_s",
     "currency",
     "currency_symbol",
+    "cost",
+    "gpu_cost",
+    "idle_cost",
+    "base_price_per_hour",
+    "rate_per_hour",
     "cost_usd",
     "gpu_cost_usd",
     "idle_cost_usd",
@@ -50,13 +57,23 @@ STATUS_KEYS = (
     "rate_usd_per_hour",
     "price_basis",
     "price_basis_reasons",
+    "today",
+    "month",
     "today_usd",
     "month_usd",
     "billing",
     "prices",
     "machine",
 )
-GPU_KEYS = ("index", "name", "model", "price_usd_per_hour", "price_basis", "utilization_pct")
+GPU_KEYS = (
+    "index",
+    "name",
+    "model",
+    "price_per_hour",
+    "price_usd_per_hour",
+    "price_basis",
+    "utilization_pct",
+)
 BUDGET_KEYS = ("state", "binding", "hard", "soft", "runs_out_at", "stop", "grace", "action")
 
 
@@ -86,8 +103,8 @@ def cost_status(parts: AgentParts) -> dict[str, object]:
     answer["warnings"] = [w["message"] for w in status["warnings"]]
     symbol = str(status["currency_symbol"])
     answer["summary"] = _("This session has cost {cost} so far, at {rate} per hour.").format(
-        cost=status_bar(status["cost_usd"], symbol),
-        rate=status_bar(status["rate_usd_per_hour"], symbol),
+        cost=status_bar(status["cost"], symbol),
+        rate=status_bar(status["rate_per_hour"], symbol),
     )
     return answer
 
@@ -175,11 +192,20 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
                 ),
                 404,
             )
-        cell = found[0]
-        duration_s = float(cell["wall_s"])
+        duration_s = float(found[0]["wall_s"])
+        # the record's amounts under their currency-neutral names too
+        cell = with_money_names(found[0])
         based_on = {
             key: cell.get(key)
-            for key in ("cell_id", "notebook_path", "wall_s", "cost_usd", "rate_usd_per_hour")
+            for key in (
+                "cell_id",
+                "notebook_path",
+                "wall_s",
+                "cost",
+                "rate_per_hour",
+                "cost_usd",
+                "rate_usd_per_hour",
+            )
         }
     snapshot = parts.service.sampler.latest.snapshot
     rate = Decimal(snapshot.rate_per_hour)
@@ -201,14 +227,19 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
             "Running {duration} s here costs about {cost}, more than the {left} left in the "
             "budget: it would be stopped before the end."
         )
+    remaining = None if left is None else usd(left)
     return {
         "duration_s": duration_s,
-        "cost_usd": usd(cost),
-        "rate_usd_per_hour": float(rate),
+        "cost": usd(cost),
+        "rate_per_hour": float(rate),
         "currency": parts.service.config.currency,
         "currency_symbol": symbol,
         "as_of": snapshot.as_of.isoformat(),
-        "budget_remaining_usd": None if left is None else usd(left),
+        "budget_remaining": remaining,
+        # deprecated twins (docs/api.md, "Money keys")
+        "cost_usd": usd(cost),
+        "rate_usd_per_hour": float(rate),
+        "budget_remaining_usd": remaining,
         "budget_kind": kind,
         "fits_budget": fits,
         "based_on_cell": based_on,
@@ -263,26 +294,18 @@ def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, 
         if busy is not None:
             book["gpu_busy_s"] = round(book.get("gpu_busy_s", 0.0) + busy, 3)
     books = sorted(notebooks.values(), key=lambda b: b["micro"], reverse=True)[:limit]
+    total = usd(sum(_micro(r.get("cost_usd")) for r in records))
     return {
         "scope": scope,
         "currency_symbol": parts.service.config.currency_symbol,
         "cells_counted": len(records),
-        "total_usd": usd(sum(_micro(r.get("cost_usd")) for r in records)),
-        "cells": [
-            {
-                "cell_id": r["cell_id"],
-                "notebook_path": r.get("notebook_path"),
-                "cost_usd": r.get("cost_usd"),
-                "wall_s": r.get("wall_s"),
-                "gpu_busy_s": _busy_s(r),
-                "ended": r.get("ended"),
-                "status": r.get("status"),
-            }
-            for r in ranked[:limit]
-        ],
+        "total": total,
+        "total_usd": total,  # deprecated twin (docs/api.md, "Money keys"), as below
+        "cells": [_listed_cell(with_money_names(r)) for r in ranked[:limit]],
         "notebooks": [
             {
                 "notebook_path": b["notebook_path"],
+                "cost": usd(b["micro"]),
                 "cost_usd": usd(b["micro"]),
                 "cells": b["cells"],
                 "wall_s": round(b["wall_s"], 3),
@@ -290,6 +313,19 @@ def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, 
             }
             for b in books
         ],
+    }
+
+
+def _listed_cell(cell: Mapping[str, Any]) -> dict[str, object]:
+    return {
+        "cell_id": cell["cell_id"],
+        "notebook_path": cell.get("notebook_path"),
+        "cost": cell.get("cost"),
+        "cost_usd": cell.get("cost_usd"),
+        "wall_s": cell.get("wall_s"),
+        "gpu_busy_s": _busy_s(cell),
+        "ended": cell.get("ended"),
+        "status": cell.get("status"),
     }
 
 

@@ -57,11 +57,37 @@ def parse_scope(raw: object, *, what: str) -> Scope:
     raise BudgetError(one_of(what, SCOPES, raw))
 
 
-SOFT_FIELDS = ("amount_usd", "scope", "kind")
+#: the amount's name, and its deprecated name (docs/api.md, "Money keys"): either is taken
+AMOUNT, AMOUNT_USD = "amount", "amount_usd"
+SOFT_FIELDS = (AMOUNT_USD, AMOUNT, "scope", "kind")
+
+
+def sent_amount(body: Mapping[str, object]) -> Mapping[str, object]:
+    """The body with its amount under ``amount_usd`` alone: ``amount`` (the currency-neutral
+    name) is taken in its place, and the two together must say the same amount (both
+    ``null``, or the same number however it is written)."""
+    if AMOUNT not in body:
+        return body
+    rest = {k: v for k, v in body.items() if k != AMOUNT}
+    if AMOUNT_USD in body:
+        new, old = body[AMOUNT], body[AMOUNT_USD]
+        # each is checked on its own first: a bad one is refused with its usual sentence
+        what = _("The budget")
+        new_micro = None if new is None else parse_amount(new, what=what)
+        old_micro = None if old is None else parse_amount(old, what=what)
+        if new_micro != old_micro:
+            raise BudgetError(
+                _(
+                    "amount and amount_usd are two names for one amount, but they differ "
+                    "({amount} and {amount_usd}): send one of them"
+                ).format(amount=shown(new), amount_usd=shown(old))
+            )
+    return {**rest, AMOUNT_USD: body[AMOUNT]}
 
 
 def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
-    """``{"amount_usd": 5, "scope": "session"}`` → the user's budget; ``null`` removes it."""
+    """``{"amount": 5, "scope": "session"}`` (or its deprecated ``amount_usd``) → the
+    user's budget; ``null`` removes it."""
     if "hard" in body or "hard_usd" in body or body.get("kind") == "hard":
         raise HardBudgetRefused(_(HARD_REFUSAL))
     unknown = sorted(set(body) - set(SOFT_FIELDS))
@@ -70,6 +96,7 @@ def parse_soft_request(body: Mapping[str, object]) -> Budget | None:
         raise BudgetError(
             _("unknown field(s) {names}: send amount_usd and scope").format(names=names)
         )
+    body = sent_amount(body)
     if body.get("kind", "soft") != "soft":
         raise BudgetError(
             _("kind must be 'soft', not {value}").format(value=shown(body.get("kind")))

@@ -412,8 +412,11 @@ def export_context(service: Any, user_agent_versions: dict[str, str | None]) -> 
     return {
         "session": {
             "id": status.get("session_id"),
-            "cost_usd": status.get("cost_usd"),
+            "cost": status.get("cost"),
             "currency": status.get("currency"),
+            "rate_per_hour": status.get("rate_per_hour"),
+            # deprecated twins (docs/api.md, "Money keys")
+            "cost_usd": status.get("cost_usd"),
             "rate_usd_per_hour": status.get("rate_usd_per_hour"),
             "simulated": bool((status.get("telemetry") or {}).get("simulated")),
         },

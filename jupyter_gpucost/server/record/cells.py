@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, Protocol
@@ -205,6 +206,22 @@ def clean(
     except RecordRefused:  # each time alone was checked above: the order is wrong
         raise Refusal(_("ended is before started")) from None
     return cleaned
+
+
+#: a record's amounts, by the names records keep (in notebooks, the ledger, a kernel's
+#: post) → their currency-neutral names in an answer (docs/api.md, "Money keys")
+CELL_MONEY_KEYS = {"cost_usd": "cost", "rate_usd_per_hour": "rate_per_hour"}
+
+
+def with_money_names(record: Mapping[str, object]) -> dict[str, object]:
+    """A kept record as an answer lists it: as kept (its ``_usd`` names, deprecated in an
+    answer) and each amount under its currency-neutral name too, with the same value. The
+    record itself is left as it was."""
+    out = dict(record)
+    for old, new in CELL_MONEY_KEYS.items():
+        if old in record:
+            out[new] = record[old]
+    return out
 
 
 class CellLedger(Protocol):

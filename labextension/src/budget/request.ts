@@ -60,8 +60,10 @@ export function setSoftBudget(
 ): Promise<IBudgetStatus> {
   return budgetRequest<IBudgetStatus>(settings, '', {
     method: 'PUT',
-    // the request's field keeps its name (docs/api.md): the amount is in the
-    // session's currency all the same
+    // the amount is in the session's currency all the same. The server takes it
+    // under its new name `amount` too, but one from before that name refuses a
+    // field it does not know: the old name alone is understood by every server
+    // (docs/api.md, "PUT /gpucost/api/budget")
     body: JSON.stringify({ amount_usd: amount, scope })
   });
 }
