@@ -159,3 +159,26 @@ def test_the_budget_is_in_the_session_s_currency() -> None:
     assert done.returncode == 0
     assert "in the session's currency" in " ".join(done.stdout.split())
     assert "(USD)" not in done.stdout
+
+
+def test_a_run_the_ledger_cannot_take_says_its_kept_cost_in_yuan(
+    in_yuan: dict[str, str], tmp_path: Path
+) -> None:
+    # the ledger's folder is a file: nothing can be written there
+    blocker = tmp_path / "ledgers"
+    blocker.write_text("not a folder")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.3)")]
+    path = tmp_path / "in.ipynb"
+    nbformat.write(nb, path)
+    url = f"sqlite:///{blocker / 'ledger.sqlite'}"
+    done = run(in_yuan, str(path), "--telemetry", "simulated", "--ledger", url)
+    assert done.returncode == 6, done.stderr
+    assert "gpucost: its cost (CN¥" in done.stderr
+    assert "added at the next run" in done.stderr
+    assert "$" not in done.stderr
