@@ -51,6 +51,20 @@ def in_yuan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return env
 
 
+def notebook_file(tmp_path: Path, *sources: str) -> Path:
+    """A Python notebook of these code cells, written as ``in.ipynb``."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    path = tmp_path / "in.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN / "jupyter"), "gpucost", "run", *args],
@@ -66,19 +80,7 @@ def test_a_run_in_yuan_saves_yuan_and_says_yuan(in_yuan: dict[str, str], tmp_pat
 
     url = default_url(Path(in_yuan["JUPYTER_DATA_DIR"]))
     Ledger(url).close()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell("import time\ntime.sleep(0.2)"),
-        nbformat.v4.new_code_cell("x = 1"),
-        nbformat.v4.new_code_cell("y = 2"),
-    ]
-    path = tmp_path / "in.ipynb"
-    nbformat.write(nb, path)
+    path = notebook_file(tmp_path, "import time\ntime.sleep(0.2)", "x = 1", "y = 2")
     done = run(in_yuan, str(path), "--budget", "5", "--telemetry", "simulated")
     assert done.returncode == 0, done.stderr
     lines = done.stderr
@@ -127,18 +129,9 @@ def test_a_dollar_record_a_notebook_publishes_is_refused_in_a_yuan_run(
         "at": "2026-11-27T08:00:00+00:00",
     }
     put = "from jupyter_gpucost.kernel.cell.saved import install\ninstall(get_ipython()).put"
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell("%gpucost auto off"),
-        nbformat.v4.new_code_cell(f"import time\ntime.sleep({wall_s})\n{put}({forged!r})"),
-    ]
-    path = tmp_path / "in.ipynb"
-    nbformat.write(nb, path)
+    path = notebook_file(
+        tmp_path, "%gpucost auto off", f"import time\ntime.sleep({wall_s})\n{put}({forged!r})"
+    )
     done = run(in_yuan, str(path), "--telemetry", "simulated", "--ledger", "none")
     assert done.returncode == 0, done.stderr
     out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
@@ -167,15 +160,7 @@ def test_a_run_the_ledger_cannot_take_says_its_kept_cost_in_yuan(
     # the ledger's folder is a file: nothing can be written there
     blocker = tmp_path / "ledgers"
     blocker.write_text("not a folder")
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.3)")]
-    path = tmp_path / "in.ipynb"
-    nbformat.write(nb, path)
+    path = notebook_file(tmp_path, "import time\ntime.sleep(0.3)")
     url = f"sqlite:///{blocker / 'ledger.sqlite'}"
     done = run(in_yuan, str(path), "--telemetry", "simulated", "--ledger", url)
     assert done.returncode == 6, done.stderr
