@@ -167,3 +167,26 @@ def test_a_run_the_ledger_cannot_take_says_its_kept_cost_in_yuan(
     assert "gpucost: its cost (CN¥" in done.stderr
     assert "added at the next run" in done.stderr
     assert "$" not in done.stderr
+
+
+def test_nbclient_in_a_yuan_session_sums_in_yuan(
+    in_yuan: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runners that are told no currency (nbclient's hooks, papermill's engine,
+    nbconvert) take the kernel's, read in their own process."""
+    from jupyter_gpucost.headless import execute
+    from jupyter_gpucost.kernel.cell import measure
+
+    for name in KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in in_yuan.items():
+        monkeypatch.setenv(name, value)
+    # the runner reads the kernel's prices from this environment, not an earlier test's
+    monkeypatch.setattr(measure, "_prices", None)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1")]
+    execute(nb, kernel_name="python3", timeout=60)
+    record = parse_cell(nb.cells[0].metadata[METADATA_KEY])
+    assert (record.currency, record.rate_usd_per_hour) == ("CNY", YUAN_RATE)
+    summary = nb.metadata[METADATA_KEY]
+    assert (summary["currency"], summary["total_micro_usd"]) == ("CNY", record.cost_micro_usd)
