@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..core.currency import DEFAULT_CURRENCY
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -24,7 +26,7 @@ class Priced:
     base_per_hour: Decimal = Decimal(0)
     priced_by: str = ""
     #: the currency of every amount of the run (ISO 4217) and the symbol written before them
-    currency: str = "USD"
+    currency: str = DEFAULT_CURRENCY
     currency_symbol: str = "$"
 
 
