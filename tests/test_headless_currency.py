@@ -190,3 +190,19 @@ def test_nbclient_in_a_yuan_session_sums_in_yuan(
     assert (record.currency, record.rate_usd_per_hour) == ("CNY", YUAN_RATE)
     summary = nb.metadata[METADATA_KEY]
     assert (summary["currency"], summary["total_micro_usd"]) == ("CNY", record.cost_micro_usd)
+
+
+def test_a_yuan_run_with_no_record_still_sums_in_yuan(
+    in_yuan: dict[str, str], tmp_path: Path
+) -> None:
+    """A notebook that turns pricing off leaves no record: the run's metered cost is still
+    in yuan, and the summary says so."""
+    path = notebook_file(tmp_path, "%gpucost auto off", "import time\ntime.sleep(0.2)")
+    done = run(in_yuan, str(path), "--telemetry", "simulated", "--ledger", "none")
+    assert done.returncode == 0, done.stderr
+    out = nbformat.read(tmp_path / "in.gpucost.ipynb", as_version=4)
+    summary = out.metadata[METADATA_KEY]
+    assert summary["cells"] == 0
+    assert summary["metered"]["cost_micro_usd"] > 0
+    assert summary["currency"] == "CNY"
+    assert "gpucost: the run cost CN¥" in done.stderr

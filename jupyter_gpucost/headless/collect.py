@@ -101,6 +101,8 @@ class CostCollector:
         on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
     ) -> None:
         self.summary = NotebookSummary(runner=runner)
+        if currency is not None:  # what the run metered is in it, whatever the records say
+            self.summary.currency = currency
         #: the currency this run prices cells in (``None``: read as the kernel reads it,
         #: at the first record); a record in another one is refused, never summed
         self.currency = currency
