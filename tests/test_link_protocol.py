@@ -42,6 +42,7 @@ PUBLISHED = PublishedPrices(
     source="the server's gcp spot prices",
     simulated=True,
     simulated_by="a recorded trace",
+    currency="EUR",
 )
 
 
@@ -61,6 +62,7 @@ def test_the_prices_payload_is_exact_json_and_reads_back_the_same() -> None:
         ],
         "base_usd_per_hour": "0.5",
         "currency_symbol": "€",
+        "currency": "EUR",
         "source": "the server's gcp spot prices",
     }
     assert decode_prices(raw) == PUBLISHED
@@ -75,6 +77,8 @@ def test_the_prices_payload_is_exact_json_and_reads_back_the_same() -> None:
         '{"gpus": 3}',
         '{"base_usd_per_hour": "a lot"}',
         '{"base_usd_per_hour": null}',
+        '{"currency": "dollars"}',
+        '{"currency": 5}',
     ],
 )
 def test_a_payload_of_another_shape_is_not_read(raw: str) -> None:
@@ -95,6 +99,7 @@ def test_the_kernel_prices_its_cells_at_the_published_prices() -> None:
     }
     assert prices.rate_per_hour() == Decimal("7.380001")
     assert prices.currency_symbol == "€"
+    assert prices.currency == "EUR"
     assert prices.source == "the server's gcp spot prices"
     assert (prices.simulated, prices.simulated_by) == (True, "a recorded trace")
     assert kernel_prices.from_environment({}) is None

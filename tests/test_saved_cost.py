@@ -3,6 +3,7 @@ someone sent is either refused or a sound record), and sums are exact."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -10,6 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jupyter_gpucost.core.currency import is_currency_code
+from jupyter_gpucost.core.record_rules import (
+    NOT_A_CURRENCY,
+    NOT_THIS_CURRENCY,
+    Expected,
+    TimeWindow,
+    check_record,
+)
 from jupyter_gpucost.core.saved_cost import (
     BASE_KEY,
     COST_MISMATCH,
@@ -164,3 +173,72 @@ def test_a_record_is_compact_and_reads_back_as_itself() -> None:
     assert kept["gpu_busy_s"] == {"0": 1.5}
     assert (kept["simulated"], kept["simulated_by"]) == (True, "demo")
     assert parse_cell(kept) == measured
+
+
+def test_a_record_in_yuan_says_so_and_reads_back_in_yuan() -> None:
+    """A session that prices in yuan keeps its cells' records in yuan: the same keys (the
+    ``_usd`` names are historic), the record's ``currency`` names the unit."""
+    yuan = SavedCell(**{**cell(3600.0, [Decimal("49.5")]).__dict__, "currency": "CNY"})
+    kept = yuan.to_json()
+    assert kept["currency"] == "CNY"
+    assert (kept["cost_micro_usd"], kept["cost_usd"]) == (49_500_000, "49.5")
+    assert list(kept) == list(cell(3600.0, [Decimal("49.5")]).to_json())
+    assert parse_cell(kept) == yuan
+    summary = summarise([yuan], currency="CNY").to_json()
+    assert (summary["currency"], summary["total_micro_usd"]) == ("CNY", 49_500_000)
+
+
+def test_a_dollar_record_is_never_added_into_a_yuan_total() -> None:
+    dollars = cell(3600.0, [Decimal("6.88")])
+    summary = summarise([], currency="CNY")
+    with pytest.raises(Refused) as refused:
+        summary.add(dollars)
+    assert refused.value.reason == NOT_THIS_CURRENCY
+    assert (summary.cells, summary.total_micro_usd) == (0, 0)
+
+
+@given(st.text(max_size=5) | json_values)
+def test_a_record_s_currency_is_an_iso_4217_code_or_it_is_refused(currency: Any) -> None:
+    record = cell(12.5, [Decimal("6.88")]).to_json() | {"currency": currency}
+    if not (isinstance(currency, str) and is_currency_code(currency)):
+        with pytest.raises(Refused) as refused:
+            parse_cell(record)
+        assert refused.value.reason == NOT_A_CURRENCY
+        return
+    parsed = parse_cell(record)
+    assert parsed.currency == currency
+    assert parse_cell(parsed.to_json()) == parsed
+
+
+@pytest.mark.parametrize(
+    "currency", ["usd", "US", "USDT", "U$D", "", " CNY", "CNY\n", "\uff35\uff33\uff24"]
+)
+def test_garbage_currencies_are_refused(currency: str) -> None:
+    record = cell(12.5, [Decimal("6.88")]).to_json() | {"currency": currency}
+    with pytest.raises(Refused) as refused:
+        parse_cell(record)
+    assert refused.value.reason == NOT_A_CURRENCY
+
+
+def test_a_run_in_yuan_refuses_a_dollar_record_and_a_run_in_dollars_a_yuan_one() -> None:
+    window = TimeWindow.plausible(datetime(2026, 11, 28, tzinfo=UTC))
+    c = cell(1.0, [Decimal("6.88")])
+    for record, run in (("USD", "CNY"), ("CNY", "USD"), ("EUR", "CNY")):
+        with pytest.raises(Refused) as refused:
+            check_record(
+                started=c.started,
+                ended=c.at,
+                wall_s=c.wall_s,
+                rate_usd_per_hour=c.rate_usd_per_hour,
+                currency=record,
+                expected=Expected(window=window, currency=run),
+            )
+        assert refused.value.reason == NOT_THIS_CURRENCY
+    check_record(
+        started=c.started,
+        ended=c.at,
+        wall_s=c.wall_s,
+        rate_usd_per_hour=c.rate_usd_per_hour,
+        currency="CNY",
+        expected=Expected(window=window, currency="CNY"),
+    )

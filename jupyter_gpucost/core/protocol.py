@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TypedDict
 
+from .currency import DEFAULT_CURRENCY, is_currency_code
+
 ENV_URL = "JUPYTER_GPUCOST_URL"
 ENV_TOKEN = "JUPYTER_GPUCOST_TOKEN"
 ENV_PRICES = "JUPYTER_GPUCOST_PRICES"
@@ -88,6 +90,8 @@ class PublishedPrices:
     simulated: bool = False
     #: what simulates them (the trace's description), when simulated
     simulated_by: str = ""
+    #: the currency of every price (ISO 4217): a kernel's records are in it
+    currency: str = DEFAULT_CURRENCY
 
 
 def encode_prices(prices: PublishedPrices) -> str:
@@ -114,6 +118,7 @@ def prices_document(prices: PublishedPrices) -> dict[str, object]:
         ],
         "base_usd_per_hour": str(prices.base_usd_per_hour),
         "currency_symbol": prices.currency_symbol,
+        "currency": prices.currency,
         "source": prices.source,
     }
 
@@ -134,6 +139,14 @@ def _bound(raw: object) -> _Bound:
         else ()
     )
     return {"bound_msgid": str(raw.get("msgid") or ""), "bound_values": pairs}
+
+
+def _currency(value: object) -> str:
+    """The payload's currency (a server before it was sent: US dollars); ``ValueError``
+    when it is not an ISO 4217 code."""
+    if not isinstance(value, str) or not is_currency_code(value):
+        raise ValueError(value)
+    return value
 
 
 def decode_prices(raw: str) -> PublishedPrices | None:
@@ -166,6 +179,7 @@ def read_prices_document(data: object) -> PublishedPrices | None:
             source=str(data.get("source", DEFAULT_PRICES_SOURCE)),
             simulated=data.get("simulated") is True,
             simulated_by=str(data.get("simulated_by") or ""),
+            currency=_currency(data.get("currency", DEFAULT_CURRENCY)),
         )
     except (ValueError, KeyError, TypeError, ArithmeticError, AttributeError):
         return None

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from .currency import DEFAULT_CURRENCY, is_currency_code
 from .i18n import N_
 
-#: the currency every saved record is priced in (schema version 1)
-RECORD_CURRENCY = "USD"
+#: the currency of a record that names none of its own: a record is in its session's
+#: currency (``currency``, an ISO 4217 code), US dollars when the session prices in them
+RECORD_CURRENCY = DEFAULT_CURRENCY
 #: the earliest time any record may carry: before it is a clock or a client gone wrong
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 #: how far ahead of the receiver's clock a record from a process it does not share a clock
@@ -48,6 +50,7 @@ BEFORE_THE_RUN = N_("its time is before the run began")
 ENDS_BEFORE_IT_STARTS = N_("it ends before it starts")
 NOT_THIS_RATE = N_("its rate is not the one this run prices cells at")
 NOT_THIS_CURRENCY = N_("its currency is not the one this run prices cells in")
+NOT_A_CURRENCY = N_("its currency is not an ISO 4217 code")
 NOT_THIS_WALL = N_("its wall time is not the time the cell took to run")
 
 
@@ -86,7 +89,9 @@ class Expected:
     window: TimeWindow
     #: the rate the receiver prices at (``None``: it does not know one)
     rate_usd_per_hour: Decimal | None = None
-    currency: str = RECORD_CURRENCY
+    #: the currency the receiver prices in (``None``: it does not know one, any code is
+    #: taken and the record is shown in its own currency)
+    currency: str | None = RECORD_CURRENCY
     #: the time the receiver saw the cell take (``None``: it did not see it)
     elapsed_s: float | None = None
 
@@ -124,9 +129,13 @@ def check_times(started: str, ended: str, window: TimeWindow) -> tuple[datetime,
     return start, end
 
 
-def check_currency(currency: object, expected: str = RECORD_CURRENCY) -> str:
-    """A record's currency: the one the receiver prices in."""
-    if currency != expected or not isinstance(currency, str):
+def check_currency(currency: object, expected: str | None = None) -> str:
+    """A record's currency: an ISO 4217 code (:mod:`.currency`'s rule, the one a session's
+    currency follows), and the one the receiver prices in where it knows one
+    (``expected``): amounts in two currencies are never added up."""
+    if not isinstance(currency, str) or not is_currency_code(currency):
+        raise RecordRefused(NOT_A_CURRENCY)
+    if expected is not None and currency != expected:
         raise RecordRefused(NOT_THIS_CURRENCY)
     return currency
 

@@ -1,6 +1,8 @@
 """The cost saved in a notebook file: ``metadata.gpucost`` of a cell and of the notebook.
 
-Schema version 1 (documented in ``docs/headless.md``). A cell's record::
+Schema version 1 (documented in ``docs/headless.md``). Every amount is in the record's
+``currency`` (the session's, an ISO 4217 code): the keys' ``_usd`` suffix is a historic
+name kept for the files already written. A cell's record::
 
     {"version": 1, "cost_micro_usd": 1234, "cost_usd": "0.001234", "currency": "USD",
      "wall_s": 1.86, "gpu_busy_s": {"0": 1.2} (only where measured),
@@ -13,7 +15,8 @@ Schema version 1 (documented in ``docs/headless.md``). A cell's record::
 
 The notebook's summary (``metadata.gpucost`` of the notebook) sums the records written in
 one run: ``total_micro_usd`` is exactly the sum of the cells' ``cost_micro_usd`` (integer
-micro-dollars, never floats), and ``by_gpu_micro_usd`` splits it by GPU model exactly.
+micro-units of its ``currency``, never floats; one run prices in one currency), and
+``by_gpu_micro_usd`` splits it by GPU model exactly.
 
 A record read from a file is data someone sent: :func:`parse_cell` checks every field
 (types, bounds, the cost against its rate and wall time) and answers with the reason it
@@ -281,6 +284,8 @@ class NotebookSummary:
     cells: int = 0
     total_micro_usd: int = 0
     by_gpu_micro_usd: dict[str, int] = field(default_factory=dict)
+    #: the currency of every amount (the run's: the records it sums are all in it)
+    currency: str = RECORD_CURRENCY
     price_sources: list[str] = field(default_factory=list)
     simulated: bool = False
     simulated_by: str = ""
@@ -296,6 +301,9 @@ class NotebookSummary:
     metered: dict[str, Any] | None = None
 
     def add(self, cell: SavedCell) -> None:
+        """Add a cell's record, in the summary's currency (never two currencies summed:
+        :class:`Refused` otherwise)."""
+        check_currency(cell.currency, self.currency)
         self.cells += 1
         self.total_micro_usd += cell.cost_micro_usd
         for key, micro in cell.by_gpu_micro_usd().items():
@@ -315,7 +323,7 @@ class NotebookSummary:
             "version": SCHEMA_VERSION,
             "total_micro_usd": self.total_micro_usd,
             "total_usd": str(Decimal(self.total_micro_usd) / 1_000_000),
-            "currency": "USD",
+            "currency": self.currency,
             "cells": self.cells,
             "by_gpu_micro_usd": dict(sorted(self.by_gpu_micro_usd.items())),
             "price_sources": list(self.price_sources),
@@ -334,8 +342,10 @@ class NotebookSummary:
         return out
 
 
-def summarise(cells: Iterable[SavedCell], runner: str = "") -> NotebookSummary:
-    summary = NotebookSummary(runner=runner)
+def summarise(
+    cells: Iterable[SavedCell], runner: str = "", currency: str = RECORD_CURRENCY
+) -> NotebookSummary:
+    summary = NotebookSummary(runner=runner, currency=currency)
     for cell in cells:
         summary.add(cell)
     return summary

@@ -24,6 +24,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from ..core.currency import for_reader
+from ..core.currency import symbol as currency_symbol
+from ..core.i18n import current_language
 from ..core.record_rules import Expected, TimeWindow, check_record
 from ..core.saved_cost import (
     METADATA_KEY,
@@ -94,9 +97,15 @@ class CostCollector:
         summary_cell: bool = False,
         budget_micro: int | None = None,
         rate_per_hour: Decimal | None = None,
+        currency: str | None = None,
         on_cell: Callable[[int, SavedCell | None, NotebookSummary], None] | None = None,
     ) -> None:
         self.summary = NotebookSummary(runner=runner)
+        if currency is not None:  # what the run metered is in it, whatever the records say
+            self.summary.currency = currency
+        #: the currency this run prices cells in (``None``: read as the kernel reads it,
+        #: at the first record); a record in another one is refused, never summed
+        self.currency = currency
         self.price_all_cells = price_all_cells
         self.summary_cell = summary_cell
         self.budget_micro = budget_micro
@@ -229,6 +238,7 @@ class CostCollector:
             expected=Expected(
                 window=window,
                 rate_usd_per_hour=self.expected_rate(),
+                currency=self.expected_currency(),
                 elapsed_s=elapsed_s,
             ),
         )
@@ -241,6 +251,16 @@ class CostCollector:
 
             self.rate_per_hour = runner_prices().rate_per_hour
         return self.rate_per_hour
+
+    def expected_currency(self) -> str:
+        """The currency this run prices in: the runner's, else the kernel's read here; the
+        summary's amounts are in it."""
+        if self.currency is None:
+            from .prices import runner_prices
+
+            self.currency = runner_prices().currency
+        self.summary.currency = self.currency
+        return self.currency
 
     def on_notebook_complete(self, notebook: Node, **_kw: object) -> None:
         self.finish(notebook)
@@ -273,7 +293,14 @@ class CostCollector:
             import nbformat
 
             markdown = nbformat.v4.new_markdown_cell(  # type: ignore[no-untyped-call]
-                summary_markdown(self.summary)
+                summary_markdown(
+                    self.summary,
+                    for_reader(
+                        self.summary.currency,
+                        currency_symbol(self.summary.currency),
+                        current_language(),
+                    ),
+                )
             )
             markdown.metadata["tags"] = [SUMMARY_TAG]
             cells.append(markdown)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..core.currency import DEFAULT_CURRENCY
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -23,6 +25,9 @@ class Priced:
     gpus: tuple[tuple[str, Decimal | None], ...] = ()
     base_per_hour: Decimal = Decimal(0)
     priced_by: str = ""
+    #: the currency of every amount of the run (ISO 4217) and the symbol written before them
+    currency: str = DEFAULT_CURRENCY
+    currency_symbol: str = "$"
 
 
 def runner_prices() -> Priced:
@@ -38,4 +43,6 @@ def runner_prices() -> Priced:
         gpus=tuple(p.gpus.values()),
         base_per_hour=p.base_per_hour,
         priced_by=p.source,
+        currency=p.currency,
+        currency_symbol=p.currency_symbol,
     )

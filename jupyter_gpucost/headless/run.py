@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from ..core.budget_words import about, shortened
-from ..core.i18n import _, ngettext
+from ..core.currency import for_reader
+from ..core.i18n import _, current_language, ngettext
 from ..core.money import notice, rate, status_bar, to_usd
 from ..core.saved_cost import (
     ENV_DETECT,
@@ -81,7 +82,9 @@ def parser() -> argparse.ArgumentParser:
         metavar=("NAME", "VALUE"),
         help=_("a papermill parameter (repeatable)"),
     )
-    p.add_argument("--budget", help=_("stop when the run has cost this much (USD)"))
+    p.add_argument(
+        "--budget", help=_("stop when the run has cost this much (in the session's currency)")
+    )
     p.add_argument(
         "--stop-grace",
         type=float,
@@ -144,7 +147,8 @@ def parse_value(text: str) -> object:
 
 
 def parse_budget(text: str | None) -> int | None:
-    """The budget in micro-dollars; a usage error for anything but a positive amount."""
+    """The budget in micro-units of the session's currency; a usage error for anything but
+    a positive amount."""
     if text is None:
         return None
     try:
@@ -152,17 +156,19 @@ def parse_budget(text: str | None) -> int | None:
     except InvalidOperation:
         amount = Decimal(-1)
     if not amount.is_finite() or amount <= 0 or amount > Decimal(10**9):
-        parser().error(
-            _("--budget must be a positive amount of dollars, not {text!r}").format(text=text)
-        )
+        parser().error(_("--budget must be a positive amount, not {text!r}").format(text=text))
     return int((amount * 1_000_000).to_integral_value())
 
 
 class Progress:
     """One line per cell on the terminal: a bar of the budget, the cost so far."""
 
-    def __init__(self, total_cells: int, budget_micro: int | None, out: TextIO) -> None:
+    def __init__(
+        self, total_cells: int, budget_micro: int | None, out: TextIO, symbol: str = "$"
+    ) -> None:
         self.total_cells = total_cells
+        #: written before every amount: the session's currency's
+        self.symbol = symbol
         self.budget = budget_micro
         self.out = out
         #: the running notebook's own count (papermill adds a parameters cell)
@@ -171,10 +177,10 @@ class Progress:
         self.spent: Callable[[], int | None] = lambda: None
 
     def __call__(self, index: int, cell: SavedCell | None, summary: NotebookSummary) -> None:
-        cost = "-" if cell is None else status_bar(to_usd(cell.cost_micro_usd), "$")
+        cost = "-" if cell is None else status_bar(to_usd(cell.cost_micro_usd), self.symbol)
         spent = self.spent()
         spent = summary.total_micro_usd if spent is None else spent
-        total = status_bar(to_usd(spent), "$")
+        total = status_bar(to_usd(spent), self.symbol)
         line = _("cell {i}/{n}: {cost}, {total} so far").format(
             i=index + 1, n=self.count() or self.total_cells, cost=cost, total=total
         )
@@ -183,9 +189,15 @@ class Progress:
             filled = round(used * 20)
             bar = "#" * filled + "." * (20 - filled)
             line += f" [{bar}] " + _("{percent} of the {budget} budget").format(
-                percent=f"{used:.0%}", budget=status_bar(to_usd(self.budget), "$")
+                percent=f"{used:.0%}", budget=status_bar(to_usd(self.budget), self.symbol)
             )
         print(line, file=self.out, flush=True)
+
+
+def shown_symbol(priced: Priced) -> str:
+    """The symbol written before the run's amounts: its session's (the kernel's prices), as
+    a reader of the terminal's language knows it (``¥`` for yuan in Chinese)."""
+    return for_reader(priced.currency, priced.currency_symbol, current_language())
 
 
 def default_output(notebook: str) -> str:
@@ -232,12 +244,14 @@ def run_notebook(
     cells = len(source.cells)
     # papermill needs a kernel: the notebook's, else Python's
     kernel = args.kernel or (None if source.metadata.get("kernelspec") else "python3")
-    progress = None if args.quiet else Progress(cells, budget, out)
+    symbol = shown_symbol(priced)
+    progress = None if args.quiet else Progress(cells, budget, out, symbol)
     collector = CostCollector(
         runner="jupyter gpucost run",
         summary_cell=not args.no_summary,
         budget_micro=budget,
         rate_per_hour=priced.rate_per_hour,
+        currency=priced.currency,
         on_cell=progress,
     )
     meter = RunMeter(priced.rate_per_hour)
@@ -258,7 +272,9 @@ def run_notebook(
     grace = max(0.5, min(float(args.stop_grace), 3600.0))
     deadlines = Deadlines(interrupt_s=grace, shutdown_s=grace)
     watch = (
-        BudgetWatch(collector, meter, budget, save, deadlines, lambda p: say_plan(p, budget, out))
+        BudgetWatch(
+            collector, meter, budget, save, deadlines, lambda p: say_plan(p, budget, out, symbol)
+        )
         if budget
         else None
     )
@@ -291,11 +307,11 @@ def run_notebook(
     collector.summary.metered = metered(collector, meter, priced)
     finish(output, collector, summary_cell=not args.no_summary)
     spent = run_cost_micro(collector, meter)
-    say_cost(code == EXIT_BUDGET, collector, spent, budget, output, out)
+    say_cost(code == EXIT_BUDGET, collector, spent, budget, output, out, symbol)
     if url is None:
         return code
     entry = run_entry(collector, meter, priced, args.notebook)
-    if not record_in_ledger(url, entry, out):
+    if not record_in_ledger(url, entry, out, symbol):
         return code if code != EXIT_OK else EXIT_LEDGER
     return code
 
@@ -307,17 +323,18 @@ def say_cost(
     budget: int | None,
     output: str,
     out: TextIO,
+    symbol: str = "$",
 ) -> None:
     """The run's last lines: what it cost (and, ``stopped``, the budget it stopped at),
     where it was saved, and the share of its budget."""
-    total = status_bar(to_usd(spent), "$")
+    total = status_bar(to_usd(spent), symbol)
     if stopped:
         text = _(
             "gpucost: stopped at the {budget} budget after cell {i}: {total} spent. Saved: {path}"
         )
         print(
             text.format(
-                budget=status_bar(to_usd(budget or 0), "$"),
+                budget=status_bar(to_usd(budget or 0), symbol),
                 i=int((collector.summary.stopped or {}).get("cell", 0)) + 1,
                 total=total,
                 path=output,
@@ -331,21 +348,21 @@ def say_cost(
         text = _("gpucost: the run cost {total} of its {budget} budget ({percent}).")
         print(
             text.format(
-                total=status_bar(to_usd(spent), "$"),
-                budget=notice(budget, "$"),
+                total=status_bar(to_usd(spent), symbol),
+                budget=notice(budget, symbol),
                 percent=f"{spent / budget:.1%}",
             ),
             file=out,
         )
 
 
-def say_plan(plan: StopPlan, budget: int, out: TextIO) -> None:
+def say_plan(plan: StopPlan, budget: int, out: TextIO, symbol: str = "$") -> None:
     """When the budget's stop lands, said as its steps begin (the watcher's thread)."""
-    per_hour = rate(plan.rate_per_hour, "$")
+    per_hour = rate(plan.rate_per_hour, symbol)
     text = _(
         "gpucost: stops at {amount} — in about {duration} at {rate}; the notebook saved "
         "first, then the kernel interrupted, shut down, and killed at the budget."
-    ).format(amount=notice(budget, "$"), duration=about(plan.countdown_s), rate=per_hour)
+    ).format(amount=notice(budget, symbol), duration=about(plan.countdown_s), rate=per_hour)
     if plan.shortened is not None:
         text += " " + shortened(plan.shortened, plan.grace_s, plan.countdown_s, per_hour)
     print(text, file=out, flush=True)
@@ -422,7 +439,7 @@ def write_pending_runs(url: str, out: TextIO) -> None:
         print(text.format(e=error), file=out)
 
 
-def record_in_ledger(url: str, entry: Any, out: TextIO) -> bool:
+def record_in_ledger(url: str, entry: Any, out: TextIO, symbol: str = "$") -> bool:
     """Add the run to the ledger; a failure is said, and the run kept for the next start."""
     from .ledger import append_run, keep_pending, shown_url
 
@@ -438,7 +455,8 @@ def record_in_ledger(url: str, entry: Any, out: TextIO) -> bool:
             print(text.format(error=kept), file=out)
             return False
         text = _("gpucost: its cost ({total}) is kept in {path} and added at the next run")
-        print(text.format(total=status_bar(to_usd(entry.cost_micro_usd), "$"), path=path), file=out)
+        total = status_bar(to_usd(entry.cost_micro_usd), symbol)
+        print(text.format(total=total, path=path), file=out)
         return False
     print(_("gpucost: added to the ledger {url}").format(url=shown_url(url)), file=out)
     return True

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from ..core import wire
 from ..core.billing import BillingRule
 from ..core.catalog import Catalog, PricePolicy
+from ..core.currency import DEFAULT_CURRENCY
 from ..core.currency import symbol as currency_symbol
 from ..core.focus import billed_machine
 from ..core.instance_prices import PricePlan
@@ -267,6 +268,7 @@ class CostService:
             source=f"the server's {self.policy.provider} {self.policy.market} prices",
             simulated=telemetry.simulated,
             simulated_by=telemetry.detail.get("trace", "") if telemetry.simulated else "",
+            currency=self.config.currency or DEFAULT_CURRENCY,
         )
 
     def _log_upper_bounds(self) -> None:
@@ -308,7 +310,7 @@ class CostService:
                 telemetry=published.telemetry,
                 policy=self.policy,
                 rule=self.rule,
-                currency=self.config.currency,
+                currency=self.config.currency or DEFAULT_CURRENCY,
                 currency_symbol=self.config.currency_symbol,
                 session_id=self.session_id,
                 totals=self.recorder.totals(snapshot),

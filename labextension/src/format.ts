@@ -39,6 +39,28 @@ export function currencySymbol(
 }
 
 /**
+ * The symbol of a currency of its own (an ISO 4217 code, e.g. a saved
+ * record's `currency`) in the UI's language, as `currencySymbol` writes it for
+ * a session in that currency whose admin chose no symbol: `CN¥` in English,
+ * `¥` in Chinese, `€`, `$`.
+ */
+export function symbolOf(code: string): string {
+  return currencySymbol({
+    currency: code,
+    currency_symbol: Private.intlSymbol(code, 'en') ?? ''
+  });
+}
+
+/**
+ * Whether `code` is a currency as the server's rule takes one
+ * (`jupyter_gpucost.core.currency.is_currency_code`): an ISO 4217 code, three
+ * capital letters.
+ */
+export function isCurrencyCode(code: unknown): code is string {
+  return typeof code === 'string' && /^[A-Z]{3}$/.test(code);
+}
+
+/**
  * Set the UI's language for currency symbols (the translator's language code,
  * e.g. `zh-CN`); the plugin calls this once at start. Only the languages the
  * extension speaks change the symbols (as `jupyter_gpucost.core.currency` on

@@ -199,3 +199,58 @@ def test_a_notebook_an_earlier_version_saved_comes_back_clean(
     assert MIMETYPE not in json.dumps(saved)
     assert parse_cell(saved["cells"][0]["metadata"]["gpucost"]) == parse_cell(record)  # type: ignore[index]
     assert saved["cells"][0]["outputs"][0]["text"] == "trained\n"  # type: ignore[index]
+
+
+def test_records_in_other_currencies_show_in_their_own(lab_factory: Any, page: Any) -> None:
+    """A notebook whose cells were priced in a yuan session and in a dollar one, opened in a
+    dollar session: each recorded cost is shown in its own currency, never as dollars."""
+    from datetime import UTC, datetime, timedelta
+    from decimal import Decimal
+
+    from jupyter_gpucost.core.saved_cost import SavedCell, SavedGpu, expected_cost_micro_usd
+
+    def record(rate: str, currency: str) -> dict[str, object]:
+        started = datetime.now(UTC) - timedelta(minutes=5)
+        return SavedCell(
+            cost_micro_usd=expected_cost_micro_usd(Decimal(rate), 2.0),
+            wall_s=2.0,
+            rate_usd_per_hour=Decimal(rate),
+            gpus=(SavedGpu("NVIDIA H100 80GB HBM3", Decimal(rate)),),
+            base_usd_per_hour=Decimal(0),
+            priced_by="the server's prices",
+            mode="auto",
+            status="ok",
+            started=started.isoformat(),
+            at=(started + timedelta(seconds=2)).isoformat(),
+            currency=currency,
+        ).to_json()
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("y = 2")]
+    nb.cells[0].metadata["gpucost"] = record("49.5", "CNY")
+    nb.cells[1].metadata["gpucost"] = record("6.88", "USD")
+    lab = lab_factory("--GpuCost.telemetry=simulated")
+    content = json.loads(nbformat.writes(nb))
+    lab.api("api/contents/mixed.ipynb", method="PUT", body={"type": "notebook", "content": content})
+    cells: Any = open_notebook(page, lab, "mixed.ipynb")
+
+    yuan = cells.nth(0).locator(".jp-gpucost-cell-badge")
+    expect(yuan).to_have_text("CN¥0.0275 · 2.00 s · recorded", timeout=30_000)
+    dollars = cells.nth(1).locator(".jp-gpucost-cell-badge")
+    expect(dollars).to_have_text("$0.0038 · 2.00 s · recorded", timeout=30_000)
+    screenshot(page, "recorded-badges-in-their-currencies.png")
+
+    # the panel's recorded rows: each in its own currency too
+    page.locator("#jp-gpucost-status").click()
+    recent = page.locator("#jp-gpucost-panel .jp-gpucost-panel-cells")
+    rows = recent.locator("tr[data-recorded='true']")
+    expect(rows).to_have_count(2, timeout=30_000)
+    expect(recent).to_contain_text("CN¥0.0275")
+    expect(recent).to_contain_text("$0.0038")
+    recent.scroll_into_view_if_needed()
+    screenshot(page, "recorded-cells-in-their-currencies.png")

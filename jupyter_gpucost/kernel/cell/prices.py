@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from ...core.currency import DEFAULT_CURRENCY
 from ...core.i18n import _
 from ...core.protocol import PublishedPrices
 from ...core.saved_cost import ENV_REGION
@@ -30,6 +31,8 @@ class KernelPrices:
     gpus: dict[str, tuple[str, Decimal | None]] = field(default_factory=dict)
     base_per_hour: Decimal = Decimal(0)
     currency_symbol: str = "$"
+    #: the currency of every price (ISO 4217), and so of the cells' records
+    currency: str = DEFAULT_CURRENCY
     #: where the prices come from, for the report
     source: str = ""
     from_server: bool = False
@@ -67,6 +70,7 @@ def from_published(published: PublishedPrices) -> KernelPrices:
         gpus={g.uuid: (g.name, g.usd_per_hour) for g in published.gpus},
         base_per_hour=published.base_usd_per_hour,
         currency_symbol=published.currency_symbol,
+        currency=published.currency,
         source=published.source,
         from_server=True,
         simulated=published.simulated,

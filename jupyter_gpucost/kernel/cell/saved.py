@@ -64,6 +64,7 @@ def saved_cell(
         simulated=prices.simulated,
         simulated_by=prices.simulated_by,
         gpu_busy_s={str(i): round(s, 6) for i, s in gpu_busy_s.items()} if gpu_busy_s else None,
+        currency=prices.currency,
     )
 
 

@@ -624,3 +624,82 @@ describe("the notebook's summary", () => {
     expect(microToDecimal(12)).toBe('0.000012');
   });
 });
+
+/** A record of a session that prices in yuan: 2 s of an H100 at CN¥49.5/h. */
+function savedInYuan(overrides: { [key: string]: unknown } = {}) {
+  return saved({
+    cost_micro_usd: 27500,
+    cost_usd: '0.0275',
+    currency: 'CNY',
+    gpus: [{ name: 'NVIDIA H100 80GB HBM3', usd_per_hour: '49.5' }],
+    rate_usd_per_hour: '49.5',
+    ...overrides
+  });
+}
+
+describe('saved cell costs in other currencies', () => {
+  it('reads a record in any ISO 4217 currency and refuses garbage', () => {
+    expect(parseSavedCell(savedInYuan())?.currency).toBe('CNY');
+    expect(parseSavedCell(saved({ currency: 'EUR' }))?.currency).toBe('EUR');
+    for (const currency of [
+      'usd',
+      'US',
+      'USDT',
+      'U$D',
+      '',
+      ' CNY',
+      5,
+      null,
+      undefined
+    ]) {
+      expect(parseSavedCell(saved({ currency }))).toBeNull();
+    }
+  });
+
+  it('keeps a yuan record as the kernel wrote it', () => {
+    const metadata: { [key: string]: unknown } = {};
+    const cell = fakeCell('c1', 'x = 1', [], metadata);
+    const controller = new CellCostController(cellsServer([]).settings);
+    controller.saveFromReply(null, cell, savedInYuan());
+    expect(metadata[SAVED_KEY]).toEqual(savedInYuan({ gpu_busy_s: undefined }));
+    const badge = cell.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement;
+    expect(badge.textContent).toBe('CN¥0.0275 · 2.00 s');
+  });
+
+  it('shows each recorded cell in its own currency, never as dollars', async () => {
+    const yuan = fakeCell('c1', 'x = 1', [], { [SAVED_KEY]: savedInYuan() });
+    const euros = fakeCell('c2', 'y = 1', [], {
+      [SAVED_KEY]: saved({ currency: 'EUR' })
+    });
+    const controller = new CellCostController(cellsServer([]).settings);
+    controller.showRecorded({
+      content: { widgets: [yuan, euros] }
+    } as unknown as NotebookPanel);
+    await settle();
+    const badge = (cell: Cell) =>
+      (cell.node.querySelector(`.${BADGE_CLASS}`) as HTMLElement).textContent;
+    expect(badge(yuan)).toBe('CN¥0.0275 · 2.00 s · recorded');
+    expect(badge(euros)).toBe('€0.0038 · 2.00 s · recorded');
+  });
+
+  it('never adds amounts in two currencies into one total', () => {
+    // a dollar run's record, then a cell run again in a yuan session
+    const dollars = parseSavedCell(saved())!;
+    const yuan = parseSavedCell(
+      savedInYuan({
+        started: '2026-11-28T08:00:00+00:00',
+        at: '2026-11-28T08:00:02+00:00'
+      })
+    )!;
+    const summary = summarise([dollars, yuan])!;
+    expect(summary.currency).toBe('CNY');
+    expect(summary.total_micro_usd).toBe(27500);
+    expect(summary.total_usd).toBe('0.0275');
+    expect(summary.cells).toBe(1);
+    expect(summary.other_currencies).toEqual({ USD: 3812 });
+    // a notebook of dollar records alone is summed as before, with no such key
+    const alone = summarise([dollars])!;
+    expect(alone.currency).toBe('USD');
+    expect('other_currencies' in alone).toBe(false);
+  });
+});

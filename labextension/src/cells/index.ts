@@ -16,7 +16,7 @@ import { Kernel, ServerConnection } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 
-import { currencySymbol } from '../format';
+import { currencySymbol, symbolOf } from '../format';
 import { trans } from '../i18n';
 import { IGpuCostModel } from '../tokens';
 import { requestJson } from '../request';
@@ -172,7 +172,13 @@ export class CellCostController {
       const saved = parseSavedCell(value);
       void cell.ready.then(() => {
         if (saved) {
-          showBadge(cell, recordOf(saved, cell.model.id), '$', true);
+          // in the record's own currency (it may come from another session)
+          showBadge(
+            cell,
+            recordOf(saved, cell.model.id),
+            symbolOf(saved.currency),
+            true
+          );
         } else {
           showIgnored(cell);
         }
@@ -205,7 +211,7 @@ export class CellCostController {
     }
     if (saved) {
       // this run's figure, until the server's record (same cost, more detail)
-      showBadge(cell, recordOf(saved, cell.model.id), '$');
+      showBadge(cell, recordOf(saved, cell.model.id), symbolOf(saved.currency));
     }
     if (panel && this.saveInNotebook) {
       this.saveSummary(panel);

@@ -1,3 +1,5 @@
+import { isCurrencyCode } from '../format';
+
 import { ICellRecord } from './format';
 
 /**
@@ -12,13 +14,15 @@ export const SAVED_MIMETYPE = 'application/vnd.jupyter-gpucost.cell+json';
 export const SAVED_KEY = 'gpucost';
 
 /**
- * A cell's record as the notebook keeps it (schema version 1).
+ * A cell's record as the notebook keeps it (schema version 1). Its amounts are
+ * in its `currency` (the session's, an ISO 4217 code): the `_usd` names are
+ * historic.
  */
 export interface ISavedCell {
   version: 1;
   cost_micro_usd: number;
   cost_usd: string;
-  currency: 'USD';
+  currency: string;
   wall_s: number;
   gpu_busy_s: { [index: string]: number } | null;
   gpus: { name: string; usd_per_hour: string | null }[];
@@ -97,7 +101,7 @@ export function parseSavedCell(value: unknown): ISavedCell | null {
     !Number.isInteger(cost) ||
     cost < 0 ||
     cost > MAX_COST_MICRO_USD ||
-    r.currency !== 'USD' ||
+    !isCurrencyCode(r.currency) ||
     !seconds(r.wall_s) ||
     !text(r.priced_by) ||
     (r.mode !== 'auto' && r.mode !== 'magic') ||
@@ -151,7 +155,7 @@ export function parseSavedCell(value: unknown): ISavedCell | null {
     version: 1,
     cost_micro_usd: cost,
     cost_usd: String(r.cost_usd ?? cost / 1e6),
-    currency: 'USD',
+    currency: r.currency,
     wall_s: r.wall_s as number,
     gpu_busy_s: busy as { [index: string]: number } | null,
     gpus: (r.gpus as { name: string; usd_per_hour: string | null }[]).map(
@@ -217,7 +221,8 @@ export function recordOf(saved: ISavedCell, cellId: string): ICellRecord {
     cost_usd: saved.cost_micro_usd / 1e6,
     status: saved.status,
     mode: saved.mode,
-    rate_usd_per_hour: Number(saved.rate_usd_per_hour)
+    rate_usd_per_hour: Number(saved.rate_usd_per_hour),
+    currency: saved.currency
   };
 }
 
@@ -243,13 +248,14 @@ export function isCarrier(output: IOutputJSON): boolean {
 
 /**
  * The notebook's `metadata.gpucost` as the page keeps it: the cells' current
- * records summed (schema version 1, as a headless run writes it).
+ * records summed (schema version 1, as a headless run writes it), all in one
+ * currency.
  */
 export interface INotebookSummary {
   version: 1;
   total_micro_usd: number;
   total_usd: string;
-  currency: 'USD';
+  currency: string;
   cells: number;
   by_gpu_micro_usd: { [model: string]: number };
   price_sources: string[];
@@ -258,6 +264,12 @@ export interface INotebookSummary {
   started: string;
   at: string;
   runner: string;
+  /**
+   * The records in another currency than the total's (a run in another
+   * session), never added into it: per currency, their sum in its micro-units
+   * (only where there are some).
+   */
+  other_currencies?: { [currency: string]: number };
 }
 
 /**
@@ -325,19 +337,26 @@ export function byGpu(saved: ISavedCell): { [model: string]: number } {
 
 /**
  * The notebook's summary of its cells' records; `null` when none has one.
+ * Amounts in two currencies are never added up: the total is in the newest
+ * record's currency (the session that ran the notebook last), the records in
+ * any other are summed apart, per currency, in `other_currencies`.
  */
 export function summarise(
-  cells: ISavedCell[],
+  all: ISavedCell[],
   runner = 'jupyterlab'
 ): INotebookSummary | null {
-  if (!cells.length) {
+  if (!all.length) {
     return null;
   }
+  const newest = all.reduce((a, b) =>
+    Date.parse(b.at) > Date.parse(a.at) ? b : a
+  );
+  const cells = all.filter(cell => cell.currency === newest.currency);
   const summary: INotebookSummary = {
     version: 1,
     total_micro_usd: 0,
     total_usd: '0',
-    currency: 'USD',
+    currency: newest.currency,
     cells: cells.length,
     by_gpu_micro_usd: {},
     price_sources: [],
@@ -368,6 +387,16 @@ export function summarise(
     }
   }
   summary.total_usd = microToDecimal(summary.total_micro_usd);
+  const others: { [currency: string]: number } = {};
+  for (const cell of all) {
+    if (cell.currency !== summary.currency) {
+      others[cell.currency] =
+        (others[cell.currency] ?? 0) + cell.cost_micro_usd;
+    }
+  }
+  if (Object.keys(others).length) {
+    summary.other_currencies = others;
+  }
   return summary;
 }
 

@@ -7,7 +7,8 @@ import {
   formatBytes,
   formatDuration,
   formatMoney,
-  moneyColumnDigits
+  moneyColumnDigits,
+  symbolOf
 } from '../format';
 import { CostPanelModel } from './model';
 import { PanelTable } from './table';
@@ -71,7 +72,13 @@ export function Cells(props: {
             headerTitle: trans.__(
               "The whole machine (every GPU, idle or not) priced for the cell's wall time; not the cell's GPU use."
             ),
-            cell: cell => formatMoney(cell.cost_usd, symbol, digits),
+            // a recorded cell in its own currency (a run in another session)
+            cell: cell =>
+              formatMoney(
+                cell.cost_usd,
+                cell.currency ? symbolOf(cell.currency) : symbol,
+                digits
+              ),
             numeric: true
           }
         ]}

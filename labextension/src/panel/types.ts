@@ -260,6 +260,9 @@ export interface ICellCost {
   mode: string;
   /** read from the notebook file (a run before this page), not measured live */
   recorded?: boolean;
+  /** a recorded cell's currency (ISO 4217): its amount is in it, whatever the
+   * session's */
+  currency?: string;
 }
 
 /**
