@@ -15,7 +15,7 @@ from jupyter_gpucost.core.billing import (
     cost_micro_usd,
     rounded_cost_micro_usd,
 )
-from jupyter_gpucost.core.money import round_micro, to_usd
+from jupyter_gpucost.core.money import round_micro, to_units
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_bad_rules_are_refused() -> None:
 
 def test_an_hour_costs_the_hourly_price_exactly() -> None:
     assert round_micro(cost_micro_usd(Decimal("6.88"), 3600 * US_PER_S)) == 6_880_000
-    assert to_usd(6_880_000) == Decimal("6.880000")
+    assert to_units(6_880_000) == Decimal("6.880000")
 
 
 def test_a_second_of_an_h100_is_exact_until_rounded() -> None:

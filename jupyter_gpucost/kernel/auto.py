@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 from ..core.billing import cost_micro_usd
 from ..core.i18n import _
 from ..core.money import rate as money_rate
-from ..core.money import round_micro, status_bar, to_usd
+from ..core.money import round_micro, status_bar, to_units
 from ..core.wording import cell_seconds
 from .cell.cuda import CudaEvent, peak_allocated_bytes, torch_cuda
 from .cell.measure import prices, start_events
@@ -214,7 +214,7 @@ class AutoPricer:
             text = _(
                 "gpucost: {cost} · {seconds} at {rate} (no jupyter-gpucost server: catalog prices)"
             )
-            cost = status_bar(to_usd(micro), symbol)
+            cost = status_bar(to_units(micro), symbol)
             line = text.format(
                 cost=cost, seconds=cell_seconds(wall_s), rate=money_rate(rate, symbol)
             )

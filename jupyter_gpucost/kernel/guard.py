@@ -43,7 +43,7 @@ from typing import TypeAlias
 
 from ..core.billing import US_PER_HOUR, US_PER_S
 from ..core.i18n import _
-from ..core.money import MICRO, guard_line, round_usd
+from ..core.money import MICRO, guard_line, round_units
 from .cell.cuda import torch_cuda
 from .training.display import LiveLine, show_warning
 from .training.interrupt import InterruptWatch, MachineInterrupted, interrupted_message
@@ -328,13 +328,13 @@ class Guard:
     @property
     def spent_usd(self) -> Decimal:
         """What the guarded time has cost so far (until the ``with`` block ended)."""
-        return round_usd(self._spent_micro(), MICRO)
+        return round_units(self._spent_micro(), MICRO)
 
     @property
     def projected_usd(self) -> Decimal | None:
         """The whole loop's projected cost, once ``warmup_steps`` steps are done."""
         value = self._projected_micro()
-        return None if value is None else round_usd(value, MICRO)
+        return None if value is None else round_units(value, MICRO)
 
     @property
     def projected_end(self) -> datetime | None:
@@ -354,7 +354,7 @@ class Guard:
     @property
     def usd_per_step(self) -> Decimal | None:
         value = self._per_step_micro()
-        return None if value is None else round_usd(value, NANO)
+        return None if value is None else round_units(value, NANO)
 
     @property
     def usd_per_1k_tokens(self) -> Decimal | None:
@@ -362,7 +362,7 @@ class Guard:
         if not self._tokens_given or window is None or window[2] <= 0:
             return None
         us, _, tokens = window
-        return round_usd(self._micro_per_us * us * 1000 / tokens, NANO)
+        return round_units(self._micro_per_us * us * 1000 / tokens, NANO)
 
     def summary(self) -> GuardSummary:
         return GuardSummary(
@@ -390,7 +390,7 @@ class Guard:
     def _stop_message(self) -> str:
         sym = self.currency_symbol
         next_step = self._next_step_micro()
-        per_step = Decimal(0) if next_step is None else round_usd(next_step, NANO)
+        per_step = Decimal(0) if next_step is None else round_units(next_step, NANO)
         text = _(
             "stopped after step {n} of {total}: {spent} spent, and one more step ({step}) "
             "would go over the budget of {budget}"

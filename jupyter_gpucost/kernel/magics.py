@@ -23,7 +23,7 @@ from IPython.display import display
 from ..core.currency import for_reader
 from ..core.i18n import _, current_language
 from ..core.money import budget as budget_text
-from ..core.money import exact, rate, rate_amount, status_bar, to_usd
+from ..core.money import exact, rate, rate_amount, status_bar, to_units
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
@@ -304,7 +304,7 @@ def show_summary(shell: Shell) -> None:
             "  cells priced in this kernel: {n} ({auto} by auto mode, {magic} by %%gpucost), "
             "{cost} in all"
         )
-        total = status_bar(to_usd(tally.total_micro_usd), symbol)
+        total = status_bar(to_units(tally.total_micro_usd), symbol)
         print(
             text.format(
                 n=tally.total_cells,

@@ -38,7 +38,7 @@ from ..core.billing import US_PER_S, cost_micro_usd
 from ..core.i18n import _
 from ..core.money import budget as budget_text
 from ..core.money import rate as money_rate
-from ..core.money import round_micro, status_bar, ticker, to_usd
+from ..core.money import round_micro, status_bar, ticker, to_units
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink, follow_server_language
@@ -177,7 +177,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             if self._local is not None:
                 started, rate, label = self._local
                 elapsed_us = max(0, round((time.time() - started) * US_PER_S))
-                total = to_usd(round_micro(cost_micro_usd(rate, elapsed_us)))
+                total = to_units(round_micro(cost_micro_usd(rate, elapsed_us)))
                 self._show(total, rate, None, label)
                 return
             assert self.server is not None  # priced here otherwise

@@ -24,7 +24,7 @@ from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import Meter
 from ..core.metering import Metering, metering
-from ..core.money import usd
+from ..core.money import json_amount
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..core.refusal import Refusal
 from ..core.sql import sqlite_path
@@ -460,7 +460,7 @@ class CostService:
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id
-                cost = usd(live_micro_usd if live else row["cost_micro_usd"])
+                cost = json_amount(live_micro_usd if live else row["cost_micro_usd"])
                 totals["sessions"].append(
                     {
                         "id": row["id"],
@@ -473,7 +473,7 @@ class CostService:
                     }
                 )
             totals["days"] = [
-                {"date": day.isoformat(), "cost": usd(cost), "cost_usd": usd(cost)}
+                {"date": day.isoformat(), "cost": json_amount(cost), "cost_usd": json_amount(cost)}
                 for day, cost in self.ledger.days(as_of)
             ]
         return totals

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.billing import cost_micro_usd
 from ...core.i18n import _
-from ...core.money import rate, round_micro, status_bar, to_usd
+from ...core.money import rate, round_micro, status_bar, to_units
 from ..link import LinkError, link
 from .cuda import CudaEvent, Torch, peak_allocated_bytes, torch_cuda
 from .energy import EnergyReader, Mark
@@ -83,7 +83,7 @@ class CellCost:
         return Decimal(self.cost_micro_usd) / 1_000_000
 
     def _money(self, micro: int) -> str:
-        return status_bar(to_usd(micro), self.currency_symbol)
+        return status_bar(to_units(micro), self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
         per_hour = rate(self.rate_usd_per_hour, self.currency_symbol)

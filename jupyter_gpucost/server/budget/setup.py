@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from traitlets import TraitError
 
-from ...core.money import exact, to_usd
+from ...core.money import exact, to_units
 from ..traits import one_of
 from .actions import KernelManager
 from .controller import BudgetConfig, BudgetController
@@ -225,7 +225,7 @@ def start_budget(
         log.info(
             "jupyter-gpucost: hard %s budget %s (%s), action %s after %gs%s",
             config.hard.scope,
-            exact(to_usd(config.hard.amount_micro)),
+            exact(to_units(config.hard.amount_micro)),
             config.hard.source,
             config.action,
             config.grace_s,

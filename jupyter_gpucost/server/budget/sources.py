@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ...core.i18n import N_
-from ...core.money import exact, to_usd
+from ...core.money import exact, to_units
 from .policy import ACTIONS, Budget, Scope
 
 T = TypeVar("T")
@@ -114,4 +114,4 @@ def _strength(action: str) -> int:
 
 
 def _usd(micro_usd: int) -> str:
-    return exact(to_usd(micro_usd))
+    return exact(to_units(micro_usd))
