@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeAlias
 
-from ..core.billing import cost_micro_usd
+from ..core.billing import cost_micro
 from ..core.i18n import _
 from ..core.money import rate as money_rate
 from ..core.money import round_micro, status_bar, to_units
@@ -154,7 +154,7 @@ class AutoPricer:
         self._started = None
         p = prices()
         rate = p.rate_per_hour()
-        micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
+        micro = round_micro(cost_micro(rate, round(wall_s * 1_000_000)))
         status = status_of(result)
         record = cell_record(
             cell_id=cell_id_of(result) or f"cell-{self.cells + 1}",

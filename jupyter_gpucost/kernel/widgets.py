@@ -34,7 +34,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..core.billing import US_PER_S, cost_micro_usd
+from ..core.billing import US_PER_S, cost_micro
 from ..core.i18n import _
 from ..core.money import budget as budget_text
 from ..core.money import rate as money_rate
@@ -177,7 +177,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             if self._local is not None:
                 started, rate, label = self._local
                 elapsed_us = max(0, round((time.time() - started) * US_PER_S))
-                total = to_units(round_micro(cost_micro_usd(rate, elapsed_us)))
+                total = to_units(round_micro(cost_micro(rate, elapsed_us)))
                 self._show(total, rate, None, label)
                 return
             assert self.server is not None  # priced here otherwise

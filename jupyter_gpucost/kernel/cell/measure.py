@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ...core.billing import cost_micro_usd
+from ...core.billing import cost_micro
 from ...core.i18n import _
 from ...core.money import rate, round_micro, status_bar, to_units
 from ..link import LinkError, link
@@ -407,7 +407,7 @@ class Measurement:
             r.notes.append(f"no price for {', '.join(unpriced)}: not counted")
         r.notes.extend(p.bound_notes())
         # the GPUs are held for the whole cell: wall time at the rate in force
-        exact = cost_micro_usd(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
+        exact = cost_micro(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
         r.cost_micro_usd = round_micro(exact)
         if profiler is not None:
             self._ops(profiler, r)
