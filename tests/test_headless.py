@@ -443,7 +443,7 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     share = pricing.per_gpu.per_gpu_hour
     assert share != Decimal("3.431")  # the per-GPU row's figure
     # the two GPUs' shares and what is left of the instance's price (a micro-unit's rest)
-    assert cell.rate_usd_per_hour == 2 * share + pricing.base_usd_per_hour
+    assert cell.rate_usd_per_hour == 2 * share + pricing.base_per_hour
     assert "aws p4de.24xlarge on-demand" in cell.priced_by
     assert "whole-instance price" in cell.priced_by
     assert cell.simulated

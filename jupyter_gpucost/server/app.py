@@ -158,7 +158,7 @@ class GpuCost(GpuCostTraits, ExtensionApp):
             unknown_gpu_usd_per_hour=bound,
             granularity_s=pricing.granularity_s,
             minimum_charge_s=pricing.minimum_charge_s,
-            base_usd_per_hour=found.plan.base_usd_per_hour(pricing.base_per_hour),
+            base_usd_per_hour=found.plan.base_per_hour(pricing.base_per_hour),
             currency=pricing.currency,
             currency_symbol=pricing.currency_symbol,
             simulated_trace=self.simulated_trace,

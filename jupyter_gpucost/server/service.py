@@ -148,7 +148,7 @@ class CostService:
         self.whole_without_gpus = whole_without_gpus(config, self.source)
         base = config.base_usd_per_hour
         if self.whole_without_gpus is not None and config.plan and config.plan.whole:
-            base = config.plan.whole.row.usd_per_hour
+            base = config.plan.whole.row.per_hour
             self.log.warning(
                 "jupyter-gpucost: no GPU is seen; the %s is priced whole from its instance, "
                 "%s %s/h",
@@ -341,9 +341,9 @@ class CostService:
         if whole is None:
             base = self.config.base_usd_per_hour
         elif self.whole_without_gpus is not None:
-            base = whole.row.usd_per_hour
+            base = whole.row.per_hour
         else:
-            base = whole.base_usd_per_hour
+            base = whole.base_per_hour
         self.sampler.reprice(self.policy, base)
         self.config = replace(self.config, plan=plan)
 
