@@ -69,10 +69,10 @@ class CostConfig:
     overrides: Mapping[str, Decimal] = field(default_factory=dict)
     #: the price of a GPU no catalog price fits, in the session's currency (``None``: the
     #: dearest GPU of the catalog in that currency)
-    unknown_gpu_usd_per_hour: Decimal | None = None
+    unknown_gpu_per_hour: Decimal | None = None
     granularity_s: int = 1
     minimum_charge_s: int = 60
-    base_usd_per_hour: Decimal = Decimal(0)
+    base_per_hour: Decimal = Decimal(0)
     #: ISO 4217 code; empty: the provider's (:func:`with_session_currency` resolves it)
     currency: str = ""
     #: empty: the currency's own symbol
@@ -136,7 +136,7 @@ class CostService:
             if config.plan is None or config.plan.whole is None
             else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
             currency=config.currency,
-            unknown_gpu_price=config.unknown_gpu_usd_per_hour,
+            unknown_gpu_price=config.unknown_gpu_per_hour,
             region="" if config.plan is None else config.plan.region,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
@@ -146,7 +146,7 @@ class CostService:
         #: the detected instance priced whole because no GPU is seen (it bills whether or
         #: not NVML answers); ``None``: GPUs are seen, or there is no whole-instance price
         self.whole_without_gpus = whole_without_gpus(config, self.source)
-        base = config.base_usd_per_hour
+        base = config.base_per_hour
         if self.whole_without_gpus is not None and config.plan and config.plan.whole:
             base = config.plan.whole.row.per_hour
             self.log.warning(
@@ -339,7 +339,7 @@ class CostService:
             self.policy, whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu}
         )
         if whole is None:
-            base = self.config.base_usd_per_hour
+            base = self.config.base_per_hour
         elif self.whole_without_gpus is not None:
             base = whole.row.per_hour
         else:
