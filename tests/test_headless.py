@@ -476,7 +476,7 @@ def test_gpucost_run_adds_the_run_to_the_ledger(simulated: dict[str, str], tmp_p
     ledger = Ledger(url)
     try:
         # the panel's today and its recent cells count the headless run
-        assert ledger.totals(datetime.now(UTC)).today_micro_usd == metered
+        assert ledger.totals(datetime.now(UTC)).today_micro == metered
         cells = ledger.recent_cells()
         code = [c.id for c in out.cells if c.cell_type == "code"]
         assert sorted(c["cell_id"] for c in cells) == sorted(code)

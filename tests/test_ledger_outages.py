@@ -294,7 +294,7 @@ def test_a_failing_disk_at_start_is_waited_out_not_taken_for_a_damaged_ledger(
     assert written(url, service.session_id) == metered(service)
     # the earlier history is still in every total
     assert written(url, "earlier") == 370_000
-    assert Ledger(url).totals(service.sampler.latest.snapshot.as_of).all_time_micro_usd == (
+    assert Ledger(url).totals(service.sampler.latest.snapshot.as_of).all_time_micro == (
         370_000 + metered(service)
     )
 

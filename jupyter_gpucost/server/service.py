@@ -453,14 +453,14 @@ class CostService:
             "totals": totals,
         }
 
-    def _ledger_totals(self, as_of: datetime, live_micro_usd: int) -> wire.HistoryTotals:
+    def _ledger_totals(self, as_of: datetime, live_micro: int) -> wire.HistoryTotals:
         """The history's sessions and days from the ledger (:class:`LedgerOffline` while
         it cannot be reached)."""
         totals: wire.HistoryTotals = {"sessions": [], "days": []}
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id
-                cost = json_amount(live_micro_usd if live else row["cost_micro_usd"])
+                cost = json_amount(live_micro if live else row["cost_micro"])
                 totals["sessions"].append(
                     {
                         "id": row["id"],

@@ -182,9 +182,9 @@ class Recorder:
         # the meter may be a sample ahead of the recorder: count what it says now
         ahead = max(snapshot.cost_micro - self._last_cost, 0)
         return LiveTotals(
-            today_micro=others.today_micro_usd + today + ahead,
-            month_micro=others.month_micro_usd + this_month + ahead,
-            all_time_micro=others.all_time_micro_usd + snapshot.cost_micro,
+            today_micro=others.today_micro + today + ahead,
+            month_micro=others.month_micro + this_month + ahead,
+            all_time_micro=others.all_time_micro + snapshot.cost_micro,
         )
 
     # -- flusher thread --------------------------------------------------------
