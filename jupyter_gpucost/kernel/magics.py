@@ -94,14 +94,14 @@ class CellTimer:
         self.current = None
         report = measurement.finish(status_of(result))
         self.last = report
-        tally_of(self.shell).add("magic", report.cost_micro_usd)
+        tally_of(self.shell).add("magic", report.cost_micro)
         if args.output:
             self.shell.user_ns[args.output] = report
         display(report)  # type: ignore[no-untyped-call]
         p = prices()
         saved = saved_cell(
             p,
-            cost_micro_usd=report.cost_micro_usd,
+            cost_micro_usd=report.cost_micro,
             wall_s=report.wall_s,
             started_epoch_s=time.time() - report.wall_s,
             mode="magic",
@@ -135,8 +135,8 @@ def magic_record(report: CellCost, result: object) -> dict[str, object]:
         started_epoch_s=time.time() - report.wall_s,
         wall_s=report.wall_s,
         cpu_s=report.cpu_s,
-        cost_micro_usd=report.cost_micro_usd,
-        rate_usd_per_hour=report.rate_usd_per_hour,
+        cost_micro_usd=report.cost_micro,
+        rate_usd_per_hour=report.rate_per_hour,
         status=report.status,
         mode="magic",
         kernel=kernel_id(),
