@@ -262,7 +262,7 @@ class CostService:
                 )
                 for g in published.snapshot.gpus
             ),
-            base_usd_per_hour=base,
+            base_per_hour=base,
             currency_symbol=self.config.currency_symbol,
             source=f"the server's {self.policy.provider} {self.policy.market} prices",
             simulated=telemetry.simulated,
