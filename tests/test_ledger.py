@@ -25,8 +25,8 @@ def pending(minutes: dict[int, int], *, last: float) -> Pending:
     p = Pending()
     for minute, cost in minutes.items():
         p.spend[minute] = [cost, cost // 2, 6_880_000]
-        p.cost_micro_usd += cost
-        p.idle_micro_usd += cost // 2
+        p.cost_micro += cost
+        p.idle_micro += cost // 2
     p.gpus[(0, min(minutes))] = GpuMinuteSums(97.0, 391.0, 1, 60 * 2**30)
     p.last_unix_s = last
     return p

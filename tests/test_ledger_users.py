@@ -21,7 +21,7 @@ NOW = datetime.now(UTC)
 def pending(minute: int, cost: int, *, gpu_pct: float) -> Pending:
     p = Pending()
     p.spend[minute] = [cost, 0, 6_880_000]
-    p.cost_micro_usd = cost
+    p.cost_micro = cost
     p.gpus[(0, minute)] = GpuMinuteSums(gpu_pct, 300.0, 1, 2**30)
     p.last_unix_s = minute + 30
     return p

@@ -102,10 +102,6 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"still_usd_per_hour"}),
         "the last action's record as the state file keeps it (docs/budgets.md)",
     ),
-    "server/ledger/opening.py": (
-        frozenset({"cost_micro_usd"}),
-        "a session's row as read back by its column's name",
-    ),
     "core/saved_cost.py": (
         frozenset({"*"}),
         "the cost saved in a notebook (metadata.gpucost): its fields are its keys; the "
@@ -130,18 +126,6 @@ NOT_YET: dict[str, tuple[frozenset[str], str]] = {
     "server/record/history.py": (
         frozenset({"cost_micro_usd", "rate_micro_usd_per_hour"}),
         "the module is being changed on another branch",
-    ),
-    "server/ledger/writes.py": (
-        frozenset({"cost_micro_usd", "idle_micro_usd"}),
-        "the pending sums mirror the ledger's columns; renamed with the recorder's",
-    ),
-    "server/record/recorder.py": (
-        frozenset({"cost_micro_usd"}),
-        "a pending minute's sum, named as the ledger's column; renamed with the writes'",
-    ),
-    "server/status_ledger.py": (
-        frozenset({"unwritten_micro_usd"}),
-        "named as the status document's deprecated key it fills",
     ),
     "kernel/auto.py": (
         frozenset({"micro_usd", "total_micro_usd"}),

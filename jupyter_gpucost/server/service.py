@@ -360,7 +360,7 @@ class CostService:
             down_since=self.ledger.down_since,
             down_error=self.ledger.error,
             unwritten_s=unwritten.seconds,
-            unwritten_micro_usd=unwritten.cost_micro_usd,
+            unwritten_micro=unwritten.cost_micro,
             journaled=unwritten.journaled,
             tz=self.ledger.tz,
         )
