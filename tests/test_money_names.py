@@ -127,10 +127,6 @@ NOT_YET: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"cost_micro_usd", "rate_micro_usd_per_hour"}),
         "the module is being changed on another branch",
     ),
-    "kernel/auto.py": (
-        frozenset({"micro_usd", "total_micro_usd"}),
-        "the kernel's tally, which %gpucost auto's object shows a notebook: wants an alias",
-    ),
 }
 
 

@@ -87,19 +87,20 @@ class Tally:
 
     def __init__(self) -> None:
         self.cells: dict[str, int] = {"auto": 0, "magic": 0}
-        self.micro_usd: dict[str, int] = {"auto": 0, "magic": 0}
+        #: what the cells cost, by mode, in micro-units of the session's currency
+        self.micro: dict[str, int] = {"auto": 0, "magic": 0}
 
-    def add(self, mode: str, micro_usd: int) -> None:
+    def add(self, mode: str, micro: int) -> None:
         self.cells[mode] = self.cells.get(mode, 0) + 1
-        self.micro_usd[mode] = self.micro_usd.get(mode, 0) + micro_usd
+        self.micro[mode] = self.micro.get(mode, 0) + micro
 
     @property
     def total_cells(self) -> int:
         return sum(self.cells.values())
 
     @property
-    def total_micro_usd(self) -> int:
-        return sum(self.micro_usd.values())
+    def total_micro(self) -> int:
+        return sum(self.micro.values())
 
 
 def tally_of(shell: Shell) -> Tally:
@@ -118,7 +119,7 @@ class AutoPricer:
         self.shell = shell
         self.enabled = False
         self.cells = 0
-        self.total_micro_usd = 0
+        self.total_micro = 0
         self.last: dict[str, Any] | None = None
         self._started: tuple[float, float, float, dict[int, CudaEvent]] | None = None
         self._kernel_id = kernel_id()
@@ -193,7 +194,7 @@ class AutoPricer:
             finish = finish_gpu_times
 
         self.cells += 1
-        self.total_micro_usd += micro
+        self.total_micro += micro
         tally_of(self.shell).add("auto", micro)
         self.last = record
         saved = saved_cell(

@@ -304,7 +304,7 @@ def show_summary(shell: Shell) -> None:
             "  cells priced in this kernel: {n} ({auto} by auto mode, {magic} by %%gpucost), "
             "{cost} in all"
         )
-        total = status_bar(to_units(tally.total_micro_usd), symbol)
+        total = status_bar(to_units(tally.total_micro), symbol)
         print(
             text.format(
                 n=tally.total_cells,
