@@ -2,8 +2,8 @@
 
 An amount of the session (USD, CNY, EUR...) is named for what it is — ``*_micro``,
 ``per_hour``, ``per_gpu_hour``, ``to_units`` — never for a currency it may not be in. A name
-of the package (a function, a class's field or attribute, a module's name) that says
-``usd`` is allowed only where the amount really is US dollars, or where the name is seen
+of the package (a function or its parameter, a class's field or attribute, a module's name)
+that says ``usd`` is allowed only where the amount really is US dollars, or where the name is seen
 from outside (a configuration trait, a key written to a file, a notebook or the wire, a
 deprecated alias kept for notebooks written before): each such place is listed below with
 its reason. A name left to rename later is listed too, with why it waits.
@@ -32,6 +32,10 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
     "cloud/spot_prices.py": (
         frozenset({"usd_per_hour"}),
         "AWS DescribeSpotPriceHistory answers in US dollars",
+    ),
+    "core/catalog_file.py": (
+        frozenset({"usd_key"}),
+        "the catalog's TOML key of a price in US dollars (usd_per_gpu_hour, usd_per_hour)",
     ),
     "core/billed_rate.py": (
         frozenset({"usd_per_hour", "parse_usd_per_hour"}),
@@ -68,6 +72,14 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
         "deprecated read-only aliases on the CellCost a notebook keeps with -o NAME "
         "(docs/magic.md)",
     ),
+    "kernel/guard.py": (
+        frozenset({"budget_usd", "usd_per_hour"}),
+        "the guard's keyword arguments, which notebooks pass (docs/magic.md)",
+    ),
+    "kernel/guard_callbacks.py": (
+        frozenset({"budget_usd", "usd_per_hour"}),
+        "the trainer callbacks' keyword arguments, which notebooks pass (docs/magic.md)",
+    ),
     "kernel/training/old_names.py": (
         frozenset(
             {
@@ -84,7 +96,8 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
     ),
     "kernel/widgets.py": (
         frozenset({"budget_usd", "usd_per_hour", "total_usd", "rate_usd_per_hour"}),
-        "deprecated read-only aliases a notebook reads on the ticker (docs/magic.md)",
+        "the ticker's keyword arguments (budget_usd=, usd_per_hour=) and the deprecated "
+        "read-only aliases a notebook reads on it (docs/magic.md)",
     ),
     "server/traits.py": (
         frozenset({"base_price_usd_per_hour", "unknown_gpu_usd_per_hour"}),
@@ -119,6 +132,14 @@ NOT_YET: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"MAX_BUDGET_MICRO_USD"}),
         "imported by server/budget/parse.py, which another branch is changing",
     ),
+    "server/budget/parse.py": (
+        frozenset({"micro_usd"}),
+        "the module is being changed on another branch",
+    ),
+    "kernel/cell/saved.py": (
+        frozenset({"cost_micro_usd"}),
+        "the module is being changed on another branch (the saved record's field)",
+    ),
     "server/record/cells.py": (
         frozenset({"MAX_USD"}),
         "the module is being changed on another branch",
@@ -138,13 +159,17 @@ def says_usd(name: str) -> bool:
 
 
 def names_of(tree: ast.Module) -> dict[str, int]:
-    """The names a module gives: functions and classes (nested ones too), a class's fields
-    and attributes, ``self.NAME = ...`` in its methods, and the module's own names; with
-    the line of the first."""
+    """The names a module gives: functions and classes (nested ones too) and the functions'
+    parameters, a class's fields and attributes, ``self.NAME = ...`` in its methods, and the
+    module's own names; with the line of the first."""
     found: dict[str, int] = {}
 
     def add(name: str, line: int) -> None:
         found.setdefault(name, line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            add(node.arg, node.lineno)
 
     def targets(node: ast.stmt) -> list[ast.expr]:
         if isinstance(node, ast.Assign):
@@ -243,14 +268,14 @@ def test_the_check_sees_fields_attributes_functions_and_module_names(tmp_path: P
         "    def __init__(self) -> None:\n"
         "        if True:\n"
         "            self.total_usd = 0\n"
-        "def to_usd(micro_usd: int) -> int:\n"
+        "def to_units(micro_usd: int) -> int:\n"
         "    local_usd = micro_usd\n"
         "    return local_usd\n"
         "class StatusDocument:\n"
         "    pass\n"
     )
     assert usd_names(package) == {
-        "kernel/a.py": {"RATE_USD": 2, "usd_per_hour": 5, "total_usd": 9, "to_usd": 10}
+        "kernel/a.py": {"RATE_USD": 2, "usd_per_hour": 5, "total_usd": 9, "micro_usd": 10}
     }
     assert says_usd("StatusDocument") is False
     assert says_usd("MicroUsdTotal") is True
