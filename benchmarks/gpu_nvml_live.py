@@ -134,7 +134,7 @@ def main() -> int:
         sample_interval_s=1.0,
         start_us=monotonic_us(),
         started=utc_now(),
-        base_usd_per_hour=Decimal(0),
+        base_per_hour=Decimal(0),
     )
     sampler_source = NvmlSource()
     sampler_source.open()

@@ -18,7 +18,7 @@ SERVER_ENV = KERNEL_ENV
 H100_SERVER_PRICES = encode_prices(
     PublishedPrices(
         gpus=(PricedGpu("GPU-1", "NVIDIA H100 80GB HBM3", Decimal("6.88")),),
-        base_usd_per_hour=Decimal("0.5"),
+        base_per_hour=Decimal("0.5"),
         currency_symbol="$",
         source="the server's aws on-demand prices",
     )

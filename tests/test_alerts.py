@@ -250,7 +250,7 @@ def test_a_dead_target_is_retried_with_backoff_recorded_masked_and_never_logged(
         CONTEXT,
         "budget",
         "stopped at $10.00 budget",
-        still_bills_usd_per_hour=1.006,
+        still_bills_per_hour=1.006,
         subject="2026-11-27T09:30:00Z",
         at=AT,
     )

@@ -107,7 +107,7 @@ def test_the_script_s_rows_are_the_shipped_rows(
         ours = shipped[(row["instance"], row["region"], "on-demand")]
         assert (row["provider"], row["market"]) == ("aws", "on-demand")
         assert (row["gpu_model"], row["gpus"]) == (ours.gpu_model, ours.gpus)
-        assert Decimal(row["usd_per_hour"]) == ours.usd_per_hour, row
+        assert Decimal(row["usd_per_hour"]) == ours.per_hour, row
         assert (row["confidence"], row["as_of"]) == ("listed", "2026-08-26")
         assert row["source"].startswith(f"AWS Price List Bulk API, {base}/offers/v1.0/aws/")
     per_gpu = {(r.instance, r.region): r for r in load_catalog().rows if r.provider == "aws"}

@@ -262,7 +262,7 @@ def test_a_rate_far_under_the_catalog_is_refused_and_logged(
         plan, vast_machine(), AdminPrices(), vast_settings(standin, interval_s=0), CATALOG, LOG
     )
     assert billed.whole is not None
-    assert (billed.whole.row.usd_per_hour, billed.whole.per_gpu.basis) == (
+    assert (billed.whole.row.per_hour, billed.whole.per_gpu.basis) == (
         Decimal("0.412"),
         BASIS_BILLED,
     )

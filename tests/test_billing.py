@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from jupyter_gpucost.core.billing import (
     US_PER_S,
     BillingRule,
-    cost_micro_usd,
-    rounded_cost_micro_usd,
+    cost_micro,
+    rounded_cost_micro,
 )
-from jupyter_gpucost.core.money import round_micro, to_usd
+from jupyter_gpucost.core.money import round_micro, to_units
 
 
 @pytest.mark.parametrize(
@@ -45,13 +45,13 @@ def test_bad_rules_are_refused() -> None:
 
 
 def test_an_hour_costs_the_hourly_price_exactly() -> None:
-    assert round_micro(cost_micro_usd(Decimal("6.88"), 3600 * US_PER_S)) == 6_880_000
-    assert to_usd(6_880_000) == Decimal("6.880000")
+    assert round_micro(cost_micro(Decimal("6.88"), 3600 * US_PER_S)) == 6_880_000
+    assert to_units(6_880_000) == Decimal("6.880000")
 
 
 def test_a_second_of_an_h100_is_exact_until_rounded() -> None:
     # 6.88 $/h for one second is 1911.111... micro-dollars: exact, then rounded once
-    exact = cost_micro_usd(Decimal("6.88"), US_PER_S)
+    exact = cost_micro(Decimal("6.88"), US_PER_S)
     assert exact == Fraction(17200, 9)
     assert round_micro(exact) == 1911
     # a thousand one-second intervals add up exactly, with no float drift
@@ -75,15 +75,13 @@ def test_the_whole_number_cost_is_the_exact_cost_rounded_half_up(
     price: Decimal, duration_us: int
 ) -> None:
     # what the hub bills each poll and report: the same micro-dollar as the exact path
-    assert rounded_cost_micro_usd(price, duration_us) == round_micro(
-        cost_micro_usd(price, duration_us)
-    )
+    assert rounded_cost_micro(price, duration_us) == round_micro(cost_micro(price, duration_us))
 
 
 def test_the_whole_number_cost_rounds_a_half_up_as_the_exact_path_does() -> None:
     # 0.0018 $/h for one second is exactly half a micro-dollar: rounded up, as round_micro
-    assert cost_micro_usd(Decimal("0.0018"), US_PER_S) == Fraction(1, 2)
-    assert rounded_cost_micro_usd(Decimal("0.0018"), US_PER_S) == 1
+    assert cost_micro(Decimal("0.0018"), US_PER_S) == Fraction(1, 2)
+    assert rounded_cost_micro(Decimal("0.0018"), US_PER_S) == 1
     # the same price written two ways is the same price
-    assert rounded_cost_micro_usd(Decimal("6.88"), US_PER_S) == 1911
-    assert rounded_cost_micro_usd(Decimal("6.880000"), US_PER_S) == 1911
+    assert rounded_cost_micro(Decimal("6.88"), US_PER_S) == 1911
+    assert rounded_cost_micro(Decimal("6.880000"), US_PER_S) == 1911

@@ -93,7 +93,7 @@ def test_every_n1_machine_type_row_is_dated_sourced_and_cheaper_on_spot() -> Non
         spot = find_vm(VMS, provider="gcp", machine_type=machine_type, market="spot", region=region)
         assert on_demand is not None, machine_type
         assert spot is not None, machine_type
-        assert 0 < spot.usd_per_hour < on_demand.usd_per_hour
+        assert 0 < spot.per_hour < on_demand.per_hour
         for row in (on_demand, spot):
             assert row.region == region
             assert row.as_of
@@ -120,7 +120,7 @@ def test_a_detected_n1_standard_8_is_priced_vm_plus_each_gpu() -> None:
     assert found.whole is None
     assert found.vm is not None
     assert not found.note
-    assert found.base_usd_per_hour(Decimal(7)) == Decimal("0.379998")
+    assert found.base_per_hour(Decimal(7)) == Decimal("0.379998")
     assert "us-central1" in found.vm.source
     assert "as of 2026-07-30" in found.vm.source
     t4 = CATALOG.find(provider="gcp", market="on-demand", model="T4", region="us-central1")
@@ -133,7 +133,7 @@ def test_a_spot_n1_vm_is_priced_at_its_spot_row() -> None:
     found = plan("n1-standard-8", "spot")
     assert found.vm is not None
     assert not found.vm.upper_bound
-    assert found.base_usd_per_hour(Decimal(0)) == Decimal("0.13402")
+    assert found.base_per_hour(Decimal(0)) == Decimal("0.13402")
 
 
 def test_a_spot_vm_without_a_spot_row_is_priced_at_on_demand_labelled() -> None:
@@ -161,7 +161,7 @@ def test_a_vm_without_a_row_is_named_and_its_gpus_priced_one_by_one() -> None:
     assert found.vm is None
     assert found.whole is None
     assert found.note == "no whole-instance price for n1-ultramem-40 on-demand: per-GPU prices"
-    assert found.base_usd_per_hour(Decimal(0)) == 0
+    assert found.base_per_hour(Decimal(0)) == 0
 
 
 def test_a_pod_on_gke_is_priced_per_gpu_at_gcps_rate() -> None:
@@ -195,8 +195,8 @@ def test_the_bill_is_the_vm_plus_count_times_the_gpu(
     price = policy.price_for(name, memory * 2**30)
     assert price is not None
     total = attached_total(vm, [price.per_gpu_hour] * count)
-    assert total == vm.row.usd_per_hour + count * price.per_gpu_hour
-    assert total >= vm.row.usd_per_hour > 0
+    assert total == vm.row.per_hour + count * price.per_gpu_hour
+    assert total >= vm.row.per_hour > 0
 
 
 # -- a real server on a GCE stand-in -------------------------------------------------------

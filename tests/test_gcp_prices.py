@@ -85,7 +85,7 @@ def test_the_shipped_rows_price_an_n1_standard_8_with_a_t4() -> None:
     )
     assert t4 is not None
     assert vm is not None
-    assert (t4.per_gpu_hour, vm.usd_per_hour) == (Decimal("0.35"), Decimal("0.379998"))
+    assert (t4.per_gpu_hour, vm.per_hour) == (Decimal("0.35"), Decimal("0.379998"))
     assert "006059e0" in t4.source
     assert "fd66b26f" in vm.source
     assert t4.as_of == READ
@@ -217,14 +217,14 @@ def test_an_a2_in_europe_and_tokyo_is_priced_at_its_regions_row() -> None:
         rows, provider="gcp", instance="a2-highgpu-1g", market="on-demand", region="europe-west4"
     )
     assert europe is not None
-    assert (europe.region, europe.usd_per_hour) == ("europe-west4", Decimal("3.747972"))
+    assert (europe.region, europe.per_hour) == ("europe-west4", Decimal("3.747972"))
     assert "rounded" not in europe.source
     tokyo = find_instance(
         rows, provider="gcp", instance="a2-highgpu-1g", market="on-demand", region="asia-northeast1"
     )
     assert tokyo is not None
     # 4.049590926 has 9 decimals: rounded half up to the micro-dollar, and said so
-    assert (tokyo.region, tokyo.usd_per_hour) == ("asia-northeast1", Decimal("4.049591"))
+    assert (tokyo.region, tokyo.per_hour) == ("asia-northeast1", Decimal("4.049591"))
     assert tokyo.source.startswith("4.049590926, rounded half up to the micro-dollar: ")
     assert "cost.asia-northeast1.hour" in tokyo.source
     # the per-GPU row of an 8-GPU VM: 88.4899999025753 / 8 in us-central1 is the shipped

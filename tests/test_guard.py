@@ -147,19 +147,19 @@ def test_projection_leaves_out_the_first_step_and_stops_at_the_budget() -> None:
     with g:
         clock.t += 5  # the first step compiles: 5 s
         g.step(tokens=500)
-        assert g.projected_usd is None
-        assert g.usd_per_step == Decimal("5.000000000")
+        assert g.projected is None
+        assert g.per_step == Decimal("5.000000000")
         clock.t += 1
         g.step(tokens=500)
-        assert g.projected_usd is None  # still warming up
+        assert g.projected is None  # still warming up
         clock.t += 1
         with pytest.warns(BudgetWarning, match=r"projected to cost \$104\.00 for 100 steps"):
             g.step(tokens=500)
         # 7 s so far + 97 steps of 1 s (the first, 5 s step left out of the rate)
-        assert g.projected_usd == Decimal("104.000000")
+        assert g.projected == Decimal("104.000000")
         assert g.projected_end == clock.wall0 + timedelta(seconds=104)
-        assert g.usd_per_step == Decimal("1.000000000")
-        assert g.usd_per_1k_tokens == Decimal("2.000000000")
+        assert g.per_step == Decimal("1.000000000")
+        assert g.per_1k_tokens == Decimal("2.000000000")
         assert g.seconds_per_step == 1.0
         assert g.warned
         clock.t += 1
@@ -170,8 +170,8 @@ def test_projection_leaves_out_the_first_step_and_stops_at_the_budget() -> None:
         with pytest.raises(BudgetExceeded, match=r"after step 6 of 100: \$10\.00 spent"):
             g.step(tokens=500)  # 10 s spent: 11 after one more
     assert stops == [6]
-    assert g.spent_usd == Decimal("10.000000")
-    assert g.spent_usd <= g.budget_usd
+    assert g.spent == Decimal("10.000000")
+    assert g.spent <= g.budget
     summary = g.summary()
     assert summary.stopped
     assert summary.steps == 6
@@ -217,11 +217,11 @@ def test_money_is_exact() -> None:
             clock.t += 0.1
             g.step()
     # 0.3 s at $2.75/h = $0.000229166..., rounded half up to the micro-dollar
-    assert g.spent_usd == Decimal("0.000229")
+    assert g.spent == Decimal("0.000229")
     # 0.1 s per step: $0.0000763888... per step, to the nano-dollar
-    assert g.usd_per_step == Decimal("0.000076389")
+    assert g.per_step == Decimal("0.000076389")
     # 0.3 s + 7 × 0.1 s = 1 s
-    assert g.projected_usd == Decimal("0.000764")
+    assert g.projected == Decimal("0.000764")
     assert not g.warned
 
 

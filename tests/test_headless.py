@@ -443,7 +443,7 @@ def test_gpucost_run_prices_the_detected_machine_as_the_server_does(
     share = pricing.per_gpu.per_gpu_hour
     assert share != Decimal("3.431")  # the per-GPU row's figure
     # the two GPUs' shares and what is left of the instance's price (a micro-unit's rest)
-    assert cell.rate_usd_per_hour == 2 * share + pricing.base_usd_per_hour
+    assert cell.rate_usd_per_hour == 2 * share + pricing.base_per_hour
     assert "aws p4de.24xlarge on-demand" in cell.priced_by
     assert "whole-instance price" in cell.priced_by
     assert cell.simulated
@@ -476,7 +476,7 @@ def test_gpucost_run_adds_the_run_to_the_ledger(simulated: dict[str, str], tmp_p
     ledger = Ledger(url)
     try:
         # the panel's today and its recent cells count the headless run
-        assert ledger.totals(datetime.now(UTC)).today_micro_usd == metered
+        assert ledger.totals(datetime.now(UTC)).today_micro == metered
         cells = ledger.recent_cells()
         code = [c.id for c in out.cells if c.cell_type == "code"]
         assert sorted(c["cell_id"] for c in cells) == sorted(code)

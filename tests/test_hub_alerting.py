@@ -262,7 +262,7 @@ def test_an_alert_is_delivered_in_its_own_language_whatever_the_thread_speaks() 
         Context(user="alice", server="gpu", machine="g5.xlarge"),
         "budget",
         "spent",
-        still_bills_usd_per_hour=None,
+        still_bills_per_hour=None,
         subject="s",
         at=NOW,
     )

@@ -287,7 +287,7 @@ def test_the_fraction_rule_holds_for_every_multi_gpu_instance_in_the_catalog() -
                     "extra_resource_limits": {"nvidia.com/gpu": k},
                 }
                 rate = rate_of(state, prices)
-                exact = Fraction(row.usd_per_hour) * k / row.gpus
+                exact = Fraction(row.per_hour) * k / row.gpus
                 assert exact <= Fraction(rate.usd_per_hour) < exact + Fraction(k, 1_000_000)
                 assert rate.allocation.count == k
                 if k < row.gpus:

@@ -25,8 +25,8 @@ def pending(minutes: dict[int, int], *, last: float) -> Pending:
     p = Pending()
     for minute, cost in minutes.items():
         p.spend[minute] = [cost, cost // 2, 6_880_000]
-        p.cost_micro_usd += cost
-        p.idle_micro_usd += cost // 2
+        p.cost_micro += cost
+        p.idle_micro += cost // 2
     p.gpus[(0, min(minutes))] = GpuMinuteSums(97.0, 391.0, 1, 60 * 2**30)
     p.last_unix_s = last
     return p
@@ -46,10 +46,10 @@ def test_flushes_add_up_per_minute_and_per_session(tmp_path: Path) -> None:
     ledger.start_session("b", NOW, "alice")
     ledger.flush("b", pending({m: 7}, last=NOW.timestamp()))
     totals = ledger.totals(NOW)
-    assert totals.all_time_micro_usd == 1757
-    assert totals.today_micro_usd == 1757
-    assert ledger.totals(NOW, exclude_session="a").all_time_micro_usd == 7
-    sessions = {s["id"]: s["cost_micro_usd"] for s in ledger.sessions()}
+    assert totals.all_time_micro == 1757
+    assert totals.today_micro == 1757
+    assert ledger.totals(NOW, exclude_session="a").all_time_micro == 7
+    sessions = {s["id"]: s["cost_micro"] for s in ledger.sessions()}
     assert sessions == {"a": 1750, "b": 7}
     assert ledger.spend_between(m, m + 120) == [(m, 1007, 2 * 6_880_000), (m + 60, 750, 6_880_000)]
 
@@ -64,8 +64,8 @@ def test_today_and_this_month_start_in_the_configured_time_zone(tmp_path: Path) 
         ledger.flush("s", pending({minute_of(late.timestamp()): 100}, last=late.timestamp()))
         ledger.flush("s", pending({minute_of(next_day.timestamp()): 200}, last=0))
         totals = ledger.totals(next_day)
-        assert (totals.today_micro_usd, totals.month_micro_usd) == (today, month), zone
-        assert totals.all_time_micro_usd == 300
+        assert (totals.today_micro, totals.month_micro) == (today, month), zone
+        assert totals.all_time_micro == 300
 
 
 def test_a_file_that_is_not_a_database_is_moved_aside(
@@ -81,7 +81,7 @@ def test_a_file_that_is_not_a_database_is_moved_aside(
     assert "moved to" in caplog.text
     ledger.start_session("s", NOW, None)
     ledger.flush("s", pending({minute_of(NOW.timestamp()): 5}, last=0))
-    assert ledger.totals(NOW).all_time_micro_usd == 5
+    assert ledger.totals(NOW).all_time_micro == 5
 
 
 def test_a_ledger_from_a_newer_version_is_moved_aside_not_overwritten(tmp_path: Path) -> None:

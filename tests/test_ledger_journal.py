@@ -20,7 +20,7 @@ LOG = logging.getLogger("test")
 
 
 def test_a_journal_is_read_back_as_it_was_written(tmp_path: Path) -> None:
-    p = Pending(cost_micro_usd=1234, idle_micro_usd=34, energy_j=5.5, last_unix_s=1e9 + 0.5)
+    p = Pending(cost_micro=1234, idle_micro=34, energy_j=5.5, last_unix_s=1e9 + 0.5)
     p.spend[60_000_000] = [1234, 34, 6_880_000]
     p.gpus[(0, 60_000_000)] = GpuMinuteSums(97.0, 391.5, 3, 2**30)
     started = datetime(2026, 11, 29, 14, 0, tzinfo=UTC)
@@ -72,6 +72,6 @@ def test_any_journal_file_is_read_or_left_never_raising(doc: object) -> None:
         path.write_text(json.dumps(doc), encoding="utf-8")
         for entry in Journal(Path(folder), LOG).load_all():
             for p in entry.parts:
-                figures = [p.cost_micro_usd, p.idle_micro_usd, *p.spend]
+                figures = [p.cost_micro, p.idle_micro, *p.spend]
                 figures += [v for row in p.spend.values() for v in row]
                 assert all(0 <= v <= MAX_FIGURE for v in figures)

@@ -269,7 +269,7 @@ def earlier_session(url: str, cost: int) -> None:
     ledger = Ledger(url)
     now = datetime.now(UTC)
     ledger.start_session("earlier", now, None)
-    p = Pending(cost_micro_usd=cost, last_unix_s=now.timestamp())
+    p = Pending(cost_micro=cost, last_unix_s=now.timestamp())
     p.spend[minute_of(now.timestamp())] = [cost, 0, 1]
     ledger.flush("earlier", p)
     ledger.close()
@@ -294,7 +294,7 @@ def test_a_failing_disk_at_start_is_waited_out_not_taken_for_a_damaged_ledger(
     assert written(url, service.session_id) == metered(service)
     # the earlier history is still in every total
     assert written(url, "earlier") == 370_000
-    assert Ledger(url).totals(service.sampler.latest.snapshot.as_of).all_time_micro_usd == (
+    assert Ledger(url).totals(service.sampler.latest.snapshot.as_of).all_time_micro == (
         370_000 + metered(service)
     )
 
@@ -435,7 +435,7 @@ class TestTheRoutesWhilePostgresqlIsDown:
 
 
 def part(minute: int, cost: int, last: float) -> Pending:
-    p = Pending(cost_micro_usd=cost, last_unix_s=last)
+    p = Pending(cost_micro=cost, last_unix_s=last)
     p.spend[minute] = [cost, 0, 1]
     return p
 

@@ -21,7 +21,7 @@ NOW = datetime.now(UTC)
 def pending(minute: int, cost: int, *, gpu_pct: float) -> Pending:
     p = Pending()
     p.spend[minute] = [cost, 0, 6_880_000]
-    p.cost_micro_usd = cost
+    p.cost_micro = cost
     p.gpus[(0, minute)] = GpuMinuteSums(gpu_pct, 300.0, 1, 2**30)
     p.last_unix_s = minute + 30
     return p
@@ -41,12 +41,12 @@ def test_each_user_reads_only_their_own_rows(ledger_url: str) -> None:
     alice = spend_as(ledger_url, "alice", "s-alice", 5_000_000)
     bob = spend_as(ledger_url, "bob", "s-bob", 7)
     try:
-        assert alice.totals(NOW).today_micro_usd == 5_000_000
-        assert alice.totals(NOW).month_micro_usd == 5_000_000
-        assert alice.totals(NOW).all_time_micro_usd == 5_000_000
-        assert bob.totals(NOW).today_micro_usd == 7
-        assert bob.totals(NOW).month_micro_usd == 7
-        assert bob.totals(NOW).all_time_micro_usd == 7
+        assert alice.totals(NOW).today_micro == 5_000_000
+        assert alice.totals(NOW).month_micro == 5_000_000
+        assert alice.totals(NOW).all_time_micro == 5_000_000
+        assert bob.totals(NOW).today_micro == 7
+        assert bob.totals(NOW).month_micro == 7
+        assert bob.totals(NOW).all_time_micro == 7
         assert [s["id"] for s in bob.sessions()] == ["s-bob"]
         assert [d[1] for d in bob.days(NOW)] == [7]
         minute = minute_of(NOW.timestamp())
@@ -70,7 +70,7 @@ def test_without_a_user_every_session_counts_as_before(ledger_url: str) -> None:
     spend_as(ledger_url, "bob", "s-bob", 7).close()
     everyone = Ledger(ledger_url, tz=ZoneInfo("UTC"))
     try:
-        assert everyone.totals(NOW).today_micro_usd == 5_000_007
+        assert everyone.totals(NOW).today_micro == 5_000_007
         assert {s["id"] for s in everyone.sessions()} == {"s-alice", "s-bob"}
     finally:
         everyone.close()

@@ -37,7 +37,7 @@ PUBLISHED = PublishedPrices(
         PricedGpu("GPU-a", "NVIDIA H100 80GB HBM3", Decimal("6.880001")),
         PricedGpu("GPU-b", "Mystery GPU", None),
     ),
-    base_usd_per_hour=Decimal("0.5"),
+    base_per_hour=Decimal("0.5"),
     currency_symbol="€",
     source="the server's gcp spot prices",
     simulated=True,

@@ -299,8 +299,8 @@ def test_shares_and_base_add_up_to_the_instance_price_exactly() -> None:
     for row in ROWS:
         pricing = whole_instance(row)
         share = pricing.per_gpu.per_gpu_hour
-        assert share * row.gpus + pricing.base_usd_per_hour == row.usd_per_hour
-        assert 0 <= pricing.base_usd_per_hour < Decimal("0.000001") * row.gpus
+        assert share * row.gpus + pricing.base_per_hour == row.per_hour
+        assert 0 <= pricing.base_per_hour < Decimal("0.000001") * row.gpus
 
 
 #: one detected multi-GPU machine per provider, its row's price, and the price per GPU of
@@ -332,10 +332,10 @@ def test_a_detected_multi_gpu_machine_is_priced_from_its_own_row(
         region=MULTI_GPU_REGION.get(provider, ""),
     )
     assert plan.whole is not None, plan.note
-    assert (plan.whole.row.gpus, plan.whole.row.usd_per_hour) == (gpus, Decimal(price))
+    assert (plan.whole.row.gpus, plan.whole.row.per_hour) == (gpus, Decimal(price))
     # its GPUs together cost what the provider bills for the machine
     share = plan.whole.per_gpu.per_gpu_hour
-    assert share * gpus + plan.whole.base_usd_per_hour == Decimal(price)
+    assert share * gpus + plan.whole.base_per_hour == Decimal(price)
     # which is not the per-GPU row times its GPUs (the provider does not price linearly)
     assert share != Decimal(per_gpu_row)
     # in the provider's currency
@@ -418,7 +418,7 @@ def test_a_detected_instance_with_a_row_is_priced_whole() -> None:
         region="us-east-1",
     )
     assert plan.whole is not None
-    assert plan.whole.row.usd_per_hour == Decimal("1.006")
+    assert plan.whole.row.per_hour == Decimal("1.006")
     assert (plan.provider, plan.market, plan.note) == ("aws", "on-demand", "")
 
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_gpucost.core.billing import US_PER_S, BillingRule, cost_micro_usd
+from jupyter_gpucost.core.billing import US_PER_S, BillingRule, cost_micro
 from jupyter_gpucost.core.catalog import PricePolicy, load_catalog
 from jupyter_gpucost.core.meter import Meter, apportion
 from jupyter_gpucost.core.money import round_micro
@@ -94,7 +94,7 @@ def test_every_gpu_accounts_for_all_elapsed_time_exactly(plan: list) -> None:
 def test_cost_is_price_times_billed_time_within_rounding(plan: list, rule: BillingRule) -> None:
     snapshot = feed(make_meter(rule), plan)[-1]
     exact = sum(
-        (cost_micro_usd(A100, rule.billed_us(snapshot.elapsed_us)) for _ in snapshot.gpus),
+        (cost_micro(A100, rule.billed_us(snapshot.elapsed_us)) for _ in snapshot.gpus),
         Fraction(0),
     )
     # the session's amount is the exact amount rounded once, to the nearest micro-dollar
@@ -181,8 +181,8 @@ def test_minimum_charge_shows_from_the_first_second() -> None:
     meter = make_meter(BillingRule(1, 60))
     snapshot = meter.update([reading(0, 100.0)], 2 * US_PER_S, T0)
     assert snapshot.billed_us == 60 * US_PER_S
-    assert snapshot.cost_micro == round_micro(cost_micro_usd(A100, 60 * US_PER_S))  # 57,183
-    assert snapshot.adjustment_micro == round_micro(cost_micro_usd(A100, 58 * US_PER_S))
+    assert snapshot.cost_micro == round_micro(cost_micro(A100, 60 * US_PER_S))  # 57,183
+    assert snapshot.adjustment_micro == round_micro(cost_micro(A100, 58 * US_PER_S))
 
 
 def test_a_sample_gap_is_billed_and_marked_unobserved() -> None:
@@ -193,7 +193,7 @@ def test_a_sample_gap_is_billed_and_marked_unobserved() -> None:
     (gpu,) = snapshot.gpus
     assert gpu.used_us == 3 * US_PER_S
     assert gpu.unobserved_us == 28 * US_PER_S
-    assert snapshot.cost_micro == round_micro(cost_micro_usd(A100, 31 * US_PER_S))
+    assert snapshot.cost_micro == round_micro(cost_micro(A100, 31 * US_PER_S))
 
 
 def test_a_lost_or_missing_gpu_is_still_billed() -> None:
@@ -226,7 +226,7 @@ def test_a_gpu_without_a_price_is_counted_at_an_upper_bound() -> None:
 def test_base_price_is_billed_under_the_same_rule() -> None:
     meter = make_meter(BillingRule(1, 60), base=Decimal("0.50"))
     snapshot = meter.update([], 10 * US_PER_S, T0)
-    assert snapshot.base_cost_micro == round_micro(cost_micro_usd(Decimal("0.5"), 60 * US_PER_S))
+    assert snapshot.base_cost_micro == round_micro(cost_micro(Decimal("0.5"), 60 * US_PER_S))
     assert snapshot.cost_micro == snapshot.base_cost_micro == 8333
     assert snapshot.rate_per_hour == Decimal("0.50")
 

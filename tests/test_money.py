@@ -25,17 +25,17 @@ def test_rounding_to_a_micro_dollar_is_half_up_and_never_off_by_more_than_half(
 
 @given(fractions)
 def test_dollars_at_a_micro_dollar_step_are_the_rounded_micro_dollars(value: Fraction) -> None:
-    assert money.round_usd(value, money.MICRO) == money.to_usd(money.round_micro(value))
+    assert money.round_units(value, money.MICRO) == money.to_units(money.round_micro(value))
 
 
 @given(st.integers(min_value=0, max_value=10**15))
 def test_a_json_amount_is_the_exact_amount(micro_usd: int) -> None:
-    assert Decimal(str(money.usd(micro_usd))) == money.to_usd(micro_usd)
+    assert Decimal(str(money.json_amount(micro_usd))) == money.to_units(micro_usd)
 
 
 def test_a_price_per_step_keeps_nine_decimals() -> None:
-    assert money.round_usd(Fraction(1, 3), Decimal("1e-9")) == Decimal("0.000000333")
-    assert money.round_usd(Fraction(5, 10**3), Decimal("1e-9")) == Decimal("0.000000005")
+    assert money.round_units(Fraction(1, 3), Decimal("1e-9")) == Decimal("0.000000333")
+    assert money.round_units(Fraction(5, 10**3), Decimal("1e-9")) == Decimal("0.000000005")
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_an_amount_spent_is_shown_by_size(amount: str, shown: str) -> None:
 
 @given(st.integers(min_value=-(10**15), max_value=10**15))
 def test_an_amount_spent_is_never_shown_as_zero_unless_it_is_zero(micro: int) -> None:
-    shown = money.status_bar(money.to_usd(micro), "CN¥")
+    shown = money.status_bar(money.to_units(micro), "CN¥")
     digits = "".join(c for c in shown if c.isdigit())
     assert (set(digits) == {"0"}) == (micro == 0)
     if 0 < abs(micro) < 100:
@@ -101,13 +101,13 @@ def test_an_amount_spent_is_never_shown_as_zero_unless_it_is_zero(micro: int) ->
         # the figure shown is within half a step of the amount
         step = Decimal("0.0001") if abs(micro) < 99_995 else Decimal("0.01")
         number = Decimal(shown.replace("CN¥", "").replace(",", ""))
-        assert abs(number - money.to_usd(micro)) <= step / 2
+        assert abs(number - money.to_units(micro)) <= step / 2
 
 
 @given(st.integers(min_value=0, max_value=10**15))
 def test_a_budget_is_announced_exactly(micro: int) -> None:
     shown = money.notice(micro, "€")
-    assert Decimal(shown.removeprefix("€").replace(",", "")) == money.to_usd(micro)
+    assert Decimal(shown.removeprefix("€").replace(",", "")) == money.to_units(micro)
     assert len(shown.partition(".")[2]) >= 2
 
 
@@ -145,7 +145,7 @@ def test_a_column_of_amounts_has_one_number_of_decimals() -> None:
 
 @given(st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=8))
 def test_every_amount_of_a_column_has_the_same_decimals(micros: list[int]) -> None:
-    shown = money.column([money.to_usd(m) for m in micros])
+    shown = money.column([money.to_units(m) for m in micros])
     decimals = {len(text.rpartition(".")[2]) for text in shown}
     assert len(decimals) == 1, shown
     for micro, text in zip(micros, shown, strict=True):

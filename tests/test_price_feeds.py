@@ -222,7 +222,7 @@ def test_a_size_the_feed_does_not_list_is_kept_and_named(
             region="eastus",
         )
         assert row is not None
-        assert (row.confidence, row.usd_per_hour) == ("third-party", Decimal("32.77"))
+        assert (row.confidence, row.per_hour) == ("third-party", Decimal("32.77"))
 
 
 US_REGIONS = Path(__file__).parent / "data" / "azure_retail_prices" / "us-regions-gpu-vms.json"
@@ -268,8 +268,8 @@ def test_every_region_the_feed_sells_gives_the_shipped_rows(
     assert len(want) == 16
     for ours in want:
         row = rows[(ours.instance, ours.region, ours.market)]
-        assert (row.usd_per_hour, row.gpus, row.gpu_model) == (
-            ours.usd_per_hour,
+        assert (row.per_hour, row.gpus, row.gpu_model) == (
+            ours.per_hour,
             ours.gpus,
             ours.gpu_model,
         ), row
@@ -406,7 +406,7 @@ def test_a_refreshed_price_is_cached_for_an_hour_and_says_so(tmp_path: Path) -> 
     for azure in serve(_feed_with("Standard_ND96isr_H100_v5", 100.0)):
         fresh = _refresh(azure.url, cache, now=now)
         assert fresh.row is not None, fresh.message
-        assert (fresh.row.usd_per_hour, fresh.row.gpus, fresh.row.gpu_model) == (
+        assert (fresh.row.per_hour, fresh.row.gpus, fresh.row.gpu_model) == (
             Decimal("100"),
             8,
             "H100-80GB",
@@ -417,7 +417,7 @@ def test_a_refreshed_price_is_cached_for_an_hour_and_says_so(tmp_path: Path) -> 
         # a restart within the hour: the cache, said so, and nothing asked
         later = _refresh(azure.url, cache, now=now + timedelta(minutes=50))
         assert later.row is not None
-        assert later.row.usd_per_hour == Decimal("100")
+        assert later.row.per_hour == Decimal("100")
         assert later.row.source.endswith("at 2026-11-27 09:00 UTC (cached)")
         assert len(azure.feed.asked) == 1
         # an hour later: asked again
@@ -430,7 +430,7 @@ def test_a_spot_vm_takes_its_gpus_from_the_size_s_row_and_its_price_from_the_fee
 ) -> None:
     spot = _refresh(azure.url, tmp_path / "c.json", "spot", instance="Standard_NC24ads_A100_v4")
     assert spot.row is not None, spot.message
-    assert (spot.row.market, spot.row.usd_per_hour, spot.row.gpus) == (
+    assert (spot.row.market, spot.row.per_hour, spot.row.gpus) == (
         "spot",
         Decimal("0.7345"),
         1,

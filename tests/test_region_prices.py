@@ -45,15 +45,15 @@ def _row(provider: str, instance: str, region: str) -> Decimal:
         if (r.provider, r.instance, r.market, r.region) == (provider, instance, "on-demand", region)
     ]
     assert len(rows) == 1, (provider, instance, region)
-    return rows[0].usd_per_hour
+    return rows[0].per_hour
 
 
 def _dearest(provider: str, instance: str) -> tuple[Decimal, str]:
     rows = [
         r for r in ROWS if (r.provider, r.instance, r.market) == (provider, instance, "on-demand")
     ]
-    best = max(rows, key=lambda r: r.usd_per_hour)
-    return best.usd_per_hour, best.region
+    best = max(rows, key=lambda r: r.per_hour)
+    return best.per_hour, best.region
 
 
 def _config(tmp_path: Path, name: str, memory_gib: int) -> dict[str, object]:
@@ -280,11 +280,11 @@ def test_a_price_is_never_below_its_region_s_row_nor_a_missing_region_below_the_
     ]
     if region in AWS_REGIONS:
         assert own.region == region
-        assert price.per_gpu_hour >= own.usd_per_hour
-        assert whole >= own.usd_per_hour
+        assert price.per_gpu_hour >= own.per_hour
+        assert whole >= own.per_hour
         assert (price.upper_bound, plan.whole.per_gpu.upper_bound) == (spot, spot)
     else:
-        dearest = max(r.usd_per_hour for r in rows)
+        dearest = max(r.per_hour for r in rows)
         assert price.per_gpu_hour >= dearest
         assert whole >= dearest
         assert price.upper_bound

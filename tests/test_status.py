@@ -116,7 +116,7 @@ def test_an_unreachable_ledger_says_since_when_and_what_waits() -> None:
         down_since=datetime(2026, 11, 29, 14, 2, 30, tzinfo=UTC),
         down_error="connection refused",
         unwritten_s=42.4,
-        unwritten_micro_usd=1234,
+        unwritten_micro=1234,
         tz=UTC,
     )
     document = status_document(inputs(ledger))

@@ -210,7 +210,7 @@ def test_the_bound_travels_from_the_server_to_its_kernels() -> None:
             ),
             PricedGpu("GPU-b", "Tesla T4", Decimal("0.526")),
         ),
-        base_usd_per_hour=Decimal(0),
+        base_per_hour=Decimal(0),
         currency_symbol="$",
         source="the server's aws spot prices",
     )

@@ -170,7 +170,7 @@ class TestAnAwsSpotInstance:
             region="us-east-1",
         )
         assert row is not None
-        assert_upper_bound(doc, float(row.usd_per_hour), SPOT)
+        assert_upper_bound(doc, float(row.per_hour), SPOT)
         assert doc["machine"]["instance_price_basis"] == "upper-bound"
         assert doc["machine"]["price_note"] == (
             "no whole-instance price for g5.xlarge spot: priced at on-demand, the most it can cost"

@@ -133,8 +133,8 @@ def _now() -> datetime:
 def budget_crossing(
     context: Context,
     subject: str,
-    spent_micro_usd: int,
-    budget_micro_usd: int,
+    spent_micro: int,
+    budget_micro: int,
     thresholds_pct: Sequence[int] = DEFAULT_THRESHOLDS_PCT,
     *,
     at: datetime | None = None,
@@ -149,15 +149,15 @@ def budget_crossing(
     sends each (subject, threshold) once, so a threshold passed is not alerted again, and
     one skipped over is never sent late. ``subject`` names the budget and its period (a
     new month is a new subject)."""
-    if budget_micro_usd <= 0:
+    if budget_micro <= 0:
         return None
     # exact: spent / budget >= pct / 100, in integers
-    reached = [p for p in set(thresholds_pct) if spent_micro_usd * 100 >= p * budget_micro_usd]
+    reached = [p for p in set(thresholds_pct) if spent_micro * 100 >= p * budget_micro]
     if not reached:
         return None
     pct = max(reached)
-    spent = notice(spent_micro_usd, context.symbol)
-    amount = notice(budget_micro_usd, context.symbol)
+    spent = notice(spent_micro, context.symbol)
+    amount = notice(budget_micro, context.symbol)
     title = _("{user}: {pct}% of a {amount} budget spent").format(
         user=context.user, pct=pct, amount=amount
     )
@@ -193,7 +193,7 @@ def stopped(
     reason: StopReason,
     summary: str,
     *,
-    still_bills_usd_per_hour: float | None,
+    still_bills_per_hour: float | None,
     subject: str,
     at: datetime | None = None,
 ) -> Alert:
@@ -202,8 +202,8 @@ def stopped(
     why = _stop_reason(reason)
     title = _("{user}: stopped because {why}").format(user=context.user, why=why)
     amounts: tuple[tuple[str, str], ...] = ()
-    if still_bills_usd_per_hour:
-        still = rate(still_bills_usd_per_hour, context.symbol)
+    if still_bills_per_hour:
+        still = rate(still_bills_per_hour, context.symbol)
         tail = _("The machine still bills {rate}.").format(rate=still)
         amounts = (("still_bills_per_hour", still),)
     elif reason == "interruption":
@@ -224,20 +224,20 @@ def stopped(
 def spend_spike(
     context: Context,
     day: str,
-    day_micro_usd: int,
-    recent_days_micro_usd: Sequence[int],
+    day_micro: int,
+    recent_days_micro: Sequence[int],
     factor: float,
     *,
     at: datetime | None = None,
 ) -> Alert | None:
     """A day's spend above ``factor`` x the median of the recent days' (at least three of
     them, and a median above zero: no history, no alert)."""
-    if len(recent_days_micro_usd) < 3 or factor <= 0:
+    if len(recent_days_micro) < 3 or factor <= 0:
         return None
-    median = statistics.median(recent_days_micro_usd)
-    if median <= 0 or day_micro_usd <= factor * median:
+    median = statistics.median(recent_days_micro)
+    if median <= 0 or day_micro <= factor * median:
         return None
-    spent = notice(day_micro_usd, context.symbol)
+    spent = notice(day_micro, context.symbol)
     usual = notice(int(median), context.symbol)
     title = _("{user}: {spent} spent on {day}").format(user=context.user, spent=spent, day=day)
     message = _(

@@ -165,7 +165,7 @@ def refresh_instance_row(
     source = f"Azure Retail Prices API, meter '{vm.meter}', Linux, effective {vm.effective}; {how}"
     row = replace(
         base,
-        usd_per_hour=vm.usd_per_hour,
+        per_hour=vm.usd_per_hour,
         market=market,
         region=region,
         source=source,

@@ -37,7 +37,7 @@ class VmRow:
 
     provider: str
     machine_type: str
-    usd_per_hour: Decimal
+    per_hour: Decimal
     market: str
     region: str
     source: str
@@ -49,7 +49,7 @@ class VmRow:
     def describe(self) -> str:
         where = " ".join(x for x in (self.provider, self.machine_type, self.market, self.region))
         date = f"as of {self.as_of}" if self.as_of else "undated"
-        text = f"{where}: VM {self.usd_per_hour} {self.currency}/h without GPUs, {date}"
+        text = f"{where}: VM {self.per_hour} {self.currency}/h without GPUs, {date}"
         return text + (f"; source: {self.source}" if self.source else "")
 
 
@@ -65,8 +65,8 @@ class VmPricing:
     elsewhere: bool = False
 
     @property
-    def usd_per_hour(self) -> Decimal:
-        return self.row.usd_per_hour
+    def per_hour(self) -> Decimal:
+        return self.row.per_hour
 
     @property
     def source(self) -> str:
@@ -94,7 +94,7 @@ def _row(where: str, raw: object) -> VmRow:
     return VmRow(
         provider=str(row.table["provider"]),
         machine_type=str(row.table["machine_type"]),
-        usd_per_hour=row.price,
+        per_hour=row.price,
         market=row.market,
         region=str(row.table["region"]),
         source=row.source,
@@ -121,7 +121,7 @@ def find_vm(
     ]
     if region is None:
         return matching[0] if matching else None
-    return choose_row(matching, region, lambda row: row.usd_per_hour)
+    return choose_row(matching, region, lambda row: row.per_hour)
 
 
 def vm_pricing(
@@ -148,4 +148,4 @@ def vm_pricing(
 
 def attached_total(vm: VmPricing, gpu_prices: Iterable[Decimal]) -> Decimal:
     """What the machine bills per hour: the VM plus each attached GPU at its own price."""
-    return vm.usd_per_hour + sum(gpu_prices, Decimal(0))
+    return vm.per_hour + sum(gpu_prices, Decimal(0))

@@ -175,7 +175,7 @@ def billed_plan(plan: PricePlan, rate: BilledRate, market: str) -> PricePlan:
     if plan.whole is not None:
         row = replace(
             plan.whole.row,
-            usd_per_hour=rate.usd_per_hour,
+            per_hour=rate.usd_per_hour,
             currency="USD",
             as_of=rate.read_at.isoformat(timespec="minutes"),
             source=rate.source(),
@@ -187,7 +187,7 @@ def billed_plan(plan: PricePlan, rate: BilledRate, market: str) -> PricePlan:
             instance=rate.detail or rate.provider,
             gpu_model=rate.gpu_model,
             gpus=rate.gpus,
-            usd_per_hour=rate.usd_per_hour,
+            per_hour=rate.usd_per_hour,
             market=market or "on-demand",
             region="",
             source=rate.source(),

@@ -1,9 +1,9 @@
 """Exact money arithmetic and the provider's billing rule.
 
 Time is counted in integer microseconds and prices are Decimals with at most six
-decimals, so a cost is an exact rational number of micro-dollars; it is rounded (half
-up, in :mod:`jupyter_gpucost.core.money`) only when it is kept or shown. Nothing here
-uses floating point.
+decimals, so a cost is an exact rational number of micro-units of the session's currency;
+it is rounded (half up, in :mod:`jupyter_gpucost.core.money`) only when it is kept or
+shown. Nothing here uses floating point.
 """
 
 from __future__ import annotations
@@ -24,25 +24,32 @@ GRANULARITY_S_BOUNDS = (1, 86_400)
 MINIMUM_CHARGE_S_BOUNDS = (0, 86_400)
 
 
-def cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> Fraction:
-    """The exact cost, in micro-dollars, of ``duration_us`` at ``usd_per_hour``."""
-    return Fraction(usd_per_hour) * 1_000_000 * duration_us / US_PER_HOUR
+def cost_micro(per_hour: Decimal, duration_us: int) -> Fraction:
+    """The exact cost, in micro-units of the price's currency, of ``duration_us`` at
+    ``per_hour``."""
+    return Fraction(per_hour) * 1_000_000 * duration_us / US_PER_HOUR
 
 
-def rounded_cost_micro_usd(usd_per_hour: Decimal, duration_us: int) -> int:
-    """``round_micro(cost_micro_usd(usd_per_hour, duration_us))`` in whole numbers: the
-    same micro-dollars, at a fraction of the cost (the hub computes it for every running
+def rounded_cost_micro(per_hour: Decimal, duration_us: int) -> int:
+    """``round_micro(cost_micro(per_hour, duration_us))`` in whole numbers: the
+    same micro-units, at a fraction of the cost (the hub computes it for every running
     server each poll and with each report)."""
-    numerator, denominator = _micro_usd_per_hour_us(usd_per_hour)
+    numerator, denominator = _micro_per_us(per_hour)
     return round_ratio_micro(numerator * duration_us, denominator)
 
 
 @lru_cache(maxsize=1024)
-def _micro_usd_per_hour_us(usd_per_hour: Decimal) -> tuple[int, int]:
-    """``usd_per_hour`` as micro-dollars per microsecond: an exact (numerator,
+def _micro_per_us(per_hour: Decimal) -> tuple[int, int]:
+    """``per_hour`` as micro-units per microsecond: an exact (numerator,
     denominator) of whole numbers, the denominator above 0."""
-    numerator, denominator = usd_per_hour.as_integer_ratio()
+    numerator, denominator = per_hour.as_integer_ratio()
     return numerator * 1_000_000, denominator * US_PER_HOUR
+
+
+#: Deprecated names of :func:`cost_micro` and :func:`rounded_cost_micro`, kept for callers
+#: not yet renamed.
+cost_micro_usd = cost_micro
+rounded_cost_micro_usd = rounded_cost_micro
 
 
 @dataclass(frozen=True)

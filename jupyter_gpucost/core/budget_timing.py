@@ -26,18 +26,18 @@ SHORTENED_OVERRUN: Shortened = "overrun"
 SHORTENED_SPENT: Shortened = "spent"
 
 
-def seconds_left(remaining_micro_usd: int, rate_usd_per_hour: Decimal) -> float | None:
+def seconds_left(remaining_micro: int, per_hour: Decimal) -> float | None:
     """How long ``remaining`` lasts at ``rate`` (0 when spent; ``None``: never, no rate)."""
-    if remaining_micro_usd <= 0:
+    if remaining_micro <= 0:
         return 0.0
-    if rate_usd_per_hour <= 0:
+    if per_hour <= 0:
         return None
-    return float(Decimal(remaining_micro_usd) * Decimal(3600) / (rate_usd_per_hour * 10**6))
+    return float(Decimal(remaining_micro) * Decimal(3600) / (per_hour * 10**6))
 
 
-def due(remaining_micro_usd: int, rate_usd_per_hour: Decimal, grace_s: float) -> bool:
+def due(remaining_micro: int, per_hour: Decimal, grace_s: float) -> bool:
     """Whether the countdown must start now for the action to land at the budget."""
-    left = seconds_left(remaining_micro_usd, rate_usd_per_hour)
+    left = seconds_left(remaining_micro, per_hour)
     return left is not None and left <= grace_s
 
 
@@ -50,8 +50,8 @@ class Countdown:
 
 
 def countdown(
-    remaining_micro_usd: int,
-    rate_usd_per_hour: Decimal,
+    remaining_micro: int,
+    per_hour: Decimal,
     grace_s: float,
     *,
     tick_s: float,
@@ -61,8 +61,8 @@ def countdown(
     ``tick_s``: how often the budget is checked; a countdown that starts less than one
     check late is the grace period itself, not a shortened one.
     """
-    left = seconds_left(remaining_micro_usd, rate_usd_per_hour)
-    if remaining_micro_usd <= 0:
+    left = seconds_left(remaining_micro, per_hour)
+    if remaining_micro <= 0:
         return Countdown(0.0, SHORTENED_SPENT if grace_s > 0 else None)
     if left is None or left >= grace_s:
         return Countdown(grace_s)

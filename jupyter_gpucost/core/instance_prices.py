@@ -40,13 +40,13 @@ class InstanceRow:
     #: the catalog model of its GPUs (``A10G``, ``H100-80GB``)
     gpu_model: str
     gpus: int
-    usd_per_hour: Decimal
+    per_hour: Decimal
     market: str
     region: str
     source: str
     as_of: str | None
     confidence: str
-    #: ISO 4217 code of the price (``usd_per_hour`` is in this currency), the same as the
+    #: ISO 4217 code of the price (``per_hour`` is in this currency), the same as the
     #: provider's per-GPU rows
     currency: str = DEFAULT_CURRENCY
     #: why this shape cannot be rented at this market (retired, sold as Spot only...);
@@ -60,7 +60,7 @@ class InstancePricing:
 
     row: InstanceRow
     per_gpu: Price
-    base_usd_per_hour: Decimal
+    base_per_hour: Decimal
 
 
 def load_instance_rows(path: str | Path | None = None) -> tuple[InstanceRow, ...]:
@@ -103,7 +103,7 @@ def _row(where: str, raw: object) -> InstanceRow:
         instance=str(row.table["instance"]),
         gpu_model=str(row.table["gpu_model"]),
         gpus=gpus,
-        usd_per_hour=row.price,
+        per_hour=row.price,
         market=row.market,
         region=str(row.table.get("region", "")),
         source=row.source,
@@ -130,7 +130,7 @@ def find_instance(
 
 
 def _per_instance(row: InstanceRow) -> Decimal:
-    return row.usd_per_hour
+    return row.per_hour
 
 
 def whole_instance(
@@ -140,11 +140,11 @@ def whole_instance(
     ``spot``: an on-demand row pricing a spot instance of the same type, the most it can
     cost (an upper bound, labelled so). ``region``: the machine's (``""``: not known); a row
     of another region prices it at an upper bound, labelled with both regions."""
-    share = (row.usd_per_hour / row.gpus).quantize(MICRO, rounding=ROUND_DOWN)
-    base = row.usd_per_hour - share * row.gpus
+    share = (row.per_hour / row.gpus).quantize(MICRO, rounding=ROUND_DOWN)
+    base = row.per_hour - share * row.gpus
     where = " ".join(x for x in (row.provider, row.instance, row.market, row.region) if x)
     date = f"as of {row.as_of}" if row.as_of else "undated"
-    per_instance = f"{row.usd_per_hour} {row.currency}/h per instance"
+    per_instance = f"{row.per_hour} {row.currency}/h per instance"
     source = f"{where}: {per_instance} / {row.gpus} GPU(s), {date}"
     if row.source:
         source += f"; source: {row.source}"
@@ -173,7 +173,7 @@ def whole_instance(
         reason_values=values,
         currency=row.currency,
     )
-    return InstancePricing(row=row, per_gpu=price, base_usd_per_hour=base)
+    return InstancePricing(row=row, per_gpu=price, base_per_hour=base)
 
 
 @dataclass(frozen=True)
@@ -221,13 +221,13 @@ class PricePlan:
     #: detected machine's, when it is at the provider priced); ``""``: not known
     region: str = ""
 
-    def base_usd_per_hour(self, otherwise: Decimal) -> Decimal:
+    def base_per_hour(self, otherwise: Decimal) -> Decimal:
         """The machine's base price: the remainder of its whole-instance row, or its VM's
         price, else ``otherwise`` (the admin's base price)."""
         if self.whole is not None:
-            return self.whole.base_usd_per_hour
+            return self.whole.base_per_hour
         if self.vm is not None:
-            return self.vm.usd_per_hour
+            return self.vm.per_hour
         return otherwise
 
     @property
@@ -335,7 +335,7 @@ def _vm_plan(
         where_from = (
             ("as_of", row_of.as_of or "undated"),
             ("market", row_of.market),
-            ("price", rate_amount(row_of.usd_per_hour, currency_symbol(row_of.currency))),
+            ("price", rate_amount(row_of.per_hour, currency_symbol(row_of.currency))),
             ("provider", row_of.provider),
             ("region", where),
             ("row_region", row_of.region),

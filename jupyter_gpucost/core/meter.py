@@ -32,7 +32,7 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from .billing import US_PER_S, BillingRule, cost_micro_usd
+from .billing import US_PER_S, BillingRule, cost_micro
 from .catalog import Price, PricePolicy
 from .gpu_models import model_for
 from .money import round_micro
@@ -164,7 +164,7 @@ class _Account:
         if self.price is not None:
             per_hour = self.price.per_gpu_hour
             for i, (now_us, before_us) in enumerate(zip(times, self._carried_us, strict=True)):
-                self._carried[i] += cost_micro_usd(per_hour, now_us - before_us)
+                self._carried[i] += cost_micro(per_hour, now_us - before_us)
         self._carried_us = times
         self.price = price
 
@@ -203,10 +203,10 @@ class _Account:
         per_hour = self.price.per_gpu_hour
         used, idle, unobserved = self._carried_us
         return [
-            self._carried[0] + cost_micro_usd(per_hour, self.used_us - used),
-            self._carried[1] + cost_micro_usd(per_hour, self.idle_us - idle),
-            self._carried[2] + cost_micro_usd(per_hour, self.unobserved_us - unobserved),
-            cost_micro_usd(per_hour, billed_us - elapsed_us),
+            self._carried[0] + cost_micro(per_hour, self.used_us - used),
+            self._carried[1] + cost_micro(per_hour, self.idle_us - idle),
+            self._carried[2] + cost_micro(per_hour, self.unobserved_us - unobserved),
+            cost_micro(per_hour, billed_us - elapsed_us),
         ]
 
     def cost(self, billed_us: int, amounts: Sequence[int]) -> GpuSessionCost:
@@ -318,9 +318,7 @@ class Meter:
         for account in self._accounts.values():
             account.reprice(policy.price_for(account.name, account.memory_total_bytes))
         elapsed_us = self._last_us - self._start_us
-        self._base_carried += cost_micro_usd(
-            self._base_per_hour, elapsed_us - self._base_carried_us
-        )
+        self._base_carried += cost_micro(self._base_per_hour, elapsed_us - self._base_carried_us)
         self._base_carried_us = elapsed_us
         self._base_per_hour = base_per_hour
 
@@ -342,8 +340,7 @@ class Meter:
         # exact total rounded once and the parts add up to it
         parts = [p for a in accounts for p in a.exact_parts(billed_us, elapsed_us)]
         parts.append(
-            self._base_carried
-            + cost_micro_usd(self._base_per_hour, billed_us - self._base_carried_us)
+            self._base_carried + cost_micro(self._base_per_hour, billed_us - self._base_carried_us)
         )
         amounts = apportion(parts)
         gpus = tuple(a.cost(billed_us, amounts[4 * i : 4 * i + 4]) for i, a in enumerate(accounts))

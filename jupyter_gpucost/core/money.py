@@ -1,17 +1,17 @@
-"""Money: whole micro-dollars, their rounding, and each way an amount is shown.
+"""Money: whole micro-units, their rounding, and each way an amount is shown.
 
 The one owner of money in jupyter-gpucost, in the server and in the kernel alike. Costs are
-exact Fractions of micro-dollars (:mod:`jupyter_gpucost.core.billing`); they become whole
-micro-dollars here, half up (:func:`round_micro`), and reach a person through one of the
-named display rules below. Nothing here uses floating point except :func:`usd`, which
-writes an exact amount into a JSON document.
+exact Fractions of micro-units (:mod:`jupyter_gpucost.core.billing`); they become whole
+micro-units here, half up (:func:`round_micro`), and reach a person through one of the
+named display rules below. Nothing here uses floating point except :func:`json_amount`,
+which writes an exact amount into a JSON document.
 
 The display rules, by where they are seen:
 
 ========================  ==============================================  ==============
 rule                      where                                           example
 ========================  ==============================================  ==============
-:func:`usd`               every ``*_usd`` number in the REST API / events ``1.234567``
+:func:`json_amount`       every amount in the REST API / events           ``1.234567``
 :func:`status_bar`        amounts spent, by size: status bar, panel,      ``$2.51``,
                           ``%%gpucost`` report, ``%gpucost``, the ticker  ``$0.0042``,
                                                                           ``< $0.0001``
@@ -40,9 +40,9 @@ from fractions import Fraction
 
 from .i18n import _
 
-#: micro-dollars in a dollar
-MICRO_PER_USD = 1_000_000
-#: one micro-dollar, in dollars
+#: micro-units in a unit of the currency (a dollar, a yuan, a euro)
+MICRO_PER_UNIT = 1_000_000
+#: one micro-unit, in units
 MICRO = Decimal("0.000001")
 #: below this an amount spent is shown with four decimals, as in the status bar
 SMALL_AMOUNT = Decimal("0.1")
@@ -64,25 +64,31 @@ def round_ratio_micro(numerator: int, denominator: int) -> int:
     return quotient + (1 if 2 * remainder >= denominator else 0)
 
 
-def to_usd(micro_usd: int) -> Decimal:
-    """Whole micro-dollars as dollars, exactly: 1234567 -> Decimal('1.234567')."""
-    return (Decimal(micro_usd) * MICRO).quantize(MICRO)
+def to_units(micro: int) -> Decimal:
+    """Whole micro-units as units of the currency, exactly: 1234567 -> Decimal('1.234567')."""
+    return (Decimal(micro) * MICRO).quantize(MICRO)
 
 
-def usd(micro_usd: int) -> float:
-    """Whole micro-dollars as the number a JSON document carries (six decimals at most)."""
-    return float(to_usd(micro_usd))
+def json_amount(micro: int) -> float:
+    """Whole micro-units as the number a JSON document carries (six decimals at most)."""
+    return float(to_units(micro))
 
 
-def round_usd(micro_usd: Fraction, quantum: Decimal) -> Decimal:
-    """An exact fraction of micro-dollars as dollars, rounded half up to ``quantum``
+def round_units(micro: Fraction, quantum: Decimal) -> Decimal:
+    """An exact fraction of micro-units as units, rounded half up to ``quantum``
     (``MICRO`` or finer, e.g. ``Decimal('1e-9')`` for a price per step)."""
-    steps_per_micro = int(Decimal(1) / quantum) // MICRO_PER_USD
-    scaled = micro_usd * steps_per_micro
+    steps_per_micro = int(Decimal(1) / quantum) // MICRO_PER_UNIT
+    scaled = micro * steps_per_micro
     whole, rest = divmod(scaled.numerator, scaled.denominator)
     if 2 * rest >= scaled.denominator:
         whole += 1
     return (Decimal(whole) * quantum).quantize(quantum)
+
+
+#: Deprecated names of :func:`to_units` and :func:`json_amount` (the amounts are in the
+#: session's currency, not always US dollars), kept for callers not yet renamed.
+to_usd = to_units
+usd = json_amount
 
 
 def as_decimal(amount: Amount) -> Decimal:
@@ -152,10 +158,10 @@ def column(amounts: Sequence[Amount], symbol: str = "$") -> list[str]:
     return [status_bar(amount, symbol, digits=digits) for amount in amounts]
 
 
-def notice(micro_usd: int, symbol: str = "$") -> str:
+def notice(micro: int, symbol: str = "$") -> str:
     """A budget in a notification, a message or a record: :func:`budget` of whole
     micro-units."""
-    return budget(to_usd(micro_usd), symbol)
+    return budget(to_units(micro), symbol)
 
 
 def budget(amount: Amount, symbol: str = "$") -> str:

@@ -67,8 +67,9 @@ class PricedGpu:
 
     uuid: str
     name: str
-    #: None when the catalog has no price for it (never a silent $0)
-    usd_per_hour: Decimal | None
+    #: the price per hour in the session's currency; None when the catalog has no price
+    #: for it (never a silent $0)
+    per_hour: Decimal | None
     #: why the price is an upper bound, a message of the catalog (``""``: it is not one;
     #: :attr:`jupyter_gpucost.core.catalog.Price.reason_msgid`), translated by the kernel
     bound_msgid: str = ""
@@ -82,7 +83,7 @@ class PublishedPrices:
     overrides), as its kernels receive them."""
 
     gpus: tuple[PricedGpu, ...]
-    base_usd_per_hour: Decimal
+    base_per_hour: Decimal
     currency_symbol: str
     #: where the prices come from, for the report
     source: str
@@ -109,14 +110,14 @@ def prices_document(prices: PublishedPrices) -> dict[str, object]:
             {
                 "uuid": g.uuid,
                 "name": g.name,
-                "usd_per_hour": None if g.usd_per_hour is None else str(g.usd_per_hour),
+                "usd_per_hour": None if g.per_hour is None else str(g.per_hour),
                 "upper_bound": None
                 if not g.bound_msgid
                 else {"msgid": g.bound_msgid, "values": dict(g.bound_values)},
             }
             for g in prices.gpus
         ],
-        "base_usd_per_hour": str(prices.base_usd_per_hour),
+        "base_usd_per_hour": str(prices.base_per_hour),
         "currency_symbol": prices.currency_symbol,
         "currency": prices.currency,
         "source": prices.source,
@@ -167,14 +168,14 @@ def read_prices_document(data: object) -> PublishedPrices | None:
             PricedGpu(
                 uuid=str(g["uuid"]),
                 name=str(g["name"]),
-                usd_per_hour=None if g["usd_per_hour"] is None else Decimal(g["usd_per_hour"]),
+                per_hour=None if g["usd_per_hour"] is None else Decimal(g["usd_per_hour"]),
                 **_bound(g.get("upper_bound")),
             )
             for g in data.get("gpus", [])
         )
         return PublishedPrices(
             gpus=gpus,
-            base_usd_per_hour=Decimal(data.get("base_usd_per_hour", "0")),
+            base_per_hour=Decimal(data.get("base_usd_per_hour", "0")),
             currency_symbol=str(data.get("currency_symbol", "$")),
             source=str(data.get("source", DEFAULT_PRICES_SOURCE)),
             simulated=data.get("simulated") is True,

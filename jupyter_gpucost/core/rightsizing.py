@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .billing import cost_micro_usd
+from .billing import cost_micro
 from .catalog import Catalog
 from .currency import in_language, symbol
 from .i18n import _, current_language
@@ -129,7 +129,7 @@ def advise(
     if not candidates:
         return None
     model, price = min(candidates.items(), key=lambda item: (item[1], item[0]))
-    cost = round_micro(cost_micro_usd(price, snapshot.billed_us) * count)
+    cost = round_micro(cost_micro(price, snapshot.billed_us) * count)
     if cost >= current or model in {g.model for g in priced}:
         return None
     return Advice(

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from ..core.billing import cost_micro_usd
+from ..core.billing import cost_micro
 from ..core.budget_timing import Shortened, countdown, due
 from ..core.money import round_micro
 from .collect import CostCollector
@@ -93,7 +93,7 @@ class RunMeter:
         return max(0.0, (self.ended if self.ended is not None else self.clock()) - self.started)
 
     def cost_micro(self) -> int:
-        return round_micro(cost_micro_usd(self.rate, round(self.wall_s() * 1_000_000)))
+        return round_micro(cost_micro(self.rate, round(self.wall_s() * 1_000_000)))
 
 
 def run_cost_micro(collector: CostCollector, meter: RunMeter) -> int:

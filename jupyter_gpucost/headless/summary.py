@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..core.i18n import _
-from ..core.money import status_bar, to_usd
+from ..core.money import status_bar, to_units
 from ..core.saved_cost import NotebookSummary
 
 #: the classes MathJax 2 and 3 leave untypeset
@@ -46,7 +46,7 @@ def markdown_text(text: str) -> str:
 def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
     """The run's cost: its total, each GPU model's part, whether the GPUs were simulated,
     where a budget stopped it, and where the prices come from."""
-    total = markdown_text(status_bar(to_usd(summary.total_micro_usd), symbol))
+    total = markdown_text(status_bar(to_units(summary.total_micro_usd), symbol))
     if summary.metered is None:
         text = _("**gpucost**: this run cost {total} over {n} priced cells.")
         headline = text.format(total=total, n=summary.cells)
@@ -56,7 +56,7 @@ def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
             "**gpucost**: this run cost {metered} ({seconds} s metered by the runner); "
             "{total} of it over {n} priced cells."
         )
-        metered = status_bar(to_usd(int(summary.metered["cost_micro_usd"])), symbol)
+        metered = status_bar(to_units(int(summary.metered["cost_micro_usd"])), symbol)
         headline = text.format(
             metered=markdown_text(metered),
             seconds=f"{float(summary.metered['wall_s']):.1f}",
@@ -65,7 +65,7 @@ def summary_markdown(summary: NotebookSummary, symbol: str = "$") -> str:
         )
     lines = [IGNORE_MATH, "", headline, ""]
     for name, micro in sorted(summary.by_gpu_micro_usd.items()):
-        amount = markdown_text(status_bar(to_usd(micro), symbol))
+        amount = markdown_text(status_bar(to_units(micro), symbol))
         lines.append(f"- {markdown_text(name)}: {amount}")
     if summary.simulated:
         text = _("Simulated GPUs ({trace}): not real GPUs; the cost is what they would cost.")

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..core.billing import BillingRule, rounded_cost_micro_usd
+from ..core.billing import BillingRule, rounded_cost_micro
 from .model import HubConfigError, Rate
 
 TIME_ZONE_SETTING = "c.GpuCostHub.time_zone"
@@ -63,7 +63,7 @@ def allocated_micro_usd(
     if until <= started:
         return 0
     billed = billing.billed_us(elapsed_us(started, until))
-    return rounded_cost_micro_usd(rate.usd_per_hour, billed)
+    return rounded_cost_micro(rate.usd_per_hour, billed)
 
 
 def day_of(when: datetime, tz: tzinfo) -> date:

@@ -223,7 +223,7 @@ class HubAlerts:
                 self._context(row),
                 reason,
                 why,
-                still_bills_usd_per_hour=None,
+                still_bills_per_hour=None,
                 subject=f"server-{row.server_id}",
                 at=now,
             )

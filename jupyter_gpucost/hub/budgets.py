@@ -29,7 +29,7 @@ from decimal import Decimal, InvalidOperation
 from ..core import budget_words
 from ..core.hub_protocol import HUB_SCOPES, HUB_SOURCE_LABEL, HubBudget, HubScope
 from ..core.i18n import Messages, messages_for
-from ..core.money import MICRO_PER_USD, notice, rate, status_bar, to_usd
+from ..core.money import MICRO_PER_UNIT, notice, rate, status_bar, to_units
 from ..core.wording import period, scope_word
 from .model import GroupTotals, HubConfigError, UserTotals
 
@@ -70,7 +70,7 @@ def to_micro_usd(value: object, *, setting: str) -> int:
         negative="a budget is 0 dollars or more",
         most="$1,000,000,000",
     )
-    micro = amount * MICRO_PER_USD
+    micro = amount * MICRO_PER_UNIT
     if micro != micro.to_integral_value():
         raise HubConfigError(f"{setting}: {value!r} has more than 6 decimals (micro-dollars)")
     return int(micro)
@@ -252,7 +252,7 @@ def describe(budget: HubBudget, messages: Messages | None = None, symbol: str = 
         scope=scope_word(budget.scope, tr),
         amount=notice(budget.amount_micro_usd, symbol),
         source=tr.gettext(HUB_SOURCE_LABEL),
-        spent=status_bar(to_usd(budget.spent_micro_usd), symbol),
+        spent=status_bar(to_units(budget.spent_micro_usd), symbol),
         period=period(budget.scope, tr),
     )
 

@@ -40,7 +40,7 @@ from typing import NamedTuple
 from ..core.budget_timing import SHORTENED_OVERRUN, Shortened, countdown, due, seconds_left
 from ..core.hub_protocol import HubBudget
 from ..core.i18n import Messages
-from ..core.money import usd
+from ..core.money import json_amount
 from .allowance import words as allowance_words
 from .allowance.usage import AllowanceStanding
 from .budgets import stop_plan
@@ -156,8 +156,8 @@ class Plan:
             "budget": {
                 "scope": b.scope,
                 "source": b.source,
-                "amount_usd": usd(b.amount_micro_usd),
-                "spent_usd": usd(b.spent_micro_usd),
+                "amount_usd": json_amount(b.amount_micro_usd),
+                "spent_usd": json_amount(b.spent_micro_usd),
             },
             "usd_per_hour": float(self.usd_per_hour),
             "countdown_s": round(self.countdown_s, 1),

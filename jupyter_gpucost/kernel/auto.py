@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeAlias
 
-from ..core.billing import cost_micro_usd
+from ..core.billing import cost_micro
 from ..core.i18n import _
 from ..core.money import rate as money_rate
-from ..core.money import round_micro, status_bar, to_usd
+from ..core.money import round_micro, status_bar, to_units
 from ..core.wording import cell_seconds
 from .cell.cuda import CudaEvent, peak_allocated_bytes, torch_cuda
 from .cell.measure import prices, start_events
@@ -59,8 +59,8 @@ def cell_record(
     started_epoch_s: float,
     wall_s: float,
     cpu_s: float,
-    cost_micro_usd: int,
-    rate_usd_per_hour: Decimal,
+    cost_micro: int,
+    rate_per_hour: Decimal,
     status: str,
     mode: str,
     kernel: str | None,
@@ -75,8 +75,8 @@ def cell_record(
         "ended": iso(started_epoch_s + wall_s),
         "wall_s": round(wall_s, 6),
         "cpu_s": round(cpu_s, 6),
-        "cost_usd": cost_micro_usd / 1_000_000,
-        "rate_usd_per_hour": float(rate_usd_per_hour),
+        "cost_usd": cost_micro / 1_000_000,
+        "rate_usd_per_hour": float(rate_per_hour),
         "status": status,
         "mode": mode,
     }
@@ -87,19 +87,20 @@ class Tally:
 
     def __init__(self) -> None:
         self.cells: dict[str, int] = {"auto": 0, "magic": 0}
-        self.micro_usd: dict[str, int] = {"auto": 0, "magic": 0}
+        #: what the cells cost, by mode, in micro-units of the session's currency
+        self.micro: dict[str, int] = {"auto": 0, "magic": 0}
 
-    def add(self, mode: str, micro_usd: int) -> None:
+    def add(self, mode: str, micro: int) -> None:
         self.cells[mode] = self.cells.get(mode, 0) + 1
-        self.micro_usd[mode] = self.micro_usd.get(mode, 0) + micro_usd
+        self.micro[mode] = self.micro.get(mode, 0) + micro
 
     @property
     def total_cells(self) -> int:
         return sum(self.cells.values())
 
     @property
-    def total_micro_usd(self) -> int:
-        return sum(self.micro_usd.values())
+    def total_micro(self) -> int:
+        return sum(self.micro.values())
 
 
 def tally_of(shell: Shell) -> Tally:
@@ -118,7 +119,7 @@ class AutoPricer:
         self.shell = shell
         self.enabled = False
         self.cells = 0
-        self.total_micro_usd = 0
+        self.total_micro = 0
         self.last: dict[str, Any] | None = None
         self._started: tuple[float, float, float, dict[int, CudaEvent]] | None = None
         self._kernel_id = kernel_id()
@@ -154,15 +155,15 @@ class AutoPricer:
         self._started = None
         p = prices()
         rate = p.rate_per_hour()
-        micro = round_micro(cost_micro_usd(rate, round(wall_s * 1_000_000)))
+        micro = round_micro(cost_micro(rate, round(wall_s * 1_000_000)))
         status = status_of(result)
         record = cell_record(
             cell_id=cell_id_of(result) or f"cell-{self.cells + 1}",
             started_epoch_s=epoch0,
             wall_s=wall_s,
             cpu_s=cpu_s,
-            cost_micro_usd=micro,
-            rate_usd_per_hour=rate,
+            cost_micro=micro,
+            rate_per_hour=rate,
             status=status,
             mode="auto",
             kernel=self._kernel_id,
@@ -193,7 +194,7 @@ class AutoPricer:
             finish = finish_gpu_times
 
         self.cells += 1
-        self.total_micro_usd += micro
+        self.total_micro += micro
         tally_of(self.shell).add("auto", micro)
         self.last = record
         saved = saved_cell(
@@ -214,7 +215,7 @@ class AutoPricer:
             text = _(
                 "gpucost: {cost} · {seconds} at {rate} (no jupyter-gpucost server: catalog prices)"
             )
-            cost = status_bar(to_usd(micro), symbol)
+            cost = status_bar(to_units(micro), symbol)
             line = text.format(
                 cost=cost, seconds=cell_seconds(wall_s), rate=money_rate(rate, symbol)
             )

@@ -43,10 +43,11 @@ from typing import TypeAlias
 
 from ..core.billing import US_PER_HOUR, US_PER_S
 from ..core.i18n import _
-from ..core.money import MICRO, guard_line, round_usd
+from ..core.money import MICRO, guard_line, round_units
 from .cell.cuda import torch_cuda
 from .training.display import LiveLine, show_warning
 from .training.interrupt import InterruptWatch, MachineInterrupted, interrupted_message
+from .training.old_names import DollarNames
 from .training.summary import BudgetExceeded, BudgetWarning, GuardSummary
 
 #: "one more step" is priced at the slowest of this many recent steps (or the mean, if
@@ -88,7 +89,7 @@ def _count(value: object, what: str, minimum: int) -> int:
     return value
 
 
-class Guard:
+class Guard(DollarNames):
     """See the module's documentation. Use it as a context manager."""
 
     def __init__(
@@ -126,7 +127,7 @@ class Guard:
                     value=repr(on_interrupt)
                 )
             )
-        self.budget_usd = budget
+        self.budget = budget
         self.on_stop = on_stop
         self.on_interrupt = on_interrupt
         self._interrupt = InterruptWatch()
@@ -141,20 +142,20 @@ class Guard:
             if rate < 0:
                 text = _("{what} cannot be negative, not {value}")
                 raise ValueError(text.format(what="usd_per_hour", value=repr(usd_per_hour)))
-            self.usd_per_hour = rate
+            self.per_hour = rate
             self.price_source = _("usd_per_hour given to the guard")
         else:
             from .cell.measure import prices
 
             p = prices()
-            self.usd_per_hour = p.rate_per_hour()
+            self.per_hour = p.rate_per_hour()
             self.currency_symbol = p.currency_symbol
             self.price_source = p.source
         self._clock = clock
         self._wall_clock = wall_clock or (lambda: datetime.now().astimezone())
-        self._budget_micro = Fraction(self.budget_usd) * 1_000_000
+        self._budget_micro = Fraction(self.budget) * 1_000_000
         # micro-dollars per microsecond of held GPU time
-        self._micro_per_us = Fraction(self.usd_per_hour) * 1_000_000 / US_PER_HOUR
+        self._micro_per_us = Fraction(self.per_hour) * 1_000_000 / US_PER_HOUR
         self._t0_us: int | None = None
         self._end_us: int | None = None
         self._first_us: int | None = None  # when the first step ended
@@ -326,15 +327,15 @@ class Guard:
         return None if us is None else self._micro_per_us * us
 
     @property
-    def spent_usd(self) -> Decimal:
+    def spent(self) -> Decimal:
         """What the guarded time has cost so far (until the ``with`` block ended)."""
-        return round_usd(self._spent_micro(), MICRO)
+        return round_units(self._spent_micro(), MICRO)
 
     @property
-    def projected_usd(self) -> Decimal | None:
+    def projected(self) -> Decimal | None:
         """The whole loop's projected cost, once ``warmup_steps`` steps are done."""
         value = self._projected_micro()
-        return None if value is None else round_usd(value, MICRO)
+        return None if value is None else round_units(value, MICRO)
 
     @property
     def projected_end(self) -> datetime | None:
@@ -352,30 +353,30 @@ class Guard:
         return None if us is None else float(us) / US_PER_S
 
     @property
-    def usd_per_step(self) -> Decimal | None:
+    def per_step(self) -> Decimal | None:
         value = self._per_step_micro()
-        return None if value is None else round_usd(value, NANO)
+        return None if value is None else round_units(value, NANO)
 
     @property
-    def usd_per_1k_tokens(self) -> Decimal | None:
+    def per_1k_tokens(self) -> Decimal | None:
         window = self._window()
         if not self._tokens_given or window is None or window[2] <= 0:
             return None
         us, _, tokens = window
-        return round_usd(self._micro_per_us * us * 1000 / tokens, NANO)
+        return round_units(self._micro_per_us * us * 1000 / tokens, NANO)
 
     def summary(self) -> GuardSummary:
         return GuardSummary(
             steps=self.steps,
             total_steps=self.total_steps,
             elapsed_s=self._elapsed_us() / US_PER_S,
-            usd_per_hour=self.usd_per_hour,
-            budget_usd=self.budget_usd,
-            spent_usd=self.spent_usd,
+            per_hour=self.per_hour,
+            budget=self.budget,
+            spent=self.spent,
             seconds_per_step=self.seconds_per_step,
-            usd_per_step=self.usd_per_step,
-            usd_per_1k_tokens=self.usd_per_1k_tokens,
-            projected_usd=self.projected_usd,
+            per_step=self.per_step,
+            per_1k_tokens=self.per_1k_tokens,
+            projected=self.projected,
             projected_end=self.projected_end,
             warned=self.warned,
             stopped=self.stopped,
@@ -390,7 +391,7 @@ class Guard:
     def _stop_message(self) -> str:
         sym = self.currency_symbol
         next_step = self._next_step_micro()
-        per_step = Decimal(0) if next_step is None else round_usd(next_step, NANO)
+        per_step = Decimal(0) if next_step is None else round_units(next_step, NANO)
         text = _(
             "stopped after step {n} of {total}: {spent} spent, and one more step ({step}) "
             "would go over the budget of {budget}"
@@ -398,21 +399,21 @@ class Guard:
         return text.format(
             n=f"{self.steps:,}",
             total=f"{self.total_steps:,}",
-            spent=f"{sym}{guard_line(self.spent_usd)}",
+            spent=f"{sym}{guard_line(self.spent)}",
             step=f"{sym}{guard_line(per_step)}",
-            budget=f"{sym}{guard_line(self.budget_usd)}",
+            budget=f"{sym}{guard_line(self.budget)}",
         )
 
     def _warn(self) -> None:
         sym = self.currency_symbol
-        projected = self.projected_usd or Decimal(0)
+        projected = self.projected or Decimal(0)
         message = _(
             "the loop is projected to cost {cost} for {total} steps, over its budget of "
             "{budget}: it will be stopped before the budget is spent"
         ).format(
             cost=f"{sym}{guard_line(projected)}",
             total=f"{self.total_steps:,}",
-            budget=f"{sym}{guard_line(self.budget_usd)}",
+            budget=f"{sym}{guard_line(self.budget)}",
         )
         warnings.warn(message, BudgetWarning, stacklevel=3)
         if self.display:

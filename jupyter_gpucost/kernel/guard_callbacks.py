@@ -58,11 +58,12 @@ def _base(name: str, candidates: tuple[tuple[str, str], ...], install: str) -> t
 class _GuardOptions:
     """The guard's arguments, kept until training starts and the step count is known."""
 
-    budget_usd: Dollars
+    #: in the session's currency, as the guard's ``budget_usd=`` argument
+    budget: Dollars
     warmup_steps: int
     on_stop: OnStop | None
     display: bool
-    usd_per_hour: Dollars | None
+    per_hour: Dollars | None
     clock: Callable[[], float]
 
 
@@ -103,11 +104,11 @@ class _Adapter:
             text = _("{what} must be a whole number >= 0, not {value}")
             raise ValueError(text.format(what="tokens_per_step", value=repr(tokens_per_step)))
         self.options = _GuardOptions(
-            budget_usd=budget_usd,
+            budget=budget_usd,
             warmup_steps=warmup_steps,
             on_stop=on_stop,
             display=display,
-            usd_per_hour=usd_per_hour,
+            per_hour=usd_per_hour,
             clock=clock,
         )
         self.total_steps = total_steps
@@ -124,12 +125,12 @@ class _Adapter:
             )
         options = self.options
         self.guard = Guard(
-            options.budget_usd,
+            options.budget,
             int(total),
             warmup_steps=options.warmup_steps,
             on_stop=options.on_stop,
             display=options.display,
-            usd_per_hour=options.usd_per_hour,
+            usd_per_hour=options.per_hour,
             clock=options.clock,
         )
         self.guard.__enter__()

@@ -243,10 +243,10 @@ class ServerLink:
             raise LinkError("the server's prices are not a prices document", "unexpected")
         return result
 
-    def set_budget(self, amount_usd: float | None, scope: str = "session") -> dict[str, Any]:
+    def set_budget(self, amount: float | None, scope: str = "session") -> dict[str, Any]:
         """Set the user's own budget (None removes it); the budget's state afterwards."""
-        body: dict[str, Any] = {"amount_usd": amount_usd}
-        if amount_usd is not None:
+        body: dict[str, Any] = {"amount_usd": amount}
+        if amount is not None:
             body["scope"] = scope
         result = self.request("PUT", BUDGET_PATH, body)
         return result if isinstance(result, dict) else {}

@@ -23,7 +23,7 @@ from IPython.display import display
 from ..core.currency import for_reader
 from ..core.i18n import _, current_language
 from ..core.money import budget as budget_text
-from ..core.money import exact, rate, rate_amount, status_bar, to_usd
+from ..core.money import exact, rate, rate_amount, status_bar, to_units
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .auto import Shell, cell_id_of, cell_record, status_of, tally_of
@@ -94,14 +94,14 @@ class CellTimer:
         self.current = None
         report = measurement.finish(status_of(result))
         self.last = report
-        tally_of(self.shell).add("magic", report.cost_micro_usd)
+        tally_of(self.shell).add("magic", report.cost_micro)
         if args.output:
             self.shell.user_ns[args.output] = report
         display(report)  # type: ignore[no-untyped-call]
         p = prices()
         saved = saved_cell(
             p,
-            cost_micro_usd=report.cost_micro_usd,
+            cost_micro_usd=report.cost_micro,
             wall_s=report.wall_s,
             started_epoch_s=time.time() - report.wall_s,
             mode="magic",
@@ -135,8 +135,8 @@ def magic_record(report: CellCost, result: object) -> dict[str, object]:
         started_epoch_s=time.time() - report.wall_s,
         wall_s=report.wall_s,
         cpu_s=report.cpu_s,
-        cost_micro_usd=report.cost_micro_usd,
-        rate_usd_per_hour=report.rate_usd_per_hour,
+        cost_micro=report.cost_micro,
+        rate_per_hour=report.rate_per_hour,
         status=report.status,
         mode="magic",
         kernel=kernel_id(),
@@ -304,7 +304,7 @@ def show_summary(shell: Shell) -> None:
             "  cells priced in this kernel: {n} ({auto} by auto mode, {magic} by %%gpucost), "
             "{cost} in all"
         )
-        total = status_bar(to_usd(tally.total_micro_usd), symbol)
+        total = status_bar(to_units(tally.total_micro), symbol)
         print(
             text.format(
                 n=tally.total_cells,

@@ -34,11 +34,11 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..core.billing import US_PER_S, cost_micro_usd
+from ..core.billing import US_PER_S, cost_micro
 from ..core.i18n import _
 from ..core.money import budget as budget_text
 from ..core.money import rate as money_rate
-from ..core.money import round_micro, status_bar, ticker, to_usd
+from ..core.money import round_micro, status_bar, ticker, to_units
 from ..core.protocol import binding_standing
 from ..core.wording import budget_kind, per_scope
 from .link import DEFAULT_TIMEOUT_S, LinkError, ServerLink, follow_server_language
@@ -110,21 +110,21 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         if not interval_s > 0:
             raise ValueError(f"interval_s must be more than 0, not {interval_s!r}")
         self.interval_s = float(interval_s)
-        self.budget_usd = None if budget_usd is None else Decimal(str(budget_usd))
-        if self.budget_usd is not None and self.budget_usd <= 0:
+        self.budget = None if budget_usd is None else Decimal(str(budget_usd))
+        if self.budget is not None and self.budget <= 0:
             raise ValueError(f"budget_usd must be more than 0, not {budget_usd!r}")
-        self.usd_per_hour = None if usd_per_hour is None else Decimal(str(usd_per_hour))
+        self.per_hour = None if usd_per_hour is None else Decimal(str(usd_per_hour))
         # in the language the server handed this kernel (without %load_ext too)
         follow_server_language()
         # the server this kernel was started by, read now (not the cached link: a ticker
         # made after the environment changed uses what it says now)
         self.server = (
             ServerLink.from_environment(timeout_s=min(DEFAULT_TIMEOUT_S, 5 * self.interval_s))
-            if self.usd_per_hour is None
+            if self.per_hour is None
             else None  # the user's rate: priced here
         )
-        self.total_usd = Decimal(0)
-        self.rate_usd_per_hour = Decimal(0)
+        self.total = Decimal(0)
+        self.rate_per_hour = Decimal(0)
         self.currency_symbol = "$"
         self.budget_share: float | None = None
         self.error: str | None = None
@@ -152,13 +152,33 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
 
     # -- the figures ------------------------------------------------------------------
 
+    @property
+    def budget_usd(self) -> Decimal | None:
+        """Deprecated name of :attr:`budget` (the amount is in the session's currency)."""
+        return self.budget
+
+    @property
+    def usd_per_hour(self) -> Decimal | None:
+        """Deprecated name of :attr:`per_hour`."""
+        return self.per_hour
+
+    @property
+    def total_usd(self) -> Decimal:
+        """Deprecated name of :attr:`total`."""
+        return self.total
+
+    @property
+    def rate_usd_per_hour(self) -> Decimal:
+        """Deprecated name of :attr:`rate_per_hour`."""
+        return self.rate_per_hour
+
     def _local_pricing(self) -> tuple[float, Decimal, str]:
         """(kernel start as epoch seconds, rate, label) for pricing the kernel here."""
         import psutil
 
         started = psutil.Process(os.getpid()).create_time()
-        if self.usd_per_hour is not None:
-            return started, self.usd_per_hour, _("this kernel since it started, at the rate given")
+        if self.per_hour is not None:
+            return started, self.per_hour, _("this kernel since it started, at the rate given")
         from .cell.measure import prices
 
         p = prices()
@@ -177,7 +197,7 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
             if self._local is not None:
                 started, rate, label = self._local
                 elapsed_us = max(0, round((time.time() - started) * US_PER_S))
-                total = to_usd(round_micro(cost_micro_usd(rate, elapsed_us)))
+                total = to_units(round_micro(cost_micro(rate, elapsed_us)))
                 self._show(total, rate, None, label)
                 return
             assert self.server is not None  # priced here otherwise
@@ -202,8 +222,8 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
         self, total: Decimal, rate: Decimal, budget: dict[str, Any] | None, label: str
     ) -> None:
         sym = self.currency_symbol
-        self.total_usd = total
-        self.rate_usd_per_hour = rate
+        self.total = total
+        self.rate_per_hour = rate
         session = _("session {cost}").format(cost=ticker(total, sym))
         # the hourly rate by its own rule, as the status bar writes it
         self.cost.value = f"<b>{session}</b> · {money_rate(rate, sym)}"
@@ -223,11 +243,11 @@ class CostTicker(w.VBox):  # type: ignore[misc]  # ipywidgets has no type inform
 
     def _budget(self, total: Decimal, budget: dict[str, Any] | None) -> tuple[float | None, str]:
         sym = self.currency_symbol
-        if self.budget_usd is not None:
-            share = float(total / self.budget_usd)
+        if self.budget is not None:
+            share = float(total / self.budget)
             text = _("{spent} of {amount} (yours)")
             return share, text.format(
-                spent=status_bar(total, sym), amount=budget_text(self.budget_usd, sym)
+                spent=status_bar(total, sym), amount=budget_text(self.budget, sym)
             )
         standing = binding_standing(budget)
         if standing is None:

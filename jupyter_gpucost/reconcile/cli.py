@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from ..core.currency import symbol
 from ..core.i18n import _
-from ..core.money import column, to_usd, usd
+from ..core.money import column, json_amount, to_units
 from ..server.ledger import Ledger, LedgerUnavailable
 from .command import (
     EXIT_LEDGER,
@@ -75,11 +75,11 @@ def as_json(results: list[MachineResult], stats: dict[str, object]) -> dict[str,
                 "days": [
                     {
                         "date": d.day.isoformat(),
-                        "estimated": usd(d.estimated),
-                        "billed": usd(d.billed),
-                        "effective": usd(d.effective),
-                        "list": usd(d.list),
-                        "no_session": usd(d.no_session),
+                        "estimated": json_amount(d.estimated),
+                        "billed": json_amount(d.billed),
+                        "effective": json_amount(d.effective),
+                        "list": json_amount(d.list),
+                        "no_session": json_amount(d.no_session),
                         "ratio": round(d.billed / d.estimated, 4) if d.estimated else None,
                         "settled": d.settled,
                     }
@@ -114,7 +114,7 @@ def as_text(results: list[MachineResult], stats: dict[str, object]) -> str:
             "",
         ]
         amounts = [
-            column([to_usd(getattr(d, name)) for d in r.days], sign)
+            column([to_units(getattr(d, name)) for d in r.days], sign)
             for name in ("estimated", "billed", "effective", "list", "no_session")
         ]
         table = [head]

@@ -29,7 +29,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from ..core.i18n import _
-from ..core.money import to_usd
+from ..core.money import to_units
 
 #: what the providers are called in FOCUS's ``ProviderName`` (the clouds' own exports)
 PROVIDER_NAMES = {"aws": "AWS", "azure": "Microsoft", "gcp": "Google Cloud"}
@@ -144,7 +144,7 @@ def focus_row(charge: Charge) -> dict[str, object]:
     """One charge as a FOCUS 1.2 row (money as Decimal, times as UTC datetimes)."""
     start, end = charge.start.astimezone(UTC), charge.end.astimezone(UTC)
     period_start, period_end = _month(start)
-    cost, listed = to_usd(charge.cost), to_usd(charge.list_cost)
+    cost, listed = to_units(charge.cost), to_units(charge.list_cost)
     resource = charge.resource_id or charge.session
     what = charge.instance_type or charge.profile or "this machine"
     return {

@@ -25,7 +25,7 @@ from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import Meter
 from ..core.metering import Metering, metering
-from ..core.money import usd
+from ..core.money import json_amount
 from ..core.protocol import ENV_PRICES, PricedGpu, PublishedPrices, encode_prices
 from ..core.refusal import Refusal
 from ..core.sql import sqlite_path
@@ -70,10 +70,10 @@ class CostConfig:
     overrides: Mapping[str, Decimal] = field(default_factory=dict)
     #: the price of a GPU no catalog price fits, in the session's currency (``None``: the
     #: dearest GPU of the catalog in that currency)
-    unknown_gpu_usd_per_hour: Decimal | None = None
+    unknown_gpu_per_hour: Decimal | None = None
     granularity_s: int = 1
     minimum_charge_s: int = 60
-    base_usd_per_hour: Decimal = Decimal(0)
+    base_per_hour: Decimal = Decimal(0)
     #: ISO 4217 code; empty: the provider's (:func:`with_session_currency` resolves it)
     currency: str = ""
     #: empty: the currency's own symbol
@@ -137,7 +137,7 @@ class CostService:
             if config.plan is None or config.plan.whole is None
             else {config.plan.whole.row.gpu_model: config.plan.whole.per_gpu},
             currency=config.currency,
-            unknown_gpu_price=config.unknown_gpu_usd_per_hour,
+            unknown_gpu_price=config.unknown_gpu_per_hour,
             region="" if config.plan is None else config.plan.region,
         )
         self.rule = BillingRule(config.granularity_s, config.minimum_charge_s)
@@ -147,9 +147,9 @@ class CostService:
         #: the detected instance priced whole because no GPU is seen (it bills whether or
         #: not NVML answers); ``None``: GPUs are seen, or there is no whole-instance price
         self.whole_without_gpus = whole_without_gpus(config, self.source)
-        base = config.base_usd_per_hour
+        base = config.base_per_hour
         if self.whole_without_gpus is not None and config.plan and config.plan.whole:
-            base = config.plan.whole.row.usd_per_hour
+            base = config.plan.whole.row.per_hour
             self.log.warning(
                 "jupyter-gpucost: no GPU is seen; the %s is priced whole from its instance, "
                 "%s %s/h",
@@ -263,7 +263,7 @@ class CostService:
                 )
                 for g in published.snapshot.gpus
             ),
-            base_usd_per_hour=base,
+            base_per_hour=base,
             currency_symbol=self.config.currency_symbol,
             source=f"the server's {self.policy.provider} {self.policy.market} prices",
             simulated=telemetry.simulated,
@@ -341,11 +341,11 @@ class CostService:
             self.policy, whole=None if whole is None else {whole.row.gpu_model: whole.per_gpu}
         )
         if whole is None:
-            base = self.config.base_usd_per_hour
+            base = self.config.base_per_hour
         elif self.whole_without_gpus is not None:
-            base = whole.row.usd_per_hour
+            base = whole.row.per_hour
         else:
-            base = whole.base_usd_per_hour
+            base = whole.base_per_hour
         self.sampler.reprice(self.policy, base)
         self.config = replace(self.config, plan=plan)
 
@@ -362,7 +362,7 @@ class CostService:
             down_since=self.ledger.down_since,
             down_error=self.ledger.error,
             unwritten_s=unwritten.seconds,
-            unwritten_micro_usd=unwritten.cost_micro_usd,
+            unwritten_micro=unwritten.cost_micro,
             journaled=unwritten.journaled,
             tz=self.ledger.tz,
         )
@@ -455,14 +455,14 @@ class CostService:
             "totals": totals,
         }
 
-    def _ledger_totals(self, as_of: datetime, live_micro_usd: int) -> wire.HistoryTotals:
+    def _ledger_totals(self, as_of: datetime, live_micro: int) -> wire.HistoryTotals:
         """The history's sessions and days from the ledger (:class:`LedgerOffline` while
         it cannot be reached)."""
         totals: wire.HistoryTotals = {"sessions": [], "days": []}
         if self.ledger is not None:
             for row in self.ledger.sessions():
                 live = row["id"] == self.session_id
-                cost = usd(live_micro_usd if live else row["cost_micro_usd"])
+                cost = json_amount(live_micro if live else row["cost_micro"])
                 totals["sessions"].append(
                     {
                         "id": row["id"],
@@ -475,7 +475,7 @@ class CostService:
                     }
                 )
             totals["days"] = [
-                {"date": day.isoformat(), "cost": usd(cost), "cost_usd": usd(cost)}
+                {"date": day.isoformat(), "cost": json_amount(cost), "cost_usd": json_amount(cost)}
                 for day, cost in self.ledger.days(as_of)
             ]
         return totals

@@ -209,7 +209,7 @@ def start_budget_and_exports(
         interruption.responder.listeners.append(
             lambda record: alerts.interrupted(
                 str(record.get("message", "")),
-                still_bills_usd_per_hour=None,
+                still_bills_per_hour=None,
                 at=str(record.get("deadline", "")),
             )
         )

@@ -26,7 +26,7 @@ from ..core.instance_prices import PricePlan
 from ..core.machine import Machine
 from ..core.meter import GpuSessionCost, MeterSnapshot
 from ..core.metering import Metering, metering
-from ..core.money import exact, usd
+from ..core.money import exact, json_amount
 from ..core.money import rate as money_rate
 from ..core.rightsizing import Advice, advise, why_not
 from ..core.wire import (
@@ -59,8 +59,8 @@ def _gpu(g: GpuSessionCost) -> StatusGpu:
     if r is None:
         unavailable.setdefault("reading", "no reading in the last sample")
     price = _price(g.price.per_gpu_hour) if g.price else None
-    cost, used = usd(g.cost_micro), usd(g.used_micro)
-    idle, unobserved = usd(g.idle_micro), usd(g.unobserved_micro)
+    cost, used = json_amount(g.cost_micro), json_amount(g.used_micro)
+    idle, unobserved = json_amount(g.idle_micro), json_amount(g.unobserved_micro)
     return {
         "index": g.index,
         "uuid": g.uuid,
@@ -168,13 +168,13 @@ def status_payload(
     in_force = [g.price for g in snapshot.gpus if g.price is not None]
     dates = sorted(p.as_of for p in in_force if p.as_of)
     bounds = [p for p in in_force if p.upper_bound]
-    cost, gpu_cost = usd(snapshot.cost_micro), usd(snapshot.gpu_cost_micro)
+    cost, gpu_cost = json_amount(snapshot.cost_micro), json_amount(snapshot.gpu_cost_micro)
     rate = _price(snapshot.rate_per_hour)
-    used, idle = usd(snapshot.used_micro), usd(snapshot.idle_micro)
-    unobserved = usd(snapshot.unobserved_micro)
-    adjustment = usd(snapshot.adjustment_micro)
+    used, idle = json_amount(snapshot.used_micro), json_amount(snapshot.idle_micro)
+    unobserved = json_amount(snapshot.unobserved_micro)
+    adjustment = json_amount(snapshot.adjustment_micro)
     base_price = _price(snapshot.base_per_hour)
-    base_cost = usd(snapshot.base_cost_micro)
+    base_cost = json_amount(snapshot.base_cost_micro)
     return {
         "version": __version__,
         "currency": currency,
@@ -299,7 +299,7 @@ def sentence(text: str) -> str:
 def _rightsizing(advice: Advice | None) -> Rightsizing | None:
     if advice is None:
         return None
-    cost, instead_of = usd(advice.cost_micro), usd(advice.instead_of_micro)
+    cost, instead_of = json_amount(advice.cost_micro), json_amount(advice.instead_of_micro)
     price = float(advice.per_gpu_hour)
     return {
         "model": advice.model,
@@ -352,9 +352,9 @@ def status_document(inputs: StatusInputs) -> StatusDocument:
         machine_warnings = [w for w in machine_warnings if w["code"] != "instance-gpus"]
         machine_warnings.append({"code": "instance-whole", "message": whole_message})
     payload["warnings"].extend(machine_warnings)
-    today = usd(totals.today_micro) if totals else None
-    month = usd(totals.month_micro) if totals else None
-    all_time = usd(totals.all_time_micro) if totals else None
+    today = json_amount(totals.today_micro) if totals else None
+    month = json_amount(totals.month_micro) if totals else None
+    all_time = json_amount(totals.all_time_micro) if totals else None
     return {
         **payload,
         "session_id": inputs.session_id,

@@ -32,7 +32,7 @@ class LedgerFacts:
     down_error: str | None = None
     #: seconds of this session and the cost not written to the ledger yet
     unwritten_s: float = 0.0
-    unwritten_micro_usd: int = 0
+    unwritten_micro: int = 0
     #: whether what is not written is in the local journal (a remote ledger)
     journaled: bool = False
     #: the ledger's time zone (``None``: the server's)
@@ -77,8 +77,8 @@ def ledger_json(ledger: LedgerFacts) -> LedgerState:
             "file": reset.path,
             "reason": reset.reason,
             "sessions": reset.sessions,
-            "cost_micro": reset.cost_micro_usd,
-            "cost_micro_usd": reset.cost_micro_usd,  # deprecated twin
+            "cost_micro": reset.cost_micro,
+            "cost_micro_usd": reset.cost_micro,  # deprecated twin
         },
         "reachable": ledger.down_since is None,
         "unreachable_since": None
@@ -86,8 +86,8 @@ def ledger_json(ledger: LedgerFacts) -> LedgerState:
         else ledger.down_since.isoformat(timespec="seconds"),
         "error": ledger.down_error,
         "unwritten_s": round(ledger.unwritten_s, 1),
-        "unwritten_micro": ledger.unwritten_micro_usd,
-        "unwritten_micro_usd": ledger.unwritten_micro_usd,  # deprecated twin
+        "unwritten_micro": ledger.unwritten_micro,
+        "unwritten_micro_usd": ledger.unwritten_micro,  # deprecated twin
         "journaled": ledger.journaled,
     }
 
@@ -105,14 +105,14 @@ def ledger_warnings(ledger: LedgerFacts, symbol: str = "$") -> list[StatusWarnin
     warnings: list[StatusWarning] = []
     reset = ledger.reset
     if ledger.enabled and reset is not None:
-        if reset.sessions is None or reset.cost_micro_usd is None:
+        if reset.sessions is None or reset.cost_micro is None:
             held = _("what it held could not be read")
         else:
             held = ngettext(
                 "it held {count} session costing {cost}",
                 "it held {count} sessions costing {cost}",
                 reset.sessions,
-            ).format(count=reset.sessions, cost=notice(reset.cost_micro_usd, symbol))
+            ).format(count=reset.sessions, cost=notice(reset.cost_micro, symbol))
         warnings.append(
             {
                 "code": "ledger-reset",

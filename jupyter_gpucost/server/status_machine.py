@@ -68,7 +68,7 @@ def machine_json(
 
 def _whole_price(whole: InstancePricing | None) -> JsonObject:
     """The ``instance_price_*`` fields of a machine priced whole (``None``: per GPU)."""
-    price = None if whole is None else float(whole.row.usd_per_hour)
+    price = None if whole is None else float(whole.row.per_hour)
     return {
         "instance_price_per_hour": price,
         "instance_price_usd_per_hour": price,  # deprecated twin (docs/api.md, "Money keys")
@@ -85,8 +85,8 @@ def _vm_price(vm: VmPricing) -> JsonObject:
     """The ``instance_price_*`` fields of a VM whose GPUs are priced one by one: the VM's
     own row (its GPUs are in ``gpus``)."""
     return {
-        "instance_price_per_hour": float(vm.usd_per_hour),
-        "instance_price_usd_per_hour": float(vm.usd_per_hour),  # deprecated twin
+        "instance_price_per_hour": float(vm.per_hour),
+        "instance_price_usd_per_hour": float(vm.per_hour),  # deprecated twin
         "instance_price_source": vm.source,
         "instance_price_confidence": vm.row.confidence,
         "instance_price_basis": BASIS_UPPER_BOUND if vm.upper_bound else BASIS_CATALOG,

@@ -25,7 +25,7 @@ def damaged_ledger(folder: Path) -> Path:
     ledger = Ledger(f"sqlite:///{path}")
     now = datetime.now(UTC)
     ledger.start_session("earlier", now, None)
-    p = Pending(cost_micro_usd=370_000, last_unix_s=now.timestamp())
+    p = Pending(cost_micro=370_000, last_unix_s=now.timestamp())
     p.spend[minute_of(now.timestamp())] = [370_000, 0, 1]
     ledger.flush("earlier", p)
     ledger.close()

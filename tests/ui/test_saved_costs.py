@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from jupyter_gpucost.core.money import status_bar, to_usd
+from jupyter_gpucost.core.money import status_bar, to_units
 from jupyter_gpucost.core.protocol import KERNEL_ENV
 from jupyter_gpucost.core.saved_cost import ENV_TELEMETRY, MIMETYPE, parse_cell, summarise
 from jupyter_gpucost.headless import execute
@@ -63,7 +63,7 @@ def test_an_executed_notebook_shows_its_recorded_costs(
     expect(badge).to_have_attribute("data-recorded", "true", timeout=30_000)
     expect(badge).to_contain_text("recorded")
     # the recorded cost and seconds, by the one money rule
-    amount = status_bar(to_usd(first.cost_micro_usd))
+    amount = status_bar(to_units(first.cost_micro_usd))
     expect(badge).to_have_text(re.compile(rf"^{re.escape(amount)} · {first.wall_s:.2f} s"))
     assert "not live" in (badge.get_attribute("title") or "")
     expect(cells.nth(1).locator(".jp-gpucost-cell-badge")).to_have_attribute(
@@ -153,11 +153,11 @@ def test_the_summary_cell_renders_with_its_amounts_and_list(
     expect(rendered.locator("li")).to_have_count(len(summary.by_gpu_micro_usd), timeout=30_000)
     items = rendered.locator("li").all_inner_texts()
     expected = [
-        f"{name}: {status_bar(to_usd(micro))}"
+        f"{name}: {status_bar(to_units(micro))}"
         for name, micro in sorted(summary.by_gpu_micro_usd.items())
     ]
     assert items == expected
-    total = status_bar(to_usd(summary.total_micro_usd))
+    total = status_bar(to_units(summary.total_micro_usd))
     expect(rendered).to_contain_text(f"this run cost {total} over {summary.cells} priced cells")
     expect(rendered.locator("mjx-container, .MathJax, em, a")).to_have_count(0)
     screenshot(page, "summary-cell.png")

@@ -454,12 +454,12 @@ def _instance(
             f"admin override ({prices.overrides_setting}[{model!r}])",
         )
     # each device's share of the instance, rounded up to the micro-dollar
-    per_device = ceil_micro(Fraction(row.usd_per_hour) / row.gpus * share)
+    per_device = ceil_micro(Fraction(row.per_hour) / row.gpus * share)
     date = f"as of {row.as_of}" if row.as_of else "undated"
     region = f" {row.region}" if row.region else ""
     source = (
         f"{whole} {row.instance} ({where}): {row.gpus} × {row.gpu_model}, "
-        f"{row.usd_per_hour} USD/h ({row.provider} {row.market}{region}, {date}){asked}"
+        f"{row.per_hour} USD/h ({row.provider} {row.market}{region}, {date}){asked}"
     )
     if row.source:
         source += f"; source: {row.source}"

@@ -226,15 +226,15 @@ def _catalog_dearest(prices: Prices, count: int) -> list[Rate]:
         if r.provider == policy.provider and r.market == policy.market and not r.not_for_sale
     ]
     if whole and policy.session_currency == "USD":
-        top = max(whole, key=lambda r: r.usd_per_hour)
-        share = (top.usd_per_hour / top.gpus).quantize(MICRO, rounding=ROUND_CEILING)
+        top = max(whole, key=lambda r: r.per_hour)
+        share = (top.per_hour / top.gpus).quantize(MICRO, rounding=ROUND_CEILING)
         where = f" in {top.region}" if top.region else ""
         found.append(
             Rate(
                 GpuAllocation(top.gpu_model, top.gpus),
                 share,
                 f"the dearest instance priced at {policy.provider} {policy.market}: "
-                f"{top.instance}{where}, {top.usd_per_hour} USD/h",
+                f"{top.instance}{where}, {top.per_hour} USD/h",
             )
         )
     return found

@@ -42,12 +42,12 @@ def with_vm(rate: Rate, vm: VmPricing, where: str) -> Rate:
     allocation = rate.allocation
     share = allocation.share
     gpus = max(1, ceil(allocation.count * share))
-    per_device = rate.usd_per_gpu_hour + ceil_micro(Fraction(vm.usd_per_hour) * share / gpus)
+    per_device = rate.usd_per_gpu_hour + ceil_micro(Fraction(vm.per_hour) * share / gpus)
     row = vm.row
     date = f"as of {row.as_of}" if row.as_of else "undated"
     bound = "upper bound: " if vm.upper_bound else ""
     source = (
-        f"{rate.source}; plus the VM {row.machine_type} ({where}): {bound}{row.usd_per_hour} "
+        f"{rate.source}; plus the VM {row.machine_type} ({where}): {bound}{row.per_hour} "
         f"{row.currency}/h ({row.provider} {row.market} {row.region}, {date}), shared by the "
         f"pod's {gpus} GPU(s) (a node's GPU count is not in its machine type: the pod pays "
         "the whole VM, the most its share can be)"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from ...core.i18n import _
-from ...core.money import column, to_usd, usd
+from ...core.money import column, json_amount, to_units
 from ...reconcile.command import EXIT_LEDGER, EXIT_OK, EXIT_REFUSED, bill_parser, storage_options
 from ..ledger.schema import open_engine
 from ..model import HubConfigError
@@ -73,22 +73,22 @@ def as_json(outcome: Outcome) -> dict[str, object]:
             {
                 "date": d.day.isoformat(),
                 "settled": d.settled,
-                "billed": usd(d.billed_total),
-                "estimated": usd(d.estimated_total),
+                "billed": json_amount(d.billed_total),
+                "estimated": json_amount(d.estimated_total),
                 "accuracy": _ratio(d),
                 "users": [
                     {
                         "user": u,
-                        "billed": usd(d.billed.get(u, 0)),
-                        "estimated": usd(d.estimated.get(u, 0)),
+                        "billed": json_amount(d.billed.get(u, 0)),
+                        "estimated": json_amount(d.estimated.get(u, 0)),
                     }
                     for u in sorted(set(d.billed) | set(d.estimated))
                 ],
-                "unallocated": usd(sum(d.unallocated.values())),
+                "unallocated": json_amount(sum(d.unallocated.values())),
                 "unallocated_nodes": [
                     {
                         "resource_id": k,
-                        "billed": usd(n.unallocated),
+                        "billed": json_amount(n.unallocated),
                         "nodes": list(n.nodes),
                         "reason": n.reason,
                     }
@@ -117,17 +117,17 @@ def as_text(outcome: Outcome) -> str:
         lines.append(
             _("{day}: billed {billed}, estimated {estimated}, accuracy {accuracy}{settled}").format(
                 day=d.day.isoformat(),
-                billed=column([to_usd(d.billed_total)])[0],
-                estimated=column([to_usd(d.estimated_total)])[0],
+                billed=column([to_units(d.billed_total)])[0],
+                estimated=column([to_units(d.estimated_total)])[0],
                 accuracy="–" if accuracy is None else f"{accuracy:.2f}",
                 settled="" if d.settled else " " + _("(not settled)"),
             )
         )
         names = sorted(set(d.billed) | set(d.estimated))
         billed = column(
-            [to_usd(d.billed.get(u, 0)) for u in names] + [to_usd(sum(d.unallocated.values()))]
+            [to_units(d.billed.get(u, 0)) for u in names] + [to_units(sum(d.unallocated.values()))]
         )
-        estimated = column([to_usd(d.estimated.get(u, 0)) for u in names])
+        estimated = column([to_units(d.estimated.get(u, 0)) for u in names])
         width = max((len(n) for n in [*names, unallocated]), default=0)
         for i, name in enumerate(names):
             lines.append(f"  {name.ljust(width)}  {billed[i]}  ({_('estimated')} {estimated[i]})")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from ...core.money import usd
+from ...core.money import json_amount
 from ..accounting import month_start
 from ..ledger.reconciled import ReconciledLedger, Reconciliation
 
@@ -38,10 +38,10 @@ class BilledMonth:
             return ["", "", ""]
         billed, estimated = self.billed[user], self.estimated.get(user, 0)
         accuracy = f"{estimated / billed:.4f}" if billed else ""
-        return [f"{usd(billed):.6f}", f"{usd(estimated):.6f}", accuracy]
+        return [f"{json_amount(billed):.6f}", f"{json_amount(estimated):.6f}", accuracy]
 
     def unallocated_row(self) -> list[str]:
-        return [f"{usd(self.unallocated):.6f}", "", ""]
+        return [f"{json_amount(self.unallocated):.6f}", "", ""]
 
 
 def billed_month(reconciliation: Reconciliation | None, today: date) -> BilledMonth | None:
@@ -83,23 +83,23 @@ def page(month: BilledMonth | None) -> dict[str, object] | None:
     billed = sum(b for b, _ in month.days.values())
     estimated = sum(e for _, e in month.days.values())
     return {
-        "billed_usd": usd(billed),
-        "estimated_usd": usd(estimated),
+        "billed_usd": json_amount(billed),
+        "estimated_usd": json_amount(estimated),
         "accuracy": round(estimated / billed, 4) if billed else None,
-        "unallocated_usd": usd(month.unallocated),
+        "unallocated_usd": json_amount(month.unallocated),
         "bill_to": month.bill_to.date().isoformat() if month.bill_to else None,
         "users": [
             {
                 "user": user,
-                "billed_usd": usd(amount),
-                "estimated_usd": usd(month.estimated.get(user, 0)),
+                "billed_usd": json_amount(amount),
+                "estimated_usd": json_amount(month.estimated.get(user, 0)),
             }
             for user, amount in sorted(month.billed.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
         "days": [
             {
                 "date": day.isoformat(),
-                "billed_usd": usd(b),
+                "billed_usd": json_amount(b),
                 "accuracy": round(e / b, 4) if b else None,
             }
             for day, (b, e) in sorted(month.days.items())
@@ -130,9 +130,9 @@ def gauges(
         lines.extend(f"{name}{labels} {value:.6f}" for labels, value in samples)
 
     ranked = sorted(month.billed.items(), key=lambda kv: (-kv[1], kv[0]))
-    samples = [(f'{{user="{_label(u)}"}}', usd(v)) for u, v in ranked[:top_users]]
+    samples = [(f'{{user="{_label(u)}"}}', json_amount(v)) for u, v in ranked[:top_users]]
     if len(ranked) > top_users:
-        samples.append(('{user="other"}', usd(sum(v for _, v in ranked[top_users:]))))
+        samples.append(('{user="other"}', json_amount(sum(v for _, v in ranked[top_users:]))))
     gauge(
         "gpucost_hub_user_month_billed_usd",
         "this month's cost on the cloud's bill allocated to the user (reconciled days)",
@@ -143,9 +143,9 @@ def gauges(
         for group in set(groups):
             by_group[group] += month.billed.get(user, 0)
     ranked = sorted(by_group.items(), key=lambda kv: (-kv[1], kv[0]))
-    samples = [(f'{{group="{_label(g)}"}}', usd(v)) for g, v in ranked[:top_groups]]
+    samples = [(f'{{group="{_label(g)}"}}', json_amount(v)) for g, v in ranked[:top_groups]]
     if len(ranked) > top_groups:
-        samples.append(('{group="other"}', usd(sum(v for _, v in ranked[top_groups:]))))
+        samples.append(('{group="other"}', json_amount(sum(v for _, v in ranked[top_groups:]))))
     if samples:
         gauge(
             "gpucost_hub_group_month_billed_usd",
@@ -155,11 +155,13 @@ def gauges(
     gauge(
         "gpucost_hub_unallocated_month_usd",
         "this month's cost on the cloud's bill of nodes no session used (idle nodes)",
-        [("", usd(month.unallocated))],
+        [("", json_amount(month.unallocated))],
     )
     billed = sum(b for b, _ in month.days.values())
     estimated = sum(e for _, e in month.days.values())
-    gauge("gpucost_hub_billed_month_usd", "this month's reconciled bill", [("", usd(billed))])
+    gauge(
+        "gpucost_hub_billed_month_usd", "this month's reconciled bill", [("", json_amount(billed))]
+    )
     if billed:
         gauge(
             "gpucost_hub_billed_accuracy",

@@ -15,7 +15,7 @@ from typing import Any
 from ...core.hub_protocol import HubBudget
 from ...core.i18n import Messages
 from ...core.money import (
-    MICRO_PER_USD,
+    MICRO_PER_UNIT,
     as_decimal,
     budget,
     rate,
@@ -30,7 +30,7 @@ from ..model import GpuAllocation
 
 def _micro(amount: object) -> int:
     """An amount of the pages' JSON (six decimals at most) as whole micro-units."""
-    return int(as_decimal(str(amount)) * MICRO_PER_USD)
+    return int(as_decimal(str(amount)) * MICRO_PER_UNIT)
 
 
 def stop_reason(server: Mapping[str, Any], messages: Messages, symbol: str = "$") -> str:

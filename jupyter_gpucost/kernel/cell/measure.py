@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ...core.billing import cost_micro_usd
+from ...core.billing import cost_micro
 from ...core.i18n import _
-from ...core.money import rate, round_micro, status_bar, to_usd
+from ...core.money import rate, round_micro, status_bar, to_units
 from ..link import LinkError, link
 from .cuda import CudaEvent, Torch, peak_allocated_bytes, torch_cuda
 from .energy import EnergyReader, Mark
@@ -44,7 +44,13 @@ class OpCost:
     calls: int
     self_time_s: float
     share: float
-    cost_micro_usd: int
+    #: in micro-units of the session's currency
+    cost_micro: int
+
+    @property
+    def cost_micro_usd(self) -> int:
+        """Deprecated name of :attr:`cost_micro` (the amount is in the session's currency)."""
+        return self.cost_micro
 
 
 @dataclass
@@ -65,8 +71,10 @@ class CellCost:
     #: GPU index -> joules drawn during the cell (NVML energy counter delta)
     energy_j: dict[int, float] = field(default_factory=dict)
     gpu_names: list[str] = field(default_factory=list)
-    rate_usd_per_hour: Decimal = Decimal(0)
-    cost_micro_usd: int = 0
+    #: the price per hour of the kernel's GPUs and the instance, in the session's currency
+    rate_per_hour: Decimal = Decimal(0)
+    #: what the cell cost, in micro-units of the session's currency
+    cost_micro: int = 0
     currency_symbol: str = "$"
     price_source: str = ""
     #: the GPUs priced are the server's simulated ones (a replayed trace), not real GPUs
@@ -79,18 +87,34 @@ class CellCost:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def cost(self) -> Decimal:
+        """What the cell cost, in the session's currency."""
+        return Decimal(self.cost_micro) / 1_000_000
+
+    @property
     def cost_usd(self) -> Decimal:
-        return Decimal(self.cost_micro_usd) / 1_000_000
+        """Deprecated name of :attr:`cost` (the amount is in the session's currency)."""
+        return self.cost
+
+    @property
+    def cost_micro_usd(self) -> int:
+        """Deprecated name of :attr:`cost_micro`."""
+        return self.cost_micro
+
+    @property
+    def rate_usd_per_hour(self) -> Decimal:
+        """Deprecated name of :attr:`rate_per_hour`."""
+        return self.rate_per_hour
 
     def _money(self, micro: int) -> str:
-        return status_bar(to_usd(micro), self.currency_symbol)
+        return status_bar(to_units(micro), self.currency_symbol)
 
     def lines(self) -> list[tuple[str, str]]:
-        per_hour = rate(self.rate_usd_per_hour, self.currency_symbol)
+        per_hour = rate(self.rate_per_hour, self.currency_symbol)
         rows = [
             (
                 _("cost"),
-                _("{cost} at {rate}").format(cost=self._money(self.cost_micro_usd), rate=per_hour),
+                _("{cost} at {rate}").format(cost=self._money(self.cost_micro), rate=per_hour),
             ),
             (_("wall time"), f"{self.wall_s:.3f} s"),
             (_("CPU time"), f"{self.cpu_s:.3f} s"),
@@ -133,7 +157,7 @@ class CellCost:
             for op in self.ops:
                 out.append(
                     f"    {op.name:<40} {op.self_time_s * 1e3:10.3f} ms "
-                    f"{op.share:6.1%} {self._money(op.cost_micro_usd)} ({op.calls} calls)"
+                    f"{op.share:6.1%} {self._money(op.cost_micro)} ({op.calls} calls)"
                 )
         out += [f"  note: {n}" for n in self.notes]
         return "\n".join(out)
@@ -151,7 +175,7 @@ class CellCost:
             body = "".join(
                 f"<tr><td><code>{escape(o.name)}</code></td><td>{o.calls}</td>"
                 f"<td>{o.self_time_s * 1e3:.3f} ms</td><td>{o.share:.1%}</td>"
-                f"<td>{escape(self._money(o.cost_micro_usd))}</td></tr>"
+                f"<td>{escape(self._money(o.cost_micro))}</td></tr>"
                 for o in self.ops
             )
             heads = "".join(
@@ -394,7 +418,7 @@ class Measurement:
             if energy.reason is not None:
                 r.notes.append(f"no GPU energy: {energy.reason}")
         r.gpu_names = [name for name, _ in p.gpus.values()]
-        r.rate_usd_per_hour = p.rate_per_hour()
+        r.rate_per_hour = p.rate_per_hour()
         r.currency_symbol = p.currency_symbol
         r.price_source = p.source
         if not p.gpus:
@@ -407,8 +431,8 @@ class Measurement:
             r.notes.append(f"no price for {', '.join(unpriced)}: not counted")
         r.notes.extend(p.bound_notes())
         # the GPUs are held for the whole cell: wall time at the rate in force
-        exact = cost_micro_usd(r.rate_usd_per_hour, round(r.wall_s * 1_000_000))
-        r.cost_micro_usd = round_micro(exact)
+        exact = cost_micro(r.rate_per_hour, round(r.wall_s * 1_000_000))
+        r.cost_micro = round_micro(exact)
         if profiler is not None:
             self._ops(profiler, r)
         if r.energy_j and r.wall_s < ROUGH_ENERGY_BELOW_S:
@@ -452,6 +476,6 @@ class Measurement:
                     calls=row.calls,
                     self_time_s=row.self_time_us / 1e6,
                     share=share,
-                    cost_micro_usd=round(r.cost_micro_usd * share),
+                    cost_micro=round(r.cost_micro * share),
                 )
             )

@@ -67,8 +67,8 @@ class KernelPrices:
 def from_published(published: PublishedPrices) -> KernelPrices:
     """The prices the server handed down, as the kernel uses them."""
     return KernelPrices(
-        gpus={g.uuid: (g.name, g.usd_per_hour) for g in published.gpus},
-        base_per_hour=published.base_usd_per_hour,
+        gpus={g.uuid: (g.name, g.per_hour) for g in published.gpus},
+        base_per_hour=published.base_per_hour,
         currency_symbol=published.currency_symbol,
         currency=published.currency,
         source=published.source,

@@ -113,7 +113,7 @@ def machine_prices(readings: list[tuple[str, str, int | None]]) -> KernelPrices 
     )
     return KernelPrices(
         gpus=gpus,
-        base_per_hour=plan.base_usd_per_hour(Decimal(0)),
+        base_per_hour=plan.base_per_hour(Decimal(0)),
         source=f"the shipped catalog for this {what} machine ({how}): no jupyter-gpucost "
         "server for this kernel",
         from_server=False,

@@ -9,6 +9,8 @@ both stay at the top of ``kernel/``, where their classes pickle by the names use
 * :mod:`.display`: the line redrawn in IPython or printed now and then, the warning;
 * :mod:`.interrupt`: the notice looked for at each step, the checkpoint's answer,
   :class:`~.interrupt.MachineInterrupted`.
+* :mod:`.old_names`: the figures' deprecated names from before currencies
+  (``budget_usd``, ``spent_usd``...), read-only, for the guard and its summary.
 
 May import: ``jupyter_gpucost.core`` only (and IPython, when the guard runs in it); never
 the rest of the kernel (:mod:`..cell`, :mod:`..link`, the guard, the magics).

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from ...core.i18n import _
 from ...core.money import budget, exact, guard_line, status_bar
+from .old_names import DollarNames
 
 
 class BudgetExceeded(Exception):
@@ -29,21 +30,21 @@ class BudgetWarning(UserWarning):
 
 
 @dataclass(frozen=True)
-class GuardSummary:
-    """The guard's figures at one moment. Money in USD (exact Decimals)."""
+class GuardSummary(DollarNames):
+    """The guard's figures at one moment. Money in the session's currency (exact Decimals)."""
 
     steps: int
     total_steps: int
     elapsed_s: float
-    usd_per_hour: Decimal
-    budget_usd: Decimal
-    spent_usd: Decimal
+    per_hour: Decimal
+    budget: Decimal
+    spent: Decimal
     #: measured seconds per step (the first step left out once there are two or more)
     seconds_per_step: float | None
-    usd_per_step: Decimal | None
-    usd_per_1k_tokens: Decimal | None
+    per_step: Decimal | None
+    per_1k_tokens: Decimal | None
     #: the whole loop's cost and end, projected once ``warmup_steps`` steps are done
-    projected_usd: Decimal | None
+    projected: Decimal | None
     projected_end: datetime | None
     warned: bool
     stopped: bool
@@ -55,23 +56,23 @@ class GuardSummary:
         parts = [
             _("step {n}/{total}").format(n=f"{self.steps:,}", total=f"{self.total_steps:,}"),
             _("{spent} spent of {budget}").format(
-                spent=f"{sym}{guard_line(self.spent_usd)}",
-                budget=f"{sym}{guard_line(self.budget_usd)}",
+                spent=f"{sym}{guard_line(self.spent)}",
+                budget=f"{sym}{guard_line(self.budget)}",
             ),
         ]
-        if self.usd_per_step is not None:
-            parts.append(_("{cost}/step").format(cost=f"{sym}{guard_line(self.usd_per_step)}"))
-        if self.usd_per_1k_tokens is not None:
-            cost = f"{sym}{guard_line(self.usd_per_1k_tokens)}"
+        if self.per_step is not None:
+            parts.append(_("{cost}/step").format(cost=f"{sym}{guard_line(self.per_step)}"))
+        if self.per_1k_tokens is not None:
+            cost = f"{sym}{guard_line(self.per_1k_tokens)}"
             parts.append(_("{cost}/1k tokens").format(cost=cost))
-        if self.projected_usd is not None and self.projected_end is not None:
-            over = _(" (over budget)") if self.projected_usd > self.budget_usd else ""
+        if self.projected is not None and self.projected_end is not None:
+            over = _(" (over budget)") if self.projected > self.budget else ""
             ends = "" if self.stopped else _(", ends {when}").format(when=_when(self.projected_end))
-            cost = f"{sym}{guard_line(self.projected_usd)}"
+            cost = f"{sym}{guard_line(self.projected)}"
             parts.append(_("projected {cost}{over}{ends}").format(cost=cost, over=over, ends=ends))
         elif self.steps < self.total_steps and not self.stopped:
             parts.append(_("measuring the step rate"))
-        if self.usd_per_hour == 0:
+        if self.per_hour == 0:
             parts.append(_("rate 0/h: no priced GPU here"))
         if self.stopped:
             parts.append(_("stopped before the budget ran out"))
@@ -89,26 +90,26 @@ class GuardSummary:
                 _("{n} of {total}").format(n=f"{self.steps:,}", total=f"{self.total_steps:,}"),
             ),
             (_("time"), _("{seconds} s").format(seconds=f"{self.elapsed_s:.1f}")),
-            (_("rate"), _("{price}/h").format(price=exact(self.usd_per_hour, sym))),
+            (_("rate"), _("{price}/h").format(price=exact(self.per_hour, sym))),
             (
                 _("spent"),
                 _("{n} of {total}").format(
-                    n=status_bar(self.spent_usd, sym), total=budget(self.budget_usd, sym)
+                    n=status_bar(self.spent, sym), total=budget(self.budget, sym)
                 ),
             ),
         ]
         if self.seconds_per_step is not None:
-            cost = "" if self.usd_per_step is None else f"{sym}{guard_line(self.usd_per_step)}"
+            cost = "" if self.per_step is None else f"{sym}{guard_line(self.per_step)}"
             per_step = _("{seconds} s, {cost}") if cost else _("{seconds} s")
             rows.append(
                 (_("per step"), per_step.format(seconds=f"{self.seconds_per_step:.4f}", cost=cost))
             )
-        if self.usd_per_1k_tokens is not None:
-            rows.append((_("per 1k tokens"), f"{sym}{guard_line(self.usd_per_1k_tokens)}"))
-        if self.projected_usd is not None and self.projected_end is not None:
+        if self.per_1k_tokens is not None:
+            rows.append((_("per 1k tokens"), f"{sym}{guard_line(self.per_1k_tokens)}"))
+        if self.projected is not None and self.projected_end is not None:
             text = _("{cost}, ends {when}")
             when = f"{self.projected_end:%Y-%m-%d %H:%M:%S}"
-            cost = status_bar(self.projected_usd, sym)
+            cost = status_bar(self.projected, sym)
             rows.append((_("projected"), text.format(cost=cost, when=when)))
         if self.stopped:
             rows.append((_("stopped"), _("one more step would have gone over the budget")))

@@ -24,7 +24,7 @@ from tornado.ioloop import IOLoop
 from ...core.budget_timing import next_check_s
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.i18n import _
-from ...core.money import usd
+from ...core.money import json_amount
 from . import messages
 from .actions import HubTarget, KernelManager, busy_kernels
 from .enforce import BrowserSaves, Enforcer, EnforceSettings, ExportHook
@@ -337,12 +337,12 @@ class BudgetController:
         fields: dict[str, Any] = {
             "budget_kind": s.budget.kind,
             "scope": s.budget.scope,
-            "amount": usd(s.budget.amount_micro),
+            "amount": json_amount(s.budget.amount_micro),
             # deprecated twin (docs/api.md, "Money keys"), as "spent_usd" below
-            "amount_usd": usd(s.budget.amount_micro),
+            "amount_usd": json_amount(s.budget.amount_micro),
         }
         if s.spent_micro is not None:
-            fields["spent"] = fields["spent_usd"] = usd(s.spent_micro)
+            fields["spent"] = fields["spent_usd"] = json_amount(s.spent_micro)
         if out is not None:
             fields["runs_out_at"] = iso(out)
         return fields

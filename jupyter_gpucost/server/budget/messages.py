@@ -239,9 +239,9 @@ def instance_failed(summary_text: str, why: str) -> str:
     )
 
 
-def with_still_cost(text: str, still_usd_per_hour: Decimal | None, symbol: str) -> str:
+def with_still_cost(text: str, still_per_hour: Decimal | None, symbol: str) -> str:
     """``kernels stopped; this machine still costs $6.86/h`` when it still costs."""
-    if still_usd_per_hour is None or still_usd_per_hour <= 0:
+    if still_per_hour is None or still_per_hour <= 0:
         return text
-    still = _("this machine still costs {rate}").format(rate=rate(still_usd_per_hour, symbol))
+    still = _("this machine still costs {rate}").format(rate=rate(still_per_hour, symbol))
     return _join(text, still)

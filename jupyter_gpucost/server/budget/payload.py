@@ -12,7 +12,7 @@ from typing import Any
 from ...core.budget_timing import seconds_left
 from ...core.hub_protocol import HUB_SOURCE_LABEL, HubReply
 from ...core.i18n import SOURCE_LANGUAGE, _, current_language
-from ...core.money import usd
+from ...core.money import json_amount
 from . import messages
 from .events import iso
 from .policy import SCOPES, USER_REASONS, BudgetPolicy, Standing, binding_standing
@@ -88,9 +88,9 @@ def record_json(record: ActionRecord) -> dict[str, object]:
 
 def _standing(view: BudgetView, s: Standing) -> dict[str, object]:
     out = s.runs_out_at(view.now, view.rate_per_hour)
-    amount = usd(s.budget.amount_micro)
-    spent = None if s.spent_micro is None else usd(s.spent_micro)
-    remaining = None if s.remaining_micro is None else usd(max(0, s.remaining_micro))
+    amount = json_amount(s.budget.amount_micro)
+    spent = None if s.spent_micro is None else json_amount(s.spent_micro)
+    remaining = None if s.remaining_micro is None else json_amount(max(0, s.remaining_micro))
     return {
         "kind": s.budget.kind,
         "locked": s.budget.locked,
@@ -127,9 +127,9 @@ def _hub_reason(reply: HubReply) -> str | None:
 
 def _hub(view: BudgetView, hub: HubView) -> dict[str, object]:
     reply = hub.reply
-    session = None if reply is None else usd(reply.session_micro_usd)
-    today = None if reply is None else usd(reply.today_micro_usd)
-    month = None if reply is None else usd(reply.month_micro_usd)
+    session = None if reply is None else json_amount(reply.session_micro_usd)
+    today = None if reply is None else json_amount(reply.today_micro_usd)
+    month = None if reply is None else json_amount(reply.month_micro_usd)
     return {
         "source": _(HUB_SOURCE_LABEL),
         "budgets": [_standing(view, s) for s in view.standings if s.budget.kind == "hub"],
@@ -180,13 +180,13 @@ def _stop_plan(view: BudgetView, binding: Standing | None) -> dict[str, object] 
     action = (p.grace_action if budget_countdown else None) or view.action
     amount = binding.budget.amount_micro
     return {
-        "amount": usd(amount),
+        "amount": json_amount(amount),
         "budget_kind": binding.budget.kind,
         "in_s": round(in_s, 1),
         "at": iso(view.now + timedelta(seconds=in_s)),
         "rate_per_hour": float(rate),
         # deprecated twins (docs/api.md, "Money keys")
-        "amount_usd": usd(amount),
+        "amount_usd": json_amount(amount),
         "rate_usd_per_hour": float(rate),
         "action": action,
         "text": messages.stop_plan(amount, in_s, rate, action, view.currency_symbol),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Literal
 
-from ...core.money import MICRO_PER_USD, usd
+from ...core.money import MICRO_PER_UNIT, json_amount
 
 #: "done": the action was taken; "skipped": it was not (a kernel became busy);
 #: "requested": JupyterHub was asked to stop the server (kept before the answer comes)
@@ -22,7 +22,7 @@ Result = Literal["done", "skipped", "requested"]
 
 def _micro(value: object) -> int:
     """A ``*_usd`` JSON number back to whole micro-dollars (exact: six decimals at most)."""
-    return int((Decimal(str(value)) * MICRO_PER_USD).to_integral_value())
+    return int((Decimal(str(value)) * MICRO_PER_UNIT).to_integral_value())
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ class ActionRecord:
         if self.budget is not None:
             out["budget_kind"] = self.budget.kind
             out["scope"] = self.budget.scope
-            out["amount_usd"] = usd(self.budget.amount_micro)
-            out["spent_usd"] = usd(self.budget.spent_micro)
+            out["amount_usd"] = json_amount(self.budget.amount_micro)
+            out["spent_usd"] = json_amount(self.budget.spent_micro)
         if self.result is None:
             return out
         out["result"] = self.result

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from traitlets import TraitError
 
-from ...core.money import exact, to_usd
+from ...core.money import exact, to_units
 from ..traits import one_of
 from .actions import KernelManager
 from .controller import BudgetConfig, BudgetController
@@ -134,8 +134,8 @@ def validate_budget_trait(name: str, value: Any) -> Any:
     return value
 
 
-def _micro_usd(value: object) -> int:
-    """A validated ``hard_budget_usd`` in micro-dollars (0: none)."""
+def _micro_of(value: object) -> int:
+    """A validated ``hard_budget_usd`` in micro-units of the session's currency (0: none)."""
     amount = float(str(value))
     return 0 if amount == 0 else parse_amount(repr(amount), what="hard_budget_usd")
 
@@ -157,8 +157,8 @@ def locked_settings(env: EnvironmentBudget, config: BudgetTraitValues) -> Resolv
     (:mod:`.sources`)."""
     return resolve(
         Setting(
-            None if env.hard_budget_usd is None else _micro_usd(env.hard_budget_usd),
-            _micro_usd(config.hard_budget_usd),
+            None if env.hard_budget_usd is None else _micro_of(env.hard_budget_usd),
+            _micro_of(config.hard_budget_usd),
         ),
         Setting(env.hard_budget_scope, config.hard_budget_scope),
         Setting(env.budget_grace_s, config.budget_grace_s),
@@ -225,7 +225,7 @@ def start_budget(
         log.info(
             "jupyter-gpucost: hard %s budget %s (%s), action %s after %gs%s",
             config.hard.scope,
-            exact(to_usd(config.hard.amount_micro)),
+            exact(to_units(config.hard.amount_micro)),
             config.hard.source,
             config.action,
             config.grace_s,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ...core.i18n import N_
-from ...core.money import exact, to_usd
+from ...core.money import exact, to_units
 from .policy import ACTIONS, Budget, Scope
 
 T = TypeVar("T")
@@ -74,8 +74,8 @@ def resolve(
                 hard = Budget("hard", trait, env_scope, CONFIG_LABEL)
             else:
                 notes.append(
-                    f"c.GpuCost.hard_budget_usd ({_usd(trait)} a {scope.trait}) is not "
-                    f"stricter than the spawner's GPUCOST_BUDGET_USD ({_usd(env_amount)} a "
+                    f"c.GpuCost.hard_budget_usd ({_exact(trait)} a {scope.trait}) is not "
+                    f"stricter than the spawner's GPUCOST_BUDGET_USD ({_exact(env_amount)} a "
                     f"{env_scope}): the spawner's is in force"
                 )
         elif scope.trait != env_scope:
@@ -113,5 +113,5 @@ def _strength(action: str) -> int:
     return ACTIONS.index(action) if action in ACTIONS else -1
 
 
-def _usd(micro_usd: int) -> str:
-    return exact(to_usd(micro_usd))
+def _exact(micro: int) -> str:
+    return exact(to_units(micro))

@@ -5,7 +5,7 @@ machine's cost while its cells ran, and the rows of no kernel; kernels + unattri
 from __future__ import annotations
 
 from ...core.i18n import _
-from ...core.money import usd
+from ...core.money import json_amount
 from ...core.wire import KernelCostJson, KernelsDocument, KernelsMicro
 from ..sampler import utc_now
 from .attribution import Attribution
@@ -43,7 +43,7 @@ def kernels_payload(
     for k in attribution.kernels:
         info = k.info
         cells_micro, cells = cells_by_kernel.get(info.id, (0, 0))
-        cost, cells_cost = usd(k.cost_micro), usd(cells_micro)
+        cost, cells_cost = json_amount(k.cost_micro), json_amount(cells_micro)
         kernels.append(
             {
                 "id": info.id,
@@ -78,8 +78,8 @@ def kernels_payload(
     # billed whether or not anything ran, so the panel names it apart
     adjustment = sum(g.adjustment_micro for g in attribution.snapshot.gpus)
     minimum = min(max(adjustment, 0), max(attribution.unattributed_micro, 0))
-    total, idle = usd(attribution.total_micro), usd(attribution.idle_micro)
-    unattributed = usd(attribution.unattributed_micro)
+    total, idle = json_amount(attribution.total_micro), json_amount(attribution.idle_micro)
+    unattributed = json_amount(attribution.unattributed_micro)
     micro: KernelsMicro = {
         "total": attribution.total_micro,
         "idle": attribution.idle_micro,
@@ -93,11 +93,11 @@ def kernels_payload(
         "total": total,
         "idle": idle,
         "unattributed": unattributed,
-        "minimum_charge": usd(minimum),
+        "minimum_charge": json_amount(minimum),
         "total_usd": total,
         "idle_usd": idle,
         "unattributed_usd": unattributed,
-        "minimum_charge_usd": usd(minimum),
+        "minimum_charge_usd": json_amount(minimum),
         # where kernels identify their GPU processes: the others, not from these kernels
         "other_processes": [
             {"gpu": o.gpu_index, "host_pid": o.host_pid, "memory_bytes": o.memory_bytes}

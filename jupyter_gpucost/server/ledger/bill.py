@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from ...core.focus import BilledMachine
 from ...core.i18n import _
 from ...core.machine import Machine
-from ...core.money import status_bar, to_usd, usd
+from ...core.money import json_amount, status_bar, to_units
 from .opening import LedgerUnavailable
 from .schema import (
     cells_table,
@@ -237,15 +237,15 @@ def bill_json(figure: BillFigure | None, symbol: str) -> dict[str, object] | Non
     if figure is None:
         return None
     return {
-        "estimated": usd(figure.estimated),
-        "billed": usd(figure.billed),
+        "estimated": json_amount(figure.estimated),
+        "billed": json_amount(figure.billed),
         # deprecated twins (docs/api.md, "Money keys")
-        "estimated_usd": usd(figure.estimated),
-        "billed_usd": usd(figure.billed),
+        "estimated_usd": json_amount(figure.estimated),
+        "billed_usd": json_amount(figure.billed),
         "to": figure.to.isoformat(),
         "text": _("estimated {estimated} · billed {billed} (your bill to {to})").format(
-            estimated=status_bar(to_usd(figure.estimated), symbol),
-            billed=status_bar(to_usd(figure.billed), symbol),
+            estimated=status_bar(to_units(figure.estimated), symbol),
+            billed=status_bar(to_units(figure.billed), symbol),
             to=figure.to.isoformat(),
         ),
     }

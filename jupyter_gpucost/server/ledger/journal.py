@@ -46,8 +46,8 @@ def _pending_json(p: Pending) -> dict[str, object]:
             [g, m, s.utilization_pct_sum, s.power_w_sum, s.samples, s.memory_used_bytes_max]
             for (g, m), s in sorted(p.gpus.items())
         ],
-        "cost_micro_usd": p.cost_micro_usd,
-        "idle_micro_usd": p.idle_micro_usd,
+        "cost_micro_usd": p.cost_micro,
+        "idle_micro_usd": p.idle_micro,
         "energy_j": p.energy_j,
         "peak_memory_bytes": p.peak_memory_bytes,
         "last_unix_s": p.last_unix_s,
@@ -71,8 +71,8 @@ def _real(value: object) -> float:
 
 def _pending(doc: dict[str, Any]) -> Pending:
     p = Pending(
-        cost_micro_usd=_whole(doc["cost_micro_usd"]),
-        idle_micro_usd=_whole(doc["idle_micro_usd"]),
+        cost_micro=_whole(doc["cost_micro_usd"]),
+        idle_micro=_whole(doc["idle_micro_usd"]),
         energy_j=None if doc["energy_j"] is None else _real(doc["energy_j"]),
         peak_memory_bytes=None
         if doc["peak_memory_bytes"] is None

@@ -46,7 +46,8 @@ class Reset:
     path: str
     reason: str
     sessions: int | None = None
-    cost_micro_usd: int | None = None
+    #: in micro-units of the session's currency
+    cost_micro: int | None = None
 
 
 @dataclass(frozen=True)

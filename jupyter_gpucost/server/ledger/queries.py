@@ -32,11 +32,12 @@ from .schema import (
 
 @dataclass(frozen=True)
 class Totals:
-    """Totals over the user's sessions (every session without a user), in micro-dollars."""
+    """Totals over the user's sessions (every session without a user), in micro-units of
+    the session's currency."""
 
-    today_micro_usd: int
-    month_micro_usd: int
-    all_time_micro_usd: int
+    today_micro: int
+    month_micro: int
+    all_time_micro: int
 
 
 class SessionRow(TypedDict):
@@ -46,7 +47,8 @@ class SessionRow(TypedDict):
     started_unix_s: float
     ended_unix_s: float | None
     last_unix_s: float
-    cost_micro_usd: int
+    #: in micro-units of the session's currency (the column is ``cost_micro_usd``)
+    cost_micro: int
 
 
 class LedgerReads:
@@ -202,7 +204,7 @@ class LedgerReads:
                 "started_unix_s": r.started_unix_s,
                 "ended_unix_s": r.ended_unix_s,
                 "last_unix_s": r.last_unix_s,
-                "cost_micro_usd": int(r.cost_micro_usd),
+                "cost_micro": int(r.cost_micro_usd),
             }
             for r in rows
         ]

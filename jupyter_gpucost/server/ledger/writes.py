@@ -53,13 +53,14 @@ class GpuMinuteSums:
 
 @dataclass
 class Pending:
-    """What the meter counted since the last flush, by minute (micro-dollars)."""
+    """What the meter counted since the last flush, by minute (micro-units of the session's
+    currency)."""
 
     spend: dict[int, list[int]] = field(default_factory=dict)  # minute -> [cost, idle, rate]
     #: (GPU index, minute) -> that GPU's samples in that minute
     gpus: dict[tuple[int, int], GpuMinuteSums] = field(default_factory=dict)
-    cost_micro_usd: int = 0
-    idle_micro_usd: int = 0
+    cost_micro: int = 0
+    idle_micro: int = 0
     energy_j: float | None = None
     peak_memory_bytes: int | None = None
     last_unix_s: float = 0.0
@@ -76,8 +77,8 @@ class Pending:
             row[2] = rate
         for key, sums in newer.gpus.items():
             self.gpus.setdefault(key, GpuMinuteSums()).merge(sums)
-        self.cost_micro_usd += newer.cost_micro_usd
-        self.idle_micro_usd += newer.idle_micro_usd
+        self.cost_micro += newer.cost_micro
+        self.idle_micro += newer.idle_micro
         if newer.energy_j is not None:
             self.energy_j = newer.energy_j
         if newer.peak_memory_bytes is not None:
@@ -165,8 +166,8 @@ def add_pending(conn: Connection, session_id: str, pending: Pending) -> None:
         sessions_table.update()
         .where(sessions_table.c.id == session_id)
         .values(
-            cost_micro_usd=sessions_table.c.cost_micro_usd + pending.cost_micro_usd,
-            idle_micro_usd=sessions_table.c.idle_micro_usd + pending.idle_micro_usd,
+            cost_micro_usd=sessions_table.c.cost_micro_usd + pending.cost_micro,
+            idle_micro_usd=sessions_table.c.idle_micro_usd + pending.idle_micro,
             energy_j=pending.energy_j,
             peak_memory_bytes=pending.peak_memory_bytes,
             last_unix_s=pending.last_unix_s,

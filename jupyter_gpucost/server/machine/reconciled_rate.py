@@ -65,11 +65,11 @@ def reconciled_rate_plan(
         return plan
     rate, bill_day = found
     ratio = Decimal(rate.numerator) / Decimal(rate.denominator)
-    price = (whole.row.usd_per_hour * ratio).quantize(MICRO, rounding=ROUND_HALF_UP)
+    price = (whole.row.per_hour * ratio).quantize(MICRO, rounding=ROUND_HALF_UP)
     source = _("your billed rate ({rate} × list, from your bill of {day})").format(
         rate=f"{ratio:.2f}", day=bill_day.isoformat()
     )
-    row = replace(whole.row, usd_per_hour=price, source=source, as_of=bill_day.isoformat())
+    row = replace(whole.row, per_hour=price, source=source, as_of=bill_day.isoformat())
     log.info("jupyter-gpucost: %s: %s per hour", source, price)
     whole = whole_instance(row)
     return replace(

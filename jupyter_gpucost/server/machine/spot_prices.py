@@ -172,7 +172,7 @@ def spot_quote_plan(
         return None
     row = replace(
         whole.row,
-        usd_per_hour=quote.usd_per_hour,
+        per_hour=quote.usd_per_hour,
         market="spot",
         as_of=quote.since.isoformat(),
         source=quote.source(),

@@ -158,7 +158,7 @@ class ServerAlerts:
                     self.context,
                     reason,
                     message,
-                    still_bills_usd_per_hour=float(still) if still is not None else None,
+                    still_bills_per_hour=float(still) if still is not None else None,
                     subject=str(fields.get("at", "")),
                 )
             )
@@ -168,14 +168,14 @@ class ServerAlerts:
             minutes = self.budget.config.idle_minutes if self.budget else 0.0
             self.send(idle_gpus(self.context, minutes, subject=str(at)))
 
-    def interrupted(self, summary: str, *, still_bills_usd_per_hour: float | None, at: str) -> bool:
+    def interrupted(self, summary: str, *, still_bills_per_hour: float | None, at: str) -> bool:
         """A spot interruption stopped the machine (for the interruption handling to call)."""
         return self.send(
             stopped(
                 self.context,
                 "interruption",
                 summary,
-                still_bills_usd_per_hour=still_bills_usd_per_hour,
+                still_bills_per_hour=still_bills_per_hour,
                 subject=at,
             )
         )

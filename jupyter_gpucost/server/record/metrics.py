@@ -38,11 +38,11 @@ class MicroCounters(Collector):
         self._totals: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
-    def inc(self, key: str, user: str, micro_usd: int) -> None:
-        if micro_usd <= 0:
+    def inc(self, key: str, user: str, micro: int) -> None:
+        if micro <= 0:
             return
         with self._lock:
-            self._totals[(key, user)] = self._totals.get((key, user), 0) + micro_usd
+            self._totals[(key, user)] = self._totals.get((key, user), 0) + micro
 
     def value(self, key: str, user: str) -> int:
         with self._lock:

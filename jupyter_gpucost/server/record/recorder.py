@@ -43,7 +43,8 @@ class Unwritten:
     earlier sessions' journals), and whether it is in the local journal."""
 
     seconds: float
-    cost_micro_usd: int
+    #: in micro-units of the session's currency
+    cost_micro: int
     journaled: bool
 
 
@@ -130,8 +131,8 @@ class Recorder:
                     continue
                 sums = p.gpus.setdefault((g.index, minute), GpuMinuteSums())
                 sums.add(r.utilization_pct, r.power_w, r.memory_used_bytes)
-            p.cost_micro_usd += delta_cost
-            p.idle_micro_usd += delta_idle
+            p.cost_micro += delta_cost
+            p.idle_micro += delta_idle
             p.energy_j = snap.energy_j
             p.peak_memory_bytes = self.peak_memory_bytes
             p.last_unix_s = now_s
@@ -182,9 +183,9 @@ class Recorder:
         # the meter may be a sample ahead of the recorder: count what it says now
         ahead = max(snapshot.cost_micro - self._last_cost, 0)
         return LiveTotals(
-            today_micro=others.today_micro_usd + today + ahead,
-            month_micro=others.month_micro_usd + this_month + ahead,
-            all_time_micro=others.all_time_micro_usd + snapshot.cost_micro,
+            today_micro=others.today_micro + today + ahead,
+            month_micro=others.month_micro + this_month + ahead,
+            all_time_micro=others.all_time_micro + snapshot.cost_micro,
         )
 
     # -- flusher thread --------------------------------------------------------
@@ -289,13 +290,13 @@ class Recorder:
     def unwritten(self, now_s: float) -> Unwritten:
         """What is waiting to be written: the metered seconds and their cost."""
         with self._lock:
-            cost = sum(p.cost_micro_usd for p in self._queue) + self._pending.cost_micro_usd
+            cost = sum(p.cost_micro for p in self._queue) + self._pending.cost_micro
             empty = not self._queue and self._pending.empty()
             since = self._written_until_s
-        orphans = sum(p.cost_micro_usd for e in self._orphans for p in e.parts)
+        orphans = sum(p.cost_micro for e in self._orphans for p in e.parts)
         return Unwritten(
             seconds=0.0 if empty else max(now_s - since, 0.0),
-            cost_micro_usd=cost + orphans,
+            cost_micro=cost + orphans,
             journaled=self._journaled,
         )
 
@@ -332,8 +333,8 @@ class Recorder:
         left = self.unwritten(time.time())
         self.log.warning(
             "jupyter-gpucost: the ledger cannot be reached at stop: %.0f s of this session "
-            "(%d micro-dollars) are not written%s",
+            "(%d micro-units) are not written%s",
             left.seconds,
-            left.cost_micro_usd,
+            left.cost_micro,
             "; they are in the journal and written at the next start" if left.journaled else "",
         )

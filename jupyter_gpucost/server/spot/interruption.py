@@ -120,7 +120,7 @@ class NoticeResponder:
         machine: Machine | None,
         ledger: Ledger | None,
         session_id: str,
-        session_cost_micro_usd: Callable[[], int],
+        session_cost_micro: Callable[[], int],
         export_on_interrupt: bool,
         save_timeout_s: float,
         currency_symbol: str,
@@ -136,7 +136,7 @@ class NoticeResponder:
         self.machine = machine
         self.ledger = ledger
         self.session_id = session_id
-        self.session_cost = session_cost_micro_usd
+        self.session_cost = session_cost_micro
         self.export_on_interrupt = export_on_interrupt
         self.save_timeout_s = save_timeout_s
         self.symbol = currency_symbol

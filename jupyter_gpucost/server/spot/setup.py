@@ -119,7 +119,7 @@ def start_interruption(
         machine=found,
         ledger=ledger,
         session_id=service.session_id,
-        session_cost_micro_usd=lambda: service.sampler.latest.snapshot.cost_micro,
+        session_cost_micro=lambda: service.sampler.latest.snapshot.cost_micro,
         export_on_interrupt=settings.export_on_interrupt,
         save_timeout_s=budget.config.save_timeout_s,
         currency_symbol=service.config.currency_symbol,
