@@ -24,7 +24,7 @@ from jupyter_gpucost.core.saved_cost import (
     ENV_TELEMETRY,
     METADATA_KEY,
     MIMETYPE,
-    expected_cost_micro_usd,
+    expected_cost_micro,
     parse_cell,
 )
 from jupyter_gpucost.headless import execute
@@ -93,7 +93,7 @@ def assert_sums_exactly(nb: Any) -> dict[str, Any]:
     assert Decimal(summary["total_usd"]) * 1_000_000 == summary["total_micro_usd"]
     for cell in cells.values():
         assert cell.rate_usd_per_hour == RATE
-        assert abs(cell.cost_micro_usd - expected_cost_micro_usd(RATE, cell.wall_s)) <= 1
+        assert abs(cell.cost_micro_usd - expected_cost_micro(RATE, cell.wall_s)) <= 1
         assert cell.simulated
     assert summary["simulated"] is True
     assert "A100" in summary["simulated_by"]
@@ -319,12 +319,12 @@ def test_gpucost_run_stops_at_the_budget_and_saves_the_partial_notebook(
     # records hold all of it but the runner's own set-up and the gaps between cells (the
     # metered wall time outside the cells' walls, however long a busy machine makes them)
     metered = summary["metered"]["cost_micro_usd"]
-    assert 6000 - expected_cost_micro_usd(RATE, 1.1) <= metered <= 6000
+    assert 6000 - expected_cost_micro(RATE, 1.1) <= metered <= 6000
     outside_s = summary["metered"]["wall_s"] - sum(c.wall_s for c in cells.values())
     assert outside_s >= 0
     # walls are kept to the millisecond and costs to the micro-dollar: each rounds apart
     slack_s = 0.001 * (len(cells) + 1)
-    gaps = expected_cost_micro_usd(RATE, outside_s + slack_s) + len(cells) + 1
+    gaps = expected_cost_micro(RATE, outside_s + slack_s) + len(cells) + 1
     assert metered - gaps <= summary["total_micro_usd"] <= metered
     assert summary["stopped"]["by"] == "interrupt"
     assert summary["stopped"]["cell"] == 2
@@ -489,7 +489,7 @@ def forged(wall_s: float, gpus: list[dict[str, str]], rate: str) -> dict[str, An
     """A record of our type as a notebook's own code could publish it: sound on its own."""
     return {
         "version": 1,
-        "cost_micro_usd": expected_cost_micro_usd(Decimal(rate), wall_s),
+        "cost_micro_usd": expected_cost_micro(Decimal(rate), wall_s),
         "currency": "USD",
         "wall_s": wall_s,
         "gpu_busy_s": None,

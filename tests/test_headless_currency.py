@@ -23,7 +23,7 @@ from jupyter_gpucost.core.saved_cost import (
     ENV_DMI,
     ENV_TELEMETRY,
     METADATA_KEY,
-    expected_cost_micro_usd,
+    expected_cost_micro,
     parse_cell,
 )
 
@@ -33,7 +33,7 @@ BIN = Path(sys.executable).parent
 YUAN_RATE = Decimal("49.5")
 YUAN_PRICES = PublishedPrices(
     gpus=(PricedGpu("GPU-1", "NVIDIA H100 80GB HBM3", YUAN_RATE),),
-    base_usd_per_hour=Decimal(0),
+    base_per_hour=Decimal(0),
     currency_symbol="CN¥",
     source="the server's aliyun on-demand prices",
     currency="CNY",
@@ -98,7 +98,7 @@ def test_a_run_in_yuan_saves_yuan_and_says_yuan(in_yuan: dict[str, str], tmp_pat
         # the kernel's record names the session's currency; its amount is in it
         assert record.currency == "CNY"
         assert record.rate_usd_per_hour == YUAN_RATE
-        assert abs(record.cost_micro_usd - expected_cost_micro_usd(YUAN_RATE, record.wall_s)) <= 1
+        assert abs(record.cost_micro_usd - expected_cost_micro(YUAN_RATE, record.wall_s)) <= 1
     summary = out.metadata[METADATA_KEY]
     assert summary["currency"] == "CNY"
     assert summary["total_micro_usd"] == sum(r.cost_micro_usd for r in records)
@@ -116,7 +116,7 @@ def test_a_dollar_record_a_notebook_publishes_is_refused_in_a_yuan_run(
     wall_s = 0.3
     forged = {
         "version": 1,
-        "cost_micro_usd": expected_cost_micro_usd(YUAN_RATE, wall_s),
+        "cost_micro_usd": expected_cost_micro(YUAN_RATE, wall_s),
         "currency": "USD",
         "wall_s": wall_s,
         "gpus": [{"name": "NVIDIA H100 80GB HBM3", "usd_per_hour": str(YUAN_RATE)}],

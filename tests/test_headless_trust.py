@@ -34,7 +34,7 @@ from jupyter_gpucost.core.record_rules import (
 )
 from jupyter_gpucost.core.saved_cost import (
     METADATA_KEY,
-    expected_cost_micro_usd,
+    expected_cost_micro,
     parse_cell,
 )
 from jupyter_gpucost.headless import execute
@@ -53,7 +53,7 @@ def record(
     """A record of our type as a notebook's own code could publish it (sound on its own)."""
     return {
         "version": 1,
-        "cost_micro_usd": expected_cost_micro_usd(Decimal(rate), wall_s),
+        "cost_micro_usd": expected_cost_micro(Decimal(rate), wall_s),
         "currency": "USD",
         "wall_s": wall_s,
         "gpu_busy_s": None,
@@ -184,8 +184,8 @@ def test_a_run_refuses_records_without_a_zone_in_the_future_or_before_it_began(
     try:
         metered = out.metadata[METADATA_KEY]["metered"]["cost_micro_usd"]
         assert metered > 0
-        assert book.totals(datetime.now(UTC)).today_micro_usd == metered
-        assert book.totals(datetime.now(UTC)).all_time_micro_usd == metered
+        assert book.totals(datetime.now(UTC)).today_micro == metered
+        assert book.totals(datetime.now(UTC)).all_time_micro == metered
     finally:
         book.close()
 
@@ -214,7 +214,7 @@ def test_mixed_zone_less_and_normal_records_reach_the_ledger_and_exit_0(tmp_path
 
     book = Ledger(ledger)
     try:
-        today = book.totals(datetime.now(UTC)).today_micro_usd
+        today = book.totals(datetime.now(UTC)).today_micro
         assert today == summary["metered"]["cost_micro_usd"] >= summary["total_micro_usd"] > 0
         # the two priced cells; the refused record is booked nowhere (the run's metered
         # cost holds cell 1's time)
@@ -259,7 +259,7 @@ def test_a_failing_ledger_write_is_an_error_exit_and_the_cost_is_kept_for_the_ne
     second_cost = second_out.metadata[METADATA_KEY]["metered"]["cost_micro_usd"]
     book = Ledger(url)
     try:
-        assert book.totals(datetime.now(UTC)).today_micro_usd == first_cost + second_cost
+        assert book.totals(datetime.now(UTC)).today_micro == first_cost + second_cost
         assert len(book.recent_cells()) == 2
     finally:
         book.close()
@@ -336,7 +336,7 @@ def test_a_budget_smaller_than_the_stop_grace_shortens_the_steps_and_says_why(
     summary = out.metadata[METADATA_KEY]
     # interrupted before the loop caught it, or killed at the budget: never past it
     cost = summary["metered"]["cost_micro_usd"]
-    assert cost <= 2000 + expected_cost_micro_usd(RATE, KILL_S)
+    assert cost <= 2000 + expected_cost_micro(RATE, KILL_S)
     assert out.cells[1].outputs == []
 
 
@@ -357,7 +357,7 @@ def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(tmp_path: Path
     # no cell said what it cost; the runner did: never past the budget, the interrupt
     # (and its latency) within the stop grace's two steps before it
     assert summary["total_micro_usd"] == 0
-    assert 4000 - expected_cost_micro_usd(RATE, 1.1) <= metered["cost_micro_usd"] <= 4000
+    assert 4000 - expected_cost_micro(RATE, 1.1) <= metered["cost_micro_usd"] <= 4000
     assert metered["unattributed_micro_usd"] == metered["cost_micro_usd"]
     assert metered["wall_s"] < 5
     assert summary["stopped"]["cell"] == 1
@@ -367,7 +367,7 @@ def test_a_run_with_pricing_switched_off_is_stopped_at_the_budget(tmp_path: Path
 
     book = Ledger(ledger)
     try:
-        assert book.totals(datetime.now(UTC)).today_micro_usd == metered["cost_micro_usd"]
+        assert book.totals(datetime.now(UTC)).today_micro == metered["cost_micro_usd"]
     finally:
         book.close()
 
@@ -414,7 +414,7 @@ def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(tmp_path:
     assert "gpucost: stops at $0.01 — in about 4 s at $6.86/h; the notebook saved first" in (stderr)
     assert "shortened" not in stderr
     cost = metered["cost_micro_usd"]
-    assert 10_000 <= cost <= 10_000 + expected_cost_micro_usd(RATE, KILL_S)
+    assert 10_000 <= cost <= 10_000 + expected_cost_micro(RATE, KILL_S)
     assert f"gpucost: the run cost ${cost / 1e6:.4f} of its $0.01 budget (" in stderr
     assert metered["cost_micro_usd"] >= summary["total_micro_usd"]
     assert out.cells[2].outputs == []
@@ -422,6 +422,6 @@ def test_a_cell_that_swallows_the_interrupt_is_shut_down_at_the_budget(tmp_path:
 
     book = Ledger(ledger)
     try:
-        assert book.totals(datetime.now(UTC)).today_micro_usd == metered["cost_micro_usd"]
+        assert book.totals(datetime.now(UTC)).today_micro == metered["cost_micro_usd"]
     finally:
         book.close()

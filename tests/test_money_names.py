@@ -55,14 +55,6 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
         "the HTTP documents' TypedDicts: the deprecated _usd keys beside the neutral ones "
         "(docs/api.md, 'Money keys')",
     ),
-    "core/money.py": (
-        frozenset({"to_usd", "usd"}),
-        "deprecated aliases of to_units() and json_amount(), for callers not yet renamed",
-    ),
-    "core/billing.py": (
-        frozenset({"cost_micro_usd", "rounded_cost_micro_usd"}),
-        "deprecated aliases of cost_micro() and rounded_cost_micro(), for callers not yet renamed",
-    ),
     "headless/ledger.py": (
         frozenset({"cost_micro_usd", "rate_usd_per_hour"}),
         "the headless runner's ledger file: its entries' keys",
@@ -117,38 +109,17 @@ TRUE_OR_SEEN: dict[str, tuple[frozenset[str], str]] = {
     ),
     "core/saved_cost.py": (
         frozenset({"*"}),
-        "the cost saved in a notebook (metadata.gpucost): its fields are its keys; the "
-        "module is being changed on another branch",
+        "the cost saved in a notebook (metadata.gpucost), a file format: its fields are its "
+        "keys, in the record's currency (docs/headless.md)",
     ),
     "core/record_rules.py": (
         frozenset({"rate_usd_per_hour"}),
-        "a cell's record, by its key (being changed on another branch)",
+        "a cell's record, by its key (a file format, docs/headless.md)",
     ),
 }
 
 #: names that say usd and should not, left for later: module -> (names, why they wait)
-NOT_YET: dict[str, tuple[frozenset[str], str]] = {
-    "server/budget/policy.py": (
-        frozenset({"MAX_BUDGET_MICRO_USD"}),
-        "imported by server/budget/parse.py, which another branch is changing",
-    ),
-    "server/budget/parse.py": (
-        frozenset({"micro_usd"}),
-        "the module is being changed on another branch",
-    ),
-    "kernel/cell/saved.py": (
-        frozenset({"cost_micro_usd"}),
-        "the module is being changed on another branch (the saved record's field)",
-    ),
-    "server/record/cells.py": (
-        frozenset({"MAX_USD"}),
-        "the module is being changed on another branch",
-    ),
-    "server/record/history.py": (
-        frozenset({"cost_micro_usd", "rate_micro_usd_per_hour"}),
-        "the module is being changed on another branch",
-    ),
-}
+NOT_YET: dict[str, tuple[frozenset[str], str]] = {}
 
 
 def says_usd(name: str) -> bool:
@@ -282,15 +253,8 @@ def test_the_check_sees_fields_attributes_functions_and_module_names(tmp_path: P
 
 
 def test_the_deprecated_names_read_what_the_new_ones_hold() -> None:
-    from jupyter_gpucost.core import billing, money
     from jupyter_gpucost.kernel.cell.measure import CellCost, OpCost
     from jupyter_gpucost.kernel.guard import Guard
-
-    assert money.to_usd(1_234_567) == money.to_units(1_234_567) == Decimal("1.234567")
-    assert money.usd(1_234_567) == money.json_amount(1_234_567) == 1.234567
-    hour = 3_600 * billing.US_PER_S
-    assert billing.cost_micro_usd(Decimal("6.88"), hour) == 6_880_000
-    assert billing.rounded_cost_micro_usd(Decimal("6.88"), 1_000_000) == 1911
 
     cell = CellCost(cost_micro=1_234_567, rate_per_hour=Decimal("6.862"))
     assert (cell.cost, cell.cost_usd) == (Decimal("1.234567"), Decimal("1.234567"))

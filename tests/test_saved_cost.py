@@ -25,7 +25,7 @@ from jupyter_gpucost.core.saved_cost import (
     Refused,
     SavedCell,
     SavedGpu,
-    expected_cost_micro_usd,
+    expected_cost_micro,
     parse_cell,
     split_exactly,
     summarise,
@@ -49,7 +49,7 @@ prices = st.decimals(min_value=0, max_value=1000, places=3, allow_nan=False, all
 def cell(wall_s: float, gpus: list[Decimal], base: Decimal = Decimal(0)) -> SavedCell:
     rate = sum(gpus, base)
     return SavedCell(
-        cost_micro_usd=expected_cost_micro_usd(rate, wall_s),
+        cost_micro_usd=expected_cost_micro(rate, wall_s),
         wall_s=wall_s,
         rate_usd_per_hour=rate,
         gpus=tuple(
@@ -93,9 +93,7 @@ def test_a_sound_record_with_fields_changed_is_refused_or_still_consistent(
     except Refused:
         return
     assert (
-        abs(
-            parsed.cost_micro_usd - expected_cost_micro_usd(parsed.rate_usd_per_hour, parsed.wall_s)
-        )
+        abs(parsed.cost_micro_usd - expected_cost_micro(parsed.rate_usd_per_hour, parsed.wall_s))
         <= 1
     )
 

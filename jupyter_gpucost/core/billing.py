@@ -46,12 +46,6 @@ def _micro_per_us(per_hour: Decimal) -> tuple[int, int]:
     return numerator * 1_000_000, denominator * US_PER_HOUR
 
 
-#: Deprecated names of :func:`cost_micro` and :func:`rounded_cost_micro`, kept for callers
-#: not yet renamed.
-cost_micro_usd = cost_micro
-rounded_cost_micro_usd = rounded_cost_micro
-
-
 @dataclass(frozen=True)
 class BillingRule:
     """How a provider turns elapsed time into billed time.

@@ -85,12 +85,6 @@ def round_units(micro: Fraction, quantum: Decimal) -> Decimal:
     return (Decimal(whole) * quantum).quantize(quantum)
 
 
-#: Deprecated names of :func:`to_units` and :func:`json_amount` (the amounts are in the
-#: session's currency, not always US dollars), kept for callers not yet renamed.
-to_usd = to_units
-usd = json_amount
-
-
 def as_decimal(amount: Amount) -> Decimal:
     """An amount from JSON or a caller as a Decimal, through its text (no binary float)."""
     return amount if isinstance(amount, Decimal) else Decimal(str(amount))

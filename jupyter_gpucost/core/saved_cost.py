@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .billing import cost_micro_usd
+from .billing import cost_micro
 from .i18n import N_
 from .money import round_micro
 from .record_rules import (
@@ -170,9 +170,9 @@ def split_exactly(total: int, weights: Mapping[str, Decimal]) -> dict[str, int]:
     return parts
 
 
-def expected_cost_micro_usd(rate_usd_per_hour: Decimal, wall_s: float) -> int:
+def expected_cost_micro(rate_per_hour: Decimal, wall_s: float) -> int:
     """The meter's cost of a cell: its wall time at the rate in force (the kernel's rule)."""
-    return round_micro(cost_micro_usd(rate_usd_per_hour, round(wall_s * 1_000_000)))
+    return round_micro(cost_micro(rate_per_hour, round(wall_s * 1_000_000)))
 
 
 #: a record that is not ours or not sound (``reason``: an ``N_`` constant); the one error
@@ -272,7 +272,7 @@ def parse_cell(value: object, *, now: datetime | None = None) -> SavedCell:
     # that rate (one micro-dollar of slack for the wall time's rounding to 6 decimals)
     if sum((g.usd_per_hour or Decimal(0) for g in cell.gpus), base) != rate:
         raise Refused(COST_MISMATCH)
-    if abs(expected_cost_micro_usd(rate, wall_s) - cost) > 1:
+    if abs(expected_cost_micro(rate, wall_s) - cost) > 1:
         raise Refused(COST_MISMATCH)
     return cell
 

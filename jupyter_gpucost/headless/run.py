@@ -26,7 +26,7 @@ from typing import Any, NoReturn, TextIO
 from ..core.budget_words import about, shortened
 from ..core.currency import for_reader
 from ..core.i18n import _, current_language, ngettext
-from ..core.money import notice, rate, status_bar, to_usd
+from ..core.money import notice, rate, status_bar, to_units
 from ..core.saved_cost import (
     ENV_DETECT,
     ENV_TELEMETRY,
@@ -177,10 +177,10 @@ class Progress:
         self.spent: Callable[[], int | None] = lambda: None
 
     def __call__(self, index: int, cell: SavedCell | None, summary: NotebookSummary) -> None:
-        cost = "-" if cell is None else status_bar(to_usd(cell.cost_micro_usd), self.symbol)
+        cost = "-" if cell is None else status_bar(to_units(cell.cost_micro_usd), self.symbol)
         spent = self.spent()
         spent = summary.total_micro_usd if spent is None else spent
-        total = status_bar(to_usd(spent), self.symbol)
+        total = status_bar(to_units(spent), self.symbol)
         line = _("cell {i}/{n}: {cost}, {total} so far").format(
             i=index + 1, n=self.count() or self.total_cells, cost=cost, total=total
         )
@@ -189,7 +189,7 @@ class Progress:
             filled = round(used * 20)
             bar = "#" * filled + "." * (20 - filled)
             line += f" [{bar}] " + _("{percent} of the {budget} budget").format(
-                percent=f"{used:.0%}", budget=status_bar(to_usd(self.budget), self.symbol)
+                percent=f"{used:.0%}", budget=status_bar(to_units(self.budget), self.symbol)
             )
         print(line, file=self.out, flush=True)
 
@@ -327,14 +327,14 @@ def say_cost(
 ) -> None:
     """The run's last lines: what it cost (and, ``stopped``, the budget it stopped at),
     where it was saved, and the share of its budget."""
-    total = status_bar(to_usd(spent), symbol)
+    total = status_bar(to_units(spent), symbol)
     if stopped:
         text = _(
             "gpucost: stopped at the {budget} budget after cell {i}: {total} spent. Saved: {path}"
         )
         print(
             text.format(
-                budget=status_bar(to_usd(budget or 0), symbol),
+                budget=status_bar(to_units(budget or 0), symbol),
                 i=int((collector.summary.stopped or {}).get("cell", 0)) + 1,
                 total=total,
                 path=output,
@@ -348,7 +348,7 @@ def say_cost(
         text = _("gpucost: the run cost {total} of its {budget} budget ({percent}).")
         print(
             text.format(
-                total=status_bar(to_usd(spent), symbol),
+                total=status_bar(to_units(spent), symbol),
                 budget=notice(budget, symbol),
                 percent=f"{spent / budget:.1%}",
             ),
@@ -455,7 +455,7 @@ def record_in_ledger(url: str, entry: Any, out: TextIO, symbol: str = "$") -> bo
             print(text.format(error=kept), file=out)
             return False
         text = _("gpucost: its cost ({total}) is kept in {path} and added at the next run")
-        total = status_bar(to_usd(entry.cost_micro_usd), symbol)
+        total = status_bar(to_units(entry.cost_micro_usd), symbol)
         print(text.format(total=total, path=path), file=out)
         return False
     print(_("gpucost: added to the ledger {url}").format(url=shown_url(url)), file=out)

@@ -199,7 +199,7 @@ class AutoPricer:
         self.last = record
         saved = saved_cell(
             p,
-            cost_micro_usd=micro,
+            cost_micro=micro,
             wall_s=wall_s,
             started_epoch_s=epoch0,
             mode="auto",

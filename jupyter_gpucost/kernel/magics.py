@@ -101,7 +101,7 @@ class CellTimer:
         p = prices()
         saved = saved_cell(
             p,
-            cost_micro_usd=report.cost_micro,
+            cost_micro=report.cost_micro,
             wall_s=report.wall_s,
             started_epoch_s=time.time() - report.wall_s,
             mode="magic",

@@ -207,12 +207,12 @@ def test_records_in_other_currencies_show_in_their_own(lab_factory: Any, page: A
     from datetime import UTC, datetime, timedelta
     from decimal import Decimal
 
-    from jupyter_gpucost.core.saved_cost import SavedCell, SavedGpu, expected_cost_micro_usd
+    from jupyter_gpucost.core.saved_cost import SavedCell, SavedGpu, expected_cost_micro
 
     def record(rate: str, currency: str) -> dict[str, object]:
         started = datetime.now(UTC) - timedelta(minutes=5)
         return SavedCell(
-            cost_micro_usd=expected_cost_micro_usd(Decimal(rate), 2.0),
+            cost_micro_usd=expected_cost_micro(Decimal(rate), 2.0),
             wall_s=2.0,
             rate_usd_per_hour=Decimal(rate),
             gpus=(SavedGpu("NVIDIA H100 80GB HBM3", Decimal(rate)),),

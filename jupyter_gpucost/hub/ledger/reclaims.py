@@ -21,17 +21,15 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from fractions import Fraction
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ...core.money import round_micro
+from ...core.billing import rounded_cost_micro
 from .schema import from_us, idle_spans_table, servers_table, to_us
 
 #: the most one reclaim counts as saved (8 hours: a working day's evening)
 SAVINGS_HORIZON_S = 8 * 3600
-_US_PER_HOUR = 3_600_000_000
 
 _t = idle_spans_table.c
 _s = servers_table.c
@@ -65,11 +63,6 @@ class IdleSummary:
     saved_micro_usd: int = 0
     #: the hourly rates of the reclaimed servers not started again
     freed_usd_per_hour: Decimal = Decimal(0)
-
-
-def cost_micro_usd(usd_per_hour: Decimal, us: int) -> int:
-    """Exact micro-dollars of ``us`` microseconds at ``usd_per_hour``."""
-    return round_micro(Fraction(usd_per_hour) * us * 1_000_000 / _US_PER_HOUR)
 
 
 class ReclaimStore:
@@ -151,14 +144,14 @@ class ReclaimStore:
                 (s for s in restarts.get((r.user, r.server_name), []) if s > r.ended), None
             )
             stopped_us = to_us(again or now) - to_us(r.ended)
-            saved += cost_micro_usd(
+            saved += rounded_cost_micro(
                 r.usd_per_hour, max(0, min(stopped_us, SAVINGS_HORIZON_S * 10**6))
             )
             if again is None:
                 freed += r.usd_per_hour
         return IdleSummary(
             idle_gpu_us=sum(r.idle_us * r.gpu_count for r in records),
-            idle_micro_usd=sum(cost_micro_usd(r.usd_per_hour, r.idle_us) for r in records),
+            idle_micro_usd=sum(rounded_cost_micro(r.usd_per_hour, r.idle_us) for r in records),
             reclaimed=len(reclaimed),
             saved_micro_usd=saved,
             freed_usd_per_hour=freed,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from ...core.billing import rounded_cost_micro
 from ...core.wire import IdleSummaryJson, JsonObject
-from ..ledger.reclaims import SAVINGS_HORIZON_S, cost_micro_usd
+from ..ledger.reclaims import SAVINGS_HORIZON_S
 from ..model import ServerRow
 from ..service import HubService
 
@@ -61,7 +62,7 @@ def idle_summary(service: HubService, now: datetime) -> IdleSummaryJson | None:
     for row in service.rows.values():
         idle_us = round(reclaim.view(row).idle_s * 1_000_000)
         live_gpu_us += idle_us * row.rate.allocation.count
-        live_micro_usd += cost_micro_usd(row.rate.usd_per_hour, idle_us)
+        live_micro_usd += rounded_cost_micro(row.rate.usd_per_hour, idle_us)
     return {
         "enabled": reclaim.enabled,
         "period_days": PERIOD_DAYS,

@@ -43,7 +43,7 @@ def iso(epoch_s: float) -> str:
 def saved_cell(
     prices: KernelPrices,
     *,
-    cost_micro_usd: int,
+    cost_micro: int,
     wall_s: float,
     started_epoch_s: float,
     mode: str,
@@ -51,7 +51,7 @@ def saved_cell(
     gpu_busy_s: dict[int, float] | None = None,
 ) -> SavedCell:
     return SavedCell(
-        cost_micro_usd=cost_micro_usd,
+        cost_micro_usd=cost_micro,
         wall_s=round(wall_s, 6),
         rate_usd_per_hour=prices.rate_per_hour(),
         gpus=tuple(SavedGpu(name, price) for name, price in prices.gpus.values()),

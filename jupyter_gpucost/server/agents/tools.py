@@ -19,9 +19,9 @@ from decimal import Decimal
 from http import HTTPStatus
 from typing import Any
 
-from ...core.billing import US_PER_S, rounded_cost_micro_usd
+from ...core.billing import US_PER_S, rounded_cost_micro
 from ...core.i18n import _
-from ...core.money import as_decimal, status_bar, usd
+from ...core.money import as_decimal, json_amount, status_bar
 from ...core.refusal import Refusal
 from ..budget.controller import BudgetController
 from ..budget.parse import parse_lower_request
@@ -209,14 +209,14 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
         }
     snapshot = parts.service.sampler.latest.snapshot
     rate = Decimal(snapshot.rate_per_hour)
-    cost = rounded_cost_micro_usd(rate, round(duration_s * US_PER_S))
+    cost = rounded_cost_micro(rate, round(duration_s * US_PER_S))
     left, kind = remaining_micro(parts)
     symbol = parts.service.config.currency_symbol
     fits = None if left is None else cost <= left
     words = {
-        "cost": status_bar(usd(cost), symbol),
+        "cost": status_bar(json_amount(cost), symbol),
         "duration": f"{duration_s:g}",
-        "left": "" if left is None else status_bar(usd(left), symbol),
+        "left": "" if left is None else status_bar(json_amount(left), symbol),
     }
     if fits is None:
         text = _("Running {duration} s here costs about {cost}; no budget is set.")
@@ -227,17 +227,17 @@ def estimate(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, ob
             "Running {duration} s here costs about {cost}, more than the {left} left in the "
             "budget: it would be stopped before the end."
         )
-    remaining = None if left is None else usd(left)
+    remaining = None if left is None else json_amount(left)
     return {
         "duration_s": duration_s,
-        "cost": usd(cost),
+        "cost": json_amount(cost),
         "rate_per_hour": float(rate),
         "currency": parts.service.config.currency,
         "currency_symbol": symbol,
         "as_of": snapshot.as_of.isoformat(),
         "budget_remaining": remaining,
         # deprecated twins (docs/api.md, "Money keys")
-        "cost_usd": usd(cost),
+        "cost_usd": json_amount(cost),
         "rate_usd_per_hour": float(rate),
         "budget_remaining_usd": remaining,
         "budget_kind": kind,
@@ -294,7 +294,7 @@ def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, 
         if busy is not None:
             book["gpu_busy_s"] = round(book.get("gpu_busy_s", 0.0) + busy, 3)
     books = sorted(notebooks.values(), key=lambda b: b["micro"], reverse=True)[:limit]
-    total = usd(sum(_micro(r.get("cost_usd")) for r in records))
+    total = json_amount(sum(_micro(r.get("cost_usd")) for r in records))
     return {
         "scope": scope,
         "currency_symbol": parts.service.config.currency_symbol,
@@ -305,8 +305,8 @@ def cell_costs(parts: AgentParts, arguments: Mapping[str, object]) -> dict[str, 
         "notebooks": [
             {
                 "notebook_path": b["notebook_path"],
-                "cost": usd(b["micro"]),
-                "cost_usd": usd(b["micro"]),
+                "cost": json_amount(b["micro"]),
+                "cost_usd": json_amount(b["micro"]),
                 "cells": b["cells"],
                 "wall_s": round(b["wall_s"], 3),
                 "gpu_busy_s": b.get("gpu_busy_s"),
@@ -349,7 +349,7 @@ async def set_budget(parts: AgentParts, arguments: Mapping[str, object]) -> dict
     return {
         "budget": budget_summary(payload),
         "summary": _("This session's budget is now {amount}.").format(
-            amount=status_bar(usd(budget.amount_micro), symbol)
+            amount=status_bar(json_amount(budget.amount_micro), symbol)
         ),
     }
 

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from ...core.i18n import _
-from ...core.money import to_usd
+from ...core.money import to_units
 from ...core.wording import budget_kind, scope_word
 from ..inputs import one_of, shown
 from .policy import (
     HARD_REFUSAL,
-    MAX_BUDGET_MICRO_USD,
+    MAX_BUDGET_MICRO,
     SCOPES,
     Budget,
     BudgetError,
@@ -41,7 +41,7 @@ def parse_amount(raw: object, *, what: str) -> int:
             _("{what} must be more than 0 (remove the budget instead)").format(what=what)
         )
     # compared before any arithmetic, which could round or overflow (e.g. 1e999999999)
-    if value > MAX_BUDGET_MICRO_USD // 1_000_000:
+    if value > MAX_BUDGET_MICRO // 1_000_000:
         raise BudgetError(_("{what} must be at most 1000000").format(what=what))
     if value != value.quantize(Decimal("0.000001")):
         raise BudgetError(_("{what} has more than 6 decimals").format(what=what))
@@ -148,14 +148,14 @@ def parse_lower_request(body: Mapping[str, object], in_force: Iterable[Budget]) 
                     "an agent can only lower the budget: {amount} is not below the budget "
                     "of {limit} ({kind})"
                 ).format(
-                    amount=_dollars(budget.amount_micro),
-                    limit=_dollars(current.amount_micro),
+                    amount=_as_sent(budget.amount_micro),
+                    limit=_as_sent(current.amount_micro),
                     kind=budget_kind(current.kind),
                 )
             )
     return budget
 
 
-def _dollars(micro_usd: int) -> str:
+def _as_sent(micro: int) -> str:
     """An amount as it was sent, exactly: ``2``, ``0.5``, ``1.234567``."""
-    return f"{to_usd(micro_usd).normalize():f}"
+    return f"{to_units(micro).normalize():f}"

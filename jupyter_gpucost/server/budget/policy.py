@@ -43,7 +43,7 @@ ACTIONS = ("interrupt", "shutdown", "stop-server", "stop-instance", "terminate-i
 USER_ACTIONS = ACTIONS[:-1]
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 95)
 #: the most a budget may be, so a typo of many zeros is refused rather than ignored
-MAX_BUDGET_MICRO_USD = 10**6 * 10**6
+MAX_BUDGET_MICRO = 10**6 * 10**6
 
 
 class BudgetError(ValueError):

@@ -41,7 +41,7 @@ MAX_CELLS_IN_MEMORY = 2000
 #: the most a number in a record may be, by what it counts: beyond these a record is a
 #: mistake (a cell over a million dollars, a century long), and bytes stay exact in a
 #: browser's numbers (2**53)
-MAX_USD = 1_000_000
+MAX_AMOUNT = 1_000_000
 MAX_SECONDS = 100 * 365 * 86400
 MAX_JOULES = 1e15
 MAX_BYTES = 2**53
@@ -196,8 +196,8 @@ def clean(
         "peak_memory_bytes": peak_total,
         "peak_memory_bytes_by_gpu": peak,
         "energy_j": _number(record, "energy_j", required=False, most=MAX_JOULES),
-        "cost_usd": _number(record, "cost_usd", required=True, most=MAX_USD),
-        "rate_usd_per_hour": _number(record, "rate_usd_per_hour", required=False, most=MAX_USD),
+        "cost_usd": _number(record, "cost_usd", required=True, most=MAX_AMOUNT),
+        "rate_usd_per_hour": _number(record, "rate_usd_per_hour", required=False, most=MAX_AMOUNT),
         "status": status,
         "mode": mode,
     }

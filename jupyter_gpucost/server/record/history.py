@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ...core.i18n import _
-from ...core.money import usd
+from ...core.money import json_amount
 from ...core.refusal import Refusal
 from ...core.wire import HistoryPoint, PointGpu
 from ..inputs import shown
@@ -40,8 +40,8 @@ class GpuPoint:
 @dataclass(frozen=True)
 class Point:
     unix_s: float
-    cost_micro_usd: int
-    rate_micro_usd_per_hour: int
+    cost_micro: int
+    rate_micro_per_hour: int
     gpus: tuple[GpuPoint, ...]
 
 
@@ -145,9 +145,7 @@ def from_ring(
                 }
             )
         # the session's billed cost then, as the status said it at that time
-        out.append(
-            _point(_iso(last.unix_s), last.cost_micro_usd, last.rate_micro_usd_per_hour, gpus)
-        )
+        out.append(_point(_iso(last.unix_s), last.cost_micro, last.rate_micro_per_hour, gpus))
     return out
 
 
@@ -241,7 +239,7 @@ def from_ledger(
 def _point(t: str, cost_micro: int, rate_micro_per_hour: int, gpus: list[PointGpu]) -> HistoryPoint:
     """One point: the cost and the rate in the session's currency, each under its name and
     its deprecated ``_usd`` twin (docs/api.md, "Money keys")."""
-    cost, rate = usd(cost_micro), usd(rate_micro_per_hour)
+    cost, rate = json_amount(cost_micro), json_amount(rate_micro_per_hour)
     return {
         "t": t,
         "cost": cost,

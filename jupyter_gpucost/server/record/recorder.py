@@ -141,8 +141,8 @@ class Recorder:
         self.ring.append(
             Point(
                 unix_s=now_s,
-                cost_micro_usd=cost,
-                rate_micro_usd_per_hour=rate,
+                cost_micro=cost,
+                rate_micro_per_hour=rate,
                 gpus=tuple(
                     GpuPoint(
                         index=g.index,
