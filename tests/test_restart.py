@@ -46,8 +46,11 @@ def test_a_hard_kill_loses_at_most_one_flush_and_counts_nothing_twice(tmp_path: 
         old = sessions(second)[before["session_id"]]
         assert old["ended"] is None  # it never closed
         lost = before["all_time_usd"] - old["cost_usd"]
-        # never more than what one flush period (plus the sample in flight) was worth
-        assert 0 <= lost <= RATE_USD_PER_S * (FLUSH_S + 2 * SAMPLE_S) + 2e-6, lost
+        # never more than what was counted since the last flush, as the server said when it
+        # was asked (plus the sample in flight): one flush period's worth when the flusher
+        # runs on time, more only when a busy machine ran it late (docs/ledger.md)
+        unwritten = before["ledger"]["unwritten_micro"] / 1_000_000
+        assert 0 <= lost <= unwritten + RATE_USD_PER_S * SAMPLE_S + 2e-6, (lost, before["ledger"])
         # the new session starts from what the ledger kept; nothing counted twice
         assert after["session_id"] != before["session_id"]
         assert after["all_time_usd"] == pytest.approx(old["cost_usd"] + after["cost_usd"], abs=2e-6)
