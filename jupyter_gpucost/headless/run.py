@@ -164,7 +164,7 @@ class Progress:
     """One line per cell on the terminal: a bar of the budget, the cost so far."""
 
     def __init__(
-        self, total_cells: int, budget_micro: int | None, out: TextIO, symbol: str = "$"
+        self, total_cells: int, budget_micro: int | None, out: TextIO, symbol: str
     ) -> None:
         self.total_cells = total_cells
         #: written before every amount: the session's currency's
@@ -323,7 +323,7 @@ def say_cost(
     budget: int | None,
     output: str,
     out: TextIO,
-    symbol: str = "$",
+    symbol: str,
 ) -> None:
     """The run's last lines: what it cost (and, ``stopped``, the budget it stopped at),
     where it was saved, and the share of its budget."""
@@ -356,7 +356,7 @@ def say_cost(
         )
 
 
-def say_plan(plan: StopPlan, budget: int, out: TextIO, symbol: str = "$") -> None:
+def say_plan(plan: StopPlan, budget: int, out: TextIO, symbol: str) -> None:
     """When the budget's stop lands, said as its steps begin (the watcher's thread)."""
     per_hour = rate(plan.rate_per_hour, symbol)
     text = _(
@@ -439,7 +439,7 @@ def write_pending_runs(url: str, out: TextIO) -> None:
         print(text.format(e=error), file=out)
 
 
-def record_in_ledger(url: str, entry: Any, out: TextIO, symbol: str = "$") -> bool:
+def record_in_ledger(url: str, entry: Any, out: TextIO, symbol: str) -> bool:
     """Add the run to the ledger; a failure is said, and the run kept for the next start."""
     from .ledger import append_run, keep_pending, shown_url
 
